@@ -1,0 +1,80 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// File is a managed regular file. It appears both in a Config (with its source range) and,
+// merged, in a Rendered config.
+type File struct {
+	Path      string    `json:"path"`
+	Mode      int       `json:"mode"` // permission bits, e.g. 0o644
+	User      string    `json:"user,omitempty"`
+	Group     string    `json:"group,omitempty"`
+	Contents  []byte    `json:"contents"`
+	OnChange  []Policy  `json:"on_change,omitempty"` // empty: a change needs a reboot
+	DeclRange hcl.Range `json:"-"`
+}
+
+// Unit is a managed systemd unit with its drop-ins.
+type Unit struct {
+	Name      string    `json:"name"`
+	Enabled   *bool     `json:"enabled,omitempty"`
+	Mask      bool      `json:"mask,omitempty"`
+	Contents  string    `json:"contents,omitempty"`
+	Dropins   []Dropin  `json:"dropins,omitempty"`
+	OnChange  []Policy  `json:"on_change,omitempty"`
+	DeclRange hcl.Range `json:"-"`
+}
+
+// Dropin is a systemd drop-in of a unit.
+type Dropin struct {
+	Name     string `json:"name"`
+	Contents string `json:"contents"`
+}
+
+// PolicyKind says what a change to a file or unit needs to take effect.
+type PolicyKind string
+
+const (
+	PolicyNone         PolicyKind = "none"
+	PolicyReload       PolicyKind = "reload"        // reload:UNIT
+	PolicyRestart      PolicyKind = "restart"       // restart:UNIT
+	PolicyDaemonReload PolicyKind = "daemon-reload" // systemctl daemon-reload
+	PolicyDrain        PolicyKind = "drain"         // cordon and drain, write, uncordon; no reboot
+	PolicyReboot       PolicyKind = "reboot"
+)
+
+// Policy is one on_change entry.
+type Policy struct {
+	Kind PolicyKind `json:"kind"`
+	Unit string     `json:"unit,omitempty"` // for reload and restart
+}
+
+func (p Policy) String() string {
+	if p.Unit != "" {
+		return string(p.Kind) + ":" + p.Unit
+	}
+	return string(p.Kind)
+}
+
+// ParsePolicy parses "none", "daemon-reload", "drain", "reboot", "reload:U" or "restart:U".
+func ParsePolicy(s string) (Policy, error) {
+	kind, unit, hasUnit := strings.Cut(s, ":")
+	switch PolicyKind(kind) {
+	case PolicyNone, PolicyDaemonReload, PolicyDrain, PolicyReboot:
+		if hasUnit {
+			return Policy{}, fmt.Errorf("policy %q takes no unit", kind)
+		}
+		return Policy{Kind: PolicyKind(kind)}, nil
+	case PolicyReload, PolicyRestart:
+		if !hasUnit || unit == "" {
+			return Policy{}, fmt.Errorf("policy %q needs a unit, as in %q", kind, kind+":chronyd.service")
+		}
+		return Policy{Kind: PolicyKind(kind), Unit: unit}, nil
+	}
+	return Policy{}, fmt.Errorf("unknown policy %q: want none, reload:UNIT, restart:UNIT, daemon-reload, drain or reboot", s)
+}

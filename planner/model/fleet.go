@@ -1,0 +1,73 @@
+package model
+
+import "time"
+
+// Fleet is what a provider observed: nodes, and the workloads that decide whether they may
+// be drained.
+type Fleet struct {
+	Nodes []Node `json:"nodes"` // sorted by name
+	Pods  []Pod  `json:"pods,omitempty"`
+	PDBs  []PDB  `json:"pdbs,omitempty"`
+}
+
+// Node is one observed node.
+type Node struct {
+	Name          string            `json:"name"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	Zone          string            `json:"zone,omitempty"` // topology.kubernetes.io/zone
+	Created       time.Time         `json:"created"`
+	Ready         bool              `json:"ready"`
+	Unschedulable bool              `json:"unschedulable,omitempty"` // cordoned
+	// CurrentConfig is the rendered config the node runs; DesiredConfig the one it was told to
+	// move to (equal when the node is settled).
+	CurrentConfig string   `json:"current_config,omitempty"`
+	DesiredConfig string   `json:"desired_config,omitempty"`
+	OSImage       string   `json:"os_image,omitempty"`
+	KernelArgs    []string `json:"kernel_args,omitempty"`
+	BootID        string   `json:"boot_id,omitempty"`
+	BootImage     string   `json:"boot_image,omitempty"` // the image the node first booted from
+	// State is the node executor's report: "Done", "Working" or "Degraded" (with Reason).
+	State  string `json:"state,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Pod is a workload pod bound to a node.
+type Pod struct {
+	Namespace string            `json:"namespace"`
+	Name      string            `json:"name"`
+	Node      string            `json:"node"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	DaemonSet bool              `json:"daemonset,omitempty"` // ignored by drains
+	Ready     bool              `json:"ready"`
+}
+
+// PDB is a PodDisruptionBudget with its observed status.
+type PDB struct {
+	Namespace          string            `json:"namespace"`
+	Name               string            `json:"name"`
+	Selector           map[string]string `json:"selector"`
+	MinAvailable       int               `json:"min_available"`
+	CurrentHealthy     int               `json:"current_healthy"`
+	DesiredHealthy     int               `json:"desired_healthy"`
+	DisruptionsAllowed int               `json:"disruptions_allowed"`
+}
+
+// Matches reports whether the PDB selects the pod.
+func (p *PDB) Matches(pod *Pod) bool {
+	if pod.Namespace != p.Namespace || len(p.Selector) == 0 {
+		return false
+	}
+	for k, v := range p.Selector {
+		if pod.Labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Node states reported by the node executor.
+const (
+	StateDone     = "Done"
+	StateWorking  = "Working"
+	StateDegraded = "Degraded"
+)

@@ -1,0 +1,91 @@
+package model
+
+import "fmt"
+
+// StepKind is one kind of node step. The order of the constants is the order in which the
+// steps of one node run.
+type StepKind uint8
+
+const (
+	StepCordon       StepKind = iota + 1 // mark the node unschedulable (engine)
+	StepDrain                            // evict its pods, honouring PDBs (engine)
+	StepWrite                            // write one file or unit (node executor)
+	StepDaemonReload                     // systemctl daemon-reload (node executor)
+	StepKargs                            // change kernel arguments (node executor)
+	StepPivot                            // switch the OS image (node executor)
+	StepReload                           // reload one unit (node executor)
+	StepRestart                          // restart one unit (node executor)
+	StepReboot                           // reboot (node executor)
+	StepVerify                           // after the reboot, check the disk against the config (node executor)
+	StepUncordon                         // make the node schedulable again (engine)
+)
+
+var stepNames = [...]string{
+	StepCordon:       "cordon",
+	StepDrain:        "drain",
+	StepWrite:        "write",
+	StepDaemonReload: "daemon-reload",
+	StepKargs:        "kargs",
+	StepPivot:        "pivot",
+	StepReload:       "reload",
+	StepRestart:      "restart",
+	StepReboot:       "reboot",
+	StepVerify:       "verify",
+	StepUncordon:     "uncordon",
+}
+
+func (k StepKind) String() string {
+	if int(k) < len(stepNames) && stepNames[k] != "" {
+		return stepNames[k]
+	}
+	return fmt.Sprintf("StepKind(%d)", k)
+}
+
+// ParseStepKind is the inverse of String.
+func ParseStepKind(s string) (StepKind, error) {
+	for k, n := range stepNames {
+		if n == s && n != "" {
+			return StepKind(k), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown step %q", s)
+}
+
+// OnNode reports whether the node executor runs the step (the rest the engine runs
+// through the provider).
+func (k StepKind) OnNode() bool {
+	return k != StepCordon && k != StepDrain && k != StepUncordon
+}
+
+// Disruptive reports whether the step takes the node's workloads away.
+func (k StepKind) Disruptive() bool {
+	return k == StepDrain || k == StepReboot
+}
+
+func (k StepKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+func (k *StepKind) UnmarshalText(b []byte) error {
+	v, err := ParseStepKind(string(b))
+	*k = v
+	return err
+}
+
+// Step is one planned action on one node.
+type Step struct {
+	Kind StepKind `json:"kind"`
+	// Target is the file path or unit name the step acts on, when it has one.
+	Target string `json:"target,omitempty"`
+	// Reason says why the step is needed. It is for people reading the plan only: nothing
+	// decides anything on it.
+	Reason string `json:"reason"`
+}
+
+func (s Step) String() string {
+	if s.Target != "" {
+		return s.Kind.String() + " " + s.Target
+	}
+	return s.Kind.String()
+}
+
+// Key identifies a step within one node's list, for journals and traces.
+func (s Step) Key() string { return s.String() }

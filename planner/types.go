@@ -1,0 +1,109 @@
+package planner
+
+import "github.com/mcpfleet/mcp/planner/model"
+
+// Input is everything a plan is computed from. The planner reads it and nothing else.
+type Input struct {
+	Desired *model.Desired
+	// Rendered is the new rendered config of each pool (from Render), by pool name.
+	Rendered map[string]*model.Rendered
+	// Known holds the rendered configs the state remembers, by name; a node's current config
+	// is looked up here to know what changes.
+	Known map[string]*model.Rendered
+	// Pointers is the state's boot-server pointer per pool (the last rendered config applied).
+	Pointers map[string]string
+	Fleet    *model.Fleet
+	// Journal is the progress of an apply that did not finish, by node name.
+	Journal map[string]JournalEntry
+}
+
+// JournalEntry records the steps of one node that an earlier apply finished.
+type JournalEntry struct {
+	From   string   `json:"from"`   // the node's config before that apply
+	Target string   `json:"target"` // the rendered config that apply moved it to
+	Done   []string `json:"done"`   // model.Step.Key of each finished step, in order
+}
+
+// Plan is the result of planning: per pool and per node what will happen.
+type Plan struct {
+	Pools []PoolPlan `json:"pools"`
+	// Nodes lists every node of every pool, pool by pool in rollout order (zone, then
+	// oldest); unchanged nodes have no steps.
+	Nodes []NodePlan `json:"nodes"`
+	// Unmanaged names nodes that no pool selects.
+	Unmanaged []string `json:"unmanaged,omitempty"`
+	// Rendered holds each pool's new rendered config, by name, so that a saved plan carries
+	// exactly what apply will write.
+	Rendered map[string]*model.Rendered `json:"rendered"`
+}
+
+// PoolPlan is one pool's part of the plan.
+type PoolPlan struct {
+	Name     string `json:"name"`
+	Rendered string `json:"rendered"`           // the pool's new rendered config
+	Previous string `json:"previous,omitempty"` // the pointer before (from the state)
+	// ReRendered is true when Rendered differs from Previous.
+	ReRendered bool `json:"re_rendered"`
+	Size       int  `json:"size"`
+	// MaxUnavailable is max_unavailable resolved against Size.
+	MaxUnavailable int `json:"max_unavailable"`
+	// Unavailable counts nodes that are NotReady or cordoned and not part of this rollout.
+	Unavailable int  `json:"unavailable"`
+	Paused      bool `json:"paused,omitempty"`
+	// Slots is how many nodes of this pool may update at once (MaxUnavailable - Unavailable).
+	Slots    int       `json:"slots"`
+	Updates  int       `json:"updates"` // nodes with steps
+	Waves    int       `json:"waves"`
+	Blockers []Blocker `json:"blockers,omitempty"`
+}
+
+// NodeAction is what happens to a node as a whole.
+type NodeAction string
+
+const (
+	NodeNoOp   NodeAction = "no-op"
+	NodeUpdate NodeAction = "update"
+	// NodeResume finishes the steps an interrupted apply left.
+	NodeResume NodeAction = "resume"
+)
+
+// NodePlan is one node's part of the plan.
+type NodePlan struct {
+	Name   string       `json:"name"`
+	Pool   string       `json:"pool"`
+	Zone   string       `json:"zone,omitempty"`
+	Action NodeAction   `json:"action"`
+	From   string       `json:"from,omitempty"` // current rendered config
+	To     string       `json:"to"`             // target rendered config
+	Steps  []model.Step `json:"steps,omitempty"`
+	// Reboot is true when Steps contain a reboot.
+	Reboot bool `json:"reboot,omitempty"`
+	// Wave is the 1-based wave the node is predicted to start in (0: no steps or deferred).
+	// Apply schedules continuously; waves are the prediction for equal step durations.
+	Wave int `json:"wave,omitempty"`
+	// Deferred is true when the node's steps will not run in this apply (paused pool,
+	// no budget left).
+	Deferred bool      `json:"deferred,omitempty"`
+	Blockers []Blocker `json:"blockers,omitempty"`
+	Warnings []string  `json:"warnings,omitempty"`
+}
+
+// Changed reports whether the node has steps.
+func (n *NodePlan) Changed() bool { return len(n.Steps) > 0 }
+
+// BlockerKind says what blocks.
+type BlockerKind string
+
+const (
+	BlockPDB    BlockerKind = "pdb"    // a PodDisruptionBudget allows no disruption of a pod to evict
+	BlockPaused BlockerKind = "paused" // the pool is paused
+	BlockBudget BlockerKind = "budget" // max_unavailable is already used up
+)
+
+// Blocker is something that stops (or is predicted to stop) a node or pool from updating.
+type Blocker struct {
+	Kind    BlockerKind `json:"kind"`
+	Message string      `json:"message"`
+	PDB     string      `json:"pdb,omitempty"` // namespace/name
+	Pod     string      `json:"pod,omitempty"` // namespace/name
+}

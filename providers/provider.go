@@ -1,0 +1,39 @@
+// Package providers defines how mcp observes and acts on a fleet. A provider observes
+// (Refresh) and acts (cordon, drain, hand steps to a node's executor); it never decides
+// what to do: that is the planner's job, and the engine drives the provider.
+package providers
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// Provider is one fleet backend: providers/local (node directories) or
+// providers/kubernetes.
+type Provider interface {
+	// Refresh observes the fleet: nodes, pods and PodDisruptionBudgets.
+	Refresh(ctx context.Context) (*model.Fleet, error)
+	// Cordon marks the node unschedulable.
+	Cordon(ctx context.Context, node string) error
+	// Uncordon marks the node schedulable again.
+	Uncordon(ctx context.Context, node string) error
+	// Drain evicts the node's pods, honouring PodDisruptionBudgets and ignoring DaemonSet
+	// pods, retrying refused evictions until opts.Timeout. An error names the node, and the
+	// PodDisruptionBudget and pod that blocked it.
+	Drain(ctx context.Context, node string, opts DrainOptions) error
+	// RunNodeSteps hands steps (each Kind.OnNode()) to the node's executor, which moves the
+	// node from config from (nil when the node had none) to target. done is called after
+	// each finished step, in order. It returns nil once the node reports Done on target
+	// (its current config is then target), or an error with the executor's reason.
+	RunNodeSteps(ctx context.Context, node string, from, target *model.Rendered, steps []model.Step, done func(model.Step)) error
+}
+
+// DrainOptions tune a drain.
+type DrainOptions struct {
+	// Timeout bounds the whole drain; zero means the provider's default.
+	Timeout time.Duration
+	// RetryDelay is the pause after an eviction refused by a PodDisruptionBudget.
+	RetryDelay time.Duration
+}
