@@ -1,0 +1,172 @@
+package acceptance
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcp/nodeexec/systemdhost"
+)
+
+// systemdManager is a real systemd manager running for one test, contained in a cgroup of
+// its own (testdata/systemd-manager.sh).
+type systemdManager struct {
+	Base    string // XDG dirs: run/, config/, home/
+	UnitDir string // where user units are read from
+	Bus     string // D-Bus address of the manager's bus
+}
+
+// startSystemd starts the manager, or skips the test with the reason when this machine
+// cannot contain one safely.
+func startSystemd(t *testing.T) *systemdManager {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPING real-systemd test: needs root to create cgroups")
+	}
+	if _, err := os.Stat("/lib/systemd/systemd"); err != nil {
+		t.Skip("SKIPPING real-systemd test: /lib/systemd/systemd is not installed")
+	}
+	var rb [4]byte
+	rand.Read(rb[:])
+	name := "mcp-test-" + hex.EncodeToString(rb[:])
+	base := t.TempDir()
+	var stderr bytes.Buffer
+	cmd := exec.Command("bash", "testdata/systemd-manager.sh", name, base)
+	cmd.Stderr = &stderr
+	cmd.Stdout = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { stopSystemd(t, cmd, exited, name) })
+	m := &systemdManager{Base: base, UnitDir: filepath.Join(base, "config/systemd/user"),
+		Bus: "unix:path=" + filepath.Join(base, "run/bus")}
+	deadline := time.Now().Add(15 * time.Second)
+	for !isSocket(filepath.Join(base, "run/bus")) || !isSocket(filepath.Join(base, "run/systemd/private")) {
+		select {
+		case err := <-exited:
+			exited <- err
+			var ee *exec.ExitError
+			if errors.As(err, &ee) && ee.ExitCode() == 3 {
+				t.Skipf("SKIPPING real-systemd test: the cgroup containment guard refused: %s", stderr.String())
+			}
+			t.Fatalf("systemd manager exited: %v\n%s", err, stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			console, _ := os.ReadFile(filepath.Join(base, "console.log"))
+			t.Fatalf("systemd manager not up after 15s\n%s\n%s", stderr.String(), console)
+		}
+	}
+	return m
+}
+
+func isSocket(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode()&os.ModeSocket != 0
+}
+
+// stopSystemd: SIGTERM the manager, SIGKILL whatever is left in its cgroup (and only
+// there), then remove the cgroup directories depth-first.
+func stopSystemd(t *testing.T, cmd *exec.Cmd, exited chan error, name string) {
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+	}
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + name)
+	for _, d := range dirs {
+		filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err == nil && e.Name() == "cgroup.procs" {
+				b, _ := os.ReadFile(p)
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+			}
+			return nil
+		})
+	}
+	time.Sleep(100 * time.Millisecond)
+	for _, d := range dirs {
+		var all []string
+		filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				all = append(all, p)
+			}
+			return nil
+		})
+		for i := len(all) - 1; i >= 0; i-- {
+			if err := os.Remove(all[i]); err != nil {
+				t.Logf("removing cgroup %s: %v", all[i], err)
+			}
+		}
+	}
+}
+
+func TestSystemdHostAgainstRealManager(t *testing.T) {
+	m := startSystemd(t)
+	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", m.Bus)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	h, err := systemdhost.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+
+	marker := filepath.Join(m.Base, "started")
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(m.UnitDir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("mcp-ok.service", "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sh -c 'echo x >> "+marker+"'\n[Install]\nWantedBy=default.target\n")
+	write("mcp-bad.service", "[Service]\nExecStart=/bin/false\n")
+	if err := h.DaemonReload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.RestartUnit(ctx, "mcp-ok.service"); err != nil {
+		t.Fatalf("restart (start) of a good unit: %v", err)
+	}
+	if err := h.RestartUnit(ctx, "mcp-ok.service"); err != nil {
+		t.Fatalf("restart of a running unit: %v", err)
+	}
+	if b, _ := os.ReadFile(marker); strings.Count(string(b), "x") != 2 {
+		t.Errorf("the unit ran %d times, want 2 (start, restart)", strings.Count(string(b), "x"))
+	}
+	if err := h.EnableUnit(ctx, "mcp-ok.service", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(m.UnitDir, "default.target.wants/mcp-ok.service")); err != nil {
+		t.Errorf("enable made no wants link: %v", err)
+	}
+	if err := h.EnableUnit(ctx, "mcp-ok.service", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(m.UnitDir, "default.target.wants/mcp-ok.service")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("disable left the wants link: %v", err)
+	}
+	// A job can end "done" while the unit failed: the host must report the failure.
+	var failErr error
+	for i := 0; i < 20 && failErr == nil; i++ { // /bin/false may still be starting when the job ends
+		failErr = h.RestartUnit(ctx, "mcp-bad.service")
+		time.Sleep(50 * time.Millisecond)
+	}
+	if failErr == nil || !strings.Contains(failErr.Error(), "mcp-bad.service") || !strings.Contains(failErr.Error(), "failed") {
+		t.Fatalf("restart of a failing unit: %v, want an error naming it as failed", failErr)
+	}
+}

@@ -1,0 +1,80 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"time"
+)
+
+// Backend stores and locks the state.
+type Backend interface {
+	// Read returns the state; an absent state reads as an empty one with no lineage.
+	Read(ctx context.Context) (*State, error)
+	// Write stores the state: rendered configs first, so that nothing ever names a
+	// rendered config the store lacks, then the rest in one atomic step. It folds and
+	// clears the journal.
+	Write(ctx context.Context, s *State) error
+	// AppendJournal durably records one finished step.
+	AppendJournal(ctx context.Context, r JournalRecord) error
+	// Lock takes the state lock once, without waiting; a held lock gives a *LockError.
+	Lock(ctx context.Context, info LockInfo) (Unlocker, error)
+	// ForceUnlock removes the lock with the given ID whoever holds it.
+	ForceUnlock(ctx context.Context, id string) error
+}
+
+// Unlocker releases a lock.
+type Unlocker interface{ Unlock(ctx context.Context) error }
+
+// LockInfo says who holds the lock, as Terraform's does.
+type LockInfo struct {
+	ID        string    `json:"id"`
+	Operation string    `json:"operation"`
+	Who       string    `json:"who"`
+	PID       int       `json:"pid"`
+	Version   string    `json:"version"`
+	Created   time.Time `json:"created"`
+	Path      string    `json:"path"`
+}
+
+// NewLockInfo describes this process taking the lock for operation.
+func NewLockInfo(operation, version string) LockInfo {
+	who := "unknown"
+	if u, err := user.Current(); err == nil {
+		who = u.Username
+	}
+	if h, err := os.Hostname(); err == nil {
+		who += "@" + h
+	}
+	return LockInfo{ID: newLineage(), Operation: operation, Who: who, PID: os.Getpid(),
+		Version: version, Created: time.Now().UTC().Truncate(time.Second)}
+}
+
+// LockError is returned when another holder has the lock.
+type LockError struct{ Holder LockInfo }
+
+func (e *LockError) Error() string {
+	h := e.Holder
+	return fmt.Sprintf("state is locked by %s (pid %d, operation %q, since %s, lock ID %s); "+
+		"wait for it to finish, or if that process is gone run: mcp force-unlock %s",
+		h.Who, h.PID, h.Operation, h.Created.Format(time.RFC3339), h.ID, h.ID)
+}
+
+// LockWait takes the lock, retrying until timeout while another holder has it.
+func LockWait(ctx context.Context, b Backend, info LockInfo, timeout time.Duration) (Unlocker, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		u, err := b.Lock(ctx, info)
+		var le *LockError
+		if err == nil || !errors.As(err, &le) || time.Now().After(deadline) {
+			return u, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for the state lock: %w (last: %v)", ctx.Err(), err)
+		case <-time.After(min(250*time.Millisecond, time.Until(deadline)+time.Millisecond)):
+		}
+	}
+}

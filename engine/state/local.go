@@ -1,0 +1,233 @@
+package state
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// Local is the local backend: a JSON state file, its rendered configs in a directory beside
+// it (one immutable file per name), an append-only journal and a lock file:
+//
+//	mcp.state             lineage, serial, pointers, folded journal
+//	mcp.state.d/rendered/ <name>.json, one per rendered config
+//	mcp.state.journal     one JSON line per finished step of a running apply
+//	mcp.state.lock        the lock holder (LockInfo), created exclusively
+type Local struct{ Path string }
+
+func (l *Local) renderedDir() string { return l.Path + ".d/rendered" }
+func (l *Local) journalPath() string { return l.Path + ".journal" }
+func (l *Local) lockPath() string    { return l.Path + ".lock" }
+
+// RenderedPath is where the rendered config name is stored (the boot server reads it).
+func (l *Local) RenderedPath(name string) string {
+	return filepath.Join(l.renderedDir(), name+".json")
+}
+
+func (l *Local) Read(ctx context.Context) (*State, error) {
+	s := &State{Version: FormatVersion}
+	b, err := os.ReadFile(l.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("reading state: %w", err)
+	default:
+		if err := json.Unmarshal(b, s); err != nil {
+			return nil, fmt.Errorf("reading state %s: %w", l.Path, err)
+		}
+		if s.Version != FormatVersion {
+			return nil, fmt.Errorf("state %s has format version %d; this mcp reads %d", l.Path, s.Version, FormatVersion)
+		}
+	}
+	if s.Pointers == nil {
+		s.Pointers = map[string]string{}
+	}
+	if s.Rendered, err = l.readRendered(); err != nil {
+		return nil, err
+	}
+	if err := l.replayJournal(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (l *Local) readRendered() (map[string]*model.Rendered, error) {
+	out := map[string]*model.Rendered{}
+	ents, err := os.ReadDir(l.renderedDir())
+	if errors.Is(err, fs.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading rendered configs: %w", err)
+	}
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(l.renderedDir(), e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("reading rendered config %s: %w", name, err)
+		}
+		r := new(model.Rendered)
+		if err := json.Unmarshal(b, r); err != nil {
+			return nil, fmt.Errorf("reading rendered config %s: %w", name, err)
+		}
+		out[name] = r
+	}
+	return out, nil
+}
+
+// replayJournal folds the journal's records into s. A torn last line (a crash mid-append)
+// is ignored: its step did not finish durably.
+func (l *Local) replayJournal(s *State) error {
+	f, err := os.Open(l.journalPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading state journal: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		var r JournalRecord
+		if json.Unmarshal(sc.Bytes(), &r) != nil {
+			break
+		}
+		s.ApplyRecord(r)
+	}
+	return sc.Err()
+}
+
+func (l *Local) Write(ctx context.Context, s *State) error {
+	if err := os.MkdirAll(l.renderedDir(), 0o755); err != nil {
+		return fmt.Errorf("writing state: %w", err)
+	}
+	names := make([]string, 0, len(s.Rendered))
+	for n := range s.Rendered {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		p := l.RenderedPath(n)
+		if _, err := os.Stat(p); err == nil {
+			continue // immutable: same name, same content
+		}
+		b, err := json.MarshalIndent(s.Rendered[n], "", "  ")
+		if err != nil {
+			return fmt.Errorf("encoding rendered config %s: %w", n, err)
+		}
+		if err := WriteFileAtomic(p, b, 0o644); err != nil {
+			return fmt.Errorf("storing rendered config %s: %w", n, err)
+		}
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding state: %w", err)
+	}
+	if err := WriteFileAtomic(l.Path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing state: %w", err)
+	}
+	// The journal is folded into the state just written.
+	if err := os.Remove(l.journalPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("clearing state journal: %w", err)
+	}
+	return nil
+}
+
+func (l *Local) AppendJournal(ctx context.Context, r JournalRecord) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(l.journalPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("appending to state journal: %w", err)
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("appending to state journal: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("appending to state journal: %w", err)
+	}
+	return f.Close()
+}
+
+type localLock struct {
+	l  *Local
+	id string
+}
+
+func (l *Local) Lock(ctx context.Context, info LockInfo) (Unlocker, error) {
+	info.Path = l.Path
+	if err := os.MkdirAll(filepath.Dir(l.lockPath()), 0o755); err != nil {
+		return nil, fmt.Errorf("locking state: %w", err)
+	}
+	f, err := os.OpenFile(l.lockPath(), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		holder, rerr := l.readLock()
+		if rerr != nil {
+			return nil, fmt.Errorf("state is locked (%s), and its holder cannot be read: %w", l.lockPath(), rerr)
+		}
+		return nil, &LockError{Holder: holder}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("locking state: %w", err)
+	}
+	b, _ := json.MarshalIndent(info, "", "  ")
+	_, werr := f.Write(b)
+	serr := f.Sync()
+	if cerr := f.Close(); werr == nil && serr == nil && cerr != nil {
+		werr = cerr
+	}
+	if err := errors.Join(werr, serr); err != nil {
+		os.Remove(l.lockPath())
+		return nil, fmt.Errorf("locking state: %w", err)
+	}
+	return &localLock{l: l, id: info.ID}, nil
+}
+
+func (l *Local) readLock() (LockInfo, error) {
+	var info LockInfo
+	b, err := os.ReadFile(l.lockPath())
+	if err != nil {
+		return info, err
+	}
+	// A holder may be between creating and filling the file.
+	if len(bytes.TrimSpace(b)) == 0 {
+		return LockInfo{ID: "(being written)", Who: "another process"}, nil
+	}
+	return info, json.Unmarshal(b, &info)
+}
+
+func (u *localLock) Unlock(ctx context.Context) error {
+	return u.l.ForceUnlock(ctx, u.id)
+}
+
+func (l *Local) ForceUnlock(ctx context.Context, id string) error {
+	info, err := l.readLock()
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("state %s is not locked", l.Path)
+	}
+	if err != nil {
+		return fmt.Errorf("reading lock %s: %w", l.lockPath(), err)
+	}
+	if info.ID != id {
+		return fmt.Errorf("lock ID %q does not match the lock held (ID %s, by %s)", id, info.ID, info.Who)
+	}
+	return os.Remove(l.lockPath())
+}

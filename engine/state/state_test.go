@@ -1,0 +1,119 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+func TestLocalRoundTripAndJournal(t *testing.T) {
+	ctx := context.Background()
+	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
+	s, err := b.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Lineage != "" || s.Serial != 0 {
+		t.Fatalf("absent state read as %+v", s)
+	}
+	s = New()
+	s.Serial = 1
+	s.Pointers["worker"] = "rendered-worker-abc"
+	s.Rendered["rendered-worker-abc"] = &model.Rendered{Name: "rendered-worker-abc", Pool: "worker"}
+	if err := b.Write(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []JournalRecord{
+		{Node: "w-1", Target: "rendered-worker-abc", Step: "cordon"},
+		{Node: "w-1", Target: "rendered-worker-abc", Step: "drain"},
+		{Node: "w-2", Target: "rendered-worker-abc", Step: "cordon"},
+		{Node: "w-2", Target: "rendered-worker-abc", Finished: true},
+	} {
+		if err := b.AppendJournal(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A crash mid-append leaves a torn last line: it must be ignored, not fail the read.
+	f, _ := os.OpenFile(b.journalPath(), os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"node":"w-1","tar`)
+	f.Close()
+	got, err := b.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]planner.JournalEntry{"w-1": {Target: "rendered-worker-abc", Done: []string{"cordon", "drain"}}}
+	if d := cmp.Diff(want, got.Journal); d != "" {
+		t.Errorf("journal (-want +got):\n%s", d)
+	}
+	if got.Lineage != s.Lineage || got.Pointers["worker"] != "rendered-worker-abc" || got.Rendered["rendered-worker-abc"] == nil {
+		t.Errorf("state did not round-trip: %+v", got)
+	}
+	// Writing folds the journal into the state and clears it.
+	got.Serial++
+	if err := b.Write(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(b.journalPath()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("journal still present after write: %v", err)
+	}
+	again, _ := b.Read(ctx)
+	if d := cmp.Diff(want, again.Journal); d != "" {
+		t.Errorf("folded journal (-want +got):\n%s", d)
+	}
+}
+
+func TestLocalLockNamesHolder(t *testing.T) {
+	ctx := context.Background()
+	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
+	first := NewLockInfo("apply", "test")
+	first.Who = "alice@node1"
+	u, err := b.Lock(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = LockWait(ctx, b, NewLockInfo("plan", "test"), 300*time.Millisecond)
+	var le *LockError
+	if !errors.As(err, &le) {
+		t.Fatalf("second lock: %v, want a LockError", err)
+	}
+	for _, s := range []string{"alice@node1", `"apply"`, first.ID, "force-unlock"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("lock error %q does not mention %s", err, s)
+		}
+	}
+	if err := b.ForceUnlock(ctx, "wrong-id"); err == nil {
+		t.Error("force-unlock with a wrong ID succeeded")
+	}
+	if err := u.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	u2, err := b.Lock(ctx, NewLockInfo("plan", "test"))
+	if err != nil {
+		t.Fatalf("lock after unlock: %v", err)
+	}
+	u2.Unlock(ctx)
+}
+
+func TestLockWaitGetsLockOnceReleased(t *testing.T) {
+	ctx := context.Background()
+	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
+	u, err := b.Lock(ctx, NewLockInfo("apply", "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(100 * time.Millisecond); u.Unlock(ctx) }()
+	u2, err := LockWait(ctx, b, NewLockInfo("plan", "test"), 10*time.Second)
+	if err != nil {
+		t.Fatalf("waiting for a released lock: %v", err)
+	}
+	u2.Unlock(ctx)
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Builds the real control plane the acceptance tests run — kube-apiserver and
+# kube-controller-manager, etcd, kwok — from the Go module proxy, once per version, into
+# bin/k8s-<versions>/ (bin/ is not committed). See shared recipe k8s-control-plane.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+K8S=v1.34.4 ETCD=v3.5.35 KWOK=v0.8.0
+out=$PWD/bin/k8s-$K8S-etcd-$ETCD-kwok-$KWOK
+mkdir -p "$out"
+minor=$(echo "$K8S" | cut -d. -f2)
+ldf="-s -w -X k8s.io/component-base/version.gitVersion=$K8S -X k8s.io/component-base/version.gitMajor=1 \
+ -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/client-go/pkg/version.gitVersion=$K8S"
+build() { # dir pkg name [ldflags]
+  [ -x "$out/$3" ] && return 0
+  echo "building $3 (once; cached in $out)" >&2
+  (cd "acceptance/tools/$1" && CGO_ENABLED=0 go build -trimpath -ldflags "${4:-}" -o "$out/$3.tmp" "$2")
+  mv "$out/$3.tmp" "$out/$3"
+}
+build etcd go.etcd.io/etcd/server/v3 etcd
+build kwok sigs.k8s.io/kwok/cmd/kwok kwok
+build k8s k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$ldf"
+build k8s k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager "$ldf"
+ln -sfn "$(basename "$out")" bin/k8s
+echo "$out"
