@@ -88,8 +88,9 @@ type NodePlan struct {
 	Warnings []string  `json:"warnings,omitempty"`
 }
 
-// Changed reports whether the node has steps.
-func (n *NodePlan) Changed() bool { return len(n.Steps) > 0 }
+// Changed reports whether the node has anything to do: steps, or (when only on_change
+// policies differ) recording its new config.
+func (n *NodePlan) Changed() bool { return n.Action != NodeNoOp && n.Action != "" }
 
 // BlockerKind says what blocks.
 type BlockerKind string

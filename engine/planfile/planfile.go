@@ -5,6 +5,8 @@
 package planfile
 
 import (
+	"github.com/mcpfleet/mcp/internal/atomicfile"
+
 	"encoding/json"
 	"fmt"
 	"os"
@@ -39,7 +41,7 @@ func Write(path string, f *File) error {
 	if err != nil {
 		return fmt.Errorf("encoding plan: %w", err)
 	}
-	if err := state.WriteFileAtomic(path, b, 0o600); err != nil {
+	if err := atomicfile.Write(path, b, 0o600); err != nil {
 		return fmt.Errorf("writing plan %q: %w", path, err)
 	}
 	return nil

@@ -26,7 +26,9 @@ type Backend interface {
 }
 
 // Unlocker releases a lock.
-type Unlocker interface{ Unlock(ctx context.Context) error }
+type Unlocker interface {
+	Unlock(ctx context.Context) error
+}
 
 // LockInfo says who holds the lock, as Terraform's does.
 type LockInfo struct {

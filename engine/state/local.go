@@ -1,6 +1,8 @@
 package state
 
 import (
+	"github.com/mcpfleet/mcp/internal/atomicfile"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -129,7 +131,7 @@ func (l *Local) Write(ctx context.Context, s *State) error {
 		if err != nil {
 			return fmt.Errorf("encoding rendered config %s: %w", n, err)
 		}
-		if err := WriteFileAtomic(p, b, 0o644); err != nil {
+		if err := atomicfile.Write(p, b, 0o644); err != nil {
 			return fmt.Errorf("storing rendered config %s: %w", n, err)
 		}
 	}
@@ -137,7 +139,7 @@ func (l *Local) Write(ctx context.Context, s *State) error {
 	if err != nil {
 		return fmt.Errorf("encoding state: %w", err)
 	}
-	if err := WriteFileAtomic(l.Path, append(b, '\n'), 0o644); err != nil {
+	if err := atomicfile.Write(l.Path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing state: %w", err)
 	}
 	// The journal is folded into the state just written.

@@ -1,13 +1,15 @@
-package state
+// Package atomicfile writes files so that readers and crashes see the old or the new
+// content, never a part.
+package atomicfile
 
 import (
 	"os"
 	"path/filepath"
 )
 
-// WriteFileAtomic writes data to path so that a reader sees the old or the new content,
+// Write writes data to path so that a reader sees the old or the new content,
 // never a mix: a temporary file in the same directory, fsync, rename, fsync of the directory.
-func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+func Write(path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {

@@ -1,0 +1,31 @@
+# mcp — build, test, demo and benchmark. Everything a target needs is installed or built
+# here, so a fresh clone needs nothing but Go.
+GO      ?= go
+BIN     := $(CURDIR)/bin
+MCP     := $(BIN)/mcp
+VERSION ?= 0.1.0-dev
+LDFLAGS := -X github.com/mcpfleet/mcp/engine.Version=$(VERSION)
+
+.PHONY: all build test test-unit vet demo bench clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(MCP) ./cmd/mcp
+
+vet:
+	$(GO) vet ./...
+
+test: vet
+	$(GO) test -count=1 ./...
+
+# The main job: plan and apply the quickstart on the embedded local fleet, no cluster.
+demo: build
+	MCP=$(MCP) bash scripts/demo.sh
+
+# Benchmarks: mcp plan on a generated 10,000-node fleet; results go to docs/benchmarks.md.
+bench: build
+	MCP=$(MCP) $(GO) run ./scripts/benchplan -out docs/benchmarks.md
+
+clean:
+	rm -rf $(BIN) .demo

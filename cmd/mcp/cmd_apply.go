@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mcpfleet/mcp/cmd/mcp/views"
+	"github.com/mcpfleet/mcp/engine"
+	"github.com/mcpfleet/mcp/engine/planfile"
+)
+
+func (c *cli) apply(args []string) int {
+	fs := c.newFlags("apply")
+	auto := fs.Bool("auto-approve", false, "apply without asking for approval")
+	asJSON := fs.Bool("json", false, "print progress as JSON lines")
+	parallelism := fs.Int("parallelism", 10, "most nodes updating at once over all pools")
+	drainTimeout := fs.Duration("drain-timeout", 10*time.Minute, "give up a node's drain after this long")
+	drainRetry := fs.Duration("drain-retry-delay", 5*time.Second, "pause after an eviction a PodDisruptionBudget refused")
+	var lf loadFlags
+	lf.register(fs, true)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return 1
+	}
+	if len(pos) > 1 {
+		return c.errorf("apply takes at most one argument, a saved plan file")
+	}
+	var saved *planfile.File
+	if len(pos) == 1 {
+		if saved, err = planfile.Read(c.path(pos[0])); err != nil {
+			return c.errorf("%v", err)
+		}
+	}
+	ws := c.load(&lf)
+	if ws == nil {
+		return 1
+	}
+	st, unlock, code := c.readStateLocked(ws, &lf, "apply")
+	if st == nil {
+		return code
+	}
+	defer unlock()
+	pf := saved
+	if pf == nil {
+		if pf, err = ws.Plan(c.ctx, st); err != nil {
+			return c.errorf("%v", err)
+		}
+		if !*asJSON {
+			if err := c.printPlan(pf, false, lf.noColor); err != nil {
+				return c.errorf("%v", err)
+			}
+		}
+		if !planHasChanges(pf) {
+			return 0
+		}
+		if !*auto {
+			if code, ok := c.approve(); !ok {
+				return code
+			}
+		}
+	}
+	color := !lf.noColor && isTerminal(c.stdout)
+	var progress views.Progress
+	if *asJSON {
+		progress = views.NewJSONProgress(c.stdout)
+	} else {
+		progress = views.NewHumanProgress(c.stdout, color)
+	}
+	res, err := ws.Apply(c.ctx, st, pf, engine.ApplyOptions{
+		Parallelism: *parallelism, DrainTimeout: *drainTimeout, DrainRetryDelay: *drainRetry,
+		Observer: func(e engine.Event) { progress.Event(toViewEvent(e)) },
+	})
+	if res != nil {
+		sum := views.ApplySummary{Updated: len(res.Updated), Failed: len(res.Failed),
+			Deferred: len(res.Deferred) + len(res.Skipped), Elapsed: res.Elapsed}
+		if err != nil {
+			for _, line := range strings.Split(err.Error(), "\n") {
+				sum.Failures = append(sum.Failures, line)
+			}
+		}
+		progress.Summary(sum)
+	}
+	if err != nil {
+		if res == nil {
+			return c.errorf("%v", err)
+		}
+		return 1
+	}
+	return 0
+}
+
+// approve asks for "yes" on a terminal; without one it refuses, as Terraform does.
+func (c *cli) approve() (int, bool) {
+	f, ok := c.stdin.(*os.File)
+	if !ok || !isTerminal(f) {
+		return c.errorf("no terminal to ask for approval on; review the plan and run mcp apply -auto-approve, or save it with mcp plan -out=FILE and run mcp apply FILE"), false
+	}
+	fmt.Fprint(c.stdout, "\nDo you want to perform these actions?\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ")
+	line, _ := bufio.NewReader(c.stdin).ReadString('\n')
+	if strings.TrimSpace(line) != "yes" {
+		fmt.Fprintln(c.stdout, "\nApply cancelled.")
+		return 1, false
+	}
+	return 0, true
+}
+
+func toViewEvent(e engine.Event) views.Event {
+	v := views.Event{Time: e.Time, Node: e.Node, Pool: e.Pool, Step: e.Step,
+		Kind: views.EventKind(e.Kind), Elapsed: e.Elapsed}
+	if e.Err != nil {
+		v.Err = e.Err.Error()
+	}
+	return v
+}

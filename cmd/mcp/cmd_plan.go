@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/mcpfleet/mcp/cmd/mcp/views"
+	"github.com/mcpfleet/mcp/engine"
+	"github.com/mcpfleet/mcp/engine/planfile"
+	"github.com/mcpfleet/mcp/engine/state"
+)
+
+func (c *cli) plan(args []string) int {
+	fs := c.newFlags("plan")
+	out := fs.String("out", "", "save the plan to this file, for mcp apply FILE")
+	asJSON := fs.Bool("json", false, "print the plan as JSON (Terraform's plan JSON shape)")
+	detailed := fs.Bool("detailed-exitcode", false, "exit 0 when there are no changes, 1 on error, 2 when there are changes")
+	var lf loadFlags
+	lf.register(fs, true)
+	if _, err := parse(fs, args); err != nil {
+		return 1
+	}
+	ws := c.load(&lf)
+	if ws == nil {
+		return 1
+	}
+	st, unlock, code := c.readStateLocked(ws, &lf, "plan")
+	if st == nil {
+		return code
+	}
+	pf, err := ws.Plan(c.ctx, st)
+	unlock()
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	if err := c.printPlan(pf, *asJSON, lf.noColor); err != nil {
+		return c.errorf("%v", err)
+	}
+	if *out != "" {
+		if err := planfile.Write(c.path(*out), pf); err != nil {
+			return c.errorf("%v", err)
+		}
+		if !*asJSON {
+			fmt.Fprintf(c.stdout, "\nSaved the plan to: %s\nTo carry out exactly these actions, run:\n  mcp apply %q\n", *out, *out)
+		}
+	}
+	if *detailed && planHasChanges(pf) {
+		return 2
+	}
+	return 0
+}
+
+func planHasChanges(pf *planfile.File) bool {
+	for _, n := range pf.Plan.Nodes {
+		if n.Changed() {
+			return true
+		}
+	}
+	for _, p := range pf.Plan.Pools {
+		if p.ReRendered {
+			return true
+		}
+	}
+	return false
+}
+
+func metaOf(pf *planfile.File) views.Meta {
+	return views.Meta{Lineage: pf.Lineage, Serial: pf.Serial, FleetFingerprint: pf.FleetFingerprint,
+		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion}
+}
+
+func (c *cli) printPlan(pf *planfile.File, asJSON, noColor bool) error {
+	return writePlan(c.stdout, pf, asJSON, !noColor && isTerminal(c.stdout), false)
+}
+
+func writePlan(w io.Writer, pf *planfile.File, asJSON, color, verbose bool) error {
+	if asJSON {
+		b, err := views.JSONPlan(pf.Plan, metaOf(pf))
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(w, string(b))
+		return err
+	}
+	return views.HumanPlan(w, pf.Plan, views.HumanOptions{Color: color, Verbose: verbose})
+}
+
+// readStateLocked takes the state lock (unless -lock=false) and reads the state. On failure
+// it prints why and returns a nil state and the exit code.
+func (c *cli) readStateLocked(ws *engine.Workspace, lf *loadFlags, op string) (*state.State, func(), int) {
+	unlock := func() {}
+	if lf.lock {
+		u, err := ws.Lock(c.ctx, op, lf.lockTimeout)
+		if err != nil {
+			return nil, nil, c.errorf("acquiring the state lock: %v", err)
+		}
+		unlock = func() {
+			if err := u.Unlock(c.ctx); err != nil {
+				fmt.Fprintf(c.stderr, "Error: releasing the state lock: %v\n", err)
+			}
+		}
+	}
+	st, err := ws.ReadState(c.ctx)
+	if err != nil {
+		unlock()
+		return nil, nil, c.errorf("%v", err)
+	}
+	return st, unlock, 0
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/mcpfleet/mcp/engine/config"
+	"github.com/mcpfleet/mcp/planner"
+)
+
+func (c *cli) validate(args []string) int {
+	fs := c.newFlags("validate")
+	asJSON := fs.Bool("json", false, "print the result as JSON (the shape of terraform validate -json)")
+	var lf loadFlags
+	lf.register(fs, false)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return 1
+	}
+	if len(pos) > 0 {
+		c.dir = pos[0]
+	}
+	res, diags := config.Load(c.dir, c.configOptions(&lf))
+	if !diags.HasErrors() {
+		// Rendering validates every pool's config with Ignition's own parser.
+		_, rdiags := planner.Render(res.Desired)
+		diags = append(diags, rdiags...)
+	}
+	if *asJSON {
+		b, err := config.DiagnosticsJSON(diags)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		fmt.Fprintln(c.stdout, string(b))
+	} else if len(diags) > 0 {
+		config.WriteDiagnostics(c.stderr, filesOf(res), diags, !lf.noColor && isTerminal(c.stderr))
+	}
+	if diags.HasErrors() {
+		return 1
+	}
+	if !*asJSON {
+		fmt.Fprintln(c.stdout, "Success! The configuration is valid.")
+	}
+	return 0
+}

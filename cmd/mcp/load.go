@@ -1,0 +1,69 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcpfleet/mcp/engine"
+	"github.com/mcpfleet/mcp/engine/config"
+)
+
+// loadFlags are the flags of every command that loads the configuration.
+type loadFlags struct {
+	vars        multiFlag
+	varFiles    multiFlag
+	noColor     bool
+	lock        bool
+	lockTimeout time.Duration
+}
+
+func (lf *loadFlags) register(fs *flag.FlagSet, locking bool) {
+	fs.Var(&lf.vars, "var", "set a variable: -var 'name=value' (repeatable)")
+	fs.Var(&lf.varFiles, "var-file", "read variables from an HCL file (repeatable)")
+	fs.BoolVar(&lf.noColor, "no-color", false, "print no colour codes")
+	if locking {
+		fs.BoolVar(&lf.lock, "lock", true, "hold the state lock while working")
+		fs.DurationVar(&lf.lockTimeout, "lock-timeout", 0, "how long to wait for a state lock held by another run")
+	}
+}
+
+// load reads and renders the configuration; on errors it prints the diagnostics with their
+// places and returns nil.
+func (c *cli) load(lf *loadFlags) *engine.Workspace {
+	ws, res, diags := engine.Load(c.dir, c.configOptions(lf))
+	if len(diags) > 0 {
+		var files = filesOf(res)
+		config.WriteDiagnostics(c.stderr, files, diags, !lf.noColor && isTerminal(c.stderr))
+	}
+	if diags.HasErrors() {
+		return nil
+	}
+	return ws
+}
+
+func filesOf(res *config.Result) map[string]*hcl.File {
+	if res == nil {
+		return nil
+	}
+	return res.Files
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func (c *cli) configOptions(lf *loadFlags) config.Options {
+	files := make([]string, len(lf.varFiles))
+	for i, f := range lf.varFiles {
+		files[i] = c.path(f)
+	}
+	return config.Options{Vars: lf.vars, VarFiles: files, Environ: os.Environ()}
+}

@@ -1,0 +1,149 @@
+// Command mcp plans and applies the operating-system configuration of Kubernetes node
+// pools. This package only parses flags, picks a view and calls the engine; everything a
+// test needs is reachable through run.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := interruptContext()
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// interruptContext is cancelled on the first SIGINT/SIGTERM, which lets apply finish the
+// nodes it started and start no more; a second signal exits at once.
+func interruptContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ch
+		fmt.Fprintln(os.Stderr, "\nInterrupt received: finishing the nodes already started; interrupt again to quit at once.")
+		cancel()
+		<-ch
+		os.Exit(130)
+	}()
+	return ctx, func() { signal.Stop(ch); cancel() }
+}
+
+// cli carries the streams and the working directory of one invocation.
+type cli struct {
+	ctx    context.Context
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	dir    string // the configuration directory (-chdir)
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(c *cli, args []string) int
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"validate", "Check the configuration and print its problems with their places", (*cli).validate},
+		{"fmt", "Rewrite configuration files in the canonical format", (*cli).fmt},
+		{"plan", "Show what apply would do, node by node", (*cli).plan},
+		{"apply", "Carry out a plan (a saved one, or a fresh one after approval)", (*cli).apply},
+		{"show", "Show a saved plan, or a pool's rendered config", (*cli).show},
+		{"fleet", "Create or change a local fleet (init, set, list)", (*cli).fleet},
+		{"force-unlock", "Release a state lock whose holder is gone", (*cli).forceUnlock},
+		{"version", "Print mcp's version", (*cli).version},
+	}
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := &cli{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, dir: "."}
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		switch {
+		case strings.HasPrefix(args[0], "-chdir="):
+			c.dir = strings.TrimPrefix(args[0], "-chdir=")
+		case args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
+			c.usage()
+			return 0
+		case args[0] == "-version" || args[0] == "--version":
+			return c.version(nil)
+		default:
+			fmt.Fprintf(stderr, "mcp: unknown global flag %s\n", args[0])
+			c.usage()
+			return 1
+		}
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		c.usage()
+		return 1
+	}
+	for _, cmd := range commands {
+		if cmd.name == args[0] {
+			return cmd.run(c, args[1:])
+		}
+	}
+	fmt.Fprintf(stderr, "mcp: unknown command %q\n\n", args[0])
+	c.usage()
+	return 1
+}
+
+func (c *cli) usage() {
+	fmt.Fprintln(c.stderr, "Usage: mcp [-chdir=DIR] <command> [flags] [args]\n\nCommands:")
+	for _, cmd := range commands {
+		fmt.Fprintf(c.stderr, "  %-13s %s\n", cmd.name, cmd.summary)
+	}
+	fmt.Fprintln(c.stderr, "\nRun mcp <command> -h for a command's flags.")
+}
+
+// parse parses flags and positional arguments in any order (mcp fleet init DIR -nodes …).
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// multiFlag collects a repeated string flag (-var a=1 -var b=2).
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+func (c *cli) newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("mcp "+name, flag.ContinueOnError)
+	fs.SetOutput(c.stderr)
+	return fs
+}
+
+func (c *cli) errorf(format string, a ...any) int {
+	fmt.Fprintf(c.stderr, "Error: "+format+"\n", a...)
+	return 1
+}
+
+// path resolves a path given on the command line against -chdir, as Terraform does.
+func (c *cli) path(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.dir, p)
+}

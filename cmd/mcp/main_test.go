@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcpfleet/mcp/engine/state"
+)
+
+// mcp runs the CLI in-process in dir and returns its exit code and output.
+func mcp(t *testing.T, dir string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append([]string{"-chdir=" + dir}, args...), strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// quickstart copies examples/quickstart (configuration and fleet) into a temp dir, with the
+// simulated durations set to zero.
+func quickstart(t *testing.T) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "qs")
+	if err := os.CopyFS(dst, os.DirFS("../../examples/quickstart")); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dst, "main.hcl")
+	b, _ := os.ReadFile(p)
+	b = regexp.MustCompile(`(drain|reboot)_duration = "[^"]*"`).ReplaceAll(b, []byte(`${1}_duration = "0s"`))
+	os.WriteFile(p, b, 0o644)
+	return dst
+}
+
+func TestQuickstartPlanApplyConverges(t *testing.T) {
+	dir := quickstart(t)
+	code, out, errOut := mcp(t, dir, "plan", "-detailed-exitcode", "-no-color")
+	if code != 2 {
+		t.Fatalf("first plan exit %d, want 2 (changes)\n%s%s", code, out, errOut)
+	}
+	for _, n := range []string{"worker-0", "worker-3", "infra-1"} {
+		if !strings.Contains(out, "node."+n) {
+			t.Errorf("plan does not list node.%s:\n%s", n, out)
+		}
+	}
+	if code, out, errOut := mcp(t, dir, "plan", "-out=p", "-no-color"); code != 0 {
+		t.Fatalf("plan -out exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = mcp(t, dir, "show", "-json", filepath.Join(dir, "p"))
+	if code != 0 {
+		t.Fatalf("show -json exit %d: %s", code, errOut)
+	}
+	var pj struct {
+		FormatVersion   string `json:"format_version"`
+		ResourceChanges []struct {
+			Address string `json:"address"`
+			Change  struct {
+				Actions []string `json:"actions"`
+			} `json:"change"`
+		} `json:"resource_changes"`
+	}
+	if err := json.Unmarshal([]byte(out), &pj); err != nil {
+		t.Fatalf("show -json is not JSON: %v\n%s", err, out)
+	}
+	if pj.FormatVersion == "" {
+		t.Error("plan JSON has no format_version")
+	}
+	updates := 0
+	for _, rc := range pj.ResourceChanges {
+		if strings.HasPrefix(rc.Address, "node.") && slices.Equal(rc.Change.Actions, []string{"update"}) {
+			updates++
+		}
+	}
+	if updates != 6 {
+		t.Errorf("plan JSON has %d node updates, want 6: %s", updates, out)
+	}
+	code, out, errOut = mcp(t, dir, "apply", "-auto-approve", "-no-color", filepath.Join(dir, "p"))
+	if code != 0 {
+		t.Fatalf("apply exit %d\n%s%s", code, out, errOut)
+	}
+	for _, n := range []string{"worker-0", "worker-3", "infra-0"} {
+		b, err := os.ReadFile(filepath.Join(dir, "fleet/nodes", n, "root/etc/chrony.conf"))
+		if err != nil || !strings.Contains(string(b), "server time.example.com iburst") {
+			t.Errorf("%s: chrony.conf not written: %v %q", n, err, b)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "fleet/nodes/infra-0/root/etc/sysconfig/node-exporter")); err == nil {
+		t.Error("a worker-only file reached an infra node")
+	}
+	if code, out, errOut := mcp(t, dir, "plan", "-detailed-exitcode", "-no-color"); code != 0 {
+		t.Fatalf("second plan exit %d, want 0 (no changes)\n%s%s", code, out, errOut)
+	}
+
+	// A change under a restart: policy touches only that pool, in place.
+	p := filepath.Join(dir, "configs.hcl")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, bytes.Replace(b, []byte("--collector.systemd"), []byte("--collector.systemd --collector.ntp"), 1), 0o644)
+	code, out, errOut = mcp(t, dir, "plan", "-json", "-detailed-exitcode")
+	if code != 2 {
+		t.Fatalf("plan after edit exit %d, want 2\n%s%s", code, out, errOut)
+	}
+	var pj2 struct {
+		ResourceChanges []struct {
+			Address string `json:"address"`
+			Change  struct {
+				Actions []string `json:"actions"`
+			} `json:"change"`
+			MCP struct {
+				Steps []struct{ Kind, Target string } `json:"steps"`
+			} `json:"mcp"`
+		} `json:"resource_changes"`
+	}
+	if err := json.Unmarshal([]byte(out), &pj2); err != nil {
+		t.Fatal(err)
+	}
+	changed := 0
+	for _, rc := range pj2.ResourceChanges {
+		if !strings.HasPrefix(rc.Address, "node.") || len(rc.MCP.Steps) == 0 {
+			continue
+		}
+		changed++
+		if !strings.HasPrefix(rc.Address, "node.worker-") {
+			t.Errorf("%s changes, but only the worker pool's config changed", rc.Address)
+		}
+		var kinds []string
+		for _, s := range rc.MCP.Steps {
+			kinds = append(kinds, s.Kind+" "+s.Target)
+		}
+		want := []string{"write /etc/sysconfig/node-exporter", "restart node-exporter.service"}
+		if !slices.Equal(kinds, want) {
+			t.Errorf("%s steps %q, want %q", rc.Address, kinds, want)
+		}
+	}
+	if changed != 4 {
+		t.Errorf("%d nodes change, want the 4 workers", changed)
+	}
+}
+
+func TestValidatePrintsPlaces(t *testing.T) {
+	dir := quickstart(t)
+	os.WriteFile(filepath.Join(dir, "broken.hcl"), []byte(`config "99-broken" {
+  pools = ["nosuchpool"]
+  file "etc/relative" {
+    content = "x"
+  }
+}
+`), 0o644)
+	code, out, errOut := mcp(t, dir, "validate", "-no-color")
+	if code != 1 {
+		t.Fatalf("validate exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"broken.hcl:2,", "broken.hcl:3,"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("validate output lacks %q:\n%s", want, errOut)
+		}
+	}
+}
+
+func TestStalePlanAndLockRefused(t *testing.T) {
+	dir := quickstart(t)
+	if code, _, errOut := mcp(t, dir, "plan", "-out=p"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if code, _, errOut := mcp(t, dir, "fleet", "set", "worker-1", "ready=false"); code != 0 {
+		t.Fatal(errOut)
+	}
+	code, out, errOut := mcp(t, dir, "apply", filepath.Join(dir, "p"))
+	if code != 1 || !strings.Contains(errOut, "stale") {
+		t.Fatalf("stale plan: exit %d, want 1 and a stale-plan error\n%s%s", code, out, errOut)
+	}
+
+	// Another apply holds the lock: the second is refused naming the holder.
+	b := &state.Local{Path: filepath.Join(dir, "mcp.state")}
+	info := state.NewLockInfo("apply", "test")
+	info.Who = "ci-runner@build-7"
+	u, err := b.Lock(context.Background(), info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Unlock(context.Background())
+	code, out, errOut = mcp(t, dir, "apply", "-auto-approve")
+	if code != 1 || !strings.Contains(errOut, "ci-runner@build-7") || !strings.Contains(errOut, info.ID) {
+		t.Fatalf("locked apply: exit %d, want 1 naming the holder\n%s%s", code, out, errOut)
+	}
+}
+
+func TestApplyWithoutTerminalNeedsApproval(t *testing.T) {
+	dir := quickstart(t)
+	code, _, errOut := mcp(t, dir, "apply")
+	if code != 1 || !strings.Contains(errOut, "-auto-approve") {
+		t.Fatalf("apply without a terminal: exit %d, want 1 and a hint\n%s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "fleet/nodes/worker-0/root/etc/chrony.conf")); err == nil {
+		t.Error("apply changed a node without approval")
+	}
+}

@@ -1,0 +1,133 @@
+package views
+
+import (
+	"encoding/json"
+
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// Meta is what a plan was made from, filled in by the engine.
+type Meta struct {
+	Lineage          string
+	Serial           int64
+	FleetFingerprint string
+	ConfigDir        string
+	Version          string
+}
+
+// JSONFormatVersion is the version of mcp's plan JSON; its top level follows Terraform's
+// plan JSON (format 1.2), so plan-review tools that read resource_changes work on it.
+const JSONFormatVersion = "1.2"
+
+type jsonPlan struct {
+	FormatVersion   string           `json:"format_version"`
+	MCPVersion      string           `json:"mcp_version"`
+	Applyable       bool             `json:"applyable"`
+	Complete        bool             `json:"complete"`
+	Errored         bool             `json:"errored"`
+	ResourceChanges []resourceChange `json:"resource_changes"`
+	ResourceDrift   []resourceChange `json:"resource_drift"`
+	MCP             jsonMeta         `json:"mcp"`
+}
+
+type resourceChange struct {
+	Address string    `json:"address"`
+	Mode    string    `json:"mode"`
+	Type    string    `json:"type"`
+	Name    string    `json:"name"`
+	Change  change    `json:"change"`
+	MCP     *nodeMeta `json:"mcp,omitempty"`
+}
+
+type change struct {
+	Actions []string `json:"actions"`
+	Before  any      `json:"before"`
+	After   any      `json:"after"`
+}
+
+type poolValue struct {
+	RenderedConfig string `json:"rendered_config"`
+	MaxUnavailable int    `json:"max_unavailable,omitempty"`
+	Paused         bool   `json:"paused,omitempty"`
+}
+
+type nodeValue struct {
+	RenderedConfig string `json:"rendered_config"`
+}
+
+type nodeMeta struct {
+	Pool     string            `json:"pool"`
+	Zone     string            `json:"zone,omitempty"`
+	Action   string            `json:"action"`
+	Steps    []model.Step      `json:"steps"`
+	Reboot   bool              `json:"reboot"`
+	Wave     int               `json:"wave"`
+	Deferred bool              `json:"deferred"`
+	Blockers []planner.Blocker `json:"blockers"`
+	Warnings []string          `json:"warnings"`
+}
+
+type jsonMeta struct {
+	Lineage          string             `json:"lineage"`
+	Serial           int64              `json:"serial"`
+	FleetFingerprint string             `json:"fleet_fingerprint"`
+	ConfigDir        string             `json:"config_dir,omitempty"`
+	Summary          string             `json:"summary"`
+	Pools            []planner.PoolPlan `json:"pools"`
+	Unmanaged        []string           `json:"unmanaged"`
+}
+
+// JSONPlan renders the plan as JSON: pools first (by name), then nodes in plan order.
+func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
+	out := jsonPlan{FormatVersion: JSONFormatVersion, MCPVersion: meta.Version, Applyable: hasChanges(p),
+		Complete: true, ResourceChanges: []resourceChange{}, ResourceDrift: []resourceChange{},
+		MCP: jsonMeta{Lineage: meta.Lineage, Serial: meta.Serial, FleetFingerprint: meta.FleetFingerprint,
+			ConfigDir: meta.ConfigDir, Summary: PlanSummary(p), Pools: p.Pools, Unmanaged: nonNil(p.Unmanaged)}}
+	for _, pp := range p.Pools {
+		act := "no-op"
+		if pp.ReRendered {
+			act = "update"
+		}
+		var before any
+		if pp.Previous != "" {
+			before = poolValue{RenderedConfig: pp.Previous}
+		}
+		out.ResourceChanges = append(out.ResourceChanges, resourceChange{Address: "pool." + pp.Name, Mode: "managed",
+			Type: "mcp_pool", Name: pp.Name, Change: change{Actions: []string{act}, Before: before,
+				After: poolValue{RenderedConfig: pp.Rendered, MaxUnavailable: pp.MaxUnavailable, Paused: pp.Paused}}})
+	}
+	for _, n := range p.Nodes {
+		act := "no-op"
+		if n.Changed() {
+			act = "update"
+		}
+		var before any
+		if n.From != "" {
+			before = nodeValue{RenderedConfig: n.From}
+		}
+		steps := n.Steps
+		if steps == nil {
+			steps = []model.Step{}
+		}
+		out.ResourceChanges = append(out.ResourceChanges, resourceChange{Address: "node." + n.Name, Mode: "managed",
+			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{act}, Before: before, After: nodeValue{RenderedConfig: n.To}},
+			MCP: &nodeMeta{Pool: n.Pool, Zone: n.Zone, Action: string(n.Action), Steps: steps, Reboot: n.Reboot, Wave: n.Wave,
+				Deferred: n.Deferred, Blockers: nonNilB(n.Blockers), Warnings: nonNil(n.Warnings)}})
+	}
+	return json.MarshalIndent(out, "", "  ")
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func nonNilB(s []planner.Blocker) []planner.Blocker {
+	if s == nil {
+		return []planner.Blocker{}
+	}
+	return s
+}

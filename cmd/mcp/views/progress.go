@@ -1,0 +1,151 @@
+package views
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// EventKind says what an apply progress event reports.
+type EventKind string
+
+const (
+	EventStart       EventKind = "start"
+	EventDone        EventKind = "done"
+	EventFailed      EventKind = "failed"
+	EventNodeDone    EventKind = "node-done"
+	EventNodeFailed  EventKind = "node-failed"
+	EventPoolStopped EventKind = "pool-stopped"
+)
+
+// Event is one apply progress report.
+type Event struct {
+	Time    time.Time
+	Kind    EventKind
+	Node    string
+	Pool    string
+	Step    model.Step
+	Err     string
+	Elapsed time.Duration
+}
+
+// ApplySummary closes an apply's output.
+type ApplySummary struct {
+	Updated, Failed, Deferred int
+	Failures                  []string
+	Elapsed                   time.Duration
+}
+
+// Progress shows an apply as it happens.
+type Progress interface {
+	Event(e Event)
+	Summary(s ApplySummary)
+}
+
+type humanProgress struct {
+	mu sync.Mutex
+	w  io.Writer
+	c  painter
+}
+
+// NewHumanProgress prints one line per step start and end.
+func NewHumanProgress(w io.Writer, color bool) Progress {
+	return &humanProgress{w: w, c: painter(color)}
+}
+
+func (h *humanProgress) Event(e Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	addr := "node." + e.Node
+	switch e.Kind {
+	case EventStart:
+		fmt.Fprintf(h.w, "%s: %s…\n", addr, e.Step)
+	case EventDone:
+		fmt.Fprintf(h.w, "%s: %s done (%s)\n", addr, e.Step, e.Elapsed.Round(time.Millisecond))
+	case EventFailed:
+		fmt.Fprintf(h.w, "%s: %s %s: %s\n", addr, e.Step, h.c.red("failed"), e.Err)
+	case EventNodeDone:
+		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.green("updated"))
+	case EventNodeFailed:
+		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.red("failed"))
+	case EventPoolStopped:
+		fmt.Fprintf(h.w, "pool.%s: %s: a node failed; no more nodes of this pool start\n", e.Pool, h.c.red("stopped"))
+	}
+}
+
+func (h *humanProgress) Summary(s ApplySummary) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(s.Failures) > 0 {
+		fmt.Fprintf(h.w, "\n%s\n", h.c.red("Errors:"))
+		for _, f := range s.Failures {
+			fmt.Fprintf(h.w, "  %s\n", f)
+		}
+	}
+	line := fmt.Sprintf("Apply complete! Nodes: %d updated, %d failed, %d not started. (%s)",
+		s.Updated, s.Failed, s.Deferred, s.Elapsed.Round(time.Millisecond))
+	if s.Failed > 0 {
+		line = strings.Replace(line, "Apply complete!", "Apply failed.", 1)
+		fmt.Fprintf(h.w, "\n%s\n", h.c.red(line))
+		return
+	}
+	fmt.Fprintf(h.w, "\n%s\n", h.c.green(line))
+}
+
+type jsonProgress struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+// NewJSONProgress writes one JSON object per line, in the style of Terraform's
+// machine-readable UI.
+func NewJSONProgress(w io.Writer) Progress { return &jsonProgress{enc: json.NewEncoder(w)} }
+
+type jsonEvent struct {
+	Level     string        `json:"@level"`
+	Message   string        `json:"@message"`
+	Timestamp string        `json:"@timestamp"`
+	Type      string        `json:"type"`
+	Node      string        `json:"node,omitempty"`
+	Pool      string        `json:"pool,omitempty"`
+	Event     EventKind     `json:"event,omitempty"`
+	Step      *model.Step   `json:"step,omitempty"`
+	ElapsedMS int64         `json:"elapsed_ms,omitempty"`
+	Error     string        `json:"error,omitempty"`
+	Summary   *ApplySummary `json:"summary,omitempty"`
+}
+
+func (j *jsonProgress) Event(e Event) {
+	level := "info"
+	if e.Err != "" {
+		level = "error"
+	}
+	je := jsonEvent{Level: level, Timestamp: e.Time.UTC().Format(time.RFC3339Nano), Type: "apply_progress",
+		Node: e.Node, Pool: e.Pool, Event: e.Kind, ElapsedMS: e.Elapsed.Milliseconds(), Error: e.Err}
+	if e.Step.Kind != 0 {
+		s := e.Step
+		je.Step = &s
+		je.Message = fmt.Sprintf("node.%s: %s %s", e.Node, e.Step, e.Kind)
+	} else {
+		je.Message = fmt.Sprintf("node.%s: %s", e.Node, e.Kind)
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.enc.Encode(je)
+}
+
+func (j *jsonProgress) Summary(s ApplySummary) {
+	level := "info"
+	if s.Failed > 0 {
+		level = "error"
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.enc.Encode(jsonEvent{Level: level, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Type: "apply_summary",
+		Message: fmt.Sprintf("Apply: %d updated, %d failed, %d not started", s.Updated, s.Failed, s.Deferred), Summary: &s})
+}

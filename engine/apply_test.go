@@ -1,0 +1,291 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfleet/mcp/engine/planfile"
+	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers"
+)
+
+// fakeProvider records every action per node and tracks how many nodes of each pool are
+// out of service at once.
+type fakeProvider struct {
+	mu       sync.Mutex
+	fleet    *model.Fleet
+	pool     map[string]string // node -> pool
+	trace    map[string][]string
+	busy     map[string]int // pool -> nodes between cordon and uncordon (or in node steps)
+	maxBusy  map[string]int
+	failNode map[string]string // node -> step key that fails
+	delay    time.Duration
+}
+
+func newFake(pools map[string]int) *fakeProvider {
+	f := &fakeProvider{fleet: &model.Fleet{}, pool: map[string]string{}, trace: map[string][]string{},
+		busy: map[string]int{}, maxBusy: map[string]int{}, failNode: map[string]string{}}
+	var names []string
+	for p := range pools {
+		names = append(names, p)
+	}
+	slices.Sort(names)
+	for _, p := range names {
+		for i := 0; i < pools[p]; i++ {
+			n := fmt.Sprintf("%s-%d", p, i)
+			f.pool[n] = p
+			f.fleet.Nodes = append(f.fleet.Nodes, model.Node{Name: n, Ready: true,
+				Labels: map[string]string{"node-role.kubernetes.io/" + p: ""}})
+		}
+	}
+	return f
+}
+
+func (f *fakeProvider) Refresh(context.Context) (*model.Fleet, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := *f.fleet
+	c.Nodes = slices.Clone(f.fleet.Nodes)
+	return &c, nil
+}
+
+func (f *fakeProvider) record(node, key string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.trace[node] = append(f.trace[node], key)
+	if f.failNode[node] == key {
+		return errors.New("injected failure")
+	}
+	return nil
+}
+
+func (f *fakeProvider) enter(node string) {
+	f.mu.Lock()
+	p := f.pool[node]
+	f.busy[p]++
+	f.maxBusy[p] = max(f.maxBusy[p], f.busy[p])
+	f.mu.Unlock()
+}
+
+func (f *fakeProvider) leave(node string) {
+	f.mu.Lock()
+	f.busy[f.pool[node]]--
+	f.mu.Unlock()
+}
+
+func (f *fakeProvider) Cordon(_ context.Context, node string) error {
+	f.enter(node)
+	return f.record(node, "cordon")
+}
+
+func (f *fakeProvider) Uncordon(_ context.Context, node string) error {
+	defer f.leave(node)
+	return f.record(node, "uncordon")
+}
+
+func (f *fakeProvider) Drain(_ context.Context, node string, _ providers.DrainOptions) error {
+	time.Sleep(f.delay)
+	return f.record(node, "drain")
+}
+
+func (f *fakeProvider) RunNodeSteps(_ context.Context, node string, _, target *model.Rendered, steps []model.Step, done func(model.Step)) error {
+	for _, s := range steps {
+		time.Sleep(f.delay)
+		if err := f.record(node, s.Key()); err != nil {
+			return err
+		}
+		done(s)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.fleet.Nodes {
+		if f.fleet.Nodes[i].Name == node {
+			f.fleet.Nodes[i].CurrentConfig = target.Name
+		}
+	}
+	return nil
+}
+
+func rebootSteps() []model.Step {
+	return []model.Step{{Kind: model.StepCordon}, {Kind: model.StepDrain},
+		{Kind: model.StepWrite, Target: "/etc/a"}, {Kind: model.StepReboot}, {Kind: model.StepVerify},
+		{Kind: model.StepUncordon}}
+}
+
+// planFor builds a plan that updates every node of the fake with steps, slots per pool.
+func planFor(f *fakeProvider, slots map[string]int, steps []model.Step) *planner.Plan {
+	p := &planner.Plan{Rendered: map[string]*model.Rendered{}}
+	var pools []string
+	for pool := range slots {
+		pools = append(pools, pool)
+	}
+	slices.Sort(pools)
+	for _, pool := range pools {
+		name := "rendered-" + pool + "-1"
+		p.Rendered[name] = &model.Rendered{Name: name, Pool: pool}
+		p.Pools = append(p.Pools, planner.PoolPlan{Name: pool, Rendered: name, Slots: slots[pool], ReRendered: true})
+		for _, n := range f.fleet.Nodes {
+			if f.pool[n.Name] == pool {
+				p.Nodes = append(p.Nodes, planner.NodePlan{Name: n.Name, Pool: pool, Action: planner.NodeUpdate,
+					To: name, Steps: steps})
+			}
+		}
+	}
+	return p
+}
+
+func newTestWorkspace(t *testing.T, f *fakeProvider) (*Workspace, *state.State) {
+	t.Helper()
+	b := &state.Local{Path: t.TempDir() + "/mcp.state"}
+	st, err := b.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Workspace{Provider: f, Backend: b}, st
+}
+
+func saved(t *testing.T, w *Workspace, st *state.State, p *planner.Plan) *planfile.File {
+	t.Helper()
+	fl, _ := w.Provider.Refresh(context.Background())
+	return &planfile.File{Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: Fingerprint(fl), Plan: p}
+}
+
+func TestApplyTraceEqualsPlanAndBudgetHolds(t *testing.T) {
+	f := newFake(map[string]int{"worker": 7, "infra": 3})
+	f.delay = time.Millisecond
+	w, st := newTestWorkspace(t, f)
+	p := planFor(f, map[string]int{"worker": 2, "infra": 1}, rebootSteps())
+	res, err := w.Apply(context.Background(), st, saved(t, w, st, p), ApplyOptions{Parallelism: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Updated) != 10 {
+		t.Fatalf("updated %d nodes, want 10", len(res.Updated))
+	}
+	for _, n := range p.Nodes {
+		var want []string
+		for _, s := range n.Steps {
+			want = append(want, s.Key())
+		}
+		if d := cmp.Diff(want, f.trace[n.Name]); d != "" {
+			t.Errorf("node %s trace differs from plan (-plan +trace):\n%s", n.Name, d)
+		}
+	}
+	if f.maxBusy["worker"] > 2 || f.maxBusy["infra"] > 1 {
+		t.Errorf("budget exceeded: %v", f.maxBusy)
+	}
+	if f.maxBusy["worker"] < 2 {
+		t.Errorf("worker pool never used its 2 slots (max %d): scheduling is not continuous", f.maxBusy["worker"])
+	}
+	// The journal is folded away and the pointers moved.
+	st2, err := w.Backend.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st2.Journal) != 0 {
+		t.Errorf("journal left after a complete apply: %v", st2.Journal)
+	}
+	if st2.Pointers["worker"] != "rendered-worker-1" || st2.Rendered["rendered-worker-1"] == nil {
+		t.Errorf("pointer or rendered config not stored: %v", st2.Pointers)
+	}
+	if st2.Serial != 2 {
+		t.Errorf("serial = %d, want 2 (one write before, one after)", st2.Serial)
+	}
+}
+
+func TestApplyGlobalParallelism(t *testing.T) {
+	f := newFake(map[string]int{"a": 4, "b": 4})
+	f.delay = time.Millisecond
+	w, st := newTestWorkspace(t, f)
+	p := planFor(f, map[string]int{"a": 4, "b": 4}, rebootSteps())
+	var mu sync.Mutex
+	running, peak := 0, 0
+	obs := func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case e.Kind == EventStepStart && e.Step.Kind == model.StepCordon:
+			running++
+			peak = max(peak, running)
+		case e.Kind == EventNodeDone || e.Kind == EventNodeFailed:
+			running--
+		}
+	}
+	if _, err := w.Apply(context.Background(), st, saved(t, w, st, p), ApplyOptions{Parallelism: 3, Observer: obs}); err != nil {
+		t.Fatal(err)
+	}
+	if peak > 3 {
+		t.Errorf("%d nodes ran at once, -parallelism is 3", peak)
+	}
+}
+
+func TestApplyFailureStopsPoolOthersContinue(t *testing.T) {
+	f := newFake(map[string]int{"worker": 4, "infra": 2})
+	w, st := newTestWorkspace(t, f)
+	f.failNode["worker-0"] = "drain"
+	p := planFor(f, map[string]int{"worker": 1, "infra": 1}, rebootSteps())
+	res, err := w.Apply(context.Background(), st, saved(t, w, st, p), ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), "node worker-0: drain: injected failure") {
+		t.Fatalf("error = %v, want the failed node and step named", err)
+	}
+	if d := cmp.Diff([]string{"worker-1", "worker-2", "worker-3"}, res.Skipped); d != "" {
+		t.Errorf("skipped (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"infra-0", "infra-1"}, res.Updated); d != "" {
+		t.Errorf("the other pool did not go on (-want +got):\n%s", d)
+	}
+	// A blocked drain changed nothing on the node: it is uncordoned again.
+	if d := cmp.Diff([]string{"cordon", "drain", "uncordon"}, f.trace["worker-0"]); d != "" {
+		t.Errorf("worker-0 trace (-want +got):\n%s", d)
+	}
+	st2, _ := w.Backend.Read(context.Background())
+	if _, ok := st2.Journal["worker-0"]; ok {
+		t.Errorf("journal kept for a node that was put back as it was")
+	}
+}
+
+func TestApplyResumesFromJournal(t *testing.T) {
+	f := newFake(map[string]int{"worker": 1})
+	w, st := newTestWorkspace(t, f)
+	f.failNode["worker-0"] = "verify"
+	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
+	_, err := w.Apply(context.Background(), st, saved(t, w, st, p), ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), "left cordoned") {
+		t.Fatalf("error = %v, want a node left cordoned after a part-way change", err)
+	}
+	st2, _ := w.Backend.Read(context.Background())
+	want := planner.JournalEntry{Target: "rendered-worker-1", Done: []string{"cordon", "drain", "write /etc/a", "reboot"}}
+	if d := cmp.Diff(want, st2.Journal["worker-0"]); d != "" {
+		t.Errorf("journal (-want +got):\n%s", d)
+	}
+}
+
+func TestApplyRefusesStalePlan(t *testing.T) {
+	f := newFake(map[string]int{"worker": 2})
+	w, st := newTestWorkspace(t, f)
+	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
+	pf := saved(t, w, st, p)
+	f.fleet.Nodes[1].Ready = false // the world moved on
+	_, err := w.Apply(context.Background(), st, pf, ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), "fleet changed") {
+		t.Fatalf("error = %v, want a stale-plan refusal", err)
+	}
+	if len(f.trace) != 0 {
+		t.Errorf("a stale plan acted: %v", f.trace)
+	}
+	pf = saved(t, w, st, p)
+	pf.Serial = 7
+	if _, err := w.Apply(context.Background(), st, pf, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "serial") {
+		t.Fatalf("error = %v, want a serial mismatch", err)
+	}
+}

@@ -1,0 +1,352 @@
+package config
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// allowedPrefixes are the trees mcp manages: configuration and state, never the OS.
+var allowedPrefixes = []string{"/etc", "/var"}
+
+var unitSuffixes = []string{".service", ".socket", ".timer", ".target", ".mount", ".automount",
+	".path", ".slice", ".scope", ".swap", ".device"}
+
+var poolSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "node_selector"}, {Name: "max_unavailable"}, {Name: "paused"},
+		{Name: "os_image"}, {Name: "kernel_args"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "boot_image"}},
+}
+
+func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	seen := map[string]hcl.Range{}
+	for _, b := range blocks {
+		name := b.Labels[0]
+		if prev, ok := seen[name]; ok {
+			diags = append(diags, duplicate("pool", name, b.LabelRanges[0], prev))
+			continue
+		}
+		seen[name] = b.LabelRanges[0]
+		p := model.Pool{Name: name, MaxUnavailable: model.IntOrPercent{Value: 1}, DeclRange: b.DefRange,
+			NodeSelector: map[string]string{"node-role.kubernetes.io/" + name: ""}, BootImage: model.BootImage{Policy: "managed"}}
+		content, d := b.Body.Content(poolSchema)
+		diags = append(diags, d...)
+		for _, a := range sortedAttrs(content.Attributes) {
+			var d hcl.Diagnostics
+			switch a.Name {
+			case "node_selector":
+				p.NodeSelector, d = l.strMap(a)
+				if len(p.NodeSelector) == 0 && !d.HasErrors() {
+					d = append(d, errAt(a.Expr.Range(), "Empty node_selector", "A pool must select its nodes by at least one label."))
+				}
+			case "max_unavailable":
+				p.MaxUnavailable, d = l.maxUnavailable(a)
+			case "paused":
+				p.Paused, d = l.boolean(a)
+			case "os_image":
+				p.OSImage, d = l.str(a)
+			case "kernel_args":
+				p.KernelArgs, d = l.strList(a)
+			}
+			diags = append(diags, d...)
+		}
+		for _, bb := range content.Blocks {
+			bi, d := l.bootImage(bb)
+			diags = append(diags, d...)
+			p.BootImage = bi
+		}
+		l.d.Pools = append(l.d.Pools, p)
+	}
+	slices.SortFunc(l.d.Pools, func(a, b model.Pool) int { return strings.Compare(a.Name, b.Name) })
+	return diags
+}
+
+func sortedAttrs(m hcl.Attributes) []*hcl.Attribute {
+	out := make([]*hcl.Attribute, 0, len(m))
+	for _, a := range m {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b *hcl.Attribute) int { return a.Range.Start.Byte - b.Range.Start.Byte })
+	return out
+}
+
+// maxUnavailable reads a whole number >= 1 or "N%" with 1 <= N <= 100.
+func (l *loader) maxUnavailable(a *hcl.Attribute) (model.IntOrPercent, hcl.Diagnostics) {
+	v, diags := a.Expr.Value(l.ctx)
+	if diags.HasErrors() {
+		return model.IntOrPercent{Value: 1}, diags
+	}
+	bad := errAt(a.Expr.Range(), "Invalid max_unavailable",
+		"max_unavailable must be a whole number of nodes, at least 1, or a percentage from 1% to 100% such as \"10%\".")
+	switch {
+	case v.Type() == cty.Number:
+		bf := v.AsBigFloat()
+		n, acc := bf.Int64()
+		if !bf.IsInt() || acc != 0 || n < 1 {
+			return model.IntOrPercent{Value: 1}, append(diags, bad)
+		}
+		return model.IntOrPercent{Value: int(n)}, diags
+	case v.Type() == cty.String:
+		s := v.AsString()
+		if num, ok := strings.CutSuffix(s, "%"); ok {
+			n, err := strconv.Atoi(num)
+			if err != nil || n < 1 || n > 100 {
+				return model.IntOrPercent{Value: 1}, append(diags, bad)
+			}
+			return model.IntOrPercent{Value: n, Percent: true}, diags
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return model.IntOrPercent{Value: 1}, append(diags, bad)
+		}
+		return model.IntOrPercent{Value: n}, diags
+	}
+	return model.IntOrPercent{Value: 1}, append(diags, bad)
+}
+
+func (l *loader) bootImage(b *hcl.Block) (model.BootImage, hcl.Diagnostics) {
+	bi := model.BootImage{Policy: "managed"}
+	content, diags := b.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "policy"}, {Name: "image"}}})
+	if a := content.Attributes["policy"]; a != nil {
+		v, d := l.str(a)
+		diags = append(diags, d...)
+		if v != "managed" && v != "pinned" && !d.HasErrors() {
+			diags = append(diags, errAt(a.Expr.Range(), "Invalid boot image policy", fmt.Sprintf("policy %q: use \"managed\" or \"pinned\".", v)))
+		}
+		bi.Policy = v
+	}
+	if a := content.Attributes["image"]; a != nil {
+		v, d := l.str(a)
+		diags = append(diags, d...)
+		bi.Image = v
+	}
+	if bi.Policy == "pinned" && bi.Image == "" {
+		diags = append(diags, errAt(b.DefRange, "Pinned boot image without an image", `policy = "pinned" needs image = "…".`))
+	}
+	return bi, diags
+}
+
+var configSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "pools", Required: true}, {Name: "kernel_args"}, {Name: "os_image"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "file", LabelNames: []string{"path"}},
+		{Type: "unit", LabelNames: []string{"name"}}},
+}
+
+func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	seen := map[string]hcl.Range{}
+	for _, b := range blocks {
+		name := b.Labels[0]
+		if prev, ok := seen[name]; ok {
+			diags = append(diags, duplicate("config", name, b.LabelRanges[0], prev))
+			continue
+		}
+		seen[name] = b.LabelRanges[0]
+		c := model.Config{Name: name, DeclRange: b.DefRange}
+		content, d := b.Body.Content(configSchema)
+		diags = append(diags, d...)
+		if a := content.Attributes["pools"]; a != nil {
+			c.Pools, d = l.strList(a)
+			diags = append(diags, d...)
+			for i, p := range c.Pools {
+				if l.d.Pool(p) == nil {
+					diags = append(diags, errAt(elementRange(a, i), "Unknown pool",
+						fmt.Sprintf("Config %q names pool %q, which no pool block declares.", name, p)))
+				}
+			}
+		}
+		if a := content.Attributes["kernel_args"]; a != nil {
+			c.KernelArgs, d = l.strList(a)
+			diags = append(diags, d...)
+		}
+		if a := content.Attributes["os_image"]; a != nil {
+			c.OSImage, d = l.str(a)
+			diags = append(diags, d...)
+		}
+		files := map[string]hcl.Range{}
+		units := map[string]hcl.Range{}
+		for _, bb := range content.Blocks {
+			label := bb.Labels[0]
+			switch bb.Type {
+			case "file":
+				if prev, ok := files[label]; ok {
+					diags = append(diags, duplicate("file", label, bb.LabelRanges[0], prev))
+					continue
+				}
+				files[label] = bb.LabelRanges[0]
+				f, d := l.file(bb)
+				diags = append(diags, d...)
+				c.Files = append(c.Files, f)
+			case "unit":
+				if prev, ok := units[label]; ok {
+					diags = append(diags, duplicate("unit", label, bb.LabelRanges[0], prev))
+					continue
+				}
+				units[label] = bb.LabelRanges[0]
+				u, d := l.unit(bb)
+				diags = append(diags, d...)
+				c.Units = append(c.Units, u)
+			}
+		}
+		l.d.Configs = append(l.d.Configs, c)
+	}
+	slices.SortFunc(l.d.Configs, func(a, b model.Config) int { return strings.Compare(a.Name, b.Name) })
+	return diags
+}
+
+func checkPath(p string, r hcl.Range) *hcl.Diagnostic {
+	if !strings.HasPrefix(p, "/") {
+		return errAt(r, "Relative path", fmt.Sprintf("File path %q must be absolute, as in \"/etc/…\".", p))
+	}
+	if path.Clean(p) != p || strings.Contains(p, "/../") {
+		return errAt(r, "Unclean path", fmt.Sprintf("File path %q must be clean: no \"..\", \".\", doubled or trailing slashes.", p))
+	}
+	for _, a := range allowedPrefixes {
+		if strings.HasPrefix(p, a+"/") {
+			return nil
+		}
+	}
+	return errAt(r, "Path outside the managed trees",
+		fmt.Sprintf("File path %q is outside %s: mcp manages configuration and state, not the OS.", p, strings.Join(allowedPrefixes, " and ")))
+}
+
+var fileSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "content", Required: true},
+	{Name: "mode"}, {Name: "user"}, {Name: "group"}, {Name: "on_change"}}}
+
+func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
+	f := model.File{Path: b.Labels[0], Mode: 0o644, DeclRange: b.LabelRanges[0]}
+	var diags hcl.Diagnostics
+	if d := checkPath(f.Path, b.LabelRanges[0]); d != nil {
+		diags = append(diags, d)
+	}
+	content, d := b.Body.Content(fileSchema)
+	diags = append(diags, d...)
+	for _, a := range sortedAttrs(content.Attributes) {
+		var d hcl.Diagnostics
+		switch a.Name {
+		case "content":
+			var s string
+			s, d = l.str(a)
+			f.Contents = []byte(s)
+		case "mode":
+			f.Mode, d = l.mode(a)
+		case "user":
+			f.User, d = l.str(a)
+		case "group":
+			f.Group, d = l.str(a)
+		case "on_change":
+			f.OnChange, d = l.policies(a)
+		}
+		diags = append(diags, d...)
+	}
+	return f, diags
+}
+
+// mode reads an octal string ("0644") or a number (decimal, as Ignition's JSON has it).
+func (l *loader) mode(a *hcl.Attribute) (int, hcl.Diagnostics) {
+	v, diags := a.Expr.Value(l.ctx)
+	if diags.HasErrors() {
+		return 0o644, diags
+	}
+	bad := errAt(a.Expr.Range(), "Invalid mode", `mode must be an octal string from "0000" to "7777", such as "0644".`)
+	var m int64
+	switch v.Type() {
+	case cty.String:
+		n, err := strconv.ParseInt(v.AsString(), 8, 32)
+		if err != nil {
+			return 0o644, append(diags, bad)
+		}
+		m = n
+	case cty.Number:
+		n, acc := v.AsBigFloat().Int64()
+		if acc != 0 {
+			return 0o644, append(diags, bad)
+		}
+		m = n
+	default:
+		return 0o644, append(diags, bad)
+	}
+	if m < 0 || m > 0o7777 {
+		return 0o644, append(diags, bad)
+	}
+	return int(m), diags
+}
+
+func (l *loader) policies(a *hcl.Attribute) ([]model.Policy, hcl.Diagnostics) {
+	list, diags := l.strList(a)
+	var out []model.Policy
+	for i, s := range list {
+		p, err := model.ParsePolicy(s)
+		if err != nil {
+			diags = append(diags, errAt(elementRange(a, i), "Invalid on_change policy", err.Error()+"."))
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, diags
+}
+
+var unitSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "enabled"}, {Name: "mask"}, {Name: "contents"}, {Name: "on_change"}},
+	Blocks:     []hcl.BlockHeaderSchema{{Type: "dropin", LabelNames: []string{"name"}}},
+}
+
+func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
+	u := model.Unit{Name: b.Labels[0], DeclRange: b.LabelRanges[0]}
+	var diags hcl.Diagnostics
+	if !slices.ContainsFunc(unitSuffixes, func(s string) bool { return strings.HasSuffix(u.Name, s) && len(u.Name) > len(s) }) ||
+		strings.Contains(u.Name, "/") {
+		diags = append(diags, errAt(b.LabelRanges[0], "Invalid unit name",
+			fmt.Sprintf("Unit %q needs a systemd unit suffix (%s) and no slash.", u.Name, strings.Join(unitSuffixes, " "))))
+	}
+	content, d := b.Body.Content(unitSchema)
+	diags = append(diags, d...)
+	for _, a := range sortedAttrs(content.Attributes) {
+		var d hcl.Diagnostics
+		switch a.Name {
+		case "enabled":
+			var e bool
+			e, d = l.boolean(a)
+			u.Enabled = &e
+		case "mask":
+			u.Mask, d = l.boolean(a)
+		case "contents":
+			u.Contents, d = l.str(a)
+		case "on_change":
+			u.OnChange, d = l.policies(a)
+		}
+		diags = append(diags, d...)
+	}
+	seen := map[string]hcl.Range{}
+	for _, db := range content.Blocks {
+		name := db.Labels[0]
+		if prev, ok := seen[name]; ok {
+			diags = append(diags, duplicate("dropin", name, db.LabelRanges[0], prev))
+			continue
+		}
+		seen[name] = db.LabelRanges[0]
+		if !strings.HasSuffix(name, ".conf") || strings.Contains(name, "/") {
+			diags = append(diags, errAt(db.LabelRanges[0], "Invalid drop-in name", fmt.Sprintf("Drop-in %q must end in .conf and have no slash.", name)))
+		}
+		dc, d := db.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "contents", Required: true}}})
+		diags = append(diags, d...)
+		dr := model.Dropin{Name: name}
+		if a := dc.Attributes["contents"]; a != nil {
+			dr.Contents, d = l.str(a)
+			diags = append(diags, d...)
+		}
+		u.Dropins = append(u.Dropins, dr)
+	}
+	if u.Contents == "" && len(u.Dropins) == 0 && !u.Mask && u.Enabled == nil {
+		diags = append(diags, errAt(b.DefRange, "Empty unit", fmt.Sprintf("Unit %q sets nothing: give contents, a dropin, mask or enabled.", u.Name)))
+	}
+	return u, diags
+}

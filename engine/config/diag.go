@@ -1,0 +1,107 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+)
+
+// WriteDiagnostics prints each diagnostic as a `FILE:LINE,COL: Error: Summary` line
+// followed by HCL's own rendering with the source snippet.
+func WriteDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics, color bool) error {
+	tw := hcl.NewDiagnosticTextWriter(w, files, 78, color)
+	for _, d := range diags {
+		sev := "Error"
+		if d.Severity == hcl.DiagWarning {
+			sev = "Warning"
+		}
+		if d.Subject != nil {
+			fmt.Fprintf(w, "%s:%d,%d: %s: %s\n", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, sev, d.Summary)
+		} else {
+			fmt.Fprintf(w, "%s: %s\n", sev, d.Summary)
+		}
+		if err := tw.WriteDiagnostic(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type jsonPos struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+	Byte   int `json:"byte"`
+}
+
+type jsonRange struct {
+	Filename string  `json:"filename"`
+	Start    jsonPos `json:"start"`
+	End      jsonPos `json:"end"`
+}
+
+type jsonDiag struct {
+	Severity string     `json:"severity"`
+	Summary  string     `json:"summary"`
+	Detail   string     `json:"detail,omitempty"`
+	Range    *jsonRange `json:"range,omitempty"`
+}
+
+type jsonValidate struct {
+	FormatVersion string     `json:"format_version"`
+	Valid         bool       `json:"valid"`
+	ErrorCount    int        `json:"error_count"`
+	WarningCount  int        `json:"warning_count"`
+	Diagnostics   []jsonDiag `json:"diagnostics"`
+}
+
+// DiagnosticsJSON renders diagnostics in the shape of `terraform validate -json`.
+func DiagnosticsJSON(diags hcl.Diagnostics) ([]byte, error) {
+	out := jsonValidate{FormatVersion: "1.0", Diagnostics: []jsonDiag{}}
+	for _, d := range diags {
+		jd := jsonDiag{Severity: "error", Summary: d.Summary, Detail: d.Detail}
+		if d.Severity == hcl.DiagWarning {
+			jd.Severity = "warning"
+			out.WarningCount++
+		} else {
+			out.ErrorCount++
+		}
+		if s := d.Subject; s != nil {
+			jd.Range = &jsonRange{Filename: s.Filename,
+				Start: jsonPos{s.Start.Line, s.Start.Column, s.Start.Byte},
+				End:   jsonPos{s.End.Line, s.End.Column, s.End.Byte}}
+		}
+		out.Diagnostics = append(out.Diagnostics, jd)
+	}
+	out.Valid = out.ErrorCount == 0
+	return json.MarshalIndent(out, "", "  ")
+}
+
+// Format returns src in HCL's canonical format.
+func Format(src []byte) []byte { return hclwrite.Format(src) }
+
+// FormatDir returns, for every *.hcl file in dir whose formatting would change, its path
+// and formatted bytes.
+func FormatDir(dir string) (map[string][]byte, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.hcl"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	out := map[string][]byte{}
+	for _, n := range names {
+		src, err := os.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		if f := Format(src); string(f) != string(src) {
+			out[n] = f
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,287 @@
+// Package config is mcp's configuration language: it reads every *.hcl file of a
+// directory (hashicorp/hcl/v2 and go-cty) into a model.Desired, with variables, Terraform's
+// functions, and a diagnostic with its source range for every problem. It reads files and
+// does no other I/O.
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// Options are the variable inputs, in Terraform's precedence: variable defaults <
+// MCP_VAR_<name> environment variables < var files (in order) < -var flags (in order).
+type Options struct {
+	Vars     []string // "name=value" from -var flags
+	VarFiles []string // -var-file paths
+	Environ  []string // os.Environ() normally
+}
+
+// Result is a loaded configuration and the files it came from (for printing diagnostics).
+type Result struct {
+	Desired *model.Desired
+	Files   map[string]*hcl.File
+}
+
+var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
+	{Type: "mcp"}, {Type: "provider", LabelNames: []string{"type"}}, {Type: "state"},
+	{Type: "variable", LabelNames: []string{"name"}}, {Type: "pool", LabelNames: []string{"name"}},
+	{Type: "config", LabelNames: []string{"name"}},
+}}
+
+// Load reads the configuration in dir. The Result is non-nil whenever files were parsed,
+// even with errors, so that the diagnostics can be printed with their source.
+func Load(dir string, opts Options) (*Result, hcl.Diagnostics) {
+	parser := hclparse.NewParser()
+	res := &Result{Files: parser.Files()}
+	names, err := filepath.Glob(filepath.Join(dir, "*.hcl"))
+	if err != nil || len(names) == 0 {
+		return res, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No configuration files",
+			Detail: fmt.Sprintf("%s has no *.hcl files.", dir)}}
+	}
+	sort.Strings(names)
+	var diags hcl.Diagnostics
+	var blocks hcl.Blocks
+	for _, name := range names {
+		if dir == "." {
+			name = filepath.Base(name)
+		}
+		f, d := parser.ParseHCLFile(name)
+		diags = append(diags, d...)
+		if f == nil {
+			continue
+		}
+		content, d := f.Body.Content(rootSchema)
+		diags = append(diags, d...)
+		blocks = append(blocks, content.Blocks...)
+	}
+	if diags.HasErrors() {
+		return res, diags
+	}
+	l := &loader{dir: dir, d: &model.Desired{Dir: dir, IgnitionVersion: "3.4.0"}}
+	vars, d := l.variables(blocks.OfType("variable"), opts)
+	diags = append(diags, d...)
+	l.ctx = &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(vars)}, Functions: functions(dir)}
+	diags = append(diags, l.settings(blocks.OfType("mcp"))...)
+	diags = append(diags, l.provider(blocks.OfType("provider"))...)
+	diags = append(diags, l.state(blocks.OfType("state"))...)
+	diags = append(diags, l.pools(blocks.OfType("pool"))...)
+	diags = append(diags, l.configs(blocks.OfType("config"))...)
+	res.Desired = l.d
+	return res, diags
+}
+
+type loader struct {
+	dir string
+	d   *model.Desired
+	ctx *hcl.EvalContext
+}
+
+// absPath resolves a path of the configuration against its directory.
+func (l *loader) absPath(p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(l.dir, p)
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+func (l *loader) settings(blocks hcl.Blocks) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for i, b := range blocks {
+		if i > 0 {
+			diags = append(diags, duplicate("mcp block", "", b.DefRange, blocks[0].DefRange))
+			continue
+		}
+		content, d := b.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "ignition_version"}}})
+		diags = append(diags, d...)
+		if a := content.Attributes["ignition_version"]; a != nil {
+			v, d := l.str(a)
+			diags = append(diags, d...)
+			switch v {
+			case "3.4.0", "3.5.0", "3.6.0":
+				l.d.IgnitionVersion = v
+			case "":
+			default:
+				diags = append(diags, errAt(a.Expr.Range(), "Unsupported Ignition version",
+					fmt.Sprintf("ignition_version %q: mcp renders 3.4.0, 3.5.0 or 3.6.0.", v)))
+			}
+		}
+	}
+	return diags
+}
+
+func (l *loader) provider(blocks hcl.Blocks) hcl.Diagnostics {
+	if len(blocks) == 0 {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No provider",
+			Detail: `The configuration needs a provider block, for example: provider "local" { fleet = "./fleet" }`}}
+	}
+	var diags hcl.Diagnostics
+	for _, b := range blocks[1:] {
+		diags = append(diags, duplicate("provider block", "", b.DefRange, blocks[0].DefRange))
+	}
+	b := blocks[0]
+	p := model.ProviderConfig{Type: b.Labels[0], Attrs: map[string]string{}, DeclRange: b.DefRange}
+	var schema *hcl.BodySchema
+	switch p.Type {
+	case "local":
+		schema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "fleet", Required: true},
+			{Name: "drain_duration"}, {Name: "reboot_duration"}}}
+	case "kubernetes":
+		schema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "kubeconfig"}, {Name: "context"}}}
+	default:
+		return append(diags, errAt(b.LabelRanges[0], "Unknown provider",
+			fmt.Sprintf("Provider %q is not one mcp knows: use \"local\" or \"kubernetes\".", p.Type)))
+	}
+	content, d := b.Body.Content(schema)
+	diags = append(diags, d...)
+	for name, a := range content.Attributes {
+		v, d := l.str(a)
+		diags = append(diags, d...)
+		if name == "fleet" || name == "kubeconfig" {
+			v = l.absPath(v)
+		}
+		p.Attrs[name] = v
+	}
+	l.d.Provider = p
+	return diags
+}
+
+func (l *loader) state(blocks hcl.Blocks) hcl.Diagnostics {
+	l.d.State = model.StateConfig{Backend: "local", Path: l.absPath("mcp.state"), Attrs: map[string]string{}}
+	var diags hcl.Diagnostics
+	for i, b := range blocks {
+		if i > 0 {
+			diags = append(diags, duplicate("state block", "", b.DefRange, blocks[0].DefRange))
+			continue
+		}
+		l.d.State.DeclRange = b.DefRange
+		content, d := b.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{
+			{Name: "backend"}, {Name: "path"}, {Name: "namespace"}}})
+		diags = append(diags, d...)
+		for name, a := range content.Attributes {
+			v, d := l.str(a)
+			diags = append(diags, d...)
+			switch name {
+			case "backend":
+				if v != "local" && v != "kubernetes" {
+					diags = append(diags, errAt(a.Expr.Range(), "Unknown state backend",
+						fmt.Sprintf("backend %q: use \"local\" or \"kubernetes\".", v)))
+				}
+				l.d.State.Backend = v
+			case "path":
+				l.d.State.Path = l.absPath(v)
+			default:
+				l.d.State.Attrs[name] = v
+			}
+		}
+	}
+	return diags
+}
+
+// variables evaluates every variable's value from its sources, in precedence order.
+func (l *loader) variables(blocks hcl.Blocks, opts Options) (map[string]cty.Value, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	decl := map[string]*variable{}
+	for _, b := range blocks {
+		v, d := decodeVariable(b)
+		diags = append(diags, d...)
+		if prev, ok := decl[v.name]; ok {
+			diags = append(diags, duplicate("variable", v.name, b.LabelRanges[0], prev.decl))
+			continue
+		}
+		decl[v.name] = v
+	}
+	set := func(name string, val cty.Value, src string, rng *hcl.Range) {
+		v, ok := decl[name]
+		if !ok {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Undeclared variable",
+				Detail: fmt.Sprintf("%s sets variable %q, which no variable block declares.", src, name), Subject: rng})
+			return
+		}
+		cv, err := convert.Convert(val, v.typ)
+		if err != nil {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid value for variable",
+				Detail: fmt.Sprintf("%s: variable %q: %v.", src, name, err), Subject: rng})
+			return
+		}
+		v.value = cv
+	}
+	for _, kv := range opts.Environ {
+		if k, val, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "MCP_VAR_") {
+			name := strings.TrimPrefix(k, "MCP_VAR_")
+			if v, ok := decl[name]; ok {
+				parsed, d := v.parseRaw(val, "environment variable "+k)
+				diags = append(diags, d...)
+				set(name, parsed, "environment variable "+k, nil)
+			}
+		}
+	}
+	for _, f := range opts.VarFiles {
+		diags = append(diags, readVarFile(f, set)...)
+	}
+	for _, kv := range opts.Vars {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok {
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid -var option",
+				Detail: fmt.Sprintf("-var %q: want name=value.", kv)})
+			continue
+		}
+		if v, ok := decl[name]; ok {
+			parsed, d := v.parseRaw(val, "-var "+name)
+			diags = append(diags, d...)
+			set(name, parsed, "-var "+name, nil)
+		} else {
+			set(name, cty.StringVal(val), "-var "+name, nil)
+		}
+	}
+	out := map[string]cty.Value{}
+	for name, v := range decl {
+		if v.value == cty.NilVal {
+			r := v.decl
+			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "No value for variable",
+				Detail: fmt.Sprintf("Variable %q has no default; set it with -var %s=…, a -var-file, or MCP_VAR_%s.", name, name, name),
+				Subject: &r})
+			out[name] = cty.DynamicVal
+			continue
+		}
+		out[name] = v.value
+	}
+	return out, diags
+}
+
+func readVarFile(path string, set func(string, cty.Value, string, *hcl.Range)) hcl.Diagnostics {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read variables file", Detail: err.Error()}}
+	}
+	f, diags := hclparse.NewParser().ParseHCL(src, path)
+	if diags.HasErrors() {
+		return diags
+	}
+	attrs, d := f.Body.JustAttributes()
+	diags = append(diags, d...)
+	for name, a := range attrs {
+		v, d := a.Expr.Value(nil)
+		diags = append(diags, d...)
+		if !d.HasErrors() {
+			r := a.NameRange
+			set(name, v, "variables file "+path, &r)
+		}
+	}
+	return diags
+}
+
+func convertTo(v cty.Value, t cty.Type) (cty.Value, error) { return convert.Convert(v, t) }

@@ -1,0 +1,148 @@
+// Package engine runs mcp's job: load the configuration, render it, refresh the fleet, plan,
+// and apply a plan through a provider — holding the state lock, refusing stale plans and
+// journaling every finished step so that an interrupted apply can be run again. The engine
+// decides nothing itself (the planner does) and knows nothing of how a provider reaches its
+// nodes.
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcpfleet/mcp/engine/config"
+	"github.com/mcpfleet/mcp/engine/planfile"
+	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/providers/local"
+)
+
+// Version is mcp's version, set at build time.
+var Version = "0.1.0-dev"
+
+// Workspace is a loaded and rendered configuration with its provider and state backend.
+type Workspace struct {
+	Dir      string
+	Config   *config.Result
+	Desired  *model.Desired
+	Rendered map[string]*model.Rendered // by pool
+	Provider providers.Provider
+	Backend  state.Backend
+}
+
+// Load reads the configuration in dir, renders every pool and builds the provider and
+// the state backend. Diagnostics carry source ranges; the Workspace is nil on errors
+// (its Config may still be needed to print them, so it is returned in the result too).
+func Load(dir string, opts config.Options) (*Workspace, *config.Result, hcl.Diagnostics) {
+	res, diags := config.Load(dir, opts)
+	if diags.HasErrors() {
+		return nil, res, diags
+	}
+	d := res.Desired
+	rendered, rdiags := planner.Render(d)
+	diags = append(diags, rdiags...)
+	if diags.HasErrors() {
+		return nil, res, diags
+	}
+	w := &Workspace{Dir: dir, Config: res, Desired: d, Rendered: rendered}
+	var err error
+	if w.Provider, err = NewProvider(d); err != nil {
+		return nil, res, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
+			Summary: "Cannot start provider", Detail: err.Error(), Subject: rangePtr(d.Provider.DeclRange)})
+	}
+	if w.Backend, err = NewBackend(d); err != nil {
+		return nil, res, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
+			Summary: "Cannot open state backend", Detail: err.Error(), Subject: rangePtr(d.State.DeclRange)})
+	}
+	return w, res, diags
+}
+
+func rangePtr(r hcl.Range) *hcl.Range {
+	if r.Filename == "" {
+		return nil
+	}
+	return &r
+}
+
+// NewProvider builds the provider the configuration names.
+func NewProvider(d *model.Desired) (providers.Provider, error) {
+	switch d.Provider.Type {
+	case "local":
+		return local.FromAttrs(d.Dir, d.Provider.Attrs)
+	}
+	return nil, fmt.Errorf("provider %q is not available in this build", d.Provider.Type)
+}
+
+// NewBackend opens the state backend the configuration names.
+func NewBackend(d *model.Desired) (state.Backend, error) {
+	switch d.State.Backend {
+	case "", "local":
+		p := d.State.Path
+		if p == "" {
+			p = filepath.Join(d.Dir, "mcp.state")
+		}
+		return &state.Local{Path: p}, nil
+	}
+	return nil, fmt.Errorf("state backend %q is not available in this build", d.State.Backend)
+}
+
+// Fingerprint is a digest of everything observed about the fleet. A saved plan records it,
+// and apply refuses the plan when a fresh refresh gives another.
+func Fingerprint(f *model.Fleet) string {
+	slices.SortFunc(f.Nodes, func(a, b model.Node) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(f.Pods, func(a, b model.Pod) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	slices.SortFunc(f.PDBs, func(a, b model.PDB) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	h := sha256.New()
+	_ = json.NewEncoder(h).Encode(f)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Plan refreshes the fleet and plans against the state st.
+func (w *Workspace) Plan(ctx context.Context, st *state.State) (*planfile.File, error) {
+	fleet, err := w.Provider.Refresh(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("refreshing fleet: %w", err)
+	}
+	return w.planWith(st, fleet)
+}
+
+func (w *Workspace) planWith(st *state.State, fleet *model.Fleet) (*planfile.File, error) {
+	fp := Fingerprint(fleet)
+	p, err := planner.MakePlan(planner.Input{
+		Desired: w.Desired, Rendered: w.Rendered, Known: st.Rendered,
+		Pointers: st.Pointers, Fleet: fleet, Journal: st.Journal,
+	})
+	if err != nil {
+		return nil, err
+	}
+	abs, _ := filepath.Abs(w.Dir)
+	return &planfile.File{
+		FormatVersion: planfile.FormatVersion, MCPVersion: Version,
+		Created: time.Now().UTC(), ConfigDir: abs,
+		Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: fp, Plan: p,
+	}, nil
+}
+
+// ReadState reads the state, giving it a lineage if it has none yet.
+func (w *Workspace) ReadState(ctx context.Context) (*state.State, error) {
+	return w.Backend.Read(ctx)
+}
+
+// Lock takes the state lock for operation, waiting up to timeout for another holder.
+func (w *Workspace) Lock(ctx context.Context, operation string, timeout time.Duration) (state.Unlocker, error) {
+	return state.LockWait(ctx, w.Backend, state.NewLockInfo(operation, Version), timeout)
+}

@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers"
+)
+
+// runNode walks one node's planned steps in order: the engine's own (cordon, drain,
+// uncordon) through the provider, and each run of node steps handed to the node's executor
+// in one call. Every finished step is journaled before the next starts.
+func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
+	from := a.rendered(n.From)
+	target := a.plan.Rendered[n.To]
+	if target == nil {
+		return fmt.Errorf("node %s: the plan lacks rendered config %s", n.Name, n.To)
+	}
+	journal := a.journalOf(n)
+	cordoned := slices.Contains(journal.Done, model.Step{Kind: model.StepCordon}.Key())
+	touched := false // whether any node step ran (then the node is not as it was)
+	for _, s := range journal.Done {
+		if k, _, _ := cutKey(s); k.OnNode() {
+			touched = true
+		}
+	}
+	steps := n.Steps
+	for i := 0; i < len(steps); {
+		s := steps[i]
+		if s.Kind.OnNode() {
+			j := i
+			for j < len(steps) && steps[j].Kind.OnNode() {
+				j++
+			}
+			batch := steps[i:j]
+			k := 0
+			t0 := time.Now()
+			a.emit(Event{Kind: EventStepStart, Node: n.Name, Pool: n.Pool, Step: batch[0]})
+			err := a.w.Provider.RunNodeSteps(ctx, n.Name, from, target, batch, func(done model.Step) {
+				touched = true
+				a.journal(n, done, false)
+				a.emit(Event{Kind: EventStepDone, Node: n.Name, Pool: n.Pool, Step: done, Elapsed: time.Since(t0)})
+				k++
+				t0 = time.Now()
+				if k < len(batch) {
+					a.emit(Event{Kind: EventStepStart, Node: n.Name, Pool: n.Pool, Step: batch[k]})
+				}
+			})
+			if err != nil {
+				failed := batch[min(k, len(batch)-1)]
+				return a.fail(ctx, n, failed, err, cordoned, touched)
+			}
+			i = j
+			continue
+		}
+		t0 := time.Now()
+		a.emit(Event{Kind: EventStepStart, Node: n.Name, Pool: n.Pool, Step: s})
+		var err error
+		switch s.Kind {
+		case model.StepCordon:
+			err = a.w.Provider.Cordon(ctx, n.Name)
+		case model.StepDrain:
+			err = a.w.Provider.Drain(ctx, n.Name, providers.DrainOptions{
+				Timeout: a.opts.DrainTimeout, RetryDelay: a.opts.DrainRetryDelay})
+		case model.StepUncordon:
+			err = a.w.Provider.Uncordon(ctx, n.Name)
+		default:
+			err = fmt.Errorf("the engine does not run %s steps", s.Kind)
+		}
+		if err != nil {
+			return a.fail(ctx, n, s, err, cordoned, touched)
+		}
+		if s.Kind == model.StepCordon {
+			cordoned = true
+		}
+		if s.Kind == model.StepUncordon {
+			cordoned = false
+		}
+		a.journal(n, s, false)
+		a.emit(Event{Kind: EventStepDone, Node: n.Name, Pool: n.Pool, Step: s, Elapsed: time.Since(t0)})
+		i++
+	}
+	if !n.Changed() || !hasNodeStep(n.Steps) {
+		// Nothing ran on the node, but it must still record its new config (a change of
+		// policies only, or a resumed node whose node steps were all done).
+		if err := a.w.Provider.RunNodeSteps(ctx, n.Name, from, target, nil, func(model.Step) {}); err != nil {
+			return a.fail(ctx, n, model.Step{Kind: model.StepVerify}, err, cordoned, touched)
+		}
+	}
+	a.journal(n, model.Step{}, true)
+	a.emit(Event{Kind: EventNodeDone, Node: n.Name, Pool: n.Pool})
+	return nil
+}
+
+func hasNodeStep(steps []model.Step) bool {
+	return slices.ContainsFunc(steps, func(s model.Step) bool { return s.Kind.OnNode() })
+}
+
+// fail reports a failed step. A node the apply cordoned and did not change is uncordoned
+// again (a blocked drain must not leave it out of service); a node changed half-way stays
+// cordoned, and its journal lets the next apply continue where this one stopped.
+func (a *applier) fail(ctx context.Context, n planner.NodePlan, s model.Step, err error, cordoned, touched bool) error {
+	a.emit(Event{Kind: EventStepFailed, Node: n.Name, Pool: n.Pool, Step: s, Err: err})
+	err = fmt.Errorf("node %s: %s: %w", n.Name, s, err)
+	if cordoned && !touched {
+		if uerr := a.w.Provider.Uncordon(ctx, n.Name); uerr != nil {
+			err = fmt.Errorf("%w; and uncordoning it again failed: %v", err, uerr)
+		} else {
+			a.journal(n, model.Step{}, true) // back as it was: nothing to resume
+		}
+	} else if cordoned {
+		err = fmt.Errorf("%w (left cordoned: it was changed part-way; run mcp apply again to continue)", err)
+	}
+	a.emit(Event{Kind: EventNodeFailed, Node: n.Name, Pool: n.Pool, Err: err})
+	return err
+}
+
+// journal records a finished step (or, with finished, the end of the node's work) durably
+// in the backend and in the in-memory state.
+func (a *applier) journal(n planner.NodePlan, s model.Step, finished bool) {
+	r := state.JournalRecord{Node: n.Name, From: n.From, Target: n.To, Step: s.Key(), Finished: finished}
+	if finished {
+		r.Step = ""
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e, ok := a.st.Journal[n.Name]; ok && e.Target == n.To {
+		r.From = e.From // a resumed node keeps the config it started from
+	}
+	if err := a.w.Backend.AppendJournal(context.Background(), r); err != nil {
+		// The in-memory journal still reaches the state at the end of apply.
+		a.emit(Event{Kind: EventStepFailed, Node: n.Name, Pool: n.Pool, Step: s,
+			Err: fmt.Errorf("journaling step: %w", err)})
+	}
+	a.st.ApplyRecord(r)
+}
+
+func (a *applier) journalOf(n planner.NodePlan) planner.JournalEntry {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e, ok := a.st.Journal[n.Name]; ok && e.Target == n.To {
+		return e
+	}
+	return planner.JournalEntry{}
+}
+
+func (a *applier) rendered(name string) *model.Rendered {
+	if name == "" {
+		return nil
+	}
+	if r := a.plan.Rendered[name]; r != nil {
+		return r
+	}
+	return a.st.Rendered[name]
+}
+
+// cutKey splits a step key ("write /etc/x") into its kind and target.
+func cutKey(key string) (model.StepKind, string, error) {
+	kind, target := key, ""
+	for i := range key {
+		if key[i] == ' ' {
+			kind, target = key[:i], key[i+1:]
+			break
+		}
+	}
+	k, err := model.ParseStepKind(kind)
+	return k, target, err
+}

@@ -1,0 +1,134 @@
+// Package nodeexec is the node executor: it applies planned steps to a node's root
+// directory ("/" on a node, a directory in tests and in the local provider). Files are
+// reached only through os.Root, so no path or symlink can lead outside the root; only paths
+// under the allowed prefixes are written; every file is replaced atomically. Effects that
+// are not files (systemd, kernel arguments, the OS image, reboot) go through a Host.
+package nodeexec
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// Host performs the effects that are not files: systemd and the OS.
+type Host interface {
+	DaemonReload(ctx context.Context) error
+	ReloadUnit(ctx context.Context, unit string) error
+	RestartUnit(ctx context.Context, unit string) error
+	EnableUnit(ctx context.Context, unit string, enable bool) error
+	SetKernelArgs(ctx context.Context, add, remove []string) error
+	Pivot(ctx context.Context, image string) error
+	Reboot(ctx context.Context) error
+}
+
+// DefaultAllowed are the path prefixes mcp manages: configuration and state, never the OS.
+var DefaultAllowed = []string{"/etc", "/var"}
+
+// UnitDir is where units and their drop-ins are written.
+const UnitDir = "/etc/systemd/system"
+
+// Executor applies steps to one root.
+type Executor struct {
+	Root    string
+	Allowed []string // default DefaultAllowed
+	Host    Host
+}
+
+// Run performs one node step moving the node from `from` (nil: nothing managed yet) to
+// target. A step kind the executor does not run is refused.
+func (e *Executor) Run(ctx context.Context, from, target *model.Rendered, step model.Step) error {
+	if from == nil {
+		from = &model.Rendered{}
+	}
+	switch step.Kind {
+	case model.StepWrite:
+		return e.write(ctx, from, target, step.Target)
+	case model.StepDaemonReload:
+		return e.Host.DaemonReload(ctx)
+	case model.StepReload:
+		return e.Host.ReloadUnit(ctx, step.Target)
+	case model.StepRestart:
+		return e.Host.RestartUnit(ctx, step.Target)
+	case model.StepKargs:
+		add, remove := argDiff(from.KernelArgs, target.KernelArgs)
+		return e.Host.SetKernelArgs(ctx, add, remove)
+	case model.StepPivot:
+		return e.Host.Pivot(ctx, target.OSImage)
+	case model.StepReboot:
+		return e.Host.Reboot(ctx)
+	case model.StepVerify:
+		drift, err := e.Verify(target)
+		if err != nil {
+			return err
+		}
+		if len(drift) > 0 {
+			return &DriftError{Drift: drift}
+		}
+		return nil
+	}
+	return fmt.Errorf("the node executor does not run %s steps", step.Kind)
+}
+
+func argDiff(old, new []string) (add, remove []string) {
+	for _, a := range new {
+		if !slices.Contains(old, a) {
+			add = append(add, a)
+		}
+	}
+	for _, a := range old {
+		if !slices.Contains(new, a) {
+			remove = append(remove, a)
+		}
+	}
+	return add, remove
+}
+
+// write writes (or removes) the file or unit named by target: a path for files, a unit name
+// for units.
+func (e *Executor) write(ctx context.Context, from, target *model.Rendered, name string) error {
+	r, err := os.OpenRoot(e.Root)
+	if err != nil {
+		return fmt.Errorf("opening node root: %w", err)
+	}
+	defer r.Close()
+	if strings.HasPrefix(name, "/") {
+		if f := target.File(name); f != nil {
+			return e.writeFile(r, f)
+		}
+		if from.File(name) != nil {
+			return e.remove(r, name)
+		}
+		return fmt.Errorf("write %s: neither the target nor the current config has it", name)
+	}
+	if u := target.Unit(name); u != nil {
+		return e.writeUnit(ctx, r, from.Unit(name), u)
+	}
+	if old := from.Unit(name); old != nil {
+		return e.removeUnit(ctx, r, old)
+	}
+	return fmt.Errorf("write %s: neither the target nor the current config has it", name)
+}
+
+// check refuses a path that is relative, has .. elements, or lies outside the allowed
+// prefixes; it returns the path relative to the root.
+func (e *Executor) check(p string) (string, error) {
+	if !strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.Contains(p, "/../") || strings.HasSuffix(p, "/..") {
+		return "", fmt.Errorf("path %q is not a clean absolute path", p)
+	}
+	allowed := e.Allowed
+	if allowed == nil {
+		allowed = DefaultAllowed
+	}
+	for _, a := range allowed {
+		if strings.HasPrefix(p, a+"/") {
+			return strings.TrimPrefix(p, "/"), nil
+		}
+	}
+	return "", fmt.Errorf("path %s is outside the managed prefixes %s", p, strings.Join(allowed, ", "))
+}

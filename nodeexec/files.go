@@ -1,0 +1,223 @@
+package nodeexec
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+func (e *Executor) writeFile(r *os.Root, f *model.File) error {
+	rel, err := e.check(f.Path)
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(r, rel, f.Contents, fs.FileMode(f.Mode)); err != nil {
+		return fmt.Errorf("write %s: %w", f.Path, err)
+	}
+	if err := chownNamed(r, rel, f.User, f.Group); err != nil {
+		return fmt.Errorf("write %s: %w", f.Path, err)
+	}
+	return nil
+}
+
+// writeAtomic replaces rel so that a reader (or a crash) sees the old or the new content,
+// never a part: temp file in the same directory, fsync, rename, fsync of the directory.
+func writeAtomic(r *os.Root, rel string, data []byte, mode fs.FileMode) error {
+	dir := path.Dir(rel)
+	if err := r.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var rb [6]byte
+	rand.Read(rb[:])
+	tmp := path.Join(dir, "."+path.Base(rel)+".mcp-"+hex.EncodeToString(rb[:]))
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm())
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			r.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	// The mode is set explicitly: the umask narrowed the one given at creation.
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := r.Rename(tmp, rel); err != nil {
+		return err
+	}
+	ok = true
+	return syncDir(r, dir)
+}
+
+func syncDir(r *os.Root, dir string) error {
+	d, err := r.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func (e *Executor) remove(r *os.Root, p string) error {
+	rel, err := e.check(p)
+	if err != nil {
+		return err
+	}
+	if err := r.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", p, err)
+	}
+	return syncDir(r, path.Dir(rel))
+}
+
+func unitPath(name string) string { return UnitDir + "/" + name }
+
+func (e *Executor) writeUnit(ctx context.Context, r *os.Root, old, u *model.Unit) error {
+	p := unitPath(u.Name)
+	rel, err := e.check(p)
+	if err != nil {
+		return err
+	}
+	switch {
+	case u.Mask:
+		if err := replaceSymlink(r, rel, "/dev/null"); err != nil {
+			return fmt.Errorf("mask %s: %w", u.Name, err)
+		}
+	case u.Contents != "":
+		if err := writeAtomic(r, rel, []byte(u.Contents), 0o644); err != nil {
+			return fmt.Errorf("write unit %s: %w", u.Name, err)
+		}
+	case old != nil && old.Mask:
+		if err := e.remove(r, p); err != nil { // unmasked, and no contents of its own
+			return err
+		}
+	}
+	for _, d := range u.Dropins {
+		dp := p + ".d/" + d.Name
+		drel, err := e.check(dp)
+		if err != nil {
+			return err
+		}
+		if err := writeAtomic(r, drel, []byte(d.Contents), 0o644); err != nil {
+			return fmt.Errorf("write drop-in %s: %w", dp, err)
+		}
+	}
+	if old != nil {
+		for _, d := range old.Dropins {
+			if !hasDropin(u.Dropins, d.Name) {
+				if err := e.remove(r, p+".d/"+d.Name); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if u.Enabled != nil && (old == nil || old.Enabled == nil || *old.Enabled != *u.Enabled) {
+		if err := e.Host.EnableUnit(ctx, u.Name, *u.Enabled); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func hasDropin(ds []model.Dropin, name string) bool {
+	for _, d := range ds {
+		if d.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *Executor) removeUnit(ctx context.Context, r *os.Root, old *model.Unit) error {
+	if old.Enabled != nil && *old.Enabled {
+		if err := e.Host.EnableUnit(ctx, old.Name, false); err != nil {
+			return err
+		}
+	}
+	for _, d := range old.Dropins {
+		if err := e.remove(r, unitPath(old.Name)+".d/"+d.Name); err != nil {
+			return err
+		}
+	}
+	return e.remove(r, unitPath(old.Name))
+}
+
+func replaceSymlink(r *os.Root, rel, target string) error {
+	if err := r.MkdirAll(path.Dir(rel), 0o755); err != nil {
+		return err
+	}
+	var rb [6]byte
+	rand.Read(rb[:])
+	tmp := path.Join(path.Dir(rel), "."+path.Base(rel)+".mcp-"+hex.EncodeToString(rb[:]))
+	if err := r.Symlink(target, tmp); err != nil {
+		return err
+	}
+	if err := r.Rename(tmp, rel); err != nil {
+		r.Remove(tmp)
+		return err
+	}
+	return syncDir(r, path.Dir(rel))
+}
+
+// chownNamed sets the owner when running as root and the names resolve in the root's own
+// etc/passwd and etc/group (the node's users, not this machine's); otherwise the owner is
+// left as created, since a non-root process cannot give files away.
+func chownNamed(r *os.Root, rel, user, group string) error {
+	if (user == "" && group == "") || os.Geteuid() != 0 {
+		return nil
+	}
+	uid, gid := -1, -1
+	if user != "" {
+		id, err := lookupID(r, "etc/passwd", user)
+		if err != nil {
+			return err
+		}
+		uid = id
+	}
+	if group != "" {
+		id, err := lookupID(r, "etc/group", group)
+		if err != nil {
+			return err
+		}
+		gid = id
+	}
+	return r.Lchown(rel, uid, gid)
+}
+
+func lookupID(r *os.Root, db, name string) (int, error) {
+	b, err := r.ReadFile(db)
+	if err != nil {
+		return 0, fmt.Errorf("resolving %q: %w", name, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, ":")
+		if len(f) >= 3 && f[0] == name {
+			var id int
+			if _, err := fmt.Sscan(f[2], &id); err == nil {
+				return id, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("%q is not in the node's /%s", name, db)
+}

@@ -1,0 +1,127 @@
+package nodeexec
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// DriftKind says how a managed file or unit differs from its config.
+type DriftKind string
+
+const (
+	DriftMissing DriftKind = "missing"
+	DriftContent DriftKind = "content"
+	DriftMode    DriftKind = "mode"
+	DriftType    DriftKind = "type" // e.g. a symlink or directory where a file belongs
+	DriftMask    DriftKind = "mask"
+)
+
+// Drift is one difference between the disk and a rendered config.
+type Drift struct {
+	Path     string    `json:"path"`
+	Kind     DriftKind `json:"kind"`
+	Expected string    `json:"expected,omitempty"` // sha256 or mode
+	Found    string    `json:"found,omitempty"`
+}
+
+func (d Drift) String() string {
+	if d.Expected != "" || d.Found != "" {
+		return fmt.Sprintf("%s: %s (expected %s, found %s)", d.Path, d.Kind, short(d.Expected), short(d.Found))
+	}
+	return fmt.Sprintf("%s: %s", d.Path, d.Kind)
+}
+
+func short(s string) string {
+	if len(s) > 16 {
+		return s[:16]
+	}
+	return s
+}
+
+// DriftError reports drift found by a verify step.
+type DriftError struct{ Drift []Drift }
+
+func (e *DriftError) Error() string {
+	parts := make([]string, len(e.Drift))
+	for i, d := range e.Drift {
+		parts[i] = d.String()
+	}
+	return "on-disk state differs from the config: " + strings.Join(parts, "; ")
+}
+
+// Verify compares the root with target's files and units.
+func (e *Executor) Verify(target *model.Rendered) ([]Drift, error) {
+	r, err := os.OpenRoot(e.Root)
+	if err != nil {
+		return nil, fmt.Errorf("opening node root: %w", err)
+	}
+	defer r.Close()
+	var out []Drift
+	for _, f := range target.Files {
+		d, err := checkFile(r, f.Path, f.Contents, fs.FileMode(f.Mode))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d...)
+	}
+	for _, u := range target.Units {
+		p := unitPath(u.Name)
+		if u.Mask {
+			if l, err := r.Readlink(strings.TrimPrefix(p, "/")); err != nil || l != "/dev/null" {
+				out = append(out, Drift{Path: p, Kind: DriftMask, Expected: "/dev/null", Found: l})
+			}
+		} else if u.Contents != "" {
+			d, err := checkFile(r, p, []byte(u.Contents), 0o644)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, d...)
+		}
+		for _, dr := range u.Dropins {
+			d, err := checkFile(r, p+".d/"+dr.Name, []byte(dr.Contents), 0o644)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, d...)
+		}
+	}
+	return out, nil
+}
+
+func digest(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func checkFile(r *os.Root, p string, want []byte, mode fs.FileMode) ([]Drift, error) {
+	rel := strings.TrimPrefix(p, "/")
+	st, err := r.Lstat(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return []Drift{{Path: p, Kind: DriftMissing, Expected: digest(want)}}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", p, err)
+	}
+	if !st.Mode().IsRegular() {
+		return []Drift{{Path: p, Kind: DriftType, Expected: "regular file", Found: st.Mode().Type().String()}}, nil
+	}
+	got, err := r.ReadFile(rel)
+	if err != nil {
+		return nil, fmt.Errorf("verify %s: %w", p, err)
+	}
+	var out []Drift
+	if g, w := digest(got), digest(want); g != w {
+		out = append(out, Drift{Path: p, Kind: DriftContent, Expected: w, Found: g})
+	}
+	if st.Mode().Perm() != mode.Perm() {
+		out = append(out, Drift{Path: p, Kind: DriftMode, Expected: fmt.Sprintf("%04o", mode.Perm()), Found: fmt.Sprintf("%04o", st.Mode().Perm())})
+	}
+	return out, nil
+}

@@ -1,0 +1,258 @@
+// Package planner is mcp's pure core: it renders the desired configuration per pool,
+// derives the steps each node needs, schedules them in waves under each pool's
+// max_unavailable, and predicts what will block them. It does no I/O; the engine feeds it
+// and acts on its result.
+package planner
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// MakePlan computes the plan for in. It fails only on an ambiguous fleet (a node selected
+// by two pools).
+func MakePlan(in Input) (*Plan, error) {
+	members, unmanaged, err := assignPools(in.Desired.Pools, in.Fleet.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Unmanaged: unmanaged, Rendered: map[string]*model.Rendered{}}
+	for _, r := range in.Rendered {
+		p.Rendered[r.Name] = r
+	}
+	podsByNode := map[string][]*model.Pod{}
+	for i := range in.Fleet.Pods {
+		pod := &in.Fleet.Pods[i]
+		podsByNode[pod.Node] = append(podsByNode[pod.Node], pod)
+	}
+	for pi := range in.Desired.Pools {
+		pool := &in.Desired.Pools[pi]
+		target := in.Rendered[pool.Name]
+		if target == nil {
+			return nil, fmt.Errorf("pool %s has no rendered config", pool.Name)
+		}
+		pp, nodes := planPool(in, pool, target, members[pool.Name])
+		for i := range nodes {
+			if nodes[i].Changed() && hasStep(nodes[i].Steps, model.StepDrain) {
+				nodes[i].Blockers = append(nodes[i].Blockers, pdbBlockers(podsByNode[nodes[i].Name], in.Fleet.PDBs)...)
+			}
+		}
+		p.Pools = append(p.Pools, pp)
+		p.Nodes = append(p.Nodes, nodes...)
+	}
+	return p, nil
+}
+
+// assignPools maps each pool to its nodes; a node selected by two pools is an error.
+func assignPools(pools []model.Pool, nodes []model.Node) (map[string][]*model.Node, []string, error) {
+	members := map[string][]*model.Node{}
+	var unmanaged []string
+	for i := range nodes {
+		n := &nodes[i]
+		owner := ""
+		for _, p := range pools {
+			if !selects(p.NodeSelector, n.Labels) {
+				continue
+			}
+			if owner != "" {
+				return nil, nil, fmt.Errorf("node %s is selected by both pool %q and pool %q; make their node_selectors exclusive", n.Name, owner, p.Name)
+			}
+			owner = p.Name
+			members[p.Name] = append(members[p.Name], n)
+		}
+		if owner == "" {
+			unmanaged = append(unmanaged, n.Name)
+		}
+	}
+	return members, unmanaged, nil
+}
+
+func selects(sel, labels map[string]string) bool {
+	if len(sel) == 0 {
+		return false
+	}
+	for k, v := range sel {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// planPool plans one pool's nodes and schedules the changing ones.
+func planPool(in Input, pool *model.Pool, target *model.Rendered, nodes []*model.Node) (PoolPlan, []NodePlan) {
+	pp := PoolPlan{Name: pool.Name, Rendered: target.Name, Previous: in.Pointers[pool.Name],
+		Size: len(nodes), Paused: pool.Paused}
+	pp.ReRendered = pp.Rendered != pp.Previous
+	pp.MaxUnavailable = pool.MaxUnavailable.Resolve(len(nodes))
+	plans := make([]NodePlan, len(nodes))
+	var busy []string // not changing, but NotReady or cordoned
+	for i, n := range nodes {
+		plans[i] = planNode(in, n, pool.Name, target)
+		if !plans[i].Changed() && (!n.Ready || n.Unschedulable) {
+			busy = append(busy, describeUnavailable(n))
+		}
+	}
+	pp.Unavailable = len(busy)
+	pp.Slots = pp.MaxUnavailable - pp.Unavailable
+	// Rollout order: zone, then oldest, then name (the MCO's order); unchanged nodes last.
+	order := make([]int, len(nodes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		ca, cb := plans[a].Changed(), plans[b].Changed()
+		if ca != cb {
+			if ca {
+				return -1
+			}
+			return 1
+		}
+		if !ca {
+			return strings.Compare(nodes[a].Name, nodes[b].Name)
+		}
+		return cmp.Or(strings.Compare(nodes[a].Zone, nodes[b].Zone),
+			nodes[a].Created.Compare(nodes[b].Created), strings.Compare(nodes[a].Name, nodes[b].Name))
+	})
+	out := make([]NodePlan, 0, len(nodes))
+	for _, i := range order {
+		out = append(out, plans[i])
+	}
+	schedule(&pp, out, busy)
+	return pp, out
+}
+
+// schedule gives each changing node its wave, or defers it with the pool's blocker.
+func schedule(pp *PoolPlan, nodes []NodePlan, busy []string) {
+	changing := 0
+	for _, n := range nodes {
+		if n.Changed() {
+			changing++
+		}
+	}
+	pp.Updates = changing
+	if changing == 0 {
+		return
+	}
+	switch {
+	case pp.Paused:
+		pp.Blockers = append(pp.Blockers, Blocker{Kind: BlockPaused,
+			Message: fmt.Sprintf("pool %s is paused: %d node changes deferred", pp.Name, changing)})
+	case pp.Slots <= 0:
+		pp.Blockers = append(pp.Blockers, Blocker{Kind: BlockBudget,
+			Message: fmt.Sprintf("max_unavailable %d already used up: %d of %d nodes unavailable (%s); %d node changes deferred",
+				pp.MaxUnavailable, pp.Unavailable, pp.Size, strings.Join(busy, ", "), changing)})
+	default:
+		i := 0
+		for k := range nodes {
+			if nodes[k].Changed() {
+				nodes[k].Wave = i/pp.Slots + 1
+				i++
+			}
+		}
+		pp.Waves = (changing + pp.Slots - 1) / pp.Slots
+		return
+	}
+	for k := range nodes {
+		if nodes[k].Changed() {
+			nodes[k].Deferred = true
+		}
+	}
+}
+
+func describeUnavailable(n *model.Node) string {
+	var why []string
+	if !n.Ready {
+		why = append(why, "NotReady")
+	}
+	if n.Unschedulable {
+		why = append(why, "cordoned")
+	}
+	return n.Name + " " + strings.Join(why, ", ")
+}
+
+// planNode derives one node's steps: from its current config to the pool's target, or the
+// rest of an interrupted apply's steps when the journal has them.
+func planNode(in Input, n *model.Node, pool string, target *model.Rendered) NodePlan {
+	np := NodePlan{Name: n.Name, Pool: pool, Zone: n.Zone, From: n.CurrentConfig, To: target.Name, Action: NodeNoOp}
+	if n.State == model.StateDegraded {
+		np.Warnings = append(np.Warnings, fmt.Sprintf("node is Degraded: %s; apply will retry", n.Reason))
+	}
+	j, resuming := in.Journal[n.Name]
+	resuming = resuming && j.Target == target.Name
+	if n.CurrentConfig == target.Name && !resuming {
+		return np
+	}
+	from := n.CurrentConfig
+	if resuming {
+		from = j.From
+	}
+	steps, warn := stepsFrom(in, from, target)
+	if warn != "" {
+		np.Warnings = append(np.Warnings, warn)
+	}
+	np.Action = NodeUpdate
+	if resuming {
+		np.Action = NodeResume
+		steps = slices.DeleteFunc(steps, func(s model.Step) bool {
+			return slices.Contains(j.Done, s.Key()) || (n.CurrentConfig == target.Name && s.Kind.OnNode())
+		})
+		if len(steps) == 0 && n.CurrentConfig == target.Name {
+			np.Action = NodeNoOp
+		}
+	}
+	np.Steps = steps
+	np.Reboot = hasStep(steps, model.StepReboot)
+	return np
+}
+
+// stepsFrom derives the steps from the config named from. An unknown config forces a full
+// rewrite and a reboot: mcp cannot know what differs.
+func stepsFrom(in Input, from string, target *model.Rendered) ([]model.Step, string) {
+	if from == "" {
+		return Steps(nil, target), ""
+	}
+	old := in.Known[from]
+	if old == nil && in.Rendered[target.Pool] != nil && in.Rendered[target.Pool].Name == from {
+		old = in.Rendered[target.Pool]
+	}
+	if old != nil {
+		return Steps(old, target), ""
+	}
+	why := fmt.Sprintf("current config %s is unknown to the state; rewriting everything and rebooting", from)
+	var b stepSet
+	for _, s := range Steps(nil, target) {
+		b.add(s.Kind, s.Target, s.Reason)
+	}
+	b.policy(model.Policy{Kind: model.PolicyReboot}, why)
+	return b.steps(), "current config " + from + " is unknown to the state; rewriting all and rebooting"
+}
+
+func hasStep(steps []model.Step, k model.StepKind) bool {
+	return slices.ContainsFunc(steps, func(s model.Step) bool { return s.Kind == k })
+}
+
+// pdbBlockers predicts refused evictions: a non-DaemonSet pod on the node selected by a
+// PodDisruptionBudget that allows no disruption.
+func pdbBlockers(pods []*model.Pod, pdbs []model.PDB) []Blocker {
+	var out []Blocker
+	for _, pod := range pods {
+		if pod.DaemonSet {
+			continue
+		}
+		for i := range pdbs {
+			b := &pdbs[i]
+			if b.DisruptionsAllowed > 0 || !b.Matches(pod) {
+				continue
+			}
+			out = append(out, Blocker{Kind: BlockPDB, PDB: b.Namespace + "/" + b.Name, Pod: pod.Namespace + "/" + pod.Name,
+				Message: fmt.Sprintf("eviction of %s/%s would be refused by PodDisruptionBudget %s/%s (disruptions allowed 0: needs %d healthy, has %d)",
+					pod.Namespace, pod.Name, b.Namespace, b.Name, b.DesiredHealthy, b.CurrentHealthy)})
+		}
+	}
+	return out
+}

@@ -1,0 +1,268 @@
+package planner
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func node(name, pool, zone string, age int) model.Node {
+	return model.Node{Name: name, Zone: zone, Ready: true, Created: t0.Add(time.Duration(age) * time.Minute),
+		Labels: map[string]string{"node-role.kubernetes.io/" + pool: ""}}
+}
+
+func desired(pools ...model.Pool) *model.Desired {
+	for i := range pools {
+		if pools[i].NodeSelector == nil {
+			pools[i].NodeSelector = map[string]string{"node-role.kubernetes.io/" + pools[i].Name: ""}
+		}
+	}
+	return &model.Desired{Pools: pools}
+}
+
+func target(pool string, files ...model.File) *model.Rendered {
+	return &model.Rendered{Name: "rendered-" + pool + "-new", Pool: pool, Files: files}
+}
+
+func TestMakePlanWavesOrderAndBlockers(t *testing.T) {
+	fleet := &model.Fleet{Nodes: []model.Node{
+		node("w-a-young", "worker", "a", 9), node("w-b-old", "worker", "b", 1), node("w-a-old", "worker", "a", 2),
+		node("w-c", "worker", "c", 3), node("i-0", "infra", "a", 0), node("stray", "none", "a", 0),
+	}}
+	fleet.Pods = []model.Pod{{Namespace: "demo", Name: "web-1", Node: "w-a-old", Labels: map[string]string{"app": "web"}, Ready: true},
+		{Namespace: "demo", Name: "ds-1", Node: "w-a-old", Labels: map[string]string{"app": "web"}, DaemonSet: true}}
+	fleet.PDBs = []model.PDB{{Namespace: "demo", Name: "web-pdb", Selector: map[string]string{"app": "web"},
+		DesiredHealthy: 2, CurrentHealthy: 2, DisruptionsAllowed: 0}}
+	in := Input{
+		Desired: desired(model.Pool{Name: "worker", MaxUnavailable: model.IntOrPercent{Value: 50, Percent: true}},
+			model.Pool{Name: "infra", MaxUnavailable: model.IntOrPercent{Value: 1}, Paused: true}),
+		Rendered: map[string]*model.Rendered{
+			"worker": target("worker", file("/etc/a", "x")), // no policy: reboot, so a drain
+			"infra":  target("infra", file("/etc/a", "x", "none")),
+		},
+		Fleet: fleet,
+	}
+	p, err := MakePlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	waves := map[string]int{}
+	for _, n := range p.Nodes {
+		order = append(order, n.Name)
+		waves[n.Name] = n.Wave
+	}
+	if d := cmp.Diff([]string{"w-a-old", "w-a-young", "w-b-old", "w-c", "i-0"}, order); d != "" {
+		t.Errorf("rollout order (zone, then oldest) (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(map[string]int{"w-a-old": 1, "w-a-young": 1, "w-b-old": 2, "w-c": 2, "i-0": 0}, waves); d != "" {
+		t.Errorf("waves (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"stray"}, p.Unmanaged); d != "" {
+		t.Errorf("unmanaged: %s", d)
+	}
+	blocked := p.Nodes[0].Blockers
+	if len(blocked) != 1 || blocked[0].PDB != "demo/web-pdb" || blocked[0].Pod != "demo/web-1" {
+		t.Errorf("PDB blocker on w-a-old = %+v, want demo/web-pdb for demo/web-1 only (DaemonSet pods ignored)", blocked)
+	}
+	infra := p.Pools[1]
+	if !p.Nodes[4].Deferred || len(infra.Blockers) != 1 || infra.Blockers[0].Kind != BlockPaused {
+		t.Errorf("paused pool: node deferred=%v, blockers %+v", p.Nodes[4].Deferred, infra.Blockers)
+	}
+}
+
+func TestMakePlanBudgetUsedUp(t *testing.T) {
+	n := []model.Node{node("w-0", "worker", "a", 0), node("w-1", "worker", "a", 1), node("w-2", "worker", "a", 2)}
+	n[2].Ready = false
+	n[2].CurrentConfig = "rendered-worker-new" // not changing, but NotReady
+	in := Input{Desired: desired(model.Pool{Name: "worker", MaxUnavailable: model.IntOrPercent{Value: 1}}),
+		Rendered: map[string]*model.Rendered{"worker": target("worker", file("/etc/a", "x", "none"))},
+		Fleet:    &model.Fleet{Nodes: n}}
+	p, err := MakePlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pp := p.Pools[0]
+	if pp.Slots != 0 || len(pp.Blockers) != 1 || pp.Blockers[0].Kind != BlockBudget ||
+		!strings.Contains(pp.Blockers[0].Message, "w-2 NotReady") {
+		t.Fatalf("pool plan %+v, want a budget blocker naming w-2", pp)
+	}
+	for _, np := range p.Nodes[:2] {
+		if !np.Deferred {
+			t.Errorf("%s not deferred", np.Name)
+		}
+	}
+}
+
+func TestMakePlanTwoPoolsSelectNode(t *testing.T) {
+	n := node("x", "worker", "a", 0)
+	n.Labels["node-role.kubernetes.io/infra"] = ""
+	_, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker"}, model.Pool{Name: "infra"}),
+		Rendered: map[string]*model.Rendered{"worker": target("worker"), "infra": target("infra")},
+		Fleet:    &model.Fleet{Nodes: []model.Node{n}}})
+	if err == nil || !strings.Contains(err.Error(), `node x is selected by both pool "infra" and pool "worker"`) &&
+		!strings.Contains(err.Error(), `node x is selected by both pool "worker" and pool "infra"`) {
+		t.Fatalf("error %v, want both pools named", err)
+	}
+}
+
+func TestMakePlanResumesJournal(t *testing.T) {
+	old := &model.Rendered{Name: "rendered-worker-old", Pool: "worker"}
+	tg := target("worker", file("/etc/a", "x"))
+	n := node("w-0", "worker", "a", 0)
+	n.CurrentConfig = old.Name
+	n.Unschedulable = true
+	in := Input{Desired: desired(model.Pool{Name: "worker"}),
+		Rendered: map[string]*model.Rendered{"worker": tg}, Known: map[string]*model.Rendered{old.Name: old},
+		Fleet:   &model.Fleet{Nodes: []model.Node{n}},
+		Journal: map[string]JournalEntry{"w-0": {From: old.Name, Target: tg.Name, Done: []string{"cordon", "drain", "write /etc/a"}}}}
+	p, err := MakePlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"reboot", "verify", "uncordon"}, keys(p.Nodes[0].Steps)); d != "" || p.Nodes[0].Action != NodeResume {
+		t.Errorf("resume %s steps (-want +got):\n%s", p.Nodes[0].Action, d)
+	}
+	// The node finished its node steps (rebooted, reported) but was not uncordoned.
+	in.Fleet.Nodes[0].CurrentConfig = tg.Name
+	in.Journal["w-0"] = JournalEntry{From: old.Name, Target: tg.Name, Done: []string{"cordon", "drain", "write /etc/a", "reboot", "verify"}}
+	p, _ = MakePlan(in)
+	if d := cmp.Diff([]string{"uncordon"}, keys(p.Nodes[0].Steps)); d != "" {
+		t.Errorf("left-over uncordon (-want +got):\n%s", d)
+	}
+}
+
+func TestMakePlanUnknownCurrentConfigReboots(t *testing.T) {
+	n := node("w-0", "worker", "a", 0)
+	n.CurrentConfig = "rendered-worker-lost"
+	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker"}),
+		Rendered: map[string]*model.Rendered{"worker": target("worker", file("/etc/a", "x", "none"))},
+		Fleet:    &model.Fleet{Nodes: []model.Node{n}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Nodes[0].Reboot || len(p.Nodes[0].Warnings) == 0 {
+		t.Errorf("unknown current config: reboot=%v warnings=%v", p.Nodes[0].Reboot, p.Nodes[0].Warnings)
+	}
+}
+
+// TestBudgetNeverExceeded plays the rollout each plan implies over many random fleets:
+// nodes start in plan order whenever their pool has a free slot and finish in random
+// order; at no moment may a pool have more than max_unavailable nodes unavailable
+// (NotReady or cordoned nodes outside the rollout, plus updating ones).
+func TestBudgetNeverExceeded(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for iter := 0; iter < 500; iter++ {
+		var pools []model.Pool
+		var nodes []model.Node
+		rendered := map[string]*model.Rendered{}
+		for p := 0; p < 1+rng.IntN(3); p++ {
+			name := fmt.Sprintf("p%d", p)
+			mu := model.IntOrPercent{Value: 1 + rng.IntN(4)}
+			if rng.IntN(2) == 0 {
+				mu = model.IntOrPercent{Value: 1 + rng.IntN(100), Percent: true}
+			}
+			pools = append(pools, model.Pool{Name: name, MaxUnavailable: mu})
+			rendered[name] = target(name, file("/etc/x", "y"))
+			for i := 0; i < rng.IntN(25); i++ {
+				n := node(fmt.Sprintf("%s-%d", name, i), name, string(rune('a'+rng.IntN(3))), rng.IntN(100))
+				n.Ready = rng.IntN(6) != 0
+				n.Unschedulable = rng.IntN(8) == 0
+				if rng.IntN(3) == 0 {
+					n.CurrentConfig = rendered[name].Name
+				}
+				nodes = append(nodes, n)
+			}
+		}
+		in := Input{Desired: desired(pools...), Rendered: rendered, Fleet: &model.Fleet{Nodes: nodes}}
+		p, err := MakePlan(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pp := range p.Pools {
+			simulate(t, rng, pp, p.Nodes, in)
+		}
+	}
+}
+
+func simulate(t *testing.T, rng *rand.Rand, pp PoolPlan, all []NodePlan, in Input) {
+	t.Helper()
+	base := 0
+	var queue []NodePlan
+	for _, np := range all {
+		if np.Pool != pp.Name {
+			continue
+		}
+		if np.Changed() {
+			if np.Wave == 0 && !np.Deferred {
+				t.Fatalf("pool %s: changing node %s neither waved nor deferred", pp.Name, np.Name)
+			}
+			if !np.Deferred {
+				queue = append(queue, np)
+			}
+			continue
+		}
+		for _, n := range in.Fleet.Nodes {
+			if n.Name == np.Name && (!n.Ready || n.Unschedulable) {
+				base++
+			}
+		}
+	}
+	limit := pp.MaxUnavailable
+	running := 0
+	for len(queue) > 0 || running > 0 {
+		if len(queue) > 0 && running < pp.Slots && rng.IntN(2) == 0 {
+			queue = queue[1:]
+			running++
+		} else if running > 0 {
+			running--
+		} else if len(queue) > 0 && pp.Slots <= 0 {
+			t.Fatalf("pool %s: nodes to start but no slots and not deferred", pp.Name)
+		}
+		if running > 0 && base+running > limit {
+			t.Fatalf("pool %s: %d unavailable + %d updating > max_unavailable %d", pp.Name, base, running, limit)
+		}
+	}
+}
+
+// TestImportBoundary keeps the planner pure. Its own packages import no network, process
+// or file-writing package; nothing it depends on, directly or not, is a Kubernetes client
+// or one of mcp's effectful packages. (Ignition's config types import net/http for header
+// names, so the transitive rule cannot cover net/http.)
+func TestImportBoundary(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}",
+		"github.com/mcpfleet/mcp/planner", "github.com/mcpfleet/mcp/planner/model").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		for _, imp := range f[1:] {
+			switch imp {
+			case "net", "net/http", "os", "os/exec", "io/ioutil", "syscall":
+				t.Errorf("%s imports %s", f[0], imp)
+			}
+		}
+	}
+	out, err = exec.Command("go", "list", "-deps", "github.com/mcpfleet/mcp/planner").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, banned := range []string{"k8s.io/", "github.com/mcpfleet/mcp/providers",
+			"github.com/mcpfleet/mcp/engine", "github.com/mcpfleet/mcp/nodeexec", "github.com/mcpfleet/mcp/bootsrv"} {
+			if strings.HasPrefix(dep, banned) {
+				t.Errorf("planner depends on %s", dep)
+			}
+		}
+	}
+}

@@ -1,0 +1,231 @@
+package planner
+
+import (
+	"bytes"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// policyEffects is the table of what a change under each on_change policy needs, beyond
+// writing the file or unit. Reload and restart steps act on the policy's unit.
+var policyEffects = map[model.PolicyKind][]model.StepKind{
+	model.PolicyNone:         nil,
+	model.PolicyDaemonReload: {model.StepDaemonReload},
+	model.PolicyReload:       {model.StepReload},
+	model.PolicyRestart:      {model.StepRestart},
+	model.PolicyDrain:        {model.StepCordon, model.StepDrain, model.StepUncordon},
+	model.PolicyReboot:       {model.StepCordon, model.StepDrain, model.StepReboot, model.StepVerify, model.StepUncordon},
+}
+
+// defaultPolicy applies when a file or unit has no on_change: a reboot, as in the MCO.
+var defaultPolicy = []model.Policy{{Kind: model.PolicyReboot}}
+
+// supersededByReboot are the steps a reboot makes needless: it restarts everything.
+var supersededByReboot = []model.StepKind{model.StepDaemonReload, model.StepReload, model.StepRestart}
+
+// Steps derives the ordered steps that move a node from old (nil: nothing managed yet) to
+// new. It is the one derivation of steps: plan, apply and the node agent all use it.
+func Steps(old, new *model.Rendered) []model.Step {
+	if old == nil {
+		old = &model.Rendered{}
+	}
+	var b stepSet
+	diffFiles(&b, old, new)
+	diffUnits(&b, old, new)
+	if added, removed := diffArgs(old.KernelArgs, new.KernelArgs); len(added)+len(removed) > 0 {
+		why := "kernel arguments " + describeArgs(added, removed)
+		b.add(model.StepKargs, "", why)
+		b.policy(model.Policy{Kind: model.PolicyReboot}, why)
+	}
+	if new.OSImage != "" && old.OSImage != new.OSImage {
+		why := fmt.Sprintf("os image %s → %s", orNone(old.OSImage), new.OSImage)
+		b.add(model.StepPivot, "", why)
+		b.policy(model.Policy{Kind: model.PolicyReboot}, why)
+	}
+	return b.steps()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func diffFiles(b *stepSet, old, new *model.Rendered) {
+	for _, f := range new.Files {
+		what := fileChange(old.File(f.Path), &f)
+		if what == "" {
+			continue
+		}
+		why := f.Path + " " + what
+		b.add(model.StepWrite, f.Path, why)
+		b.policies(f.OnChange, why)
+	}
+	for _, f := range old.Files {
+		if new.File(f.Path) == nil {
+			why := f.Path + " removed (no longer in any config)"
+			b.add(model.StepWrite, f.Path, why)
+			b.policies(f.OnChange, why)
+		}
+	}
+}
+
+func fileChange(old, new *model.File) string {
+	if old == nil {
+		return "added"
+	}
+	var what []string
+	if !bytes.Equal(old.Contents, new.Contents) {
+		what = append(what, "content")
+	}
+	if old.Mode != new.Mode {
+		what = append(what, fmt.Sprintf("mode %04o → %04o", old.Mode, new.Mode))
+	}
+	if old.User != new.User || old.Group != new.Group {
+		what = append(what, "owner")
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return "changed (" + strings.Join(what, ", ") + ")"
+}
+
+func diffUnits(b *stepSet, old, new *model.Rendered) {
+	for _, u := range new.Units {
+		what := unitChange(old.Unit(u.Name), &u)
+		if what == "" {
+			continue
+		}
+		why := "unit " + u.Name + " " + what
+		b.add(model.StepWrite, u.Name, why)
+		b.add(model.StepDaemonReload, "", why)
+		b.policies(u.OnChange, why)
+	}
+	for _, u := range old.Units {
+		if new.Unit(u.Name) == nil {
+			why := "unit " + u.Name + " removed (no longer in any config)"
+			b.add(model.StepWrite, u.Name, why)
+			b.add(model.StepDaemonReload, "", why)
+			b.policies(u.OnChange, why)
+		}
+	}
+}
+
+func unitChange(old, new *model.Unit) string {
+	if old == nil {
+		return "added"
+	}
+	var what []string
+	if old.Contents != new.Contents {
+		what = append(what, "contents")
+	}
+	if !slices.Equal(old.Dropins, new.Dropins) {
+		what = append(what, "drop-ins")
+	}
+	if (old.Enabled == nil) != (new.Enabled == nil) || (old.Enabled != nil && *old.Enabled != *new.Enabled) {
+		what = append(what, "enablement")
+	}
+	if old.Mask != new.Mask {
+		what = append(what, "mask")
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return "changed (" + strings.Join(what, ", ") + ")"
+}
+
+func diffArgs(old, new []string) (added, removed []string) {
+	for _, a := range new {
+		if !slices.Contains(old, a) {
+			added = append(added, a)
+		}
+	}
+	for _, a := range old {
+		if !slices.Contains(new, a) {
+			removed = append(removed, a)
+		}
+	}
+	return added, removed
+}
+
+func describeArgs(added, removed []string) string {
+	var parts []string
+	for _, a := range added {
+		parts = append(parts, "+"+a)
+	}
+	for _, r := range removed {
+		parts = append(parts, "-"+r)
+	}
+	return strings.Join(parts, " ")
+}
+
+// stepSet collects steps by (kind, target), merging the reasons of duplicates.
+type stepSet struct {
+	m map[stepID][]string
+}
+
+type stepID struct {
+	kind   model.StepKind
+	target string
+}
+
+func (b *stepSet) add(k model.StepKind, target, why string) {
+	if b.m == nil {
+		b.m = map[stepID][]string{}
+	}
+	id := stepID{k, target}
+	if !slices.Contains(b.m[id], why) {
+		b.m[id] = append(b.m[id], why)
+	}
+}
+
+func (b *stepSet) policies(ps []model.Policy, why string) {
+	if len(ps) == 0 {
+		b.policy(defaultPolicy[0], why+"; no on_change policy: reboot")
+		return
+	}
+	for _, p := range ps {
+		b.policy(p, why+"; on_change "+p.String())
+	}
+}
+
+func (b *stepSet) policy(p model.Policy, why string) {
+	for _, k := range policyEffects[p.Kind] {
+		target := ""
+		if k == model.StepReload || k == model.StepRestart {
+			target = p.Unit
+		}
+		b.add(k, target, why)
+	}
+}
+
+// steps returns the collected steps in run order, a reboot superseding what it makes
+// needless.
+func (b *stepSet) steps() []model.Step {
+	if len(b.m) == 0 {
+		return nil
+	}
+	reboot := false
+	for id := range b.m {
+		reboot = reboot || id.kind == model.StepReboot
+	}
+	ids := slices.SortedFunc(maps.Keys(b.m), func(x, y stepID) int {
+		if x.kind != y.kind {
+			return int(x.kind) - int(y.kind)
+		}
+		return strings.Compare(x.target, y.target)
+	})
+	out := make([]model.Step, 0, len(ids))
+	for _, id := range ids {
+		if reboot && slices.Contains(supersededByReboot, id.kind) {
+			continue
+		}
+		out = append(out, model.Step{Kind: id.kind, Target: id.target, Reason: strings.Join(b.m[id], "; ")})
+	}
+	return out
+}

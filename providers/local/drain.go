@@ -1,0 +1,95 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers"
+)
+
+// Drain evicts the node's pods, DaemonSet pods excepted. An eviction is refused while a
+// PodDisruptionBudget selecting the pod allows no disruption; refused evictions are retried
+// after opts.RetryDelay until opts.Timeout, and the error then names the PDB and the pod.
+func (p *Provider) Drain(ctx context.Context, node string, opts providers.DrainOptions) error {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Minute
+	}
+	if opts.RetryDelay <= 0 {
+		opts.RetryDelay = time.Second
+	}
+	start := time.Now()
+	if err := sleep(ctx, p.o.DrainDuration); err != nil {
+		return fmt.Errorf("drain node %s: %w", node, err)
+	}
+	for {
+		blocked, err := p.evict(ctx, node)
+		if err != nil {
+			return fmt.Errorf("drain node %s: %w", node, err)
+		}
+		if blocked == "" {
+			return nil
+		}
+		if time.Since(start)+opts.RetryDelay > opts.Timeout {
+			return fmt.Errorf("drain node %s: %s after %s", node, blocked, time.Since(start).Round(time.Millisecond))
+		}
+		if err := sleep(ctx, opts.RetryDelay); err != nil {
+			return fmt.Errorf("drain node %s: %s: %w", node, blocked, err)
+		}
+	}
+}
+
+// evict evicts what it can; it returns why the first refused pod was refused ("" when the
+// node is empty of evictable pods).
+func (p *Provider) evict(ctx context.Context, node string) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fleet, err := p.Refresh(ctx)
+	if err != nil {
+		return "", err
+	}
+	pods, err := readPods(p.o.Dir, node)
+	if err != nil {
+		return "", err
+	}
+	blocked := ""
+	changed := false
+	for i := range pods {
+		pod := &pods[i]
+		if pod.DaemonSet || pod.Evicted {
+			continue
+		}
+		mp := model.Pod{Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels}
+		refused := ""
+		for j := range fleet.PDBs {
+			b := &fleet.PDBs[j]
+			if b.Matches(&mp) && b.DisruptionsAllowed <= 0 {
+				refused = fmt.Sprintf("eviction of %s/%s refused by PodDisruptionBudget %s/%s (needs %d healthy, has %d)",
+					pod.Namespace, pod.Name, b.Namespace, b.Name, b.DesiredHealthy, b.CurrentHealthy)
+				break
+			}
+		}
+		if refused != "" {
+			if blocked == "" {
+				blocked = refused
+			}
+			continue
+		}
+		pod.Evicted = true
+		changed = true
+		// The next pod's budget counts this eviction.
+		for j := range fleet.PDBs {
+			if fleet.PDBs[j].Matches(&mp) && pod.Ready {
+				fleet.PDBs[j].CurrentHealthy--
+				fleet.PDBs[j].DisruptionsAllowed--
+			}
+		}
+	}
+	if changed {
+		if err := writeJSON(podsFile(p.o.Dir, node), pods); err != nil {
+			return "", err
+		}
+	}
+	return blocked, nil
+}

@@ -1,0 +1,113 @@
+// Package local is the embedded provider: a fleet of node directories, for demos, tests and
+// benchmarks, with no cluster. Each node is a directory holding its observed state and a
+// root/ that is its filesystem; apply runs the real node executor (nodeexec) in-process
+// against those roots and simulates drains and reboots. See docs/fleet-format.md.
+package local
+
+import (
+	"github.com/mcpfleet/mcp/internal/atomicfile"
+
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// FormatVersion is the fleet directory's format.
+const FormatVersion = 1
+
+// fleetFile is FLEET/fleet.json.
+type fleetFile struct {
+	FormatVersion int       `json:"format_version"`
+	PDBs          []pdbSpec `json:"pdbs,omitempty"`
+}
+
+// pdbSpec is a PodDisruptionBudget as declared; its status is computed at refresh.
+type pdbSpec struct {
+	Namespace    string            `json:"namespace"`
+	Name         string            `json:"name"`
+	Selector     map[string]string `json:"selector"`
+	MinAvailable int               `json:"min_available"`
+}
+
+// podFile is one entry of FLEET/nodes/<name>/pods.json.
+type podFile struct {
+	Namespace string            `json:"namespace"`
+	Name      string            `json:"name"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	DaemonSet bool              `json:"daemonset,omitempty"`
+	Ready     bool              `json:"ready"`
+	// Evicted pods are gone from the node until it is uncordoned (they reschedule when
+	// it returns).
+	Evicted bool `json:"evicted,omitempty"`
+}
+
+// pendingFile is FLEET/nodes/<name>/pending.json, written before a reboot.
+type pendingFile struct {
+	DesiredConfig string    `json:"desired_config"`
+	BootID        string    `json:"boot_id"` // the boot id before the reboot
+	Since         time.Time `json:"since"`
+}
+
+func nodeDir(dir, node string) string  { return filepath.Join(dir, "nodes", node) }
+func nodeFile(dir, node string) string { return filepath.Join(nodeDir(dir, node), "node.json") }
+func podsFile(dir, node string) string { return filepath.Join(nodeDir(dir, node), "pods.json") }
+func rootDir(dir, node string) string  { return filepath.Join(nodeDir(dir, node), "root") }
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.Write(path, append(b, '\n'), 0o644)
+}
+
+func readNode(dir, name string) (*model.Node, error) {
+	n := new(model.Node)
+	if err := readJSON(nodeFile(dir, name), n); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("no node %q in fleet %s", name, dir)
+		}
+		return nil, fmt.Errorf("reading node %s: %w", name, err)
+	}
+	return n, nil
+}
+
+func readPods(dir, node string) ([]podFile, error) {
+	var pods []podFile
+	err := readJSON(podsFile(dir, node), &pods)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return pods, err
+}
+
+func readFleetFile(dir string) (*fleetFile, error) {
+	f := new(fleetFile)
+	if err := readJSON(filepath.Join(dir, "fleet.json"), f); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s is not a local fleet (no fleet.json); create one with mcp fleet init", dir)
+		}
+		return nil, err
+	}
+	if f.FormatVersion != FormatVersion {
+		return nil, fmt.Errorf("fleet %s has format version %d; this mcp reads %d", dir, f.FormatVersion, FormatVersion)
+	}
+	return f, nil
+}

@@ -1,0 +1,204 @@
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers"
+)
+
+// Options configure the provider.
+type Options struct {
+	Dir            string
+	DrainDuration  time.Duration // simulated time a drain takes
+	RebootDuration time.Duration // simulated time a reboot takes
+}
+
+// Provider is the local fleet.
+type Provider struct {
+	o Options
+	// mu serialises pod and PDB changes, so that concurrent drains of several nodes
+	// see each other's evictions.
+	mu sync.Mutex
+}
+
+var _ providers.Provider = (*Provider)(nil)
+
+// New opens the fleet in o.Dir.
+func New(o Options) (*Provider, error) {
+	if _, err := readFleetFile(o.Dir); err != nil {
+		return nil, err
+	}
+	return &Provider{o: o}, nil
+}
+
+// FromAttrs builds the provider from the HCL provider block's attributes: fleet (resolved
+// against dir when relative), drain_duration, reboot_duration.
+func FromAttrs(dir string, attrs map[string]string) (*Provider, error) {
+	o := Options{Dir: attrs["fleet"]}
+	if o.Dir == "" {
+		return nil, errors.New(`the local provider needs fleet = "DIR"`)
+	}
+	if !filepath.IsAbs(o.Dir) {
+		o.Dir = filepath.Join(dir, o.Dir)
+	}
+	for key, d := range map[string]*time.Duration{"drain_duration": &o.DrainDuration, "reboot_duration": &o.RebootDuration} {
+		if v := attrs[key]; v != "" {
+			var err error
+			if *d, err = time.ParseDuration(v); err != nil {
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+		}
+	}
+	return New(o)
+}
+
+// Refresh reads every node, its pods, and the PDBs, whose status it computes as the
+// disruption controller would.
+func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
+	ff, err := readFleetFile(p.o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(filepath.Join(p.o.Dir, "nodes"))
+	if err != nil {
+		return nil, fmt.Errorf("reading fleet %s: %w", p.o.Dir, err)
+	}
+	var names []string
+	for _, e := range ents {
+		if e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	nodes := make([]model.Node, len(names))
+	pods := make([][]podFile, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for w := 0; w < max(4, runtime.NumCPU()*2); w++ {
+		wg.Go(func() {
+			for i := range work {
+				n, err := readNode(p.o.Dir, names[i])
+				if err == nil {
+					nodes[i] = *n
+					pods[i], err = readPods(p.o.Dir, names[i])
+				}
+				errs[i] = err
+			}
+		})
+	}
+	for i := range names {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	f := &model.Fleet{Nodes: nodes}
+	ready := map[string]bool{}
+	for _, n := range nodes {
+		ready[n.Name] = n.Ready
+	}
+	for i, ps := range pods {
+		for _, pod := range ps {
+			if pod.Evicted {
+				continue
+			}
+			f.Pods = append(f.Pods, model.Pod{Namespace: pod.Namespace, Name: pod.Name, Node: names[i],
+				Labels: pod.Labels, DaemonSet: pod.DaemonSet, Ready: pod.Ready && ready[names[i]]})
+		}
+	}
+	slices.SortFunc(f.Pods, func(a, b model.Pod) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	for _, s := range ff.PDBs {
+		f.PDBs = append(f.PDBs, pdbStatus(s, f.Pods))
+	}
+	return f, nil
+}
+
+// pdbStatus computes a PDB's status from the pods: healthy = selected, ready, not evicted.
+func pdbStatus(s pdbSpec, pods []model.Pod) model.PDB {
+	b := model.PDB{Namespace: s.Namespace, Name: s.Name, Selector: s.Selector,
+		MinAvailable: s.MinAvailable, DesiredHealthy: s.MinAvailable}
+	for i := range pods {
+		if b.Matches(&pods[i]) && pods[i].Ready {
+			b.CurrentHealthy++
+		}
+	}
+	b.DisruptionsAllowed = max(0, b.CurrentHealthy-b.MinAvailable)
+	return b
+}
+
+func (p *Provider) updateNode(name string, f func(n *model.Node)) error {
+	n, err := readNode(p.o.Dir, name)
+	if err != nil {
+		return err
+	}
+	f(n)
+	return writeJSON(nodeFile(p.o.Dir, name), n)
+}
+
+func (p *Provider) Cordon(ctx context.Context, node string) error {
+	return p.updateNode(node, func(n *model.Node) { n.Unschedulable = true })
+}
+
+// Uncordon also brings the node's evicted pods back: they reschedule when it returns.
+func (p *Provider) Uncordon(ctx context.Context, node string) error {
+	if err := p.updateNode(node, func(n *model.Node) { n.Unschedulable = false }); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pods, err := readPods(p.o.Dir, node)
+	if err != nil || len(pods) == 0 {
+		return err
+	}
+	for i := range pods {
+		pods[i].Evicted = false
+	}
+	return writeJSON(podsFile(p.o.Dir, node), pods)
+}
+
+func newBootID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	select {
+	case <-time.After(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// writeLine appends one JSON line to the node's host.log.
+func appendLog(path string, v any) error {
+	b, _ := json.Marshal(v)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.Write(append(b, '\n'))
+	return err
+}

@@ -1,0 +1,175 @@
+// Command benchplan measures `mcp plan` on a generated fleet (10,000 nodes, 20 pools, 200
+// configs by default): wall time and peak RSS of the real binary, several runs, and writes
+// the results into a section of docs/benchmarks.md with the machine described.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcpfleet/mcp/providers/local"
+)
+
+func main() {
+	nodes := flag.Int("nodes", 10000, "nodes in the fleet")
+	pools := flag.Int("pools", 20, "pools")
+	configs := flag.Int("configs", 200, "configs")
+	runs := flag.Int("runs", 5, "plan runs to measure")
+	out := flag.String("out", "docs/benchmarks.md", "markdown file to update")
+	flag.Parse()
+	mcp := os.Getenv("MCP")
+	if mcp == "" {
+		log.Fatal("set MCP to the mcp binary")
+	}
+	dir, err := os.MkdirTemp("", "mcp-benchplan-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	t0 := time.Now()
+	if err := generate(dir, *nodes, *pools, *configs); err != nil {
+		log.Fatal(err)
+	}
+	gen := time.Since(t0)
+
+	var walls []time.Duration
+	var rss []int64
+	for i := 0; i < *runs; i++ {
+		cmd := exec.Command(mcp, "plan", "-no-color", "-lock=false")
+		cmd.Dir = dir
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = nil, &stderr
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			log.Fatalf("mcp plan: %v\n%s", err, stderr.String())
+		}
+		walls = append(walls, time.Since(start))
+		rss = append(rss, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) // KiB on Linux
+	}
+	slices.Sort(walls)
+	slices.Sort(rss)
+	med, worst := walls[len(walls)/2], walls[len(walls)-1]
+	peak := rss[len(rss)-1]
+	fmt.Printf("mcp plan: %d nodes, %d pools, %d configs: median %v, worst %v, peak RSS %.1f MB (fleet generated in %v)\n",
+		*nodes, *pools, *configs, med.Round(time.Millisecond), worst.Round(time.Millisecond), float64(peak)/1024, gen.Round(time.Millisecond))
+
+	verdict := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "NOT met"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "## mcp plan on a generated fleet\n\n")
+	fmt.Fprintf(&b, "Measured %s by `make bench` (scripts/benchplan): the real `mcp plan` binary, %d runs, on a\n", time.Now().UTC().Format("2006-01-02"), *runs)
+	fmt.Fprintf(&b, "local fleet of %d nodes in %d pools with %d configs (each 3 files and a unit), every node\n", *nodes, *pools, *configs)
+	fmt.Fprintf(&b, "needing an update. Wall time includes loading HCL, rendering and validating %d Ignition\n", *pools)
+	fmt.Fprintf(&b, "configs, reading %d node directories, planning and printing the plan.\n\n", *nodes)
+	fmt.Fprintf(&b, "| measure | result | target |\n|---|---|---|\n")
+	fmt.Fprintf(&b, "| wall time, median of %d | %v | ≤ 1 s (%s) |\n", *runs, med.Round(time.Millisecond), verdict(med <= time.Second))
+	fmt.Fprintf(&b, "| wall time, worst | %v | |\n", worst.Round(time.Millisecond))
+	fmt.Fprintf(&b, "| peak RSS, worst run | %.1f MB | ≤ 300 MB (%s) |\n\n", float64(peak)/1024, verdict(peak <= 300*1024))
+	if err := writeSection(*out, "plan", b.String()); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// generate writes the configuration and the fleet: pools p00…, each selecting its nodes by
+// the role label, and configs spread round-robin over the pools.
+func generate(dir string, nodes, pools, configs int) error {
+	var sizes []local.PoolSize
+	for p := 0; p < pools; p++ {
+		n := nodes / pools
+		if p < nodes%pools {
+			n++
+		}
+		sizes = append(sizes, local.PoolSize{Name: fmt.Sprintf("p%02d", p), Count: n})
+	}
+	if err := local.Init(filepath.Join(dir, "fleet"), local.InitSpec{Pools: sizes, Zones: []string{"a", "b", "c"}}); err != nil {
+		return err
+	}
+	var h strings.Builder
+	h.WriteString("provider \"local\" { fleet = \"./fleet\" }\n\n")
+	for p := 0; p < pools; p++ {
+		fmt.Fprintf(&h, "pool \"p%02d\" {\n  max_unavailable = \"10%%\"\n}\n\n", p)
+	}
+	for c := 0; c < configs; c++ {
+		fmt.Fprintf(&h, "config \"%03d-bench\" {\n  pools = [\"p%02d\"]\n", c, c%pools)
+		for f := 0; f < 3; f++ {
+			fmt.Fprintf(&h, "  file \"/etc/bench/%03d/%d.conf\" {\n    content   = \"%s\"\n    on_change = [\"restart:bench-%03d.service\"]\n  }\n",
+				c, f, strings.Repeat(fmt.Sprintf("setting-%d-%d = value\\n", c, f), 20), c)
+		}
+		fmt.Fprintf(&h, "  unit \"bench-%03d.service\" {\n    enabled  = true\n    contents = \"[Service]\\nExecStart=/bin/true\\n[Install]\\nWantedBy=multi-user.target\\n\"\n  }\n}\n\n", c)
+	}
+	return os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(h.String()), 0o644)
+}
+
+// writeSection replaces (or appends) the section between the markers for name in the
+// markdown file, so that each benchmark keeps its own part of docs/benchmarks.md.
+func writeSection(path, name, body string) error {
+	begin, end := "<!-- bench:"+name+" -->", "<!-- /bench:"+name+" -->"
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	doc := string(old)
+	if doc == "" {
+		doc = "# Benchmarks\n\nRun with `make bench`. Each section is rewritten by its benchmark.\n\n" + machine() + "\n"
+	} else {
+		doc = replaceMachine(doc)
+	}
+	section := begin + "\n" + body + end
+	if i, j := strings.Index(doc, begin), strings.Index(doc, end); i >= 0 && j > i {
+		doc = doc[:i] + section + doc[j+len(end):]
+	} else {
+		doc += "\n" + section + "\n"
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(doc), 0o644)
+}
+
+const machineBegin, machineEnd = "<!-- machine -->", "<!-- /machine -->"
+
+func replaceMachine(doc string) string {
+	i, j := strings.Index(doc, machineBegin), strings.Index(doc, machineEnd)
+	if i < 0 || j < i {
+		return doc
+	}
+	return doc[:i] + machine() + doc[j+len(machineEnd):]
+}
+
+func machine() string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
+		if len(f) >= 2 {
+			var kb int64
+			fmt.Sscan(f[1], &kb)
+			mem = fmt.Sprintf(", %.0f GiB memory", float64(kb)/1024/1024)
+		}
+	}
+	return fmt.Sprintf("%s\nMachine: %d cores (%s)%s, %s/%s, %s.\n%s",
+		machineBegin, runtime.NumCPU(), cpu, mem, runtime.GOOS, runtime.GOARCH, runtime.Version(), machineEnd)
+}
