@@ -24,6 +24,9 @@ func MakePlan(in Input) (*Plan, error) {
 	for _, r := range in.Rendered {
 		p.Rendered[r.Name] = r
 	}
+	// Nodes of a pool mostly share their current config: derive each (from, to) once.
+	memo := map[[2]string]derived{}
+	in.memo = memo
 	podsByNode := map[string][]*model.Pod{}
 	for i := range in.Fleet.Pods {
 		pod := &in.Fleet.Pods[i]
@@ -198,7 +201,7 @@ func planNode(in Input, n *model.Node, pool string, target *model.Rendered) Node
 	np.Action = NodeUpdate
 	if resuming {
 		np.Action = NodeResume
-		steps = slices.DeleteFunc(steps, func(s model.Step) bool {
+		steps = slices.DeleteFunc(slices.Clone(steps), func(s model.Step) bool {
 			return slices.Contains(j.Done, s.Key()) || (n.CurrentConfig == target.Name && s.Kind.OnNode())
 		})
 		if len(steps) == 0 && n.CurrentConfig == target.Name {
@@ -210,9 +213,28 @@ func planNode(in Input, n *model.Node, pool string, target *model.Rendered) Node
 	return np
 }
 
-// stepsFrom derives the steps from the config named from. An unknown config forces a full
-// rewrite and a reboot: mcp cannot know what differs.
+type derived struct {
+	steps []model.Step
+	warn  string
+}
+
+// stepsFrom derives the steps from the config named from, once per (from, to): the result
+// is shared, so callers must not change it in place.
 func stepsFrom(in Input, from string, target *model.Rendered) ([]model.Step, string) {
+	key := [2]string{from, target.Name}
+	if d, ok := in.memo[key]; ok {
+		return d.steps, d.warn
+	}
+	steps, warn := deriveSteps(in, from, target)
+	if in.memo != nil {
+		in.memo[key] = derived{steps, warn}
+	}
+	return steps, warn
+}
+
+// deriveSteps derives the steps from the config named from. An unknown config forces a
+// full rewrite and a reboot: mcp cannot know what differs.
+func deriveSteps(in Input, from string, target *model.Rendered) ([]model.Step, string) {
 	if from == "" {
 		return Steps(nil, target), ""
 	}

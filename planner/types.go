@@ -15,6 +15,8 @@ type Input struct {
 	Fleet    *model.Fleet
 	// Journal is the progress of an apply that did not finish, by node name.
 	Journal map[string]JournalEntry
+
+	memo map[[2]string]derived // set by MakePlan
 }
 
 // JournalEntry records the steps of one node that an earlier apply finished.

@@ -11,14 +11,23 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 )
 
 func main() {
 	ctx, stop := interruptContext()
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	// MCP_CPUPROFILE=FILE writes a CPU profile, for performance work.
+	if p := os.Getenv("MCP_CPUPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			pprof.StartCPUProfile(f)
+		}
+	}
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	pprof.StopCPUProfile()
+	stop()
+	os.Exit(code)
 }
 
 // interruptContext is cancelled on the first SIGINT/SIGTERM, which lets apply finish the

@@ -23,8 +23,6 @@ func WriteDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnos
 		}
 		if d.Subject != nil {
 			fmt.Fprintf(w, "%s:%d,%d: %s: %s\n", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, sev, d.Summary)
-		} else {
-			fmt.Fprintf(w, "%s: %s\n", sev, d.Summary)
 		}
 		if err := tw.WriteDiagnostic(d); err != nil {
 			return err

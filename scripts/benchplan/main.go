@@ -26,16 +26,21 @@ func main() {
 	configs := flag.Int("configs", 200, "configs")
 	runs := flag.Int("runs", 5, "plan runs to measure")
 	out := flag.String("out", "docs/benchmarks.md", "markdown file to update")
+	keep := flag.String("keep", "", "generate the fleet and configuration into this directory and keep it")
 	flag.Parse()
 	mcp := os.Getenv("MCP")
 	if mcp == "" {
 		log.Fatal("set MCP to the mcp binary")
 	}
-	dir, err := os.MkdirTemp("", "mcp-benchplan-")
-	if err != nil {
-		log.Fatal(err)
+	dir := *keep
+	if dir == "" {
+		d, err := os.MkdirTemp("", "mcp-benchplan-")
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(d)
+		dir = d
 	}
-	defer os.RemoveAll(dir)
 
 	t0 := time.Now()
 	if err := generate(dir, *nodes, *pools, *configs); err != nil {

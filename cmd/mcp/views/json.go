@@ -115,7 +115,7 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 			MCP: &nodeMeta{Pool: n.Pool, Zone: n.Zone, Action: string(n.Action), Steps: steps, Reboot: n.Reboot, Wave: n.Wave,
 				Deferred: n.Deferred, Blockers: nonNilB(n.Blockers), Warnings: nonNil(n.Warnings)}})
 	}
-	return json.MarshalIndent(out, "", "  ")
+	return json.Marshal(out) // compact, as terraform show -json: plans can be large
 }
 
 func nonNil(s []string) []string {
