@@ -1,0 +1,139 @@
+package views
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+func samplePlan() *planner.Plan {
+	reboot := []model.Step{{Kind: model.StepCordon}, {Kind: model.StepDrain}, {Kind: model.StepWrite, Target: "/etc/a"},
+		{Kind: model.StepWrite, Target: "/etc/b"}, {Kind: model.StepWrite, Target: "x.service"}, {Kind: model.StepReboot},
+		{Kind: model.StepVerify}, {Kind: model.StepUncordon}}
+	inPlace := []model.Step{{Kind: model.StepWrite, Target: "/etc/chrony.conf", Reason: "/etc/chrony.conf changed (content)"},
+		{Kind: model.StepRestart, Target: "chronyd.service", Reason: "on_change restart:chronyd.service"}}
+	return &planner.Plan{
+		Pools: []planner.PoolPlan{
+			{Name: "infra", Rendered: "rendered-infra-2", Previous: "rendered-infra-1", ReRendered: true, Size: 2, MaxUnavailable: 1, Slots: 1, Updates: 1, Waves: 1, Paused: true,
+				Blockers: []planner.Blocker{{Kind: planner.BlockPaused, Message: "pool infra is paused: 1 node changes deferred"}}},
+			{Name: "worker", Rendered: "rendered-worker-2", Previous: "rendered-worker-1", ReRendered: true, Size: 3, MaxUnavailable: 1, Slots: 1, Updates: 2, Waves: 2},
+		},
+		Nodes: []planner.NodePlan{
+			{Name: "infra-0", Pool: "infra", Zone: "a", Action: planner.NodeUpdate, Steps: inPlace, Deferred: true},
+			{Name: "infra-1", Pool: "infra", Action: planner.NodeNoOp},
+			{Name: "worker-0", Pool: "worker", Zone: "a", Action: planner.NodeUpdate, Steps: reboot, Reboot: true, Wave: 1,
+				Blockers: []planner.Blocker{{Kind: planner.BlockPDB, PDB: "demo/web-pdb", Pod: "demo/web-0", Message: "eviction of demo/web-0 would be refused by PodDisruptionBudget demo/web-pdb"}}},
+			{Name: "worker-1", Pool: "worker", Zone: "b", Action: planner.NodeUpdate, Steps: inPlace, Wave: 2},
+			{Name: "worker-2", Pool: "worker", Action: planner.NodeNoOp},
+		},
+	}
+}
+
+func TestHumanPlan(t *testing.T) {
+	var out bytes.Buffer
+	if err := HumanPlan(&out, samplePlan(), HumanOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	if strings.Contains(s, "\033[") {
+		t.Error("colour codes without Color")
+	}
+	for _, want := range []string{
+		"pool.worker rendered-worker-1 → rendered-worker-2",
+		"-/+  node.worker-0",
+		"cordon, drain, write 2 files, write 1 unit, reboot, verify, uncordon",
+		"blocked: eviction of demo/web-0 would be refused by PodDisruptionBudget demo/web-pdb",
+		"~    node.worker-1",
+		"write 1 file, restart chronyd.service",
+		"deferred",
+		"blocked: pool infra is paused",
+		"1 nodes unchanged",
+		"Plan: 3 nodes to update (1 reboot, 2 in place), 2 pools re-rendered, 1 blocked, 1 deferred.",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("human plan lacks %q:\n%s", want, s)
+		}
+	}
+	out.Reset()
+	HumanPlan(&out, samplePlan(), HumanOptions{Color: true, Verbose: true})
+	if !strings.Contains(out.String(), "\033[") || !strings.Contains(out.String(), "restart chronyd.service: on_change restart:chronyd.service") {
+		t.Errorf("colour or verbose reasons missing:\n%s", out.String())
+	}
+}
+
+func TestPlanSummaryNoChanges(t *testing.T) {
+	p := &planner.Plan{Pools: []planner.PoolPlan{{Name: "w", Rendered: "r", Previous: "r"}},
+		Nodes: []planner.NodePlan{{Name: "n", Pool: "w", Action: planner.NodeNoOp}}}
+	if got := PlanSummary(p); got != "No changes. The fleet matches the configuration." {
+		t.Errorf("summary %q", got)
+	}
+}
+
+func TestJSONPlan(t *testing.T) {
+	b, err := JSONPlan(samplePlan(), Meta{Lineage: "l", Serial: 3, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		FormatVersion   string `json:"format_version"`
+		Applyable       bool   `json:"applyable"`
+		ResourceChanges []struct {
+			Address, Type string
+			Change        struct{ Actions []string }
+			MCP           *struct {
+				Steps []struct{ Kind, Target string }
+				Wave  int
+			}
+		} `json:"resource_changes"`
+		MCP struct {
+			Serial int64
+		}
+	}
+	if err := json.Unmarshal(b, &j); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, rc := range j.ResourceChanges {
+		got = append(got, rc.Address+" "+rc.Type+" "+strings.Join(rc.Change.Actions, ","))
+	}
+	want := []string{"pool.infra mcp_pool update", "pool.worker mcp_pool update", "node.infra-0 mcp_node update",
+		"node.infra-1 mcp_node no-op", "node.worker-0 mcp_node update", "node.worker-1 mcp_node update", "node.worker-2 mcp_node no-op"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("resource_changes (-want +got):\n%s", d)
+	}
+	if j.FormatVersion != JSONFormatVersion || !j.Applyable || j.MCP.Serial != 3 {
+		t.Errorf("top level: %+v", j)
+	}
+	if s := j.ResourceChanges[4].MCP.Steps; len(s) != 8 || s[2].Kind != "write" || s[2].Target != "/etc/a" {
+		t.Errorf("worker-0 steps: %+v", s)
+	}
+}
+
+func TestProgress(t *testing.T) {
+	var out bytes.Buffer
+	p := NewHumanProgress(&out, false)
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p.Event(Event{Time: at, Kind: EventStart, Node: "w-0", Step: model.Step{Kind: model.StepDrain}})
+	p.Event(Event{Time: at, Kind: EventDone, Node: "w-0", Step: model.Step{Kind: model.StepDrain}, Elapsed: 1500 * time.Millisecond})
+	p.Event(Event{Time: at, Kind: EventFailed, Node: "w-1", Step: model.Step{Kind: model.StepDrain}, Err: "refused"})
+	p.Summary(ApplySummary{Updated: 1, Failed: 1, Failures: []string{"node w-1: drain: refused"}, Elapsed: time.Second})
+	want := "node.w-0: drain…\nnode.w-0: drain done (1.5s)\nnode.w-1: drain failed: refused\n\nErrors:\n  node w-1: drain: refused\n\n" +
+		"Apply failed. Nodes: 1 updated, 1 failed, 0 not started. (1s)\n"
+	if d := cmp.Diff(want, out.String()); d != "" {
+		t.Errorf("progress (-want +got):\n%s", d)
+	}
+	out.Reset()
+	j := NewJSONProgress(&out)
+	j.Event(Event{Time: at, Kind: EventDone, Node: "w-0", Step: model.Step{Kind: model.StepWrite, Target: "/etc/a"}})
+	var ev map[string]any
+	if err := json.Unmarshal(out.Bytes(), &ev); err != nil || ev["type"] != "apply_progress" || ev["@message"] != "node.w-0: write /etc/a done" {
+		t.Errorf("json progress: %v %s", err, out.String())
+	}
+}

@@ -1,0 +1,261 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+func TestLoadValid(t *testing.T) {
+	res, diags := Load("testdata/valid", Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	d := res.Desired
+	if d.Provider.Type != "local" || !filepath.IsAbs(d.Provider.Attrs["fleet"]) ||
+		!strings.HasSuffix(d.Provider.Attrs["fleet"], "testdata/valid/fleet") {
+		t.Errorf("provider = %+v", d.Provider)
+	}
+	var pools []string
+	for _, p := range d.Pools {
+		pools = append(pools, p.Name+"/"+p.MaxUnavailable.String())
+	}
+	if diff := cmp.Diff([]string{"infra/1", "worker/50%"}, pools); diff != "" {
+		t.Errorf("pools (-want +got):\n%s", diff)
+	}
+	var configs []string
+	for _, c := range d.Configs {
+		configs = append(configs, c.Name)
+	}
+	if diff := cmp.Diff([]string{"00-motd", "50-chrony", "60-node-exporter", "70-infra-kargs"}, configs); diff != "" {
+		t.Errorf("configs in merge order (-want +got):\n%s", diff)
+	}
+	chrony := d.Configs[1].Files[0]
+	if chrony.Path != "/etc/chrony.conf" || chrony.Mode != 0o644 ||
+		!bytes.Contains(chrony.Contents, []byte("server time.example.com iburst")) ||
+		!cmp.Equal(chrony.OnChange, []model.Policy{{Kind: model.PolicyRestart, Unit: "chronyd.service"}}) {
+		t.Errorf("chrony file = %+v (%s)", chrony, chrony.Contents)
+	}
+	u := d.Configs[2].Units[0]
+	if u.Name != "node-exporter.service" || u.Enabled == nil || !*u.Enabled || !strings.Contains(u.Contents, "ExecStart=") {
+		t.Errorf("unit = %+v", u)
+	}
+	if d.Configs[2].Files[0].Mode != 0o600 {
+		t.Errorf("mode = %o, want 600", d.Configs[2].Files[0].Mode)
+	}
+	if chrony.DeclRange.Filename == "" || chrony.DeclRange.Start.Line == 0 {
+		t.Errorf("file has no source range: %+v", chrony.DeclRange)
+	}
+}
+
+func TestVariablePrecedence(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "main.hcl", `provider "local" { fleet = "f" }
+variable "a" { default = "default" }
+variable "b" { default = "default" }
+variable "c" { default = "default" }
+variable "n" {
+  type    = number
+  default = 1
+}
+pool "worker" { max_unavailable = var.n }
+config "x" {
+  pools = ["worker"]
+  file "/etc/x" { content = "${var.a} ${var.b} ${var.c}" }
+}
+`)
+	write(t, dir, "vars.hcl.in", `b = "file"
+c = "file"
+`)
+	res, diags := Load(dir, Options{
+		Environ:  []string{"MCP_VAR_a=env", "MCP_VAR_b=env", "MCP_VAR_c=env", "MCP_VAR_n=3"},
+		VarFiles: []string{filepath.Join(dir, "vars.hcl.in")},
+		Vars:     []string{"c=flag"},
+	})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if got := string(res.Desired.Configs[0].Files[0].Contents); got != "env file flag" {
+		t.Errorf("content %q, want env < var file < -var", got)
+	}
+	if got := res.Desired.Pools[0].MaxUnavailable; got.Value != 3 {
+		t.Errorf("typed variable from the environment: %+v", got)
+	}
+}
+
+func TestTemplatefileAndFunctions(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "t.tpl", "%{ for s in servers ~}\nserver ${upper(s)}\n%{ endfor ~}\n")
+	write(t, dir, "main.hcl", `provider "local" { fleet = "f" }
+pool "worker" {}
+config "x" {
+  pools = ["worker"]
+  file "/etc/a" { content = templatefile("t.tpl", { servers = ["a", "b"] }) }
+  file "/etc/b" { content = base64decode(base64encode(jsonencode({ k = join(",", ["x", "y"]) }))) }
+}
+`)
+	res, diags := Load(dir, Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	files := res.Desired.Configs[0].Files
+	if got := string(files[0].Contents); got != "server A\nserver B\n" {
+		t.Errorf("templatefile: %q", got)
+	}
+	if got := string(files[1].Contents); got != `{"k":"x,y"}` {
+		t.Errorf("functions: %q", got)
+	}
+}
+
+// TestErrorsHavePlaces checks that each semantic error is reported at the place it was made.
+func TestErrorsHavePlaces(t *testing.T) {
+	tests := []struct {
+		name, src string
+		summary   string
+		line, col int
+	}{
+		{"unknown pool", `config "x" {
+  pools = ["worker", "nope"]
+  file "/etc/a" { content = "x" }
+}`, "Unknown pool", 2, 22},
+		{"duplicate pool", "pool \"worker\" {}", "Duplicate pool", 1, 6},
+		{"duplicate config", `config "x" {
+  pools = ["worker"]
+}
+config "x" {
+  pools = ["worker"]
+}`, "Duplicate config", 4, 8},
+		{"relative path", `config "x" {
+  pools = ["worker"]
+  file "etc/a" { content = "x" }
+}`, "Relative path", 3, 8},
+		{"outside allow-list", `config "x" {
+  pools = ["worker"]
+  file "/usr/bin/x" { content = "x" }
+}`, "Path outside the managed trees", 3, 8},
+		{"bad mode", `config "x" {
+  pools = ["worker"]
+  file "/etc/a" {
+    content = "x"
+    mode    = "0999"
+  }
+}`, "Invalid mode", 5, 15},
+		{"bad percent", `pool "p" { max_unavailable = "150%" }`, "Invalid max_unavailable", 1, 30},
+		{"zero", `pool "p" { max_unavailable = 0 }`, "Invalid max_unavailable", 1, 30},
+		{"bad policy", `config "x" {
+  pools = ["worker"]
+  file "/etc/a" {
+    content   = "x"
+    on_change = ["restart"]
+  }
+}`, "Invalid on_change policy", 5, 18},
+		{"unknown function", `config "x" {
+  pools = ["worker"]
+  file "/etc/a" { content = nosuch("x") }
+}`, "Call to unknown function", 3, 29},
+		{"missing file()", `config "x" {
+  pools = ["worker"]
+  file "/etc/a" { content = file("missing.txt") }
+}`, "Error in function call", 3, 29},
+		{"unit suffix", `config "x" {
+  pools = ["worker"]
+  unit "foo" { contents = "x" }
+}`, "Invalid unit name", 3, 8},
+		{"unknown attribute", `pool "p" { colour = "red" }`, "Unsupported argument", 1, 12},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "base.hcl", "provider \"local\" { fleet = \"f\" }\npool \"worker\" {}\n")
+			write(t, dir, "main.hcl", tt.src)
+			_, diags := Load(dir, Options{})
+			var found *hcl.Diagnostic
+			for _, d := range diags {
+				if d.Summary == tt.summary {
+					found = d
+				}
+			}
+			if found == nil {
+				t.Fatalf("no %q diagnostic; got %v", tt.summary, diags)
+			}
+			s := found.Subject
+			if s == nil || filepath.Base(s.Filename) != "main.hcl" || s.Start.Line != tt.line || s.Start.Column != tt.col {
+				t.Errorf("%q at %v, want main.hcl line %d column %d", tt.summary, s, tt.line, tt.col)
+			}
+			if tt.name == "duplicate pool" && !strings.Contains(found.Detail, "base.hcl:2,6") {
+				t.Errorf("duplicate does not name the first declaration: %s", found.Detail)
+			}
+		})
+	}
+}
+
+func TestWriteDiagnosticsFileLineCol(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "main.hcl", "provider \"local\" { fleet = \"f\" }\nconfig \"x\" {\n  pools = [\"nope\"]\n}\n")
+	res, diags := Load(dir, Options{})
+	var out bytes.Buffer
+	if err := WriteDiagnostics(&out, res.Files, diags, false); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(dir, "main.hcl") + ":3,12: Error: Unknown pool"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("output lacks %q:\n%s", want, out.String())
+	}
+	b, err := DiagnosticsJSON(diags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Valid       bool `json:"valid"`
+		ErrorCount  int  `json:"error_count"`
+		Diagnostics []struct {
+			Range struct {
+				Start struct{ Line, Column int }
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &j); err != nil || j.Valid || j.ErrorCount != 1 || j.Diagnostics[0].Range.Start.Line != 3 {
+		t.Errorf("validate JSON: %v %s", err, b)
+	}
+}
+
+func TestMissingProviderAndUndeclaredVariable(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "main.hcl", "pool \"worker\" {}\n")
+	_, diags := Load(dir, Options{Vars: []string{"nope=1"}})
+	var summaries []string
+	for _, d := range diags {
+		summaries = append(summaries, d.Summary)
+	}
+	if diff := cmp.Diff([]string{"Undeclared variable", "No provider"}, summaries); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestFormat(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "a.hcl", "pool \"w\" {\nmax_unavailable=1\n}\n")
+	write(t, dir, "b.hcl", "pool \"x\" {\n  paused = true\n}\n")
+	changed, err := FormatDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(changed) != 1 || string(changed[filepath.Join(dir, "a.hcl")]) != "pool \"w\" {\n  max_unavailable = 1\n}\n" {
+		t.Errorf("FormatDir = %q", changed)
+	}
+}
+
+func write(t *testing.T, dir, name, body string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

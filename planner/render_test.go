@@ -1,0 +1,102 @@
+package planner
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	v34 "github.com/coreos/ignition/v2/config/v3_4"
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+func renderDesired() *model.Desired {
+	yes := true
+	return &model.Desired{
+		Pools: []model.Pool{{Name: "worker", KernelArgs: []string{"a"}, OSImage: "img:pool"}},
+		Configs: []model.Config{
+			{Name: "10-a", Pools: []string{"worker"}, KernelArgs: []string{"b", "a"},
+				Files: []model.File{{Path: "/etc/x", Mode: 0o644, Contents: []byte("first")}, {Path: "/etc/bin", Mode: 0o600, Contents: []byte{0xff, 0, 1}}},
+				Units: []model.Unit{{Name: "u.service", Contents: "[Service]\n", Dropins: []model.Dropin{{Name: "10.conf", Contents: "a"}, {Name: "20.conf", Contents: "b"}}}}},
+			{Name: "20-b", Pools: []string{"worker"}, OSImage: "img:config",
+				Files: []model.File{{Path: "/etc/x", Mode: 0o640, Contents: []byte("second 100% #?")}},
+				Units: []model.Unit{{Name: "u.service", Contents: "[Service]\nX=1\n", Enabled: &yes, Dropins: []model.Dropin{{Name: "20.conf", Contents: "B"}}}}},
+			{Name: "30-other", Pools: []string{"infra"}, Files: []model.File{{Path: "/etc/other", Mode: 0o644, Contents: []byte("o")}}},
+		},
+	}
+}
+
+func TestRenderMergesInOrder(t *testing.T) {
+	out, diags := Render(renderDesired())
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	r := out["worker"]
+	if got := string(r.File("/etc/x").Contents); got != "second 100% #?" || r.File("/etc/x").Mode != 0o640 {
+		t.Errorf("later config should win: %q %o", got, r.File("/etc/x").Mode)
+	}
+	if r.File("/etc/other") != nil {
+		t.Error("a config of another pool was merged")
+	}
+	u := r.Unit("u.service")
+	if u.Contents != "[Service]\nX=1\n" || len(u.Dropins) != 2 || u.Dropins[1].Contents != "B" || u.Dropins[0].Contents != "a" {
+		t.Errorf("unit merge: %+v", u)
+	}
+	if strings.Join(r.KernelArgs, " ") != "a b" || r.OSImage != "img:config" {
+		t.Errorf("kargs %v image %s", r.KernelArgs, r.OSImage)
+	}
+	if !strings.HasPrefix(r.Name, "rendered-worker-") || len(r.Name) != len("rendered-worker-")+32 {
+		t.Errorf("name %q", r.Name)
+	}
+	// The Ignition config is valid for Ignition's own parser and carries the same bytes.
+	cfg, rpt, err := v34.Parse(r.Ignition)
+	if err != nil {
+		t.Fatalf("Ignition parse: %v %s", err, rpt)
+	}
+	if len(cfg.Storage.Files) != 2 || len(cfg.Systemd.Units) != 1 {
+		t.Errorf("ignition has %d files, %d units", len(cfg.Storage.Files), len(cfg.Systemd.Units))
+	}
+	var raw map[string]any
+	json.Unmarshal(r.Ignition, &raw)
+	if raw["ignition"].(map[string]any)["version"] != "3.4.0" {
+		t.Errorf("version: %v", raw["ignition"])
+	}
+}
+
+func TestRenderNameIsStable(t *testing.T) {
+	a, _ := Render(renderDesired())
+	d := renderDesired()
+	// The same content declared in another order of files, units and drop-ins.
+	c := &d.Configs[0]
+	c.Files[0], c.Files[1] = c.Files[1], c.Files[0]
+	c.Units[0].Dropins[0], c.Units[0].Dropins[1] = c.Units[0].Dropins[1], c.Units[0].Dropins[0]
+	b, _ := Render(d)
+	if a["worker"].Name != b["worker"].Name {
+		t.Errorf("names differ: %s %s", a["worker"].Name, b["worker"].Name)
+	}
+	d.Configs[1].Files[0].Contents = []byte("changed")
+	c2, _ := Render(d)
+	if c2["worker"].Name == a["worker"].Name {
+		t.Error("a content change kept the name")
+	}
+}
+
+func TestRenderReportsIgnitionProblemsAtTheFile(t *testing.T) {
+	d := renderDesired()
+	rng := hcl.Range{Filename: "main.hcl", Start: hcl.Pos{Line: 7, Column: 3}}
+	d.Configs[0].Files = append(d.Configs[0].Files, model.File{Path: "/etc/dir/", Mode: 0o644, Contents: []byte("x"), DeclRange: rng})
+	_, diags := Render(d)
+	if !diags.HasErrors() {
+		t.Fatal("Ignition accepted a file path ending in a slash")
+	}
+	found := false
+	for _, dg := range diags {
+		if dg.Subject != nil && dg.Subject.Filename == "main.hcl" && dg.Subject.Start.Line == 7 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no diagnostic at the file's range: %v", diags)
+	}
+}

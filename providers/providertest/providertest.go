@@ -1,0 +1,185 @@
+// Package providertest is the provider conformance suite: every provider's tests call Run,
+// which checks the Provider contract through the interface alone, so the local and the
+// kubernetes providers behave the same to the engine.
+package providertest
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers"
+)
+
+// Fixture is the fleet a harness must create before handing over its provider.
+type Fixture struct {
+	Nodes []FixtureNode
+	Pods  []model.Pod // Node names the node; pods start Ready
+	PDBs  []FixturePDB
+}
+
+// FixtureNode is a node of the fixture.
+type FixtureNode struct {
+	Name   string
+	Zone   string
+	Labels map[string]string
+	Ready  bool
+}
+
+// FixturePDB is a PodDisruptionBudget of the fixture.
+type FixturePDB struct {
+	Namespace, Name string
+	Selector        map[string]string
+	MinAvailable    int
+}
+
+// Standard is the fixture Run uses: three workers; web pods on w-0 and w-1 guarded by a PDB
+// that allows one disruption; a DaemonSet pod on every node; a db pod on w-2 whose PDB
+// allows none.
+func Standard() Fixture {
+	f := Fixture{
+		PDBs: []FixturePDB{
+			{Namespace: "demo", Name: "web-pdb", Selector: map[string]string{"app": "web"}, MinAvailable: 1},
+			{Namespace: "demo", Name: "db-pdb", Selector: map[string]string{"app": "db"}, MinAvailable: 1},
+		},
+	}
+	for i, z := range []string{"a", "b", "c"} {
+		name := "w-" + string(rune('0'+i))
+		f.Nodes = append(f.Nodes, FixtureNode{Name: name, Zone: z, Ready: true,
+			Labels: map[string]string{"node-role.kubernetes.io/worker": "", "topology.kubernetes.io/zone": z}})
+		f.Pods = append(f.Pods, model.Pod{Namespace: "kube-system", Name: "agent-" + name, Node: name,
+			Labels: map[string]string{"app": "agent"}, DaemonSet: true, Ready: true})
+	}
+	f.Pods = append(f.Pods,
+		model.Pod{Namespace: "demo", Name: "web-0", Node: "w-0", Labels: map[string]string{"app": "web"}, Ready: true},
+		model.Pod{Namespace: "demo", Name: "web-1", Node: "w-1", Labels: map[string]string{"app": "web"}, Ready: true},
+		model.Pod{Namespace: "demo", Name: "db-0", Node: "w-2", Labels: map[string]string{"app": "db"}, Ready: true})
+	return f
+}
+
+// Run checks a provider built by newProvider on the Standard fixture (a fresh fleet for
+// each sub-test).
+func Run(t *testing.T, newProvider func(t *testing.T, f Fixture) providers.Provider) {
+	ctx := context.Background()
+	t.Run("Refresh", func(t *testing.T) {
+		p := newProvider(t, Standard())
+		f, err := p.Refresh(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, n := range f.Nodes {
+			names = append(names, n.Name+"/"+n.Zone)
+			if !n.Ready || n.Labels["node-role.kubernetes.io/worker"] != "" {
+				t.Errorf("node %s: ready=%v labels=%v", n.Name, n.Ready, n.Labels)
+			}
+			if _, ok := n.Labels["node-role.kubernetes.io/worker"]; !ok {
+				t.Errorf("node %s lost its role label", n.Name)
+			}
+		}
+		if !slices.Equal(names, []string{"w-0/a", "w-1/b", "w-2/c"}) {
+			t.Errorf("nodes %v, want w-0/a w-1/b w-2/c sorted", names)
+		}
+		web := findPDB(f, "web-pdb")
+		if web == nil || web.CurrentHealthy != 2 || web.DisruptionsAllowed != 1 {
+			t.Errorf("web-pdb status %+v, want 2 healthy, 1 disruption allowed", web)
+		}
+		if db := findPDB(f, "db-pdb"); db == nil || db.DisruptionsAllowed != 0 {
+			t.Errorf("db-pdb status %+v, want 0 disruptions allowed", db)
+		}
+	})
+	t.Run("CordonUncordon", func(t *testing.T) {
+		p := newProvider(t, Standard())
+		if err := p.Cordon(ctx, "w-1"); err != nil {
+			t.Fatal(err)
+		}
+		if n := node(t, p, "w-1"); !n.Unschedulable {
+			t.Error("cordon did not mark w-1 unschedulable")
+		}
+		if err := p.Uncordon(ctx, "w-1"); err != nil {
+			t.Fatal(err)
+		}
+		if n := node(t, p, "w-1"); n.Unschedulable {
+			t.Error("uncordon left w-1 unschedulable")
+		}
+	})
+	t.Run("DrainEvictsAndKeepsDaemonSets", func(t *testing.T) {
+		p := newProvider(t, Standard())
+		if err := p.Cordon(ctx, "w-0"); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Drain(ctx, "w-0", providers.DrainOptions{Timeout: 30 * time.Second, RetryDelay: 100 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		f, _ := p.Refresh(ctx)
+		var left []string
+		for _, pod := range f.Pods {
+			if pod.Node == "w-0" {
+				left = append(left, pod.Name)
+			}
+		}
+		if !slices.Equal(left, []string{"agent-w-0"}) {
+			t.Errorf("pods left on w-0 after drain: %v, want only the DaemonSet pod", left)
+		}
+	})
+	t.Run("DrainBlockedByPDBNamesIt", func(t *testing.T) {
+		p := newProvider(t, Standard())
+		start := time.Now()
+		err := p.Drain(ctx, "w-2", providers.DrainOptions{Timeout: 2 * time.Second, RetryDelay: 200 * time.Millisecond})
+		if err == nil {
+			t.Fatal("drain of w-2 succeeded, but db-pdb allows no disruption")
+		}
+		for _, want := range []string{"w-2", "db-pdb", "db-0"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("drain error %q does not name %s", err, want)
+			}
+		}
+		if time.Since(start) > time.Minute {
+			t.Errorf("blocked drain took %v, timeout was 2s", time.Since(start))
+		}
+	})
+	t.Run("RunNodeSteps", func(t *testing.T) {
+		p := newProvider(t, Standard())
+		target := &model.Rendered{Name: "rendered-worker-test", Pool: "worker",
+			Files: []model.File{{Path: "/etc/mcp-conformance", Mode: 0o644, Contents: []byte("x\n"),
+				OnChange: []model.Policy{{Kind: model.PolicyRestart, Unit: "x.service"}}}}}
+		steps := []model.Step{{Kind: model.StepWrite, Target: "/etc/mcp-conformance"}, {Kind: model.StepRestart, Target: "x.service"}}
+		var done []model.Step
+		if err := p.RunNodeSteps(ctx, "w-0", nil, target, steps, func(s model.Step) { done = append(done, s) }); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(done, steps) {
+			t.Errorf("done called with %v, want %v in order", done, steps)
+		}
+		if n := node(t, p, "w-0"); n.CurrentConfig != target.Name {
+			t.Errorf("current config %q, want %q", n.CurrentConfig, target.Name)
+		}
+	})
+}
+
+func findPDB(f *model.Fleet, name string) *model.PDB {
+	for i := range f.PDBs {
+		if f.PDBs[i].Name == name {
+			return &f.PDBs[i]
+		}
+	}
+	return nil
+}
+
+func node(t *testing.T, p providers.Provider, name string) model.Node {
+	t.Helper()
+	f, err := p.Refresh(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range f.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	t.Fatalf("no node %s", name)
+	return model.Node{}
+}
