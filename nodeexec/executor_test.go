@@ -91,11 +91,11 @@ func TestExecutorBeforeAfter(t *testing.T) {
 		hostCalls []string
 	}{
 		{
-			name:   "new file with mode",
-			before: base,
-			to:     &model.Rendered{Files: []model.File{{Path: "/etc/chrony.conf", Mode: 0o600, Contents: []byte("server x\n")}}},
-			steps:  []model.Step{{Kind: model.StepWrite, Target: "/etc/chrony.conf"}, {Kind: model.StepRestart, Target: "chronyd.service"}},
-			after:  with(tree{"etc/chrony.conf": {Content: "server x\n", Mode: 0o600}}),
+			name:      "new file with mode",
+			before:    base,
+			to:        &model.Rendered{Files: []model.File{{Path: "/etc/chrony.conf", Mode: 0o600, Contents: []byte("server x\n")}}},
+			steps:     []model.Step{{Kind: model.StepWrite, Target: "/etc/chrony.conf"}, {Kind: model.StepRestart, Target: "chronyd.service"}},
+			after:     with(tree{"etc/chrony.conf": {Content: "server x\n", Mode: 0o600}}),
 			hostCalls: []string{"restart chronyd.service"},
 		},
 		{

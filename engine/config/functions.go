@@ -43,7 +43,7 @@ func functions(dir string) map[string]function.Function {
 		"csvdecode": stdlib.CSVDecodeFunc, "formatdate": stdlib.FormatDateFunc, "timeadd": stdlib.TimeAddFunc,
 		"tostring": makeToFunc(cty.String), "tonumber": makeToFunc(cty.Number), "tobool": makeToFunc(cty.Bool),
 		"tolist": makeToFunc(cty.List(cty.DynamicPseudoType)), "toset": makeToFunc(cty.Set(cty.DynamicPseudoType)),
-		"tomap": makeToFunc(cty.Map(cty.DynamicPseudoType)),
+		"tomap":        makeToFunc(cty.Map(cty.DynamicPseudoType)),
 		"base64encode": base64EncodeFunc, "base64decode": base64DecodeFunc, "sha256": sha256Func,
 		"file": fileFunc(dir),
 	}

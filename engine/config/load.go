@@ -252,7 +252,7 @@ func (l *loader) variables(blocks hcl.Blocks, opts Options) (map[string]cty.Valu
 		if v.value == cty.NilVal {
 			r := v.decl
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "No value for variable",
-				Detail: fmt.Sprintf("Variable %q has no default; set it with -var %s=…, a -var-file, or MCP_VAR_%s.", name, name, name),
+				Detail:  fmt.Sprintf("Variable %q has no default; set it with -var %s=…, a -var-file, or MCP_VAR_%s.", name, name, name),
 				Subject: &r})
 			out[name] = cty.DynamicVal
 			continue
