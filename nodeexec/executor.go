@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"slices"
 	"strings"
 
 	"github.com/mcpfleet/mcp/planner/model"
@@ -56,7 +55,7 @@ func (e *Executor) Run(ctx context.Context, from, target *model.Rendered, step m
 	case model.StepRestart:
 		return e.Host.RestartUnit(ctx, step.Target)
 	case model.StepKargs:
-		add, remove := argDiff(from.KernelArgs, target.KernelArgs)
+		add, remove := model.DiffArgs(from.KernelArgs, target.KernelArgs)
 		return e.Host.SetKernelArgs(ctx, add, remove)
 	case model.StepPivot:
 		return e.Host.Pivot(ctx, target.OSImage)
@@ -73,20 +72,6 @@ func (e *Executor) Run(ctx context.Context, from, target *model.Rendered, step m
 		return nil
 	}
 	return fmt.Errorf("the node executor does not run %s steps", step.Kind)
-}
-
-func argDiff(old, new []string) (add, remove []string) {
-	for _, a := range new {
-		if !slices.Contains(old, a) {
-			add = append(add, a)
-		}
-	}
-	for _, a := range old {
-		if !slices.Contains(new, a) {
-			remove = append(remove, a)
-		}
-	}
-	return add, remove
 }
 
 // write writes (or removes) the file or unit named by target: a path for files, a unit name

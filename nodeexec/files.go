@@ -11,6 +11,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/planner/model"
 )
 
@@ -28,56 +29,12 @@ func (e *Executor) writeFile(r *os.Root, f *model.File) error {
 	return nil
 }
 
-// writeAtomic replaces rel so that a reader (or a crash) sees the old or the new content,
-// never a part: temp file in the same directory, fsync, rename, fsync of the directory.
+// writeAtomic creates rel's directory and replaces rel atomically.
 func writeAtomic(r *os.Root, rel string, data []byte, mode fs.FileMode) error {
-	dir := path.Dir(rel)
-	if err := r.MkdirAll(dir, 0o755); err != nil {
+	if err := r.MkdirAll(path.Dir(rel), 0o755); err != nil {
 		return err
 	}
-	var rb [6]byte
-	rand.Read(rb[:])
-	tmp := path.Join(dir, "."+path.Base(rel)+".mcp-"+hex.EncodeToString(rb[:]))
-	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode.Perm())
-	if err != nil {
-		return err
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			r.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	// The mode is set explicitly: the umask narrowed the one given at creation.
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := r.Rename(tmp, rel); err != nil {
-		return err
-	}
-	ok = true
-	return syncDir(r, dir)
-}
-
-func syncDir(r *os.Root, dir string) error {
-	d, err := r.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.WriteIn(r, rel, data, mode)
 }
 
 func (e *Executor) remove(r *os.Root, p string) error {
@@ -88,7 +45,7 @@ func (e *Executor) remove(r *os.Root, p string) error {
 	if err := r.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", p, err)
 	}
-	return syncDir(r, path.Dir(rel))
+	return atomicfile.SyncDir(r, path.Dir(rel))
 }
 
 func unitPath(name string) string { return UnitDir + "/" + name }
@@ -177,7 +134,7 @@ func replaceSymlink(r *os.Root, rel, target string) error {
 		r.Remove(tmp)
 		return err
 	}
-	return syncDir(r, path.Dir(rel))
+	return atomicfile.SyncDir(r, path.Dir(rel))
 }
 
 // chownNamed sets the owner when running as root and the names resolve in the root's own

@@ -36,7 +36,7 @@ func Steps(old, new *model.Rendered) []model.Step {
 	var b stepSet
 	diffFiles(&b, old, new)
 	diffUnits(&b, old, new)
-	if added, removed := diffArgs(old.KernelArgs, new.KernelArgs); len(added)+len(removed) > 0 {
+	if added, removed := model.DiffArgs(old.KernelArgs, new.KernelArgs); len(added)+len(removed) > 0 {
 		why := "kernel arguments " + describeArgs(added, removed)
 		b.add(model.StepKargs, "", why)
 		b.policy(model.Policy{Kind: model.PolicyReboot}, why)
@@ -137,20 +137,6 @@ func unitChange(old, new *model.Unit) string {
 		return ""
 	}
 	return "changed (" + strings.Join(what, ", ") + ")"
-}
-
-func diffArgs(old, new []string) (added, removed []string) {
-	for _, a := range new {
-		if !slices.Contains(old, a) {
-			added = append(added, a)
-		}
-	}
-	for _, a := range old {
-		if !slices.Contains(new, a) {
-			removed = append(removed, a)
-		}
-	}
-	return added, removed
 }
 
 func describeArgs(added, removed []string) string {

@@ -71,7 +71,7 @@ func (c *cli) apply(args []string) int {
 	}
 	res, err := ws.Apply(c.ctx, st, pf, engine.ApplyOptions{
 		Parallelism: *parallelism, DrainTimeout: *drainTimeout, DrainRetryDelay: *drainRetry,
-		Observer: func(e engine.Event) { progress.Event(toViewEvent(e)) },
+		Observer: progress.Event,
 	})
 	if res != nil {
 		sum := views.ApplySummary{Updated: len(res.Updated), Failed: len(res.Failed),
@@ -105,13 +105,4 @@ func (c *cli) approve() (int, bool) {
 		return 1, false
 	}
 	return 0, true
-}
-
-func toViewEvent(e engine.Event) views.Event {
-	v := views.Event{Time: e.Time, Node: e.Node, Pool: e.Pool, Step: e.Step,
-		Kind: views.EventKind(e.Kind), Elapsed: e.Elapsed}
-	if e.Err != nil {
-		v.Err = e.Err.Error()
-	}
-	return v
 }

@@ -15,13 +15,13 @@ import (
 )
 
 func TestLoadValid(t *testing.T) {
-	res, diags := Load("testdata/valid", Options{})
+	res, diags := Load("../../examples/quickstart", Options{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
 	d := res.Desired
 	if d.Provider.Type != "local" || !filepath.IsAbs(d.Provider.Attrs["fleet"]) ||
-		!strings.HasSuffix(d.Provider.Attrs["fleet"], "testdata/valid/fleet") {
+		!strings.HasSuffix(d.Provider.Attrs["fleet"], "examples/quickstart/fleet") {
 		t.Errorf("provider = %+v", d.Provider)
 	}
 	var pools []string

@@ -3,45 +3,65 @@
 package atomicfile
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 )
 
-// Write writes data to path so that a reader sees the old or the new content,
-// never a mix: a temporary file in the same directory, fsync, rename, fsync of the directory.
-func Write(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+// Write replaces the file at path atomically (see WriteIn).
+func Write(p string, data []byte, perm fs.FileMode) error {
+	r, err := os.OpenRoot(filepath.Dir(p))
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
+	defer r.Close()
+	return WriteIn(r, filepath.Base(p), data, perm)
+}
+
+// WriteIn replaces rel inside r: a temporary file in the same directory, written, chmod'ed
+// (the umask narrowed the mode given at creation), fsync'd, renamed over rel, and the
+// directory fsync'd. The directory must exist.
+func WriteIn(r *os.Root, rel string, data []byte, perm fs.FileMode) error {
+	dir := path.Dir(rel)
+	var rb [6]byte
+	rand.Read(rb[:])
+	tmp := path.Join(dir, "."+path.Base(rel)+".tmp-"+hex.EncodeToString(rb[:]))
+	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm.Perm())
+	if err != nil {
+		return err
+	}
 	ok := false
 	defer func() {
 		if !ok {
-			os.Remove(tmp)
+			r.Remove(tmp)
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return err
 	}
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := r.Rename(tmp, rel); err != nil {
 		return err
 	}
 	ok = true
-	d, err := os.Open(dir)
+	return SyncDir(r, dir)
+}
+
+// SyncDir fsyncs a directory inside r, making a rename or removal in it durable.
+func SyncDir(r *os.Root, dir string) error {
+	d, err := r.Open(dir)
 	if err != nil {
 		return err
 	}

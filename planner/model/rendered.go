@@ -1,6 +1,9 @@
 package model
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // Rendered is the merged configuration of one pool: what a node of the pool must look like.
 // It is immutable once named; Name is derived from a hash of its canonical content, so equal
@@ -39,4 +42,20 @@ func (r *Rendered) Unit(name string) *Unit {
 		}
 	}
 	return nil
+}
+
+// DiffArgs returns the kernel arguments new adds to old and those it removes, each in
+// its list's order.
+func DiffArgs(old, new []string) (added, removed []string) {
+	for _, a := range new {
+		if !slices.Contains(old, a) {
+			added = append(added, a)
+		}
+	}
+	for _, a := range old {
+		if !slices.Contains(new, a) {
+			removed = append(removed, a)
+		}
+	}
+	return added, removed
 }

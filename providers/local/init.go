@@ -149,28 +149,26 @@ func Set(dir, node string, assignments []string) error {
 		return err
 	}
 	var errs []error
-	{
-		if n.Labels == nil {
-			n.Labels = map[string]string{}
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	for _, a := range assignments {
+		k, v, ok := strings.Cut(a, "=")
+		if label, isLabel := strings.CutPrefix(k, "label."); isLabel {
+			if label, del := strings.CutSuffix(label, "-"); del && !ok {
+				delete(n.Labels, label)
+			} else {
+				n.Labels[label] = v
+			}
+			continue
 		}
-		for _, a := range assignments {
-			k, v, ok := strings.Cut(a, "=")
-			if label, isLabel := strings.CutPrefix(k, "label."); isLabel {
-				if label, del := strings.CutSuffix(label, "-"); del && !ok {
-					delete(n.Labels, label)
-				} else {
-					n.Labels[label] = v
-				}
-				continue
-			}
-			set, known := setters[k]
-			if !known || !ok {
-				errs = append(errs, fmt.Errorf("%q: want key=value with key one of %s, or label.K=V", a, keys()))
-				continue
-			}
-			if err := set(n, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", k, err))
-			}
+		set, known := setters[k]
+		if !known || !ok {
+			errs = append(errs, fmt.Errorf("%q: want key=value with key one of %s, or label.K=V", a, keys()))
+			continue
+		}
+		if err := set(n, v); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", k, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -8,31 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/planner/model"
 )
-
-// EventKind says what an apply progress event reports.
-type EventKind string
-
-const (
-	EventStart       EventKind = "start"
-	EventDone        EventKind = "done"
-	EventFailed      EventKind = "failed"
-	EventNodeDone    EventKind = "node-done"
-	EventNodeFailed  EventKind = "node-failed"
-	EventPoolStopped EventKind = "pool-stopped"
-)
-
-// Event is one apply progress report.
-type Event struct {
-	Time    time.Time
-	Kind    EventKind
-	Node    string
-	Pool    string
-	Step    model.Step
-	Err     string
-	Elapsed time.Duration
-}
 
 // ApplySummary closes an apply's output.
 type ApplySummary struct {
@@ -43,7 +21,7 @@ type ApplySummary struct {
 
 // Progress shows an apply as it happens.
 type Progress interface {
-	Event(e Event)
+	Event(e engine.Event)
 	Summary(s ApplySummary)
 }
 
@@ -58,22 +36,22 @@ func NewHumanProgress(w io.Writer, color bool) Progress {
 	return &humanProgress{w: w, c: painter(color)}
 }
 
-func (h *humanProgress) Event(e Event) {
+func (h *humanProgress) Event(e engine.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	addr := "node." + e.Node
 	switch e.Kind {
-	case EventStart:
+	case engine.EventStepStart:
 		fmt.Fprintf(h.w, "%s: %s…\n", addr, e.Step)
-	case EventDone:
+	case engine.EventStepDone:
 		fmt.Fprintf(h.w, "%s: %s done (%s)\n", addr, e.Step, e.Elapsed.Round(time.Millisecond))
-	case EventFailed:
-		fmt.Fprintf(h.w, "%s: %s %s: %s\n", addr, e.Step, h.c.red("failed"), e.Err)
-	case EventNodeDone:
+	case engine.EventStepFailed:
+		fmt.Fprintf(h.w, "%s: %s %s: %v\n", addr, e.Step, h.c.red("failed"), e.Err)
+	case engine.EventNodeDone:
 		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.green("updated"))
-	case EventNodeFailed:
+	case engine.EventNodeFailed:
 		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.red("failed"))
-	case EventPoolStopped:
+	case engine.EventPoolStopped:
 		fmt.Fprintf(h.w, "pool.%s: %s: a node failed; no more nodes of this pool start\n", e.Pool, h.c.red("stopped"))
 	}
 }
@@ -107,26 +85,26 @@ type jsonProgress struct {
 func NewJSONProgress(w io.Writer) Progress { return &jsonProgress{enc: json.NewEncoder(w)} }
 
 type jsonEvent struct {
-	Level     string        `json:"@level"`
-	Message   string        `json:"@message"`
-	Timestamp string        `json:"@timestamp"`
-	Type      string        `json:"type"`
-	Node      string        `json:"node,omitempty"`
-	Pool      string        `json:"pool,omitempty"`
-	Event     EventKind     `json:"event,omitempty"`
-	Step      *model.Step   `json:"step,omitempty"`
-	ElapsedMS int64         `json:"elapsed_ms,omitempty"`
-	Error     string        `json:"error,omitempty"`
-	Summary   *ApplySummary `json:"summary,omitempty"`
+	Level     string           `json:"@level"`
+	Message   string           `json:"@message"`
+	Timestamp string           `json:"@timestamp"`
+	Type      string           `json:"type"`
+	Node      string           `json:"node,omitempty"`
+	Pool      string           `json:"pool,omitempty"`
+	Event     engine.EventKind `json:"event,omitempty"`
+	Step      *model.Step      `json:"step,omitempty"`
+	ElapsedMS int64            `json:"elapsed_ms,omitempty"`
+	Error     string           `json:"error,omitempty"`
+	Summary   *ApplySummary    `json:"summary,omitempty"`
 }
 
-func (j *jsonProgress) Event(e Event) {
-	level := "info"
-	if e.Err != "" {
-		level = "error"
+func (j *jsonProgress) Event(e engine.Event) {
+	level, msg := "info", ""
+	if e.Err != nil {
+		level, msg = "error", e.Err.Error()
 	}
 	je := jsonEvent{Level: level, Timestamp: e.Time.UTC().Format(time.RFC3339Nano), Type: "apply_progress",
-		Node: e.Node, Pool: e.Pool, Event: e.Kind, ElapsedMS: e.Elapsed.Milliseconds(), Error: e.Err}
+		Node: e.Node, Pool: e.Pool, Event: e.Kind, ElapsedMS: e.Elapsed.Milliseconds(), Error: msg}
 	if e.Step.Kind != 0 {
 		s := e.Step
 		je.Step = &s

@@ -3,12 +3,14 @@ package views
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/planner/model"
 )
@@ -120,9 +122,9 @@ func TestProgress(t *testing.T) {
 	var out bytes.Buffer
 	p := NewHumanProgress(&out, false)
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	p.Event(Event{Time: at, Kind: EventStart, Node: "w-0", Step: model.Step{Kind: model.StepDrain}})
-	p.Event(Event{Time: at, Kind: EventDone, Node: "w-0", Step: model.Step{Kind: model.StepDrain}, Elapsed: 1500 * time.Millisecond})
-	p.Event(Event{Time: at, Kind: EventFailed, Node: "w-1", Step: model.Step{Kind: model.StepDrain}, Err: "refused"})
+	p.Event(engine.Event{Time: at, Kind: engine.EventStepStart, Node: "w-0", Step: model.Step{Kind: model.StepDrain}})
+	p.Event(engine.Event{Time: at, Kind: engine.EventStepDone, Node: "w-0", Step: model.Step{Kind: model.StepDrain}, Elapsed: 1500 * time.Millisecond})
+	p.Event(engine.Event{Time: at, Kind: engine.EventStepFailed, Node: "w-1", Step: model.Step{Kind: model.StepDrain}, Err: errors.New("refused")})
 	p.Summary(ApplySummary{Updated: 1, Failed: 1, Failures: []string{"node w-1: drain: refused"}, Elapsed: time.Second})
 	want := "node.w-0: drain…\nnode.w-0: drain done (1.5s)\nnode.w-1: drain failed: refused\n\nErrors:\n  node w-1: drain: refused\n\n" +
 		"Apply failed. Nodes: 1 updated, 1 failed, 0 not started. (1s)\n"
@@ -131,7 +133,7 @@ func TestProgress(t *testing.T) {
 	}
 	out.Reset()
 	j := NewJSONProgress(&out)
-	j.Event(Event{Time: at, Kind: EventDone, Node: "w-0", Step: model.Step{Kind: model.StepWrite, Target: "/etc/a"}})
+	j.Event(engine.Event{Time: at, Kind: engine.EventStepDone, Node: "w-0", Step: model.Step{Kind: model.StepWrite, Target: "/etc/a"}})
 	var ev map[string]any
 	if err := json.Unmarshal(out.Bytes(), &ev); err != nil || ev["type"] != "apply_progress" || ev["@message"] != "node.w-0: write /etc/a done" {
 		t.Errorf("json progress: %v %s", err, out.String())
