@@ -199,3 +199,28 @@ func TestApplyWithoutTerminalNeedsApproval(t *testing.T) {
 		t.Error("apply changed a node without approval")
 	}
 }
+
+func TestFmtCheckAndValidateJSON(t *testing.T) {
+	dir := quickstart(t)
+	if code, out, errOut := mcp(t, dir, "fmt", "-check"); code != 0 {
+		t.Fatalf("fmt -check on the formatted quickstart: exit %d\n%s%s", code, out, errOut)
+	}
+	os.WriteFile(filepath.Join(dir, "extra.hcl"), []byte("variable \"x\" {\ndefault=1\n}\n"), 0o644)
+	code, out, _ := mcp(t, dir, "fmt", "-check")
+	if code != 3 || !strings.Contains(out, "extra.hcl") {
+		t.Fatalf("fmt -check on an unformatted file: exit %d, want 3 listing it\n%s", code, out)
+	}
+	if code, _, errOut := mcp(t, dir, "fmt"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "extra.hcl")); string(b) != "variable \"x\" {\n  default = 1\n}\n" {
+		t.Errorf("fmt wrote %q", b)
+	}
+	code, out, _ = mcp(t, dir, "validate", "-json")
+	var v struct {
+		Valid bool `json:"valid"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || !v.Valid {
+		t.Errorf("validate -json: exit %d %s", code, out)
+	}
+}
