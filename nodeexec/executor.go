@@ -37,6 +37,11 @@ type Executor struct {
 	Root    string
 	Allowed []string // default DefaultAllowed
 	Host    Host
+
+	// What Rollback restores: each changed path's prior state, in change order.
+	undo    []undo
+	saved   map[string]bool
+	enabled []enableUndo
 }
 
 // Run performs one node step moving the node from `from` (nil: nothing managed yet) to

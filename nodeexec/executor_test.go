@@ -243,3 +243,63 @@ func TestExecutorRefusesEngineSteps(t *testing.T) {
 		}
 	}
 }
+
+func TestRollbackRestoresExactPriorState(t *testing.T) {
+	yes := true
+	before := tree{
+		"etc/passwd":                       {Content: "root:x:0:0::/root:/bin/sh\n", Mode: 0o644},
+		"etc/chrony.conf":                  {Content: "server old\n", Mode: 0o600},
+		"etc/gone":                         {Content: "keep me", Mode: 0o640},
+		"etc/systemd/system/bad.service":   {Content: "[Service]\n", Mode: 0o644},
+		"etc/systemd/system/old.service.d": {Dir: true},
+	}
+	from := &model.Rendered{Files: []model.File{{Path: "/etc/gone", Mode: 0o640, Contents: []byte("keep me")}}}
+	to := &model.Rendered{
+		Files: []model.File{{Path: "/etc/chrony.conf", Mode: 0o644, Contents: []byte("server new\n")},
+			{Path: "/var/lib/new/file", Mode: 0o644, Contents: []byte("n")}},
+		Units: []model.Unit{{Name: "app.service", Contents: "[Service]\n", Enabled: &yes,
+			Dropins: []model.Dropin{{Name: "a.conf", Contents: "x"}}}, {Name: "bad.service", Mask: true}},
+	}
+	root := t.TempDir()
+	makeTree(t, root, before)
+	want := readTree(t, root)
+	h := &RecordingHost{Fail: "restart app.service"}
+	e := &Executor{Root: root, Host: h}
+	steps := []model.Step{{Kind: model.StepWrite, Target: "/etc/chrony.conf"}, {Kind: model.StepWrite, Target: "/etc/gone"},
+		{Kind: model.StepWrite, Target: "/var/lib/new/file"}, {Kind: model.StepWrite, Target: "app.service"},
+		{Kind: model.StepWrite, Target: "bad.service"}, {Kind: model.StepDaemonReload}, {Kind: model.StepRestart, Target: "app.service"}}
+	var failed error
+	for _, s := range steps {
+		if failed = e.Run(context.Background(), from, to, s); failed != nil {
+			break
+		}
+	}
+	if failed == nil {
+		t.Fatal("the injected restart failure did not happen")
+	}
+	if err := e.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, readTree(t, root)); d != "" {
+		t.Errorf("after rollback (-before +after):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"enable app.service", "daemon-reload", "restart app.service", "disable app.service", "daemon-reload"}, h.Recorded()); d != "" {
+		t.Errorf("host calls (-want +got):\n%s", d)
+	}
+}
+
+func TestCheckBeforeUpdate(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, tree{"etc/a": {Content: "tampered", Mode: 0o644}, "etc/b": {Content: "b", Mode: 0o644}})
+	from := &model.Rendered{Name: "rendered-w-1", Files: []model.File{
+		{Path: "/etc/a", Mode: 0o644, Contents: []byte("a")}, {Path: "/etc/b", Mode: 0o644, Contents: []byte("b")}}}
+	e := &Executor{Root: root, Host: &RecordingHost{}}
+	err := e.CheckBeforeUpdate(from, []model.Step{{Kind: model.StepWrite, Target: "/etc/b"}})
+	var de *DriftError
+	if !errors.As(err, &de) || len(de.Drift) != 1 || de.Drift[0].Path != "/etc/a" || !strings.Contains(err.Error(), "rendered-w-1") {
+		t.Fatalf("drift on a path the plan does not write: %v", err)
+	}
+	if err := e.CheckBeforeUpdate(from, []model.Step{{Kind: model.StepWrite, Target: "/etc/a"}}); err != nil {
+		t.Errorf("drift the plan restores was refused: %v", err)
+	}
+}

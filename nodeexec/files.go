@@ -20,6 +20,9 @@ func (e *Executor) writeFile(r *os.Root, f *model.File) error {
 	if err != nil {
 		return err
 	}
+	if err := e.save(r, rel); err != nil {
+		return fmt.Errorf("write %s: %w", f.Path, err)
+	}
 	if err := writeAtomic(r, rel, f.Contents, fs.FileMode(f.Mode)); err != nil {
 		return fmt.Errorf("write %s: %w", f.Path, err)
 	}
@@ -42,6 +45,9 @@ func (e *Executor) remove(r *os.Root, p string) error {
 	if err != nil {
 		return err
 	}
+	if err := e.save(r, rel); err != nil {
+		return fmt.Errorf("remove %s: %w", p, err)
+	}
 	if err := r.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", p, err)
 	}
@@ -55,6 +61,9 @@ func (e *Executor) writeUnit(ctx context.Context, r *os.Root, old, u *model.Unit
 	rel, err := e.check(p)
 	if err != nil {
 		return err
+	}
+	if err := e.save(r, rel); err != nil {
+		return fmt.Errorf("write unit %s: %w", u.Name, err)
 	}
 	switch {
 	case u.Mask:
@@ -76,6 +85,9 @@ func (e *Executor) writeUnit(ctx context.Context, r *os.Root, old, u *model.Unit
 		if err != nil {
 			return err
 		}
+		if err := e.save(r, drel); err != nil {
+			return fmt.Errorf("write drop-in %s: %w", dp, err)
+		}
 		if err := writeAtomic(r, drel, []byte(d.Contents), 0o644); err != nil {
 			return fmt.Errorf("write drop-in %s: %w", dp, err)
 		}
@@ -93,6 +105,7 @@ func (e *Executor) writeUnit(ctx context.Context, r *os.Root, old, u *model.Unit
 		if err := e.Host.EnableUnit(ctx, u.Name, *u.Enabled); err != nil {
 			return err
 		}
+		e.enabled = append(e.enabled, enableUndo{u.Name, *u.Enabled})
 	}
 	return nil
 }
@@ -111,6 +124,7 @@ func (e *Executor) removeUnit(ctx context.Context, r *os.Root, old *model.Unit) 
 		if err := e.Host.EnableUnit(ctx, old.Name, false); err != nil {
 			return err
 		}
+		e.enabled = append(e.enabled, enableUndo{old.Name, false})
 	}
 	for _, d := range old.Dropins {
 		if err := e.remove(r, unitPath(old.Name)+".d/"+d.Name); err != nil {

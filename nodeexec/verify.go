@@ -45,13 +45,21 @@ func short(s string) string {
 	return s
 }
 
-// DriftError reports drift found by a verify step.
-type DriftError struct{ Drift []Drift }
+// DriftError reports drift: after an update (verify), or before one (the disk no longer
+// matches the config the node runs, Config).
+type DriftError struct {
+	Drift  []Drift
+	Config string // set when found before an update
+}
 
 func (e *DriftError) Error() string {
 	parts := make([]string, len(e.Drift))
 	for i, d := range e.Drift {
 		parts[i] = d.String()
+	}
+	if e.Config != "" {
+		return fmt.Sprintf("the disk has drifted from %s, and the plan does not restore it: %s; "+
+			"refusing to update over it (restore the files, or make a config manage them)", e.Config, strings.Join(parts, "; "))
 	}
 	return "on-disk state differs from the config: " + strings.Join(parts, "; ")
 }
@@ -124,4 +132,38 @@ func checkFile(r *os.Root, p string, want []byte, mode fs.FileMode) ([]Drift, er
 		out = append(out, Drift{Path: p, Kind: DriftMode, Expected: fmt.Sprintf("%04o", mode.Perm()), Found: fmt.Sprintf("%04o", st.Mode().Perm())})
 	}
 	return out, nil
+}
+
+// CheckBeforeUpdate compares the disk with the config the node runs (from) before an
+// update: drift on a path the steps do not rewrite would be silently kept or overwritten
+// by surprise, so it stops the update with a clear reason. Drift on a path the steps
+// write is fine: the plan restores it.
+func (e *Executor) CheckBeforeUpdate(from *model.Rendered, steps []model.Step) error {
+	if from == nil {
+		return nil
+	}
+	drift, err := e.Verify(from)
+	if err != nil {
+		return err
+	}
+	written := map[string]bool{}
+	for _, s := range steps {
+		if s.Kind == model.StepWrite {
+			written[s.Target] = true
+			if !strings.HasPrefix(s.Target, "/") {
+				written[unitPath(s.Target)] = true
+			}
+		}
+	}
+	var kept []Drift
+	for _, d := range drift {
+		unit, _, _ := strings.Cut(strings.TrimPrefix(d.Path, UnitDir+"/"), ".d/")
+		if !written[d.Path] && !written[unitPath(unit)] {
+			kept = append(kept, d)
+		}
+	}
+	if len(kept) > 0 {
+		return &DriftError{Drift: kept, Config: from.Name}
+	}
+	return nil
 }

@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -12,75 +11,46 @@ import (
 	"github.com/mcpfleet/mcp/planner/model"
 )
 
-// RunNodeSteps is the node's agent, in-process: the same executor a real node runs, against
-// the node's root directory, with a Host that records unit operations (there is no systemd
-// here) and simulates kernel-argument changes, pivots and reboots in node.json.
+// RunNodeSteps runs the node's agent in-process: the same nodeexec.Agent a real node
+// runs, against the node's root directory, reporting in node.json, with a Host that
+// records unit operations (there is no systemd here) and simulates kernel-argument
+// changes, pivots and reboots.
 func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *model.Rendered, steps []model.Step, done func(model.Step)) error {
-	if err := p.updateNode(node, func(n *model.Node) {
-		n.DesiredConfig, n.State, n.Reason = target.Name, model.StateWorking, ""
-	}); err != nil {
-		return err
+	a := &nodeexec.Agent{
+		Exec:       &nodeexec.Executor{Root: rootDir(p.o.Dir, node), Host: &host{p: p, node: node}},
+		State:      nodeState{p: p, node: node},
+		RebootWait: time.Second,
 	}
-	ex := &nodeexec.Executor{Root: rootDir(p.o.Dir, node), Host: &host{p: p, node: node}}
-	for _, s := range steps {
-		if !s.Kind.OnNode() {
-			return p.degrade(node, fmt.Errorf("node %s: %s is not a node step", node, s))
-		}
-		if s.Kind == model.StepReboot {
-			if err := p.reboot(ctx, node, target, ex); err != nil {
-				return p.degrade(node, fmt.Errorf("node %s: %s: %w", node, s, err))
-			}
-		} else if err := ex.Run(ctx, from, target, s); err != nil {
-			return p.degrade(node, fmt.Errorf("node %s: %s: %w", node, s, err))
-		}
-		done(s)
+	if err := a.Update(ctx, from, target, steps, done); err != nil {
+		return fmt.Errorf("node %s: %w", node, err)
 	}
-	return p.updateNode(node, func(n *model.Node) {
-		n.CurrentConfig, n.State, n.Reason = target.Name, model.StateDone, ""
-	})
+	return nil
 }
 
-func (p *Provider) degrade(node string, err error) error {
-	if uerr := p.updateNode(node, func(n *model.Node) { n.State, n.Reason = model.StateDegraded, err.Error() }); uerr != nil {
-		return fmt.Errorf("%w (and recording Degraded failed: %v)", err, uerr)
-	}
-	return err
+// nodeState reports the agent's state in node.json.
+type nodeState struct {
+	p    *Provider
+	node string
 }
 
-// reboot follows the reboot protocol: a pending record names the desired config and the
-// boot id before; the "machine" goes down for RebootDuration and comes back with a new
-// boot id; the agent that starts after boot sees the pending record and the new boot id,
-// and clears the record.
-func (p *Provider) reboot(ctx context.Context, node string, target *model.Rendered, ex *nodeexec.Executor) error {
-	n, err := readNode(p.o.Dir, node)
+func (s nodeState) Working(desired string) error {
+	return s.p.updateNode(s.node, func(n *model.Node) { n.DesiredConfig, n.State, n.Reason = desired, model.StateWorking, "" })
+}
+
+func (s nodeState) Done(current string) error {
+	return s.p.updateNode(s.node, func(n *model.Node) { n.CurrentConfig, n.State, n.Reason = current, model.StateDone, "" })
+}
+
+func (s nodeState) Degraded(reason string) error {
+	return s.p.updateNode(s.node, func(n *model.Node) { n.State, n.Reason = model.StateDegraded, reason })
+}
+
+func (s nodeState) BootID() (string, error) {
+	n, err := readNode(s.p.o.Dir, s.node)
 	if err != nil {
-		return err
+		return "", err
 	}
-	pendingPath := filepath.Join(nodeDir(p.o.Dir, node), "pending.json")
-	if err := writeJSON(pendingPath, pendingFile{DesiredConfig: target.Name, BootID: n.BootID, Since: time.Now().UTC()}); err != nil {
-		return err
-	}
-	if err := ex.Host.Reboot(ctx); err != nil {
-		return err
-	}
-	if err := p.updateNode(node, func(n *model.Node) { n.Ready = false }); err != nil {
-		return err
-	}
-	if err := sleep(ctx, p.o.RebootDuration); err != nil {
-		return err
-	}
-	if err := p.updateNode(node, func(n *model.Node) { n.Ready, n.BootID = true, newBootID() }); err != nil {
-		return err
-	}
-	// After boot: the agent starts afresh and finds the pending record.
-	var pending pendingFile
-	if err := readJSON(pendingPath, &pending); err != nil {
-		return fmt.Errorf("after reboot: %w", err)
-	}
-	if now, _ := readNode(p.o.Dir, node); now == nil || now.BootID == pending.BootID {
-		return fmt.Errorf("after reboot: the boot id did not change: the node did not reboot")
-	}
-	return os.Remove(pendingPath)
+	return n.BootID, nil
 }
 
 // host is the local node's Host: unit operations are recorded in host.log; kernel
@@ -98,7 +68,7 @@ func (h *host) log(op string, args ...string) error {
 func (h *host) DaemonReload(context.Context) error            { return h.log("daemon-reload") }
 func (h *host) ReloadUnit(_ context.Context, u string) error  { return h.log("reload", u) }
 func (h *host) RestartUnit(_ context.Context, u string) error { return h.log("restart", u) }
-func (h *host) Reboot(context.Context) error                  { return h.log("reboot") }
+
 func (h *host) EnableUnit(_ context.Context, u string, on bool) error {
 	if on {
 		return h.log("enable", u)
@@ -140,4 +110,19 @@ func contains(s []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// Reboot simulates one: the node is NotReady for RebootDuration and comes back with a new
+// boot id, as a machine would.
+func (h *host) Reboot(ctx context.Context) error {
+	if err := h.log("reboot"); err != nil {
+		return err
+	}
+	if err := h.p.updateNode(h.node, func(n *model.Node) { n.Ready = false }); err != nil {
+		return err
+	}
+	if err := sleep(ctx, h.p.o.RebootDuration); err != nil {
+		return err
+	}
+	return h.p.updateNode(h.node, func(n *model.Node) { n.Ready, n.BootID = true, newBootID() })
 }

@@ -13,7 +13,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/mcpfleet/mcp/planner/model"
 )
@@ -45,13 +44,6 @@ type podFile struct {
 	// Evicted pods are gone from the node until it is uncordoned (they reschedule when
 	// it returns).
 	Evicted bool `json:"evicted,omitempty"`
-}
-
-// pendingFile is FLEET/nodes/<name>/pending.json, written before a reboot.
-type pendingFile struct {
-	DesiredConfig string    `json:"desired_config"`
-	BootID        string    `json:"boot_id"` // the boot id before the reboot
-	Since         time.Time `json:"since"`
 }
 
 func nodeDir(dir, node string) string  { return filepath.Join(dir, "nodes", node) }

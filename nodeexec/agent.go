@@ -1,0 +1,199 @@
+package nodeexec
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/mcpfleet/mcp/internal/atomicfile"
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// PendingPath is where, inside the root, the agent records an update that is rebooting.
+const PendingPath = "var/lib/mcp/pending.json"
+
+// NodeState is where an agent reports: node.json for the local provider, Node annotations
+// on Kubernetes, files for a standalone agent.
+type NodeState interface {
+	// Working: the node is moving to desired.
+	Working(desired string) error
+	// Done: the node runs current, verified.
+	Done(current string) error
+	// Degraded: the update failed for reason.
+	Degraded(reason string) error
+	// BootID is the identity of the running boot (/proc/sys/kernel/random/boot_id).
+	BootID() (string, error)
+}
+
+// Agent runs updates on one node: the protocol around the Executor, the same for every
+// provider. A reboot splits an update in two: before it, a pending record (the target
+// config, the boot id, the steps left) is written in the root; the agent that starts after
+// boot finds it, checks the boot id changed, runs the steps left (verify) and reports.
+type Agent struct {
+	Exec  *Executor
+	State NodeState
+	// RebootWait bounds how long the agent waits to be stopped by a reboot it asked for
+	// (a simulated reboot returns at once, with a new boot id).
+	RebootWait time.Duration
+}
+
+type pending struct {
+	From   string          `json:"from,omitempty"`
+	Target *model.Rendered `json:"target"`
+	BootID string          `json:"boot_id"` // before the reboot
+	Steps  []model.Step    `json:"steps"`   // left after the reboot
+	Since  time.Time       `json:"since"`
+}
+
+// ErrRebooting is returned when the machine is going down for a reboot: the update goes
+// on in the agent that starts after boot (Resume).
+var ErrRebooting = errors.New("rebooting")
+
+// Update moves the node from `from` (nil: nothing managed) to target through steps, all
+// node steps, calling done after each. A failure before the reboot rolls the disk back to
+// from and reports Degraded; drift the steps do not restore stops the update before it
+// starts.
+func (a *Agent) Update(ctx context.Context, from, target *model.Rendered, steps []model.Step, done func(model.Step)) error {
+	if err := a.State.Working(target.Name); err != nil {
+		return err
+	}
+	if err := a.Exec.CheckBeforeUpdate(from, steps); err != nil {
+		return a.degrade(err)
+	}
+	for i, s := range steps {
+		if !s.Kind.OnNode() {
+			return a.degrade(fmt.Errorf("%s is not a node step", s))
+		}
+		if s.Kind == model.StepReboot {
+			return a.reboot(ctx, from, target, steps[i+1:], s, done)
+		}
+		if err := a.Exec.Run(ctx, from, target, s); err != nil {
+			err = fmt.Errorf("%s: %w", s, err)
+			if rerr := a.Exec.Rollback(ctx); rerr != nil {
+				return a.degrade(fmt.Errorf("%w; %v", err, rerr))
+			}
+			return a.degrade(fmt.Errorf("%w (rolled back to %s)", err, nameOf(from)))
+		}
+		done(s)
+	}
+	return a.State.Done(target.Name)
+}
+
+func nameOf(r *model.Rendered) string {
+	if r == nil {
+		return "the unmanaged state"
+	}
+	return r.Name
+}
+
+func (a *Agent) degrade(err error) error {
+	if serr := a.State.Degraded(err.Error()); serr != nil {
+		return fmt.Errorf("%w (and reporting Degraded failed: %v)", err, serr)
+	}
+	return err
+}
+
+func (a *Agent) reboot(ctx context.Context, from, target *model.Rendered, rest []model.Step, s model.Step, done func(model.Step)) error {
+	boot, err := a.State.BootID()
+	if err != nil {
+		return a.degrade(fmt.Errorf("reading boot id: %w", err))
+	}
+	p := pending{Target: target, BootID: boot, Steps: rest, Since: time.Now().UTC()}
+	if from != nil {
+		p.From = from.Name
+	}
+	if err := a.writePending(&p); err != nil {
+		return a.degrade(fmt.Errorf("recording the pending reboot: %w", err))
+	}
+	if err := a.Exec.Run(ctx, from, target, s); err != nil {
+		return a.degrade(fmt.Errorf("%s: %w", s, err))
+	}
+	if now, err := a.State.BootID(); err == nil && now != boot {
+		done(s) // a simulated reboot: the machine is back already
+		_, err := a.Resume(ctx, done)
+		return err
+	}
+	// A real reboot stops this process; if it does not come, say so.
+	select {
+	case <-ctx.Done():
+		return ErrRebooting
+	case <-time.After(a.RebootWait):
+		return a.degrade(fmt.Errorf("%s: asked for a reboot %s ago and the machine did not go down", s, a.RebootWait))
+	}
+}
+
+// Resume is what an agent does when it starts: when a pending record is there, the node
+// rebooted into an update; with a new boot id it runs the steps left and reports, else it
+// reports that the reboot did not happen. It returns false when nothing was pending.
+func (a *Agent) Resume(ctx context.Context, done func(model.Step)) (bool, error) {
+	p, err := a.readPending()
+	if err != nil || p == nil {
+		return false, err
+	}
+	boot, err := a.State.BootID()
+	if err != nil {
+		return true, a.degrade(fmt.Errorf("reading boot id: %w", err))
+	}
+	if boot == p.BootID {
+		return true, a.degrade(fmt.Errorf("a reboot into %s was asked for at %s, but the boot id is unchanged", p.Target.Name, p.Since.Format(time.RFC3339)))
+	}
+	for _, s := range p.Steps {
+		if err := a.Exec.Run(ctx, nil, p.Target, s); err != nil {
+			return true, a.degrade(fmt.Errorf("after reboot: %s: %w", s, err))
+		}
+		done(s)
+	}
+	if err := a.removePending(); err != nil {
+		return true, err
+	}
+	return true, a.State.Done(p.Target.Name)
+}
+
+func (a *Agent) writePending(p *pending) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	r, err := os.OpenRoot(a.Exec.Root)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return writeAtomic(r, PendingPath, b, 0o600)
+}
+
+func (a *Agent) readPending() (*pending, error) {
+	r, err := os.OpenRoot(a.Exec.Root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	b, err := r.ReadFile(PendingPath)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := new(pending)
+	if err := json.Unmarshal(b, p); err != nil || p.Target == nil {
+		return nil, fmt.Errorf("reading /%s: not a pending update record (%v)", PendingPath, err)
+	}
+	return p, nil
+}
+
+func (a *Agent) removePending() error {
+	r, err := os.OpenRoot(a.Exec.Root)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.Remove(PendingPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return atomicfile.SyncDir(r, "var/lib/mcp")
+}

@@ -1,0 +1,117 @@
+package nodeexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+)
+
+// undo is the state of one path before the executor first changed it.
+type undo struct {
+	rel      string
+	absent   bool
+	link     string // a symlink's target
+	content  []byte
+	mode     fs.FileMode
+	uid, gid int
+}
+
+// enableUndo is a unit whose enablement the executor changed.
+type enableUndo struct {
+	unit    string
+	enabled bool // what it was set to
+}
+
+// save records rel's state before its first change in this executor's life, so that
+// Rollback can restore it exactly (content, mode, owner, or absence).
+func (e *Executor) save(r *os.Root, rel string) error {
+	if e.saved == nil {
+		e.saved = map[string]bool{}
+	}
+	if e.saved[rel] {
+		return nil
+	}
+	u := undo{rel: rel}
+	st, err := r.Lstat(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		u.absent = true
+	case err != nil:
+		return err
+	case st.Mode()&fs.ModeSymlink != 0:
+		if u.link, err = r.Readlink(rel); err != nil {
+			return err
+		}
+	case st.Mode().IsRegular():
+		if u.content, err = r.ReadFile(rel); err != nil {
+			return err
+		}
+		u.mode = st.Mode().Perm()
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			u.uid, u.gid = int(sys.Uid), int(sys.Gid)
+		}
+	default:
+		return fmt.Errorf("/%s is a %s, not a file mcp can manage", rel, st.Mode().Type())
+	}
+	e.saved[rel] = true
+	e.undo = append(e.undo, u)
+	return nil
+}
+
+// Rollback restores every path the executor changed to its exact prior state, newest
+// change first, reverts unit enablement, and reloads systemd when units changed. It is for
+// a failed update before its reboot: the node goes back to the config it ran.
+func (e *Executor) Rollback(ctx context.Context) error {
+	r, err := os.OpenRoot(e.Root)
+	if err != nil {
+		return fmt.Errorf("rollback: opening node root: %w", err)
+	}
+	defer r.Close()
+	var errs []error
+	units := false
+	for i := len(e.undo) - 1; i >= 0; i-- {
+		u := e.undo[i]
+		units = units || strings.HasPrefix("/"+u.rel, UnitDir+"/")
+		if err := restore(r, u); err != nil {
+			errs = append(errs, fmt.Errorf("restoring /%s: %w", u.rel, err))
+		}
+	}
+	for i := len(e.enabled) - 1; i >= 0; i-- {
+		if err := e.Host.EnableUnit(ctx, e.enabled[i].unit, !e.enabled[i].enabled); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if units {
+		if err := e.Host.DaemonReload(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	e.undo, e.saved, e.enabled = nil, nil, nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("rollback: %w", err)
+	}
+	return nil
+}
+
+func restore(r *os.Root, u undo) error {
+	switch {
+	case u.absent:
+		if err := r.Remove(u.rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	case u.link != "":
+		return replaceSymlink(r, u.rel, u.link)
+	}
+	if err := writeAtomic(r, u.rel, u.content, u.mode); err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		return r.Lchown(u.rel, u.uid, u.gid)
+	}
+	return nil
+}
