@@ -62,9 +62,9 @@ type ApplyResult struct {
 // state; a stale one is refused before anything changes. Per-node failures are returned
 // together; a failed node stops new starts in its pool while other pools go on.
 func (w *Workspace) Apply(ctx context.Context, st *state.State, pf *planfile.File, opts ApplyOptions) (*ApplyResult, error) {
-	fleet, err := w.Provider.Refresh(ctx)
+	fleet, err := w.refresh(ctx, st)
 	if err != nil {
-		return nil, fmt.Errorf("refreshing fleet: %w", err)
+		return nil, err
 	}
 	if err := pf.CheckFresh(st, Fingerprint(fleet)); err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/engine/planfile"
@@ -113,11 +114,42 @@ func Fingerprint(f *model.Fleet) string {
 
 // Plan refreshes the fleet and plans against the state st.
 func (w *Workspace) Plan(ctx context.Context, st *state.State) (*planfile.File, error) {
+	fleet, err := w.refresh(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return w.planWith(st, fleet)
+}
+
+// refresh observes the fleet, with each node's drift from the config it runs when the
+// provider checks disks on request.
+func (w *Workspace) refresh(ctx context.Context, st *state.State) (*model.Fleet, error) {
 	fleet, err := w.Provider.Refresh(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("refreshing fleet: %w", err)
 	}
-	return w.planWith(st, fleet)
+	dr, ok := w.Provider.(providers.DriftReporter)
+	if !ok {
+		return fleet, nil
+	}
+	var g errgroup.Group
+	g.SetLimit(8)
+	for i := range fleet.Nodes {
+		n := &fleet.Nodes[i]
+		cur := st.Rendered[n.CurrentConfig]
+		if cur == nil {
+			continue
+		}
+		g.Go(func() error {
+			d, err := dr.Drift(ctx, n.Name, cur)
+			if err != nil {
+				return fmt.Errorf("checking node %s for drift: %w", n.Name, err)
+			}
+			n.Drift = d
+			return nil
+		})
+	}
+	return fleet, g.Wait()
 }
 
 func (w *Workspace) planWith(st *state.State, fleet *model.Fleet) (*planfile.File, error) {

@@ -12,38 +12,17 @@ import (
 	"github.com/mcpfleet/mcp/planner/model"
 )
 
-// DriftKind says how a managed file or unit differs from its config.
-type DriftKind string
-
-const (
-	DriftMissing DriftKind = "missing"
-	DriftContent DriftKind = "content"
-	DriftMode    DriftKind = "mode"
-	DriftType    DriftKind = "type" // e.g. a symlink or directory where a file belongs
-	DriftMask    DriftKind = "mask"
-)
-
 // Drift is one difference between the disk and a rendered config.
-type Drift struct {
-	Path     string    `json:"path"`
-	Kind     DriftKind `json:"kind"`
-	Expected string    `json:"expected,omitempty"` // sha256 or mode
-	Found    string    `json:"found,omitempty"`
-}
+type Drift = model.Drift
 
-func (d Drift) String() string {
-	if d.Expected != "" || d.Found != "" {
-		return fmt.Sprintf("%s: %s (expected %s, found %s)", d.Path, d.Kind, short(d.Expected), short(d.Found))
-	}
-	return fmt.Sprintf("%s: %s", d.Path, d.Kind)
-}
-
-func short(s string) string {
-	if len(s) > 16 {
-		return s[:16]
-	}
-	return s
-}
+// The kinds of drift.
+const (
+	DriftMissing = model.DriftMissing
+	DriftContent = model.DriftContent
+	DriftMode    = model.DriftMode
+	DriftType    = model.DriftType
+	DriftMask    = model.DriftMask
+)
 
 // DriftError reports drift: after an update (verify), or before one (the disk no longer
 // matches the config the node runs, Config).

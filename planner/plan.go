@@ -187,7 +187,13 @@ func planNode(in Input, n *model.Node, pool string, target *model.Rendered) Node
 	}
 	j, resuming := in.Journal[n.Name]
 	resuming = resuming && j.Target == target.Name
+	np.Drift = n.Drift
 	if n.CurrentConfig == target.Name && !resuming {
+		if len(n.Drift) > 0 {
+			np.Action = NodeUpdate
+			np.Steps = RestoreSteps(nil, n.Drift, target)
+			np.Reboot = hasStep(np.Steps, model.StepReboot)
+		}
 		return np
 	}
 	from := n.CurrentConfig
@@ -199,6 +205,7 @@ func planNode(in Input, n *model.Node, pool string, target *model.Rendered) Node
 		np.Warnings = append(np.Warnings, warn)
 	}
 	np.Action = NodeUpdate
+	steps = RestoreSteps(steps, n.Drift, target)
 	if resuming {
 		np.Action = NodeResume
 		steps = slices.DeleteFunc(slices.Clone(steps), func(s model.Step) bool {

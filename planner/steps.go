@@ -215,3 +215,34 @@ func (b *stepSet) steps() []model.Step {
 	}
 	return out
 }
+
+// RestoreSteps adds to steps what it takes to put drifted paths back as target has them:
+// a write of each drifted file or unit target manages, with that file's or unit's
+// on_change policies — drift becomes a planned action, not a dead end.
+func RestoreSteps(steps []model.Step, drift []model.Drift, target *model.Rendered) []model.Step {
+	if len(drift) == 0 {
+		return steps
+	}
+	var b stepSet
+	for _, s := range steps {
+		b.add(s.Kind, s.Target, s.Reason)
+	}
+	for _, d := range drift {
+		why := fmt.Sprintf("restore drifted %s (%s)", d.Path, d.Kind)
+		if f := target.File(d.Path); f != nil {
+			b.add(model.StepWrite, f.Path, why)
+			b.policies(f.OnChange, why)
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(d.Path, unitDir+"/"), ".d/")
+		if u := target.Unit(name); u != nil && strings.HasPrefix(d.Path, unitDir+"/") {
+			b.add(model.StepWrite, u.Name, why)
+			b.add(model.StepDaemonReload, "", why)
+			b.policies(u.OnChange, why)
+		}
+	}
+	return b.steps()
+}
+
+// unitDir is where the node executor writes units (nodeexec.UnitDir).
+const unitDir = "/etc/systemd/system"

@@ -88,6 +88,8 @@ type NodePlan struct {
 	Deferred bool      `json:"deferred,omitempty"`
 	Blockers []Blocker `json:"blockers,omitempty"`
 	Warnings []string  `json:"warnings,omitempty"`
+	// Drift is how the node's disk differs from its current config; the steps restore it.
+	Drift []model.Drift `json:"drift,omitempty"`
 }
 
 // Changed reports whether the node has anything to do: steps, or (when only on_change

@@ -37,3 +37,10 @@ type DrainOptions struct {
 	// RetryDelay is the pause after an eviction refused by a PodDisruptionBudget.
 	RetryDelay time.Duration
 }
+
+// DriftReporter is implemented by providers that check a node's disk on request (the local
+// provider); others report drift in Refresh (Node.Drift, from the agents' reports).
+type DriftReporter interface {
+	// Drift compares the node's disk with current, the config it runs.
+	Drift(ctx context.Context, node string, current *model.Rendered) ([]model.Drift, error)
+}

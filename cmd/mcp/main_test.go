@@ -224,3 +224,37 @@ func TestFmtCheckAndValidateJSON(t *testing.T) {
 		t.Errorf("validate -json: exit %d %s", code, out)
 	}
 }
+
+// TestDriftIsPlannedAndRestored: a file changed on a node behind mcp's back shows as drift
+// in the plan (and in resource_drift), and apply restores it with the file's own policy.
+func TestDriftIsPlannedAndRestored(t *testing.T) {
+	dir := quickstart(t)
+	if code, _, errOut := mcp(t, dir, "apply", "-auto-approve"); code != 0 {
+		t.Fatal(errOut)
+	}
+	chrony := filepath.Join(dir, "fleet/nodes/worker-2/root/etc/chrony.conf")
+	os.WriteFile(chrony, []byte("server evil.example.com\n"), 0o644)
+	code, out, errOut := mcp(t, dir, "plan", "-no-color", "-detailed-exitcode")
+	if code != 2 || !strings.Contains(out, "drift: /etc/chrony.conf: content") ||
+		!strings.Contains(out, "node.worker-2") || strings.Contains(out, "node.worker-1") {
+		t.Fatalf("plan after drift: exit %d\n%s%s", code, out, errOut)
+	}
+	_, out, _ = mcp(t, dir, "plan", "-json")
+	var pj struct {
+		ResourceDrift []struct{ Address string } `json:"resource_drift"`
+	}
+	json.Unmarshal([]byte(out), &pj)
+	if len(pj.ResourceDrift) != 1 || pj.ResourceDrift[0].Address != "node.worker-2" {
+		t.Errorf("resource_drift: %+v", pj.ResourceDrift)
+	}
+	if code, out, errOut := mcp(t, dir, "apply", "-auto-approve", "-no-color"); code != 0 ||
+		!strings.Contains(out, "node.worker-2: restart chronyd.service done") {
+		t.Fatalf("apply restoring drift: exit %d\n%s%s", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(chrony); !strings.Contains(string(b), "time.example.com") {
+		t.Errorf("drift not restored: %q", b)
+	}
+	if code, _, _ := mcp(t, dir, "plan", "-detailed-exitcode"); code != 0 {
+		t.Errorf("plan after restoring: exit %d, want 0", code)
+	}
+}

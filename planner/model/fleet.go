@@ -1,6 +1,9 @@
 package model
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Fleet is what a provider observed: nodes, and the workloads that decide whether they may
 // be drained.
@@ -29,6 +32,41 @@ type Node struct {
 	// State is the node executor's report: "Done", "Working" or "Degraded" (with Reason).
 	State  string `json:"state,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Drift lists how the node's disk differs from CurrentConfig.
+	Drift []Drift `json:"drift,omitempty"`
+}
+
+// DriftKind says how a managed file or unit differs from its config.
+type DriftKind string
+
+const (
+	DriftMissing DriftKind = "missing"
+	DriftContent DriftKind = "content"
+	DriftMode    DriftKind = "mode"
+	DriftType    DriftKind = "type" // e.g. a symlink or directory where a file belongs
+	DriftMask    DriftKind = "mask"
+)
+
+// Drift is one difference between a node's disk and a rendered config.
+type Drift struct {
+	Path     string    `json:"path"`
+	Kind     DriftKind `json:"kind"`
+	Expected string    `json:"expected,omitempty"` // sha256 or mode
+	Found    string    `json:"found,omitempty"`
+}
+
+func (d Drift) String() string {
+	if d.Expected != "" || d.Found != "" {
+		return fmt.Sprintf("%s: %s (expected %s, found %s)", d.Path, d.Kind, short(d.Expected), short(d.Found))
+	}
+	return fmt.Sprintf("%s: %s", d.Path, d.Kind)
+}
+
+func short(s string) string {
+	if len(s) > 16 {
+		return s[:16]
+	}
+	return s
 }
 
 // Pod is a workload pod bound to a node.

@@ -126,3 +126,9 @@ func (h *host) Reboot(ctx context.Context) error {
 	}
 	return h.p.updateNode(h.node, func(n *model.Node) { n.Ready, n.BootID = true, newBootID() })
 }
+
+// Drift runs the node executor's check of the node's root against current.
+func (p *Provider) Drift(ctx context.Context, node string, current *model.Rendered) ([]model.Drift, error) {
+	ex := &nodeexec.Executor{Root: rootDir(p.o.Dir, node)}
+	return ex.Verify(current)
+}

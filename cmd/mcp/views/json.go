@@ -53,7 +53,8 @@ type poolValue struct {
 }
 
 type nodeValue struct {
-	RenderedConfig string `json:"rendered_config"`
+	RenderedConfig string        `json:"rendered_config"`
+	Drift          []model.Drift `json:"drift,omitempty"`
 }
 
 type nodeMeta struct {
@@ -114,6 +115,15 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{act}, Before: before, After: nodeValue{RenderedConfig: n.To}},
 			MCP: &nodeMeta{Pool: n.Pool, Zone: n.Zone, Action: string(n.Action), Steps: steps, Reboot: n.Reboot, Wave: n.Wave,
 				Deferred: n.Deferred, Blockers: nonNilB(n.Blockers), Warnings: nonNil(n.Warnings)}})
+	}
+	for _, n := range p.Nodes {
+		if len(n.Drift) == 0 {
+			continue
+		}
+		// As Terraform's resource_drift: before is what the state says, after what was observed.
+		out.ResourceDrift = append(out.ResourceDrift, resourceChange{Address: "node." + n.Name, Mode: "managed",
+			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{"update"},
+				Before: nodeValue{RenderedConfig: n.From}, After: nodeValue{RenderedConfig: n.From, Drift: n.Drift}}})
 	}
 	return json.Marshal(out) // compact, as terraform show -json: plans can be large
 }

@@ -102,6 +102,9 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []planner.Node
 		for _, b := range n.Blockers {
 			t.Append("", "", "", "", c.red("blocked: ")+b.Message)
 		}
+		for _, d := range n.Drift {
+			t.Append("", "", "", "", c.yellow("drift: ")+d.String())
+		}
 		for _, wn := range n.Warnings {
 			t.Append("", "", "", "", c.yellow("warning: ")+wn)
 		}
