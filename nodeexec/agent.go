@@ -147,10 +147,11 @@ func (a *Agent) Resume(ctx context.Context, done func(model.Step)) (bool, error)
 		}
 		done(s)
 	}
-	if err := a.removePending(); err != nil {
+	// Done before the record goes: a crash between the two repeats an idempotent report.
+	if err := a.State.Done(p.Target.Name); err != nil {
 		return true, err
 	}
-	return true, a.State.Done(p.Target.Name)
+	return true, a.removePending()
 }
 
 func (a *Agent) writePending(p *pending) error {

@@ -71,6 +71,7 @@ func init() {
 		{"apply", "Carry out a plan (a saved one, or a fresh one after approval)", (*cli).apply},
 		{"show", "Show a saved plan, or a pool's rendered config", (*cli).show},
 		{"fleet", "Create or change a local fleet (init, set, list)", (*cli).fleet},
+		{"agent", "Run the node executor on this node (see docs/agent.md)", (*cli).agent},
 		{"force-unlock", "Release a state lock whose holder is gone", (*cli).forceUnlock},
 		{"version", "Print mcp's version", (*cli).version},
 	}

@@ -1,0 +1,237 @@
+package acceptance
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcp/nodeexec"
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+var (
+	buildOnce sync.Once
+	mcpBin    string
+	buildErr  error
+)
+
+// mcpBinary builds the real mcp command once for the package's tests.
+func mcpBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mcp-acceptance-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		mcpBin = filepath.Join(dir, "mcp")
+		out, err := exec.Command("go", "build", "-o", mcpBin, "../cmd/mcp").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return mcpBin
+}
+
+// serveRendered serves rendered configs by name, as the boot server's /rendered/ does.
+func serveRendered(t *testing.T, rs ...*model.Rendered) string {
+	t.Helper()
+	byName := map[string][]byte{}
+	for _, r := range rs {
+		b, _ := json.Marshal(r)
+		byName[r.Name] = b
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, ok := byName[strings.TrimPrefix(req.URL.Path, "/rendered/")]
+		if !ok {
+			http.NotFound(w, req)
+			return
+		}
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func scratchRoot(t *testing.T) (root, bootID string) {
+	t.Helper()
+	root = t.TempDir()
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\n"), 0o644)
+	bootID = filepath.Join(t.TempDir(), "boot_id")
+	os.WriteFile(bootID, []byte("boot-1\n"), 0o644)
+	return root, bootID
+}
+
+func status(t *testing.T, root string) nodeexec.Status {
+	t.Helper()
+	var st nodeexec.Status
+	b, err := os.ReadFile(filepath.Join(root, nodeexec.StatusPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal(b, &st)
+	return st
+}
+
+// manyFiles is a write-heavy config: n files of size bytes under /etc/many/.
+func manyFiles(name string, n, size int, fill string) *model.Rendered {
+	r := &model.Rendered{Name: name}
+	for i := 0; i < n; i++ {
+		r.Files = append(r.Files, model.File{Path: fmt.Sprintf("/etc/many/f%04d.conf", i), Mode: 0o644,
+			Contents: bytes.Repeat([]byte(fill), size/len(fill)),
+			OnChange: []model.Policy{{Kind: model.PolicyNone}}})
+	}
+	return r
+}
+
+// TestAgentKilledMidApplyLeavesNoTornFile kills a real `mcp agent` with SIGKILL at many
+// points of a write-heavy update: every managed file is always entirely its old or its
+// new content, and a re-run converges.
+func TestAgentKilledMidApplyLeavesNoTornFile(t *testing.T) {
+	bin := mcpBinary(t)
+	const n, size = 1000, 4096
+	old, next := manyFiles("rendered-w-old", n, size, "old-"), manyFiles("rendered-w-new", n, size, "NEW!")
+	url := serveRendered(t, old, next)
+	root, bootID := scratchRoot(t)
+	agent := func(desired string) *exec.Cmd {
+		return exec.Command(bin, "agent", "-once", "-host=record", "-root", root, "-server", url,
+			"-desired", desired, "-boot-id-file", bootID)
+	}
+	if out, err := agent(old.Name).CombinedOutput(); err != nil {
+		t.Fatalf("first apply: %v\n%s", err, out)
+	}
+	// How long one whole update takes here, so the kills can land inside it.
+	probe := t.TempDir()
+	os.CopyFS(probe, os.DirFS(root))
+	start := time.Now()
+	probeCmd := exec.Command(bin, "agent", "-once", "-host=record", "-root", probe, "-server", url,
+		"-desired", next.Name, "-boot-id-file", bootID)
+	if out, err := probeCmd.CombinedOutput(); err != nil {
+		t.Fatalf("probe update: %v\n%s", err, out)
+	}
+	whole := time.Since(start)
+	t.Logf("one whole update of %d files takes %v", n, whole)
+	rng := rand.New(rand.NewPCG(7, 7))
+	kills, midway := 0, 0
+	for i := 0; i < 15; i++ {
+		cmd := agent(next.Name)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rng.Int64N(int64(whole))))
+		if cmd.Process.Signal(syscall.SIGKILL) == nil {
+			kills++
+		}
+		cmd.Wait()
+		if fresh := checkNoTornFiles(t, root, n, size); fresh > 0 && fresh < n {
+			midway++
+		}
+	}
+	if midway == 0 {
+		t.Fatal("no kill landed in the middle of the update: the test proved nothing")
+	}
+	if out, err := agent(next.Name).CombinedOutput(); err != nil {
+		t.Fatalf("re-run after kills: %v\n%s", err, out)
+	}
+	for i := 0; i < n; i++ {
+		b, _ := os.ReadFile(filepath.Join(root, fmt.Sprintf("etc/many/f%04d.conf", i)))
+		if !bytes.Equal(b, next.Files[i].Contents) {
+			t.Fatalf("f%04d not converged after re-run", i)
+		}
+	}
+	ents, _ := os.ReadDir(filepath.Join(root, "etc/many"))
+	if len(ents) != n {
+		t.Errorf("%d entries in /etc/many, want %d (temporary files left?)", len(ents), n)
+	}
+	if st := status(t, root); st.State != model.StateDone || st.Current != next.Name {
+		t.Errorf("status after re-run: %+v", st)
+	}
+	t.Logf("%d kills, %d in the middle of writing; no torn file", kills, midway)
+}
+
+// checkNoTornFiles fails on a file that is neither entirely old nor entirely new; it
+// returns how many are new.
+func checkNoTornFiles(t *testing.T, root string, n, size int) int {
+	t.Helper()
+	fresh := 0
+	for i := 0; i < n; i++ {
+		b, err := os.ReadFile(filepath.Join(root, fmt.Sprintf("etc/many/f%04d.conf", i)))
+		if err != nil {
+			t.Fatalf("f%04d: %v", i, err)
+		}
+		if len(b) != size || !(bytes.Equal(b, bytes.Repeat([]byte("old-"), size/4)) || bytes.Equal(b, bytes.Repeat([]byte("NEW!"), size/4))) {
+			t.Fatalf("f%04d is torn: %d bytes, starts %q", i, len(b), b[:min(len(b), 16)])
+		}
+		if b[0] == 'N' {
+			fresh++
+		}
+	}
+	return fresh
+}
+
+// TestAgentRebootProtocol: an update that needs a reboot records it as pending and asks
+// the host to reboot; killed (the machine going down) and started again with a new boot
+// id, the agent verifies the disk and reports Done on the new config.
+func TestAgentRebootProtocol(t *testing.T) {
+	bin := mcpBinary(t)
+	target := &model.Rendered{Name: "rendered-w-kargs", KernelArgs: []string{"nosmt"},
+		Files: []model.File{{Path: "/etc/sysctl.d/90-mcp.conf", Mode: 0o644, Contents: []byte("vm.swappiness=10\n")}}}
+	url := serveRendered(t, target)
+	root, bootID := scratchRoot(t)
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, "agent", "-once", "-host=record", "-root", root, "-server", url, "-desired", target.Name,
+		"-boot-id-file", bootID, "-reboot-wait=1m")
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(logs.String(), `"call":"reboot"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent never asked for a reboot:\n%s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(root, nodeexec.PendingPath)); err != nil {
+		t.Fatalf("no pending record before the reboot: %v", err)
+	}
+	if !strings.Contains(logs.String(), `"call":"kargs +nosmt -"`) {
+		t.Errorf("kernel arguments not set before the reboot:\n%s", logs.String())
+	}
+	cmd.Process.Signal(syscall.SIGKILL) // the machine goes down
+	cmd.Wait()
+	os.WriteFile(bootID, []byte("boot-2\n"), 0o644)
+	if out, err := exec.Command(bin, "agent", "-once", "-host=record", "-root", root, "-server", url,
+		"-desired", target.Name, "-boot-id-file", bootID).CombinedOutput(); err != nil {
+		t.Fatalf("agent after boot: %v\n%s", err, out)
+	}
+	if st := status(t, root); st.State != model.StateDone || st.Current != target.Name {
+		t.Errorf("status after boot: %+v", st)
+	}
+	if _, err := os.Stat(filepath.Join(root, nodeexec.PendingPath)); !os.IsNotExist(err) {
+		t.Errorf("pending record left after boot: %v", err)
+	}
+	// Started again in the same boot with a pending record, it reports the reboot missing.
+	root2, bootID2 := scratchRoot(t)
+	cmd = exec.Command(bin, "agent", "-once", "-host=record", "-root", root2, "-server", url, "-desired", target.Name,
+		"-boot-id-file", bootID2, "-reboot-wait=200ms")
+	out, err := cmd.CombinedOutput()
+	if err == nil || status(t, root2).State != model.StateDegraded || !strings.Contains(status(t, root2).Reason, "did not go down") {
+		t.Errorf("a reboot that never happens: err %v, status %+v\n%s", err, status(t, root2), out)
+	}
+}

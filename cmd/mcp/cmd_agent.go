@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mcpfleet/mcp/nodeexec"
+	"github.com/mcpfleet/mcp/nodeexec/systemdhost"
+)
+
+// agent runs the node executor on this machine (see docs/agent.md).
+func (c *cli) agent(args []string) int {
+	fs := c.newFlags("agent")
+	root := fs.String("root", "/", "the node's filesystem root")
+	server := fs.String("server", "", "boot server base URL; rendered configs are fetched from SERVER/rendered/NAME")
+	desired := fs.String("desired", "", "rendered config to move to (default: the name in ROOT/"+nodeexec.DesiredPath+")")
+	once := fs.Bool("once", false, "reconcile once and exit (non-zero when the node is Degraded)")
+	interval := fs.Duration("interval", 30*time.Second, "time between reconciles when not -once")
+	listen := fs.String("listen", "", "serve /healthz and /metrics on this address (e.g. :9101)")
+	hostKind := fs.String("host", "systemd", "how units and the OS are driven: systemd (D-Bus, rpm-ostree) or record (log only)")
+	allow := fs.String("allow", strings.Join(nodeexec.DefaultAllowed, ","), "path prefixes the agent may write")
+	bootID := fs.String("boot-id-file", "/proc/sys/kernel/random/boot_id", "where the running boot's id is read")
+	rebootWait := fs.Duration("reboot-wait", 10*time.Minute, "after asking for a reboot, report Degraded if the machine is still up this long")
+	if _, err := parse(fs, args); err != nil {
+		return 1
+	}
+	log := slog.New(slog.NewJSONHandler(c.stderr, nil))
+	host, closeHost, err := newHost(c.ctx, *hostKind, log)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	defer closeHost()
+	s := nodeexec.NewStandalone(*root, *server, host)
+	s.Desired, s.BootIDPath, s.Log, s.Agent.RebootWait = *desired, *bootID, log, *rebootWait
+	s.Agent.Exec.Allowed = strings.Split(*allow, ",")
+	m := newAgentMetrics()
+	if *listen != "" {
+		stop, err := serveAgentHTTP(*listen, m.reg, log)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		defer stop()
+	}
+	for {
+		st, err := s.Reconcile(c.ctx)
+		m.observe(st, err)
+		if err != nil {
+			log.Error("reconcile", "err", err.Error())
+		}
+		if *once {
+			if err != nil || st.State == "Degraded" {
+				return 1
+			}
+			return 0
+		}
+		select {
+		case <-c.ctx.Done():
+			return 0
+		case <-time.After(*interval):
+		}
+	}
+}
+
+func newHost(ctx context.Context, kind string, log *slog.Logger) (nodeexec.Host, func(), error) {
+	switch kind {
+	case "systemd":
+		h, err := systemdhost.New(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return h, h.Close, nil
+	case "record":
+		return &nodeexec.RecordingHost{OnCall: func(call string) error {
+			log.Info("host", "call", call)
+			return nil
+		}}, func() {}, nil
+	}
+	return nil, nil, fmt.Errorf("-host %q: want systemd or record", kind)
+}
+
+type agentMetrics struct {
+	reg        *prometheus.Registry
+	reconciles *prometheus.CounterVec
+	degraded   prometheus.Gauge
+	drift      prometheus.Gauge
+}
+
+func newAgentMetrics() *agentMetrics {
+	m := &agentMetrics{reg: prometheus.NewRegistry(),
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_agent_reconciles_total",
+			Help: "Reconcile passes by result."}, []string{"result"}),
+		degraded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcp_agent_degraded", Help: "1 when the node is Degraded."}),
+		drift:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcp_agent_drifted_paths", Help: "Managed paths that differ from the current config."}),
+	}
+	m.reg.MustRegister(m.reconciles, m.degraded, m.drift)
+	return m
+}
+
+func (m *agentMetrics) observe(st nodeexec.Status, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.reconciles.WithLabelValues(result).Inc()
+	m.degraded.Set(map[bool]float64{true: 1, false: 0}[st.State == "Degraded"])
+	m.drift.Set(float64(len(st.Drift)))
+}
+
+func serveAgentHTTP(addr string, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-listen: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http", "err", err.Error())
+		}
+	}()
+	return func() { srv.Close() }, nil
+}
