@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/nodeexec/systemdhost"
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/planner/model"
 )
 
 // systemdManager is a real systemd manager running for one test, contained in a cgroup of
@@ -28,7 +32,7 @@ type systemdManager struct {
 
 // startSystemd starts the manager, or skips the test with the reason when this machine
 // cannot contain one safely.
-func startSystemd(t *testing.T) *systemdManager {
+func startSystemd(t *testing.T, env ...string) *systemdManager {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPING real-systemd test: needs root to create cgroups")
@@ -44,6 +48,7 @@ func startSystemd(t *testing.T) *systemdManager {
 	cmd := exec.Command("bash", "testdata/systemd-manager.sh", name, base)
 	cmd.Stderr = &stderr
 	cmd.Stdout = &stderr
+	cmd.Env = append(os.Environ(), env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -170,3 +175,71 @@ func TestSystemdHostAgainstRealManager(t *testing.T) {
 		t.Fatalf("restart of a failing unit: %v, want an error naming it as failed", failErr)
 	}
 }
+
+// TestExecutorWithRealSystemd runs the node agent's update — unit written through os.Root,
+// daemon-reload, enable, restart — against a real systemd manager reading units from the
+// node root, and shows a failing unit reported as failed and rolled back.
+func TestExecutorWithRealSystemd(t *testing.T) {
+	root := t.TempDir()
+	unitDir := filepath.Join(root, "etc/systemd/system")
+	os.MkdirAll(unitDir, 0o755)
+	m := startSystemd(t, "SYSTEMD_UNIT_PATH="+unitDir+":")
+	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", m.Bus)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	h, err := systemdhost.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	marker := filepath.Join(m.Base, "ran")
+	yes := true
+	good := &model.Rendered{Name: "rendered-w-1", Units: []model.Unit{{Name: "mcp-web.service", Enabled: &yes,
+		Contents: "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/sh -c 'echo run >> " + marker + "'\n[Install]\nWantedBy=default.target\n",
+		Dropins:  []model.Dropin{{Name: "10-env.conf", Contents: "[Service]\nEnvironment=MODE=test\n"}},
+		OnChange: []model.Policy{{Kind: model.PolicyRestart, Unit: "mcp-web.service"}}}}}
+	a := &nodeexec.Agent{Exec: &nodeexec.Executor{Root: root, Host: h}, State: &memState{}, RebootWait: time.Second}
+	steps := planner.Steps(nil, good)
+	var done []string
+	if err := a.Update(ctx, nil, good, steps, func(s model.Step) { done = append(done, s.Key()) }); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	if want := []string{"write mcp-web.service", "daemon-reload", "restart mcp-web.service"}; strings.Join(done, ",") != strings.Join(want, ",") {
+		t.Errorf("steps done %v, want %v", done, want)
+	}
+	p, err := h.Conn.GetUnitPropertyContext(ctx, "mcp-web.service", "ActiveState")
+	if err != nil || p.Value.Value() != "active" {
+		t.Errorf("mcp-web.service: %v %v, want active", p, err)
+	}
+	if env, err := h.Conn.GetServicePropertyContext(ctx, "mcp-web.service", "Environment"); err != nil || !strings.Contains(fmt.Sprint(env.Value.Value()), "MODE=test") {
+		t.Errorf("drop-in not in effect: %v %v", env, err)
+	}
+	if _, err := os.Lstat(filepath.Join(m.UnitDir, "default.target.wants/mcp-web.service")); err != nil {
+		t.Errorf("not enabled: %v", err)
+	}
+
+	// The next config's unit fails to start: reported as failed, and the disk rolled back.
+	bad := &model.Rendered{Name: "rendered-w-2", Units: []model.Unit{{Name: "mcp-web.service", Enabled: &yes,
+		Contents: "[Service]\nType=oneshot\nExecStart=/bin/false\n[Install]\nWantedBy=default.target\n",
+		Dropins:  good.Units[0].Dropins, OnChange: good.Units[0].OnChange}}}
+	st := &memState{}
+	a.State = st
+	err = a.Update(ctx, good, bad, planner.Steps(good, bad), func(model.Step) {})
+	if err == nil || !strings.Contains(err.Error(), "mcp-web.service") || !strings.Contains(err.Error(), "rolled back to rendered-w-1") {
+		t.Fatalf("failing unit: %v, want its failure and a rollback", err)
+	}
+	if st.state != model.StateDegraded {
+		t.Errorf("state %q, want Degraded", st.state)
+	}
+	if b, _ := os.ReadFile(filepath.Join(unitDir, "mcp-web.service")); string(b) != good.Units[0].Contents {
+		t.Errorf("unit file not rolled back: %q", b)
+	}
+}
+
+// memState is a NodeState in memory.
+type memState struct{ state, current, reason string }
+
+func (m *memState) Working(string) error    { m.state = model.StateWorking; return nil }
+func (m *memState) Done(c string) error     { m.state, m.current = model.StateDone, c; return nil }
+func (m *memState) Degraded(r string) error { m.state, m.reason = model.StateDegraded, r; return nil }
+func (m *memState) BootID() (string, error) { return "boot", nil }

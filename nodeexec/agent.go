@@ -64,6 +64,7 @@ func (a *Agent) Update(ctx context.Context, from, target *model.Rendered, steps 
 	if err := a.Exec.CheckBeforeUpdate(from, steps); err != nil {
 		return a.degrade(err)
 	}
+	a.Exec.Begin()
 	for i, s := range steps {
 		if !s.Kind.OnNode() {
 			return a.degrade(fmt.Errorf("%s is not a node step", s))

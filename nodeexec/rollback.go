@@ -26,7 +26,10 @@ type enableUndo struct {
 	enabled bool // what it was set to
 }
 
-// save records rel's state before its first change in this executor's life, so that
+// Begin starts a new update: Rollback will restore the state as it is now.
+func (e *Executor) Begin() { e.undo, e.saved, e.enabled = nil, nil, nil }
+
+// save records rel's state before its first change since Begin, so that
 // Rollback can restore it exactly (content, mode, owner, or absence).
 func (e *Executor) save(r *os.Root, rel string) error {
 	if e.saved == nil {
