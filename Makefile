@@ -6,7 +6,7 @@ MCP     := $(BIN)/mcp
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X github.com/mcpfleet/mcp/engine.Version=$(VERSION)
 
-.PHONY: all build test test-unit vet demo bench clean
+.PHONY: all build test vet demo bench bench-plan bench-agent clean
 
 all: build
 
@@ -23,9 +23,16 @@ test: vet
 demo: build
 	MCP=$(MCP) bash scripts/demo.sh
 
-# Benchmarks: mcp plan on a generated 10,000-node fleet; results go to docs/benchmarks.md.
-bench: build
+# Benchmarks; results go to docs/benchmarks.md with the machine described.
+bench: bench-plan bench-agent
+
+# mcp plan on a generated 10,000-node fleet.
+bench-plan: build
 	MCP=$(MCP) $(GO) run ./scripts/benchplan -out docs/benchmarks.md
+
+# The node agent: drift check against sha256sum, idle RSS.
+bench-agent: build
+	MCP=$(MCP) $(GO) run ./scripts/benchagent -out docs/benchmarks.md
 
 clean:
 	rm -rf $(BIN) .demo

@@ -11,13 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/scripts/internal/benchdoc"
 )
 
 func main() {
@@ -85,7 +85,7 @@ func main() {
 	fmt.Fprintf(&b, "| wall time, median of %d | %v | ≤ 1 s (%s) |\n", *runs, med.Round(time.Millisecond), verdict(med <= time.Second))
 	fmt.Fprintf(&b, "| wall time, worst | %v | |\n", worst.Round(time.Millisecond))
 	fmt.Fprintf(&b, "| peak RSS, worst run | %.1f MB | ≤ 300 MB (%s) |\n\n", float64(peak)/1024, verdict(peak <= 300*1024))
-	if err := writeSection(*out, "plan", b.String()); err != nil {
+	if err := benchdoc.WriteSection(*out, "plan", b.String()); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -120,61 +120,3 @@ func generate(dir string, nodes, pools, configs int) error {
 	return os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(h.String()), 0o644)
 }
 
-// writeSection replaces (or appends) the section between the markers for name in the
-// markdown file, so that each benchmark keeps its own part of docs/benchmarks.md.
-func writeSection(path, name, body string) error {
-	begin, end := "<!-- bench:"+name+" -->", "<!-- /bench:"+name+" -->"
-	old, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	doc := string(old)
-	if doc == "" {
-		doc = "# Benchmarks\n\nRun with `make bench`. Each section is rewritten by its benchmark.\n\n" + machine() + "\n"
-	} else {
-		doc = replaceMachine(doc)
-	}
-	section := begin + "\n" + body + end
-	if i, j := strings.Index(doc, begin), strings.Index(doc, end); i >= 0 && j > i {
-		doc = doc[:i] + section + doc[j+len(end):]
-	} else {
-		doc += "\n" + section + "\n"
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(path, []byte(doc), 0o644)
-}
-
-const machineBegin, machineEnd = "<!-- machine -->", "<!-- /machine -->"
-
-func replaceMachine(doc string) string {
-	i, j := strings.Index(doc, machineBegin), strings.Index(doc, machineEnd)
-	if i < 0 || j < i {
-		return doc
-	}
-	return doc[:i] + machine() + doc[j+len(machineEnd):]
-}
-
-func machine() string {
-	cpu := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
-				cpu = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	mem := ""
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
-		if len(f) >= 2 {
-			var kb int64
-			fmt.Sscan(f[1], &kb)
-			mem = fmt.Sprintf(", %.0f GiB memory", float64(kb)/1024/1024)
-		}
-	}
-	return fmt.Sprintf("%s\nMachine: %d cores (%s)%s, %s/%s, %s.\n%s",
-		machineBegin, runtime.NumCPU(), cpu, mem, runtime.GOOS, runtime.GOARCH, runtime.Version(), machineEnd)
-}

@@ -1,0 +1,70 @@
+// Package benchdoc writes benchmark results into sections of docs/benchmarks.md, each
+// benchmark owning the part between its markers, with the machine described at the top.
+package benchdoc
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// WriteSection replaces (or appends) the section between the markers for name in the
+// markdown file, so that each benchmark keeps its own part of docs/benchmarks.md.
+func WriteSection(path, name, body string) error {
+	begin, end := "<!-- bench:"+name+" -->", "<!-- /bench:"+name+" -->"
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	doc := string(old)
+	if doc == "" {
+		doc = "# Benchmarks\n\nRun with `make bench`. Each section is rewritten by its benchmark.\n\n" + machine() + "\n"
+	} else {
+		doc = replaceMachine(doc)
+	}
+	section := begin + "\n" + body + end
+	if i, j := strings.Index(doc, begin), strings.Index(doc, end); i >= 0 && j > i {
+		doc = doc[:i] + section + doc[j+len(end):]
+	} else {
+		doc += "\n" + section + "\n"
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(doc), 0o644)
+}
+
+const machineBegin, machineEnd = "<!-- machine -->", "<!-- /machine -->"
+
+func replaceMachine(doc string) string {
+	i, j := strings.Index(doc, machineBegin), strings.Index(doc, machineEnd)
+	if i < 0 || j < i {
+		return doc
+	}
+	return doc[:i] + machine() + doc[j+len(machineEnd):]
+}
+
+func machine() string {
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
+		if len(f) >= 2 {
+			var kb int64
+			fmt.Sscan(f[1], &kb)
+			mem = fmt.Sprintf(", %.0f GiB memory", float64(kb)/1024/1024)
+		}
+	}
+	return fmt.Sprintf("%s\nMachine: %d cores (%s)%s, %s/%s, %s.\n%s",
+		machineBegin, runtime.NumCPU(), cpu, mem, runtime.GOOS, runtime.GOARCH, runtime.Version(), machineEnd)
+}
