@@ -119,4 +119,3 @@ func generate(dir string, nodes, pools, configs int) error {
 	}
 	return os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(h.String()), 0o644)
 }
-
