@@ -6,7 +6,7 @@ MCP     := $(BIN)/mcp
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X github.com/mcpfleet/mcp/engine.Version=$(VERSION)
 
-.PHONY: all build test vet demo bench bench-plan bench-agent clean
+.PHONY: all build test vet bin/ignition demo bench bench-plan bench-agent clean
 
 all: build
 
@@ -16,8 +16,12 @@ build:
 vet:
 	$(GO) vet ./...
 
-test: vet
+# The acceptance tests run the real Ignition client: built once from the module proxy.
+test: vet bin/ignition
 	$(GO) test -count=1 ./...
+
+bin/ignition:
+	bash scripts/build-ignition.sh
 
 # The main job: plan and apply the quickstart on the embedded local fleet, no cluster.
 demo: build

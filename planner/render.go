@@ -134,6 +134,11 @@ func ignitionJSON(r *model.Rendered) ([]byte, error) {
 	var c types.Config
 	c.Ignition.Version = r.IgnitionVersion
 	t := true
+	// A node booting with this config gets its kernel arguments from Ignition's kargs stage
+	// (spec 3.3+), so it comes up with them instead of needing a second reboot.
+	for _, k := range r.KernelArgs {
+		c.KernelArguments.ShouldExist = append(c.KernelArguments.ShouldExist, types.KernelArgument(k))
+	}
 	for _, f := range r.Files {
 		src := dataURL(f.Contents)
 		mode := f.Mode
@@ -165,7 +170,46 @@ func ignitionJSON(r *model.Rendered) ([]byte, error) {
 		}
 		c.Systemd.Units = append(c.Systemd.Units, unit)
 	}
-	return json.Marshal(c)
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	// Ignition's types marshal every section, empty or not; an empty section is noise to a
+	// reader and an "unused key" to an older spec's parser, so drop them.
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	return json.Marshal(prune(doc))
+}
+
+// prune removes empty objects and arrays, recursively.
+func prune(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			if p := prune(e); p == nil {
+				delete(t, k)
+			} else {
+				t[k] = p
+			}
+		}
+		if len(t) == 0 {
+			return nil
+		}
+	case []any:
+		for i := range t {
+			if p := prune(t[i]); p != nil {
+				t[i] = p
+			} else {
+				t[i] = map[string]any{}
+			}
+		}
+		if len(t) == 0 {
+			return nil
+		}
+	}
+	return v
 }
 
 // dataURL encodes contents as an RFC 2397 data URL: percent-encoded when it is text,

@@ -71,6 +71,8 @@ func init() {
 		{"apply", "Carry out a plan (a saved one, or a fresh one after approval)", (*cli).apply},
 		{"show", "Show a saved plan, or a pool's rendered config", (*cli).show},
 		{"fleet", "Create or change a local fleet (init, set, list)", (*cli).fleet},
+		{"serve", "Serve Ignition configs to booting nodes and agents (see docs/boot-server.md)", (*cli).serve},
+		{"pointer", "Print the Ignition pointer config that makes a node boot from mcp serve", (*cli).pointer},
 		{"agent", "Run the node executor on this node (see docs/agent.md)", (*cli).agent},
 		{"force-unlock", "Release a state lock whose holder is gone", (*cli).forceUnlock},
 		{"version", "Print mcp's version", (*cli).version},

@@ -1,0 +1,172 @@
+package acceptance
+
+import (
+	"bufio"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// ignitionClient is the real, unmodified Ignition client built by `make bin/ignition`.
+func ignitionClient(t *testing.T) string {
+	t.Helper()
+	p, _ := filepath.Abs("../bin/ignition-client/ignition")
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("MCP_SKIP_IGNITION") == "1" {
+			t.Skip("MCP_SKIP_IGNITION=1: not running the real Ignition client")
+		}
+		t.Fatalf("the real Ignition client is not built (%v): run `make bin/ignition` (make test does)", err)
+	}
+	return p
+}
+
+// startServe runs the real `mcp serve` on a free loopback port and returns its base URL.
+func startServe(t *testing.T, dir string) string {
+	t.Helper()
+	cmd := exec.Command(mcpBinary(t), "serve", "-listen", "127.0.0.1:0", "-poll", "50ms")
+	cmd.Dir = dir
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var line struct{ Msg, URL string }
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
+				urls <- line.URL
+			}
+		}
+	}()
+	select {
+	case u := <-urls:
+		return u
+	case <-time.After(15 * time.Second):
+		t.Fatal("mcp serve did not start listening")
+	}
+	return ""
+}
+
+// TestIgnitionBootsFromServe: the quickstart is applied, `mcp serve` follows its state, and
+// the real Ignition client — fetch and files stages, as on a first boot — writes a scratch
+// root from /config/worker. Every file and unit of the pool's rendered config is there,
+// with its content and mode.
+func TestIgnitionBootsFromServe(t *testing.T) {
+	ign := ignitionClient(t)
+	bin := mcpBinary(t)
+	dir := filepath.Join(t.TempDir(), "qs")
+	if err := os.CopyFS(dir, os.DirFS("../examples/quickstart")); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "main.hcl")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, regexp.MustCompile(`_duration = "[^"]*"`).ReplaceAll(b, []byte(`_duration = "0s"`)), 0o644)
+	os.WriteFile(filepath.Join(dir, "boot.hcl"), []byte(`config "80-boot" {
+  pools = ["worker"]
+  file "/etc/mcp/boot.conf" {
+    mode      = "0640"
+    content   = templatefile("chrony.conf.tpl", { server = "boot.example" })
+    on_change = ["none"]
+  }
+  unit "kubelet.service" {
+    dropin "20-mcp.conf" { contents = "[Service]\nEnvironment=MCP=1\n" }
+    on_change = ["none"]
+  }
+}
+`), 0o644)
+	if out, err := exec.Command(bin, "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput(); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	url := startServe(t, dir)
+
+	st, err := (&state.Local{Path: filepath.Join(dir, "mcp.state")}).Read(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := st.Rendered[st.Pointers["worker"]]
+	if r == nil {
+		t.Fatalf("no worker pointer in the state: %v", st.Pointers)
+	}
+
+	R := t.TempDir()
+	S := filepath.Join(R, "sysroot")
+	for _, d := range []string{"etc", "home", "root"} {
+		os.MkdirAll(filepath.Join(S, d), 0o755)
+	}
+	for _, d := range []string{"run", "etc", "usrlib"} {
+		os.MkdirAll(filepath.Join(R, "sys", d), 0o755)
+	}
+	for name, body := range map[string]string{"etc/passwd": "root:x:0:0:root:/root:/bin/sh\n", "etc/group": "root:x:0:\n",
+		"etc/shadow": "root:*:19000:0:99999:7:::\n", "etc/gshadow": "root:*::\n"} {
+		os.WriteFile(filepath.Join(S, name), []byte(body), 0o644)
+	}
+	os.WriteFile(filepath.Join(R, "cmdline"), []byte("ignition.firstboot ignition.platform.id=metal ignition.config.url="+url+"/config/worker\n"), 0o644)
+	env := append(os.Environ(), "IGNITION_KERNEL_CMDLINE_PATH="+filepath.Join(R, "cmdline"),
+		"IGNITION_SYSTEM_RUNTIME_CONFIG_DIR="+filepath.Join(R, "sys/run"),
+		"IGNITION_SYSTEM_LOCAL_CONFIG_DIR="+filepath.Join(R, "sys/etc"),
+		"IGNITION_SYSTEM_CONFIG_DIR="+filepath.Join(R, "sys/usrlib"))
+	common := []string{"--platform=metal", "--log-to-stdout", "--config-cache=" + filepath.Join(R, "ignition.json"),
+		"--state-file=" + filepath.Join(R, "state"), "--neednet=" + filepath.Join(R, "neednet")}
+	for _, stage := range [][]string{{"--stage=fetch", "--fetch-timeout=20s"}, {"--stage=files", "--root=" + S}} {
+		cmd := exec.Command(ign, append(stage, common...)...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("ignition %s: %v\n%s", stage[0], err, tail(out))
+		}
+	}
+	for _, f := range r.Files {
+		got, err := os.ReadFile(filepath.Join(S, f.Path))
+		if err != nil || string(got) != string(f.Contents) {
+			t.Errorf("%s: %v, content %q, want %q", f.Path, err, got, f.Contents)
+			continue
+		}
+		if st, _ := os.Stat(filepath.Join(S, f.Path)); st.Mode().Perm() != fs.FileMode(f.Mode) {
+			t.Errorf("%s: mode %o, want %o", f.Path, st.Mode().Perm(), f.Mode)
+		}
+	}
+	checkUnits(t, S, r.Units)
+	if len(r.Files) != 4 {
+		t.Errorf("the worker config has %d files, want 4", len(r.Files))
+	}
+}
+
+func checkUnits(t *testing.T, S string, units []model.Unit) {
+	t.Helper()
+	preset, _ := os.ReadFile(filepath.Join(S, "etc/systemd/system-preset/20-ignition.preset"))
+	for _, u := range units {
+		if u.Contents != "" {
+			if got, err := os.ReadFile(filepath.Join(S, "etc/systemd/system", u.Name)); err != nil || string(got) != u.Contents {
+				t.Errorf("unit %s: %v %q", u.Name, err, got)
+			}
+		}
+		for _, d := range u.Dropins {
+			if got, err := os.ReadFile(filepath.Join(S, "etc/systemd/system", u.Name+".d", d.Name)); err != nil || string(got) != d.Contents {
+				t.Errorf("drop-in %s/%s: %v %q", u.Name, d.Name, err, got)
+			}
+		}
+		if u.Enabled != nil && *u.Enabled && !strings.Contains(string(preset), "enable "+u.Name) {
+			t.Errorf("unit %s enabled, but the preset says %q", u.Name, preset)
+		}
+	}
+}
+
+func tail(b []byte) string {
+	s := string(b)
+	if len(s) > 4000 {
+		s = "…" + s[len(s)-4000:]
+	}
+	return s
+}
+

@@ -1,0 +1,296 @@
+package bootsrv
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v36 "github.com/coreos/ignition/v2/config/v3_6"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// rendered renders a pool's config through the real planner.
+func rendered(t testing.TB, pool, content string, kargs ...string) *model.Rendered {
+	t.Helper()
+	d := &model.Desired{Pools: []model.Pool{{Name: pool, KernelArgs: kargs}},
+		Configs: []model.Config{{Name: "10-x", Pools: []string{pool},
+			Files: []model.File{{Path: "/etc/motd", Mode: 0o644, Contents: []byte(content)}}}}}
+	out, diags := planner.Render(d)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return out[pool]
+}
+
+func serverWith(t testing.TB, rs ...*model.Rendered) *Server {
+	t.Helper()
+	ptr, byName := map[string]string{}, map[string]*model.Rendered{}
+	for _, r := range rs {
+		ptr[r.Pool], byName[r.Name] = r.Name, r
+	}
+	snap, err := Build(1, ptr, byName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(prometheus.NewRegistry())
+	s.Swap(snap)
+	return s
+}
+
+func get(s http.Handler, method, path string, hdr ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	return rec
+}
+
+const ign36 = "application/vnd.coreos.ignition+json;version=3.6.0, */*;q=0.1"
+
+func TestNegotiation(t *testing.T) {
+	plain := rendered(t, "worker", "hello\n")
+	kargs := rendered(t, "infra", "hi\n", "nosmt") // kernelArguments: spec 3.3 or newer
+	s := serverWith(t, plain, kargs)
+	tests := []struct {
+		name, pool, accept string
+		code               int
+		version            string // served spec, or a phrase of the 406 body
+	}{
+		{"ignition 2.27 asks 3.6", "worker", ign36, 200, "3.6.0"},
+		{"ignition 2.24 asks 3.5", "worker", "application/vnd.coreos.ignition+json;version=3.5.0, */*;q=0.1", 200, "3.5.0"},
+		{"old client asks 3.2, config fits", "worker", "application/vnd.coreos.ignition+json; version=3.2.0", 200, "3.2.0"},
+		{"old client asks 3.0", "worker", "application/vnd.coreos.ignition+json;version=3.0.0", 200, "3.0.0"},
+		{"newer spec than known is capped", "worker", "application/vnd.coreos.ignition+json;version=3.9.0", 200, "3.6.0"},
+		{"no version: rendered spec", "worker", "*/*", 200, "3.4.0"},
+		{"no header: rendered spec", "worker", "", 200, "3.4.0"},
+		{"kargs need 3.3, client has 3.2", "infra", "application/vnd.coreos.ignition+json;version=3.2.0", 406, "needs spec 3.3.0 or newer"},
+		{"kargs fit 3.3", "infra", "application/vnd.coreos.ignition+json;version=3.3.0", 200, "3.3.0"},
+		{"spec 2 client", "worker", "application/vnd.coreos.ignition+json;version=2.2.0", 406, "accepts only 2.2.0"},
+		{"q=0 refuses", "worker", "application/vnd.coreos.ignition+json;version=3.6.0;q=0", 406, "accepts neither"},
+		{"html only", "worker", "text/html", 406, "accepts neither"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := get(s, "GET", "/config/"+tt.pool, "Accept", tt.accept)
+			if rec.Code != tt.code {
+				t.Fatalf("code %d, want %d: %s", rec.Code, tt.code, rec.Body)
+			}
+			if tt.code == 406 {
+				if !strings.Contains(rec.Body.String(), tt.version) {
+					t.Errorf("406 body %q lacks %q", rec.Body, tt.version)
+				}
+				return
+			}
+			var doc struct{ Ignition struct{ Version string } }
+			json.Unmarshal(rec.Body.Bytes(), &doc)
+			if doc.Ignition.Version != tt.version || !strings.HasSuffix(rec.Header().Get("Content-Type"), "version="+tt.version) {
+				t.Errorf("served %s (%s), want %s", doc.Ignition.Version, rec.Header().Get("Content-Type"), tt.version)
+			}
+		})
+	}
+}
+
+func TestRoutesMethodsAndCaching(t *testing.T) {
+	r := rendered(t, "worker", "hello\n")
+	s := serverWith(t, r)
+	if rec := get(s, "GET", "/config/nope", "Accept", ign36); rec.Code != 404 || strings.Contains(rec.Body.String(), "worker") {
+		t.Errorf("unknown pool: %d %q", rec.Code, rec.Body)
+	}
+	if rec := get(s, "GET", "/rendered/rendered-x-0"); rec.Code != 404 {
+		t.Errorf("unknown rendered config: %d", rec.Code)
+	}
+	if rec := get(s, "POST", "/config/worker"); rec.Code != 405 || rec.Header().Get("Allow") != "GET, HEAD" {
+		t.Errorf("POST: %d %v", rec.Code, rec.Header())
+	}
+	head := get(s, "HEAD", "/config/worker", "Accept", ign36)
+	full := get(s, "GET", "/config/worker", "Accept", ign36)
+	if head.Code != 200 || head.Body.Len() != 0 || head.Header().Get("Content-Length") != fmt.Sprint(full.Body.Len()) {
+		t.Errorf("HEAD: %d, %d bytes, length %s (GET %d)", head.Code, head.Body.Len(), head.Header().Get("Content-Length"), full.Body.Len())
+	}
+	rec := get(s, "GET", "/rendered/"+r.Name)
+	var back model.Rendered
+	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &back) != nil || back.Name != r.Name ||
+		!strings.Contains(rec.Header().Get("Cache-Control"), "immutable") {
+		t.Fatalf("rendered: %d %v", rec.Code, rec.Header())
+	}
+	if again := get(s, "GET", "/rendered/"+r.Name, "If-None-Match", rec.Header().Get("ETag")); again.Code != 304 {
+		t.Errorf("If-None-Match: %d, want 304", again.Code)
+	}
+	if rec := get(s, "GET", "/readyz"); rec.Code != 200 {
+		t.Errorf("readyz: %d", rec.Code)
+	}
+	if rec := get(New(nil), "GET", "/readyz"); rec.Code != 503 {
+		t.Errorf("readyz before any config: %d", rec.Code)
+	}
+	if rec := get(s, "GET", "/metrics"); !strings.Contains(rec.Body.String(), `mcp_bootsrv_requests_total{code="404",endpoint="config",pool=""}`) {
+		t.Errorf("metrics:\n%s", rec.Body)
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	s := serverWith(t, rendered(t, "worker", "x"))
+	s.Token = "s3cret"
+	if rec := get(s, "GET", "/config/worker"); rec.Code != 401 {
+		t.Errorf("no token: %d", rec.Code)
+	}
+	if rec := get(s, "GET", "/config/worker", "Authorization", "Bearer wrong"); rec.Code != 401 {
+		t.Errorf("wrong token: %d", rec.Code)
+	}
+	if rec := get(s, "GET", "/config/worker", "Authorization", "Bearer s3cret"); rec.Code != 200 {
+		t.Errorf("right token: %d", rec.Code)
+	}
+	if rec := get(s, "GET", "/healthz"); rec.Code != 200 {
+		t.Errorf("healthz needs no token: %d", rec.Code)
+	}
+}
+
+func TestPointerConfigParses(t *testing.T) {
+	b, err := Pointer(PointerOptions{URL: "https://boot.example:8443/", Pool: "worker", Token: "t", CAPEM: []byte("-----BEGIN CERTIFICATE-----\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := v36.ParseCompatibleVersion(b)
+	if err != nil || *cfg.Ignition.Config.Merge[0].Source != "https://boot.example:8443/config/worker" ||
+		*cfg.Ignition.Config.Merge[0].HTTPHeaders[0].Value != "Bearer t" || len(cfg.Ignition.Security.TLS.CertificateAuthorities) != 1 {
+		t.Errorf("pointer: %v %s", err, b)
+	}
+}
+
+// TestHammerWhilePointersMove: clients fetch /config/worker while apply-like writers store
+// new rendered configs and move the pointer through the real local state backend; every
+// answer is a complete, valid config of one of the rendered configs.
+func TestHammerWhilePointersMove(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b := &state.Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
+	st := state.New()
+	versions := map[string]bool{}
+	var vmu sync.Mutex
+	publish := func(i int) {
+		r := rendered(t, "worker", fmt.Sprintf("version %d\n", i))
+		pc, err := preparePool(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vmu.Lock()
+		versions[string(pc.byMinor[4].data)] = true
+		vmu.Unlock()
+		st.Rendered[r.Name] = r
+		st.Pointers["worker"] = r.Name
+		st.Serial++
+		if err := b.Write(ctx, st); err != nil {
+			t.Error(err)
+		}
+	}
+	publish(0)
+	srv := New(nil)
+	snap, err := LocalSource{Backend: b}.Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Swap(snap)
+	go Follow(ctx, srv, LocalSource{Backend: b}, time.Millisecond, discardLog())
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+
+	var wg sync.WaitGroup
+	var requests, bad atomic.Int64
+	stop := make(chan struct{})
+	for c := 0; c < 4; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("GET", hs.URL+"/config/worker", nil)
+				req.Header.Set("Accept", "application/vnd.coreos.ignition+json;version=3.4.0")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					bad.Add(1)
+					continue
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				requests.Add(1)
+				vmu.Lock()
+				ok := resp.StatusCode == 200 && versions[string(body)]
+				vmu.Unlock()
+				if !ok {
+					bad.Add(1)
+					t.Errorf("bad answer during pointer moves: %d %q", resp.StatusCode, body)
+					return
+				}
+			}
+		}()
+	}
+	for i := 1; i <= 40; i++ {
+		publish(i)
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if bad.Load() != 0 || requests.Load() < 100 {
+		t.Errorf("%d requests, %d bad", requests.Load(), bad.Load())
+	}
+	for deadline := time.Now().Add(5 * time.Second); srv.Current().Serial != st.Serial && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := srv.Current().Serial; got != st.Serial {
+		t.Errorf("server at serial %d, state at %d", got, st.Serial)
+	}
+}
+
+func FuzzServePath(f *testing.F) {
+	s := serverWith(f, rendered(f, "worker", "x"))
+	for _, p := range []string{"/config/worker", "/config/", "/rendered/../config/worker", "/config/worker/../../x", "/%00", "//config//worker", "/metrics"} {
+		f.Add(p, ign36)
+	}
+	f.Fuzz(func(t *testing.T, path, accept string) {
+		if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \r\n\t") {
+			return
+		}
+		req := httptest.NewRequest("GET", "http://x/", nil)
+		req.URL.Path = path
+		req.Header.Set("Accept", accept)
+		rec := httptest.NewRecorder()
+		s.ServeHTTP(rec, req)
+		if rec.Code == 200 && strings.HasPrefix(path, "/config/") && path != "/config/worker" {
+			t.Errorf("%q served a config", path)
+		}
+	})
+}
+
+func FuzzAccept(f *testing.F) {
+	pc, err := preparePool(rendered(f, "infra", "x", "nosmt"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, a := range []string{ign36, "", "*/*", "application/vnd.coreos.ignition+json;version=3.2.0", "a/b;q=x;version=3.", ";;;,,,", "application/vnd.coreos.ignition+json;version=99999999999999999999.1.0"} {
+		f.Add(a)
+	}
+	f.Fuzz(func(t *testing.T, accept string) {
+		b, why := pc.negotiate(accept)
+		if (b == nil) == (why == "") {
+			t.Errorf("accept %q: body %v and reason %q", accept, b != nil, why)
+		}
+	})
+}

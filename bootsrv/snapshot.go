@@ -1,0 +1,144 @@
+// Package bootsrv is `mcp serve`: it serves each pool's Ignition config to booting nodes
+// (GET|HEAD /config/<pool>, with spec negotiation from the Accept header) and the immutable
+// rendered configs to agents (/rendered/<name>). Everything served is prepared ahead into an
+// immutable Snapshot that is swapped atomically when the state changes: nothing is rendered
+// or marshalled on the request path, and no request sees a half-updated config.
+package bootsrv
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	v30 "github.com/coreos/ignition/v2/config/v3_0"
+	v31 "github.com/coreos/ignition/v2/config/v3_1"
+	v32 "github.com/coreos/ignition/v2/config/v3_2"
+	v33 "github.com/coreos/ignition/v2/config/v3_3"
+	v34 "github.com/coreos/ignition/v2/config/v3_4"
+	v35 "github.com/coreos/ignition/v2/config/v3_5"
+	v36 "github.com/coreos/ignition/v2/config/v3_6"
+	"github.com/coreos/vcontext/report"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// specs are the Ignition specs the server can serve, newest first, with Ignition's own
+// parser for each.
+var specs = []struct {
+	minor int
+	parse func([]byte) (report.Report, error)
+}{
+	{6, func(b []byte) (report.Report, error) { _, r, err := v36.Parse(b); return r, err }},
+	{5, func(b []byte) (report.Report, error) { _, r, err := v35.Parse(b); return r, err }},
+	{4, func(b []byte) (report.Report, error) { _, r, err := v34.Parse(b); return r, err }},
+	{3, func(b []byte) (report.Report, error) { _, r, err := v33.Parse(b); return r, err }},
+	{2, func(b []byte) (report.Report, error) { _, r, err := v32.Parse(b); return r, err }},
+	{1, func(b []byte) (report.Report, error) { _, r, err := v31.Parse(b); return r, err }},
+	{0, func(b []byte) (report.Report, error) { _, r, err := v30.Parse(b); return r, err }},
+}
+
+// body is prepared bytes with their validators.
+type body struct {
+	data        []byte
+	etag        string
+	contentType string
+}
+
+func newBody(data []byte, contentType string) *body {
+	sum := sha256.Sum256(data)
+	return &body{data: data, etag: `"` + hex.EncodeToString(sum[:12]) + `"`, contentType: contentType}
+}
+
+// poolConfig is one pool's boot config in every spec that can express it.
+type poolConfig struct {
+	rendered string
+	native   int           // the minor version it was rendered in
+	byMinor  map[int]*body // 3.<minor> → bytes
+	// why says, for a spec that cannot express the config, what it lacks.
+	why map[int]string
+}
+
+// Snapshot is everything the server answers, prepared. It is never changed once built.
+type Snapshot struct {
+	Serial   int64
+	pools    map[string]*poolConfig
+	rendered map[string]*body
+}
+
+// Build prepares a snapshot from the pools' pointers and the rendered configs. A pointer
+// to a rendered config that is missing is an error: the store writes rendered configs
+// before pointers, so this means a damaged store, and the old snapshot stays in service.
+func Build(serial int64, pointers map[string]string, rendered map[string]*model.Rendered) (*Snapshot, error) {
+	s := &Snapshot{Serial: serial, pools: map[string]*poolConfig{}, rendered: map[string]*body{}}
+	for name, r := range rendered {
+		b, err := json.Marshal(r)
+		if err != nil {
+			return nil, fmt.Errorf("preparing rendered config %s: %w", name, err)
+		}
+		s.rendered[name] = newBody(b, "application/json")
+	}
+	for pool, name := range pointers {
+		r := rendered[name]
+		if r == nil {
+			return nil, fmt.Errorf("pool %s points at rendered config %s, which the store lacks", pool, name)
+		}
+		pc, err := preparePool(r)
+		if err != nil {
+			return nil, fmt.Errorf("pool %s: %w", pool, err)
+		}
+		s.pools[pool] = pc
+	}
+	return s, nil
+}
+
+// preparePool writes r's Ignition config in every 3.x spec whose parser takes it without
+// dropping anything (an "unused key" means the spec cannot express a field).
+func preparePool(r *model.Rendered) (*poolConfig, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(r.Ignition, &doc); err != nil {
+		return nil, fmt.Errorf("rendered config %s has no valid Ignition config: %w", r.Name, err)
+	}
+	ign, _ := doc["ignition"].(map[string]any)
+	if ign == nil {
+		return nil, fmt.Errorf("rendered config %s: Ignition config without an ignition section", r.Name)
+	}
+	pc := &poolConfig{rendered: r.Name, native: -1, byMinor: map[int]*body{}, why: map[int]string{}}
+	if v, _ := ign["version"].(string); strings.HasPrefix(v, "3.") {
+		fmt.Sscanf(v, "3.%d.0", &pc.native)
+	}
+	for _, sp := range specs {
+		version := fmt.Sprintf("3.%d.0", sp.minor)
+		ign["version"] = version
+		b, err := json.Marshal(doc)
+		if err != nil {
+			return nil, err
+		}
+		rpt, err := sp.parse(b)
+		if reason := inexpressible(rpt, err); reason != "" {
+			pc.why[sp.minor] = reason
+			continue
+		}
+		pc.byMinor[sp.minor] = newBody(b, "application/vnd.coreos.ignition+json;version="+version)
+	}
+	if len(pc.byMinor) == 0 {
+		return nil, fmt.Errorf("rendered config %s cannot be written in any Ignition spec 3.0–3.6: %s", r.Name, pc.why[6])
+	}
+	return pc, nil
+}
+
+func inexpressible(rpt report.Report, err error) string {
+	var why []string
+	for _, e := range rpt.Entries {
+		if e.Kind == report.Error || strings.Contains(e.Message, "unused key") {
+			why = append(why, fmt.Sprintf("%s: %s", e.Context.String(), e.Message))
+		}
+	}
+	if len(why) == 0 && err != nil {
+		why = append(why, err.Error())
+	}
+	slices.Sort(why)
+	return strings.Join(why, "; ")
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/mcpfleet/mcp/bootsrv"
+)
+
+// pointer prints the Ignition pointer config (user-data) for a pool.
+func (c *cli) pointer(args []string) int {
+	fs := c.newFlags("pointer")
+	url := fs.String("url", "", "the boot server's base URL, e.g. https://boot.example:8443")
+	ca := fs.String("ca", "", "PEM file of the CA the node must trust for the server")
+	token := fs.String("token-file", "", "file with the bearer token the node must send")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return 1
+	}
+	if len(pos) != 1 || *url == "" {
+		return c.errorf("usage: mcp pointer POOL -url URL [-ca FILE] [-token-file FILE]")
+	}
+	o := bootsrv.PointerOptions{URL: *url, Pool: pos[0]}
+	if *ca != "" {
+		if o.CAPEM, err = os.ReadFile(c.path(*ca)); err != nil {
+			return c.errorf("-ca: %v", err)
+		}
+	}
+	if *token != "" {
+		b, err := os.ReadFile(c.path(*token))
+		if err != nil {
+			return c.errorf("-token-file: %v", err)
+		}
+		o.Token = string(trimNL(b))
+	}
+	b, err := bootsrv.Pointer(o)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	fmt.Fprintln(c.stdout, string(b))
+	return 0
+}
+
+func trimNL(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
