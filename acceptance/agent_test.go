@@ -115,35 +115,61 @@ func TestAgentKilledMidApplyLeavesNoTornFile(t *testing.T) {
 	if out, err := agent(old.Name).CombinedOutput(); err != nil {
 		t.Fatalf("first apply: %v\n%s", err, out)
 	}
-	// How long one whole update takes here, so the kills can land inside it.
-	probe := t.TempDir()
-	os.CopyFS(probe, os.DirFS(root))
-	start := time.Now()
-	probeCmd := exec.Command(bin, "agent", "-once", "-host=record", "-root", probe, "-server", url,
-		"-desired", next.Name, "-boot-id-file", bootID)
-	if out, err := probeCmd.CombinedOutput(); err != nil {
-		t.Fatalf("probe update: %v\n%s", err, out)
+	// Each kill starts from the old content and lands once the agent has begun writing
+	// (f0000 is the first file it writes), at a random point of a window that shrinks
+	// whenever a kill comes after the update finished: the kills land mid-write on any
+	// machine, however its start-up and write times compare.
+	snapshot := t.TempDir()
+	if err := os.CopyFS(snapshot, os.DirFS(root)); err != nil {
+		t.Fatal(err)
 	}
-	whole := time.Since(start)
-	t.Logf("one whole update of %d files takes %v", n, whole)
+	first := filepath.Join(root, "etc/many/f0000.conf")
 	rng := rand.New(rand.NewPCG(7, 7))
+	window := 500 * time.Millisecond
 	kills, midway := 0, 0
 	for i := 0; i < 15; i++ {
+		if i > 0 {
+			os.RemoveAll(root)
+			if err := os.CopyFS(root, os.DirFS(snapshot)); err != nil {
+				t.Fatal(err)
+			}
+		}
 		cmd := agent(next.Name)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(rng.Int64N(int64(whole))))
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		began := false
+		for deadline := time.Now().Add(30 * time.Second); !began && time.Now().Before(deadline); {
+			select {
+			case <-exited:
+				t.Fatal("the agent finished before a kill could be aimed")
+			default:
+			}
+			if b, _ := os.ReadFile(first); len(b) > 0 && b[0] == 'N' {
+				began = true
+			} else {
+				time.Sleep(200 * time.Microsecond)
+			}
+		}
+		if !began {
+			t.Fatal("the agent never began writing")
+		}
+		time.Sleep(time.Duration(rng.Int64N(int64(window))))
 		if cmd.Process.Signal(syscall.SIGKILL) == nil {
 			kills++
 		}
-		cmd.Wait()
-		if fresh := checkNoTornFiles(t, root, n, size); fresh > 0 && fresh < n {
+		<-exited
+		switch fresh := checkNoTornFiles(t, root, n, size); {
+		case fresh == n:
+			window /= 2
+		case fresh > 0:
 			midway++
 		}
 	}
-	if midway == 0 {
-		t.Fatal("no kill landed in the middle of the update: the test proved nothing")
+	if midway < 5 {
+		t.Fatalf("only %d of 15 kills landed in the middle of the update: the test proved too little", midway)
 	}
 	if out, err := agent(next.Name).CombinedOutput(); err != nil {
 		t.Fatalf("re-run after kills: %v\n%s", err, out)
