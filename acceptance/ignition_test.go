@@ -169,4 +169,3 @@ func tail(b []byte) string {
 	}
 	return s
 }
-
