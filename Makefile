@@ -6,7 +6,7 @@ MCP     := $(BIN)/mcp
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X github.com/mcpfleet/mcp/engine.Version=$(VERSION)
 
-.PHONY: all build test vet bin/ignition demo bench bench-plan bench-agent clean
+.PHONY: all build test vet bin/ignition demo bench bench-plan bench-agent bench-serve clean
 
 all: build
 
@@ -28,7 +28,7 @@ demo: build
 	MCP=$(MCP) bash scripts/demo.sh
 
 # Benchmarks; results go to docs/benchmarks.md with the machine described.
-bench: bench-plan bench-agent
+bench: bench-plan bench-agent bench-serve
 
 # mcp plan on a generated 10,000-node fleet.
 bench-plan: build
@@ -40,3 +40,8 @@ bench-agent: build
 
 clean:
 	rm -rf $(BIN) .demo
+
+# The boot server against nginx with wrk, and a 1,000-connection boot storm (installs nginx
+# and wrk from Debian's packages when missing).
+bench-serve: build
+	MCP=$(MCP) $(GO) run ./scripts/benchserve -out docs/benchmarks.md

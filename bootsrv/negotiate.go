@@ -5,6 +5,8 @@ import (
 	"mime"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 const ignitionType = "application/vnd.coreos.ignition+json"
@@ -59,11 +61,36 @@ func parseAccept(h string) accepted {
 	return a
 }
 
+// acceptCache remembers parsed Accept headers: a fleet's clients send a handful of
+// distinct ones, and parsing was a tenth of the serving CPU in a boot storm. Past maxCached
+// distinct headers (a hostile client inventing them) it parses without remembering.
+var acceptCache acceptMemo
+
+const maxCached = 256
+
+type acceptMemo struct {
+	m sync.Map // string -> accepted
+	n atomic.Int32
+}
+
+func (c *acceptMemo) parse(h string) accepted {
+	if a, ok := c.m.Load(h); ok {
+		return a.(accepted)
+	}
+	a := parseAccept(h)
+	if c.n.Load() < maxCached {
+		if _, loaded := c.m.LoadOrStore(h, a); !loaded {
+			c.n.Add(1)
+		}
+	}
+	return a
+}
+
 // negotiate picks the body to serve for an Accept header, or says why none can be (406):
 // the highest spec the client accepts that can express the config; a client that names no
 // Ignition version gets the spec the config was rendered in.
 func (pc *poolConfig) negotiate(header string) (*body, string) {
-	a := parseAccept(header)
+	a := acceptCache.parse(header)
 	if a.maxMinor < 0 {
 		if a.anyIgn || a.wildcard {
 			if b := pc.byMinor[pc.native]; b != nil {

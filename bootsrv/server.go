@@ -1,23 +1,35 @@
 package bootsrv
 
 import (
-	"crypto/subtle"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
 )
 
-// Server answers from the current Snapshot.
+// Server answers from the current Snapshot. Serve is how mcp serve carries it (fasthttp:
+// every answer is a prepared byte slice, and this path must keep up with a static-file
+// server in a boot storm, docs/benchmarks.md); ServeHTTP carries the same answers for
+// embedding in a net/http server.
 type Server struct {
 	snap atomic.Pointer[Snapshot]
 	// Token, when set, is required as "Authorization: Bearer <token>" on /config and
 	// /rendered (an Ignition pointer config can send it).
 	Token string
-	m     *metrics
+	// Limits for Serve, so a slow or hostile client cannot hold the server; zero values
+	// take the defaults in brackets.
+	ReadTimeout    time.Duration // to read a whole request, headers included [15s]
+	IdleTimeout    time.Duration // a kept-alive connection waits for its next request [2m]
+	MaxHeaderBytes int           // larger request headers get 431 [16 KiB]
+	m              *metrics
 }
 
 // New returns a server that registers its metrics with reg (nil: none).
@@ -31,101 +43,114 @@ func (s *Server) Swap(snap *Snapshot) { s.snap.Store(snap) }
 // Current is the snapshot in service (nil before the first).
 func (s *Server) Current() *Snapshot { return s.snap.Load() }
 
+// ServeHTTP answers through net/http.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	endpoint, pool, code, n := s.serve(w, r)
-	s.m.observe(endpoint, pool, code, n, time.Since(start))
-}
-
-// serve routes a request and reports what it answered, for the metrics.
-func (s *Server) serve(w http.ResponseWriter, r *http.Request) (endpoint, pool string, code, n int) {
-	path := r.URL.Path
-	switch {
-	case path == "/healthz":
-		return "healthz", "", text(w, http.StatusOK, "ok\n"), 0
-	case path == "/readyz":
-		if s.snap.Load() == nil {
-			return "readyz", "", text(w, http.StatusServiceUnavailable, "no configuration loaded yet\n"), 0
-		}
-		return "readyz", "", text(w, http.StatusOK, "ok\n"), 0
-	case path == "/metrics":
+	if r.URL.Path == "/metrics" {
 		s.m.handler.ServeHTTP(w, r)
-		return "metrics", "", http.StatusOK, 0
+		s.m.observe("metrics", "", 200, 0, time.Since(start))
+		return
 	}
-	name, isConfig := strings.CutPrefix(path, "/config/")
-	if !isConfig {
-		var ok bool
-		if name, ok = strings.CutPrefix(path, "/rendered/"); !ok {
-			return "other", "", text(w, http.StatusNotFound, "not found\n"), 0
-		}
-	}
-	endpoint = "rendered"
-	if isConfig {
-		endpoint = "config"
-	}
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		return endpoint, "", text(w, http.StatusMethodNotAllowed, "method not allowed\n"), 0
-	}
-	if s.Token != "" && !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", "Bearer")
-		return endpoint, "", text(w, http.StatusUnauthorized, "unauthorized\n"), 0
-	}
-	snap := s.snap.Load()
-	if snap == nil {
-		return endpoint, "", text(w, http.StatusServiceUnavailable, "no configuration loaded yet\n"), 0
-	}
-	if !isConfig {
-		b := snap.rendered[name]
-		if b == nil {
-			return endpoint, "", text(w, http.StatusNotFound, "not found\n"), 0
-		}
-		// Rendered configs are named by their content: they never change.
-		w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
-		code, n = write(w, r, b)
-		return endpoint, "", code, n
-	}
-	pc := snap.pools[name]
-	if pc == nil {
-		return endpoint, "", text(w, http.StatusNotFound, "not found\n"), 0
-	}
-	b, why := pc.negotiate(r.Header.Get("Accept"))
-	if b == nil {
-		return endpoint, name, text(w, http.StatusNotAcceptable, why+"\n"), 0
-	}
-	// The pointer moves: caches must revalidate.
-	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("Vary", "Accept")
-	code, n = write(w, r, b)
-	return endpoint, name, code, n
-}
-
-func (s *Server) authorized(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) == 1
-}
-
-func write(w http.ResponseWriter, r *http.Request, b *body) (int, int) {
+	rp := s.answer(request{method: r.Method, path: r.URL.Path, accept: r.Header.Get("Accept"),
+		ifNoneMatch: r.Header.Get("If-None-Match"), authorization: r.Header.Get("Authorization")})
 	h := w.Header()
-	h.Set("Content-Type", b.contentType)
-	h.Set("ETag", b.etag)
-	if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, b.etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return http.StatusNotModified, 0
+	for _, kv := range rp.headers() {
+		h.Set(kv[0], kv[1])
 	}
-	h.Set("Content-Length", strconv.Itoa(len(b.data)))
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodHead {
-		return http.StatusOK, 0
+	if rp.code != http.StatusNotModified {
+		h.Set("Content-Length", strconv.Itoa(len(rp.body)))
 	}
-	n, _ := w.Write(b.data)
-	return http.StatusOK, n
+	w.WriteHeader(rp.code)
+	n := 0
+	if r.Method != http.MethodHead {
+		n, _ = w.Write(rp.body)
+	}
+	s.m.observe(rp.endpoint, rp.pool, rp.code, n, time.Since(start))
 }
 
-func text(w http.ResponseWriter, code int, msg string) int {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	w.Write([]byte(msg))
-	return code
+// headers are the reply's response headers but Content-Length, which each transport sets.
+func (rp *reply) headers() [][2]string {
+	out := make([][2]string, 0, 6)
+	add := func(k, v string) {
+		if v != "" {
+			out = append(out, [2]string{k, v})
+		}
+	}
+	add("Content-Type", rp.contentType)
+	add("ETag", rp.etag)
+	add("Cache-Control", rp.cacheControl)
+	add("Vary", rp.vary)
+	add("Allow", rp.allow)
+	add("WWW-Authenticate", rp.authenticate)
+	if rp.nosniff {
+		add("X-Content-Type-Options", "nosniff")
+	}
+	return out
+}
+
+// FastHandler answers through fasthttp.
+func (s *Server) FastHandler() fasthttp.RequestHandler {
+	metricsHandler := fasthttpadaptor.NewFastHTTPHandler(s.m.handler)
+	return func(ctx *fasthttp.RequestCtx) {
+		start := time.Now()
+		path := string(ctx.Path())
+		if path == "/metrics" {
+			metricsHandler(ctx)
+			s.m.observe("metrics", "", 200, 0, time.Since(start))
+			return
+		}
+		h := &ctx.Request.Header
+		rp := s.answer(request{method: string(h.Method()), path: path, accept: string(h.Peek("Accept")),
+			ifNoneMatch: string(h.Peek("If-None-Match")), authorization: string(h.Peek("Authorization"))})
+		for _, kv := range rp.headers() {
+			ctx.Response.Header.Set(kv[0], kv[1])
+		}
+		ctx.SetStatusCode(rp.code)
+		ctx.Response.SetBodyRaw(rp.body) // the snapshot's bytes are never written to
+		n := len(rp.body)
+		if ctx.IsHead() || rp.code == http.StatusNotModified {
+			n = 0
+		}
+		s.m.observe(rp.endpoint, rp.pool, rp.code, n, time.Since(start))
+	}
+}
+
+// Serve answers on ln until ctx ends, then closes open connections within 5 seconds.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, log *slog.Logger) error {
+	fs := &fasthttp.Server{
+		Handler:               s.FastHandler(),
+		NoDefaultServerHeader: true,
+		ReadTimeout:           or(s.ReadTimeout, 15*time.Second),
+		WriteTimeout:          60 * time.Second,
+		IdleTimeout:           or(s.IdleTimeout, 2*time.Minute),
+		ReadBufferSize:        or(s.MaxHeaderBytes, 16<<10),
+		CloseOnShutdown:       true,
+		Logger:                printfLogger{log},
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			fs.ShutdownWithContext(sctx)
+		case <-done:
+		}
+	}()
+	return fs.Serve(ln)
+}
+
+type printfLogger struct{ log *slog.Logger }
+
+func (l printfLogger) Printf(format string, args ...any) {
+	l.log.Warn("http", "error", fmt.Sprintf(format, args...))
+}
+
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
 }

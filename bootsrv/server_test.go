@@ -1,10 +1,12 @@
 package bootsrv
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -50,14 +52,72 @@ func serverWith(t testing.TB, rs ...*model.Rendered) *Server {
 	return s
 }
 
-func get(s http.Handler, method, path string, hdr ...string) *httptest.ResponseRecorder {
+// get answers a request through ServeHTTP and, over loopback, through the fasthttp server
+// mcp serve runs; the two must give the same status, headers and body.
+func get(t testing.TB, s *Server, method, path string, hdr ...string) *httptest.ResponseRecorder {
+	t.Helper()
 	req := httptest.NewRequest(method, path, nil)
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	rec := httptest.NewRecorder()
 	s.ServeHTTP(rec, req)
+	if path == "/metrics" {
+		return rec
+	}
+	wreq, _ := http.NewRequest(method, wire(t, s)+path, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		wreq.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(wreq)
+	if err != nil {
+		t.Fatalf("%s %s over the wire: %v", method, path, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != rec.Code || !bytes.Equal(body, rec.Body.Bytes()) {
+		t.Errorf("%s %s: ServeHTTP %d %q, fasthttp %d %q", method, path, rec.Code, rec.Body, resp.StatusCode, body)
+	}
+	for _, k := range []string{"Content-Type", "Content-Length", "ETag", "Cache-Control", "Vary", "Allow", "WWW-Authenticate", "X-Content-Type-Options"} {
+		if a, b := rec.Header().Get(k), resp.Header.Get(k); a != b {
+			t.Errorf("%s %s: %s is %q from ServeHTTP, %q from fasthttp", method, path, k, a, b)
+		}
+	}
 	return rec
+}
+
+var (
+	wiresMu sync.Mutex
+	wires   = map[*Server]string{}
+)
+
+// wire serves s with Serve on a loopback port for the rest of the test.
+func wire(t testing.TB, s *Server) string {
+	t.Helper()
+	wiresMu.Lock()
+	defer wiresMu.Unlock()
+	if u, ok := wires[s]; ok {
+		return u
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln, discardLog()) }()
+	u := "http://" + ln.Addr().String()
+	wires[s] = u
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		wiresMu.Lock()
+		delete(wires, s)
+		wiresMu.Unlock()
+	})
+	return u
 }
 
 const ign36 = "application/vnd.coreos.ignition+json;version=3.6.0, */*;q=0.1"
@@ -86,7 +146,7 @@ func TestNegotiation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := get(s, "GET", "/config/"+tt.pool, "Accept", tt.accept)
+			rec := get(t, s, "GET", "/config/"+tt.pool, "Accept", tt.accept)
 			if rec.Code != tt.code {
 				t.Fatalf("code %d, want %d: %s", rec.Code, tt.code, rec.Body)
 			}
@@ -108,36 +168,36 @@ func TestNegotiation(t *testing.T) {
 func TestRoutesMethodsAndCaching(t *testing.T) {
 	r := rendered(t, "worker", "hello\n")
 	s := serverWith(t, r)
-	if rec := get(s, "GET", "/config/nope", "Accept", ign36); rec.Code != 404 || strings.Contains(rec.Body.String(), "worker") {
+	if rec := get(t, s, "GET", "/config/nope", "Accept", ign36); rec.Code != 404 || strings.Contains(rec.Body.String(), "worker") {
 		t.Errorf("unknown pool: %d %q", rec.Code, rec.Body)
 	}
-	if rec := get(s, "GET", "/rendered/rendered-x-0"); rec.Code != 404 {
+	if rec := get(t, s, "GET", "/rendered/rendered-x-0"); rec.Code != 404 {
 		t.Errorf("unknown rendered config: %d", rec.Code)
 	}
-	if rec := get(s, "POST", "/config/worker"); rec.Code != 405 || rec.Header().Get("Allow") != "GET, HEAD" {
+	if rec := get(t, s, "POST", "/config/worker"); rec.Code != 405 || rec.Header().Get("Allow") != "GET, HEAD" {
 		t.Errorf("POST: %d %v", rec.Code, rec.Header())
 	}
-	head := get(s, "HEAD", "/config/worker", "Accept", ign36)
-	full := get(s, "GET", "/config/worker", "Accept", ign36)
+	head := get(t, s, "HEAD", "/config/worker", "Accept", ign36)
+	full := get(t, s, "GET", "/config/worker", "Accept", ign36)
 	if head.Code != 200 || head.Body.Len() != 0 || head.Header().Get("Content-Length") != fmt.Sprint(full.Body.Len()) {
 		t.Errorf("HEAD: %d, %d bytes, length %s (GET %d)", head.Code, head.Body.Len(), head.Header().Get("Content-Length"), full.Body.Len())
 	}
-	rec := get(s, "GET", "/rendered/"+r.Name)
+	rec := get(t, s, "GET", "/rendered/"+r.Name)
 	var back model.Rendered
 	if rec.Code != 200 || json.Unmarshal(rec.Body.Bytes(), &back) != nil || back.Name != r.Name ||
 		!strings.Contains(rec.Header().Get("Cache-Control"), "immutable") {
 		t.Fatalf("rendered: %d %v", rec.Code, rec.Header())
 	}
-	if again := get(s, "GET", "/rendered/"+r.Name, "If-None-Match", rec.Header().Get("ETag")); again.Code != 304 {
+	if again := get(t, s, "GET", "/rendered/"+r.Name, "If-None-Match", rec.Header().Get("ETag")); again.Code != 304 {
 		t.Errorf("If-None-Match: %d, want 304", again.Code)
 	}
-	if rec := get(s, "GET", "/readyz"); rec.Code != 200 {
+	if rec := get(t, s, "GET", "/readyz"); rec.Code != 200 {
 		t.Errorf("readyz: %d", rec.Code)
 	}
-	if rec := get(New(nil), "GET", "/readyz"); rec.Code != 503 {
+	if rec := get(t, New(nil), "GET", "/readyz"); rec.Code != 503 {
 		t.Errorf("readyz before any config: %d", rec.Code)
 	}
-	if rec := get(s, "GET", "/metrics"); !strings.Contains(rec.Body.String(), `mcp_bootsrv_requests_total{code="404",endpoint="config",pool=""}`) {
+	if rec := get(t, s, "GET", "/metrics"); !strings.Contains(rec.Body.String(), `mcp_bootsrv_requests_total{code="404",endpoint="config",pool=""}`) {
 		t.Errorf("metrics:\n%s", rec.Body)
 	}
 }
@@ -145,16 +205,16 @@ func TestRoutesMethodsAndCaching(t *testing.T) {
 func TestBearerToken(t *testing.T) {
 	s := serverWith(t, rendered(t, "worker", "x"))
 	s.Token = "s3cret"
-	if rec := get(s, "GET", "/config/worker"); rec.Code != 401 {
+	if rec := get(t, s, "GET", "/config/worker"); rec.Code != 401 {
 		t.Errorf("no token: %d", rec.Code)
 	}
-	if rec := get(s, "GET", "/config/worker", "Authorization", "Bearer wrong"); rec.Code != 401 {
+	if rec := get(t, s, "GET", "/config/worker", "Authorization", "Bearer wrong"); rec.Code != 401 {
 		t.Errorf("wrong token: %d", rec.Code)
 	}
-	if rec := get(s, "GET", "/config/worker", "Authorization", "Bearer s3cret"); rec.Code != 200 {
+	if rec := get(t, s, "GET", "/config/worker", "Authorization", "Bearer s3cret"); rec.Code != 200 {
 		t.Errorf("right token: %d", rec.Code)
 	}
-	if rec := get(s, "GET", "/healthz"); rec.Code != 200 {
+	if rec := get(t, s, "GET", "/healthz"); rec.Code != 200 {
 		t.Errorf("healthz needs no token: %d", rec.Code)
 	}
 }
@@ -205,8 +265,7 @@ func TestHammerWhilePointersMove(t *testing.T) {
 	}
 	srv.Swap(snap)
 	go Follow(ctx, srv, LocalSource{Backend: b}, time.Millisecond, discardLog())
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
+	url := wire(t, srv)
 
 	var wg sync.WaitGroup
 	var requests, bad atomic.Int64
@@ -221,7 +280,7 @@ func TestHammerWhilePointersMove(t *testing.T) {
 					return
 				default:
 				}
-				req, _ := http.NewRequest("GET", hs.URL+"/config/worker", nil)
+				req, _ := http.NewRequest("GET", url+"/config/worker", nil)
 				req.Header.Set("Accept", "application/vnd.coreos.ignition+json;version=3.4.0")
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {

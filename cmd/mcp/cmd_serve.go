@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -58,30 +56,20 @@ func (c *cli) serve(args []string) int {
 	if err != nil {
 		return c.errorf("-listen: %v", err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
-		WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	scheme := "http"
 	if *certFile != "" || *keyFile != "" {
 		cr := &bootsrv.CertReloader{CertFile: c.path(*certFile), KeyFile: c.path(*keyFile)}
 		if _, err := cr.GetCertificate(nil); err != nil {
 			return c.errorf("-tls-cert/-tls-key: %v", err)
 		}
-		hs.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cr.GetCertificate}
-		ln = tls.NewListener(ln, hs.TLSConfig)
+		ln = tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cr.GetCertificate})
 		scheme = "https"
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	go bootsrv.Follow(ctx, srv, bootsrv.LocalSource{Backend: &state.Local{Path: path}}, *poll, log)
-	go func() {
-		<-ctx.Done()
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer scancel()
-		hs.Shutdown(sctx)
-	}()
 	log.Info("listening", "url", fmt.Sprintf("%s://%s", scheme, ln.Addr()), "state", path)
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := srv.Serve(ctx, ln, log); err != nil {
 		return c.errorf("%v", err)
 	}
 	return 0
