@@ -259,3 +259,24 @@ func write(t *testing.T, dir, name, body string) {
 		t.Fatal(err)
 	}
 }
+
+func TestKubernetesStateBlock(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "main.hcl", `provider "local" { fleet = "./fleet" }
+state {
+  backend    = "kubernetes"
+  namespace  = "mcp-system"
+  kubeconfig = "kube/config"
+  context    = "prod"
+}
+`)
+	res, diags := Load(dir, Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	st := res.Desired.State
+	want := map[string]string{"namespace": "mcp-system", "kubeconfig": filepath.Join(dir, "kube/config"), "context": "prod"}
+	if st.Backend != "kubernetes" || !cmp.Equal(want, st.Attrs) {
+		t.Errorf("state = %+v, want backend kubernetes and attrs %v", st, want)
+	}
+}

@@ -169,7 +169,7 @@ func (l *loader) state(blocks hcl.Blocks) hcl.Diagnostics {
 		}
 		l.d.State.DeclRange = b.DefRange
 		content, d := b.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-			{Name: "backend"}, {Name: "path"}, {Name: "namespace"}}})
+			{Name: "backend"}, {Name: "path"}, {Name: "namespace"}, {Name: "kubeconfig"}, {Name: "context"}}})
 		diags = append(diags, d...)
 		for name, a := range content.Attributes {
 			v, d := l.str(a)
@@ -183,6 +183,11 @@ func (l *loader) state(blocks hcl.Blocks) hcl.Diagnostics {
 				l.d.State.Backend = v
 			case "path":
 				l.d.State.Path = l.absPath(v)
+			case "kubeconfig":
+				if v != "" {
+					v = l.absPath(v)
+				}
+				l.d.State.Attrs[name] = v
 			default:
 				l.d.State.Attrs[name] = v
 			}

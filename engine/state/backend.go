@@ -55,13 +55,21 @@ func NewLockInfo(operation, version string) LockInfo {
 }
 
 // LockError is returned when another holder has the lock.
-type LockError struct{ Holder LockInfo }
+type LockError struct {
+	Holder LockInfo
+	// Note, when set, says more about the lock: what it is and when it expires.
+	Note string
+}
 
 func (e *LockError) Error() string {
 	h := e.Holder
-	return fmt.Sprintf("state is locked by %s (pid %d, operation %q, since %s, lock ID %s); "+
+	note := ""
+	if e.Note != "" {
+		note = e.Note + "; "
+	}
+	return fmt.Sprintf("state is locked by %s (pid %d, operation %q, since %s, lock ID %s); %s"+
 		"wait for it to finish, or if that process is gone run: mcp force-unlock %s",
-		h.Who, h.PID, h.Operation, h.Created.Format(time.RFC3339), h.ID, h.ID)
+		h.Who, h.PID, h.Operation, h.Created.Format(time.RFC3339), h.ID, note, h.ID)
 }
 
 // LockWait takes the lock, retrying until timeout while another holder has it.

@@ -1,0 +1,114 @@
+// Package kubesource is the boot server's source for the kubernetes state backend: it
+// follows the mcp Secrets of the state namespace with an informer, so that any number of
+// `mcp serve` replicas serve the same bytes without asking the apiserver per request.
+// Token is an in-memory counter the informer's event handlers bump; Load builds the
+// snapshot from the informer's cache (the head's pointers and the rendered configs).
+package kubesource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	listersv1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/engine/state/kube"
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+)
+
+// Source is a bootsrv.Source on the Secrets of one namespace.
+type Source struct {
+	ns      string
+	factory informers.SharedInformerFactory
+	synced  cache.InformerSynced
+	lister  listersv1.SecretNamespaceLister
+	gen     atomic.Int64
+}
+
+var _ bootsrv.Source = (*Source)(nil)
+
+// New returns a source on the mcp Secrets (app.kubernetes.io/managed-by=mcp) of namespace.
+// Start it before use.
+func New(cs kubernetes.Interface, namespace string) (*Source, error) {
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kube.ManagedSelector().String() }))
+	inf := f.Core().V1().Secrets()
+	s := &Source{ns: namespace, factory: f}
+	bump := func(any) { s.gen.Add(1) }
+	reg, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    bump,
+		UpdateFunc: func(_, n any) { bump(n) },
+		DeleteFunc: bump,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.synced = reg.HasSynced
+	s.lister = inf.Lister().Secrets(namespace)
+	return s, nil
+}
+
+// Start runs the informer until ctx ends and waits (at most timeout) for its first list.
+func (s *Source) Start(ctx context.Context, timeout time.Duration) error {
+	s.factory.Start(ctx.Done())
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(wctx.Done(), s.synced) {
+		return fmt.Errorf("watching the mcp Secrets of namespace %s: no list within %s", s.ns, timeout)
+	}
+	return nil
+}
+
+// Token changes whenever a watched Secret is added, changed or deleted.
+func (s *Source) Token() (string, error) {
+	if !s.synced() {
+		return "", errors.New("the informer on the state's Secrets has not synced yet")
+	}
+	return strconv.FormatInt(s.gen.Load(), 10), nil
+}
+
+// Load builds the snapshot from the cached head and rendered configs. The backend creates
+// rendered configs and chunks before the head that names them, and one watch delivers
+// the events of one namespace's Secrets in order, so the cache holds what a head names.
+func (s *Source) Load(ctx context.Context) (*bootsrv.Snapshot, error) {
+	rs, err := s.lister.List(kube.RenderedSelector())
+	if err != nil {
+		return nil, err
+	}
+	rendered := make(map[string]*model.Rendered, len(rs))
+	for _, sec := range rs {
+		r, err := kube.DecodeRendered(sec)
+		if err != nil {
+			return nil, err
+		}
+		rendered[r.Name] = r
+	}
+	head, err := s.lister.Get(protocol.StateSecret)
+	if apierrors.IsNotFound(err) {
+		return bootsrv.Build(0, nil, rendered)
+	}
+	if err != nil {
+		return nil, err
+	}
+	st, err := kube.Decode(head, func(name string) ([]byte, error) {
+		c, err := s.lister.Get(name)
+		if err != nil {
+			return nil, err
+		}
+		return c.Data[kube.KeyChunk], nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("state in secret %s/%s: %w", s.ns, protocol.StateSecret, err)
+	}
+	return bootsrv.Build(st.Serial, st.Pointers, rendered)
+}

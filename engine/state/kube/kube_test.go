@@ -1,0 +1,425 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+)
+
+const ns = "mcp-system"
+
+func secret(t *testing.T, cs *fake.Clientset, name string) *corev1.Secret {
+	t.Helper()
+	s, err := cs.CoreV1().Secrets(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("secret %s: %v", name, err)
+	}
+	return s
+}
+
+// createdSecrets lists the names of the Secrets created, in order.
+func createdSecrets(cs *fake.Clientset) []string {
+	var out []string
+	for _, a := range cs.Actions() {
+		if c, ok := a.(k8stesting.CreateAction); ok && a.GetVerb() == "create" && a.GetResource().Resource == "secrets" {
+			out = append(out, c.GetObject().(*corev1.Secret).Name)
+		}
+	}
+	return out
+}
+
+func sample() *state.State {
+	s := state.New()
+	s.Serial = 1
+	s.Pointers["worker"] = "rendered-worker-abc"
+	s.Pointers["infra"] = "rendered-infra-def"
+	s.Rendered["rendered-worker-abc"] = &model.Rendered{Name: "rendered-worker-abc", Pool: "worker",
+		Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`)}
+	s.Rendered["rendered-infra-def"] = &model.Rendered{Name: "rendered-infra-def", Pool: "infra",
+		Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`)}
+	return s
+}
+
+func TestRoundTripRenderedFirstAndImmutable(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	b := New(cs, ns, Options{})
+	empty, err := b.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if empty.Lineage != "" || empty.Serial != 0 || len(empty.Rendered) != 0 {
+		t.Fatalf("absent state read as %+v", empty)
+	}
+	s := sample()
+	if err := b.Write(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"mcp-rendered-infra-def", "mcp-rendered-worker-abc", protocol.StateSecret}
+	if d := cmp.Diff(want, createdSecrets(cs)); d != "" {
+		t.Errorf("created secrets in order (-want +got):\n%s", d)
+	}
+	r := secret(t, cs, protocol.RenderedSecretName("rendered-worker-abc"))
+	if r.Immutable == nil || !*r.Immutable {
+		t.Errorf("rendered secret is not immutable")
+	}
+	wantLabels := map[string]string{protocol.ManagedByLabel: protocol.ManagedByValue,
+		protocol.KindLabel: "rendered", protocol.RenderedLabel: "rendered-worker-abc"}
+	if d := cmp.Diff(wantLabels, r.Labels); d != "" {
+		t.Errorf("rendered secret labels (-want +got):\n%s", d)
+	}
+	if !strings.Contains(string(r.Data[protocol.RenderedKey]), `"pool":"worker"`) {
+		t.Errorf("rendered secret data: %s", r.Data[protocol.RenderedKey])
+	}
+	head := secret(t, cs, protocol.StateSecret)
+	if head.Labels[protocol.KindLabel] != "state" || len(head.Data[KeyState]) == 0 {
+		t.Errorf("head = %+v", head)
+	}
+
+	// A fresh backend reads what the first wrote.
+	got, err := New(cs, ns, Options{}).Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(s, got, cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("round trip (-want +got):\n%s", d)
+	}
+
+	// Writing again leaves existing rendered configs alone, even via a backend that
+	// has never seen them (AlreadyExists is fine).
+	cs.ClearActions()
+	s.Serial++
+	if err := New(cs, ns, Options{}).Write(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range cs.Actions() {
+		if u, ok := a.(k8stesting.UpdateAction); ok && a.GetVerb() == "update" && u.GetObject().(*corev1.Secret).Name != protocol.StateSecret {
+			t.Errorf("an existing rendered config was updated: %v", u.GetObject().(*corev1.Secret).Name)
+		}
+	}
+}
+
+func TestChunkedState(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	b := New(cs, ns, Options{ChunkSize: 256})
+	s := sample()
+	for i := range 40 {
+		s.Pointers[fmt.Sprintf("pool-%02d", i)] = "rendered-worker-abc"
+	}
+	if err := b.Write(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	head := secret(t, cs, protocol.StateSecret)
+	chunks := strings.Fields(string(head.Data[KeyChunks]))
+	if len(chunks) < 2 || len(head.Data[KeyState]) != 0 {
+		t.Fatalf("head has chunks %v and inline state of %d bytes", chunks, len(head.Data[KeyState]))
+	}
+	created := createdSecrets(cs)
+	if created[len(created)-1] != protocol.StateSecret {
+		t.Errorf("head not created last: %v", created)
+	}
+	for _, n := range chunks {
+		c := secret(t, cs, n)
+		if !strings.HasPrefix(n, ChunkPrefix) || c.Labels[protocol.KindLabel] != "state-chunk" ||
+			c.Labels[protocol.ManagedByLabel] != "mcp" || c.Immutable == nil || !*c.Immutable || len(c.Data[KeyChunk]) > 256 {
+			t.Errorf("chunk %s = %+v", n, c)
+		}
+	}
+	got, err := New(cs, ns, Options{}).Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(s, got, cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("chunked round trip (-want +got):\n%s", d)
+	}
+
+	// A new head drops the chunks it no longer uses, after it is written.
+	got.Serial++
+	got.Pointers = map[string]string{"worker": "rendered-worker-abc"}
+	if err := b.Write(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	head = secret(t, cs, protocol.StateSecret)
+	if len(head.Data[KeyChunks]) != 0 || len(head.Data[KeyState]) == 0 {
+		t.Errorf("small state not inline: %v", head.Data)
+	}
+	l, _ := cs.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{LabelSelector: protocol.KindLabel + "=state-chunk"})
+	if len(l.Items) != 0 {
+		t.Errorf("%d old chunks left", len(l.Items))
+	}
+	again, err := b.Read(ctx)
+	if err != nil || again.Serial != got.Serial || len(again.Pointers) != 1 {
+		t.Errorf("read after shrinking: %+v, %v", again, err)
+	}
+}
+
+func TestJournalAppendReplayAndFold(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	b := New(cs, ns, Options{})
+	s := sample()
+	if err := b.Write(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []state.JournalRecord{
+		{Node: "w-1", Target: "rendered-worker-abc", Step: "cordon"},
+		{Node: "w-1", Target: "rendered-worker-abc", Step: "drain"},
+		{Node: "w-2", Target: "rendered-worker-abc", Step: "cordon"},
+		{Node: "w-2", Target: "rendered-worker-abc", Finished: true},
+	} {
+		if err := b.AppendJournal(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A torn last line is ignored.
+	head := secret(t, cs, protocol.StateSecret)
+	head.Data[KeyJournal] = append(head.Data[KeyJournal], `{"node":"w-1","tar`...)
+	if _, err := cs.CoreV1().Secrets(ns).Update(ctx, head, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := New(cs, ns, Options{}).Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]planner.JournalEntry{"w-1": {Target: "rendered-worker-abc", Done: []string{"cordon", "drain"}}}
+	if d := cmp.Diff(want, got.Journal); d != "" {
+		t.Errorf("journal (-want +got):\n%s", d)
+	}
+	// Write folds the journal into the state and clears it.
+	got.Serial++
+	b2 := New(cs, ns, Options{JournalLimit: 300})
+	if err := b2.Write(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if j := secret(t, cs, protocol.StateSecret).Data[KeyJournal]; len(j) != 0 {
+		t.Errorf("journal still present after write: %q", j)
+	}
+	again, _ := b2.Read(ctx)
+	if d := cmp.Diff(want, again.Journal); d != "" {
+		t.Errorf("folded journal (-want +got):\n%s", d)
+	}
+	// A journal past the limit is folded by AppendJournal itself.
+	for i := range 10 {
+		r := state.JournalRecord{Node: "w-3", Target: "rendered-worker-abc", Step: "step-" + strconv.Itoa(i)}
+		if err := b2.AppendJournal(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if j := secret(t, cs, protocol.StateSecret).Data[KeyJournal]; len(j) > 300 {
+		t.Errorf("journal of %d bytes past the limit", len(j))
+	}
+	final, err := b2.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(final.Journal["w-3"].Done); n != 10 || final.Serial != got.Serial || final.Lineage != s.Lineage {
+		t.Errorf("after folding: %d steps of w-3, serial %d lineage %s", n, final.Serial, final.Lineage)
+	}
+}
+
+// versioned makes the fake clientset give Secrets increasing resourceVersions (the fake
+// tracker does not), so that the backend's own staleness check can be tested; it does not
+// enforce them — the real apiserver's acceptance tests do.
+func versioned(cs *fake.Clientset) {
+	var n atomic.Int64
+	cs.PrependReactor("*", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if o, ok := a.(interface{ GetObject() runtime.Object }); ok && (a.GetVerb() == "create" || a.GetVerb() == "update") {
+			o.GetObject().(metav1.Object).SetResourceVersion(strconv.FormatInt(n.Add(1), 10))
+		}
+		return false, nil, nil
+	})
+}
+
+func TestWriteRefusesAStateChangedSinceRead(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	versioned(cs)
+	a, b := New(cs, ns, Options{}), New(cs, ns, Options{})
+	if err := a.Write(ctx, sample()); err != nil {
+		t.Fatal(err)
+	}
+	sa, _ := a.Read(ctx)
+	sb, _ := b.Read(ctx)
+	sb.Serial++
+	if err := b.Write(ctx, sb); err != nil {
+		t.Fatal(err)
+	}
+	sa.Serial++
+	err := a.Write(ctx, sa)
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("write over a changed state: %v, want ErrConflict", err)
+	}
+	// Its own journal appends do not count as someone else's change.
+	if _, err := a.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AppendJournal(ctx, state.JournalRecord{Node: "w-1", Step: "cordon"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Write(ctx, sa); err != nil {
+		t.Errorf("write after own journal append: %v", err)
+	}
+}
+
+// clock is a settable clock for the lock tests.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func lockInfo(who string) state.LockInfo {
+	i := state.NewLockInfo("apply", "test")
+	i.Who = who
+	return i
+}
+
+func TestLockHeldNamesHolderAndTakeoverAfterExpiry(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	clk := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	b := New(cs, ns, Options{LeaseDuration: 15 * time.Second, Now: clk.Now})
+	alice := lockInfo("alice@node1")
+	ua, err := b.Lock(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := cs.CoordinationV1().Leases(ns).Get(ctx, protocol.LockLease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *l.Spec.HolderIdentity != alice.ID || *l.Spec.LeaseDurationSeconds != 15 ||
+		!l.Spec.RenewTime.Time.Equal(clk.Now()) || !strings.Contains(l.Annotations[LockInfoAnnotation], "alice@node1") {
+		t.Errorf("lease = %+v", l)
+	}
+
+	bob := lockInfo("bob@node2")
+	clk.Add(10 * time.Second)
+	_, err = New(cs, ns, Options{Now: clk.Now}).Lock(ctx, bob)
+	var le *state.LockError
+	if !errors.As(err, &le) || le.Holder.ID != alice.ID || le.Holder.Who != "alice@node1" {
+		t.Fatalf("lock while held: %v", err)
+	}
+	for _, s := range []string{"alice@node1", "Lease mcp-system/mcp-state-lock", "2026-01-02T03:04:20Z", "mcp force-unlock " + alice.ID} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("lock error %q does not mention %q", err, s)
+		}
+	}
+
+	// Alice stops renewing (her clock here never moves renewTime past the first), and
+	// the lease runs out: Bob takes it over.
+	clk.Add(6 * time.Second)
+	ub, err := New(cs, ns, Options{Now: clk.Now}).Lock(ctx, bob)
+	if err != nil {
+		t.Fatalf("takeover of an expired lease: %v", err)
+	}
+	l, _ = cs.CoordinationV1().Leases(ns).Get(ctx, protocol.LockLease, metav1.GetOptions{})
+	if *l.Spec.HolderIdentity != bob.ID || l.Spec.LeaseTransitions == nil || *l.Spec.LeaseTransitions != 1 {
+		t.Errorf("lease after takeover = %+v", l.Spec)
+	}
+	// Alice's unlock must not delete Bob's lease, and says who has it.
+	if err := ua.Unlock(ctx); err == nil || !strings.Contains(err.Error(), "bob@node2") {
+		t.Errorf("unlock of a lost lock: %v", err)
+	}
+	if _, err := cs.CoordinationV1().Leases(ns).Get(ctx, protocol.LockLease, metav1.GetOptions{}); err != nil {
+		t.Errorf("bob's lease gone: %v", err)
+	}
+	if err := ub.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoordinationV1().Leases(ns).Get(ctx, protocol.LockLease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("lease after unlock: %v", err)
+	}
+}
+
+func TestLockIsRenewed(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	clk := &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	b := New(cs, ns, Options{LeaseDuration: 90 * time.Millisecond, Now: clk.Now})
+	u, err := b.Lock(ctx, lockInfo("alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := clk.Now()
+	clk.Add(time.Minute)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l, err := cs.CoordinationV1().Leases(ns).Get(ctx, protocol.LockLease, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Spec.RenewTime.Time.After(start) {
+			if !l.Spec.AcquireTime.Time.Equal(start) {
+				t.Errorf("renewal moved acquireTime: %v", l.Spec.AcquireTime)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("lease not renewed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Renewed, it stays held although the first renewTime + duration is long past.
+	if _, err := New(cs, ns, Options{Now: clk.Now}).Lock(ctx, lockInfo("bob")); err == nil {
+		t.Error("a renewed lock was taken over")
+	}
+	if err := u.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestForceUnlock(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	b := New(cs, ns, Options{})
+	if err := b.ForceUnlock(ctx, "x"); err == nil || !strings.Contains(err.Error(), "not locked") {
+		t.Errorf("force-unlock of no lock: %v", err)
+	}
+	alice := lockInfo("alice@node1")
+	u, err := b.Lock(ctx, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Unlock(ctx)
+	other := New(cs, ns, Options{})
+	if err := other.ForceUnlock(ctx, "wrong-id"); err == nil || !strings.Contains(err.Error(), alice.ID) ||
+		!strings.Contains(err.Error(), "alice@node1") {
+		t.Errorf("force-unlock with a wrong ID: %v", err)
+	}
+	if err := other.ForceUnlock(ctx, alice.ID); err != nil {
+		t.Fatal(err)
+	}
+	u2, err := other.Lock(ctx, lockInfo("bob"))
+	if err != nil {
+		t.Fatalf("lock after force-unlock: %v", err)
+	}
+	u2.Unlock(ctx)
+}
