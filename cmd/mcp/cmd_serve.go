@@ -13,14 +13,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/bootsrv/kubesource"
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/engine/state/kube"
 )
 
 // serve runs the boot server (docs/boot-server.md).
 func (c *cli) serve(args []string) int {
 	fs := c.newFlags("serve")
 	listen := fs.String("listen", ":8080", "address to serve on")
-	statePath := fs.String("state", "", "the local state to follow (default: the configuration's)")
+	statePath := fs.String("state", "", "the local state to follow (default: the configuration's state, local or kubernetes)")
 	certFile := fs.String("tls-cert", "", "serve HTTPS with this certificate (reloaded when it changes)")
 	keyFile := fs.String("tls-key", "", "the certificate's key")
 	tokenFile := fs.String("token-file", "", "require this bearer token on /config and /rendered")
@@ -31,16 +33,20 @@ func (c *cli) serve(args []string) int {
 		return 1
 	}
 	path := c.path(*statePath)
+	var kb *kube.Backend
 	if path == "" {
 		ws := c.load(&lf)
 		if ws == nil {
 			return 1
 		}
-		b, ok := ws.Backend.(*state.Local)
-		if !ok {
-			return c.errorf("mcp serve follows a local state here; the configuration's backend is another")
+		switch b := ws.Backend.(type) {
+		case *state.Local:
+			path = b.Path
+		case *kube.Backend:
+			kb = b
+		default:
+			return c.errorf("mcp serve cannot follow the configuration's state backend (%T)", ws.Backend)
 		}
-		path = b.Path
 	}
 	log := slog.New(slog.NewJSONHandler(c.stderr, nil))
 	reg := prometheus.NewRegistry()
@@ -67,8 +73,22 @@ func (c *cli) serve(args []string) int {
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
-	go bootsrv.Follow(ctx, srv, bootsrv.LocalSource{Backend: &state.Local{Path: path}}, *poll, log)
-	log.Info("listening", "url", fmt.Sprintf("%s://%s", scheme, ln.Addr()), "state", path)
+	var src bootsrv.Source = bootsrv.LocalSource{Backend: &state.Local{Path: path}}
+	where := path
+	if kb != nil {
+		// The cluster's Secrets, followed by an informer: every replica serves the same
+		// bytes, and requests never reach the apiserver.
+		ks, err := kubesource.New(kb.Client(), kb.Namespace())
+		if err != nil {
+			return c.errorf("following the state in namespace %s: %v", kb.Namespace(), err)
+		}
+		if err := ks.Start(ctx, time.Minute); err != nil {
+			return c.errorf("%v", err)
+		}
+		src, where = ks, "kubernetes:"+kb.Namespace()
+	}
+	go bootsrv.Follow(ctx, srv, src, *poll, log)
+	log.Info("listening", "url", fmt.Sprintf("%s://%s", scheme, ln.Addr()), "state", where)
 	if err := srv.Serve(ctx, ln, log); err != nil {
 		return c.errorf("%v", err)
 	}
