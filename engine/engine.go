@@ -22,9 +22,11 @@ import (
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/engine/state/kube"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/planner/model"
 	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/providers/kubernetes"
 	"github.com/mcpfleet/mcp/providers/local"
 )
 
@@ -80,6 +82,8 @@ func NewProvider(d *model.Desired) (providers.Provider, error) {
 	switch d.Provider.Type {
 	case "local":
 		return local.FromAttrs(d.Dir, d.Provider.Attrs)
+	case "kubernetes":
+		return kubernetes.FromAttrs(d.Dir, d.Provider.Attrs)
 	}
 	return nil, fmt.Errorf("provider %q is not available in this build", d.Provider.Type)
 }
@@ -93,6 +97,8 @@ func NewBackend(d *model.Desired) (state.Backend, error) {
 			p = filepath.Join(d.Dir, "mcp.state")
 		}
 		return &state.Local{Path: p}, nil
+	case "kubernetes":
+		return kube.Open(d.State.Attrs)
 	}
 	return nil, fmt.Errorf("state backend %q is not available in this build", d.State.Backend)
 }

@@ -44,3 +44,10 @@ type DriftReporter interface {
 	// Drift compares the node's disk with current, the config it runs.
 	Drift(ctx context.Context, node string, current *model.Rendered) ([]model.Drift, error)
 }
+
+// RequestCounter is implemented by providers that talk to an API server (providers/
+// kubernetes): APIRequests is the number of HTTP requests made so far, so a caller can show
+// what a refresh or an apply cost (take the difference of two readings).
+type RequestCounter interface {
+	APIRequests() int64
+}

@@ -1,0 +1,34 @@
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubectl/pkg/drain"
+)
+
+// Cordon marks the node unschedulable (a no-op when it already is).
+func (p *Provider) Cordon(ctx context.Context, node string) error {
+	return p.cordon(ctx, node, true)
+}
+
+// Uncordon marks the node schedulable again (a no-op when it already is).
+func (p *Provider) Uncordon(ctx context.Context, node string) error {
+	return p.cordon(ctx, node, false)
+}
+
+func (p *Provider) cordon(ctx context.Context, node string, desired bool) error {
+	verb := "cordon"
+	if !desired {
+		verb = "uncordon"
+	}
+	n, err := p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("%s node %s: %w", verb, node, err)
+	}
+	if err := drain.RunCordonOrUncordon(&drain.Helper{Ctx: ctx, Client: p.client}, n, desired); err != nil {
+		return fmt.Errorf("%s node %s: %w", verb, node, err)
+	}
+	return nil
+}

@@ -1,0 +1,230 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/mcpfleet/mcp/providers"
+)
+
+// Drain evicts the node's pods as `kubectl drain --ignore-daemonsets --force
+// --delete-emptydir-data` would (the last one per Options.DeleteEmptyDirData), each pod with
+// its own grace period. Evictions the API server refuses (429: a PodDisruptionBudget allows
+// no disruption now) are retried every opts.RetryDelay until opts.Timeout; the drain then
+// waits for the evicted pods to be gone, within the same timeout. Pods are evicted side by
+// side. The error names the node, each pod that blocked it and the PodDisruptionBudget that
+// refused it, with the budget's numbers.
+func (p *Provider) Drain(ctx context.Context, node string, opts providers.DrainOptions) error {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultDrainTimeout
+	}
+	if opts.RetryDelay <= 0 {
+		opts.RetryDelay = DefaultRetryDelay
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeoutCause(ctx, opts.Timeout, drainTimeout(opts.Timeout))
+	defer cancel()
+	h := &drain.Helper{
+		Ctx:                 ctx,
+		Client:              p.client,
+		Force:               true, // evict pods without a controller too
+		GracePeriodSeconds:  -1,   // each pod's own terminationGracePeriodSeconds
+		IgnoreAllDaemonSets: true,
+		DeleteEmptyDirData:  p.o.deleteEmptyDirData(),
+		Timeout:             opts.Timeout,
+		ChunkSize:           p.o.PageSize,
+		Out:                 io.Discard,
+		ErrOut:              io.Discard,
+	}
+	list, errs := h.GetPodsForDeletion(node)
+	if len(errs) > 0 {
+		return fmt.Errorf("drain node %s: %w", node, errors.Join(errs...))
+	}
+	var pods []corev1.Pod
+	for _, pod := range list.Pods() {
+		if pod.Spec.NodeName == node { // the field selector does this on a real API server
+			pods = append(pods, pod)
+		}
+	}
+	if len(pods) == 0 {
+		return nil
+	}
+	gv, err := p.evictionVersion()
+	if err != nil {
+		return fmt.Errorf("drain node %s: finding the eviction API: %w", node, err)
+	}
+
+	errs = make([]error, len(pods))
+	evicted := make([]bool, len(pods))
+	var wg sync.WaitGroup
+	for i := range pods {
+		wg.Go(func() { evicted[i], errs[i] = evict(ctx, h, gv, &pods[i], opts.RetryDelay) })
+	}
+	wg.Wait()
+
+	// Explaining a refusal reads the pod's PDBs: it gets a few seconds of its own, as the
+	// drain's context has usually ended by now.
+	dctx, dcancel := context.WithTimeout(context.WithoutCancel(parent), 10*time.Second)
+	defer dcancel()
+	for i, err := range errs {
+		if r, ok := err.(*refusedError); ok {
+			errs[i] = fmt.Errorf("%s: %w", p.describeRefusal(dctx, r), r.cause)
+		}
+	}
+	var gone []corev1.Pod
+	for i := range pods {
+		if evicted[i] {
+			gone = append(gone, pods[i])
+		}
+	}
+	errs = append(errs, p.waitGone(ctx, dctx, node, gone, min(time.Second, opts.RetryDelay)))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("drain node %s: %w", node, err)
+	}
+	return nil
+}
+
+// drainTimeout is the cause of a drain's context ending at its timeout. It reads as kubectl
+// drain's own message and is a context.DeadlineExceeded.
+type drainTimeout time.Duration
+
+func (d drainTimeout) Error() string {
+	return fmt.Sprintf("global timeout reached: %s", time.Duration(d))
+}
+func (d drainTimeout) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// refusedError is an eviction still refused when the drain's context ended.
+type refusedError struct {
+	pod   *corev1.Pod
+	last  error // the API server's last refusal
+	cause error // why the drain stopped (drainTimeout, or the caller's cancellation)
+}
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("eviction of %s/%s refused: %v: %v", e.pod.Namespace, e.pod.Name, e.last, e.cause)
+}
+
+// evict evicts one pod (deletes it when the server has no eviction API), retrying refusals
+// every delay until ctx ends. It reports whether the pod is on its way out.
+func evict(ctx context.Context, h *drain.Helper, gv schema.GroupVersion, pod *corev1.Pod, delay time.Duration) (bool, error) {
+	var last error
+	for {
+		var err error
+		if gv.Empty() {
+			err = h.DeletePod(*pod)
+		} else {
+			err = h.EvictPod(*pod, gv)
+		}
+		switch {
+		case err == nil || apierrors.IsNotFound(err):
+			return true, nil
+		case ctx.Err() != nil:
+			if last == nil {
+				return false, fmt.Errorf("eviction of %s/%s: %w", pod.Namespace, pod.Name, context.Cause(ctx))
+			}
+			return false, &refusedError{pod: pod, last: last, cause: context.Cause(ctx)}
+		case apierrors.IsTooManyRequests(err):
+			last = err
+		case apierrors.IsForbidden(err) && apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+			if pod.DeletionTimestamp != nil {
+				return true, nil // being deleted with its namespace: wait for it
+			}
+			last = err
+		default:
+			return false, fmt.Errorf("eviction of %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, &refusedError{pod: pod, last: last, cause: context.Cause(ctx)}
+		case <-t.C:
+		}
+	}
+}
+
+// evictionVersion finds the eviction API's group version by discovery, once (an error is
+// not kept: the next drain asks again). An empty version means the server has none, and
+// pods are deleted instead.
+func (p *Provider) evictionVersion() (schema.GroupVersion, error) {
+	p.evictionMu.Lock()
+	defer p.evictionMu.Unlock()
+	if p.evictionKnown {
+		return p.eviction, nil
+	}
+	gv, err := drain.CheckEvictionSupport(p.client)
+	if err != nil {
+		return gv, err
+	}
+	p.eviction, p.evictionKnown = gv, true
+	return gv, nil
+}
+
+// waitGone waits, polling the node's pods every interval until ctx ends, for the evicted
+// pods to be gone (deleted, or replaced by a pod of the same name with another UID). When
+// ctx has already ended it looks once more, with last.
+func (p *Provider) waitGone(ctx, last context.Context, node string, pods []corev1.Pod, interval time.Duration) error {
+	left := map[string]*corev1.Pod{}
+	for i := range pods {
+		left[pods[i].Namespace+"/"+pods[i].Name] = &pods[i]
+	}
+	check := func(ctx context.Context) error {
+		present := map[string]bool{}
+		err := p.each(ctx, "pods", metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return p.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+			},
+			func(obj runtime.Object) error {
+				pod := obj.(*corev1.Pod)
+				if q := left[pod.Namespace+"/"+pod.Name]; q != nil && q.UID == pod.UID && pod.Spec.NodeName == node {
+					present[pod.Namespace+"/"+pod.Name] = true
+				}
+				return nil
+			})
+		if err != nil {
+			return err
+		}
+		for k := range left {
+			if !present[k] {
+				delete(left, k)
+			}
+		}
+		return nil
+	}
+	for len(left) > 0 {
+		if ctx.Err() != nil {
+			if err := check(last); err != nil || len(left) == 0 {
+				return err
+			}
+			names := slices.Sorted(maps.Keys(left))
+			return fmt.Errorf("evicted pods still terminating: %v: %w", names, context.Cause(ctx))
+		}
+		if err := check(ctx); err != nil && ctx.Err() == nil {
+			return err
+		}
+		if len(left) == 0 {
+			return nil
+		}
+		t := time.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package kubernetes
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+)
+
+// RunNodeSteps hands steps to the node's agent and waits for it. The hand-over is one JSON
+// merge patch of the node's annotations (protocol.Handover: the target's name, the steps,
+// a fresh update ID); the agent's reports for that update ID are then read from a watch on
+// that one node (list, then watch from there; re-listed by client-go when the watch
+// expires). done is called for each step the agent's Progress counts as finished, in
+// order; on Done with the target as current config any step not yet counted is reported
+// done too (the node runs target, so they all took effect). Degraded ends the wait with an
+// error carrying the agent's reason. The wait is bounded by ctx and Options.NodeTimeout.
+// Empty steps still hand over: the agent then only records target as its config.
+func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *model.Rendered, steps []model.Step, done func(model.Step)) error {
+	if target == nil {
+		return fmt.Errorf("node %s: no target config to hand over", node)
+	}
+	for _, s := range steps {
+		if !s.Kind.OnNode() {
+			return fmt.Errorf("node %s: %s is not a node step", node, s)
+		}
+	}
+	if steps == nil {
+		steps = []model.Step{}
+	}
+	h := protocol.Handover{Desired: target.Name, Steps: steps, UpdateID: rand.Text()}
+	ann, err := h.Annotations()
+	if err != nil {
+		return fmt.Errorf("node %s: encoding the hand-over: %w", node, err)
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	n, err := p.client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return fmt.Errorf("node %s: handing over %s: %w", node, target.Name, err)
+	}
+
+	w := &waiter{node: node, target: target.Name, id: h.UpdateID, steps: steps, done: done}
+	wctx, cancel := context.WithTimeout(ctx, p.o.NodeTimeout)
+	defer cancel()
+	_, err = watchtools.UntilWithSync(wctx, p.nodeListWatch(node, n.ResourceVersion), &corev1.Node{}, nil, w.observe)
+	switch {
+	case err == nil:
+		return nil
+	case w.err != nil:
+		return w.err
+	case ctx.Err() != nil:
+		return fmt.Errorf("node %s: waiting for the agent (update %s to %s; %s): %w", node, h.UpdateID, target.Name, w.last(), context.Cause(ctx))
+	case wctx.Err() != nil:
+		return fmt.Errorf("node %s: the agent did not finish update %s to %s within %s (%s)", node, h.UpdateID, target.Name, p.o.NodeTimeout, w.last())
+	}
+	return fmt.Errorf("node %s: waiting for the agent: %w", node, err)
+}
+
+// nodeListWatch lists and watches the one node. Its first list reads at least at rv (the
+// hand-over's resource version), so the reports start after the hand-over.
+func (p *Provider) nodeListWatch(node, rv string) cache.ListerWatcher {
+	sel := fields.OneTermEqualSelector("metadata.name", node).String()
+	nodes := p.client.CoreV1().Nodes()
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			if o.ResourceVersion == "0" && o.Continue == "" && rv != "" {
+				o.ResourceVersion, o.ResourceVersionMatch = rv, metav1.ResourceVersionMatchNotOlderThan
+			}
+			return nodes.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return nodes.Watch(ctx, o)
+		},
+	}
+}
+
+// waiter follows the agent's reports on one hand-over.
+type waiter struct {
+	node, target, id string
+	steps            []model.Step
+	done             func(model.Step)
+	finished         int             // steps reported to done
+	report           protocol.Report // the latest report for id
+	seen             bool            // report is set
+	err              error           // why the wait failed, when the agent said so
+}
+
+// observe is the watch condition: true once the agent reports Done on the target for id.
+func (w *waiter) observe(ev watch.Event) (bool, error) {
+	n, ok := ev.Object.(*corev1.Node)
+	if !ok || n.Name != w.node {
+		return false, nil
+	}
+	if ev.Type == watch.Deleted {
+		w.err = fmt.Errorf("node %s was deleted while its agent was working on %s", w.node, w.target)
+		return false, w.err
+	}
+	r := protocol.ReadReport(n.Annotations)
+	if r.ObservedUpdateID != w.id {
+		return false, nil
+	}
+	w.report, w.seen = r, true
+	w.advance(min(r.Progress, len(w.steps)))
+	switch r.State {
+	case model.StateDegraded:
+		reason := r.Reason
+		if reason == "" {
+			reason = "(the agent gave no reason)"
+		}
+		w.err = fmt.Errorf("node %s: Degraded: %s", w.node, reason)
+		return false, w.err
+	case model.StateDone:
+		if r.Current != w.target {
+			w.err = fmt.Errorf("node %s: the agent reports Done on %s for update %s, not %s", w.node, r.Current, w.id, w.target)
+			return false, w.err
+		}
+		w.advance(len(w.steps))
+		return true, nil
+	}
+	return false, nil
+}
+
+func (w *waiter) advance(to int) {
+	for ; w.finished < to; w.finished++ {
+		if w.done != nil {
+			w.done(w.steps[w.finished])
+		}
+	}
+}
+
+// last describes the latest report, for errors.
+func (w *waiter) last() string {
+	if !w.seen {
+		return "the agent has not taken up the update"
+	}
+	return fmt.Sprintf("last report: %s, %d of %d steps done", w.report.State, w.report.Progress, len(w.steps))
+}

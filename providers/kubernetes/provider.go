@@ -1,0 +1,152 @@
+package kubernetes
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8s "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/mcpfleet/mcp/providers"
+)
+
+// Defaults of Options.
+const (
+	DefaultNodeTimeout = 30 * time.Minute
+	DefaultPageSize    = 500
+	// DefaultDrainTimeout bounds a drain whose DrainOptions.Timeout is zero.
+	DefaultDrainTimeout = 10 * time.Minute
+	// DefaultRetryDelay is the pause after a refused eviction when DrainOptions.RetryDelay
+	// is zero (kubectl drain's). Zero itself is never used: it would be a hot retry loop
+	// against the API server.
+	DefaultRetryDelay = 5 * time.Second
+)
+
+// Options tune the provider. The zero value is the default.
+type Options struct {
+	// DeleteEmptyDirData lets a drain evict pods that use emptyDir volumes, losing that
+	// data, as `kubectl drain --delete-emptydir-data` does. nil means true: an OS update
+	// reboots the node, which loses nothing an emptyDir is meant to keep, and refusing such
+	// pods would block most real drains. Set it to false to make a drain fail on them.
+	DeleteEmptyDirData *bool
+	// NodeTimeout bounds how long RunNodeSteps waits for the node's agent to report Done
+	// (DefaultNodeTimeout when zero). The caller's context bounds it too.
+	NodeTimeout time.Duration
+	// PageSize is the LIST page size of Refresh (DefaultPageSize when zero).
+	PageSize int64
+}
+
+func (o Options) withDefaults() Options {
+	if o.NodeTimeout <= 0 {
+		o.NodeTimeout = DefaultNodeTimeout
+	}
+	if o.PageSize <= 0 {
+		o.PageSize = DefaultPageSize
+	}
+	return o
+}
+
+func (o Options) deleteEmptyDirData() bool {
+	return o.DeleteEmptyDirData == nil || *o.DeleteEmptyDirData
+}
+
+// Provider is a Kubernetes cluster seen through its API server.
+type Provider struct {
+	client   k8s.Interface
+	host     string // the API server's URL ("" for NewForClient)
+	o        Options
+	requests *atomic.Int64 // nil when the client was handed in (NewForClient)
+
+	// eviction is the policy group version of the eviction API, found once by discovery.
+	evictionMu    sync.Mutex
+	evictionKnown bool
+	eviction      schema.GroupVersion
+}
+
+var (
+	_ providers.Provider       = (*Provider)(nil)
+	_ providers.RequestCounter = (*Provider)(nil)
+)
+
+// New builds the provider for the cluster cfg points at. cfg is copied; its transport is
+// wrapped to count requests. A cfg without rate limits gets QPS 50, burst 100: drains and
+// hand-overs of many nodes at once would crawl under client-go's default of 5.
+func New(cfg *rest.Config, opts Options) (*Provider, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 && cfg.RateLimiter == nil {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = "mcp"
+	}
+	n := new(atomic.Int64)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt: rt, n: n} })
+	c, err := k8s.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
+	}
+	p := NewForClient(c, opts)
+	p.requests, p.host = n, cfg.Host
+	return p, nil
+}
+
+// NewForClient builds the provider on a client made elsewhere (a fake clientset in unit
+// tests). Its requests are not counted.
+func NewForClient(c k8s.Interface, opts Options) *Provider {
+	return &Provider{client: c, o: opts.withDefaults()}
+}
+
+// FromAttrs builds the provider from the HCL block provider "kubernetes" { kubeconfig,
+// context }, with client-go's usual rules: the kubeconfig named (resolved against dir when
+// relative), else $KUBECONFIG, else ~/.kube/config; its current context unless context
+// names another; and, when none of these exists and mcp runs in a pod, the pod's service
+// account (in-cluster config).
+func FromAttrs(dir string, attrs map[string]string) (*Provider, error) {
+	for k := range attrs {
+		if !slices.Contains([]string{"kubeconfig", "context"}, k) {
+			return nil, fmt.Errorf("the kubernetes provider has no attribute %q (it takes kubeconfig and context)", k)
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kc := attrs["kubeconfig"]; kc != "" {
+		if !filepath.IsAbs(kc) {
+			kc = filepath.Join(dir, kc)
+		}
+		rules.ExplicitPath = kc
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: attrs["context"]}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	return New(cfg, Options{})
+}
+
+// Requests is the number of HTTP requests sent to the API server so far (each retry and
+// each watch counts one; 0 for a provider from NewForClient).
+func (p *Provider) Requests() int64 {
+	if p.requests == nil {
+		return 0
+	}
+	return p.requests.Load()
+}
+
+// APIRequests implements providers.RequestCounter; it is Requests.
+func (p *Provider) APIRequests() int64 { return p.Requests() }
+
+type countingTransport struct {
+	rt http.RoundTripper
+	n  *atomic.Int64
+}
+
+func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.n.Add(1)
+	return t.rt.RoundTrip(r)
+}

@@ -1,0 +1,64 @@
+package kubernetes
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const kubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: prod
+  cluster: {server: "https://prod.example:6443"}
+- name: test
+  cluster: {server: "https://test.example:6443"}
+users:
+- name: u
+  user: {token: t}
+contexts:
+- name: prod
+  context: {cluster: prod, user: u}
+- name: test
+  context: {cluster: test, user: u}
+current-context: test
+`
+
+func TestFromAttrs(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "kc.yaml"), []byte(kubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("KUBECONFIG", filepath.Join(dir, "absent"))
+	host := func(attrs map[string]string) string {
+		t.Helper()
+		p, err := FromAttrs(dir, attrs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.host
+	}
+	if h := host(map[string]string{"kubeconfig": "kc.yaml"}); h != "https://test.example:6443" {
+		t.Errorf("current context: host %s", h)
+	}
+	if h := host(map[string]string{"kubeconfig": filepath.Join(dir, "kc.yaml"), "context": "prod"}); h != "https://prod.example:6443" {
+		t.Errorf("context prod: host %s", h)
+	}
+	t.Setenv("KUBECONFIG", filepath.Join(dir, "kc.yaml"))
+	if h := host(map[string]string{"context": "prod"}); h != "https://prod.example:6443" {
+		t.Errorf("$KUBECONFIG, context prod: host %s", h)
+	}
+	for _, c := range []struct {
+		attrs map[string]string
+		want  string
+	}{
+		{map[string]string{"context": "nope"}, `context "nope" does not exist`},
+		{map[string]string{"kubeconfig": "missing.yaml"}, "missing.yaml"},
+		{map[string]string{"fleet": "x"}, `no attribute "fleet"`},
+	} {
+		if _, err := FromAttrs(dir, c.attrs); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("FromAttrs(%v): %v, want an error with %q", c.attrs, err, c.want)
+		}
+	}
+}

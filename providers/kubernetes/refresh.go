@@ -1,0 +1,167 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/pager"
+
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+)
+
+// ZoneLabel is the well-known label that gives a node's zone.
+const ZoneLabel = "topology.kubernetes.io/zone"
+
+// activePods selects bound pods that have not finished: the only ones a drain can move.
+const activePods = "spec.nodeName!=,status.phase!=" + string(corev1.PodSucceeded) +
+	",status.phase!=" + string(corev1.PodFailed)
+
+// Refresh lists nodes, pods and PodDisruptionBudgets, one paged LIST each (run side by
+// side), whatever the number of nodes. Nodes are sorted by name, pods by namespace/name,
+// PDBs by namespace/name.
+func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
+	f := &model.Fleet{Nodes: []model.Node{}}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return p.each(ctx, "nodes", metav1.ListOptions{},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return p.client.CoreV1().Nodes().List(ctx, o)
+			},
+			func(obj runtime.Object) error {
+				f.Nodes = append(f.Nodes, nodeOf(obj.(*corev1.Node)))
+				return nil
+			})
+	})
+	g.Go(func() error {
+		return p.each(ctx, "pods", metav1.ListOptions{FieldSelector: activePods},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return p.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+			},
+			func(obj runtime.Object) error {
+				// The field selector already does this on a real API server; fakes ignore it.
+				if pod := obj.(*corev1.Pod); active(pod) {
+					f.Pods = append(f.Pods, podOf(pod))
+				}
+				return nil
+			})
+	})
+	g.Go(func() error {
+		return p.each(ctx, "poddisruptionbudgets", metav1.ListOptions{},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return p.client.PolicyV1().PodDisruptionBudgets(metav1.NamespaceAll).List(ctx, o)
+			},
+			func(obj runtime.Object) error {
+				f.PDBs = append(f.PDBs, pdbOf(obj.(*policyv1.PodDisruptionBudget)))
+				return nil
+			})
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(f.Nodes, func(a, b model.Node) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(f.Pods, func(a, b model.Pod) int {
+		return cmp2(a.Namespace, b.Namespace, a.Name, b.Name)
+	})
+	slices.SortFunc(f.PDBs, func(a, b model.PDB) int {
+		return cmp2(a.Namespace, b.Namespace, a.Name, b.Name)
+	})
+	return f, nil
+}
+
+func cmp2(a1, b1, a2, b2 string) int {
+	if c := strings.Compare(a1, b1); c != 0 {
+		return c
+	}
+	return strings.Compare(a2, b2)
+}
+
+// each runs fn on every item of a paged LIST (p.o.PageSize a page; a full LIST when the
+// continue token expires half-way).
+func (p *Provider) each(ctx context.Context, what string, opts metav1.ListOptions, list pager.ListPageFunc, fn func(runtime.Object) error) error {
+	pg := pager.New(list)
+	pg.PageSize = p.o.PageSize
+	if err := pg.EachListItem(ctx, opts, fn); err != nil {
+		return fmt.Errorf("listing %s: %w", what, err)
+	}
+	return nil
+}
+
+func active(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+// nodeOf maps a Node; the agent's report comes from the protocol annotations.
+func nodeOf(n *corev1.Node) model.Node {
+	a := n.Annotations
+	m := model.Node{
+		Name:          n.Name,
+		Labels:        maps.Clone(n.Labels),
+		Zone:          n.Labels[ZoneLabel],
+		Created:       n.CreationTimestamp.UTC(),
+		Unschedulable: n.Spec.Unschedulable,
+		CurrentConfig: a[protocol.CurrentConfig],
+		DesiredConfig: a[protocol.DesiredConfig],
+		State:         a[protocol.State],
+		Reason:        a[protocol.Reason],
+		Drift:         protocol.DecodeDrift(a[protocol.Drift]),
+		OSImage:       a[protocol.OSImage],
+		BootID:        n.Status.NodeInfo.BootID,
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			m.Ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	if s := a[protocol.KernelArgs]; s != "" {
+		// An unreadable value is left out rather than failing the refresh: it is the agent's
+		// report, and the plan shows the node's kernel arguments as unknown.
+		_ = json.Unmarshal([]byte(s), &m.KernelArgs)
+	}
+	return m
+}
+
+func podOf(pod *corev1.Pod) model.Pod {
+	m := model.Pod{Namespace: pod.Namespace, Name: pod.Name, Node: pod.Spec.NodeName, Labels: maps.Clone(pod.Labels)}
+	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "DaemonSet" {
+		m.DaemonSet = true
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			m.Ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	return m
+}
+
+// pdbOf maps a PodDisruptionBudget. MinAvailable is the spec's number when it is one; a
+// percentage or a maxUnavailable is given as the disruption controller resolved it
+// (status.desiredHealthy). Only matchLabels are carried (model.PDB.Selector).
+func pdbOf(b *policyv1.PodDisruptionBudget) model.PDB {
+	m := model.PDB{
+		Namespace:          b.Namespace,
+		Name:               b.Name,
+		Selector:           map[string]string{},
+		MinAvailable:       int(b.Status.DesiredHealthy),
+		CurrentHealthy:     int(b.Status.CurrentHealthy),
+		DesiredHealthy:     int(b.Status.DesiredHealthy),
+		DisruptionsAllowed: int(b.Status.DisruptionsAllowed),
+	}
+	if ma := b.Spec.MinAvailable; ma != nil && ma.Type == intstr.Int {
+		m.MinAvailable = ma.IntValue()
+	}
+	if b.Spec.Selector != nil {
+		maps.Copy(m.Selector, b.Spec.Selector.MatchLabels)
+	}
+	return m
+}
