@@ -155,6 +155,16 @@ func (a *Agent) Resume(ctx context.Context, done func(model.Step)) (bool, error)
 	return true, a.removePending()
 }
 
+// DiscardPending removes a pending record that a new update supersedes (one whose resume
+// failed and was reported Degraded stays until then).
+func (a *Agent) DiscardPending() error {
+	p, err := a.readPending()
+	if p == nil && err == nil {
+		return nil
+	}
+	return a.removePending()
+}
+
 func (a *Agent) writePending(p *pending) error {
 	b, err := json.Marshal(p)
 	if err != nil {

@@ -110,15 +110,24 @@ func (s *Standalone) desired() (string, error) {
 }
 
 func (s *Standalone) fetch(ctx context.Context, name string) (*model.Rendered, error) {
-	if s.Server == "" {
+	return FetchRendered(ctx, s.Client, s.Server, name)
+}
+
+// FetchRendered gets the rendered config name from a boot server: GET {server}/rendered/{name}
+// (immutable there). The answer must be that config. Every agent mode fetches through it.
+func FetchRendered(ctx context.Context, client *http.Client, server, name string) (*model.Rendered, error) {
+	if server == "" {
 		return nil, fmt.Errorf("fetching rendered config %s: no boot server URL given", name)
 	}
-	url := s.Server + "/rendered/" + name
+	if client == nil {
+		client = http.DefaultClient
+	}
+	url := strings.TrimSuffix(server, "/") + "/rendered/" + name
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.Client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", url, err)
 	}

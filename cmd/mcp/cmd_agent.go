@@ -7,14 +7,19 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/nodeexec/systemdhost"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kagent"
 )
 
 // agent runs the node executor on this machine (see docs/agent.md).
@@ -30,10 +35,21 @@ func (c *cli) agent(args []string) int {
 	allow := fs.String("allow", strings.Join(nodeexec.DefaultAllowed, ","), "path prefixes the agent may write")
 	bootID := fs.String("boot-id-file", "/proc/sys/kernel/random/boot_id", "where the running boot's id is read")
 	rebootWait := fs.Duration("reboot-wait", 10*time.Minute, "after asking for a reboot, report Degraded if the machine is still up this long")
+	node := fs.String("node", os.Getenv("NODE_NAME"), "run on Kubernetes as this Node's agent (default $NODE_NAME; unset: standalone)")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	inCluster := fs.Bool("in-cluster", false, "use the pod's service account (the default when no kubeconfig is found)")
 	if _, err := parse(fs, args); err != nil {
 		return 1
 	}
 	log := slog.New(slog.NewJSONHandler(c.stderr, nil))
+	if *node != "" {
+		if *once || *desired != "" {
+			return c.errorf("-once and -desired are for the standalone agent; with -node the Node's annotations say what to do")
+		}
+		return c.kubeAgent(kubeAgentFlags{node: *node, kubeconfig: *kubeconfig, inCluster: *inCluster, root: *root,
+			server: *server, hostKind: *hostKind, allow: *allow, bootID: *bootID, listen: *listen,
+			interval: *interval, rebootWait: *rebootWait}, log)
+	}
 	host, closeHost, err := newHost(c.ctx, *hostKind, log)
 	if err != nil {
 		return c.errorf("%v", err)
@@ -68,6 +84,88 @@ func (c *cli) agent(args []string) int {
 		case <-time.After(*interval):
 		}
 	}
+}
+
+// ExitRebooting is the exit code of `mcp agent -node` when it stopped because the node is
+// going down for a reboot it asked for; with -host=record no reboot comes, so this exit is
+// the simulated machine going down (start the agent again with a new boot id to "boot").
+const ExitRebooting = 75
+
+type kubeAgentFlags struct {
+	node, kubeconfig, root, server, hostKind, allow, bootID, listen string
+	inCluster                                                       bool
+	interval, rebootWait                                            time.Duration
+}
+
+// kubeAgent is `mcp agent -node NAME`: the agent of a Kubernetes node (docs/kubernetes.md).
+func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
+	cfg, err := kubeRESTConfig(f.kubeconfig, f.inCluster)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	var host nodeexec.Host
+	if f.hostKind == "record" {
+		// The simulated machine goes down when asked to reboot: the agent stops, exit 75.
+		host = &nodeexec.RecordingHost{OnCall: func(call string) error {
+			log.Info("host", "call", call)
+			if call == "reboot" {
+				cancel()
+			}
+			return nil
+		}}
+	} else {
+		h, closeHost, err := newHost(ctx, f.hostKind, log)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		defer closeHost()
+		host = h
+	}
+	a := kagent.New(client, f.node, f.root, f.server, host)
+	a.Log, a.Interval, a.Agent.RebootWait, a.State.BootIDPath = log, f.interval, f.rebootWait, f.bootID
+	a.Agent.Exec.Allowed = strings.Split(f.allow, ",")
+	m := newAgentMetrics()
+	a.Observe = m.set
+	if f.listen != "" {
+		stop, err := serveAgentHTTP(f.listen, m.reg, log)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		defer stop()
+	}
+	log.Info("agent", "node", f.node, "server", f.server, "root", f.root)
+	if err := a.Run(ctx); errors.Is(err, nodeexec.ErrRebooting) {
+		log.Info("stopping: the node is rebooting", "exit", ExitRebooting)
+		return ExitRebooting
+	} else if err != nil {
+		return c.errorf("%v", err)
+	}
+	return 0
+}
+
+// kubeRESTConfig finds the cluster as kubectl does: the flag, $KUBECONFIG, ~/.kube/config,
+// and in a pod its service account.
+func kubeRESTConfig(kubeconfig string, inCluster bool) (*rest.Config, error) {
+	if inCluster {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("-in-cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("finding the cluster: %w", err)
+	}
+	return cfg, nil
 }
 
 func newHost(ctx context.Context, kind string, log *slog.Logger) (nodeexec.Host, func(), error) {
@@ -106,13 +204,20 @@ func newAgentMetrics() *agentMetrics {
 }
 
 func (m *agentMetrics) observe(st nodeexec.Status, err error) {
+	m.set(st.State, len(st.Drift), err)
+}
+
+// set records a pass that left the node in state with drifted paths (-1: not checked).
+func (m *agentMetrics) set(state string, drifted int, err error) {
 	result := "ok"
 	if err != nil {
 		result = "error"
 	}
 	m.reconciles.WithLabelValues(result).Inc()
-	m.degraded.Set(map[bool]float64{true: 1, false: 0}[st.State == "Degraded"])
-	m.drift.Set(float64(len(st.Drift)))
+	m.degraded.Set(map[bool]float64{true: 1, false: 0}[state == "Degraded"])
+	if drifted >= 0 {
+		m.drift.Set(float64(drifted))
+	}
 }
 
 func serveAgentHTTP(addr string, reg *prometheus.Registry, log *slog.Logger) (func(), error) {

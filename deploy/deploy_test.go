@@ -1,0 +1,239 @@
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"io/fs"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8sjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// objects decodes every document of every manifest with client-go's scheme: the universal
+// deserializer (unknown kinds are refused), and a strict decoder so that a misspelt field
+// is an error rather than silently dropped.
+func objects(t *testing.T) map[string]runtime.Object {
+	t.Helper()
+	files, err := fs.Glob(Manifests, "*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests: %v", err)
+	}
+	objs := map[string]runtime.Object{}
+	dec := scheme.Codecs.UniversalDeserializer()
+	strict := k8sjson.NewSerializerWithOptions(k8sjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme,
+		k8sjson.SerializerOptions{Yaml: true, Strict: true})
+	for _, f := range files {
+		b, _ := Manifests.ReadFile(f)
+		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+		for i := 0; ; i++ {
+			doc, err := r.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if len(bytes.TrimSpace(stripComments(doc))) == 0 {
+				continue
+			}
+			obj, gvk, err := dec.Decode(doc, nil, nil)
+			if err != nil {
+				t.Fatalf("%s document %d: %v", f, i, err)
+			}
+			if _, _, err := strict.Decode(doc, nil, nil); err != nil {
+				t.Errorf("%s document %d: %v", f, i, err)
+			}
+			m := obj.(interface {
+				GetName() string
+				GetNamespace() string
+			})
+			key := gvk.Kind + " " + m.GetNamespace() + "/" + m.GetName()
+			if _, dup := objs[key]; dup {
+				t.Errorf("%s: %s defined twice", f, key)
+			}
+			objs[key] = obj
+		}
+	}
+	return objs
+}
+
+func stripComments(doc []byte) []byte {
+	var out [][]byte
+	for _, l := range bytes.Split(doc, []byte("\n")) {
+		if !bytes.HasPrefix(bytes.TrimSpace(l), []byte("#")) {
+			out = append(out, l)
+		}
+	}
+	return bytes.Join(out, []byte("\n"))
+}
+
+func TestManifestsDecode(t *testing.T) {
+	objs := objects(t)
+	var keys []string
+	for k := range objs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	want := []string{
+		"ClusterRole /mcp-agent", "ClusterRole /mcp-apply",
+		"ClusterRoleBinding /mcp-agent", "ClusterRoleBinding /mcp-apply",
+		"ConfigMap mcp-system/mcp-server-config",
+		"DaemonSet mcp-system/mcp-agent", "Deployment mcp-system/mcp-server",
+		"Namespace /mcp-system",
+		"Role mcp-system/mcp-apply", "Role mcp-system/mcp-server",
+		"RoleBinding mcp-system/mcp-apply", "RoleBinding mcp-system/mcp-server",
+		"Service mcp-system/mcp-server",
+		"ServiceAccount mcp-system/mcp-agent", "ServiceAccount mcp-system/mcp-apply", "ServiceAccount mcp-system/mcp-server",
+	}
+	if d := cmp.Diff(want, keys); d != "" {
+		t.Errorf("objects (-want +got):\n%s", d)
+	}
+}
+
+// TestRBACIsLeastPrivilege: each identity has exactly the rules it needs, bound to it
+// alone, with no wildcard.
+func TestRBACIsLeastPrivilege(t *testing.T) {
+	objs := objects(t)
+	rule := func(group, resource string, verbs ...string) rbacv1.PolicyRule {
+		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, Verbs: verbs}
+	}
+	all := []string{"create", "get", "list", "watch", "update", "patch", "delete"}
+	want := map[string][]rbacv1.PolicyRule{
+		"ClusterRole /mcp-agent":     {rule("", "nodes", "get", "list", "watch", "patch")},
+		"Role mcp-system/mcp-server": {rule("", "secrets", "get", "list", "watch")},
+		"ClusterRole /mcp-apply": {
+			rule("", "nodes", "get", "list", "watch", "patch", "update"),
+			rule("", "pods", "get", "list"),
+			rule("", "pods/eviction", "create"),
+			rule("policy", "poddisruptionbudgets", "get", "list"),
+			rule("apps", "daemonsets", "get"),
+		},
+		"Role mcp-system/mcp-apply": {rule("", "secrets", all...), rule("coordination.k8s.io", "leases", all...)},
+	}
+	for key, obj := range objs {
+		var rules []rbacv1.PolicyRule
+		switch o := obj.(type) {
+		case *rbacv1.ClusterRole:
+			rules = o.Rules
+			if o.AggregationRule != nil {
+				t.Errorf("%s aggregates other roles", key)
+			}
+		case *rbacv1.Role:
+			rules = o.Rules
+		default:
+			continue
+		}
+		for _, r := range rules {
+			for _, s := range slices.Concat(r.APIGroups, r.Resources, r.Verbs, r.ResourceNames, r.NonResourceURLs) {
+				if strings.Contains(s, "*") {
+					t.Errorf("%s: wildcard %q in %+v", key, s, r)
+				}
+			}
+		}
+		w, ok := want[key]
+		if !ok {
+			t.Errorf("unexpected role %s", key)
+			continue
+		}
+		if d := cmp.Diff(w, rules); d != "" {
+			t.Errorf("%s rules (-want +got):\n%s", key, d)
+		}
+		delete(want, key)
+	}
+	for key := range want {
+		t.Errorf("missing %s", key)
+	}
+	// Each binding gives its role to its own service account only.
+	for key, obj := range objs {
+		var ref rbacv1.RoleRef
+		var subjects []rbacv1.Subject
+		var name string
+		switch o := obj.(type) {
+		case *rbacv1.ClusterRoleBinding:
+			ref, subjects, name = o.RoleRef, o.Subjects, o.Name
+		case *rbacv1.RoleBinding:
+			ref, subjects, name = o.RoleRef, o.Subjects, o.Name
+			if ref.Kind != "Role" {
+				t.Errorf("%s binds a %s; namespaced grants use a Role", key, ref.Kind)
+			}
+		default:
+			continue
+		}
+		wantSubj := []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: "mcp-system"}}
+		if ref.Name != name || !cmp.Equal(wantSubj, subjects) {
+			t.Errorf("%s: role %s, subjects %+v; want role %s for service account mcp-system/%s", key, ref.Name, subjects, name, name)
+		}
+	}
+}
+
+func TestWorkloads(t *testing.T) {
+	objs := objects(t)
+	ds := objs["DaemonSet mcp-system/mcp-agent"].(*appsv1.DaemonSet)
+	spec := ds.Spec.Template.Spec
+	c := spec.Containers[0]
+	args := strings.Join(append(c.Command, c.Args...), " ")
+	if !strings.HasPrefix(args, "mcp agent -root /host -node $(NODE_NAME) -server http://mcp-server.mcp-system.svc:8080") {
+		t.Errorf("agent command: %s", args)
+	}
+	if !spec.HostPID || c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
+		t.Error("the agent must run privileged with the host's PID namespace")
+	}
+	if spec.ServiceAccountName != "mcp-agent" {
+		t.Errorf("agent service account %q", spec.ServiceAccountName)
+	}
+	if len(spec.Tolerations) != 1 || spec.Tolerations[0].Operator != corev1.TolerationOpExists || spec.Tolerations[0].Key != "" {
+		t.Errorf("agent tolerations %+v: want one that tolerates every taint", spec.Tolerations)
+	}
+	var env *corev1.EnvVar
+	for i := range c.Env {
+		if c.Env[i].Name == "NODE_NAME" {
+			env = &c.Env[i]
+		}
+	}
+	if env == nil || env.ValueFrom == nil || env.ValueFrom.FieldRef == nil || env.ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+		t.Errorf("NODE_NAME must come from the downward API: %+v", env)
+	}
+	var hostRoot bool
+	for _, v := range spec.Volumes {
+		if v.HostPath != nil && v.HostPath.Path == "/" {
+			for _, m := range c.VolumeMounts {
+				hostRoot = hostRoot || (m.Name == v.Name && m.MountPath == "/host")
+			}
+		}
+	}
+	if !hostRoot {
+		t.Error("the host's root must be mounted at /host")
+	}
+
+	dep := objs["Deployment mcp-system/mcp-server"].(*appsv1.Deployment)
+	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != 2 || dep.Spec.Template.Spec.ServiceAccountName != "mcp-server" {
+		t.Errorf("server: replicas %v, service account %q", dep.Spec.Replicas, dep.Spec.Template.Spec.ServiceAccountName)
+	}
+	if args := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "serve -listen :8080") {
+		t.Errorf("server args: %s", args)
+	}
+	svc := objs["Service mcp-system/mcp-server"].(*corev1.Service)
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8080 || len(svc.Spec.Selector) == 0 {
+		t.Errorf("service: ports %+v, selector %v", svc.Spec.Ports, svc.Spec.Selector)
+	}
+	for k, v := range svc.Spec.Selector {
+		if dep.Spec.Template.Labels[k] != v {
+			t.Errorf("the service's selector %s=%s does not select the server's pods", k, v)
+		}
+	}
+	cm := objs["ConfigMap mcp-system/mcp-server-config"].(*corev1.ConfigMap)
+	if !strings.Contains(cm.Data["main.hcl"], `backend   = "kubernetes"`) {
+		t.Errorf("server config: %q", cm.Data["main.hcl"])
+	}
+}

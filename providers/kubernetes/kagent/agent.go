@@ -1,0 +1,367 @@
+// Package kagent is the node agent's Kubernetes side (`mcp agent -node NAME`): it watches
+// its own Node for the engine's hand-over (protocol.Handover: desired config, steps, update
+// id), fetches the rendered configs from the boot server, runs exactly the handed-over
+// steps through nodeexec.Agent — the code every provider runs — and reports through the
+// Node's annotations (NodeState). When no hand-over is waiting it checks the disk against
+// the current config every Interval and reports the drift. It writes nothing to the cluster
+// but its own Node's annotations. The protocol is described in docs/kubernetes.md.
+package kagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/mcpfleet/mcp/internal/atomicfile"
+	"github.com/mcpfleet/mcp/nodeexec"
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+)
+
+// UpdatePath is where, inside the root, the agent records the update it runs, so that the
+// agent starting after a reboot reports Done under the right update id (it sits next to
+// nodeexec.PendingPath; nodeexec knows nothing of update ids).
+const UpdatePath = nodeexec.StateDir + "/update.json"
+
+type updateRecord struct {
+	UpdateID string `json:"update_id"`
+	// ProgressAtBoot is the progress to count from after the reboot: the steps up to and
+	// including the first reboot step.
+	ProgressAtBoot int `json:"progress_at_boot"`
+}
+
+// Agent is a node's agent on Kubernetes.
+type Agent struct {
+	Client kubernetes.Interface
+	Node   string
+	// Server is the boot server's base URL (rendered configs: Server/rendered/NAME).
+	Server string
+	HTTP   *http.Client
+	Agent  *nodeexec.Agent // its State is State
+	State  *NodeState
+	// Interval is the time between drift checks of a settled node.
+	Interval time.Duration
+	Log      *slog.Logger
+	// Observe, when set, sees the node's state and drift after each pass (for metrics).
+	Observe func(state string, drifted int, err error)
+
+	mu      sync.Mutex
+	configs map[string]*model.Rendered // fetched rendered configs (immutable)
+	ran     string                     // the last update id this process ran
+}
+
+// New builds the agent of node for root: host performs the non-file effects.
+func New(client kubernetes.Interface, node, root, server string, host nodeexec.Host) *Agent {
+	a := &Agent{Client: client, Node: node, Server: server, HTTP: &http.Client{Timeout: 30 * time.Second},
+		Interval: time.Minute, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), configs: map[string]*model.Rendered{}}
+	a.State = &NodeState{Client: client, Node: node, Config: a.configFor}
+	a.Agent = &nodeexec.Agent{Exec: &nodeexec.Executor{Root: root, Host: host}, State: a.State, RebootWait: 10 * time.Minute}
+	return a
+}
+
+// Run finishes an update a reboot interrupted, then follows the Node until ctx ends. It
+// returns nodeexec.ErrRebooting when it stopped because the node is going down for a
+// reboot it asked for, nil when ctx ended otherwise.
+func (a *Agent) Run(ctx context.Context) error {
+	if err := a.Resume(ctx); errors.Is(err, nodeexec.ErrRebooting) {
+		return err
+	}
+	sel := fields.OneTermEqualSelector("metadata.name", a.Node).String()
+	nodes := a.Client.CoreV1().Nodes()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return nodes.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return nodes.Watch(ctx, o)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, cache.Indexers{})
+	kick := make(chan struct{}, 1)
+	poke := func(any) {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: poke,
+		UpdateFunc: func(_, n any) { poke(n) }}); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go inf.RunWithContext(ctx)
+	tick := time.NewTicker(a.Interval)
+	defer tick.Stop()
+	for {
+		check := false
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-kick:
+		case <-tick.C:
+			check = true
+		}
+		obj, ok, _ := inf.GetStore().GetByKey(a.Node)
+		node, _ := obj.(*corev1.Node)
+		if !ok || node == nil {
+			continue
+		}
+		ran, err := a.Reconcile(ctx, node)
+		if errors.Is(err, nodeexec.ErrRebooting) {
+			return err
+		}
+		if err != nil {
+			a.Log.Error("update", "err", err.Error())
+		}
+		if check && !ran {
+			a.CheckDrift(ctx, node)
+		}
+	}
+}
+
+// Resume finishes an update a reboot interrupted (nodeexec.Agent.Resume), reporting under
+// the update id recorded before the reboot.
+func (a *Agent) Resume(ctx context.Context) error {
+	rec := a.readUpdate()
+	a.State.Begin(rec.UpdateID, rec.ProgressAtBoot)
+	resumed, err := a.Agent.Resume(ctx, a.stepDone)
+	if !resumed {
+		return err
+	}
+	a.mu.Lock()
+	a.ran = rec.UpdateID
+	a.mu.Unlock()
+	a.observe(err)
+	if err != nil {
+		a.Log.Error("resuming after reboot", "update", rec.UpdateID, "err", err.Error())
+		return err
+	}
+	a.Log.Info("resumed after reboot", "update", rec.UpdateID)
+	return nil
+}
+
+// Reconcile does what the node's annotations ask: it runs the hand-over when its update id
+// is not the one the node reports having observed — or when the node reports it Working
+// although no agent runs it (an agent stopped in the middle) — and reports false when
+// there was nothing to run. An update id this process ran is never run again.
+func (a *Agent) Reconcile(ctx context.Context, node *corev1.Node) (bool, error) {
+	ann := node.Annotations
+	h, ok, herr := protocol.ReadHandover(ann)
+	if !ok {
+		return false, nil
+	}
+	rep := protocol.ReadReport(ann)
+	a.mu.Lock()
+	already := a.ran == h.UpdateID
+	a.mu.Unlock()
+	if already || (rep.ObservedUpdateID == h.UpdateID && rep.State != model.StateWorking) {
+		return false, nil
+	}
+	a.mu.Lock()
+	a.ran = h.UpdateID
+	a.mu.Unlock()
+	err := a.update(ctx, h, herr, rep.Current)
+	a.observe(err)
+	if err == nil {
+		a.CheckDrift(ctx, nil)
+	}
+	return true, err
+}
+
+func (a *Agent) update(ctx context.Context, h protocol.Handover, herr error, current string) error {
+	boot := slices.IndexFunc(h.Steps, func(s model.Step) bool { return s.Kind == model.StepReboot }) + 1
+	a.State.Begin(h.UpdateID, 0)
+	a.Log.Info("hand-over", "update", h.UpdateID, "from", current, "to", h.Desired, "steps", len(h.Steps))
+	if herr != nil {
+		return a.degrade(fmt.Errorf("update %s: %w", h.UpdateID, herr))
+	}
+	if err := a.writeUpdate(updateRecord{UpdateID: h.UpdateID, ProgressAtBoot: boot}); err != nil {
+		return a.degrade(fmt.Errorf("recording update %s: %w", h.UpdateID, err))
+	}
+	if err := a.Agent.DiscardPending(); err != nil {
+		return a.degrade(fmt.Errorf("discarding an old pending record: %w", err))
+	}
+	target, err := a.fetch(ctx, h.Desired)
+	if err != nil {
+		return a.degrade(err)
+	}
+	var from *model.Rendered
+	if current != "" {
+		if from, err = a.fetch(ctx, current); err != nil {
+			return a.degrade(fmt.Errorf("the node's current config: %w", err))
+		}
+	}
+	if err := a.Agent.Exec.Sweep(target); err != nil {
+		return a.degrade(fmt.Errorf("sweeping temporary files: %w", err))
+	}
+	err = a.Agent.Update(ctx, from, target, h.Steps, a.stepDone)
+	if err == nil {
+		a.Log.Info("done", "update", h.UpdateID, "current", target.Name)
+	}
+	return err
+}
+
+// CheckDrift compares the disk with the node's current config and reports the drift; node
+// (nil: fetch it) gives the current config's name and the drift already reported.
+func (a *Agent) CheckDrift(ctx context.Context, node *corev1.Node) {
+	if node == nil {
+		n, err := a.Client.CoreV1().Nodes().Get(ctx, a.Node, metav1.GetOptions{})
+		if err != nil {
+			a.Log.Error("drift check", "err", err.Error())
+			return
+		}
+		node = n
+	}
+	name := node.Annotations[protocol.CurrentConfig]
+	if name == "" {
+		return
+	}
+	r, err := a.fetch(ctx, name)
+	if err == nil {
+		var d []model.Drift
+		if d, err = a.Agent.Exec.Verify(r); err == nil {
+			err = a.State.ReportDrift(node.Annotations, d)
+			if a.Observe != nil {
+				a.Observe(node.Annotations[protocol.State], len(d), nil)
+			}
+		}
+	}
+	if err != nil {
+		a.Log.Error("drift check", "current", name, "err", err.Error())
+	}
+}
+
+func (a *Agent) stepDone(s model.Step) {
+	a.Log.Info("step done", "step", s.String())
+	if err := a.State.StepDone(s); err != nil {
+		a.Log.Error("reporting progress", "err", err.Error())
+	}
+}
+
+func (a *Agent) degrade(err error) error {
+	if serr := a.State.Degraded(err.Error()); serr != nil {
+		return fmt.Errorf("%w (and reporting Degraded failed: %v)", err, serr)
+	}
+	return err
+}
+
+func (a *Agent) observe(err error) {
+	if a.Observe == nil {
+		return
+	}
+	state := model.StateDone
+	if err != nil {
+		state = model.StateDegraded
+	}
+	if errors.Is(err, nodeexec.ErrRebooting) {
+		state = model.StateWorking
+	}
+	a.Observe(state, -1, err)
+}
+
+// fetch gets a rendered config from the boot server once (they are immutable), retrying a
+// failed fetch a few times.
+func (a *Agent) fetch(ctx context.Context, name string) (*model.Rendered, error) {
+	if r := a.cached(name); r != nil {
+		return r, nil
+	}
+	var err error
+	for i, delay := 0, time.Second; i < 3; i, delay = i+1, 2*delay {
+		var r *model.Rendered
+		if r, err = nodeexec.FetchRendered(ctx, a.HTTP, a.Server, name); err == nil {
+			a.mu.Lock()
+			a.configs[name] = r
+			a.mu.Unlock()
+			return r, nil
+		}
+		if i < 2 {
+			select {
+			case <-ctx.Done():
+				return nil, err
+			case <-time.After(delay):
+			}
+		}
+	}
+	return nil, err
+}
+
+// configFor gives the rendered config name for a report: the cached one, else one quick
+// fetch (after a reboot the agent holds nothing yet), else nil.
+func (a *Agent) configFor(name string) *model.Rendered {
+	if r := a.cached(name); r != nil {
+		return r
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := nodeexec.FetchRendered(ctx, a.HTTP, a.Server, name)
+	if err != nil {
+		a.Log.Warn("os image and kernel arguments not reported", "config", name, "err", err.Error())
+		return nil
+	}
+	a.mu.Lock()
+	a.configs[name] = r
+	a.mu.Unlock()
+	return r
+}
+
+func (a *Agent) cached(name string) *model.Rendered {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.configs[name]
+}
+
+func (a *Agent) readUpdate() updateRecord {
+	var rec updateRecord
+	r, err := os.OpenRoot(a.Agent.Exec.Root)
+	if err != nil {
+		return rec
+	}
+	defer r.Close()
+	b, err := r.ReadFile(UpdatePath)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			a.Log.Error("reading the update record", "err", err.Error())
+		}
+		return rec
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		a.Log.Error("reading the update record", "path", "/"+UpdatePath, "err", err.Error())
+	}
+	return rec
+}
+
+func (a *Agent) writeUpdate(rec updateRecord) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	r, err := os.OpenRoot(a.Agent.Exec.Root)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.MkdirAll(nodeexec.StateDir, 0o755); err != nil {
+		return err
+	}
+	return atomicfile.WriteIn(r, UpdatePath, b, 0o600)
+}

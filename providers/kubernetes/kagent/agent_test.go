@@ -1,0 +1,307 @@
+package kagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/mcpfleet/mcp/nodeexec"
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+)
+
+const nodeName = "worker-0"
+
+// serveRendered serves rendered configs by name, as the boot server's /rendered/ does.
+func serveRendered(t *testing.T, rs ...*model.Rendered) string {
+	t.Helper()
+	byName := map[string][]byte{}
+	for _, r := range rs {
+		b, _ := json.Marshal(r)
+		byName[r.Name] = b
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, ok := byName[strings.TrimPrefix(req.URL.Path, "/rendered/")]
+		if !ok {
+			http.NotFound(w, req)
+			return
+		}
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// patches records the annotation patches of the agent, in order.
+type patches struct {
+	mu   sync.Mutex
+	list []map[string]string
+}
+
+func (p *patches) get() []map[string]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]map[string]string(nil), p.list...)
+}
+
+// cluster is a fake clientset holding one node with ann, recording the patches to it.
+func cluster(t *testing.T, ann map[string]string) (*fake.Clientset, *patches) {
+	t.Helper()
+	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, Annotations: ann}},
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "worker-1"}})
+	p := &patches{}
+	client.PrependReactor("patch", "nodes", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		pa := action.(k8stesting.PatchAction)
+		if pa.GetName() != nodeName {
+			t.Errorf("patch of node %s", pa.GetName())
+		}
+		var body struct {
+			Metadata struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+		}
+		var all map[string]any
+		json.Unmarshal(pa.GetPatch(), &all)
+		if len(all) != 1 || all["metadata"] == nil || len(all["metadata"].(map[string]any)) != 1 {
+			t.Errorf("patch touches more than metadata.annotations: %s", pa.GetPatch())
+		}
+		json.Unmarshal(pa.GetPatch(), &body)
+		p.mu.Lock()
+		p.list = append(p.list, body.Metadata.Annotations)
+		p.mu.Unlock()
+		return false, nil, nil
+	})
+	return client, p
+}
+
+func handover(t *testing.T, h protocol.Handover) map[string]string {
+	t.Helper()
+	ann, err := h.Annotations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ann
+}
+
+func nodeSteps(from, to *model.Rendered) []model.Step {
+	var steps []model.Step
+	for _, s := range planner.Steps(from, to) {
+		if s.Kind.OnNode() {
+			steps = append(steps, s)
+		}
+	}
+	return steps
+}
+
+func newAgent(t *testing.T, client *fake.Clientset, url string, host nodeexec.Host) (*Agent, string) {
+	t.Helper()
+	root := t.TempDir()
+	bootID := filepath.Join(t.TempDir(), "boot_id")
+	os.WriteFile(bootID, []byte("boot-1\n"), 0o644)
+	a := New(client, nodeName, root, url, host)
+	a.State.BootIDPath = bootID
+	a.Interval = 50 * time.Millisecond
+	return a, root
+}
+
+func getNode(t *testing.T, client *fake.Clientset) *corev1.Node {
+	t.Helper()
+	n, err := client.CoreV1().Nodes().Get(context.Background(), nodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func waitFor(t *testing.T, client *fake.Clientset, what string, ok func(map[string]string) bool) map[string]string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ann := getNode(t, client).Annotations
+		if ok(ann) {
+			return ann
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s; node annotations: %v", what, ann)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+var chrony = &model.Rendered{Name: "rendered-worker-a", OSImage: "quay.io/fcos@sha256:1", Files: []model.File{
+	{Path: "/etc/chrony.conf", Mode: 0o644, Contents: []byte("server ntp.internal\n"),
+		OnChange: []model.Policy{{Kind: model.PolicyRestart, Unit: "chronyd.service"}}},
+	{Path: "/etc/motd", Mode: 0o644, Contents: []byte("managed\n"), OnChange: []model.Policy{{Kind: model.PolicyNone}}},
+}}
+
+// A hand-over on the Node: the agent writes the files into the root and reports Working,
+// progress after each step, then Done under the observed update id; then the drift check
+// reports no drift.
+func TestHandoverRunsAndReports(t *testing.T) {
+	steps := nodeSteps(&model.Rendered{OSImage: chrony.OSImage}, chrony)
+	client, p := cluster(t, handover(t, protocol.Handover{Desired: chrony.Name, Steps: steps, UpdateID: "u1"}))
+	host := &nodeexec.RecordingHost{}
+	a, root := newAgent(t, client, serveRendered(t, chrony), host)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- a.Run(ctx) }()
+	ann := waitFor(t, client, "Done and the drift check", func(ann map[string]string) bool {
+		return ann[protocol.State] == model.StateDone && ann[protocol.DriftCount] != ""
+	})
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	rep := protocol.ReadReport(ann)
+	want := protocol.Report{Current: chrony.Name, State: model.StateDone, ObservedUpdateID: "u1", Progress: len(steps)}
+	if rep != want {
+		t.Errorf("report %+v, want %+v", rep, want)
+	}
+	if ann[protocol.KernelArgs] != `[]` || ann[protocol.OSImage] != chrony.OSImage || ann[protocol.Drift] != "[]" || ann[protocol.DriftCount] != "0" {
+		t.Errorf("kernel args %q, drift %q count %q", ann[protocol.KernelArgs], ann[protocol.Drift], ann[protocol.DriftCount])
+	}
+	for _, f := range chrony.Files {
+		if b, err := os.ReadFile(filepath.Join(root, f.Path)); err != nil || string(b) != string(f.Contents) {
+			t.Errorf("%s: %q, %v", f.Path, b, err)
+		}
+	}
+	if got := strings.Join(host.Recorded(), ";"); !strings.Contains(got, "restart chronyd.service") {
+		t.Errorf("host calls: %s", got)
+	}
+	// The reports in order: Working with progress 0, progress 1..n, Done.
+	ps := p.get()
+	if len(ps) < len(steps)+2 {
+		t.Fatalf("patches: %v", ps)
+	}
+	if w := ps[0]; w[protocol.State] != model.StateWorking || w[protocol.ObservedUpdateID] != "u1" || w[protocol.Progress] != "0" {
+		t.Errorf("first report %v, want Working on u1 with progress 0", w)
+	}
+	for i := 1; i <= len(steps); i++ {
+		if ps[i][protocol.Progress] != strconv.Itoa(i) {
+			t.Errorf("report %d: %v, want progress %d", i, ps[i], i)
+		}
+	}
+	if d := ps[len(steps)+1]; d[protocol.State] != model.StateDone || d[protocol.CurrentConfig] != chrony.Name {
+		t.Errorf("report after the steps: %v, want Done", d)
+	}
+}
+
+// A failing step: Degraded with the reason under the update id, the disk rolled back.
+func TestFailingStepReportsDegraded(t *testing.T) {
+	steps := nodeSteps(&model.Rendered{OSImage: chrony.OSImage}, chrony)
+	client, _ := cluster(t, handover(t, protocol.Handover{Desired: chrony.Name, Steps: steps, UpdateID: "u2"}))
+	a, root := newAgent(t, client, serveRendered(t, chrony), &nodeexec.RecordingHost{Fail: "restart chronyd.service"})
+	ran, err := a.Reconcile(context.Background(), getNode(t, client))
+	if !ran || err == nil {
+		t.Fatalf("Reconcile: ran %v, err %v; want a failed update", ran, err)
+	}
+	rep := protocol.ReadReport(getNode(t, client).Annotations)
+	if rep.State != model.StateDegraded || rep.ObservedUpdateID != "u2" ||
+		!strings.Contains(rep.Reason, "restart chronyd.service") || !strings.Contains(rep.Reason, "rolled back") {
+		t.Errorf("report %+v, want Degraded on u2 naming the failed restart", rep)
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc/chrony.conf")); !os.IsNotExist(err) {
+		t.Errorf("/etc/chrony.conf after the rollback: %v", err)
+	}
+	// Not run again by this process, even though the node still carries the hand-over.
+	if ran, _ := a.Reconcile(context.Background(), getNode(t, client)); ran {
+		t.Error("the failed update ran again")
+	}
+}
+
+// A hand-over whose update id the node reports observed is not run again, Done or
+// Degraded; one reported Working with no agent running it is.
+func TestObservedUpdateIsNotRerun(t *testing.T) {
+	steps := nodeSteps(&model.Rendered{OSImage: chrony.OSImage}, chrony)
+	for _, state := range []string{model.StateDone, model.StateDegraded, model.StateWorking} {
+		ann := handover(t, protocol.Handover{Desired: chrony.Name, Steps: steps, UpdateID: "u3"})
+		ann[protocol.ObservedUpdateID], ann[protocol.State] = "u3", state
+		client, p := cluster(t, ann)
+		host := &nodeexec.RecordingHost{}
+		a, root := newAgent(t, client, serveRendered(t, chrony), host)
+		ran, err := a.Reconcile(context.Background(), getNode(t, client))
+		_, statErr := os.Stat(filepath.Join(root, "etc/chrony.conf"))
+		if state == model.StateWorking {
+			if !ran || err != nil || statErr != nil || getNode(t, client).Annotations[protocol.State] != model.StateDone {
+				t.Errorf("an interrupted update (Working): ran %v, err %v, file %v", ran, err, statErr)
+			}
+			continue
+		}
+		if ran || err != nil || len(p.get()) != 0 || len(host.Recorded()) != 0 || statErr == nil {
+			t.Errorf("%s: ran %v, err %v, patches %v, host calls %v", state, ran, err, p.get(), host.Recorded())
+		}
+	}
+}
+
+// An update with a reboot: the agent records it, asks for the reboot and stops
+// (ErrRebooting); the agent started after boot (new boot id) verifies and reports Done
+// under the update id, with the whole progress.
+func TestRebootResumesUnderTheUpdateID(t *testing.T) {
+	target := &model.Rendered{Name: "rendered-worker-k", KernelArgs: []string{"nosmt"},
+		Files: []model.File{{Path: "/etc/sysctl.d/90-mcp.conf", Mode: 0o644, Contents: []byte("vm.swappiness=10\n")}}}
+	steps := nodeSteps(nil, target)
+	if !slices.ContainsFunc(steps, func(s model.Step) bool { return s.Kind == model.StepReboot }) {
+		t.Fatalf("steps %v have no reboot", steps)
+	}
+	client, _ := cluster(t, handover(t, protocol.Handover{Desired: target.Name, Steps: steps, UpdateID: "u4"}))
+	url := serveRendered(t, target)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	host := &nodeexec.RecordingHost{OnCall: func(call string) error {
+		if call == "reboot" {
+			cancel() // the machine goes down
+		}
+		return nil
+	}}
+	a, root := newAgent(t, client, url, host)
+	if err := a.Run(ctx); !errors.Is(err, nodeexec.ErrRebooting) {
+		t.Fatalf("Run: %v, want ErrRebooting", err)
+	}
+	if rep := protocol.ReadReport(getNode(t, client).Annotations); rep.State != model.StateWorking {
+		t.Errorf("report before the reboot: %+v", rep)
+	}
+	for _, p := range []string{nodeexec.PendingPath, UpdatePath} {
+		if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+			t.Errorf("before the reboot: %v", err)
+		}
+	}
+	// Boot: a new boot id, a new agent process.
+	os.WriteFile(a.State.BootIDPath, []byte("boot-2\n"), 0o644)
+	b := New(client, nodeName, root, url, &nodeexec.RecordingHost{})
+	b.State.BootIDPath = a.State.BootIDPath
+	if err := b.Resume(context.Background()); err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	rep := protocol.ReadReport(getNode(t, client).Annotations)
+	want := protocol.Report{Current: target.Name, State: model.StateDone, ObservedUpdateID: "u4", Progress: len(steps)}
+	if rep != want {
+		t.Errorf("report after boot %+v, want %+v", rep, want)
+	}
+	if k := getNode(t, client).Annotations[protocol.KernelArgs]; k != `["nosmt"]` {
+		t.Errorf("kernel args after boot %q", k)
+	}
+	if _, err := os.Stat(filepath.Join(root, nodeexec.PendingPath)); !os.IsNotExist(err) {
+		t.Errorf("pending record after boot: %v", err)
+	}
+	if ran, _ := b.Reconcile(context.Background(), getNode(t, client)); ran {
+		t.Error("the resumed update ran again")
+	}
+}

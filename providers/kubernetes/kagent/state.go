@@ -1,0 +1,172 @@
+package kagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/mcpfleet/mcp/nodeexec"
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+)
+
+// NodeState is the nodeexec.NodeState of an agent on Kubernetes: the agent's annotations
+// on its own Node (protocol.CurrentConfig, State, Reason, ObservedUpdateID, Progress, Drift,
+// OSImage, KernelArgs). Every write is a JSON merge patch of metadata.annotations and
+// nothing else.
+type NodeState struct {
+	Client kubernetes.Interface
+	Node   string
+	// BootIDPath is read by BootID (default /proc/sys/kernel/random/boot_id).
+	BootIDPath string
+	// Config, when set, gives the rendered config of that name if the agent holds it
+	// (nil if not); Done then reports its OS image and kernel arguments.
+	Config func(name string) *model.Rendered
+	// PatchTimeout bounds each patch with its retries (default 1 minute).
+	PatchTimeout time.Duration
+
+	mu       sync.Mutex
+	updateID string // the update the reports are about (protocol.ObservedUpdateID)
+	progress int    // its steps finished
+}
+
+var _ nodeexec.NodeState = (*NodeState)(nil)
+
+// Begin starts the reports of update id, progress counting from progress.
+func (s *NodeState) Begin(id string, progress int) {
+	s.mu.Lock()
+	s.updateID, s.progress = id, progress
+	s.mu.Unlock()
+}
+
+// UpdateID is the update the reports are about.
+func (s *NodeState) UpdateID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.updateID
+}
+
+// Working reports that the node moves to desired under the update begun: progress 0.
+func (s *NodeState) Working(desired string) error {
+	s.mu.Lock()
+	s.progress = 0
+	s.mu.Unlock()
+	return s.patch(s.withUpdate(map[string]any{protocol.State: model.StateWorking, protocol.Reason: "",
+		protocol.Progress: "0"}))
+}
+
+// StepDone counts a finished step and reports the progress; a failed report is returned
+// for logging only (the update goes on).
+func (s *NodeState) StepDone(model.Step) error {
+	s.mu.Lock()
+	s.progress++
+	p := s.progress
+	s.mu.Unlock()
+	return s.patch(s.withUpdate(map[string]any{protocol.Progress: strconv.Itoa(p)}))
+}
+
+// Done reports that the node runs current, with its OS image and kernel arguments when
+// the agent holds that config.
+func (s *NodeState) Done(current string) error {
+	ann := s.withUpdate(map[string]any{protocol.CurrentConfig: current, protocol.State: model.StateDone,
+		protocol.Reason: ""})
+	if s.Config != nil {
+		if r := s.Config(current); r != nil {
+			if r.OSImage != "" {
+				ann[protocol.OSImage] = r.OSImage
+			}
+			kargs := r.KernelArgs
+			if kargs == nil {
+				kargs = []string{}
+			}
+			b, _ := json.Marshal(kargs)
+			ann[protocol.KernelArgs] = string(b)
+		}
+	}
+	return s.patch(ann)
+}
+
+// Degraded reports that the update failed for reason.
+func (s *NodeState) Degraded(reason string) error {
+	return s.patch(s.withUpdate(map[string]any{protocol.State: model.StateDegraded, protocol.Reason: reason}))
+}
+
+// BootID reads the running boot's id.
+func (s *NodeState) BootID() (string, error) {
+	p := s.BootIDPath
+	if p == "" {
+		p = "/proc/sys/kernel/random/boot_id"
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "", fmt.Errorf("reading boot id: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// ReportDrift writes the drift annotations (protocol.EncodeDrift) unless the node already
+// carries these values.
+func (s *NodeState) ReportDrift(node map[string]string, d []model.Drift) error {
+	drift, count := protocol.EncodeDrift(d)
+	if node != nil && node[protocol.Drift] == drift && node[protocol.DriftCount] == count {
+		return nil
+	}
+	return s.patch(map[string]any{protocol.Drift: drift, protocol.DriftCount: count})
+}
+
+// withUpdate adds the observed update id and progress to a report.
+func (s *NodeState) withUpdate(ann map[string]any) map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.updateID != "" {
+		ann[protocol.ObservedUpdateID] = s.updateID
+		if _, ok := ann[protocol.Progress]; !ok {
+			ann[protocol.Progress] = strconv.Itoa(s.progress)
+		}
+	}
+	return ann
+}
+
+// patch merges ann into the node's annotations, retrying transient failures. It does not
+// take the caller's context: a report of a failure caused by a cancelled context (the
+// agent stopping) must still go out.
+func (s *NodeState) patch(ann map[string]any) error {
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	if err != nil {
+		return err
+	}
+	timeout := s.PatchTimeout
+	if timeout == 0 {
+		timeout = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	delay := 200 * time.Millisecond
+	for {
+		_, err = s.Client.CoreV1().Nodes().Patch(ctx, s.Node, types.MergePatchType, body, metav1.PatchOptions{})
+		if err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsInvalid(err) ||
+			apierrors.IsBadRequest(err) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("patching node %s annotations: %w (gave up after %s)", s.Node, err, timeout)
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+	if err != nil {
+		return fmt.Errorf("patching node %s annotations: %w", s.Node, err)
+	}
+	return nil
+}
