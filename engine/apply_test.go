@@ -30,11 +30,13 @@ type fakeProvider struct {
 	maxBusy  map[string]int
 	failNode map[string]string // node -> step key that fails
 	delay    time.Duration
+	drainTO  map[string]time.Duration // node -> the timeout its drain was given
 }
 
 func newFake(pools map[string]int) *fakeProvider {
 	f := &fakeProvider{fleet: &model.Fleet{}, pool: map[string]string{}, trace: map[string][]string{},
-		busy: map[string]int{}, maxBusy: map[string]int{}, failNode: map[string]string{}}
+		busy: map[string]int{}, maxBusy: map[string]int{}, failNode: map[string]string{},
+		drainTO: map[string]time.Duration{}}
 	var names []string
 	for p := range pools {
 		names = append(names, p)
@@ -93,7 +95,10 @@ func (f *fakeProvider) Uncordon(_ context.Context, node string) error {
 	return f.record(node, "uncordon")
 }
 
-func (f *fakeProvider) Drain(_ context.Context, node string, _ providers.DrainOptions) error {
+func (f *fakeProvider) Drain(_ context.Context, node string, o providers.DrainOptions) error {
+	f.mu.Lock()
+	f.drainTO[node] = o.Timeout
+	f.mu.Unlock()
 	time.Sleep(f.delay)
 	return f.record(node, "drain")
 }
@@ -200,6 +205,24 @@ func TestApplyTraceEqualsPlanAndBudgetHolds(t *testing.T) {
 	}
 	if st2.Serial != 2 {
 		t.Errorf("serial = %d, want 2 (one write before, one after)", st2.Serial)
+	}
+}
+
+func TestApplyPoolDrainTimeout(t *testing.T) {
+	f := newFake(map[string]int{"worker": 1, "infra": 1})
+	w, st := newTestWorkspace(t, f)
+	p := planFor(f, map[string]int{"worker": 1, "infra": 1}, rebootSteps())
+	for i := range p.Pools {
+		if p.Pools[i].Name == "infra" {
+			p.Pools[i].DrainTimeout = 90 * time.Second
+		}
+	}
+	if _, err := w.Apply(context.Background(), st, saved(t, w, st, p), ApplyOptions{DrainTimeout: 7 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Duration{"infra-0": 90 * time.Second, "worker-0": 7 * time.Minute}
+	if d := cmp.Diff(want, f.drainTO); d != "" {
+		t.Errorf("drain timeouts (-want +got):\n%s", d)
 	}
 }
 

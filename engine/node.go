@@ -66,7 +66,7 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 			err = a.w.Provider.Cordon(ctx, n.Name)
 		case model.StepDrain:
 			err = a.w.Provider.Drain(ctx, n.Name, providers.DrainOptions{
-				Timeout: a.opts.DrainTimeout, RetryDelay: a.opts.DrainRetryDelay})
+				Timeout: a.drainTimeout(n.Pool), RetryDelay: a.opts.DrainRetryDelay})
 		case model.StepUncordon:
 			err = a.w.Provider.Uncordon(ctx, n.Name)
 		default:
@@ -95,6 +95,16 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 	a.journal(n, model.Step{}, true)
 	a.emit(Event{Kind: EventNodeDone, Node: n.Name, Pool: n.Pool})
 	return nil
+}
+
+// drainTimeout is the pool's drain_timeout, else apply's -drain-timeout.
+func (a *applier) drainTimeout(pool string) time.Duration {
+	for _, pp := range a.plan.Pools {
+		if pp.Name == pool && pp.DrainTimeout > 0 {
+			return pp.DrainTimeout
+		}
+	}
+	return a.opts.DrainTimeout
 }
 
 func hasNodeStep(steps []model.Step) bool {

@@ -1,6 +1,10 @@
 package planner
 
-import "github.com/mcpfleet/mcp/planner/model"
+import (
+	"time"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
 
 // Input is everything a plan is computed from. The planner reads it and nothing else.
 type Input struct {
@@ -52,6 +56,8 @@ type PoolPlan struct {
 	// Unavailable counts nodes that are NotReady or cordoned and not part of this rollout.
 	Unavailable int  `json:"unavailable"`
 	Paused      bool `json:"paused,omitempty"`
+	// DrainTimeout is the pool's drain_timeout (zero: apply's -drain-timeout).
+	DrainTimeout time.Duration `json:"drain_timeout,omitempty"`
 	// Slots is how many nodes of this pool may update at once (MaxUnavailable - Unavailable).
 	Slots    int       `json:"slots"`
 	Updates  int       `json:"updates"` // nodes with steps

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -21,7 +22,7 @@ var unitSuffixes = []string{".service", ".socket", ".timer", ".target", ".mount"
 
 var poolSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "node_selector"}, {Name: "max_unavailable"}, {Name: "paused"},
-		{Name: "os_image"}, {Name: "kernel_args"}},
+		{Name: "os_image"}, {Name: "kernel_args"}, {Name: "drain_timeout"}},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "boot_image"}},
 }
 
@@ -55,6 +56,8 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 				p.OSImage, d = l.str(a)
 			case "kernel_args":
 				p.KernelArgs, d = l.strList(a)
+			case "drain_timeout":
+				p.DrainTimeout, d = l.duration(a)
 			}
 			diags = append(diags, d...)
 		}
@@ -349,4 +352,18 @@ func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
 		diags = append(diags, errAt(b.DefRange, "Empty unit", fmt.Sprintf("Unit %q sets nothing: give contents, a dropin, mask or enabled.", u.Name)))
 	}
 	return u, diags
+}
+
+// duration reads a positive Go duration such as "90s" or "10m".
+func (l *loader) duration(a *hcl.Attribute) (time.Duration, hcl.Diagnostics) {
+	s, diags := l.str(a)
+	if diags.HasErrors() {
+		return 0, diags
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, hcl.Diagnostics{errAt(a.Expr.Range(), "Invalid "+a.Name,
+			fmt.Sprintf("%s must be a positive duration such as \"90s\" or \"10m\"; got %q.", a.Name, s))}
+	}
+	return d, nil
 }

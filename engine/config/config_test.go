@@ -150,6 +150,7 @@ config "x" {
 }`, "Invalid mode", 5, 15},
 		{"bad percent", `pool "p" { max_unavailable = "150%" }`, "Invalid max_unavailable", 1, 30},
 		{"zero", `pool "p" { max_unavailable = 0 }`, "Invalid max_unavailable", 1, 30},
+		{"bad drain timeout", `pool "p" { drain_timeout = "soon" }`, "Invalid drain_timeout", 1, 28},
 		{"bad policy", `config "x" {
   pools = ["worker"]
   file "/etc/a" {

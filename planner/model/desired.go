@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -53,7 +54,9 @@ type Pool struct {
 	OSImage        string
 	KernelArgs     []string
 	BootImage      BootImage
-	DeclRange      hcl.Range
+	// DrainTimeout bounds each drain of the pool's nodes; zero: apply's -drain-timeout.
+	DrainTimeout time.Duration
+	DeclRange    hcl.Range
 }
 
 // BootImage is a pool's boot-image policy.
