@@ -281,3 +281,16 @@ state {
 		t.Errorf("state = %+v, want backend kubernetes and attrs %v", st, want)
 	}
 }
+
+func TestKubeconfigTildeIsHome(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	write(t, dir, "main.hcl", `provider "kubernetes" { kubeconfig = "~/.kube/config" }`+"\n")
+	res, diags := Load(dir, Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if got, want := res.Desired.Provider.Attrs["kubeconfig"], filepath.Join(home, ".kube/config"); got != want {
+		t.Errorf("kubeconfig = %q, want %q", got, want)
+	}
+}

@@ -87,8 +87,14 @@ type loader struct {
 	ctx *hcl.EvalContext
 }
 
-// absPath resolves a path of the configuration against its directory.
+// absPath resolves a path of the configuration against its directory; a leading "~/" is
+// the user's home, as in kubeconfig paths people copy from kubectl's docs.
 func (l *loader) absPath(p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			p = filepath.Join(home, rest)
+		}
+	}
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(l.dir, p)
 	}
