@@ -6,7 +6,7 @@ MCP     := $(BIN)/mcp
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X github.com/mcpfleet/mcp/engine.Version=$(VERSION)
 
-.PHONY: all build test vet bin/ignition demo bench bench-plan bench-agent bench-serve clean
+.PHONY: all build test vet bin/ignition bin/k8s demo bench bench-plan bench-agent bench-serve clean
 
 all: build
 
@@ -16,12 +16,18 @@ build:
 vet:
 	$(GO) vet ./...
 
-# The acceptance tests run the real Ignition client: built once from the module proxy.
-test: vet bin/ignition
-	$(GO) test -count=1 ./...
+# The acceptance tests run the real Ignition client and a real Kubernetes control plane
+# (etcd, kube-apiserver, kube-controller-manager, kwok), all built once from the module
+# proxy and cached in bin/ (the apiserver takes ~5 min the first time). MCP_REQUIRE_K8S=1:
+# a missing control plane fails the tests instead of skipping them.
+test: vet bin/ignition bin/k8s
+	MCP_REQUIRE_K8S=1 $(GO) test -count=1 ./...
 
 bin/ignition:
 	bash scripts/build-ignition.sh
+
+bin/k8s:
+	bash scripts/build-k8s-tools.sh
 
 # The main job: plan and apply the quickstart on the embedded local fleet, no cluster.
 demo: build

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Builds the real control plane the acceptance tests run — kube-apiserver and
 # kube-controller-manager, etcd, kwok — from the Go module proxy, once per version, into
-# bin/k8s-<versions>/ (bin/ is not committed). See shared recipe k8s-control-plane.md.
+# bin/k8s-<versions>/ (bin/ is not committed), and writes kwok's Stage configuration there
+# as kwok-stages.yaml (acceptance/k8senv reads it). Cached: a second run only checks files.
+# See shared recipe k8s-control-plane.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 K8S=v1.34.4 ETCD=v3.5.35 KWOK=v0.8.0
@@ -16,8 +18,31 @@ build() { # dir pkg name [ldflags]
   (cd "acceptance/tools/$1" && CGO_ENABLED=0 go build -trimpath -ldflags "${4:-}" -o "$out/$3.tmp" "$2")
   mv "$out/$3.tmp" "$out/$3"
 }
+
+# kwok's default "fast" stages (nodes become Ready; pods Running+Ready; pods with a
+# deletionTimestamp are deleted), concatenated in the order of their kustomization.yaml.
+stages() {
+  [ -s "$out/kwok-stages.yaml" ] && return 0
+  local dir
+  dir=$(cd acceptance/tools/kwok && go mod download -json "sigs.k8s.io/kwok@$KWOK" |
+    sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+  [ -d "$dir/kustomize/stage" ] || { echo "kwok module source not found (Dir=$dir)" >&2; exit 1; }
+  local tmp="$out/kwok-stages.yaml.tmp" sep="" kind f
+  : >"$tmp"
+  for kind in node pod; do
+    for f in $(sed -n 's/^- \(.*\.yaml\)$/\1/p' "$dir/kustomize/stage/$kind/fast/kustomization.yaml"); do
+      { printf '%s' "$sep"; echo "# from sigs.k8s.io/kwok@$KWOK kustomize/stage/$kind/fast/$f"
+        sed -e '$a\' "$dir/kustomize/stage/$kind/fast/$f"; } >>"$tmp"
+      sep=$'---\n'
+    done
+  done
+  grep -q 'kind: Stage' "$tmp" || { echo "no Stage objects in $tmp" >&2; exit 1; }
+  mv "$tmp" "$out/kwok-stages.yaml"
+}
+
 build etcd go.etcd.io/etcd/server/v3 etcd
 build kwok sigs.k8s.io/kwok/cmd/kwok kwok
+stages
 build k8s k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$ldf"
 build k8s k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager "$ldf"
 ln -sfn "$(basename "$out")" bin/k8s
