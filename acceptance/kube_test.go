@@ -1,0 +1,527 @@
+package acceptance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/mcpfleet/mcp/acceptance/k8senv"
+	"github.com/mcpfleet/mcp/deploy"
+	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+)
+
+// kubeCluster is a real control plane with mcp deployed as deploy/ says: the manifests
+// applied, `mcp serve` running as the mcp-server service account, one `mcp agent` process
+// per node running as mcp-agent (each with a scratch root and a boot-id file, restarted
+// with a new boot id when it exits for a reboot), and plan/apply running as mcp-apply.
+// Everything mcp does here goes through the RBAC of deploy/.
+type kubeCluster struct {
+	env    *k8senv.Env
+	bin    string
+	dir    string // the configuration
+	server string // the boot server's URL
+	kc     map[string]string
+	agents map[string]*kubeAgent
+}
+
+type kubeAgent struct {
+	root, bootID string
+	boots        atomic.Int32
+	log          string
+}
+
+const kubeMain = `provider "kubernetes" {}
+
+state {
+  backend   = "kubernetes"
+  namespace = "mcp-system"
+}
+
+variable "ntp_server" { default = "time.example.com" }
+`
+
+// newKubeCluster starts the plane, applies deploy/, writes the configuration (kubeMain,
+// the pools and configs given) and creates nodes: pools maps a pool to its node count.
+func newKubeCluster(t *testing.T, hcl string, pools map[string]int) *kubeCluster {
+	t.Helper()
+	c := &kubeCluster{bin: mcpBinary(t), env: k8senv.Start(t, k8senv.Options{}), dir: t.TempDir(),
+		kc: map[string]string{}, agents: map[string]*kubeAgent{}}
+	t.Logf("control plane up in %v", c.env.StartupTime.Round(time.Millisecond))
+	applyManifests(t, c.env, deploy.Manifests)
+	for _, sa := range []string{"mcp-apply", "mcp-server", "mcp-agent"} {
+		c.kc[sa] = c.env.KubeconfigFor(t, "mcp-system", sa)
+	}
+	if err := os.WriteFile(filepath.Join(c.dir, "main.hcl"), []byte(kubeMain+hcl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	zones := []string{"a", "b"}
+	for pool, n := range pools {
+		for i := 0; i < n; i++ {
+			c.env.AddNode(t, fmt.Sprintf("%s-%d", pool, i), map[string]string{
+				"node-role.kubernetes.io/" + pool: "", "topology.kubernetes.io/zone": zones[i%len(zones)]})
+		}
+	}
+	c.startServer(t)
+	for pool, n := range pools {
+		for i := 0; i < n; i++ {
+			c.startAgent(t, fmt.Sprintf("%s-%d", pool, i))
+		}
+	}
+	return c
+}
+
+// copyQuickstart puts the quickstart's configs (not its local provider and fleet) in dir.
+func copyQuickstart(t *testing.T, dir string) {
+	t.Helper()
+	for _, f := range []string{"configs.hcl", "chrony.conf.tpl", "node-exporter.service"} {
+		b, err := os.ReadFile(filepath.Join("../examples/quickstart", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// mcp runs the mcp command in the configuration's directory as the service account sa.
+func (c *kubeCluster) mcp(t *testing.T, sa string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.Command(c.bin, args...)
+	cmd.Dir = c.dir
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kc[sa])
+	out, err := cmd.CombinedOutput()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("mcp %v: %v", args, err)
+	}
+	return string(out), code
+}
+
+func (c *kubeCluster) startServer(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	logf, _ := os.Create(filepath.Join(t.TempDir(), "serve.log"))
+	cmd := exec.Command(c.bin, "serve", "-listen", addr)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = c.dir, logf, logf
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kc["mcp-server"])
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logf.Name())
+			t.Logf("mcp serve log:\n%s", lastLines(string(b), 30))
+		}
+	})
+	c.server = "http://" + addr
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get(c.server + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("mcp serve did not answer /healthz in 30s")
+		}
+	}
+}
+
+// startAgent runs the node's agent as a DaemonSet would, restarting it when it exits; an
+// exit for a reboot (75) comes back with a new boot id, as the machine would.
+func (c *kubeCluster) startAgent(t *testing.T, node string) {
+	t.Helper()
+	root, bootID := scratchRoot(t)
+	a := &kubeAgent{root: root, bootID: bootID, log: filepath.Join(t.TempDir(), node+".log")}
+	a.boots.Store(1)
+	c.agents[node] = a
+	logf, err := os.Create(a.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			cmd := exec.CommandContext(ctx, c.bin, "agent", "-node", node, "-server", c.server, "-root", root,
+				"-host=record", "-boot-id-file", bootID, "-interval", "2s")
+			cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kc["mcp-agent"])
+			cmd.Stdout, cmd.Stderr = logf, logf
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if errors.As(err, &ee) && ee.ExitCode() == 75 {
+				n := a.boots.Add(1)
+				os.WriteFile(bootID, []byte(fmt.Sprintf("boot-%d\n", n)), 0o644)
+				continue
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second): // crashed: the DaemonSet would restart it
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		logf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(a.log)
+			t.Logf("agent %s log:\n%s", node, lastLines(string(b), 15))
+		}
+	})
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (c *kubeCluster) node(t *testing.T, name string) *corev1.Node {
+	t.Helper()
+	n, err := c.env.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// applyManifests creates every object of the manifests, in file order, as
+// `kubectl apply -f deploy/` would on a new cluster.
+func applyManifests(t *testing.T, env *k8senv.Env, fsys fs.FS) {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(env.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	dyn, err := dynamic.NewForConfig(env.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := fs.Glob(fsys, "*.yaml")
+	for _, f := range files {
+		b, _ := fs.ReadFile(fsys, f)
+		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+		for {
+			var u unstructured.Unstructured
+			if err := dec.Decode(&u.Object); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			gvk := u.GroupVersionKind()
+			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", f, gvk, err)
+			}
+			var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+			if ns := u.GetNamespace(); ns != "" {
+				ri = dyn.Resource(m.Resource).Namespace(ns)
+			}
+			if _, err := ri.Create(context.Background(), &u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatalf("%s: creating %s %s: %v", f, gvk.Kind, u.GetName(), err)
+			}
+		}
+	}
+}
+
+const quickstartPools = `
+pool "worker" {
+  node_selector   = { "node-role.kubernetes.io/worker" = "" }
+  max_unavailable = "50%"
+}
+
+pool "infra" {
+  node_selector   = { "node-role.kubernetes.io/infra" = "" }
+  max_unavailable = 1
+}
+`
+
+// TestKubeRolloutWithAgents: on a 6-node, 2-pool cluster the plan shows the right nodes and
+// steps; apply rolls out through the agents (in place on the workers, drain and reboot on
+// the infra nodes); every node ends Done on its pool's config, uncordoned, its root holding
+// the files; a second plan has nothing to do.
+func TestKubeRolloutWithAgents(t *testing.T) {
+	c := newKubeCluster(t, quickstartPools, map[string]int{"worker": 4, "infra": 2})
+	copyQuickstart(t, c.dir)
+	for _, n := range []string{"infra-0", "infra-1"} {
+		c.env.AddPod(t, "demo", "app-"+n, n, map[string]string{"app": "app"}, false)
+		c.env.AddPod(t, "demo", "ds-"+n, n, map[string]string{"app": "ds"}, true)
+	}
+
+	out, code := c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode")
+	if code != 2 {
+		t.Fatalf("plan -detailed-exitcode: exit %d, want 2\n%s", code, out)
+	}
+	for _, want := range []string{"node.worker-0", "node.worker-3", "restart chronyd.service",
+		"node.infra-1", "cordon, drain", "reboot", "Plan: 6 nodes to update (2 reboot, 4 in place)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan does not show %q:\n%s", want, out)
+		}
+	}
+
+	out, code = c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-drain-retry-delay=500ms")
+	if code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, out)
+	}
+	t.Logf("apply:\n%s", lastLines(out, 3))
+	for name, a := range c.agents {
+		n := c.node(t, name)
+		ann := n.Annotations
+		if ann[protocol.State] != "Done" || ann[protocol.CurrentConfig] == "" || ann[protocol.CurrentConfig] != ann[protocol.DesiredConfig] {
+			t.Errorf("node %s: state %q current %q desired %q reason %q", name, ann[protocol.State],
+				ann[protocol.CurrentConfig], ann[protocol.DesiredConfig], ann[protocol.Reason])
+		}
+		pool := strings.Split(name, "-")[0]
+		if !strings.HasPrefix(ann[protocol.CurrentConfig], "rendered-"+pool+"-") {
+			t.Errorf("node %s runs %q, not its pool's config", name, ann[protocol.CurrentConfig])
+		}
+		if n.Spec.Unschedulable {
+			t.Errorf("node %s left cordoned", name)
+		}
+		b, err := os.ReadFile(filepath.Join(a.root, "etc/chrony.conf"))
+		if err != nil || !strings.Contains(string(b), "server time.example.com") {
+			t.Errorf("node %s: /etc/chrony.conf = %q, %v", name, b, err)
+		}
+		boots := a.boots.Load()
+		if pool == "infra" && (boots < 2 || !strings.Contains(ann[protocol.KernelArgs], "nosmt")) {
+			t.Errorf("node %s: %d boots, kernel args %s; want a reboot into nosmt", name, boots, ann[protocol.KernelArgs])
+		}
+		if pool == "worker" && boots != 1 {
+			t.Errorf("node %s rebooted %d times for an in-place change", name, boots-1)
+		}
+	}
+	// The evictable pods left the drained nodes; the DaemonSet pods stayed.
+	pods, err := c.env.Client.CoreV1().Pods("demo").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			left = append(left, p.Name)
+		}
+	}
+	if strings.Join(left, ",") != "ds-infra-0,ds-infra-1" {
+		t.Errorf("pods left in demo: %v, want only the DaemonSet pods", left)
+	}
+	// The boot server serves each pool's new config to new nodes.
+	for _, pool := range []string{"worker", "infra"} {
+		resp, err := http.Get(c.server + "/config/" + pool)
+		if err != nil || resp.StatusCode != 200 {
+			t.Errorf("GET /config/%s: %v %v", pool, resp, err)
+		} else {
+			resp.Body.Close()
+		}
+	}
+
+	out, code = c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode")
+	if code != 0 {
+		t.Errorf("plan after apply: exit %d, want 0\n%s", code, out)
+	}
+}
+
+const blockedPools = `
+pool "worker" {
+  node_selector   = { "node-role.kubernetes.io/worker" = "" }
+  max_unavailable = 2
+}
+
+pool "db" {
+  node_selector = { "node-role.kubernetes.io/db" = "" }
+  drain_timeout = "4s"
+}
+
+config "10-marker" {
+  pools = ["worker", "db"]
+  file "/etc/mcp-marker" { content = "v2\n" }   # no on_change: a reboot
+}
+`
+
+// TestKubePDBBlocksDrain: a PDB that allows no disruption blocks the db node's drain. The
+// plan predicts it, naming the PDB and pod; apply stops the db pool within its drain
+// timeout, names them, and leaves the db node uncordoned on its old config, while the
+// worker pool rolls out.
+func TestKubePDBBlocksDrain(t *testing.T) {
+	c := newKubeCluster(t, blockedPools, map[string]int{"worker": 2, "db": 1})
+	c.env.AddPod(t, "demo", "db-0", "db-0", map[string]string{"app": "db"}, false)
+	c.env.AddPDB(t, "demo", "db-pdb", map[string]string{"app": "db"}, 1)
+	c.env.WaitPDB(t, "demo", "db-pdb", func(p *policyv1.PodDisruptionBudget) bool {
+		return p.Status.CurrentHealthy == 1 && p.Status.DisruptionsAllowed == 0
+	})
+
+	out, code := c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode")
+	if code != 2 || !strings.Contains(out, "demo/db-pdb") || !strings.Contains(out, "demo/db-0") {
+		t.Fatalf("plan: exit %d, want 2 and the blocker demo/db-pdb on demo/db-0\n%s", code, out)
+	}
+	start := time.Now()
+	out, code = c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-drain-retry-delay=500ms")
+	took := time.Since(start)
+	if code != 1 {
+		t.Fatalf("apply: exit %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{"db-0", "PodDisruptionBudget demo/db-pdb", "needs 1 healthy, has 1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("apply output does not name %q:\n%s", want, out)
+		}
+	}
+	if took > 90*time.Second {
+		t.Errorf("apply took %v; the db pool's drain timeout is 4s", took)
+	}
+	db := c.node(t, "db-0")
+	if db.Spec.Unschedulable {
+		t.Error("db-0 left cordoned after its drain was refused")
+	}
+	if cur := db.Annotations[protocol.CurrentConfig]; cur != "" {
+		t.Errorf("db-0 moved to %q although its drain was refused", cur)
+	}
+	if _, err := os.Stat(filepath.Join(c.agents["db-0"].root, "etc/mcp-marker")); err == nil {
+		t.Error("db-0's disk was written although its drain was refused")
+	}
+	for _, w := range []string{"worker-0", "worker-1"} {
+		n := c.node(t, w)
+		if n.Annotations[protocol.State] != "Done" || n.Spec.Unschedulable {
+			t.Errorf("worker %s: state %q unschedulable %v; the other pool must roll out", w, n.Annotations[protocol.State], n.Spec.Unschedulable)
+		}
+	}
+	t.Logf("blocked apply took %v", took.Round(time.Millisecond))
+}
+
+// TestKubeLockLease: while an apply holds the state Lease a second is refused, naming the
+// holder; once the holder dies (SIGKILL: no unlock) the Lease is taken over after it expires.
+func TestKubeLockLease(t *testing.T) {
+	c := newKubeCluster(t, blockedPools, map[string]int{"db": 1})
+	c.env.AddPod(t, "demo", "db-0", "db-0", map[string]string{"app": "db"}, false)
+	c.env.AddPDB(t, "demo", "db-pdb", map[string]string{"app": "db"}, 1)
+	// The first apply hangs in a drain the PDB refuses (a long drain timeout), holding the lock.
+	first := exec.Command(c.bin, "apply", "-auto-approve", "-drain-timeout=10m")
+	first.Dir = c.dir
+	first.Env = append(os.Environ(), "KUBECONFIG="+c.kc["mcp-apply"])
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer first.Process.Kill()
+	leases := c.env.Client.CoordinationV1().Leases("mcp-system")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if _, err := leases.Get(context.Background(), protocol.LockLease, metav1.GetOptions{}); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first apply never took the Lease")
+		}
+	}
+	out, code := c.mcp(t, "mcp-apply", "plan", "-no-color", "-lock-timeout=0s")
+	if code == 0 || !strings.Contains(out, fmt.Sprintf("pid %d", first.Process.Pid)) || !strings.Contains(out, "force-unlock") {
+		t.Fatalf("a second run while the lock is held: exit %d, want a refusal naming pid %d\n%s", code, first.Process.Pid, out)
+	}
+	t.Logf("refused: %s", lastLines(out, 2))
+	first.Process.Kill()
+	first.Wait()
+	start := time.Now()
+	out, code = c.mcp(t, "mcp-apply", "plan", "-no-color", "-lock-timeout=60s")
+	if code != 0 {
+		t.Fatalf("after the holder died: exit %d\n%s", code, out)
+	}
+	if took := time.Since(start); took < 2*time.Second {
+		t.Errorf("the dead holder's Lease was taken over after %v, before it expired", took)
+	} else {
+		t.Logf("dead holder's Lease taken over after %v", took.Round(time.Millisecond))
+	}
+}
+
+// TestKubeDeployRBAC: each identity of deploy/ may do its job and nothing else. What they
+// need is proven by the rollout tests, which run as them; here SelfSubjectAccessReviews
+// check what they are refused.
+func TestKubeDeployRBAC(t *testing.T) {
+	env := k8senv.Start(t, k8senv.Options{})
+	applyManifests(t, env, deploy.Manifests)
+	type check struct {
+		verb, group, resource, sub, ns string
+		allowed                        bool
+	}
+	cases := map[string][]check{
+		"mcp-agent": {
+			{"get", "", "nodes", "", "", true}, {"watch", "", "nodes", "", "", true}, {"patch", "", "nodes", "", "", true},
+			{"delete", "", "nodes", "", "", false}, {"update", "", "nodes", "status", "", false},
+			{"list", "", "pods", "", "", false}, {"get", "", "secrets", "", "mcp-system", false},
+			{"create", "", "pods", "eviction", "demo", false},
+		},
+		"mcp-server": {
+			{"list", "", "secrets", "", "mcp-system", true}, {"watch", "", "secrets", "", "mcp-system", true},
+			{"get", "", "secrets", "", "kube-system", false}, {"create", "", "secrets", "", "mcp-system", false},
+			{"patch", "", "nodes", "", "", false}, {"list", "", "pods", "", "", false},
+		},
+		"mcp-apply": {
+			{"patch", "", "nodes", "", "", true}, {"list", "", "pods", "", "", true},
+			{"create", "", "pods", "eviction", "demo", true}, {"list", "policy", "poddisruptionbudgets", "", "", true},
+			{"update", "coordination.k8s.io", "leases", "", "mcp-system", true}, {"create", "", "secrets", "", "mcp-system", true},
+			{"get", "", "secrets", "", "kube-system", false}, {"delete", "", "pods", "", "demo", false},
+			{"delete", "", "nodes", "", "", false}, {"create", "coordination.k8s.io", "leases", "", "kube-system", false},
+		},
+	}
+	for sa, checks := range cases {
+		user := "system:serviceaccount:mcp-system:" + sa
+		cs := env.ClientAs(t, user, "system:serviceaccounts", "system:serviceaccounts:mcp-system")
+		for _, ch := range checks {
+			if got := selfCan(t, cs, ch.verb, ch.group, ch.resource, ch.sub, ch.ns); got != ch.allowed {
+				t.Errorf("%s: %s %s/%s %s in %q: allowed=%v, want %v", sa, ch.verb, ch.group, ch.resource, ch.sub, ch.ns, got, ch.allowed)
+			}
+		}
+	}
+}
+
+// selfCan asks the apiserver whether the client's identity may do verb on the resource.
+func selfCan(t *testing.T, cs kubernetes.Interface, verb, group, resource, sub, ns string) bool {
+	t.Helper()
+	r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(context.Background(), &authorizationv1.SelfSubjectAccessReview{
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Verb: verb, Group: group, Resource: resource, Subresource: sub, Namespace: ns}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Status.Allowed
+}
