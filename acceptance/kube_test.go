@@ -296,6 +296,12 @@ func TestKubeRolloutWithAgents(t *testing.T) {
 	if code != 2 {
 		t.Fatalf("plan -detailed-exitcode: exit %d, want 2\n%s", code, out)
 	}
+	// The refresh is a constant few paged LISTs: nodes, pods, PDBs.
+	var nodes, pods, pdbs, reqs int
+	var took string
+	if _, err := fmt.Sscanf(out, "Refreshed %d nodes, %d pods, %d PDBs in %s (%d API requests)", &nodes, &pods, &pdbs, &took, &reqs); err != nil || nodes != 6 || reqs > 6 {
+		t.Errorf("refresh line: %v; want 6 nodes in at most 6 API requests:\n%s", err, lastLines(out, 40))
+	}
 	for _, want := range []string{"node.worker-0", "node.worker-3", "restart chronyd.service",
 		"node.infra-1", "cordon, drain", "reboot", "Plan: 6 nodes to update (2 reboot, 4 in place)"} {
 		if !strings.Contains(out, want) {
@@ -335,12 +341,12 @@ func TestKubeRolloutWithAgents(t *testing.T) {
 		}
 	}
 	// The evictable pods left the drained nodes; the DaemonSet pods stayed.
-	pods, err := c.env.Client.CoreV1().Pods("demo").List(context.Background(), metav1.ListOptions{})
+	demo, err := c.env.Client.CoreV1().Pods("demo").List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var left []string
-	for _, p := range pods.Items {
+	for _, p := range demo.Items {
 		if p.DeletionTimestamp == nil {
 			left = append(left, p.Name)
 		}

@@ -120,11 +120,30 @@ func Fingerprint(f *model.Fleet) string {
 
 // Plan refreshes the fleet and plans against the state st.
 func (w *Workspace) Plan(ctx context.Context, st *state.State) (*planfile.File, error) {
+	before, t0 := w.apiRequests(), time.Now()
 	fleet, err := w.refresh(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	return w.planWith(st, fleet)
+	rs := &model.RefreshStats{Nodes: len(fleet.Nodes), Pods: len(fleet.Pods), PDBs: len(fleet.PDBs),
+		APIRequests: -1, Duration: time.Since(t0)}
+	if before >= 0 {
+		rs.APIRequests = w.apiRequests() - before
+	}
+	pf, err := w.planWith(st, fleet)
+	if err != nil {
+		return nil, err
+	}
+	pf.Refresh = rs
+	return pf, nil
+}
+
+// apiRequests reads the provider's request counter (-1 when it has none).
+func (w *Workspace) apiRequests() int64 {
+	if rc, ok := w.Provider.(providers.RequestCounter); ok {
+		return rc.APIRequests()
+	}
+	return -1
 }
 
 // refresh observes the fleet, with each node's drift from the config it runs when the

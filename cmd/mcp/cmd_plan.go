@@ -33,6 +33,9 @@ func (c *cli) plan(args []string) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
+	if !*asJSON && pf.Refresh != nil {
+		fmt.Fprintf(c.stdout, "%s\n\n", views.RefreshLine(pf.Refresh))
+	}
 	if err := c.printPlan(pf, *asJSON, lf.noColor); err != nil {
 		return c.errorf("%v", err)
 	}
@@ -66,7 +69,7 @@ func planHasChanges(pf *planfile.File) bool {
 
 func metaOf(pf *planfile.File) views.Meta {
 	return views.Meta{Lineage: pf.Lineage, Serial: pf.Serial, FleetFingerprint: pf.FleetFingerprint,
-		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion}
+		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion, Refresh: pf.Refresh}
 }
 
 func (c *cli) printPlan(pf *planfile.File, asJSON, noColor bool) error {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/planner/model"
 )
 
 // FormatVersion is the saved plan format; a different one is refused.
@@ -32,6 +33,8 @@ type File struct {
 	// FleetFingerprint is a digest of the observed fleet the plan was made from.
 	FleetFingerprint string        `json:"fleet_fingerprint"`
 	Plan             *planner.Plan `json:"plan"`
+	// Refresh is what the refresh before the plan observed and cost (display only).
+	Refresh *model.RefreshStats `json:"refresh,omitempty"`
 }
 
 // Write saves f at path atomically.

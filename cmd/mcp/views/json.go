@@ -14,6 +14,7 @@ type Meta struct {
 	FleetFingerprint string
 	ConfigDir        string
 	Version          string
+	Refresh          *model.RefreshStats
 }
 
 // JSONFormatVersion is the version of mcp's plan JSON; its top level follows Terraform's
@@ -77,6 +78,8 @@ type jsonMeta struct {
 	Summary          string             `json:"summary"`
 	Pools            []planner.PoolPlan `json:"pools"`
 	Unmanaged        []string           `json:"unmanaged"`
+	// Refresh is what the refresh observed and cost; absent in a plan saved without it.
+	Refresh *model.RefreshStats `json:"refresh,omitempty"`
 }
 
 // JSONPlan renders the plan as JSON: pools first (by name), then nodes in plan order.
@@ -84,7 +87,8 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 	out := jsonPlan{FormatVersion: JSONFormatVersion, MCPVersion: meta.Version, Applyable: hasChanges(p),
 		Complete: true, ResourceChanges: []resourceChange{}, ResourceDrift: []resourceChange{},
 		MCP: jsonMeta{Lineage: meta.Lineage, Serial: meta.Serial, FleetFingerprint: meta.FleetFingerprint,
-			ConfigDir: meta.ConfigDir, Summary: PlanSummary(p), Pools: p.Pools, Unmanaged: nonNil(p.Unmanaged)}}
+			ConfigDir: meta.ConfigDir, Summary: PlanSummary(p), Pools: p.Pools, Unmanaged: nonNil(p.Unmanaged),
+			Refresh: meta.Refresh}}
 	for _, pp := range p.Pools {
 		act := "no-op"
 		if pp.ReRendered {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -251,3 +252,15 @@ func PlanSummary(p *planner.Plan) string {
 	}
 	return s + "."
 }
+
+// RefreshLine says what a refresh observed and cost, as Terraform prints its refreshing:
+// "Refreshed 6 nodes, 4 pods, 1 PDB in 42ms (3 API requests)."
+func RefreshLine(rs *model.RefreshStats) string {
+	s := fmt.Sprintf("Refreshed %s, %s, %s in %s", plural(rs.Nodes, "%d node", "%d nodes"),
+		plural(rs.Pods, "%d pod", "%d pods"), plural(rs.PDBs, "%d PDB", "%d PDBs"), rs.Duration.Round(time.Millisecond))
+	if rs.APIRequests >= 0 {
+		s += " (" + plural(int(rs.APIRequests), "%d API request", "%d API requests") + ")"
+	}
+	return s + "."
+}
+

@@ -78,6 +78,22 @@ func TestPlanSummaryNoChanges(t *testing.T) {
 	}
 }
 
+func TestRefreshLine(t *testing.T) {
+	for _, c := range []struct {
+		rs   model.RefreshStats
+		want string
+	}{
+		{model.RefreshStats{Nodes: 1000, Pods: 3000, PDBs: 1, APIRequests: 9, Duration: 412345678},
+			"Refreshed 1000 nodes, 3000 pods, 1 PDB in 412ms (9 API requests)."},
+		{model.RefreshStats{Nodes: 1, APIRequests: -1, Duration: 4 * time.Millisecond},
+			"Refreshed 1 node, 0 pods, 0 PDBs in 4ms."},
+	} {
+		if got := RefreshLine(&c.rs); got != c.want {
+			t.Errorf("RefreshLine(%+v) = %q, want %q", c.rs, got, c.want)
+		}
+	}
+}
+
 func TestJSONPlan(t *testing.T) {
 	b, err := JSONPlan(samplePlan(), Meta{Lineage: "l", Serial: 3, Version: "test"})
 	if err != nil {
