@@ -263,4 +263,3 @@ func RefreshLine(rs *model.RefreshStats) string {
 	}
 	return s + "."
 }
-
