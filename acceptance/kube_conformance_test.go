@@ -1,0 +1,115 @@
+package acceptance
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	policyv1 "k8s.io/api/policy/v1"
+
+	"github.com/mcpfleet/mcp/acceptance/k8senv"
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/providers/kubernetes"
+	"github.com/mcpfleet/mcp/providers/providertest"
+)
+
+// TestKubeProviderConformance runs the provider conformance suite, which the local provider
+// passes too, against the Kubernetes provider on a real apiserver: the disruption
+// controller's PDB status, the eviction API's refusals, and real agents answering the
+// hand-over.
+func TestKubeProviderConformance(t *testing.T) {
+	bin := mcpBinary(t)
+	providertest.Run(t, func(t *testing.T, f providertest.Fixture) providers.Provider {
+		env := k8senv.Start(t, k8senv.Options{})
+		for _, n := range f.Nodes {
+			env.AddNode(t, n.Name, n.Labels)
+		}
+		for _, p := range f.Pods {
+			env.AddPod(t, p.Namespace, p.Name, p.Node, p.Labels, p.DaemonSet)
+		}
+		for _, b := range f.PDBs {
+			env.AddPDB(t, b.Namespace, b.Name, b.Selector, b.MinAvailable)
+			want := 0
+			for _, p := range f.Pods {
+				if p.Namespace == b.Namespace && matches(b.Selector, p.Labels) {
+					want++
+				}
+			}
+			env.WaitPDB(t, b.Namespace, b.Name, func(p *policyv1.PodDisruptionBudget) bool {
+				return int(p.Status.CurrentHealthy) == want
+			})
+		}
+		p, err := kubernetes.New(env.RESTConfig, kubernetes.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		store := newRenderedStore(t)
+		c := &kubeCluster{env: env, bin: bin, server: store.url, kc: map[string]string{"mcp-agent": env.Kubeconfig},
+			agents: map[string]*kubeAgent{}}
+		for _, n := range f.Nodes {
+			c.startAgent(t, n.Name)
+		}
+		return publishing{Provider: p, store: store}
+	})
+}
+
+func matches(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return len(sel) > 0
+}
+
+// publishing stores the rendered configs a hand-over names before handing over, as the
+// engine does (its apply publishes them to the state the boot server follows).
+type publishing struct {
+	providers.Provider
+	store *renderedStore
+}
+
+func (p publishing) RunNodeSteps(ctx context.Context, node string, from, target *model.Rendered, steps []model.Step, done func(model.Step)) error {
+	p.store.put(from)
+	p.store.put(target)
+	return p.Provider.RunNodeSteps(ctx, node, from, target, steps, done)
+}
+
+// renderedStore serves /rendered/<name> from configs put into it.
+type renderedStore struct {
+	mu  sync.Mutex
+	by  map[string][]byte
+	url string
+}
+
+func newRenderedStore(t *testing.T) *renderedStore {
+	s := &renderedStore{by: map[string][]byte{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		b, ok := s.by[strings.TrimPrefix(r.URL.Path, "/rendered/")]
+		s.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	s.url = srv.URL
+	return s
+}
+
+func (s *renderedStore) put(r *model.Rendered) {
+	if r == nil {
+		return
+	}
+	b, _ := json.Marshal(r)
+	s.mu.Lock()
+	s.by[r.Name] = b
+	s.mu.Unlock()
+}
