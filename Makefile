@@ -21,7 +21,7 @@ vet:
 # proxy and cached in bin/ (the apiserver takes ~5 min the first time). MCP_REQUIRE_K8S=1:
 # a missing control plane fails the tests instead of skipping them.
 test: vet bin/ignition bin/k8s
-	MCP_REQUIRE_K8S=1 $(GO) test -count=1 ./...
+	MCP_REQUIRE_K8S=1 $(GO) test -count=1 -timeout 30m ./...
 
 bin/ignition:
 	bash scripts/build-ignition.sh
