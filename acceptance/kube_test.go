@@ -459,7 +459,7 @@ func TestKubeLockLease(t *testing.T) {
 			t.Fatal("the first apply never took the Lease")
 		}
 	}
-	out, code := c.mcp(t, "mcp-apply", "plan", "-no-color", "-lock-timeout=0s")
+	out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-lock-timeout=0s")
 	if code == 0 || !strings.Contains(out, fmt.Sprintf("pid %d", first.Process.Pid)) || !strings.Contains(out, "force-unlock") {
 		t.Fatalf("a second run while the lock is held: exit %d, want a refusal naming pid %d\n%s", code, first.Process.Pid, out)
 	}

@@ -146,7 +146,8 @@ func (l *loader) provider(blocks hcl.Blocks) hcl.Diagnostics {
 		schema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "fleet", Required: true},
 			{Name: "drain_duration"}, {Name: "reboot_duration"}}}
 	case "kubernetes":
-		schema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "kubeconfig"}, {Name: "context"}}}
+		schema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "kubeconfig"}, {Name: "context"},
+			{Name: "delete_emptydir_data"}, {Name: "node_timeout"}}}
 	default:
 		return append(diags, errAt(b.LabelRanges[0], "Unknown provider",
 			fmt.Sprintf("Provider %q is not one mcp knows: use \"local\" or \"kubernetes\".", p.Type)))

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -104,14 +104,29 @@ func NewForClient(c k8s.Interface, opts Options) *Provider {
 }
 
 // FromAttrs builds the provider from the HCL block provider "kubernetes" { kubeconfig,
-// context }, with client-go's usual rules: the kubeconfig named (resolved against dir when
-// relative), else $KUBECONFIG, else ~/.kube/config; its current context unless context
-// names another; and, when none of these exists and mcp runs in a pod, the pod's service
-// account (in-cluster config).
+// context, delete_emptydir_data, node_timeout }, with client-go's usual rules: the
+// kubeconfig named (resolved against dir when relative), else $KUBECONFIG, else
+// ~/.kube/config; its current context unless context names another; and, when none of these
+// exists and mcp runs in a pod, the pod's service account (in-cluster config).
 func FromAttrs(dir string, attrs map[string]string) (*Provider, error) {
-	for k := range attrs {
-		if !slices.Contains([]string{"kubeconfig", "context"}, k) {
-			return nil, fmt.Errorf("the kubernetes provider has no attribute %q (it takes kubeconfig and context)", k)
+	var opts Options
+	for k, v := range attrs {
+		switch k {
+		case "kubeconfig", "context":
+		case "delete_emptydir_data":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("delete_emptydir_data: %q is not true or false", v)
+			}
+			opts.DeleteEmptyDirData = &b
+		case "node_timeout":
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("node_timeout: %q is not a positive duration such as \"30m\"", v)
+			}
+			opts.NodeTimeout = d
+		default:
+			return nil, fmt.Errorf("the kubernetes provider has no attribute %q (it takes kubeconfig, context, delete_emptydir_data and node_timeout)", k)
 		}
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -126,7 +141,7 @@ func FromAttrs(dir string, attrs map[string]string) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
-	return New(cfg, Options{})
+	return New(cfg, opts)
 }
 
 // Requests is the number of HTTP requests sent to the API server so far (each retry and

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const kubeconfig = `apiVersion: v1
@@ -45,6 +46,13 @@ func TestFromAttrs(t *testing.T) {
 	if h := host(map[string]string{"kubeconfig": filepath.Join(dir, "kc.yaml"), "context": "prod"}); h != "https://prod.example:6443" {
 		t.Errorf("context prod: host %s", h)
 	}
+	p, err := FromAttrs(dir, map[string]string{"kubeconfig": "kc.yaml", "delete_emptydir_data": "false", "node_timeout": "5m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.o.DeleteEmptyDirData == nil || *p.o.DeleteEmptyDirData || p.o.NodeTimeout != 5*time.Minute {
+		t.Errorf("options %+v: want delete_emptydir_data false, node_timeout 5m", p.o)
+	}
 	t.Setenv("KUBECONFIG", filepath.Join(dir, "kc.yaml"))
 	if h := host(map[string]string{"context": "prod"}); h != "https://prod.example:6443" {
 		t.Errorf("$KUBECONFIG, context prod: host %s", h)
@@ -56,6 +64,8 @@ func TestFromAttrs(t *testing.T) {
 		{map[string]string{"context": "nope"}, `context "nope" does not exist`},
 		{map[string]string{"kubeconfig": "missing.yaml"}, "missing.yaml"},
 		{map[string]string{"fleet": "x"}, `no attribute "fleet"`},
+		{map[string]string{"delete_emptydir_data": "maybe"}, `delete_emptydir_data: "maybe"`},
+		{map[string]string{"node_timeout": "-1m"}, `node_timeout: "-1m"`},
 	} {
 		if _, err := FromAttrs(dir, c.attrs); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("FromAttrs(%v): %v, want an error with %q", c.attrs, err, c.want)
