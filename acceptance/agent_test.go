@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,21 +48,11 @@ func mcpBinary(t *testing.T) string {
 // serveRendered serves rendered configs by name, as the boot server's /rendered/ does.
 func serveRendered(t *testing.T, rs ...*model.Rendered) string {
 	t.Helper()
-	byName := map[string][]byte{}
+	store := newRenderedStore(t)
 	for _, r := range rs {
-		b, _ := json.Marshal(r)
-		byName[r.Name] = b
+		store.put(r)
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		b, ok := byName[strings.TrimPrefix(req.URL.Path, "/rendered/")]
-		if !ok {
-			http.NotFound(w, req)
-			return
-		}
-		w.Write(b)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return store.url
 }
 
 func scratchRoot(t *testing.T) (root, bootID string) {

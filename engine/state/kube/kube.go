@@ -197,13 +197,7 @@ func (b *Backend) readHead(ctx context.Context) (*state.State, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("reading state (%s): %w", b.where(), err)
 	}
-	st, err := Decode(head, func(name string) ([]byte, error) {
-		c, err := b.secrets().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		return c.Data[KeyChunk], nil
-	})
+	st, err := Decode(head, b.chunkReader(ctx))
 	if err != nil {
 		return nil, "", fmt.Errorf("reading state (%s): %w", b.where(), err)
 	}
@@ -482,15 +476,20 @@ func (b *Backend) AppendJournal(ctx context.Context, r state.JournalRecord) erro
 	return nil
 }
 
-// fold writes the head's state with its journal and r folded in, and an empty journal.
-func (b *Backend) fold(ctx context.Context, head *corev1.Secret, r state.JournalRecord) error {
-	st, err := Decode(head, func(name string) ([]byte, error) {
+// chunkReader reads a chunk of the state from its Secret.
+func (b *Backend) chunkReader(ctx context.Context) func(name string) ([]byte, error) {
+	return func(name string) ([]byte, error) {
 		c, err := b.secrets().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return nil, err
 		}
 		return c.Data[KeyChunk], nil
-	})
+	}
+}
+
+// fold writes the head's state with its journal and r folded in, and an empty journal.
+func (b *Backend) fold(ctx context.Context, head *corev1.Secret, r state.JournalRecord) error {
+	st, err := Decode(head, b.chunkReader(ctx))
 	if err != nil {
 		return err
 	}
