@@ -6,7 +6,7 @@ MCP     := $(BIN)/mcp
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X github.com/mcpfleet/mcp/engine.Version=$(VERSION)
 
-.PHONY: all build test vet bin/ignition bin/k8s demo bench bench-plan bench-agent bench-serve clean
+.PHONY: all build test vet bin/ignition bin/k8s bin/kubectl demo bench bench-plan bench-agent bench-serve bench-kube clean
 
 all: build
 
@@ -29,12 +29,16 @@ bin/ignition:
 bin/k8s:
 	bash scripts/build-k8s-tools.sh
 
+# kubectl of the same release, only for bench-kube (make test does not need it).
+bin/kubectl: bin/k8s
+	bash scripts/build-k8s-tools.sh kubectl
+
 # The main job: plan and apply the quickstart on the embedded local fleet, no cluster.
 demo: build
 	MCP=$(MCP) bash scripts/demo.sh
 
 # Benchmarks; results go to docs/benchmarks.md with the machine described.
-bench: bench-plan bench-agent bench-serve
+bench: bench-plan bench-agent bench-serve bench-kube
 
 # mcp plan on a generated 10,000-node fleet.
 bench-plan: build
@@ -51,3 +55,8 @@ clean:
 # and wrk from Debian's packages when missing).
 bench-serve: build
 	MCP=$(MCP) $(GO) run ./scripts/benchserve -out docs/benchmarks.md
+
+# mcp plan on 1,000 nodes (3,000 pods, 10 PDBs) in a real apiserver, against
+# `kubectl get nodes,pods -A -o json` on the same apiserver (acceptance/bench_kube_test.go).
+bench-kube: build bin/k8s bin/kubectl
+	MCP=$(MCP) MCP_REQUIRE_K8S=1 $(GO) test -count=1 -run '^$$' -bench BenchmarkKubePlan -benchtime 1x -timeout 30m ./acceptance/

@@ -3,6 +3,8 @@
 # kube-controller-manager, etcd, kwok — from the Go module proxy, once per version, into
 # bin/k8s-<versions>/ (bin/ is not committed), and writes kwok's Stage configuration there
 # as kwok-stages.yaml (acceptance/k8senv reads it). Cached: a second run only checks files.
+# `build-k8s-tools.sh kubectl` builds only kubectl (same version and ldflags), which only
+# `make bench-kube` needs, so `make test` does not pay for it.
 # See shared recipe k8s-control-plane.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +41,27 @@ stages() {
   grep -q 'kind: Stage' "$tmp" || { echo "no Stage objects in $tmp" >&2; exit 1; }
   mv "$tmp" "$out/kwok-stages.yaml"
 }
+
+# kubectl is in k8s.io/kubernetes but its dependencies (kustomize, …) are not in the
+# wrapper module's go.sum: build it with a copy of go.mod/go.sum (-modfile) that the go
+# command completes from the module proxy, so the committed files stay as they are.
+build_kubectl() {
+  [ -x "$out/kubectl" ] && return 0
+  echo "building kubectl (once; cached in $out)" >&2
+  local mod="$out/kubectl-build"
+  mkdir -p "$mod"
+  cp acceptance/tools/k8s/go.mod "$mod/kubectl.mod"
+  cp acceptance/tools/k8s/go.sum "$mod/kubectl.sum"
+  (cd acceptance/tools/k8s && CGO_ENABLED=0 go build -mod=mod -modfile="$mod/kubectl.mod" -trimpath \
+    -ldflags "$ldf" -o "$out/kubectl.tmp" k8s.io/kubernetes/cmd/kubectl)
+  mv "$out/kubectl.tmp" "$out/kubectl"
+}
+
+case "${1:-}" in
+"") ;;
+kubectl) build_kubectl; ln -sfn "$(basename "$out")" bin/k8s; echo "$out/kubectl"; exit 0 ;;
+*) echo "usage: $0 [kubectl]" >&2; exit 2 ;;
+esac
 
 build etcd go.etcd.io/etcd/server/v3 etcd
 build kwok sigs.k8s.io/kwok/cmd/kwok kwok

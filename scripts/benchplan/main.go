@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpfleet/mcp/internal/benchdoc"
 	"github.com/mcpfleet/mcp/providers/local"
-	"github.com/mcpfleet/mcp/scripts/internal/benchdoc"
 )
 
 func main() {

@@ -27,9 +27,9 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/internal/benchdoc"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/planner/model"
-	"github.com/mcpfleet/mcp/scripts/internal/benchdoc"
 )
 
 const accept = "application/vnd.coreos.ignition+json;version=3.6.0, */*;q=0.1"
