@@ -10,8 +10,10 @@ LDFLAGS := -X github.com/mcpfleet/mcp/engine.Version=$(VERSION)
 
 all: build
 
+# mcp, and mcp-agent: the node agent alone, for the DaemonSet (docs/agent.md).
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(MCP) ./cmd/mcp
+	$(GO) build -o $(BIN)/mcp-agent ./cmd/mcp-agent
 
 vet:
 	$(GO) vet ./...
@@ -46,7 +48,7 @@ bench-plan: build
 
 # The node agent: drift check against sha256sum, idle RSS.
 bench-agent: build
-	MCP=$(MCP) $(GO) run ./scripts/benchagent -out docs/benchmarks.md
+	MCP=$(MCP) MCP_AGENT=$(BIN)/mcp-agent $(GO) run ./scripts/benchagent -out docs/benchmarks.md
 
 clean:
 	rm -rf $(BIN) .demo

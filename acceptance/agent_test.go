@@ -20,29 +20,35 @@ import (
 
 var (
 	buildOnce sync.Once
-	mcpBin    string
+	binDir    string
 	buildErr  error
 )
 
-// mcpBinary builds the real mcp command once for the package's tests.
+// mcpBinary builds the real mcp and mcp-agent commands once for the package's tests and
+// returns mcp's path.
 func mcpBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "mcp-acceptance-")
-		if err != nil {
-			buildErr = err
+		if binDir, buildErr = os.MkdirTemp("", "mcp-acceptance-"); buildErr != nil {
 			return
 		}
-		mcpBin = filepath.Join(dir, "mcp")
-		out, err := exec.Command("go", "build", "-o", mcpBin, "../cmd/mcp").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		for _, cmd := range []string{"mcp", "mcp-agent"} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, cmd), "../cmd/"+cmd).CombinedOutput()
+			if err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", cmd, err, out)
+				return
+			}
 		}
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	return mcpBin
+	return filepath.Join(binDir, "mcp")
+}
+
+// agentBinary is the lean mcp-agent, which the DaemonSet runs.
+func agentBinary(t *testing.T) string {
+	return filepath.Join(filepath.Dir(mcpBinary(t)), "mcp-agent")
 }
 
 // serveRendered serves rendered configs by name, as the boot server's /rendered/ does.

@@ -175,12 +175,13 @@ func (c *kubeCluster) startAgent(t *testing.T, node string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bin := agentBinary(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for ctx.Err() == nil {
-			cmd := exec.CommandContext(ctx, c.bin, "agent", "-node", node, "-server", c.server, "-root", root,
+			cmd := exec.CommandContext(ctx, bin, "-node", node, "-server", c.server, "-root", root,
 				"-host=record", "-boot-id-file", bootID, "-interval", "2s")
 			cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kc["mcp-agent"])
 			cmd.Stdout, cmd.Stderr = logf, logf

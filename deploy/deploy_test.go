@@ -183,7 +183,7 @@ func TestWorkloads(t *testing.T) {
 	spec := ds.Spec.Template.Spec
 	c := spec.Containers[0]
 	args := strings.Join(append(c.Command, c.Args...), " ")
-	if !strings.HasPrefix(args, "mcp agent -root /host -node $(NODE_NAME) -server http://mcp-server.mcp-system.svc:8080") {
+	if !strings.HasPrefix(args, "mcp-agent -root /host -node $(NODE_NAME) -server http://mcp-server.mcp-system.svc:8080") {
 		t.Errorf("agent command: %s", args)
 	}
 	if !spec.HostPID || c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {

@@ -1,12 +1,14 @@
 package nodeexec
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"strings"
 
 	"github.com/mcpfleet/mcp/planner/model"
@@ -45,11 +47,12 @@ func (e *DriftError) Error() string {
 
 // Verify compares the root with target's files and units.
 func (e *Executor) Verify(target *model.Rendered) ([]Drift, error) {
-	r, err := os.OpenRoot(e.Root)
+	root, err := os.OpenRoot(e.Root)
 	if err != nil {
 		return nil, fmt.Errorf("opening node root: %w", err)
 	}
-	defer r.Close()
+	r := &dirs{root: root, open: map[string]*os.Root{}}
+	defer r.close()
 	var out []Drift
 	for _, f := range target.Files {
 		d, err := checkFile(r, f.Path, f.Contents, fs.FileMode(f.Mode))
@@ -61,7 +64,7 @@ func (e *Executor) Verify(target *model.Rendered) ([]Drift, error) {
 	for _, u := range target.Units {
 		p := unitPath(u.Name)
 		if u.Mask {
-			if l, err := r.Readlink(strings.TrimPrefix(p, "/")); err != nil || l != "/dev/null" {
+			if l, err := r.Readlink(p); err != nil || l != "/dev/null" {
 				out = append(out, Drift{Path: p, Kind: DriftMask, Expected: "/dev/null", Found: l})
 			}
 		} else if u.Contents != "" {
@@ -87,8 +90,50 @@ func digest(b []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-func checkFile(r *os.Root, p string, want []byte, mode fs.FileMode) ([]Drift, error) {
+// dirs opens each directory of the root once, so that checking many files of one directory
+// resolves one name each rather than walking the whole path every time (os.Root resolves a
+// path a component at a time, safely).
+type dirs struct {
+	root *os.Root
+	open map[string]*os.Root
+}
+
+// in returns the root of p's directory and p's name in it. A directory that cannot be
+// opened (absent, or not a directory) is left to the whole-path lookup, which reports it.
+func (d *dirs) in(p string) (*os.Root, string) {
 	rel := strings.TrimPrefix(p, "/")
+	dir, name := path.Split(rel)
+	if dir == "" {
+		return d.root, rel
+	}
+	sub, ok := d.open[dir]
+	if !ok {
+		sub, _ = d.root.OpenRoot(strings.TrimSuffix(dir, "/"))
+		d.open[dir] = sub
+	}
+	if sub == nil {
+		return d.root, rel
+	}
+	return sub, name
+}
+
+// Readlink reads the link at p.
+func (d *dirs) Readlink(p string) (string, error) {
+	r, name := d.in(p)
+	return r.Readlink(name)
+}
+
+func (d *dirs) close() {
+	for _, r := range d.open {
+		if r != nil {
+			r.Close()
+		}
+	}
+	d.root.Close()
+}
+
+func checkFile(d *dirs, p string, want []byte, mode fs.FileMode) ([]Drift, error) {
+	r, rel := d.in(p)
 	st, err := r.Lstat(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return []Drift{{Path: p, Kind: DriftMissing, Expected: digest(want)}}, nil
@@ -104,8 +149,9 @@ func checkFile(r *os.Root, p string, want []byte, mode fs.FileMode) ([]Drift, er
 		return nil, fmt.Errorf("verify %s: %w", p, err)
 	}
 	var out []Drift
-	if g, w := digest(got), digest(want); g != w {
-		out = append(out, Drift{Path: p, Kind: DriftContent, Expected: w, Found: g})
+	// Comparing the bytes is the check; digests are only for reporting a difference.
+	if !bytes.Equal(got, want) {
+		out = append(out, Drift{Path: p, Kind: DriftContent, Expected: digest(want), Found: digest(got)})
 	}
 	if st.Mode().Perm() != mode.Perm() {
 		out = append(out, Drift{Path: p, Kind: DriftMode, Expected: fmt.Sprintf("%04o", mode.Perm()), Found: fmt.Sprintf("%04o", st.Mode().Perm())})

@@ -1,0 +1,260 @@
+// Package agentcmd is the node agent's command line (docs/agent.md, docs/kubernetes.md),
+// shared by `mcp agent` and the lean `mcp-agent` binary that the DaemonSet runs: that one
+// links none of the engine, kubectl's drain (which drags in kustomize and Go's plugin
+// loader) or the boot server, so each node pays only for the agent.
+package agentcmd
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/mcpfleet/mcp/nodeexec"
+	"github.com/mcpfleet/mcp/nodeexec/systemdhost"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kagent"
+)
+
+type cli struct {
+	ctx    context.Context
+	stderr io.Writer
+}
+
+func (c *cli) errorf(format string, a ...any) int {
+	fmt.Fprintf(c.stderr, "Error: "+format+"\n", a...)
+	return 1
+}
+
+// Run runs the agent with the command-line arguments args (after the command's name,
+// which name gives for messages) until ctx ends, and returns the exit code.
+func Run(ctx context.Context, name string, args []string, stderr io.Writer) int {
+	c := &cli{ctx: ctx, stderr: stderr}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	root := fs.String("root", "/", "the node's filesystem root")
+	server := fs.String("server", "", "boot server base URL; rendered configs are fetched from SERVER/rendered/NAME")
+	desired := fs.String("desired", "", "rendered config to move to (default: the name in ROOT/"+nodeexec.DesiredPath+")")
+	once := fs.Bool("once", false, "reconcile once and exit (non-zero when the node is Degraded)")
+	interval := fs.Duration("interval", 30*time.Second, "time between reconciles when not -once")
+	listen := fs.String("listen", "", "serve /healthz and /metrics on this address (e.g. :9101)")
+	hostKind := fs.String("host", "systemd", "how units and the OS are driven: systemd (D-Bus, rpm-ostree) or record (log only)")
+	allow := fs.String("allow", strings.Join(nodeexec.DefaultAllowed, ","), "path prefixes the agent may write")
+	bootID := fs.String("boot-id-file", "/proc/sys/kernel/random/boot_id", "where the running boot's id is read")
+	rebootWait := fs.Duration("reboot-wait", 10*time.Minute, "after asking for a reboot, report Degraded if the machine is still up this long")
+	node := fs.String("node", os.Getenv("NODE_NAME"), "run on Kubernetes as this Node's agent (default $NODE_NAME; unset: standalone)")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	inCluster := fs.Bool("in-cluster", false, "use the pod's service account (the default when no kubeconfig is found)")
+	if err := fs.Parse(args); err != nil {
+		return 1
+	}
+	if fs.NArg() > 0 {
+		return c.errorf("unexpected argument %q", fs.Arg(0))
+	}
+	log := slog.New(slog.NewJSONHandler(c.stderr, nil))
+	if *node != "" {
+		if *once || *desired != "" {
+			return c.errorf("-once and -desired are for the standalone agent; with -node the Node's annotations say what to do")
+		}
+		return c.kubeAgent(kubeAgentFlags{node: *node, kubeconfig: *kubeconfig, inCluster: *inCluster, root: *root,
+			server: *server, hostKind: *hostKind, allow: *allow, bootID: *bootID, listen: *listen,
+			interval: *interval, rebootWait: *rebootWait}, log)
+	}
+	host, closeHost, err := newHost(c.ctx, *hostKind, log)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	defer closeHost()
+	s := nodeexec.NewStandalone(*root, *server, host)
+	s.Desired, s.BootIDPath, s.Log, s.Agent.RebootWait = *desired, *bootID, log, *rebootWait
+	s.Agent.Exec.Allowed = strings.Split(*allow, ",")
+	m := newAgentMetrics()
+	if *listen != "" {
+		stop, err := serveAgentHTTP(*listen, m.reg, log)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		defer stop()
+	}
+	for {
+		st, err := s.Reconcile(c.ctx)
+		m.observe(st, err)
+		if err != nil {
+			log.Error("reconcile", "err", err.Error())
+		}
+		if *once {
+			if err != nil || st.State == "Degraded" {
+				return 1
+			}
+			return 0
+		}
+		select {
+		case <-c.ctx.Done():
+			return 0
+		case <-time.After(*interval):
+		}
+	}
+}
+
+// ExitRebooting is the exit code of `mcp agent -node` (and `mcp-agent -node`) when it stopped because the node is
+// going down for a reboot it asked for; with -host=record no reboot comes, so this exit is
+// the simulated machine going down (start the agent again with a new boot id to "boot").
+const ExitRebooting = 75
+
+type kubeAgentFlags struct {
+	node, kubeconfig, root, server, hostKind, allow, bootID, listen string
+	inCluster                                                       bool
+	interval, rebootWait                                            time.Duration
+}
+
+// kubeAgent is `mcp agent -node NAME`: the agent of a Kubernetes node (docs/kubernetes.md).
+func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
+	cfg, err := kubeRESTConfig(f.kubeconfig, f.inCluster)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	var host nodeexec.Host
+	if f.hostKind == "record" {
+		// The simulated machine goes down when asked to reboot: the agent stops, exit 75.
+		host = &nodeexec.RecordingHost{OnCall: func(call string) error {
+			log.Info("host", "call", call)
+			if call == "reboot" {
+				cancel()
+			}
+			return nil
+		}}
+	} else {
+		h, closeHost, err := newHost(ctx, f.hostKind, log)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		defer closeHost()
+		host = h
+	}
+	a := kagent.New(client, f.node, f.root, f.server, host)
+	a.Log, a.Interval, a.Agent.RebootWait, a.State.BootIDPath = log, f.interval, f.rebootWait, f.bootID
+	a.Agent.Exec.Allowed = strings.Split(f.allow, ",")
+	m := newAgentMetrics()
+	a.Observe = m.set
+	if f.listen != "" {
+		stop, err := serveAgentHTTP(f.listen, m.reg, log)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		defer stop()
+	}
+	log.Info("agent", "node", f.node, "server", f.server, "root", f.root)
+	if err := a.Run(ctx); errors.Is(err, nodeexec.ErrRebooting) {
+		log.Info("stopping: the node is rebooting", "exit", ExitRebooting)
+		return ExitRebooting
+	} else if err != nil {
+		return c.errorf("%v", err)
+	}
+	return 0
+}
+
+// kubeRESTConfig finds the cluster as kubectl does: the flag, $KUBECONFIG, ~/.kube/config,
+// and in a pod its service account.
+func kubeRESTConfig(kubeconfig string, inCluster bool) (*rest.Config, error) {
+	if inCluster {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("-in-cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("finding the cluster: %w", err)
+	}
+	return cfg, nil
+}
+
+func newHost(ctx context.Context, kind string, log *slog.Logger) (nodeexec.Host, func(), error) {
+	switch kind {
+	case "systemd":
+		h, err := systemdhost.New(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return h, h.Close, nil
+	case "record":
+		return &nodeexec.RecordingHost{OnCall: func(call string) error {
+			log.Info("host", "call", call)
+			return nil
+		}}, func() {}, nil
+	}
+	return nil, nil, fmt.Errorf("-host %q: want systemd or record", kind)
+}
+
+type agentMetrics struct {
+	reg        *prometheus.Registry
+	reconciles *prometheus.CounterVec
+	degraded   prometheus.Gauge
+	drift      prometheus.Gauge
+}
+
+func newAgentMetrics() *agentMetrics {
+	m := &agentMetrics{reg: prometheus.NewRegistry(),
+		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_agent_reconciles_total",
+			Help: "Reconcile passes by result."}, []string{"result"}),
+		degraded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcp_agent_degraded", Help: "1 when the node is Degraded."}),
+		drift:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcp_agent_drifted_paths", Help: "Managed paths that differ from the current config."}),
+	}
+	m.reg.MustRegister(m.reconciles, m.degraded, m.drift)
+	return m
+}
+
+func (m *agentMetrics) observe(st nodeexec.Status, err error) {
+	m.set(st.State, len(st.Drift), err)
+}
+
+// set records a pass that left the node in state with drifted paths (-1: not checked).
+func (m *agentMetrics) set(state string, drifted int, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	m.reconciles.WithLabelValues(result).Inc()
+	m.degraded.Set(map[bool]float64{true: 1, false: 0}[state == "Degraded"])
+	if drifted >= 0 {
+		m.drift.Set(float64(drifted))
+	}
+}
+
+func serveAgentHTTP(addr string, reg *prometheus.Registry, log *slog.Logger) (func(), error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-listen: %w", err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http", "err", err.Error())
+		}
+	}()
+	return func() { srv.Close() }, nil
+}
