@@ -138,7 +138,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, log *slog.Logger) e
 		case <-done:
 		}
 	}()
-	return fs.Serve(ln)
+	return fs.Serve(sndbufListener{ln})
 }
 
 type printfLogger struct{ log *slog.Logger }
@@ -153,4 +153,16 @@ func or[T comparable](v, def T) T {
 		return def
 	}
 	return v
+}
+
+// sndbufListener gives each connection a send buffer that holds a whole config, so one
+// write hands the answer to the kernel instead of waiting on the socket in pieces.
+type sndbufListener struct{ net.Listener }
+
+func (l sndbufListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(256 << 10)
+	}
+	return c, err
 }
