@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/mcpfleet/mcp/internal/kubeconfig"
 	"github.com/mcpfleet/mcp/providers"
 )
 
@@ -129,15 +129,11 @@ func FromAttrs(dir string, attrs map[string]string) (*Provider, error) {
 			return nil, fmt.Errorf("the kubernetes provider has no attribute %q (it takes kubeconfig, context, delete_emptydir_data and node_timeout)", k)
 		}
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kc := attrs["kubeconfig"]; kc != "" {
-		if !filepath.IsAbs(kc) {
-			kc = filepath.Join(dir, kc)
-		}
-		rules.ExplicitPath = kc
+	kc := attrs["kubeconfig"]
+	if kc != "" && !filepath.IsAbs(kc) {
+		kc = filepath.Join(dir, kc)
 	}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: attrs["context"]}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	cfg, err := kubeconfig.Load(kc, attrs["context"])
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-const kubeconfig = `apiVersion: v1
+const kubeconfigYAML = `apiVersion: v1
 kind: Config
 clusters:
 - name: prod
@@ -28,7 +28,7 @@ current-context: test
 
 func TestFromAttrs(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "kc.yaml"), []byte(kubeconfig), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "kc.yaml"), []byte(kubeconfigYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("KUBECONFIG", filepath.Join(dir, "absent"))

@@ -21,8 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/mcpfleet/mcp/internal/kubeconfig"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/nodeexec/systemdhost"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kagent"
@@ -173,7 +173,7 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 
 // kubeRESTConfig finds the cluster as kubectl does: the flag, $KUBECONFIG, ~/.kube/config,
 // and in a pod its service account.
-func kubeRESTConfig(kubeconfig string, inCluster bool) (*rest.Config, error) {
+func kubeRESTConfig(path string, inCluster bool) (*rest.Config, error) {
 	if inCluster {
 		cfg, err := rest.InClusterConfig()
 		if err != nil {
@@ -181,9 +181,7 @@ func kubeRESTConfig(kubeconfig string, inCluster bool) (*rest.Config, error) {
 		}
 		return cfg, nil
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := kubeconfig.Load(path, "")
 	if err != nil {
 		return nil, fmt.Errorf("finding the cluster: %w", err)
 	}

@@ -37,10 +37,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/internal/kubeconfig"
 	"github.com/mcpfleet/mcp/planner/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
@@ -133,16 +133,10 @@ func New(cs kubernetes.Interface, namespace string, opts Options) *Backend {
 // context. The cluster is found by client-go's usual rules: the kubeconfig named, else
 // $KUBECONFIG, else ~/.kube/config, else the in-cluster service account.
 func Open(attrs map[string]string) (*Backend, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if p := attrs["kubeconfig"]; p != "" {
-		rules.ExplicitPath = p
-	}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: attrs["context"]}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	cfg, err := kubeconfig.Load(attrs["kubeconfig"], attrs["context"])
 	if err != nil {
 		return nil, fmt.Errorf("finding the cluster for the kubernetes state backend: %w", err)
 	}
-	cfg.UserAgent = "mcp"
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes state backend: %w", err)
