@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -81,22 +82,59 @@ type Pod struct {
 
 // PDB is a PodDisruptionBudget with its observed status.
 type PDB struct {
-	Namespace          string            `json:"namespace"`
-	Name               string            `json:"name"`
-	Selector           map[string]string `json:"selector"`
+	Namespace string            `json:"namespace"`
+	Name      string            `json:"name"`
+	Selector  map[string]string `json:"selector"` // matchLabels
+	// MatchExpressions are the selector's other requirements (all must hold).
+	MatchExpressions []SelectorRequirement `json:"match_expressions,omitempty"`
+	// SelectsAll is a present but empty selector: in policy/v1 it selects every pod of the
+	// namespace (a PDB with no selector at all selects none).
+	SelectsAll         bool `json:"selects_all,omitempty"`
 	MinAvailable       int               `json:"min_available"`
 	CurrentHealthy     int               `json:"current_healthy"`
 	DesiredHealthy     int               `json:"desired_healthy"`
 	DisruptionsAllowed int               `json:"disruptions_allowed"`
 }
 
+// SelectorRequirement is one of a label selector's matchExpressions.
+type SelectorRequirement struct {
+	Key      string   `json:"key"`
+	Operator string   `json:"operator"` // In, NotIn, Exists, DoesNotExist
+	Values   []string `json:"values,omitempty"`
+}
+
+// Matches reports whether labels satisfy the requirement, as Kubernetes' label selectors
+// do (an unknown operator matches nothing).
+func (r SelectorRequirement) Matches(labels map[string]string) bool {
+	v, has := labels[r.Key]
+	switch r.Operator {
+	case "In":
+		return has && slices.Contains(r.Values, v)
+	case "NotIn":
+		return !has || !slices.Contains(r.Values, v)
+	case "Exists":
+		return has
+	case "DoesNotExist":
+		return !has
+	}
+	return false
+}
+
 // Matches reports whether the PDB selects the pod.
 func (p *PDB) Matches(pod *Pod) bool {
-	if pod.Namespace != p.Namespace || len(p.Selector) == 0 {
+	if pod.Namespace != p.Namespace {
 		return false
+	}
+	if len(p.Selector) == 0 && len(p.MatchExpressions) == 0 {
+		return p.SelectsAll
 	}
 	for k, v := range p.Selector {
 		if pod.Labels[k] != v {
+			return false
+		}
+	}
+	for _, r := range p.MatchExpressions {
+		if !r.Matches(pod.Labels) {
 			return false
 		}
 	}

@@ -146,7 +146,8 @@ func podOf(pod *corev1.Pod) model.Pod {
 
 // pdbOf maps a PodDisruptionBudget. MinAvailable is the spec's number when it is one; a
 // percentage or a maxUnavailable is given as the disruption controller resolved it
-// (status.desiredHealthy). Only matchLabels are carried (model.PDB.Selector).
+// (status.desiredHealthy). The selector is carried whole: matchLabels, matchExpressions, and
+// whether an empty one selects the whole namespace.
 func pdbOf(b *policyv1.PodDisruptionBudget) model.PDB {
 	m := model.PDB{
 		Namespace:          b.Namespace,
@@ -160,8 +161,13 @@ func pdbOf(b *policyv1.PodDisruptionBudget) model.PDB {
 	if ma := b.Spec.MinAvailable; ma != nil && ma.Type == intstr.Int {
 		m.MinAvailable = ma.IntValue()
 	}
-	if b.Spec.Selector != nil {
-		maps.Copy(m.Selector, b.Spec.Selector.MatchLabels)
+	if sel := b.Spec.Selector; sel != nil {
+		maps.Copy(m.Selector, sel.MatchLabels)
+		for _, e := range sel.MatchExpressions {
+			m.MatchExpressions = append(m.MatchExpressions, model.SelectorRequirement{
+				Key: e.Key, Operator: string(e.Operator), Values: e.Values})
+		}
+		m.SelectsAll = len(sel.MatchLabels) == 0 && len(sel.MatchExpressions) == 0
 	}
 	return m
 }

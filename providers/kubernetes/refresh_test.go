@@ -38,7 +38,11 @@ func TestRefreshMapping(t *testing.T) {
 	pending := kPod("demo", "unbound", "", "", nil)
 	notReady := kPod("demo", "web-1", "w-1", "ReplicaSet/web", map[string]string{"app": "web"})
 	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
-	c := fake.NewClientset(
+	exprs := kPDB("demo", "exprs", nil, intstr.FromInt32(1), 1, 1, 0)
+	exprs.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{
+		{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"web", "api"}}}
+	all := kPDB("demo", "all", nil, intstr.FromInt32(1), 1, 1, 0)
+	c := fake.NewClientset(exprs, all,
 		w1, kNode("w-0", "a", true, nil),
 		kPod("kube-system", "agent-w-0", "w-0", "DaemonSet/agent", map[string]string{"app": "agent"}),
 		kPod("demo", "web-0", "w-0", "ReplicaSet/web", map[string]string{"app": "web"}),
@@ -68,6 +72,9 @@ func TestRefreshMapping(t *testing.T) {
 			{Namespace: "kube-system", Name: "agent-w-0", Node: "w-0", Labels: map[string]string{"app": "agent"}, DaemonSet: true, Ready: true},
 		},
 		PDBs: []model.PDB{
+			{Namespace: "demo", Name: "all", Selector: map[string]string{}, SelectsAll: true, MinAvailable: 1, CurrentHealthy: 1, DesiredHealthy: 1},
+			{Namespace: "demo", Name: "exprs", Selector: map[string]string{}, MinAvailable: 1, CurrentHealthy: 1, DesiredHealthy: 1,
+				MatchExpressions: []model.SelectorRequirement{{Key: "app", Operator: "In", Values: []string{"web", "api"}}}},
 			{Namespace: "demo", Name: "half", Selector: map[string]string{"app": "web"}, MinAvailable: 1, CurrentHealthy: 1, DesiredHealthy: 1},
 			{Namespace: "demo", Name: "web-pdb", Selector: map[string]string{"app": "web"}, MinAvailable: 1, CurrentHealthy: 1, DesiredHealthy: 1},
 		},
