@@ -90,10 +90,10 @@ type PDB struct {
 	// SelectsAll is a present but empty selector: in policy/v1 it selects every pod of the
 	// namespace (a PDB with no selector at all selects none).
 	SelectsAll         bool `json:"selects_all,omitempty"`
-	MinAvailable       int               `json:"min_available"`
-	CurrentHealthy     int               `json:"current_healthy"`
-	DesiredHealthy     int               `json:"desired_healthy"`
-	DisruptionsAllowed int               `json:"disruptions_allowed"`
+	MinAvailable       int  `json:"min_available"`
+	CurrentHealthy     int  `json:"current_healthy"`
+	DesiredHealthy     int  `json:"desired_healthy"`
+	DisruptionsAllowed int  `json:"disruptions_allowed"`
 }
 
 // SelectorRequirement is one of a label selector's matchExpressions.
