@@ -31,6 +31,9 @@ var DefaultCommands = Commands{
 type Host struct {
 	Conn     *dbus.Conn
 	Commands Commands
+	// Chroot, when set, runs the commands inside that directory (chroot DIR …): an agent in
+	// a container with the host's root mounted at /host changes the host's OS, not its own.
+	Chroot string
 	// Run executes a command; tests replace it with a recorder (the tools do not exist
 	// on machines other than the nodes).
 	Run func(ctx context.Context, argv []string) error
@@ -169,6 +172,9 @@ func (h *Host) Pivot(ctx context.Context, image string) error {
 func (h *Host) run(ctx context.Context, argv []string) error {
 	if len(argv) == 0 {
 		return errors.New("no command configured")
+	}
+	if h.Chroot != "" {
+		argv = append([]string{"chroot", h.Chroot}, argv...)
 	}
 	run := h.Run
 	if run == nil {

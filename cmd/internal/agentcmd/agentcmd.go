@@ -51,6 +51,7 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 	interval := fs.Duration("interval", 30*time.Second, "time between reconciles when not -once")
 	listen := fs.String("listen", "", "serve /healthz and /metrics on this address (e.g. :9101)")
 	hostKind := fs.String("host", "systemd", "how units and the OS are driven: systemd (D-Bus, rpm-ostree) or record (log only)")
+	osChroot := fs.String("os-chroot", "", "run the kernel-argument and OS-image commands chrooted here (e.g. /host in a container)")
 	allow := fs.String("allow", strings.Join(nodeexec.DefaultAllowed, ","), "path prefixes the agent may write")
 	bootID := fs.String("boot-id-file", "/proc/sys/kernel/random/boot_id", "where the running boot's id is read")
 	rebootWait := fs.Duration("reboot-wait", 10*time.Minute, "after asking for a reboot, report Degraded if the machine is still up this long")
@@ -69,10 +70,10 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 			return c.errorf("-once and -desired are for the standalone agent; with -node the Node's annotations say what to do")
 		}
 		return c.kubeAgent(kubeAgentFlags{node: *node, kubeconfig: *kubeconfig, inCluster: *inCluster, root: *root,
-			server: *server, hostKind: *hostKind, allow: *allow, bootID: *bootID, listen: *listen,
+			server: *server, hostKind: *hostKind, osChroot: *osChroot, allow: *allow, bootID: *bootID, listen: *listen,
 			interval: *interval, rebootWait: *rebootWait}, log)
 	}
-	host, closeHost, err := newHost(c.ctx, *hostKind, log)
+	host, closeHost, err := newHost(c.ctx, *hostKind, *osChroot, log)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -114,7 +115,7 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 const ExitRebooting = 75
 
 type kubeAgentFlags struct {
-	node, kubeconfig, root, server, hostKind, allow, bootID, listen string
+	node, kubeconfig, root, server, hostKind, osChroot, allow, bootID, listen string
 	inCluster                                                       bool
 	interval, rebootWait                                            time.Duration
 }
@@ -142,7 +143,7 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 			return nil
 		}}
 	} else {
-		h, closeHost, err := newHost(ctx, f.hostKind, log)
+		h, closeHost, err := newHost(ctx, f.hostKind, f.osChroot, log)
 		if err != nil {
 			return c.errorf("%v", err)
 		}
@@ -188,13 +189,14 @@ func kubeRESTConfig(path string, inCluster bool) (*rest.Config, error) {
 	return cfg, nil
 }
 
-func newHost(ctx context.Context, kind string, log *slog.Logger) (nodeexec.Host, func(), error) {
+func newHost(ctx context.Context, kind, osChroot string, log *slog.Logger) (nodeexec.Host, func(), error) {
 	switch kind {
 	case "systemd":
 		h, err := systemdhost.New(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
+		h.Chroot = osChroot
 		return h, h.Close, nil
 	case "record":
 		return &nodeexec.RecordingHost{OnCall: func(call string) error {
