@@ -116,8 +116,8 @@ const ExitRebooting = 75
 
 type kubeAgentFlags struct {
 	node, kubeconfig, root, server, hostKind, osChroot, allow, bootID, listen string
-	inCluster                                                       bool
-	interval, rebootWait                                            time.Duration
+	inCluster                                                                 bool
+	interval, rebootWait                                                      time.Duration
 }
 
 // kubeAgent is `mcp agent -node NAME`: the agent of a Kubernetes node (docs/kubernetes.md).
