@@ -38,14 +38,14 @@ func (c *cli) apply(args []string) int {
 	if ws == nil {
 		return 1
 	}
-	st, unlock, code := c.readStateLocked(ws, &lf, "apply")
+	st, ctx, unlock, code := c.readStateLocked(ws, &lf, "apply")
 	if st == nil {
 		return code
 	}
 	defer unlock()
 	pf := saved
 	if pf == nil {
-		if pf, err = ws.Plan(c.ctx, st); err != nil {
+		if pf, err = ws.Plan(ctx, st); err != nil {
 			return c.errorf("%v", err)
 		}
 		if !*asJSON {
@@ -69,7 +69,7 @@ func (c *cli) apply(args []string) int {
 	} else {
 		progress = views.NewHumanProgress(c.stdout, color)
 	}
-	res, err := ws.Apply(c.ctx, st, pf, engine.ApplyOptions{
+	res, err := ws.Apply(ctx, st, pf, engine.ApplyOptions{
 		Parallelism: *parallelism, DrainTimeout: *drainTimeout, DrainRetryDelay: *drainRetry,
 		Observer: progress.Event,
 	})

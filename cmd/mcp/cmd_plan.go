@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -24,11 +25,11 @@ func (c *cli) plan(args []string) int {
 	if ws == nil {
 		return 1
 	}
-	st, unlock, code := c.readStateLocked(ws, &lf, "plan")
+	st, ctx, unlock, code := c.readStateLocked(ws, &lf, "plan")
 	if st == nil {
 		return code
 	}
-	pf, err := ws.Plan(c.ctx, st)
+	pf, err := ws.Plan(ctx, st)
 	unlock()
 	if err != nil {
 		return c.errorf("%v", err)
@@ -88,25 +89,42 @@ func writePlan(w io.Writer, pf *planfile.File, asJSON, color, verbose bool) erro
 	return views.HumanPlan(w, pf.Plan, views.HumanOptions{Color: color, Verbose: verbose})
 }
 
-// readStateLocked takes the state lock (unless -lock=false) and reads the state. On failure
-// it prints why and returns a nil state and the exit code.
-func (c *cli) readStateLocked(ws *engine.Workspace, lf *loadFlags, op string) (*state.State, func(), int) {
-	unlock := func() {}
+// readStateLocked takes the state lock (unless -lock=false) and reads the state. The
+// context it returns ends when the lock is lost while held (a Lease another run took), so
+// that no new work starts. On failure it prints why and returns a nil state and the exit code.
+func (c *cli) readStateLocked(ws *engine.Workspace, lf *loadFlags, op string) (*state.State, context.Context, func(), int) {
+	ctx, cancel := context.WithCancel(c.ctx)
+	unlock := cancel
 	if lf.lock {
 		u, err := ws.Lock(c.ctx, op, lf.lockTimeout)
 		if err != nil {
-			return nil, nil, c.errorf("acquiring the state lock: %v", err)
+			cancel()
+			return nil, nil, nil, c.errorf("acquiring the state lock: %v", err)
+		}
+		stop := make(chan struct{})
+		if l, ok := u.(state.Losable); ok {
+			go func() {
+				select {
+				case <-l.Lost():
+					fmt.Fprintf(c.stderr, "Error: lost the state lock: %v; starting nothing new\n", l.LostErr())
+					cancel()
+				case <-stop:
+				}
+			}()
 		}
 		unlock = func() {
-			if err := u.Unlock(c.ctx); err != nil {
+			close(stop)
+			cancel()
+			// Released even when the run was interrupted: a held lock would block the next.
+			if err := u.Unlock(context.WithoutCancel(c.ctx)); err != nil {
 				fmt.Fprintf(c.stderr, "Error: releasing the state lock: %v\n", err)
 			}
 		}
 	}
-	st, err := ws.ReadState(c.ctx)
+	st, err := ws.ReadState(ctx)
 	if err != nil {
 		unlock()
-		return nil, nil, c.errorf("%v", err)
+		return nil, nil, nil, c.errorf("%v", err)
 	}
-	return st, unlock, 0
+	return st, ctx, unlock, 0
 }

@@ -30,6 +30,14 @@ type Unlocker interface {
 	Unlock(ctx context.Context) error
 }
 
+// Losable is implemented by locks that can be lost while held — a Lease whose renewals
+// found it taken or gone, or failed until it expired. Lost is closed then and LostErr says
+// why; the holder must start no new work, since another run may now hold the lock.
+type Losable interface {
+	Lost() <-chan struct{}
+	LostErr() error
+}
+
 // LockInfo says who holds the lock, as Terraform's does.
 type LockInfo struct {
 	ID        string    `json:"id"`

@@ -423,3 +423,63 @@ func TestForceUnlock(t *testing.T) {
 	}
 	u2.Unlock(ctx)
 }
+
+// A lock whose Lease another run took is reported lost, so the holder starts nothing new.
+func TestLockLostWhenTaken(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	u, err := New(cs, ns, Options{LeaseDuration: 90 * time.Millisecond}).Lock(ctx, lockInfo("alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := u.(state.Losable)
+	if l.LostErr() != nil {
+		t.Fatalf("lost at once: %v", l.LostErr())
+	}
+	// Bob's force-unlock and lock (as after alice's Lease had lapsed).
+	leases := cs.CoordinationV1().Leases(ns)
+	lease, err := leases.Get(ctx, protocol.LockLease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := "bob-id"
+	lease.Spec.HolderIdentity = &bob
+	lease.Annotations[LockInfoAnnotation] = `{"id":"bob-id","who":"bob@node2"}`
+	if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a lock taken by another run was not reported lost")
+	}
+	if err := l.LostErr(); err == nil || !strings.Contains(err.Error(), "bob@node2") {
+		t.Errorf("lost because %v; want the new holder named", err)
+	}
+}
+
+// A lock that cannot be renewed until its Lease lapses is reported lost.
+func TestLockLostWhenNotRenewedInTime(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	var unreachable atomic.Bool // the reactor chain must be set before the renewals start
+	cs.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if unreachable.Load() {
+			return true, nil, errors.New("apiserver unreachable")
+		}
+		return false, nil, nil
+	})
+	u, err := New(cs, ns, Options{LeaseDuration: 90 * time.Millisecond}).Lock(ctx, lockInfo("alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unreachable.Store(true)
+	select {
+	case <-u.(state.Losable).Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a Lease left unrenewed past its duration was not reported lost")
+	}
+	if err := u.(state.Losable).LostErr(); err == nil || !strings.Contains(err.Error(), "not renewed") {
+		t.Errorf("lost because %v", err)
+	}
+}

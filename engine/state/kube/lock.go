@@ -139,13 +139,35 @@ type leaseLock struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	mu   sync.Mutex
-	lost error // set when a renewal found the Lease taken or gone
+	mu     sync.Mutex
+	lost   error         // set when the Lease was found taken or gone, or lapsed unrenewed
+	lostCh chan struct{} // closed when lost is set
+}
+
+var _ state.Losable = (*leaseLock)(nil)
+
+// Lost is closed when the lock is lost while held.
+func (u *leaseLock) Lost() <-chan struct{} { return u.lostCh }
+
+// LostErr says why the lock was lost (nil while it is held).
+func (u *leaseLock) LostErr() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.lost
+}
+
+func (u *leaseLock) lose(err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.lost == nil {
+		u.lost = err
+		close(u.lostCh)
+	}
 }
 
 func (b *Backend) hold(id string) *leaseLock {
 	ctx, cancel := context.WithCancel(context.Background())
-	u := &leaseLock{b: b, id: id, cancel: cancel, done: make(chan struct{})}
+	u := &leaseLock{b: b, id: id, cancel: cancel, done: make(chan struct{}), lostCh: make(chan struct{})}
 	go u.renewLoop(ctx)
 	return u
 }
@@ -155,6 +177,7 @@ func (u *leaseLock) renewLoop(ctx context.Context) {
 	every := u.b.opts.LeaseDuration / 3
 	t := time.NewTicker(every)
 	defer t.Stop()
+	renewed := u.b.opts.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -164,16 +187,24 @@ func (u *leaseLock) renewLoop(ctx context.Context) {
 		rctx, cancel := context.WithTimeout(ctx, every)
 		err := u.renew(rctx)
 		cancel()
-		if err != nil && !errors.Is(err, context.Canceled) {
-			var le *state.LockError
-			if errors.As(err, &le) || apierrors.IsNotFound(err) {
-				u.mu.Lock()
-				u.lost = err
-				u.mu.Unlock()
-				return
-			}
-			// Anything else (the apiserver briefly away, a conflict) is tried again at
-			// the next tick; the Lease lasts three ticks.
+		if err == nil {
+			renewed = u.b.opts.Now()
+			continue
+		}
+		if errors.Is(err, context.Canceled) {
+			continue
+		}
+		var le *state.LockError
+		if errors.As(err, &le) || apierrors.IsNotFound(err) {
+			u.lose(err)
+			return
+		}
+		// Anything else (the apiserver briefly away, a conflict) is tried again at the
+		// next tick; the Lease lasts three ticks. Past its expiry another run may take it.
+		if u.b.opts.Now().Sub(renewed) >= u.b.opts.LeaseDuration {
+			u.lose(fmt.Errorf("%s was not renewed for %s and may be held by another run now: %w",
+				u.b.leaseWhere(), u.b.opts.LeaseDuration, err))
+			return
 		}
 	}
 }
