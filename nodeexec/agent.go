@@ -62,12 +62,12 @@ func (a *Agent) Update(ctx context.Context, from, target *model.Rendered, steps 
 		return err
 	}
 	if err := a.Exec.CheckBeforeUpdate(from, steps); err != nil {
-		return a.degrade(err)
+		return a.Degrade(err)
 	}
 	a.Exec.Begin()
 	for i, s := range steps {
 		if !s.Kind.OnNode() {
-			return a.degrade(fmt.Errorf("%s is not a node step", s))
+			return a.Degrade(fmt.Errorf("%s is not a node step", s))
 		}
 		if s.Kind == model.StepReboot {
 			return a.reboot(ctx, from, target, steps[i+1:], s, done)
@@ -75,9 +75,9 @@ func (a *Agent) Update(ctx context.Context, from, target *model.Rendered, steps 
 		if err := a.Exec.Run(ctx, from, target, s); err != nil {
 			err = fmt.Errorf("%s: %w", s, err)
 			if rerr := a.Exec.Rollback(ctx); rerr != nil {
-				return a.degrade(fmt.Errorf("%w; %v", err, rerr))
+				return a.Degrade(fmt.Errorf("%w; %v", err, rerr))
 			}
-			return a.degrade(fmt.Errorf("%w (rolled back to %s)", err, nameOf(from)))
+			return a.Degrade(fmt.Errorf("%w (rolled back to %s)", err, nameOf(from)))
 		}
 		done(s)
 	}
@@ -91,7 +91,9 @@ func nameOf(r *model.Rendered) string {
 	return r.Name
 }
 
-func (a *Agent) degrade(err error) error {
+// Degrade reports the node Degraded with err as the reason and returns err (noting a
+// failure to report as well). Every agent mode reports its failures through it.
+func (a *Agent) Degrade(err error) error {
 	if serr := a.State.Degraded(err.Error()); serr != nil {
 		return fmt.Errorf("%w (and reporting Degraded failed: %v)", err, serr)
 	}
@@ -101,17 +103,17 @@ func (a *Agent) degrade(err error) error {
 func (a *Agent) reboot(ctx context.Context, from, target *model.Rendered, rest []model.Step, s model.Step, done func(model.Step)) error {
 	boot, err := a.State.BootID()
 	if err != nil {
-		return a.degrade(fmt.Errorf("reading boot id: %w", err))
+		return a.Degrade(fmt.Errorf("reading boot id: %w", err))
 	}
 	p := pending{Target: target, BootID: boot, Steps: rest, Since: time.Now().UTC()}
 	if from != nil {
 		p.From = from.Name
 	}
 	if err := a.writePending(&p); err != nil {
-		return a.degrade(fmt.Errorf("recording the pending reboot: %w", err))
+		return a.Degrade(fmt.Errorf("recording the pending reboot: %w", err))
 	}
 	if err := a.Exec.Run(ctx, from, target, s); err != nil {
-		return a.degrade(fmt.Errorf("%s: %w", s, err))
+		return a.Degrade(fmt.Errorf("%s: %w", s, err))
 	}
 	if now, err := a.State.BootID(); err == nil && now != boot {
 		done(s) // a simulated reboot: the machine is back already
@@ -123,7 +125,7 @@ func (a *Agent) reboot(ctx context.Context, from, target *model.Rendered, rest [
 	case <-ctx.Done():
 		return ErrRebooting
 	case <-time.After(a.RebootWait):
-		return a.degrade(fmt.Errorf("%s: asked for a reboot %s ago and the machine did not go down", s, a.RebootWait))
+		return a.Degrade(fmt.Errorf("%s: asked for a reboot %s ago and the machine did not go down", s, a.RebootWait))
 	}
 }
 
@@ -137,14 +139,14 @@ func (a *Agent) Resume(ctx context.Context, done func(model.Step)) (bool, error)
 	}
 	boot, err := a.State.BootID()
 	if err != nil {
-		return true, a.degrade(fmt.Errorf("reading boot id: %w", err))
+		return true, a.Degrade(fmt.Errorf("reading boot id: %w", err))
 	}
 	if boot == p.BootID {
-		return true, a.degrade(fmt.Errorf("a reboot into %s was asked for at %s, but the boot id is unchanged", p.Target.Name, p.Since.Format(time.RFC3339)))
+		return true, a.Degrade(fmt.Errorf("a reboot into %s was asked for at %s, but the boot id is unchanged", p.Target.Name, p.Since.Format(time.RFC3339)))
 	}
 	for _, s := range p.Steps {
 		if err := a.Exec.Run(ctx, nil, p.Target, s); err != nil {
-			return true, a.degrade(fmt.Errorf("after reboot: %s: %w", s, err))
+			return true, a.Degrade(fmt.Errorf("after reboot: %s: %w", s, err))
 		}
 		done(s)
 	}

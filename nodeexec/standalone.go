@@ -81,10 +81,10 @@ func (s *Standalone) Reconcile(ctx context.Context) (Status, error) {
 	}
 	target, err := s.fetch(ctx, desired)
 	if err != nil {
-		return s.status, s.Agent.degrade(err)
+		return s.status, s.Agent.Degrade(err)
 	}
 	if err := s.Agent.Exec.Sweep(target); err != nil {
-		return s.status, s.Agent.degrade(err)
+		return s.status, s.Agent.Degrade(err)
 	}
 	var steps []model.Step
 	for _, st := range planner.Steps(s.current, target) {

@@ -193,26 +193,26 @@ func (a *Agent) update(ctx context.Context, h protocol.Handover, herr error, cur
 	a.State.Begin(h.UpdateID, 0)
 	a.Log.Info("hand-over", "update", h.UpdateID, "from", current, "to", h.Desired, "steps", len(h.Steps))
 	if herr != nil {
-		return a.degrade(fmt.Errorf("update %s: %w", h.UpdateID, herr))
+		return a.Agent.Degrade(fmt.Errorf("update %s: %w", h.UpdateID, herr))
 	}
 	if err := a.writeUpdate(updateRecord{UpdateID: h.UpdateID, ProgressAtBoot: boot}); err != nil {
-		return a.degrade(fmt.Errorf("recording update %s: %w", h.UpdateID, err))
+		return a.Agent.Degrade(fmt.Errorf("recording update %s: %w", h.UpdateID, err))
 	}
 	if err := a.Agent.DiscardPending(); err != nil {
-		return a.degrade(fmt.Errorf("discarding an old pending record: %w", err))
+		return a.Agent.Degrade(fmt.Errorf("discarding an old pending record: %w", err))
 	}
 	target, err := a.fetch(ctx, h.Desired)
 	if err != nil {
-		return a.degrade(err)
+		return a.Agent.Degrade(err)
 	}
 	var from *model.Rendered
 	if current != "" {
 		if from, err = a.fetch(ctx, current); err != nil {
-			return a.degrade(fmt.Errorf("the node's current config: %w", err))
+			return a.Agent.Degrade(fmt.Errorf("the node's current config: %w", err))
 		}
 	}
 	if err := a.Agent.Exec.Sweep(target); err != nil {
-		return a.degrade(fmt.Errorf("sweeping temporary files: %w", err))
+		return a.Agent.Degrade(fmt.Errorf("sweeping temporary files: %w", err))
 	}
 	err = a.Agent.Update(ctx, from, target, h.Steps, a.stepDone)
 	if err == nil {
@@ -258,13 +258,6 @@ func (a *Agent) stepDone(s model.Step) {
 	}
 }
 
-func (a *Agent) degrade(err error) error {
-	if serr := a.State.Degraded(err.Error()); serr != nil {
-		return fmt.Errorf("%w (and reporting Degraded failed: %v)", err, serr)
-	}
-	return err
-}
-
 func (a *Agent) observe(err error) {
 	if a.Observe == nil {
 		return
@@ -282,16 +275,10 @@ func (a *Agent) observe(err error) {
 // fetch gets a rendered config from the boot server once (they are immutable), retrying a
 // failed fetch a few times.
 func (a *Agent) fetch(ctx context.Context, name string) (*model.Rendered, error) {
-	if r := a.cached(name); r != nil {
-		return r, nil
-	}
 	var err error
 	for i, delay := 0, time.Second; i < 3; i, delay = i+1, 2*delay {
 		var r *model.Rendered
-		if r, err = nodeexec.FetchRendered(ctx, a.HTTP, a.Server, name); err == nil {
-			a.mu.Lock()
-			a.configs[name] = r
-			a.mu.Unlock()
+		if r, err = a.fetchOnce(ctx, name); err == nil {
 			return r, nil
 		}
 		if i < 2 {
@@ -308,20 +295,29 @@ func (a *Agent) fetch(ctx context.Context, name string) (*model.Rendered, error)
 // configFor gives the rendered config name for a report: the cached one, else one quick
 // fetch (after a reboot the agent holds nothing yet), else nil.
 func (a *Agent) configFor(name string) *model.Rendered {
-	if r := a.cached(name); r != nil {
-		return r
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r, err := nodeexec.FetchRendered(ctx, a.HTTP, a.Server, name)
+	r, err := a.fetchOnce(ctx, name)
 	if err != nil {
 		a.Log.Warn("os image and kernel arguments not reported", "config", name, "err", err.Error())
 		return nil
 	}
+	return r
+}
+
+// fetchOnce gives the cached config, else fetches it once and caches it.
+func (a *Agent) fetchOnce(ctx context.Context, name string) (*model.Rendered, error) {
+	if r := a.cached(name); r != nil {
+		return r, nil
+	}
+	r, err := nodeexec.FetchRendered(ctx, a.HTTP, a.Server, name)
+	if err != nil {
+		return nil, err
+	}
 	a.mu.Lock()
 	a.configs[name] = r
 	a.mu.Unlock()
-	return r
+	return r, nil
 }
 
 func (a *Agent) cached(name string) *model.Rendered {
