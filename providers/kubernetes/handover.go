@@ -3,7 +3,6 @@ package kubernetes
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,7 +44,10 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 	if err != nil {
 		return fmt.Errorf("node %s: encoding the hand-over: %w", node, err)
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	patch, err := protocol.AnnotationsPatch(ann)
+	if err != nil {
+		return fmt.Errorf("node %s: encoding the hand-over: %w", node, err)
+	}
 	n, err := p.client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		return fmt.Errorf("node %s: handing over %s: %w", node, target.Name, err)

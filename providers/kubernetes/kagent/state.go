@@ -141,7 +141,7 @@ func (s *NodeState) withUpdate(ann map[string]any) map[string]any {
 // take the caller's context: a report of a failure caused by a cancelled context (the
 // agent stopping) must still go out.
 func (s *NodeState) patch(ann map[string]any) error {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	body, err := protocol.AnnotationsPatch(ann)
 	if err != nil {
 		return err
 	}

@@ -139,3 +139,10 @@ func DecodeDrift(s string) []model.Drift {
 	}
 	return d
 }
+
+// AnnotationsPatch is the JSON merge patch that sets ann on an object's annotations (a nil
+// value, in a map[string]any, removes one): every write of the protocol is such a patch, so
+// engine and agent never overwrite each other's annotations.
+func AnnotationsPatch[V any](ann map[string]V) ([]byte, error) {
+	return json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+}
