@@ -3,7 +3,6 @@ package state
 import (
 	"github.com/mcpfleet/mcp/internal/atomicfile"
 
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -37,22 +36,13 @@ func (l *Local) RenderedPath(name string) string {
 }
 
 func (l *Local) Read(ctx context.Context) (*State, error) {
-	s := &State{Version: FormatVersion}
 	b, err := os.ReadFile(l.Path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("reading state: %w", err)
-	default:
-		if err := json.Unmarshal(b, s); err != nil {
-			return nil, fmt.Errorf("reading state %s: %w", l.Path, err)
-		}
-		if s.Version != FormatVersion {
-			return nil, fmt.Errorf("state %s has format version %d; this mcp reads %d", l.Path, s.Version, FormatVersion)
-		}
 	}
-	if s.Pointers == nil {
-		s.Pointers = map[string]string{}
+	s, err := Unmarshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("reading state %s: %w", l.Path, err)
 	}
 	if s.Rendered, err = l.readRendered(); err != nil {
 		return nil, err
@@ -101,16 +91,7 @@ func (l *Local) replayJournal(s *State) error {
 		return fmt.Errorf("reading state journal: %w", err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		var r JournalRecord
-		if json.Unmarshal(sc.Bytes(), &r) != nil {
-			break
-		}
-		s.ApplyRecord(r)
-	}
-	return sc.Err()
+	return s.ReplayJournal(f)
 }
 
 func (l *Local) Write(ctx context.Context, s *State) error {

@@ -6,8 +6,12 @@
 package state
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
 	"maps"
 	"slices"
 
@@ -89,4 +93,37 @@ func (s *State) ApplyRecord(r JournalRecord) {
 	}
 	e.Done = append(e.Done, r.Step)
 	s.Journal[r.Node] = e
+}
+
+// Unmarshal reads the state JSON a backend stored (nil or empty: an empty state),
+// refusing another format version. Its Rendered is left to the backend.
+func Unmarshal(b []byte) (*State, error) {
+	s := &State{Version: FormatVersion}
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, s); err != nil {
+			return nil, err
+		}
+		if s.Version != FormatVersion {
+			return nil, fmt.Errorf("format version %d; this mcp reads %d", s.Version, FormatVersion)
+		}
+	}
+	if s.Pointers == nil {
+		s.Pointers = map[string]string{}
+	}
+	return s, nil
+}
+
+// ReplayJournal folds a journal — one JSON JournalRecord per line — into s. A line that
+// does not parse ends it: the last line of a journal cut off mid-write.
+func (s *State) ReplayJournal(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		var rec JournalRecord
+		if json.Unmarshal(sc.Bytes(), &rec) != nil {
+			break
+		}
+		s.ApplyRecord(rec)
+	}
+	return sc.Err()
 }

@@ -17,7 +17,6 @@
 package kube
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -215,28 +214,11 @@ func Decode(head *corev1.Secret, chunk func(name string) ([]byte, error)) (*stat
 	if want := string(head.Data[KeySum]); want != "" && want != sum(raw) {
 		return nil, fmt.Errorf("state JSON does not match its digest %s (a damaged or half-written chunk)", want)
 	}
-	st := &state.State{Version: state.FormatVersion}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, st); err != nil {
-			return nil, fmt.Errorf("decoding state: %w", err)
-		}
-		if st.Version != state.FormatVersion {
-			return nil, fmt.Errorf("state has format version %d; this mcp reads %d", st.Version, state.FormatVersion)
-		}
+	st, err := state.Unmarshal(raw)
+	if err != nil {
+		return nil, fmt.Errorf("decoding state: %w", err)
 	}
-	if st.Pointers == nil {
-		st.Pointers = map[string]string{}
-	}
-	sc := bufio.NewScanner(bytes.NewReader(head.Data[KeyJournal]))
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		var r state.JournalRecord
-		if json.Unmarshal(sc.Bytes(), &r) != nil {
-			break
-		}
-		st.ApplyRecord(r)
-	}
-	return st, sc.Err()
+	return st, st.ReplayJournal(bytes.NewReader(head.Data[KeyJournal]))
 }
 
 // DecodeRendered reads a rendered config's Secret.
