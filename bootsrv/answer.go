@@ -5,7 +5,8 @@ import (
 	"strings"
 )
 
-// request is what the server reads of an HTTP request, whichever server carries it.
+// request is what the server reads of an HTTP request, whichever server carries it. Its
+// strings may alias the transport's buffers: answer must not keep them.
 type request struct {
 	method, path                       string
 	accept, ifNoneMatch, authorization string
@@ -15,19 +16,23 @@ type request struct {
 // routing, negotiation and caching rules live here once.
 type reply struct {
 	code           int
-	endpoint, pool string // for the metrics
-	contentType    string
-	etag           string
-	cacheControl   string
-	vary           string
-	allow          string
-	authenticate   string
-	nosniff        bool
-	body           []byte // the whole body; a HEAD request gets the headers only
+	endpoint, pool string  // for the metrics; pool is the snapshot's own string, never the request's
+	header         []field // response headers but Content-Length: prepared, shared, never written to
+	body           []byte  // the whole body; a HEAD request gets the headers only
 }
 
+// field is one response header.
+type field struct{ key, value string }
+
+// The header sets of the answers that are not a config.
+var (
+	textHeader = []field{{"Content-Type", "text/plain; charset=utf-8"}, {"X-Content-Type-Options", "nosniff"}}
+	allowGet   = append(textHeader[:2:2], field{"Allow", "GET, HEAD"})
+	wantBearer = append(textHeader[:2:2], field{"WWW-Authenticate", "Bearer"})
+)
+
 func textReply(endpoint string, code int, msg string) reply {
-	return reply{endpoint: endpoint, code: code, contentType: "text/plain; charset=utf-8", nosniff: true, body: []byte(msg)}
+	return reply{endpoint: endpoint, code: code, header: textHeader, body: []byte(msg)}
 }
 
 // answer routes a request. /metrics is not answered here: each transport hands it to the
@@ -53,12 +58,12 @@ func (s *Server) answer(q request) reply {
 	}
 	if q.method != "GET" && q.method != "HEAD" {
 		r := textReply(endpoint, 405, "method not allowed\n")
-		r.allow = "GET, HEAD"
+		r.header = allowGet
 		return r
 	}
 	if s.Token != "" && !s.authorized(q.authorization) {
 		r := textReply(endpoint, 401, "unauthorized\n")
-		r.authenticate = "Bearer"
+		r.header = wantBearer
 		return r
 	}
 	snap := s.snap.Load()
@@ -70,8 +75,7 @@ func (s *Server) answer(q request) reply {
 		if b == nil {
 			return textReply(endpoint, 404, "not found\n")
 		}
-		// Rendered configs are named by their content: they never change.
-		return bodyReply(q, endpoint, "", b, "public, max-age=31536000, immutable", "")
+		return bodyReply(q, endpoint, "", b)
 	}
 	pc := snap.pools[name]
 	if pc == nil {
@@ -80,16 +84,14 @@ func (s *Server) answer(q request) reply {
 	b, why := pc.negotiate(q.accept)
 	if b == nil {
 		r := textReply(endpoint, 406, why+"\n")
-		r.pool = name
+		r.pool = pc.name
 		return r
 	}
-	// The pointer moves: caches must revalidate.
-	return bodyReply(q, endpoint, name, b, "no-cache", "Accept")
+	return bodyReply(q, endpoint, pc.name, b)
 }
 
-func bodyReply(q request, endpoint, pool string, b *body, cacheControl, vary string) reply {
-	r := reply{code: 200, endpoint: endpoint, pool: pool, contentType: b.contentType, etag: b.etag,
-		cacheControl: cacheControl, vary: vary, body: b.data}
+func bodyReply(q request, endpoint, pool string, b *body) reply {
+	r := reply{code: 200, endpoint: endpoint, pool: pool, header: b.header, body: b.data}
 	if q.ifNoneMatch != "" && strings.Contains(q.ifNoneMatch, b.etag) {
 		r.code, r.body = 304, nil
 	}

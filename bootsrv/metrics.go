@@ -1,8 +1,11 @@
 package bootsrv
 
 import (
+	"maps"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +17,21 @@ type metrics struct {
 	bytes    *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	handler  http.Handler
+	// series holds each label set's metrics once looked up: a lookup in the vectors hashes
+	// the labels and takes a lock, on every request. Copied on write; the label sets are
+	// few (endpoints × known pools × codes).
+	series atomic.Pointer[map[seriesKey]*series]
+	mu     sync.Mutex // writers of series
+}
+
+type seriesKey struct {
+	endpoint, pool string
+	code           int
+}
+
+type series struct {
+	requests, bytes prometheus.Counter
+	latency         prometheus.Observer
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -26,6 +44,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Time to answer, by endpoint.", Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1}}, []string{"endpoint"}),
 		handler: http.NotFoundHandler(),
 	}
+	m.series.Store(&map[seriesKey]*series{})
 	if reg != nil {
 		reg.MustRegister(m.requests, m.bytes, m.latency)
 		if g, ok := reg.(prometheus.Gatherer); ok {
@@ -35,10 +54,33 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
+// observe counts one answer. endpoint and pool must not alias a request's bytes: they are
+// kept as labels.
 func (m *metrics) observe(endpoint, pool string, code, n int, d time.Duration) {
-	m.requests.WithLabelValues(endpoint, pool, strconv.Itoa(code)).Inc()
-	if n > 0 {
-		m.bytes.WithLabelValues(endpoint).Add(float64(n))
+	k := seriesKey{endpoint, pool, code}
+	s := (*m.series.Load())[k]
+	if s == nil {
+		s = m.add(k)
 	}
-	m.latency.WithLabelValues(endpoint).Observe(d.Seconds())
+	s.requests.Inc()
+	if n > 0 {
+		s.bytes.Add(float64(n))
+	}
+	s.latency.Observe(d.Seconds())
+}
+
+func (m *metrics) add(k seriesKey) *series {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.series.Load()
+	if s := old[k]; s != nil {
+		return s
+	}
+	s := &series{requests: m.requests.WithLabelValues(k.endpoint, k.pool, strconv.Itoa(k.code)),
+		bytes: m.bytes.WithLabelValues(k.endpoint), latency: m.latency.WithLabelValues(k.endpoint)}
+	next := make(map[seriesKey]*series, len(old)+1)
+	maps.Copy(next, old)
+	next[k] = s
+	m.series.Store(&next)
+	return s
 }

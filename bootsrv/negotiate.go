@@ -77,6 +77,7 @@ func (c *acceptMemo) parse(h string) accepted {
 	if a, ok := c.m.Load(h); ok {
 		return a.(accepted)
 	}
+	h = strings.Clone(h) // the caller's string may alias a request buffer; the cache keeps it
 	a := parseAccept(h)
 	if c.n.Load() < maxCached {
 		if _, loaded := c.m.LoadOrStore(h, a); !loaded {

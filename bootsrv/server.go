@@ -2,13 +2,16 @@ package bootsrv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
 	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
@@ -54,8 +57,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rp := s.answer(request{method: r.Method, path: r.URL.Path, accept: r.Header.Get("Accept"),
 		ifNoneMatch: r.Header.Get("If-None-Match"), authorization: r.Header.Get("Authorization")})
 	h := w.Header()
-	for _, kv := range rp.headers() {
-		h.Set(kv[0], kv[1])
+	for _, f := range rp.header {
+		h.Set(f.key, f.value)
 	}
 	if rp.code != http.StatusNotModified {
 		h.Set("Content-Length", strconv.Itoa(len(rp.body)))
@@ -68,42 +71,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.m.observe(rp.endpoint, rp.pool, rp.code, n, time.Since(start))
 }
 
-// headers are the reply's response headers but Content-Length, which each transport sets.
-func (rp *reply) headers() [][2]string {
-	out := make([][2]string, 0, 6)
-	add := func(k, v string) {
-		if v != "" {
-			out = append(out, [2]string{k, v})
-		}
-	}
-	add("Content-Type", rp.contentType)
-	add("ETag", rp.etag)
-	add("Cache-Control", rp.cacheControl)
-	add("Vary", rp.vary)
-	add("Allow", rp.allow)
-	add("WWW-Authenticate", rp.authenticate)
-	if rp.nosniff {
-		add("X-Content-Type-Options", "nosniff")
-	}
-	return out
-}
-
 // FastHandler answers through fasthttp.
 func (s *Server) FastHandler() fasthttp.RequestHandler {
 	metricsHandler := fasthttpadaptor.NewFastHTTPHandler(s.m.handler)
 	return func(ctx *fasthttp.RequestCtx) {
-		start := time.Now()
-		path := string(ctx.Path())
-		if path == "/metrics" {
+		start := ctx.Time() // read by fasthttp as the request came in
+		path := ctx.Path()
+		if string(path) == "/metrics" {
 			metricsHandler(ctx)
 			s.m.observe("metrics", "", 200, 0, time.Since(start))
 			return
 		}
+		// The request's bytes are read in place (answer keeps none of them) and the
+		// prepared headers are set as they are: nothing is copied or allocated for them.
 		h := &ctx.Request.Header
-		rp := s.answer(request{method: string(h.Method()), path: path, accept: string(h.Peek("Accept")),
-			ifNoneMatch: string(h.Peek("If-None-Match")), authorization: string(h.Peek("Authorization"))})
-		for _, kv := range rp.headers() {
-			ctx.Response.Header.Set(kv[0], kv[1])
+		rp := s.answer(request{method: unsafeString(h.Method()), path: unsafeString(path), accept: unsafeString(h.Peek("Accept")),
+			ifNoneMatch: unsafeString(h.Peek("If-None-Match")), authorization: unsafeString(h.Peek("Authorization"))})
+		for _, f := range rp.header {
+			ctx.Response.Header.SetCanonical(unsafeBytes(f.key), unsafeBytes(f.value)) // copied by fasthttp
 		}
 		ctx.SetStatusCode(rp.code)
 		ctx.Response.SetBodyRaw(rp.body) // the snapshot's bytes are never written to
@@ -115,31 +100,76 @@ func (s *Server) FastHandler() fasthttp.RequestHandler {
 	}
 }
 
-// Serve answers on ln until ctx ends, then closes open connections within 5 seconds.
+// Serve answers on ln until ctx ends, then closes the connections: at once those waiting
+// for a request, within 5 seconds those answering one.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, log *slog.Logger) error {
+	lim := limits{read: or(s.ReadTimeout, 15*time.Second), idle: or(s.IdleTimeout, 2*time.Minute),
+		write: 60 * time.Second, maxHeader: or(s.MaxHeaderBytes, 16<<10)}
+	// fasthttp serves what the boot request path hands it, and TLS connections.
 	fs := &fasthttp.Server{
 		Handler:               s.FastHandler(),
 		NoDefaultServerHeader: true,
-		ReadTimeout:           or(s.ReadTimeout, 15*time.Second),
-		WriteTimeout:          60 * time.Second,
-		IdleTimeout:           or(s.IdleTimeout, 2*time.Minute),
-		ReadBufferSize:        or(s.MaxHeaderBytes, 16<<10),
-		CloseOnShutdown:       true,
+		ReadTimeout:           lim.read,
+		WriteTimeout:          lim.write,
+		IdleTimeout:           lim.idle,
+		ReadBufferSize:        lim.maxHeader,
 		Logger:                printfLogger{log},
 	}
-	done := make(chan struct{})
-	defer close(done)
+	cs := &conns{open: map[*fastConn]struct{}{}}
+	fs.ConnState = cs.connState
+	shut := make(chan struct{})
 	go func() {
-		select {
-		case <-ctx.Done():
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			fs.ShutdownWithContext(sctx)
-		case <-done:
-		}
+		defer close(shut)
+		<-ctx.Done()
+		ln.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		cs.shutdown(sctx)
 	}()
-	return fs.Serve(sndbufListener{ln})
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				<-shut
+				return nil
+			}
+			if !temporary(err) {
+				return err
+			}
+			// Out of file descriptors, or a connection gone before it was accepted: wait
+			// and go on, as net/http does.
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			log.Warn("accept", "error", err, "retry_in", backoff)
+			time.Sleep(backoff)
+			continue
+		}
+		backoff = 0
+		fc := &fastConn{c: c}
+		if tc, ok := c.(*net.TCPConn); ok {
+			// A send buffer that holds a whole config: one writev hands the answer over.
+			tc.SetWriteBuffer(256 << 10)
+			if raw, err := tc.SyscallConn(); err == nil {
+				fc.tcp, fc.raw = tc, raw
+				fc.readFn, fc.writeFn = fc.rawRead, fc.rawWritev
+			}
+		}
+		if !cs.add(fc) {
+			c.Close()
+			continue
+		}
+		go s.serveConn(fc, fs, lim, cs)
+	}
 }
+
+func temporary(err error) bool {
+	var ne net.Error
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED) ||
+		errors.As(err, &ne) && ne.Timeout()
+}
+
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+func unsafeBytes(s string) []byte  { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 type printfLogger struct{ log *slog.Logger }
 
@@ -153,16 +183,4 @@ func or[T comparable](v, def T) T {
 		return def
 	}
 	return v
-}
-
-// sndbufListener gives each connection a send buffer that holds a whole config, so one
-// write hands the answer to the kernel instead of waiting on the socket in pieces.
-type sndbufListener struct{ net.Listener }
-
-func (l sndbufListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetWriteBuffer(256 << 10)
-	}
-	return c, err
 }

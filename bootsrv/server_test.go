@@ -99,14 +99,8 @@ func wire(t testing.TB, s *Server) string {
 	if u, ok := wires[s]; ok {
 		return u
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Serve(ctx, ln, discardLog()) }()
-	u := "http://" + ln.Addr().String()
+	addr, cancel, done := serveLoopback(t, s)
+	u := "http://" + addr
 	wires[s] = u
 	t.Cleanup(func() {
 		cancel()
@@ -118,6 +112,19 @@ func wire(t testing.TB, s *Server) string {
 		wiresMu.Unlock()
 	})
 	return u
+}
+
+// serveLoopback runs s.Serve on a loopback port; cancel ends it, and done gets its result.
+func serveLoopback(t testing.TB, s *Server) (addr string, cancel func(), done <-chan error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan error, 1)
+	go func() { ch <- s.Serve(ctx, ln, discardLog()) }()
+	return ln.Addr().String(), cancel, ch
 }
 
 const ign36 = "application/vnd.coreos.ignition+json;version=3.6.0, */*;q=0.1"
@@ -243,7 +250,7 @@ func TestHammerWhilePointersMove(t *testing.T) {
 	var vmu sync.Mutex
 	publish := func(i int) {
 		r := rendered(t, "worker", fmt.Sprintf("version %d\n", i))
-		pc, err := preparePool(r)
+		pc, err := preparePool("p", r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,7 +346,7 @@ func FuzzServePath(f *testing.F) {
 }
 
 func FuzzAccept(f *testing.F) {
-	pc, err := preparePool(rendered(f, "infra", "x", "nosmt"))
+	pc, err := preparePool("infra", rendered(f, "infra", "x", "nosmt"))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -40,20 +40,34 @@ var specs = []struct {
 	{0, func(b []byte) (report.Report, error) { _, r, err := v30.Parse(b); return r, err }},
 }
 
-// body is prepared bytes with their validators.
+// body is prepared bytes with their validators and response headers.
 type body struct {
-	data        []byte
-	etag        string
-	contentType string
+	data   []byte
+	etag   string
+	header []field
 }
 
-func newBody(data []byte, contentType string) *body {
+// Caching: a pool's config is behind a pointer that moves, so caches must revalidate (and
+// it varies with the Accept header); rendered configs are named by their content and never
+// change.
+const (
+	poolCaching     = "no-cache"
+	renderedCaching = "public, max-age=31536000, immutable"
+)
+
+func newBody(data []byte, contentType, cacheControl, vary string) *body {
 	sum := sha256.Sum256(data)
-	return &body{data: data, etag: `"` + hex.EncodeToString(sum[:12]) + `"`, contentType: contentType}
+	b := &body{data: data, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+	b.header = []field{{"Content-Type", contentType}, {"ETag", b.etag}, {"Cache-Control", cacheControl}}
+	if vary != "" {
+		b.header = append(b.header, field{"Vary", vary})
+	}
+	return b
 }
 
 // poolConfig is one pool's boot config in every spec that can express it.
 type poolConfig struct {
+	name     string
 	rendered string
 	native   int           // the minor version it was rendered in
 	byMinor  map[int]*body // 3.<minor> → bytes
@@ -78,14 +92,14 @@ func Build(serial int64, pointers map[string]string, rendered map[string]*model.
 		if err != nil {
 			return nil, fmt.Errorf("preparing rendered config %s: %w", name, err)
 		}
-		s.rendered[name] = newBody(b, "application/json")
+		s.rendered[name] = newBody(b, "application/json", renderedCaching, "")
 	}
 	for pool, name := range pointers {
 		r := rendered[name]
 		if r == nil {
 			return nil, fmt.Errorf("pool %s points at rendered config %s, which the store lacks", pool, name)
 		}
-		pc, err := preparePool(r)
+		pc, err := preparePool(pool, r)
 		if err != nil {
 			return nil, fmt.Errorf("pool %s: %w", pool, err)
 		}
@@ -96,7 +110,7 @@ func Build(serial int64, pointers map[string]string, rendered map[string]*model.
 
 // preparePool writes r's Ignition config in every 3.x spec whose parser takes it without
 // dropping anything (an "unused key" means the spec cannot express a field).
-func preparePool(r *model.Rendered) (*poolConfig, error) {
+func preparePool(pool string, r *model.Rendered) (*poolConfig, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(r.Ignition, &doc); err != nil {
 		return nil, fmt.Errorf("rendered config %s has no valid Ignition config: %w", r.Name, err)
@@ -105,7 +119,7 @@ func preparePool(r *model.Rendered) (*poolConfig, error) {
 	if ign == nil {
 		return nil, fmt.Errorf("rendered config %s: Ignition config without an ignition section", r.Name)
 	}
-	pc := &poolConfig{rendered: r.Name, native: -1, byMinor: map[int]*body{}, why: map[int]string{}}
+	pc := &poolConfig{name: pool, rendered: r.Name, native: -1, byMinor: map[int]*body{}, why: map[int]string{}}
 	if v, _ := ign["version"].(string); strings.HasPrefix(v, "3.") {
 		fmt.Sscanf(v, "3.%d.0", &pc.native)
 	}
@@ -121,7 +135,7 @@ func preparePool(r *model.Rendered) (*poolConfig, error) {
 			pc.why[sp.minor] = reason
 			continue
 		}
-		pc.byMinor[sp.minor] = newBody(b, "application/vnd.coreos.ignition+json;version="+version)
+		pc.byMinor[sp.minor] = newBody(b, "application/vnd.coreos.ignition+json;version="+version, poolCaching, "Accept")
 	}
 	if len(pc.byMinor) == 0 {
 		return nil, fmt.Errorf("rendered config %s cannot be written in any Ignition spec 3.0–3.6: %s", r.Name, pc.why[6])
