@@ -40,10 +40,17 @@ func main() {
 	size := flag.Int("size", 50*1024, "bytes of the served config")
 	dur := flag.Duration("duration", 10*time.Second, "wrk duration per server")
 	conns := flag.Int("connections", 64, "wrk connections")
-	rounds := flag.Int("rounds", 3, "alternating wrk runs of each server; medians are reported")
+	rounds := flag.Int("rounds", 5, "alternating wrk runs of each server; medians are reported")
 	storm := flag.Int("storm", 1000, "simultaneous connections in the boot storm")
 	out := flag.String("out", "docs/benchmarks.md", "markdown file to update")
+	stateOnly := flag.String("write-state", "", "only write the benchmark's state file here (for profiling mcp serve by hand)")
 	flag.Parse()
+	if *stateOnly != "" {
+		if err := writeState(*stateOnly, *size); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
 	mcp := os.Getenv("MCP")
 	if mcp == "" {
 		log.Fatal("set MCP to the mcp binary")
@@ -82,7 +89,9 @@ func main() {
 	}
 
 	// Alternate the two servers and take medians: one run of each swings by 15% with
-	// whatever else the 2 cores are doing.
+	// whatever else the 2 cores are doing. A short unmeasured run of each comes first.
+	runWrk(mcpURL, 2*time.Second, *conns)
+	runWrk(nginxURL, 2*time.Second, *conns)
 	var ms, ns []wrkResult
 	for i := 0; i < *rounds; i++ {
 		ms = append(ms, runWrk(mcpURL, *dur, *conns))
@@ -102,7 +111,7 @@ func main() {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Boot server\n\nMeasured %s by `make bench` (scripts/benchserve): the real `mcp serve` and nginx (Debian's, `sendfile on`, "+
 		"2 workers, access log off) serving the same %d-byte config on loopback, each loaded by `wrk -t2 -c%d -d%s --latency` "+
-		"with an Ignition client's Accept header, %d rounds alternating the two servers in the same run; medians of the rounds "+
+		"with an Ignition client's Accept header, after a 2 s warm-up of each, %d rounds alternating the two servers in the same run; medians of the rounds "+
 		"(requests/s per round: mcp %s; nginx %s). Both servers and wrk share the 2 cores.\n\n",
 		time.Now().UTC().Format("2006-01-02"), len(body), *conns, *dur, *rounds, rpsList(ms), rpsList(ns))
 	fmt.Fprintf(&b, "| measure | mcp serve | nginx | ratio | target |\n|---|---|---|---|---|\n")
