@@ -232,9 +232,24 @@ func (r *replayConn) Read(p []byte) (int, error) {
 	return r.Conn.Read(p)
 }
 
-// write sends the answer: the head (status, Date, the prepared headers, Content-Length)
-// and the body in one writev. It returns the body bytes sent.
+// write sends the answer: the head and the body in one writev. It returns the body bytes
+// sent.
 func (fc *fastConn) write(q fastRequest, rp reply, now time.Time, timeout time.Duration) (int, error) {
+	b := fc.head(q, rp, now)
+	body := rp.body
+	if q.head || rp.code == http.StatusNotModified {
+		body = nil
+	}
+	if by := now.Add(timeout); by.Sub(fc.writeBy) > time.Second {
+		fc.writeBy = by
+		fc.c.SetWriteDeadline(by)
+	}
+	return len(body), fc.writev(b, body)
+}
+
+// head is the answer's head: status, Date, the prepared headers and Content-Length, made
+// in the connection's buffer.
+func (fc *fastConn) head(q fastRequest, rp reply, now time.Time) []byte {
 	b := fc.out[:0]
 	b = append(b, "HTTP/1.1 "...)
 	b = strconv.AppendInt(b, int64(rp.code), 10)
@@ -249,10 +264,9 @@ func (fc *fastConn) write(q fastRequest, rp reply, now time.Time, timeout time.D
 		b = append(b, f.value...)
 		b = append(b, "\r\n"...)
 	}
-	body := rp.body
 	if rp.code != http.StatusNotModified {
 		b = append(b, "Content-Length: "...)
-		b = strconv.AppendInt(b, int64(len(body)), 10)
+		b = strconv.AppendInt(b, int64(len(rp.body)), 10)
 		b = append(b, "\r\n"...)
 	}
 	if q.close {
@@ -260,14 +274,7 @@ func (fc *fastConn) write(q fastRequest, rp reply, now time.Time, timeout time.D
 	}
 	b = append(b, "\r\n"...)
 	fc.out = b
-	if q.head || rp.code == http.StatusNotModified {
-		body = nil
-	}
-	if by := now.Add(timeout); by.Sub(fc.writeBy) > time.Second {
-		fc.writeBy = by
-		fc.c.SetWriteDeadline(by)
-	}
-	return len(body), fc.writev(b, body)
+	return b
 }
 
 // The socket is non-blocking and the runtime's poller does the waiting, so read and writev

@@ -185,3 +185,41 @@ func TestHeaderBlockGrows(t *testing.T) {
 		t.Errorf("a 9 KB header: %d", rec.Code)
 	}
 }
+
+// TestBootPathAllocatesNothing: parsing a boot request, answering it, counting it and
+// making the answer's head allocate nothing once the connection's buffers have grown.
+func TestBootPathAllocatesNothing(t *testing.T) {
+	s := serverWith(t, rendered(t, "worker", "x"))
+	req := []byte("GET /config/worker HTTP/1.1\r\nHost: boot:8080\r\nUser-Agent: Ignition/2.27.0\r\nAccept: " + ign36 + "\r\nAccept-Encoding: gzip\r\n\r\n")
+	var fc fastConn
+	serve := func() {
+		q, ok := parseHead(req)
+		if !ok {
+			t.Fatal("not of the boot form")
+		}
+		start := time.Now()
+		rp := s.answer(q.request)
+		if rp.code != 200 || !bytes.HasPrefix(fc.head(q, rp, start), []byte("HTTP/1.1 200 OK\r\nDate: ")) {
+			t.Fatalf("answer %d %q", rp.code, fc.out)
+		}
+		s.m.observe(rp.endpoint, rp.pool, rp.code, len(rp.body), time.Since(start))
+	}
+	serve()
+	if n := testing.AllocsPerRun(1000, serve); n != 0 {
+		t.Errorf("%v allocations per request", n)
+	}
+}
+
+func BenchmarkBootPath(b *testing.B) {
+	s := serverWith(b, rendered(b, "worker", strings.Repeat("x", 40<<10)))
+	req := []byte("GET /config/worker HTTP/1.1\r\nHost: boot:8080\r\nAccept: " + ign36 + "\r\n\r\n")
+	var fc fastConn
+	b.ReportAllocs()
+	for b.Loop() {
+		q, _ := parseHead(req)
+		start := time.Now()
+		rp := s.answer(q.request)
+		fc.head(q, rp, start)
+		s.m.observe(rp.endpoint, rp.pool, rp.code, len(rp.body), time.Since(start))
+	}
+}
