@@ -18,10 +18,11 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 )
 
-// Server answers from the current Snapshot. Serve is how mcp serve carries it (fasthttp:
-// every answer is a prepared byte slice, and this path must keep up with a static-file
-// server in a boot storm, docs/benchmarks.md); ServeHTTP carries the same answers for
-// embedding in a net/http server.
+// Server answers from the current Snapshot. Serve is how mcp serve carries it: the boot
+// request path (fastpath.go) and fasthttp for everything else, every answer a prepared
+// byte slice, since it must keep up with a static-file server in a boot storm
+// (docs/boot-server.md). ServeHTTP carries the same answers for embedding in a net/http
+// server.
 type Server struct {
 	snap atomic.Pointer[Snapshot]
 	// Token, when set, is required as "Authorization: Bearer <token>" on /config and
