@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 
@@ -17,15 +18,7 @@ func (c *cli) plan(args []string) int {
 	asJSON := fs.Bool("json", false, "print the plan as JSON (Terraform's plan JSON shape)")
 	detailed := fs.Bool("detailed-exitcode", false, "exit 0 when there are no changes, 1 on error, 2 when there are changes")
 	var lf loadFlags
-	lf.register(fs, true)
-	if _, err := parse(fs, args); err != nil {
-		return 1
-	}
-	ws := c.load(&lf)
-	if ws == nil {
-		return 1
-	}
-	st, ctx, unlock, code := c.readStateLocked(ws, &lf, "plan")
+	ws, st, ctx, unlock, code := c.openLocked(fs, &lf, args, "plan")
 	if st == nil {
 		return code
 	}
@@ -87,6 +80,22 @@ func writePlan(w io.Writer, pf *planfile.File, asJSON, color, verbose bool) erro
 		return err
 	}
 	return views.HumanPlan(w, pf.Plan, views.HumanOptions{Color: color, Verbose: verbose})
+}
+
+// openLocked parses a command's flags (with the load and lock flags), loads the
+// configuration and reads the state under the lock (readStateLocked). On failure it prints
+// why and returns a nil state and the exit code.
+func (c *cli) openLocked(fs *flag.FlagSet, lf *loadFlags, args []string, op string) (*engine.Workspace, *state.State, context.Context, func(), int) {
+	lf.register(fs, true)
+	if _, err := parse(fs, args); err != nil {
+		return nil, nil, nil, nil, 1
+	}
+	ws := c.load(lf)
+	if ws == nil {
+		return nil, nil, nil, nil, 1
+	}
+	st, ctx, unlock, code := c.readStateLocked(ws, lf, op)
+	return ws, st, ctx, unlock, code
 }
 
 // readStateLocked takes the state lock (unless -lock=false) and reads the state. The

@@ -74,6 +74,7 @@ func init() {
 		{"serve", "Serve Ignition configs to booting nodes and agents (see docs/boot-server.md)", (*cli).serve},
 		{"pointer", "Print the Ignition pointer config that makes a node boot from mcp serve", (*cli).pointer},
 		{"agent", "Run the node executor on this node (see docs/agent.md)", (*cli).agent},
+		{"prune", "Delete the stored rendered configs nothing uses any more", (*cli).prune},
 		{"force-unlock", "Release a state lock whose holder is gone", (*cli).forceUnlock},
 		{"version", "Print mcp's version", (*cli).version},
 	}

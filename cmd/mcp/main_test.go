@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -256,5 +258,60 @@ func TestDriftIsPlannedAndRestored(t *testing.T) {
 	}
 	if code, _, _ := mcp(t, dir, "plan", "-detailed-exitcode"); code != 0 {
 		t.Errorf("plan after restoring: exit %d, want 0", code)
+	}
+}
+
+// TestPruneDeletesOnlyUnused: after a second rollout, the first rollout's rendered configs
+// are used by nothing; prune -dry-run names them and deletes nothing, prune deletes them
+// and keeps what pools and nodes use, and the fleet still plans clean.
+func TestPruneDeletesOnlyUnused(t *testing.T) {
+	dir := quickstart(t)
+	if code, _, errOut := mcp(t, dir, "apply", "-auto-approve"); code != 0 {
+		t.Fatal(errOut)
+	}
+	st := &state.Local{Path: filepath.Join(dir, "mcp.state")}
+	first, err := st.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := slices.Sorted(maps.Values(first.Pointers))
+	if code, out, errOut := mcp(t, dir, "prune", "-no-color"); code != 0 || !strings.Contains(out, "Nothing to prune") {
+		t.Fatalf("prune right after apply: exit %d\n%s%s", code, out, errOut)
+	}
+	next := "-var=ntp_server=ntp2.example.com"
+	if code, _, errOut := mcp(t, dir, "apply", "-auto-approve", next); code != 0 {
+		t.Fatal(errOut)
+	}
+	code, out, errOut := mcp(t, dir, "prune", "-dry-run", next)
+	if code != 0 || !strings.Contains(out, "Would delete") {
+		t.Fatalf("prune -dry-run: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, n := range old {
+		if !strings.Contains(out, "- "+n) {
+			t.Errorf("prune -dry-run does not name %s:\n%s", n, out)
+		}
+		if _, err := os.Stat(st.RenderedPath(n)); err != nil {
+			t.Errorf("prune -dry-run deleted %s: %v", n, err)
+		}
+	}
+	if code, out, errOut := mcp(t, dir, "prune", next); code != 0 || !strings.Contains(out, fmt.Sprintf("Pruned %d rendered configs", len(old))) {
+		t.Fatalf("prune: exit %d\n%s%s", code, out, errOut)
+	}
+	after, err := st.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range old {
+		if after.Rendered[n] != nil {
+			t.Errorf("%s survived prune", n)
+		}
+	}
+	for pool, n := range after.Pointers {
+		if after.Rendered[n] == nil {
+			t.Errorf("prune deleted %s, pool %s's boot config", n, pool)
+		}
+	}
+	if code, out, _ := mcp(t, dir, "plan", "-detailed-exitcode", "-no-color", next); code != 0 {
+		t.Errorf("plan after prune: exit %d, want 0\n%s", code, out)
 	}
 }

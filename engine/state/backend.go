@@ -23,6 +23,9 @@ type Backend interface {
 	Lock(ctx context.Context, info LockInfo) (Unlocker, error)
 	// ForceUnlock removes the lock with the given ID whoever holds it.
 	ForceUnlock(ctx context.Context, id string) error
+	// DeleteRendered deletes stored rendered configs; names not stored are no error. It is
+	// for mcp prune, under the lock, with names nothing uses any more.
+	DeleteRendered(ctx context.Context, names []string) error
 }
 
 // Unlocker releases a lock.

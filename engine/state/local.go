@@ -201,6 +201,15 @@ func (u *localLock) Unlock(ctx context.Context) error {
 	return u.l.ForceUnlock(ctx, u.id)
 }
 
+func (l *Local) DeleteRendered(ctx context.Context, names []string) error {
+	for _, n := range names {
+		if err := os.Remove(l.RenderedPath(n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("deleting rendered config %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
 func (l *Local) ForceUnlock(ctx context.Context, id string) error {
 	info, err := l.readLock()
 	if errors.Is(err, fs.ErrNotExist) {

@@ -406,6 +406,20 @@ func (b *Backend) writeRendered(ctx context.Context, rendered map[string]*model.
 	return nil
 }
 
+// DeleteRendered deletes the rendered configs' Secrets.
+func (b *Backend) DeleteRendered(ctx context.Context, names []string) error {
+	for _, n := range names {
+		err := b.secrets().Delete(ctx, protocol.RenderedSecretName(n), metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting rendered config %s (secret %s/%s): %w", n, b.ns, protocol.RenderedSecretName(n), err)
+		}
+		b.mu.Lock()
+		delete(b.stored, n)
+		b.mu.Unlock()
+	}
+	return nil
+}
+
 // AppendJournal appends r to the head's journal (read, modify, update with the
 // resourceVersion; retried on conflict). A journal grown past the limit is folded into the
 // state first, so the head stays well under the size of one object.

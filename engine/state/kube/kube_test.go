@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -481,5 +483,26 @@ func TestLockLostWhenNotRenewedInTime(t *testing.T) {
 	}
 	if err := u.(state.Losable).LostErr(); err == nil || !strings.Contains(err.Error(), "not renewed") {
 		t.Errorf("lost because %v", err)
+	}
+}
+
+func TestDeleteRendered(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	b := New(cs, ns, Options{})
+	if err := b.Write(ctx, sample()); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // deleting what is gone is no error
+		if err := b.DeleteRendered(ctx, []string{"rendered-infra-def", "rendered-never-stored"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := New(cs, ns, Options{}).Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Rendered["rendered-infra-def"] != nil || got.Rendered["rendered-worker-abc"] == nil {
+		t.Errorf("rendered configs after delete: %v", slices.Collect(maps.Keys(got.Rendered)))
 	}
 }

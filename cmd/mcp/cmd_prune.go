@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// prune deletes the stored rendered configs nothing uses any more (engine.Prunable).
+func (c *cli) prune(args []string) int {
+	fs := c.newFlags("prune")
+	dryRun := fs.Bool("dry-run", false, "print what would be deleted, delete nothing")
+	var lf loadFlags
+	ws, st, ctx, unlock, code := c.openLocked(fs, &lf, args, "prune")
+	if st == nil {
+		return code
+	}
+	defer unlock()
+	p, err := ws.Prunable(ctx, st)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	fmt.Fprintf(c.stdout, "Keeping %d rendered configs:\n", len(p.Keep))
+	for _, n := range slices.Sorted(maps.Keys(p.Keep)) {
+		fmt.Fprintf(c.stdout, "  %s: %s\n", n, p.Keep[n])
+	}
+	if len(p.Delete) == 0 {
+		fmt.Fprintln(c.stdout, "Nothing to prune.")
+		return 0
+	}
+	verb := "Deleting"
+	if *dryRun {
+		verb = "Would delete"
+	}
+	fmt.Fprintf(c.stdout, "%s %d rendered configs nothing uses:\n", verb, len(p.Delete))
+	for _, n := range p.Delete {
+		fmt.Fprintf(c.stdout, "  - %s\n", n)
+	}
+	if *dryRun {
+		return 0
+	}
+	if err := ws.Backend.DeleteRendered(ctx, p.Delete); err != nil {
+		return c.errorf("%v", err)
+	}
+	fmt.Fprintf(c.stdout, "Pruned %d rendered configs.\n", len(p.Delete))
+	return 0
+}

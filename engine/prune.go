@@ -1,0 +1,60 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// Prune says which stored rendered configs nothing uses any more (mcp prune). Rendered
+// configs are immutable and every change of a pool's config stores a new one, so without
+// pruning they pile up (in the cluster, one Secret each).
+type Prune struct {
+	Delete []string          // sorted
+	Keep   map[string]string // name → why it is kept (the first reason found)
+}
+
+// Prunable refreshes the fleet and finds the rendered configs in st that nothing uses. A
+// rendered config is kept while a pool's boot pointer names it (nodes booting now get it),
+// a node runs it or was told to move to it, an unfinished apply's journal names it, or the
+// configuration renders it now (the next plan's target).
+func (w *Workspace) Prunable(ctx context.Context, st *state.State) (*Prune, error) {
+	fleet, err := w.Provider.Refresh(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("refreshing fleet: %w", err)
+	}
+	return prunable(st, fleet, w.Rendered), nil
+}
+
+func prunable(st *state.State, fleet *model.Fleet, current map[string]*model.Rendered) *Prune {
+	p := &Prune{Keep: map[string]string{}}
+	keep := func(name, why string) {
+		if _, ok := p.Keep[name]; !ok && st.Rendered[name] != nil {
+			p.Keep[name] = why
+		}
+	}
+	for pool, name := range st.Pointers {
+		keep(name, "boot config of pool "+pool)
+	}
+	for _, n := range fleet.Nodes {
+		keep(n.CurrentConfig, "running on node "+n.Name)
+		keep(n.DesiredConfig, "desired by node "+n.Name)
+	}
+	for node, j := range st.Journal {
+		keep(j.From, "in the journal of node "+node)
+		keep(j.Target, "in the journal of node "+node)
+	}
+	for pool, r := range current {
+		keep(r.Name, "rendered now for pool "+pool)
+	}
+	for name := range st.Rendered {
+		if _, ok := p.Keep[name]; !ok {
+			p.Delete = append(p.Delete, name)
+		}
+	}
+	slices.Sort(p.Delete)
+	return p
+}

@@ -1,0 +1,35 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+func TestPrunableKeepsWhatIsUsed(t *testing.T) {
+	st := state.New()
+	for _, n := range []string{"r-boot", "r-running", "r-desired", "r-from", "r-target", "r-now", "r-old1", "r-old2"} {
+		st.Rendered[n] = &model.Rendered{Name: n}
+	}
+	st.Pointers["worker"] = "r-boot"
+	st.Journal["w-3"] = planner.JournalEntry{From: "r-from", Target: "r-target"}
+	fleet := &model.Fleet{Nodes: []model.Node{
+		{Name: "w-1", CurrentConfig: "r-running", DesiredConfig: "r-desired"},
+		{Name: "w-2", CurrentConfig: "r-gone-from-the-store"},
+	}}
+	p := prunable(st, fleet, map[string]*model.Rendered{"infra": {Name: "r-now"}})
+	if d := cmp.Diff([]string{"r-old1", "r-old2"}, p.Delete); d != "" {
+		t.Errorf("delete (-want +got):\n%s", d)
+	}
+	want := map[string]string{
+		"r-boot": "boot config of pool worker", "r-running": "running on node w-1", "r-desired": "desired by node w-1",
+		"r-from": "in the journal of node w-3", "r-target": "in the journal of node w-3", "r-now": "rendered now for pool infra",
+	}
+	if d := cmp.Diff(want, p.Keep); d != "" {
+		t.Errorf("keep (-want +got):\n%s", d)
+	}
+}
