@@ -32,6 +32,8 @@ import (
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
 	"github.com/mcpfleet/mcp/deploy"
+	"github.com/mcpfleet/mcp/engine/state/kube"
+	"github.com/mcpfleet/mcp/planner/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
@@ -360,6 +362,39 @@ func TestKubeRolloutWithAgents(t *testing.T) {
 		resp, err := http.Get(c.server + "/config/" + pool)
 		if err != nil || resp.StatusCode != 200 {
 			t.Errorf("GET /config/%s: %v %v", pool, resp, err)
+		} else {
+			resp.Body.Close()
+		}
+	}
+
+	// A rendered config nothing uses (an earlier rollout's) is pruned, as mcp-apply; the
+	// pools' configs stay and the boot server goes on serving them.
+	ctx := context.Background()
+	b := kube.New(c.env.Client, "mcp-system", kube.Options{})
+	st, err := b.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Rendered["rendered-worker-earlier"] = &model.Rendered{Name: "rendered-worker-earlier", Pool: "worker",
+		Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`)}
+	if err := b.Write(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := c.mcp(t, "mcp-apply", "prune", "-no-color"); code != 0 ||
+		!strings.Contains(out, "- rendered-worker-earlier") || !strings.Contains(out, "Pruned 1 rendered configs") {
+		t.Errorf("prune: exit %d\n%s", code, out)
+	}
+	after, err := kube.New(c.env.Client, "mcp-system", kube.Options{}).Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Rendered["rendered-worker-earlier"] != nil || len(after.Rendered) != 2 {
+		t.Errorf("after prune the store holds %d rendered configs (want the 2 pools'), the unused one: %v",
+			len(after.Rendered), after.Rendered["rendered-worker-earlier"] != nil)
+	}
+	for _, pool := range []string{"worker", "infra"} {
+		if resp, err := http.Get(c.server + "/config/" + pool); err != nil || resp.StatusCode != 200 {
+			t.Errorf("GET /config/%s after prune: %v %v", pool, resp, err)
 		} else {
 			resp.Body.Close()
 		}
