@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/mcpfleet/mcp/engine/state"
 )
 
 // prune deletes the stored rendered configs nothing uses any more (engine.Prunable).
@@ -20,17 +22,32 @@ func (c *cli) prune(args []string) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
+	verb := "Deleting"
+	if *dryRun {
+		verb = "Would delete"
+	}
+	orphans := 0
+	if op, ok := ws.Backend.(state.OrphanPruner); ok {
+		names, err := op.PruneOrphans(ctx, *dryRun)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		if orphans = len(names); orphans > 0 {
+			fmt.Fprintf(c.stdout, "%s %d state pieces a cut-off write left behind:\n", verb, orphans)
+			for _, n := range names {
+				fmt.Fprintf(c.stdout, "  - %s\n", n)
+			}
+		}
+	}
 	fmt.Fprintf(c.stdout, "Keeping %d rendered configs:\n", len(p.Keep))
 	for _, n := range slices.Sorted(maps.Keys(p.Keep)) {
 		fmt.Fprintf(c.stdout, "  %s: %s\n", n, p.Keep[n])
 	}
 	if len(p.Delete) == 0 {
-		fmt.Fprintln(c.stdout, "Nothing to prune.")
+		if orphans == 0 {
+			fmt.Fprintln(c.stdout, "Nothing to prune.")
+		}
 		return 0
-	}
-	verb := "Deleting"
-	if *dryRun {
-		verb = "Would delete"
 	}
 	fmt.Fprintf(c.stdout, "%s %d rendered configs nothing uses:\n", verb, len(p.Delete))
 	for _, n := range p.Delete {

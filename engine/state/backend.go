@@ -28,6 +28,13 @@ type Backend interface {
 	DeleteRendered(ctx context.Context, names []string) error
 }
 
+// OrphanPruner is implemented by backends whose writes, cut off, can leave pieces behind
+// that nothing names (the kubernetes backend's state chunks: created before the head that
+// would name them). mcp prune deletes them, under the lock; dryRun only lists them.
+type OrphanPruner interface {
+	PruneOrphans(ctx context.Context, dryRun bool) ([]string, error)
+}
+
 // Unlocker releases a lock.
 type Unlocker interface {
 	Unlock(ctx context.Context) error

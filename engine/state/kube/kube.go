@@ -420,6 +420,43 @@ func (b *Backend) DeleteRendered(ctx context.Context, names []string) error {
 	return nil
 }
 
+// PruneOrphans deletes the state chunks the head does not name: a write cut off after its
+// chunks were created and before the head was, or an old chunk whose deletion failed.
+// Under the lock no write is under way, so no chunk is about to be named.
+func (b *Backend) PruneOrphans(ctx context.Context, dryRun bool) ([]string, error) {
+	head, err := b.secrets().Get(ctx, protocol.StateSecret, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading state (%s): %w", b.where(), err)
+	}
+	named := map[string]bool{}
+	if head != nil {
+		for _, n := range strings.Fields(string(head.Data[KeyChunks])) {
+			named[n] = true
+		}
+	}
+	sel := labels.SelectorFromSet(objectLabels(KindChunk)).String()
+	l, err := b.secrets().List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing state chunks in namespace %s: %w", b.ns, err)
+	}
+	var orphans []string
+	for _, c := range l.Items {
+		if !named[c.Name] {
+			orphans = append(orphans, c.Name)
+		}
+	}
+	slices.Sort(orphans)
+	if dryRun {
+		return orphans, nil
+	}
+	for _, n := range orphans {
+		if err := b.secrets().Delete(ctx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("deleting orphaned state chunk %s: %w", n, err)
+		}
+	}
+	return orphans, nil
+}
+
 // AppendJournal appends r to the head's journal (read, modify, update with the
 // resourceVersion; retried on conflict). A journal grown past the limit is folded into the
 // state first, so the head stays well under the size of one object.

@@ -506,3 +506,34 @@ func TestDeleteRendered(t *testing.T) {
 		t.Errorf("rendered configs after delete: %v", slices.Collect(maps.Keys(got.Rendered)))
 	}
 }
+
+// TestPruneOrphans: a chunk no head names (a write cut off between its chunks and its
+// head) is listed by a dry run and deleted by a prune; the head's own chunks stay.
+func TestPruneOrphans(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	b := New(cs, ns, Options{ChunkSize: 256})
+	s := sample()
+	for i := range 20 {
+		s.Pointers[fmt.Sprintf("pool-%02d", i)] = "rendered-worker-abc"
+	}
+	if err := b.Write(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	orphan := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: ChunkPrefix + "cut-off", Namespace: ns, Labels: objectLabels(KindChunk)}}
+	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, orphan, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, dry := range []bool{true, false} {
+		got, err := b.PruneOrphans(ctx, dry)
+		if err != nil || !slices.Equal(got, []string{orphan.Name}) {
+			t.Errorf("PruneOrphans(dry run %v) = %v, %v; want the cut-off chunk", dry, got, err)
+		}
+	}
+	if got, err := b.PruneOrphans(ctx, false); err != nil || len(got) != 0 {
+		t.Errorf("a second prune: %v, %v", got, err)
+	}
+	if back, err := New(cs, ns, Options{}).Read(ctx); err != nil || len(back.Pointers) != len(s.Pointers) {
+		t.Errorf("state after pruning orphans: %v", err)
+	}
+}
