@@ -121,17 +121,24 @@ func TestRoundTripRenderedFirstAndImmutable(t *testing.T) {
 	}
 }
 
-func TestChunkedState(t *testing.T) {
-	ctx := context.Background()
-	cs := fake.NewClientset()
+// writeChunked writes a state of many pools through a backend with 256-byte chunks.
+func writeChunked(t *testing.T, cs *fake.Clientset) (*Backend, *state.State) {
+	t.Helper()
 	b := New(cs, ns, Options{ChunkSize: 256})
 	s := sample()
 	for i := range 40 {
 		s.Pointers[fmt.Sprintf("pool-%02d", i)] = "rendered-worker-abc"
 	}
-	if err := b.Write(ctx, s); err != nil {
+	if err := b.Write(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
+	return b, s
+}
+
+func TestChunkedState(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	b, s := writeChunked(t, cs)
 	head := secret(t, cs, protocol.StateSecret)
 	chunks := strings.Fields(string(head.Data[KeyChunks]))
 	if len(chunks) < 2 || len(head.Data[KeyState]) != 0 {
@@ -512,14 +519,7 @@ func TestDeleteRendered(t *testing.T) {
 func TestPruneOrphans(t *testing.T) {
 	ctx := context.Background()
 	cs := fake.NewClientset()
-	b := New(cs, ns, Options{ChunkSize: 256})
-	s := sample()
-	for i := range 20 {
-		s.Pointers[fmt.Sprintf("pool-%02d", i)] = "rendered-worker-abc"
-	}
-	if err := b.Write(ctx, s); err != nil {
-		t.Fatal(err)
-	}
+	b, s := writeChunked(t, cs)
 	orphan := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: ChunkPrefix + "cut-off", Namespace: ns, Labels: objectLabels(KindChunk)}}
 	if _, err := cs.CoreV1().Secrets(ns).Create(ctx, orphan, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
