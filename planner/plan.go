@@ -187,11 +187,19 @@ func planNode(in Input, n *model.Node, pool string, target *model.Rendered) Node
 	}
 	j, resuming := in.Journal[n.Name]
 	resuming = resuming && j.Target == target.Name
-	np.Drift = n.Drift
+	np.Drift, np.DriftUnlisted = n.Drift, n.DriftUnlisted
+	drift := n.Drift
+	if n.DriftUnlisted > 0 {
+		// Which paths the unlisted ones are is unknown: restore every path the config
+		// manages, and say so, since that may mean more disruption than the list shows.
+		drift = everyPath(target)
+		np.Warnings = append(np.Warnings, fmt.Sprintf("%d more drifted paths than the node listed: "+
+			"every file and unit of %s is restored, with their on_change policies", n.DriftUnlisted, target.Name))
+	}
 	if n.CurrentConfig == target.Name && !resuming {
-		if len(n.Drift) > 0 {
+		if len(drift) > 0 {
 			np.Action = NodeUpdate
-			np.Steps = RestoreSteps(nil, n.Drift, target)
+			np.Steps = RestoreSteps(nil, drift, target)
 			np.Reboot = hasStep(np.Steps, model.StepReboot)
 		}
 		return np
@@ -205,7 +213,7 @@ func planNode(in Input, n *model.Node, pool string, target *model.Rendered) Node
 		np.Warnings = append(np.Warnings, warn)
 	}
 	np.Action = NodeUpdate
-	steps = RestoreSteps(steps, n.Drift, target)
+	steps = RestoreSteps(steps, drift, target)
 	if resuming {
 		np.Action = NodeResume
 		steps = slices.DeleteFunc(slices.Clone(steps), func(s model.Step) bool {

@@ -266,3 +266,32 @@ func TestImportBoundary(t *testing.T) {
 		}
 	}
 }
+
+// TestMakePlanUnlistedDriftRestoresEverything: a node that reports more drifted paths than
+// it lists gets every file and unit of its config restored, with their on_change policies
+// (here a restart), and a warning that says so; listed drift alone restores just its path.
+func TestMakePlanUnlistedDriftRestoresEverything(t *testing.T) {
+	tg := target("worker", file("/etc/a", "x", "none"), file("/etc/b", "y", "restart:b.service"))
+	tg.Units = []model.Unit{{Name: "c.service", Contents: "[Service]\n", OnChange: pol("none")}}
+	plan := func(unlisted int) NodePlan {
+		n := node("w-0", "worker", "a", 0)
+		n.CurrentConfig, n.Drift, n.DriftUnlisted = tg.Name, []model.Drift{{Path: "/etc/a", Kind: model.DriftContent}}, unlisted
+		p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker"}), Rendered: map[string]*model.Rendered{"worker": tg},
+			Known: map[string]*model.Rendered{tg.Name: tg}, Fleet: &model.Fleet{Nodes: []model.Node{n}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Nodes[0]
+	}
+	if got := keys(plan(0).Steps); !cmp.Equal(got, []string{"write /etc/a"}) {
+		t.Errorf("listed drift only: %v", got)
+	}
+	np := plan(30)
+	want := []string{"write /etc/a", "write /etc/b", "write c.service", "daemon-reload", "restart b.service"}
+	if d := cmp.Diff(want, keys(np.Steps)); d != "" {
+		t.Errorf("unlisted drift (-want +got):\n%s", d)
+	}
+	if np.DriftUnlisted != 30 || len(np.Warnings) != 1 || !strings.Contains(np.Warnings[0], "30 more drifted paths") {
+		t.Errorf("unlisted drift: %d unlisted, warnings %q", np.DriftUnlisted, np.Warnings)
+	}
+}

@@ -229,6 +229,9 @@ func RestoreSteps(steps []model.Step, drift []model.Drift, target *model.Rendere
 	}
 	for _, d := range drift {
 		why := fmt.Sprintf("restore drifted %s (%s)", d.Path, d.Kind)
+		if d.Kind == model.DriftUnlistedKind {
+			why = fmt.Sprintf("restore %s (the node reported more drift than it listed)", d.Path)
+		}
 		if f := target.File(d.Path); f != nil {
 			b.add(model.StepWrite, f.Path, why)
 			b.policies(f.OnChange, why)
@@ -242,6 +245,19 @@ func RestoreSteps(steps []model.Step, drift []model.Drift, target *model.Rendere
 		}
 	}
 	return b.steps()
+}
+
+// everyPath is a drift entry for every file and unit target manages: what RestoreSteps
+// needs to put them all back.
+func everyPath(target *model.Rendered) []model.Drift {
+	var d []model.Drift
+	for _, f := range target.Files {
+		d = append(d, model.Drift{Path: f.Path, Kind: model.DriftUnlistedKind})
+	}
+	for _, u := range target.Units {
+		d = append(d, model.Drift{Path: unitDir + "/" + u.Name, Kind: model.DriftUnlistedKind})
+	}
+	return d
 }
 
 // unitDir is where the node executor writes units (nodeexec.UnitDir).

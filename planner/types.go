@@ -96,6 +96,9 @@ type NodePlan struct {
 	Warnings []string  `json:"warnings,omitempty"`
 	// Drift is how the node's disk differs from its current config; the steps restore it.
 	Drift []model.Drift `json:"drift,omitempty"`
+	// DriftUnlisted counts drifted paths the node reported without listing them; the
+	// steps then restore every path the config manages.
+	DriftUnlisted int `json:"drift_unlisted,omitempty"`
 }
 
 // Changed reports whether the node has anything to do: steps, or (when only on_change

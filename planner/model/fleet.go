@@ -35,6 +35,9 @@ type Node struct {
 	Reason string `json:"reason,omitempty"`
 	// Drift lists how the node's disk differs from CurrentConfig.
 	Drift []Drift `json:"drift,omitempty"`
+	// DriftUnlisted counts drifted paths the report does not list (the Kubernetes
+	// annotation carries the first protocol.MaxDrift).
+	DriftUnlisted int `json:"drift_unlisted,omitempty"`
 }
 
 // DriftKind says how a managed file or unit differs from its config.
@@ -46,6 +49,9 @@ const (
 	DriftMode    DriftKind = "mode"
 	DriftType    DriftKind = "type" // e.g. a symlink or directory where a file belongs
 	DriftMask    DriftKind = "mask"
+	// DriftUnlistedKind marks a path restored because the node reported more drift than
+	// it listed: it may or may not have drifted.
+	DriftUnlistedKind DriftKind = "unlisted"
 )
 
 // Drift is one difference between a node's disk and a rendered config.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sync/errgroup"
@@ -117,6 +118,9 @@ func nodeOf(n *corev1.Node) model.Node {
 		Drift:         protocol.DecodeDrift(a[protocol.Drift]),
 		OSImage:       a[protocol.OSImage],
 		BootID:        n.Status.NodeInfo.BootID,
+	}
+	if count, err := strconv.Atoi(a[protocol.DriftCount]); err == nil && count > len(m.Drift) {
+		m.DriftUnlisted = count - len(m.Drift)
 	}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {

@@ -25,7 +25,8 @@ import (
 )
 
 func TestRefreshMapping(t *testing.T) {
-	drift, count := protocol.EncodeDrift([]model.Drift{{Path: "/etc/x", Kind: model.DriftContent, Expected: "a", Found: "b"}})
+	drift, _ := protocol.EncodeDrift([]model.Drift{{Path: "/etc/x", Kind: model.DriftContent, Expected: "a", Found: "b"}})
+	count := "7" // the agent found 7 and listed 1: 6 unlisted
 	w1 := kNode("w-1", "b", false, map[string]string{
 		protocol.CurrentConfig: "rendered-worker-1", protocol.DesiredConfig: "rendered-worker-2",
 		protocol.State: model.StateDegraded, protocol.Reason: "disk full",
@@ -64,7 +65,7 @@ func TestRefreshMapping(t *testing.T) {
 				CurrentConfig: "rendered-worker-1", DesiredConfig: "rendered-worker-2",
 				OSImage: "quay.io/os@sha256:1", KernelArgs: []string{"nosmt", "quiet"}, BootID: "boot-w-1",
 				State: model.StateDegraded, Reason: "disk full",
-				Drift: []model.Drift{{Path: "/etc/x", Kind: model.DriftContent, Expected: "a", Found: "b"}}},
+				Drift: []model.Drift{{Path: "/etc/x", Kind: model.DriftContent, Expected: "a", Found: "b"}}, DriftUnlisted: 6},
 		},
 		Pods: []model.Pod{
 			{Namespace: "demo", Name: "web-0", Node: "w-0", Labels: map[string]string{"app": "web"}, Ready: true},
@@ -196,4 +197,18 @@ func newPagingServer(nodes, pods int) *pagingServer {
 	})
 	s.Server = httptest.NewServer(mux)
 	return s
+}
+
+// TestDriftPastTheAnnotationLimit: an agent that finds more drift than the annotation
+// carries lists the first protocol.MaxDrift paths, and the refresh counts the rest.
+func TestDriftPastTheAnnotationLimit(t *testing.T) {
+	var found []model.Drift
+	for i := range protocol.MaxDrift + 5 {
+		found = append(found, model.Drift{Path: fmt.Sprintf("/etc/f%02d", i), Kind: model.DriftMissing})
+	}
+	drift, count := protocol.EncodeDrift(found)
+	n := nodeOf(kNode("w-0", "a", true, map[string]string{protocol.Drift: drift, protocol.DriftCount: count}))
+	if len(n.Drift) != protocol.MaxDrift || n.DriftUnlisted != 5 || n.Drift[0].Path != "/etc/f00" {
+		t.Errorf("%d listed (first %v), %d unlisted; want %d and 5", len(n.Drift), n.Drift[:1], n.DriftUnlisted, protocol.MaxDrift)
+	}
 }

@@ -56,6 +56,7 @@ type poolValue struct {
 type nodeValue struct {
 	RenderedConfig string        `json:"rendered_config"`
 	Drift          []model.Drift `json:"drift,omitempty"`
+	DriftUnlisted  int           `json:"drift_unlisted,omitempty"` // drifted paths the node did not list
 }
 
 type nodeMeta struct {
@@ -121,13 +122,13 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 				Deferred: n.Deferred, Blockers: nonNilB(n.Blockers), Warnings: nonNil(n.Warnings)}})
 	}
 	for _, n := range p.Nodes {
-		if len(n.Drift) == 0 {
+		if len(n.Drift) == 0 && n.DriftUnlisted == 0 {
 			continue
 		}
 		// As Terraform's resource_drift: before is what the state says, after what was observed.
 		out.ResourceDrift = append(out.ResourceDrift, resourceChange{Address: "node." + n.Name, Mode: "managed",
 			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{"update"},
-				Before: nodeValue{RenderedConfig: n.From}, After: nodeValue{RenderedConfig: n.From, Drift: n.Drift}}})
+				Before: nodeValue{RenderedConfig: n.From}, After: nodeValue{RenderedConfig: n.From, Drift: n.Drift, DriftUnlisted: n.DriftUnlisted}}})
 	}
 	return json.Marshal(out) // compact, as terraform show -json: plans can be large
 }

@@ -106,6 +106,9 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []planner.Node
 		for _, d := range n.Drift {
 			t.Append("", "", "", "", c.yellow("drift: ")+d.String())
 		}
+		if n.DriftUnlisted > 0 {
+			t.Append("", "", "", "", c.yellow("drift: ")+fmt.Sprintf("and %d more paths, not listed", n.DriftUnlisted))
+		}
 		for _, wn := range n.Warnings {
 			t.Append("", "", "", "", c.yellow("warning: ")+wn)
 		}
