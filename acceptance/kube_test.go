@@ -567,3 +567,52 @@ func selfCan(t *testing.T, cs kubernetes.Interface, verb, group, resource, sub, 
 	}
 	return r.Status.Allowed
 }
+
+// TestKubeDriftPastTheAnnotationLimit: a node whose disk drifted in more paths than the
+// drift annotation lists (25 against 20) is planned for a restore of every path its config
+// manages, with a warning; apply restores them all (the agent's own drift check does not
+// stop it on the unlisted ones) and the next plan has nothing to do.
+func TestKubeDriftPastTheAnnotationLimit(t *testing.T) {
+	var hcl strings.Builder
+	hcl.WriteString("pool \"worker\" {\n  node_selector = { \"node-role.kubernetes.io/worker\" = \"\" }\n}\n\nconfig \"10-many\" {\n  pools = [\"worker\"]\n")
+	for i := range 25 {
+		fmt.Fprintf(&hcl, "  file \"/etc/many/f%02d\" {\n    content   = \"f%02d\\n\"\n    on_change = [\"restart:many.service\"]\n  }\n", i, i)
+	}
+	hcl.WriteString("}\n")
+	c := newKubeCluster(t, hcl.String(), map[string]int{"worker": 1})
+	if out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, out)
+	}
+	root := c.agents["worker-0"].root
+	for i := range 25 {
+		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("etc/many/f%02d", i)), []byte("changed by hand\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitDrift := func(want string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); c.node(t, "worker-0").Annotations[protocol.DriftCount] != want; time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the agent never reported a drift count of %s (has %q)", want, c.node(t, "worker-0").Annotations[protocol.DriftCount])
+			}
+		}
+	}
+	waitDrift("25")
+	out, code := c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode")
+	if code != 2 || !strings.Contains(out, "and 5 more paths, not listed") || !strings.Contains(out, "5 more drifted paths than the node listed") ||
+		!strings.Contains(out, "restart many.service") {
+		t.Fatalf("plan with 25 drifted paths: exit %d\n%s", code, out)
+	}
+	if out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color"); code != 0 {
+		t.Fatalf("apply restoring 25 paths: exit %d\n%s", code, out)
+	}
+	for i := range 25 {
+		if b, _ := os.ReadFile(filepath.Join(root, fmt.Sprintf("etc/many/f%02d", i))); string(b) != fmt.Sprintf("f%02d\n", i) {
+			t.Errorf("f%02d not restored: %q", i, b)
+		}
+	}
+	waitDrift("0")
+	if out, code := c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode"); code != 0 {
+		t.Errorf("plan after restoring: exit %d, want 0\n%s", code, out)
+	}
+}
