@@ -65,6 +65,13 @@ func machine() string {
 			mem = fmt.Sprintf(", %.0f GiB memory", float64(kb)/1024/1024)
 		}
 	}
-	return fmt.Sprintf("%s\nMachine: %d cores (%s)%s, %s/%s, %s.\n%s",
-		machineBegin, runtime.NumCPU(), cpu, mem, runtime.GOOS, runtime.GOARCH, runtime.Version(), machineEnd)
+	kernel := ""
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = ", kernel " + strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil && strings.Contains(string(b), " hypervisor") {
+		kernel += ", a virtual machine (system calls cost more than on bare metal)"
+	}
+	return fmt.Sprintf("%s\nMachine: %d cores (%s)%s, %s/%s%s, %s.\n%s",
+		machineBegin, runtime.NumCPU(), cpu, mem, runtime.GOOS, runtime.GOARCH, kernel, runtime.Version(), machineEnd)
 }
