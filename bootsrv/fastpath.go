@@ -2,6 +2,7 @@ package bootsrv
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -55,7 +56,7 @@ func (cs *conns) remove(fc *fastConn) {
 
 // shutdown wakes every connection waiting for a request (it closes), lets those answering
 // finish, and closes what is left when ctx ends.
-func (cs *conns) shutdown(ctx interface{ Done() <-chan struct{} }) {
+func (cs *conns) shutdown(ctx context.Context) {
 	cs.mu.Lock()
 	cs.closing.Store(true)
 	for fc := range cs.open {
@@ -87,6 +88,7 @@ type limits struct {
 	maxHeader         int
 }
 
+// fastConn is one accepted connection and what its boot path reuses from request to request.
 type fastConn struct {
 	c   net.Conn
 	tcp *net.TCPConn // nil: TLS or another kind of connection, served by fasthttp alone
