@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/valyala/fasthttp"
+	"golang.org/x/net/http/httpguts"
 )
 
 // The boot request path. Every Ignition client and agent asks in one narrow form: GET or
@@ -91,8 +93,7 @@ type limits struct {
 // fastConn is one accepted connection and what its boot path reuses from request to request.
 type fastConn struct {
 	c   net.Conn
-	tcp *net.TCPConn // nil: TLS or another kind of connection, served by fasthttp alone
-	raw syscall.RawConn
+	raw syscall.RawConn // nil: TLS or another kind of connection, served by fasthttp alone
 	io  rawIO
 	// readFn and writeFn are rawRead and rawWritev, bound once.
 	readFn, writeFn func(uintptr) bool
@@ -101,15 +102,14 @@ type fastConn struct {
 	out             []byte // the response head being written
 	// idle: handed to fasthttp, which waits for a request on it (fasthttp.ConnState).
 	idle atomic.Bool
-	// The deadlines set on the connection. A deadline is a runtime timer, and moving it on
-	// every request was a measurable cost: it is moved only once it is a second stale.
+	// The deadlines set on the connection (moveDeadline).
 	readBy, writeBy time.Time
 }
 
 // serveConn serves one connection until it closes.
 func (s *Server) serveConn(fc *fastConn, fs *fasthttp.Server, lim limits, cs *conns) {
 	defer cs.remove(fc)
-	if fc.tcp == nil {
+	if fc.raw == nil {
 		fs.ServeConn(&replayConn{Conn: fc.c, fc: fc})
 		return
 	}
@@ -133,16 +133,16 @@ func (s *Server) serveConn(fc *fastConn, fs *fasthttp.Server, lim limits, cs *co
 			if fc.n == 0 && !last.IsZero() {
 				// The wait for the next request. The clock read at the last answer is close
 				// enough: the deadline moves only once a second anyway.
-				fc.setReadBy(last.Add(lim.idle), time.Second)
+				moveDeadline(&fc.readBy, last.Add(lim.idle), time.Second, fc.c.SetReadDeadline)
 			} else {
 				// A request being read, or the first one: it has the read timeout from its
 				// first byte, or from the connection's start.
 				if headStart.IsZero() {
 					headStart = time.Now()
 				}
-				fc.setReadBy(headStart.Add(lim.read), 0)
+				moveDeadline(&fc.readBy, headStart.Add(lim.read), 0, fc.c.SetReadDeadline)
 			}
-			if cs.isClosingIdle(fc) {
+			if fc.n == 0 && cs.isClosing() { // about to wait for the next request: shutdown closes it
 				fc.c.Close()
 				return
 			}
@@ -177,9 +177,6 @@ func (s *Server) serveConn(fc *fastConn, fs *fasthttp.Server, lim limits, cs *co
 	}
 }
 
-// isClosingIdle: a connection about to wait for its next request closes at shutdown.
-func (cs *conns) isClosingIdle(fc *fastConn) bool { return fc.n == 0 && cs.isClosing() }
-
 var crlfcrlf = []byte("\r\n\r\n")
 
 func bareLF(b []byte) bool {
@@ -191,10 +188,13 @@ func bareLF(b []byte) bool {
 	return false
 }
 
-func (fc *fastConn) setReadBy(t time.Time, slack time.Duration) {
-	if t.Sub(fc.readBy) > slack || t.Before(fc.readBy) {
-		fc.readBy = t
-		fc.c.SetReadDeadline(t)
+// moveDeadline sets a deadline to t, kept in *cur, unless t is later than it by no more
+// than slack. A deadline is a runtime timer, and moving it on every request was a
+// measurable cost: the idle and write deadlines move only once they are a second stale.
+func moveDeadline(cur *time.Time, t time.Time, slack time.Duration, set func(time.Time) error) {
+	if t.Sub(*cur) > slack || t.Before(*cur) {
+		*cur = t
+		set(t)
 	}
 }
 
@@ -238,14 +238,11 @@ func (r *replayConn) Read(p []byte) (int, error) {
 // sent.
 func (fc *fastConn) write(q fastRequest, rp reply, now time.Time, timeout time.Duration) (int, error) {
 	b := fc.head(q, rp, now)
-	body := rp.body
-	if q.head || rp.code == http.StatusNotModified {
+	body := rp.body // nil for a 304
+	if q.method == "HEAD" {
 		body = nil
 	}
-	if by := now.Add(timeout); by.Sub(fc.writeBy) > time.Second {
-		fc.writeBy = by
-		fc.c.SetWriteDeadline(by)
-	}
+	moveDeadline(&fc.writeBy, now.Add(timeout), time.Second, fc.c.SetWriteDeadline)
 	return len(body), fc.writev(b, body)
 }
 
@@ -385,7 +382,6 @@ var cachedDate atomic.Pointer[dateText]
 // fastRequest is a request head of the narrow form.
 type fastRequest struct {
 	request
-	head  bool // HEAD: the headers only
 	close bool // Connection: close
 }
 
@@ -398,7 +394,7 @@ func parseHead(h []byte) (fastRequest, bool) {
 	case bytes.HasPrefix(line, []byte("GET ")):
 		q.method, line = "GET", line[4:]
 	case bytes.HasPrefix(line, []byte("HEAD ")):
-		q.method, line, q.head = "HEAD", line[5:], true
+		q.method, line = "HEAD", line[5:]
 	default:
 		return q, false
 	}
@@ -414,14 +410,12 @@ func parseHead(h []byte) (fastRequest, bool) {
 	for len(rest) > 2 { // the last line is the empty one
 		line, rest, _ = bytes.Cut(rest, crlf)
 		name, value, ok := bytes.Cut(line, []byte(":"))
-		if !ok || !isToken(name) {
+		if !ok || !httpguts.ValidHeaderFieldName(unsafeString(name)) {
 			return q, false // also obs-fold: a continuation line starts with a space
 		}
 		value = bytes.Trim(value, " \t")
-		for _, c := range value {
-			if c < ' ' && c != '\t' || c == 0x7f {
-				return q, false
-			}
+		if !httpguts.ValidHeaderFieldValue(unsafeString(value)) {
+			return q, false
 		}
 		var slot *string
 		switch {
@@ -520,23 +514,13 @@ func knownPath(p string) bool {
 	case "/healthz", "/readyz":
 		return true
 	}
-	return len(p) > len("/config/") && p[:len("/config/")] == "/config/" ||
-		len(p) > len("/rendered/") && p[:len("/rendered/")] == "/rendered/"
+	return len(p) > len("/config/") && strings.HasPrefix(p, "/config/") ||
+		len(p) > len("/rendered/") && strings.HasPrefix(p, "/rendered/")
 }
 
-func isToken(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, c := range b {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || bytes.IndexByte([]byte("!#$%&'*+-.^_`|~"), c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
-
-func asciiEqualFold[T []byte | string](b T, lower string) bool {
+// asciiEqualFold compares b with lower ignoring ASCII case only: bytes.EqualFold also folds
+// Unicode (the Kelvin sign matches "k"), which fasthttp does not.
+func asciiEqualFold(b []byte, lower string) bool {
 	if len(b) != len(lower) {
 		return false
 	}

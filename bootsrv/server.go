@@ -93,8 +93,8 @@ func (s *Server) FastHandler() fasthttp.RequestHandler {
 		}
 		ctx.SetStatusCode(rp.code)
 		ctx.Response.SetBodyRaw(rp.body) // the snapshot's bytes are never written to
-		n := len(rp.body)
-		if ctx.IsHead() || rp.code == http.StatusNotModified {
+		n := len(rp.body)                // 0 for a 304
+		if ctx.IsHead() {
 			n = 0
 		}
 		s.m.observe(rp.endpoint, rp.pool, rp.code, n, time.Since(start))
@@ -151,7 +151,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, log *slog.Logger) e
 			// A send buffer that holds a whole config: one writev hands the answer over.
 			tc.SetWriteBuffer(256 << 10)
 			if raw, err := tc.SyscallConn(); err == nil {
-				fc.tcp, fc.raw = tc, raw
+				fc.raw = raw
 				fc.readFn, fc.writeFn = fc.rawRead, fc.rawWritev
 			}
 		}
