@@ -33,9 +33,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/mcpfleet/mcp/engine/state"
@@ -234,30 +236,34 @@ func DecodeRendered(s *corev1.Secret) (*model.Rendered, error) {
 }
 
 // RenderedSelector selects the Secrets of rendered configs.
-func RenderedSelector() labels.Selector {
-	return labels.SelectorFromSet(labels.Set{protocol.ManagedByLabel: protocol.ManagedByValue,
-		protocol.KindLabel: KindRendered})
+func RenderedSelector() labels.Selector { return labels.SelectorFromSet(objectLabels(KindRendered)) }
+
+// eachSecret runs fn on every Secret of the kind in the namespace, through client-go's
+// pager (100 a page; a full LIST when the continue token expires half-way).
+func (b *Backend) eachSecret(ctx context.Context, kind, what string, fn func(*corev1.Secret) error) error {
+	pg := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return b.secrets().List(ctx, o)
+	})
+	pg.PageSize = 100
+	opts := metav1.ListOptions{LabelSelector: labels.SelectorFromSet(objectLabels(kind)).String()}
+	err := pg.EachListItem(ctx, opts, func(o runtime.Object) error { return fn(o.(*corev1.Secret)) })
+	if err != nil {
+		return fmt.Errorf("listing %s in namespace %s: %w", what, b.ns, err)
+	}
+	return nil
 }
 
 func (b *Backend) readRendered(ctx context.Context) (map[string]*model.Rendered, error) {
 	out := map[string]*model.Rendered{}
-	opts := metav1.ListOptions{LabelSelector: RenderedSelector().String(), Limit: 100}
-	for {
-		l, err := b.secrets().List(ctx, opts)
+	err := b.eachSecret(ctx, KindRendered, "rendered configs", func(s *corev1.Secret) error {
+		r, err := DecodeRendered(s)
 		if err != nil {
-			return nil, fmt.Errorf("listing rendered configs in namespace %s: %w", b.ns, err)
+			return err
 		}
-		for i := range l.Items {
-			r, err := DecodeRendered(&l.Items[i])
-			if err != nil {
-				return nil, err
-			}
-			out[r.Name] = r
-		}
-		if opts.Continue = l.Continue; opts.Continue == "" {
-			return out, nil
-		}
-	}
+		out[r.Name] = r
+		return nil
+	})
+	return out, err
 }
 
 // Write stores the rendered configs (each created once, never changed), then the head —
@@ -434,16 +440,15 @@ func (b *Backend) PruneOrphans(ctx context.Context, dryRun bool) ([]string, erro
 			named[n] = true
 		}
 	}
-	sel := labels.SelectorFromSet(objectLabels(KindChunk)).String()
-	l, err := b.secrets().List(ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return nil, fmt.Errorf("listing state chunks in namespace %s: %w", b.ns, err)
-	}
 	var orphans []string
-	for _, c := range l.Items {
+	err = b.eachSecret(ctx, KindChunk, "state chunks", func(c *corev1.Secret) error {
 		if !named[c.Name] {
 			orphans = append(orphans, c.Name)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(orphans)
 	if dryRun {
