@@ -152,15 +152,22 @@ func (c *kubeCluster) startServer(t *testing.T) {
 		}
 	})
 	c.server = "http://" + addr
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if resp, err := http.Get(c.server + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
+	waitUntil(t, 30*time.Second, func() bool {
+		resp, err := http.Get(c.server + "/healthz")
+		if err != nil {
+			return false
 		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}, func() string { return "mcp serve did not answer /healthz in 30s" })
+}
+
+// waitUntil polls cond until it holds, failing the test with failure() after within.
+func waitUntil(t *testing.T, within time.Duration, cond func() bool, failure func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !cond(); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("mcp serve did not answer /healthz in 30s")
+			t.Fatal(failure())
 		}
 	}
 }
@@ -487,14 +494,10 @@ func TestKubeLockLease(t *testing.T) {
 	}
 	defer first.Process.Kill()
 	leases := c.env.Client.CoordinationV1().Leases("mcp-system")
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if _, err := leases.Get(context.Background(), protocol.LockLease, metav1.GetOptions{}); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first apply never took the Lease")
-		}
-	}
+	waitUntil(t, 60*time.Second, func() bool {
+		_, err := leases.Get(context.Background(), protocol.LockLease, metav1.GetOptions{})
+		return err == nil
+	}, func() string { return "the first apply never took the Lease" })
 	out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-lock-timeout=0s")
 	if code == 0 || !strings.Contains(out, fmt.Sprintf("pid %d", first.Process.Pid)) || !strings.Contains(out, "force-unlock") {
 		t.Fatalf("a second run while the lock is held: exit %d, want a refusal naming pid %d\n%s", code, first.Process.Pid, out)
@@ -589,13 +592,12 @@ func TestKubeDriftPastTheAnnotationLimit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	driftCount := func() string { return c.node(t, "worker-0").Annotations[protocol.DriftCount] }
 	waitDrift := func(want string) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); c.node(t, "worker-0").Annotations[protocol.DriftCount] != want; time.Sleep(200 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the agent never reported a drift count of %s (has %q)", want, c.node(t, "worker-0").Annotations[protocol.DriftCount])
-			}
-		}
+		waitUntil(t, 30*time.Second, func() bool { return driftCount() == want }, func() string {
+			return fmt.Sprintf("the agent never reported a drift count of %s (has %q)", want, driftCount())
+		})
 	}
 	waitDrift("25")
 	out, code := c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode")
