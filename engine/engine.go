@@ -146,12 +146,21 @@ func (w *Workspace) apiRequests() int64 {
 	return -1
 }
 
-// refresh observes the fleet, with each node's drift from the config it runs when the
-// provider checks disks on request.
-func (w *Workspace) refresh(ctx context.Context, st *state.State) (*model.Fleet, error) {
+// observe asks the provider for the fleet, without checking disks for drift.
+func (w *Workspace) observe(ctx context.Context) (*model.Fleet, error) {
 	fleet, err := w.Provider.Refresh(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("refreshing fleet: %w", err)
+	}
+	return fleet, nil
+}
+
+// refresh observes the fleet, with each node's drift from the config it runs when the
+// provider checks disks on request.
+func (w *Workspace) refresh(ctx context.Context, st *state.State) (*model.Fleet, error) {
+	fleet, err := w.observe(ctx)
+	if err != nil {
+		return nil, err
 	}
 	dr, ok := w.Provider.(providers.DriftReporter)
 	if !ok {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/mcpfleet/mcp/engine/state"
@@ -22,9 +21,9 @@ type Prune struct {
 // a node runs it or was told to move to it, an unfinished apply's journal names it, or the
 // configuration renders it now (the next plan's target).
 func (w *Workspace) Prunable(ctx context.Context, st *state.State) (*Prune, error) {
-	fleet, err := w.Provider.Refresh(ctx)
+	fleet, err := w.observe(ctx) // which configs nodes run, not their drift
 	if err != nil {
-		return nil, fmt.Errorf("refreshing fleet: %w", err)
+		return nil, err
 	}
 	return prunable(st, fleet, w.Rendered), nil
 }
