@@ -1,9 +1,7 @@
 package planner
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -67,7 +65,7 @@ func Render(d *model.Desired) (map[string]*model.Rendered, hcl.Diagnostics) {
 			continue
 		}
 		r.Ignition = ign
-		r.Name = "rendered-" + r.Pool + "-" + hashOf(r)
+		r.Name = r.ContentName()
 		out[r.Pool] = r
 	}
 	return out, diags
@@ -228,16 +226,6 @@ func dataURL(b []byte) string {
 		return sb.String()
 	}
 	return "data:;base64," + base64.StdEncoding.EncodeToString(b)
-}
-
-// hashOf names a rendered config by its content: the same inputs give the same name on
-// every machine and run.
-func hashOf(r *model.Rendered) string {
-	c := *r
-	c.Name = ""
-	b, _ := json.Marshal(&c) // struct fields in a fixed order, slices sorted by merge
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])[:32]
 }
 
 // reportDiags turns Ignition's report entries into diagnostics on the file or unit whose

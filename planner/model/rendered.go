@@ -1,7 +1,10 @@
 package model
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
 )
 
@@ -22,6 +25,28 @@ type Rendered struct {
 	// Ignition is the Ignition config (spec IgnitionVersion) that a first-booting node of the
 	// pool fetches; it holds the same files and units, validated by Ignition's parser.
 	Ignition json.RawMessage `json:"ignition"`
+}
+
+// ContentName is the name the content of r gives it: rendered-<pool>-<hash of everything
+// but the name>. The same inputs give the same name on every machine and run, and a stored
+// config whose name is not its ContentName was changed after it was named.
+func (r *Rendered) ContentName() string {
+	c := *r
+	c.Name = ""
+	// Struct fields encode in a fixed order, slices are sorted by the renderer, and the
+	// Ignition bytes are compacted by the encoder, so a stored and re-read config gives
+	// the same bytes.
+	b, _ := json.Marshal(&c)
+	sum := sha256.Sum256(b)
+	return "rendered-" + r.Pool + "-" + hex.EncodeToString(sum[:])[:32]
+}
+
+// CheckName refuses a rendered config whose name does not match its content.
+func (r *Rendered) CheckName() error {
+	if want := r.ContentName(); r.Name != want {
+		return fmt.Errorf("rendered config %q does not match its content (which names it %s): it was changed after it was rendered", r.Name, want)
+	}
+	return nil
 }
 
 // File returns the file at path, or nil.
