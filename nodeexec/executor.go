@@ -37,6 +37,9 @@ type Executor struct {
 	Root    string
 	Allowed []string // default DefaultAllowed
 	Host    Host
+	// Inject, when set, is asked before each step; its error fails the step as the step's
+	// own failure would. The local provider injects faults through it (docs/fleet-format.md).
+	Inject func(model.Step) error
 
 	// What Rollback restores: each changed path's prior state, in change order.
 	undo    []undo
@@ -49,6 +52,11 @@ type Executor struct {
 func (e *Executor) Run(ctx context.Context, from, target *model.Rendered, step model.Step) error {
 	if from == nil {
 		from = &model.Rendered{}
+	}
+	if e.Inject != nil {
+		if err := e.Inject(step); err != nil {
+			return err
+		}
 	}
 	switch step.Kind {
 	case model.StepWrite:

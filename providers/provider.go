@@ -45,6 +45,15 @@ type DriftReporter interface {
 	Drift(ctx context.Context, node string, current *model.Rendered) ([]model.Drift, error)
 }
 
+// NodeObserver is implemented by providers that can observe some nodes without a whole
+// refresh. Apply uses it to count a pool's unavailable nodes, live, before it starts each
+// node; without it, apply refreshes the whole fleet instead.
+type NodeObserver interface {
+	// ObserveNodes returns the named nodes as they are now (no drift, no pods); a name the
+	// fleet does not have is an error.
+	ObserveNodes(ctx context.Context, names []string) ([]model.Node, error)
+}
+
 // RequestCounter is implemented by providers that talk to an API server (providers/
 // kubernetes): APIRequests is the number of HTTP requests made so far, so a caller can show
 // what a refresh or an apply cost (take the difference of two readings).
