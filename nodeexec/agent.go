@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/mcpfleet/mcp/internal/atomicfile"
@@ -47,7 +48,14 @@ type pending struct {
 	BootID string          `json:"boot_id"` // before the reboot
 	Steps  []model.Step    `json:"steps"`   // left after the reboot
 	Since  time.Time       `json:"since"`
+	// Attempts counts the reboots asked for under this record: a reboot that did not
+	// happen is asked for once more, then the node is Degraded.
+	Attempts int `json:"attempts,omitempty"`
 }
+
+// maxRebootAttempts bounds the reboots asked for into one update when the boot id does
+// not change.
+const maxRebootAttempts = 2
 
 // ErrRebooting is returned when the machine is going down for a reboot: the update goes
 // on in the agent that starts after boot (Resume).
@@ -57,11 +65,21 @@ var ErrRebooting = errors.New("rebooting")
 // node steps, calling done after each. A failure before the reboot rolls the disk back to
 // from and reports Degraded; drift the steps do not restore stops the update before it
 // starts.
+//
+// An update may be a retry of one that was interrupted (its caller killed, the machine
+// rebooted under it): what is on disk for target already is progress, not drift, and a
+// pending reboot into target is judged by the boot id — changed, the reboot happened and
+// the steps through it are done (they are reported to done, not run again); unchanged, the
+// reboot is asked for once more. A pending record for another config is superseded.
 func (a *Agent) Update(ctx context.Context, from, target *model.Rendered, steps []model.Step, done func(model.Step)) error {
 	if err := a.State.Working(target.Name); err != nil {
 		return err
 	}
-	if err := a.Exec.CheckBeforeUpdate(from, steps); err != nil {
+	steps, attempts, err := a.judgePending(from, target, steps, done)
+	if err != nil {
+		return a.Degrade(err)
+	}
+	if err := a.Exec.CheckBeforeUpdate(from, target, steps); err != nil {
 		return a.Degrade(err)
 	}
 	a.Exec.Begin()
@@ -70,7 +88,7 @@ func (a *Agent) Update(ctx context.Context, from, target *model.Rendered, steps 
 			return a.Degrade(fmt.Errorf("%s is not a node step", s))
 		}
 		if s.Kind == model.StepReboot {
-			return a.reboot(ctx, from, target, steps[i+1:], s, done)
+			return a.reboot(ctx, from, target, steps[i+1:], s, attempts, done)
 		}
 		if err := a.Exec.Run(ctx, from, target, s); err != nil {
 			err = fmt.Errorf("%s: %w", s, err)
@@ -81,7 +99,51 @@ func (a *Agent) Update(ctx context.Context, from, target *model.Rendered, steps 
 		}
 		done(s)
 	}
-	return a.State.Done(target.Name)
+	return a.finish(target.Name)
+}
+
+// judgePending weighs a pending record left by an earlier update before this one runs. One
+// for another config, or one the node has since reported Done on (it runs target already,
+// and the record names another config it came from), is superseded: removed. One for target
+// with a changed boot id means the machine rebooted into target: the steps through the
+// reboot are reported done and dropped. One with the same boot id means the reboot did not
+// happen: it returns the reboots already asked for, so that it is asked for once more only.
+//
+// A record of an update from target to target (a restore that needed a reboot) cannot be
+// told from a leftover of an earlier such restore; it is taken as this update's.
+func (a *Agent) judgePending(from, target *model.Rendered, steps []model.Step, done func(model.Step)) ([]model.Step, int, error) {
+	p, err := a.readPending()
+	if err != nil || p == nil {
+		return steps, 0, err
+	}
+	stale := from != nil && from.Name == p.Target.Name && p.From != p.Target.Name
+	if p.Target.Name != target.Name || stale {
+		return steps, 0, a.removePending()
+	}
+	boot, err := a.State.BootID()
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading boot id: %w", err)
+	}
+	if boot == p.BootID {
+		return steps, max(p.Attempts, 1), nil
+	}
+	if i := slices.IndexFunc(steps, func(s model.Step) bool { return s.Kind == model.StepReboot }); i >= 0 {
+		for _, s := range steps[:i+1] {
+			done(s)
+		}
+		steps = steps[i+1:]
+	}
+	return steps, 0, nil
+}
+
+// finish reports Done, then removes the pending record if there is one: a crash between
+// the two repeats an idempotent report (the record is judged again by the next update or
+// Resume).
+func (a *Agent) finish(current string) error {
+	if err := a.State.Done(current); err != nil {
+		return err
+	}
+	return a.removePending()
 }
 
 func nameOf(r *model.Rendered) string {
@@ -100,12 +162,17 @@ func (a *Agent) Degrade(err error) error {
 	return err
 }
 
-func (a *Agent) reboot(ctx context.Context, from, target *model.Rendered, rest []model.Step, s model.Step, done func(model.Step)) error {
+// reboot records the pending update (attempts: reboots already asked for under it) and
+// asks for the reboot.
+func (a *Agent) reboot(ctx context.Context, from, target *model.Rendered, rest []model.Step, s model.Step, attempts int, done func(model.Step)) error {
+	if attempts >= maxRebootAttempts {
+		return a.Degrade(fmt.Errorf("%s: asked for %d times and the boot id did not change", s, attempts))
+	}
 	boot, err := a.State.BootID()
 	if err != nil {
 		return a.Degrade(fmt.Errorf("reading boot id: %w", err))
 	}
-	p := pending{Target: target, BootID: boot, Steps: rest, Since: time.Now().UTC()}
+	p := pending{Target: target, BootID: boot, Steps: rest, Since: time.Now().UTC(), Attempts: attempts + 1}
 	if from != nil {
 		p.From = from.Name
 	}
@@ -130,8 +197,9 @@ func (a *Agent) reboot(ctx context.Context, from, target *model.Rendered, rest [
 }
 
 // Resume is what an agent does when it starts: when a pending record is there, the node
-// rebooted into an update; with a new boot id it runs the steps left and reports, else it
-// reports that the reboot did not happen. It returns false when nothing was pending.
+// rebooted into an update; with a new boot id it runs the steps left and reports. With the
+// same boot id the reboot did not happen: it is asked for once more, and after that the
+// node is Degraded. It returns false when nothing was pending.
 func (a *Agent) Resume(ctx context.Context, done func(model.Step)) (bool, error) {
 	p, err := a.readPending()
 	if err != nil || p == nil {
@@ -142,7 +210,16 @@ func (a *Agent) Resume(ctx context.Context, done func(model.Step)) (bool, error)
 		return true, a.Degrade(fmt.Errorf("reading boot id: %w", err))
 	}
 	if boot == p.BootID {
-		return true, a.Degrade(fmt.Errorf("a reboot into %s was asked for at %s, but the boot id is unchanged", p.Target.Name, p.Since.Format(time.RFC3339)))
+		from := &model.Rendered{Name: p.From}
+		if p.From == "" {
+			from = nil
+		}
+		attempts := max(p.Attempts, 1) // a record from before attempts were counted asked once
+		if attempts >= maxRebootAttempts {
+			return true, a.Degrade(fmt.Errorf("a reboot into %s was asked for %d times since %s, but the boot id is unchanged",
+				p.Target.Name, attempts, p.Since.Format(time.RFC3339)))
+		}
+		return true, a.reboot(ctx, from, p.Target, p.Steps, model.Step{Kind: model.StepReboot}, attempts, done)
 	}
 	for _, s := range p.Steps {
 		if err := a.Exec.Run(ctx, nil, p.Target, s); err != nil {
@@ -150,21 +227,7 @@ func (a *Agent) Resume(ctx context.Context, done func(model.Step)) (bool, error)
 		}
 		done(s)
 	}
-	// Done before the record goes: a crash between the two repeats an idempotent report.
-	if err := a.State.Done(p.Target.Name); err != nil {
-		return true, err
-	}
-	return true, a.removePending()
-}
-
-// DiscardPending removes a pending record that a new update supersedes (one whose resume
-// failed and was reported Degraded stays until then).
-func (a *Agent) DiscardPending() error {
-	p, err := a.readPending()
-	if p == nil && err == nil {
-		return nil
-	}
-	return a.removePending()
+	return true, a.finish(p.Target.Name)
 }
 
 func (a *Agent) writePending(p *pending) error {
@@ -206,7 +269,9 @@ func (a *Agent) removePending() error {
 		return err
 	}
 	defer r.Close()
-	if err := r.Remove(PendingPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := r.Remove(PendingPath); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
 		return err
 	}
 	return atomicfile.SyncDir(r, "var/lib/mcp")

@@ -294,12 +294,12 @@ func TestCheckBeforeUpdate(t *testing.T) {
 	from := &model.Rendered{Name: "rendered-w-1", Files: []model.File{
 		{Path: "/etc/a", Mode: 0o644, Contents: []byte("a")}, {Path: "/etc/b", Mode: 0o644, Contents: []byte("b")}}}
 	e := &Executor{Root: root, Host: &RecordingHost{}}
-	err := e.CheckBeforeUpdate(from, []model.Step{{Kind: model.StepWrite, Target: "/etc/b"}})
+	err := e.CheckBeforeUpdate(from, nil, []model.Step{{Kind: model.StepWrite, Target: "/etc/b"}})
 	var de *DriftError
 	if !errors.As(err, &de) || len(de.Drift) != 1 || de.Drift[0].Path != "/etc/a" || !strings.Contains(err.Error(), "rendered-w-1") {
 		t.Fatalf("drift on a path the plan does not write: %v", err)
 	}
-	if err := e.CheckBeforeUpdate(from, []model.Step{{Kind: model.StepWrite, Target: "/etc/a"}}); err != nil {
+	if err := e.CheckBeforeUpdate(from, nil, []model.Step{{Kind: model.StepWrite, Target: "/etc/a"}}); err != nil {
 		t.Errorf("drift the plan restores was refused: %v", err)
 	}
 }

@@ -160,15 +160,16 @@ func checkFile(d *dirs, p string, want []byte, mode fs.FileMode) ([]Drift, error
 }
 
 // CheckBeforeUpdate compares the disk with the config the node runs (from) before an
-// update: drift on a path the steps do not rewrite would be silently kept or overwritten
-// by surprise, so it stops the update with a clear reason. Drift on a path the steps
-// write is fine: the plan restores it.
-func (e *Executor) CheckBeforeUpdate(from *model.Rendered, steps []model.Step) error {
+// update to target: drift on a path the steps do not rewrite would be silently kept or
+// overwritten by surprise, so it stops the update with a clear reason. Drift on a path the
+// steps write is fine: the plan restores it. So is a path already as target has it (written,
+// or removed, for target by an update that was interrupted): that is progress, not drift.
+func (e *Executor) CheckBeforeUpdate(from, target *model.Rendered, steps []model.Step) error {
 	if from == nil {
 		return nil
 	}
 	drift, err := e.Verify(from)
-	if err != nil {
+	if err != nil || len(drift) == 0 {
 		return err
 	}
 	written := map[string]bool{}
@@ -187,8 +188,51 @@ func (e *Executor) CheckBeforeUpdate(from *model.Rendered, steps []model.Step) e
 			kept = append(kept, d)
 		}
 	}
+	if len(kept) > 0 && target != nil {
+		if kept, err = e.withoutProgress(kept, target); err != nil {
+			return err
+		}
+	}
 	if len(kept) > 0 {
 		return &DriftError{Drift: kept, Config: from.Name}
 	}
 	return nil
+}
+
+// withoutProgress drops from drift (against the config the node runs) the paths that are
+// as target has them: a path target manages and the disk matches, or a path target does
+// not manage and the disk lacks.
+func (e *Executor) withoutProgress(drift []Drift, target *model.Rendered) ([]Drift, error) {
+	toTarget, err := e.Verify(target)
+	if err != nil {
+		return nil, err
+	}
+	off := map[string]bool{}
+	for _, d := range toTarget {
+		off[d.Path] = true
+	}
+	managed := managedPaths(target)
+	var kept []Drift
+	for _, d := range drift {
+		if managed[d.Path] && !off[d.Path] || !managed[d.Path] && d.Kind == DriftMissing {
+			continue
+		}
+		kept = append(kept, d)
+	}
+	return kept, nil
+}
+
+// managedPaths are the paths Verify checks for r.
+func managedPaths(r *model.Rendered) map[string]bool {
+	m := map[string]bool{}
+	for _, f := range r.Files {
+		m[f.Path] = true
+	}
+	for _, u := range r.Units {
+		m[unitPath(u.Name)] = true
+		for _, d := range u.Dropins {
+			m[unitPath(u.Name)+".d/"+d.Name] = true
+		}
+	}
+	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,24 +40,21 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 	if steps == nil {
 		steps = []model.Step{}
 	}
-	h := protocol.Handover{Desired: target.Name, Steps: steps, UpdateID: rand.Text()}
-	ann, err := h.Annotations()
+	cur, err := p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("node %s: encoding the hand-over: %w", node, err)
+		return fmt.Errorf("node %s: reading it before the hand-over: %w", node, err)
 	}
-	patch, err := protocol.AnnotationsPatch(ann)
-	if err != nil {
-		return fmt.Errorf("node %s: encoding the hand-over: %w", node, err)
+	h, rv, adopted := adoptable(cur, from, target.Name, steps)
+	if !adopted {
+		h = protocol.Handover{Desired: target.Name, Steps: steps, UpdateID: rand.Text()}
+		if rv, err = p.handOver(ctx, node, h); err != nil {
+			return err
+		}
 	}
-	n, err := p.client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil {
-		return fmt.Errorf("node %s: handing over %s: %w", node, target.Name, err)
-	}
-
-	w := &waiter{node: node, target: target.Name, id: h.UpdateID, steps: steps, done: done}
+	w := &waiter{node: node, target: target.Name, id: h.UpdateID, steps: h.Steps, done: onlyOf(steps, done)}
 	wctx, cancel := context.WithTimeout(ctx, p.o.NodeTimeout)
 	defer cancel()
-	_, err = watchtools.UntilWithSync(wctx, p.nodeListWatch(node, n.ResourceVersion), &corev1.Node{}, nil, w.observe)
+	_, err = watchtools.UntilWithSync(wctx, p.nodeListWatch(node, rv), &corev1.Node{}, nil, w.observe)
 	switch {
 	case err == nil:
 		return nil
@@ -68,6 +66,57 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 		return fmt.Errorf("node %s: the agent did not finish update %s to %s within %s (%s)", node, h.UpdateID, target.Name, p.o.NodeTimeout, w.last())
 	}
 	return fmt.Errorf("node %s: waiting for the agent: %w", node, err)
+}
+
+// handOver writes h on the node; it returns the node's resource version after the write.
+func (p *Provider) handOver(ctx context.Context, node string, h protocol.Handover) (string, error) {
+	ann, err := h.Annotations()
+	if err != nil {
+		return "", fmt.Errorf("node %s: encoding the hand-over: %w", node, err)
+	}
+	patch, err := protocol.AnnotationsPatch(ann)
+	if err != nil {
+		return "", fmt.Errorf("node %s: encoding the hand-over: %w", node, err)
+	}
+	n, err := p.client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		return "", fmt.Errorf("node %s: handing over %s: %w", node, h.Desired, err)
+	}
+	return n.ResourceVersion, nil
+}
+
+// adoptable finds a hand-over to the same target that an earlier apply made and did not see
+// end (it was stopped): when it holds every step left and its agent has not finished it
+// (not taken up yet, or Working — the node may be rebooting into it), or finished it since
+// apply observed the node on from (Done on target, from being another config), apply waits
+// for it instead of handing over again, so that no step, above all no reboot, runs twice.
+// A Degraded one is handed over anew: that is a retry.
+func adoptable(n *corev1.Node, from *model.Rendered, target string, steps []model.Step) (protocol.Handover, string, bool) {
+	h, ok, err := protocol.ReadHandover(n.Annotations)
+	if !ok || err != nil || h.Desired != target {
+		return h, "", false
+	}
+	r := protocol.ReadReport(n.Annotations)
+	finishedSince := r.State == model.StateDone && r.Current == target && (from == nil || from.Name != target)
+	if r.ObservedUpdateID == h.UpdateID && r.State != model.StateWorking && !finishedSince {
+		return h, "", false
+	}
+	for _, s := range steps {
+		if !slices.ContainsFunc(h.Steps, func(o model.Step) bool { return o.Key() == s.Key() }) {
+			return h, "", false
+		}
+	}
+	return h, n.ResourceVersion, true
+}
+
+// onlyOf passes to done only the steps of steps (an adopted hand-over also holds steps an
+// earlier apply saw finish).
+func onlyOf(steps []model.Step, done func(model.Step)) func(model.Step) {
+	return func(s model.Step) {
+		if done != nil && slices.ContainsFunc(steps, func(o model.Step) bool { return o.Key() == s.Key() }) {
+			done(s)
+		}
+	}
 }
 
 // nodeListWatch lists and watches the one node. Its first list reads at least at rv (the

@@ -198,9 +198,6 @@ func (a *Agent) update(ctx context.Context, h protocol.Handover, herr error, cur
 	if err := a.writeUpdate(updateRecord{UpdateID: h.UpdateID, ProgressAtBoot: boot}); err != nil {
 		return a.Agent.Degrade(fmt.Errorf("recording update %s: %w", h.UpdateID, err))
 	}
-	if err := a.Agent.DiscardPending(); err != nil {
-		return a.Agent.Degrade(fmt.Errorf("discarding an old pending record: %w", err))
-	}
 	target, err := a.fetch(ctx, h.Desired)
 	if err != nil {
 		return a.Agent.Degrade(err)

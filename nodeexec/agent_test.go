@@ -1,0 +1,189 @@
+package nodeexec
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// fakeState is a NodeState in memory; boot is the boot id the machine reports.
+type fakeState struct {
+	boot    string
+	reports []string
+}
+
+func (s *fakeState) Working(d string) error  { s.reports = append(s.reports, "working "+d); return nil }
+func (s *fakeState) Done(c string) error     { s.reports = append(s.reports, "done "+c); return nil }
+func (s *fakeState) Degraded(r string) error { s.reports = append(s.reports, "degraded "+r); return nil }
+func (s *fakeState) BootID() (string, error) { return s.boot, nil }
+
+// resumeFixture is a node moving from old to target (a file and a reboot) and an agent on
+// it whose host's reboots give a new boot id, unless rebootsStick is false.
+type resumeFixture struct {
+	root        string
+	old, target *model.Rendered
+	steps       []model.Step
+	state       *fakeState
+	host        *RecordingHost
+	agent       *Agent
+}
+
+func newResumeFixture(t *testing.T) *resumeFixture {
+	f := &resumeFixture{root: t.TempDir(), state: &fakeState{boot: "boot-1"}, host: &RecordingHost{}}
+	f.old = &model.Rendered{Name: "rendered-w-old", Files: []model.File{
+		{Path: "/etc/a", Mode: 0o644, Contents: []byte("old a")}, {Path: "/etc/gone", Mode: 0o644, Contents: []byte("g")}}}
+	f.target = &model.Rendered{Name: "rendered-w-new", Files: []model.File{
+		{Path: "/etc/a", Mode: 0o644, Contents: []byte("new a")}}}
+	makeTree(t, f.root, tree{"etc/a": {Content: "old a", Mode: 0o644}, "etc/gone": {Content: "g", Mode: 0o644}})
+	f.steps = []model.Step{{Kind: model.StepWrite, Target: "/etc/a"}, {Kind: model.StepWrite, Target: "/etc/gone"},
+		{Kind: model.StepReboot}, {Kind: model.StepVerify}}
+	f.agent = &Agent{Exec: &Executor{Root: f.root, Host: f.host}, State: f.state, RebootWait: 50 * time.Millisecond}
+	f.host.OnCall = func(call string) error {
+		if call == "reboot" {
+			f.state.boot += "+"
+		}
+		return nil
+	}
+	return f
+}
+
+func (f *resumeFixture) update(steps []model.Step) ([]string, error) {
+	var done []string
+	err := f.agent.Update(context.Background(), f.old, f.target, steps, func(s model.Step) { done = append(done, s.Key()) })
+	return done, err
+}
+
+func (f *resumeFixture) reboots() int {
+	return strings.Count(strings.Join(f.host.Recorded(), "\n"), "reboot")
+}
+
+func (f *resumeFixture) pendingLeft(t *testing.T) bool {
+	_, err := os.Stat(filepath.Join(f.root, PendingPath))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// writePending leaves the record an update killed around its reboot would leave.
+func (f *resumeFixture) writePending(t *testing.T, target *model.Rendered, from, boot string) {
+	t.Helper()
+	if err := f.agent.writePending(&pending{From: from, Target: target, BootID: boot,
+		Steps: []model.Step{{Kind: model.StepVerify}}, Since: time.Now(), Attempts: 1}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A retry of an update whose writes were done before it was stopped finds those files as
+// the target has them: progress, not drift.
+func TestUpdateRetryTakesWrittenFilesAsProgress(t *testing.T) {
+	f := newResumeFixture(t)
+	makeTree(t, f.root, tree{"etc/a": {Content: "new a", Mode: 0o644}})
+	os.Remove(filepath.Join(f.root, "etc/gone"))
+	done, err := f.update(f.steps[2:])
+	if err != nil {
+		t.Fatalf("retry after the writes: %v (reports %v)", err, f.state.reports)
+	}
+	if !slices.Equal(done, []string{"reboot", "verify"}) || f.reboots() != 1 || f.pendingLeft(t) {
+		t.Errorf("done %v, reboots %d, pending left %v", done, f.reboots(), f.pendingLeft(t))
+	}
+	// Drift that is neither the old config nor the target is still refused.
+	g := newResumeFixture(t)
+	makeTree(t, g.root, tree{"etc/a": {Content: "hand edit", Mode: 0o644}})
+	if _, err := g.update(g.steps[2:]); err == nil || !strings.Contains(err.Error(), "/etc/a") {
+		t.Errorf("hand-edited file taken as progress: %v", err)
+	}
+}
+
+// Stopped after the machine rebooted into the update but before anyone heard: the retry
+// does not reboot again; it reports the reboot done and finishes.
+func TestUpdateAfterRebootHappenedDoesNotRebootAgain(t *testing.T) {
+	f := newResumeFixture(t)
+	makeTree(t, f.root, tree{"etc/a": {Content: "new a", Mode: 0o644}})
+	os.Remove(filepath.Join(f.root, "etc/gone"))
+	f.writePending(t, f.target, f.old.Name, "boot-0") // asked under boot-0; the machine is on boot-1
+	done, err := f.update(f.steps[2:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.reboots() != 0 || !slices.Equal(done, []string{"reboot", "verify"}) || f.pendingLeft(t) {
+		t.Errorf("reboots %d, done %v, pending left %v", f.reboots(), done, f.pendingLeft(t))
+	}
+	if last := f.state.reports[len(f.state.reports)-1]; last != "done rendered-w-new" {
+		t.Errorf("last report %q", last)
+	}
+}
+
+// A reboot asked for that did not happen (same boot id) is asked for once more; a second
+// one that does not happen degrades the node.
+func TestUpdateRedoesAnUnhappenedRebootOnce(t *testing.T) {
+	f := newResumeFixture(t)
+	makeTree(t, f.root, tree{"etc/a": {Content: "new a", Mode: 0o644}})
+	os.Remove(filepath.Join(f.root, "etc/gone"))
+	f.writePending(t, f.target, f.old.Name, "boot-1")
+	if _, err := f.update(f.steps[2:]); err != nil || f.reboots() != 1 {
+		t.Fatalf("redo: %v, reboots %d", err, f.reboots())
+	}
+	g := newResumeFixture(t)
+	g.host.OnCall = nil // reboots do nothing
+	makeTree(t, g.root, tree{"etc/a": {Content: "new a", Mode: 0o644}})
+	os.Remove(filepath.Join(g.root, "etc/gone"))
+	g.writePending(t, g.target, g.old.Name, "boot-1")
+	_, err := g.update(g.steps[2:])
+	if err == nil || g.reboots() != 1 {
+		t.Fatalf("first redo: %v, reboots %d", err, g.reboots())
+	}
+	_, err = g.update(g.steps[2:])
+	if err == nil || !strings.Contains(err.Error(), "asked for 2 times") || g.reboots() != 1 {
+		t.Errorf("third ask: %v, reboots %d", err, g.reboots())
+	}
+}
+
+// A pending record for another config, or one the node has reported Done on since, does
+// not stand for this update: it is removed and the reboot runs.
+func TestUpdateSupersedesOtherPendingRecords(t *testing.T) {
+	f := newResumeFixture(t)
+	f.writePending(t, &model.Rendered{Name: "rendered-w-other"}, f.old.Name, "boot-0")
+	if _, err := f.update(f.steps); err != nil || f.reboots() != 1 || f.pendingLeft(t) {
+		t.Errorf("other config: %v, reboots %d, pending left %v", err, f.reboots(), f.pendingLeft(t))
+	}
+	// The node runs target (it reported Done after that reboot): a restore that needs a
+	// reboot gets one.
+	g := newResumeFixture(t)
+	makeTree(t, g.root, tree{"etc/a": {Content: "drifted", Mode: 0o644}})
+	os.Remove(filepath.Join(g.root, "etc/gone"))
+	g.writePending(t, g.target, g.old.Name, "boot-0")
+	err := g.agent.Update(context.Background(), g.target, g.target,
+		[]model.Step{{Kind: model.StepWrite, Target: "/etc/a"}, {Kind: model.StepReboot}, {Kind: model.StepVerify}}, func(model.Step) {})
+	if err != nil || g.reboots() != 1 {
+		t.Errorf("restore after a leftover record: %v, reboots %d", err, g.reboots())
+	}
+}
+
+// The agent that starts after boot redoes a reboot that did not happen once, then gives up.
+func TestResumeRedoesAnUnhappenedRebootOnce(t *testing.T) {
+	f := newResumeFixture(t)
+	f.host.OnCall = nil
+	f.writePending(t, f.target, f.old.Name, "boot-1")
+	resumed, err := f.agent.Resume(context.Background(), func(model.Step) {})
+	if !resumed || err == nil || f.reboots() != 1 {
+		t.Fatalf("resume: %v %v, reboots %d", resumed, err, f.reboots())
+	}
+	b, _ := os.ReadFile(filepath.Join(f.root, PendingPath))
+	var p pending
+	if json.Unmarshal(b, &p) != nil || p.Attempts != 2 {
+		t.Fatalf("record after the redo: %s", b)
+	}
+	if _, err := f.agent.Resume(context.Background(), func(model.Step) {}); err == nil || f.reboots() != 1 ||
+		!strings.Contains(err.Error(), "unchanged") {
+		t.Errorf("second resume: %v, reboots %d", err, f.reboots())
+	}
+}
