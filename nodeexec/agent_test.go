@@ -20,9 +20,12 @@ type fakeState struct {
 	reports []string
 }
 
-func (s *fakeState) Working(d string) error  { s.reports = append(s.reports, "working "+d); return nil }
-func (s *fakeState) Done(c string) error     { s.reports = append(s.reports, "done "+c); return nil }
-func (s *fakeState) Degraded(r string) error { s.reports = append(s.reports, "degraded "+r); return nil }
+func (s *fakeState) Working(d string) error { s.reports = append(s.reports, "working "+d); return nil }
+func (s *fakeState) Done(c string) error    { s.reports = append(s.reports, "done "+c); return nil }
+func (s *fakeState) Degraded(r string) error {
+	s.reports = append(s.reports, "degraded "+r)
+	return nil
+}
 func (s *fakeState) BootID() (string, error) { return s.boot, nil }
 
 // resumeFixture is a node moving from old to target (a file and a reboot) and an agent on
