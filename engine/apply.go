@@ -11,6 +11,7 @@ import (
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers"
 )
 
 // ApplyOptions tune an apply.
@@ -21,6 +22,11 @@ type ApplyOptions struct {
 	// eviction a PodDisruptionBudget refused (default 5s).
 	DrainTimeout    time.Duration
 	DrainRetryDelay time.Duration
+	// BudgetWait bounds how long a node waits for its pool's budget, re-counted from a
+	// fresh observation of the pool before each node starts (default 10m); BudgetPoll is
+	// how often it looks again meanwhile (default 1s; a node of the pool finishing looks
+	// at once).
+	BudgetWait, BudgetPoll time.Duration
 	// Observer receives progress events; nil discards them.
 	Observer func(Event)
 }
@@ -35,6 +41,8 @@ const (
 	EventNodeDone    EventKind = "node-done"
 	EventNodeFailed  EventKind = "node-failed"
 	EventPoolStopped EventKind = "pool-stopped"
+	// EventWaiting: a node waits for its pool's budget (Reason says what is out of service).
+	EventWaiting EventKind = "waiting"
 )
 
 // Event is one progress report of an apply.
@@ -46,30 +54,39 @@ type Event struct {
 	Step    model.Step
 	Err     error
 	Elapsed time.Duration
+	// Reason says why a node waits or did not start (for people only).
+	Reason string
 }
 
 // ApplyResult sums up an apply.
 type ApplyResult struct {
 	Updated  []string // nodes that reached their target
 	Failed   []string
-	Skipped  []string // not started: their pool stopped, or apply was interrupted
+	Skipped  []string // not started: their pool stopped, no budget in time, or apply was interrupted
 	Deferred []string // deferred by the plan (paused pool, no budget)
 	Elapsed  time.Duration
 }
 
 // Apply carries out a plan. The caller holds the state lock and passes the state it read
-// under it. A saved plan is first checked against a fresh refresh of the fleet and the
-// state; a stale one is refused before anything changes. Per-node failures are returned
+// under it. The plan is derived again from a fresh refresh of the fleet, the state and the
+// configuration, and a saved plan that is not exactly that is refused before anything
+// changes (rederive). Per-node failures are returned
 // together; a failed node stops new starts in its pool while other pools go on.
 func (w *Workspace) Apply(ctx context.Context, st *state.State, pf *planfile.File, opts ApplyOptions) (*ApplyResult, error) {
 	fleet, err := w.refresh(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	if err := pf.CheckFresh(st, Fingerprint(fleet)); err != nil {
+	plan, err := w.rederive(st, fleet, pf)
+	if err != nil {
 		return nil, err
 	}
-	a := newApplier(w, st, pf.Plan, opts)
+	return w.carryOut(ctx, st, plan, opts)
+}
+
+// carryOut does plan, re-derived from the configuration, state and fleet by Apply.
+func (w *Workspace) carryOut(ctx context.Context, st *state.State, plan *planner.Plan, opts ApplyOptions) (*ApplyResult, error) {
+	a := newApplier(w, st, plan, opts)
 	if err := a.publish(ctx); err != nil {
 		return nil, err
 	}
@@ -99,6 +116,12 @@ func newApplier(w *Workspace, st *state.State, p *planner.Plan, opts ApplyOption
 	}
 	if opts.DrainRetryDelay <= 0 {
 		opts.DrainRetryDelay = 5 * time.Second
+	}
+	if opts.BudgetWait <= 0 {
+		opts.BudgetWait = 10 * time.Minute
+	}
+	if opts.BudgetPoll <= 0 {
+		opts.BudgetPoll = time.Second
 	}
 	if opts.Observer == nil {
 		opts.Observer = func(Event) {}
@@ -181,38 +204,60 @@ type poolResult struct {
 	errs []error
 }
 
+// runPool starts the pool's nodes in plan order. Before each it re-counts, from a fresh
+// observation of the pool, the nodes out of service, and starts the node only if the pool
+// stays within max_unavailable (planner.Room) — waiting, up to BudgetWait, while it would
+// not. A failed node stops new starts in the pool.
 func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []planner.NodePlan, global chan struct{}) poolResult {
 	var (
 		mu      sync.Mutex
 		pr      poolResult
 		stopped bool
 		wg      sync.WaitGroup
+		busy    = map[string]bool{} // started by this apply and not finished
 	)
-	slots := make(chan struct{}, max(pp.Slots, 1))
-	for i, n := range nodes {
-		slots <- struct{}{}
-		global <- struct{}{}
+	freed := make(chan struct{}, 1) // a node of the pool finished
+	members := a.members(pp.Name)
+	skip := func(rest []planner.NodePlan, why error) {
+		for _, n := range rest {
+			pr.Skipped = append(pr.Skipped, n.Name)
+		}
+		if why != nil {
+			pr.errs = append(pr.errs, why)
+		}
+		a.emit(Event{Kind: EventPoolStopped, Pool: pp.Name})
+	}
+	halted := func() bool {
 		mu.Lock()
-		halt := stopped || ctx.Err() != nil
-		mu.Unlock()
-		if halt {
-			<-global
-			<-slots
-			for _, rest := range nodes[i:] {
-				pr.Skipped = append(pr.Skipped, rest.Name)
+		defer mu.Unlock()
+		return stopped || ctx.Err() != nil
+	}
+	for i, n := range nodes {
+		err := a.admit(ctx, pp, n.Name, members, &mu, busy, freed, global, halted)
+		if err != nil {
+			if halted() {
+				err = nil // a failed node or the interruption is reported already
 			}
-			a.emit(Event{Kind: EventPoolStopped, Pool: pp.Name})
+			skip(nodes[i:], err)
 			break
 		}
+		mu.Lock()
+		busy[n.Name] = true
+		mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-global; <-slots }()
 			// A node that started finishes its steps even when apply is interrupted:
 			// stopping between a drain and an uncordon would leave it out of service.
 			err := a.runNode(context.WithoutCancel(ctx), n)
+			<-global
 			mu.Lock()
 			defer mu.Unlock()
+			delete(busy, n.Name)
+			select {
+			case freed <- struct{}{}:
+			default:
+			}
 			if err != nil {
 				stopped = true
 				pr.Failed = append(pr.Failed, n.Name)
@@ -224,4 +269,114 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 	}
 	wg.Wait()
 	return pr
+}
+
+// admit waits until node may start: room in its pool's budget and a slot of the global
+// parallelism, which it holds when it returns nil. The budget is looked at again once the
+// slot is taken: waiting for it may have taken long.
+func (a *applier) admit(ctx context.Context, pp planner.PoolPlan, node string, members []string,
+	mu *sync.Mutex, busy map[string]bool, freed <-chan struct{}, global chan struct{}, halted func() bool) error {
+	for {
+		if err := a.waitRoom(ctx, pp, node, members, mu, busy, freed, halted, a.opts.BudgetWait); err != nil {
+			return err
+		}
+		global <- struct{}{}
+		err := a.waitRoom(ctx, pp, node, members, mu, busy, freed, halted, 0)
+		if err == nil && !halted() {
+			return nil
+		}
+		<-global
+		if halted() {
+			return errHalted
+		}
+		if !errors.Is(err, errNoRoom) {
+			return err
+		}
+	}
+}
+
+// errHalted: the pool stopped (a node failed) or apply was interrupted.
+var errHalted = errors.New("halted")
+
+// errNoRoom: a single look found no room (the caller looks again, waiting).
+var errNoRoom = errors.New("no room in the budget")
+
+// members names the pool's nodes, as the plan lists them.
+func (a *applier) members(pool string) []string {
+	var names []string
+	for _, n := range a.plan.Nodes {
+		if n.Pool == pool {
+			names = append(names, n.Name)
+		}
+	}
+	return names
+}
+
+// waitRoom observes the pool until node may start within its budget, a node of the pool
+// finishing or BudgetPoll passing between looks. It fails when patience passes (errNoRoom
+// for a single look), the pool is halted (a node failed, or ctx ended: interrupted, or the
+// state lock lost) or the pool cannot be observed.
+func (a *applier) waitRoom(ctx context.Context, pp planner.PoolPlan, node string, members []string,
+	mu *sync.Mutex, busy map[string]bool, freed <-chan struct{}, halted func() bool, patience time.Duration) error {
+	deadline := time.Now().Add(patience)
+	said := ""
+	for {
+		if halted() {
+			return errHalted
+		}
+		observed, err := a.observe(ctx, members)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("pool %s: not starting node %s: observing the pool: %w", pp.Name, node, err)
+		}
+		mu.Lock()
+		room, why := planner.Room(pp.MaxUnavailable, node, observed, busy)
+		mu.Unlock()
+		if room {
+			return nil
+		}
+		if why != said {
+			a.emit(Event{Kind: EventWaiting, Pool: pp.Name, Node: node, Reason: why})
+			said = why
+		}
+		wait := min(a.opts.BudgetPoll, time.Until(deadline))
+		if wait <= 0 && patience == 0 {
+			return errNoRoom
+		}
+		if wait <= 0 {
+			return fmt.Errorf("pool %s: node %s and the rest not started: no room in the budget within %s: %s",
+				pp.Name, node, a.opts.BudgetWait, why)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-freed:
+		case <-time.After(wait):
+		}
+	}
+}
+
+// observe reads the named nodes as they are now: through the provider's NodeObserver, or
+// a whole refresh without it.
+func (a *applier) observe(ctx context.Context, names []string) ([]model.Node, error) {
+	if o, ok := a.w.Provider.(providers.NodeObserver); ok {
+		return o.ObserveNodes(ctx, names)
+	}
+	f, err := a.w.Provider.Refresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []model.Node
+	for _, n := range f.Nodes {
+		if want[n.Name] {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }

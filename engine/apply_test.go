@@ -138,7 +138,8 @@ func planFor(f *fakeProvider, slots map[string]int, steps []model.Step) *planner
 	for _, pool := range pools {
 		name := "rendered-" + pool + "-1"
 		p.Rendered[name] = &model.Rendered{Name: name, Pool: pool}
-		p.Pools = append(p.Pools, planner.PoolPlan{Name: pool, Rendered: name, Slots: slots[pool], ReRendered: true})
+		p.Pools = append(p.Pools, planner.PoolPlan{Name: pool, Rendered: name, Slots: slots[pool],
+			MaxUnavailable: slots[pool], ReRendered: true})
 		for _, n := range f.fleet.Nodes {
 			if f.pool[n.Name] == pool {
 				p.Nodes = append(p.Nodes, planner.NodePlan{Name: n.Name, Pool: pool, Action: planner.NodeUpdate,
@@ -162,7 +163,7 @@ func newTestWorkspace(t *testing.T, f *fakeProvider) (*Workspace, *state.State) 
 func saved(t *testing.T, w *Workspace, st *state.State, p *planner.Plan) *planfile.File {
 	t.Helper()
 	fl, _ := w.Provider.Refresh(context.Background())
-	return &planfile.File{Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: Fingerprint(fl), Plan: p}
+	return &planfile.File{MCPVersion: Version, Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: Fingerprint(fl), Plan: p}
 }
 
 func TestApplyTraceEqualsPlanAndBudgetHolds(t *testing.T) {
@@ -170,7 +171,7 @@ func TestApplyTraceEqualsPlanAndBudgetHolds(t *testing.T) {
 	f.delay = time.Millisecond
 	w, st := newTestWorkspace(t, f)
 	p := planFor(f, map[string]int{"worker": 2, "infra": 1}, rebootSteps())
-	res, err := w.Apply(context.Background(), st, saved(t, w, st, p), ApplyOptions{Parallelism: 10})
+	res, err := w.carryOut(context.Background(), st, p, ApplyOptions{Parallelism: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestApplyPoolDrainTimeout(t *testing.T) {
 			p.Pools[i].DrainTimeout = 90 * time.Second
 		}
 	}
-	if _, err := w.Apply(context.Background(), st, saved(t, w, st, p), ApplyOptions{DrainTimeout: 7 * time.Minute}); err != nil {
+	if _, err := w.carryOut(context.Background(), st, p, ApplyOptions{DrainTimeout: 7 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]time.Duration{"infra-0": 90 * time.Second, "worker-0": 7 * time.Minute}
@@ -244,7 +245,7 @@ func TestApplyGlobalParallelism(t *testing.T) {
 			running--
 		}
 	}
-	if _, err := w.Apply(context.Background(), st, saved(t, w, st, p), ApplyOptions{Parallelism: 3, Observer: obs}); err != nil {
+	if _, err := w.carryOut(context.Background(), st, p, ApplyOptions{Parallelism: 3, Observer: obs}); err != nil {
 		t.Fatal(err)
 	}
 	if peak > 3 {
@@ -257,7 +258,7 @@ func TestApplyFailureStopsPoolOthersContinue(t *testing.T) {
 	w, st := newTestWorkspace(t, f)
 	f.failNode["worker-0"] = "drain"
 	p := planFor(f, map[string]int{"worker": 1, "infra": 1}, rebootSteps())
-	res, err := w.Apply(context.Background(), st, saved(t, w, st, p), ApplyOptions{})
+	res, err := w.carryOut(context.Background(), st, p, ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "node worker-0: drain: injected failure") {
 		t.Fatalf("error = %v, want the failed node and step named", err)
 	}
@@ -282,7 +283,7 @@ func TestApplyResumesFromJournal(t *testing.T) {
 	w, st := newTestWorkspace(t, f)
 	f.failNode["worker-0"] = "verify"
 	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
-	_, err := w.Apply(context.Background(), st, saved(t, w, st, p), ApplyOptions{})
+	_, err := w.carryOut(context.Background(), st, p, ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "left cordoned") {
 		t.Fatalf("error = %v, want a node left cordoned after a part-way change", err)
 	}

@@ -93,95 +93,102 @@ func planPool(in Input, pool *model.Pool, target *model.Rendered, nodes []*model
 	pp.ReRendered = pp.Rendered != pp.Previous
 	pp.MaxUnavailable = pool.MaxUnavailable.Resolve(len(nodes))
 	plans := make([]NodePlan, len(nodes))
-	var busy []string // not changing, but NotReady or cordoned
+	var out []string // nodes out of service now, changing or not
 	for i, n := range nodes {
 		plans[i] = planNode(in, n, pool.Name, target)
-		if !plans[i].Changed() && (!n.Ready || n.Unschedulable) {
-			busy = append(busy, describeUnavailable(n))
+		if plans[i].Condition != "" {
+			out = append(out, n.Name+" ("+plans[i].Condition+")")
 		}
 	}
-	pp.Unavailable = len(busy)
+	pp.Unavailable = len(out)
 	pp.Slots = pp.MaxUnavailable - pp.Unavailable
-	// Rollout order: zone, then oldest, then name (the MCO's order); unchanged nodes last.
+	// Rollout order: changing nodes that are out of service already first (they take no
+	// more of the budget), then zone, then oldest, then name (the MCO's order); unchanged
+	// nodes last.
+	rank := func(i int) int {
+		switch {
+		case !plans[i].Changed():
+			return 2
+		case plans[i].Condition != "":
+			return 0
+		}
+		return 1
+	}
 	order := make([]int, len(nodes))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int {
-		ca, cb := plans[a].Changed(), plans[b].Changed()
-		if ca != cb {
-			if ca {
-				return -1
-			}
-			return 1
-		}
-		if !ca {
-			return strings.Compare(nodes[a].Name, nodes[b].Name)
+		if ra, rb := rank(a), rank(b); ra != rb || ra == 2 {
+			return cmp.Or(ra-rb, strings.Compare(nodes[a].Name, nodes[b].Name))
 		}
 		return cmp.Or(strings.Compare(nodes[a].Zone, nodes[b].Zone),
 			nodes[a].Created.Compare(nodes[b].Created), strings.Compare(nodes[a].Name, nodes[b].Name))
 	})
-	out := make([]NodePlan, 0, len(nodes))
+	sorted := make([]NodePlan, 0, len(nodes))
 	for _, i := range order {
-		out = append(out, plans[i])
+		sorted = append(sorted, plans[i])
 	}
-	schedule(&pp, out, busy)
-	return pp, out
+	schedule(&pp, sorted, out)
+	return pp, sorted
 }
 
-// schedule gives each changing node its wave, or defers it with the pool's blocker.
-func schedule(pp *PoolPlan, nodes []NodePlan, busy []string) {
-	changing := 0
+// schedule gives each changing node its wave, or defers it with the pool's blocker. Nodes
+// out of service already start in the first wave, each in its own slot; the others share
+// the slots the budget leaves, wave after wave.
+func schedule(pp *PoolPlan, nodes []NodePlan, out []string) {
+	changing, inOwnSlot := 0, 0
 	for _, n := range nodes {
 		if n.Changed() {
 			changing++
+			if n.Condition != "" {
+				inOwnSlot++
+			}
 		}
 	}
 	pp.Updates = changing
 	if changing == 0 {
 		return
 	}
-	switch {
-	case pp.Paused:
+	if pp.Paused {
 		pp.Blockers = append(pp.Blockers, Blocker{Kind: BlockPaused,
 			Message: fmt.Sprintf("pool %s is paused: %d node changes deferred", pp.Name, changing)})
-	case pp.Slots <= 0:
-		pp.Blockers = append(pp.Blockers, Blocker{Kind: BlockBudget,
-			Message: fmt.Sprintf("max_unavailable %d already used up: %d of %d nodes unavailable (%s); %d node changes deferred",
-				pp.MaxUnavailable, pp.Unavailable, pp.Size, strings.Join(busy, ", "), changing)})
-	default:
-		i := 0
 		for k := range nodes {
-			if nodes[k].Changed() {
-				nodes[k].Wave = i/pp.Slots + 1
-				i++
-			}
+			nodes[k].Deferred = nodes[k].Changed()
 		}
-		pp.Waves = (changing + pp.Slots - 1) / pp.Slots
 		return
 	}
+	if inOwnSlot > 0 {
+		pp.Waves = 1
+	}
+	i := 0
 	for k := range nodes {
-		if nodes[k].Changed() {
+		switch {
+		case !nodes[k].Changed():
+		case nodes[k].Condition != "":
+			nodes[k].Wave = 1
+		case pp.Slots <= 0:
 			nodes[k].Deferred = true
+		default:
+			nodes[k].Wave = i/pp.Slots + 1
+			i++
 		}
 	}
-}
-
-func describeUnavailable(n *model.Node) string {
-	var why []string
-	if !n.Ready {
-		why = append(why, "NotReady")
+	if i > 0 {
+		pp.Waves = max(pp.Waves, (i+pp.Slots-1)/pp.Slots)
 	}
-	if n.Unschedulable {
-		why = append(why, "cordoned")
+	if left := changing - inOwnSlot - i; left > 0 {
+		pp.Blockers = append(pp.Blockers, Blocker{Kind: BlockBudget,
+			Message: fmt.Sprintf("max_unavailable %d already used up: %d of %d nodes out of service (%s); %d node changes deferred",
+				pp.MaxUnavailable, pp.Unavailable, pp.Size, strings.Join(out, ", "), left)})
 	}
-	return n.Name + " " + strings.Join(why, ", ")
 }
 
 // planNode derives one node's steps: from its current config to the pool's target, or the
 // rest of an interrupted apply's steps when the journal has them.
 func planNode(in Input, n *model.Node, pool string, target *model.Rendered) NodePlan {
-	np := NodePlan{Name: n.Name, Pool: pool, Zone: n.Zone, From: n.CurrentConfig, To: target.Name, Action: NodeNoOp}
+	np := NodePlan{Name: n.Name, Pool: pool, Zone: n.Zone, From: n.CurrentConfig, To: target.Name, Action: NodeNoOp,
+		Condition: Condition(n)}
 	if n.State == model.StateDegraded {
 		np.Warnings = append(np.Warnings, fmt.Sprintf("node is Degraded: %s; apply will retry", n.Reason))
 	}
@@ -219,9 +226,8 @@ func planNode(in Input, n *model.Node, pool string, target *model.Rendered) Node
 		steps = slices.DeleteFunc(slices.Clone(steps), func(s model.Step) bool {
 			return slices.Contains(j.Done, s.Key()) || (n.CurrentConfig == target.Name && s.Kind.OnNode())
 		})
-		if len(steps) == 0 && n.CurrentConfig == target.Name {
-			np.Action = NodeNoOp
-		}
+		// With no step left the node still resumes: apply then records its config, ends its
+		// journal entry and clears what an interrupted agent left.
 	}
 	np.Steps = steps
 	np.Reboot = hasStep(steps, model.StepReboot)

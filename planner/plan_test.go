@@ -93,7 +93,7 @@ func TestMakePlanBudgetUsedUp(t *testing.T) {
 	}
 	pp := p.Pools[0]
 	if pp.Slots != 0 || len(pp.Blockers) != 1 || pp.Blockers[0].Kind != BlockBudget ||
-		!strings.Contains(pp.Blockers[0].Message, "w-2 NotReady") {
+		!strings.Contains(pp.Blockers[0].Message, "w-2 (NotReady)") {
 		t.Fatalf("pool plan %+v, want a budget blocker naming w-2", pp)
 	}
 	for _, np := range p.Nodes[:2] {
@@ -157,8 +157,9 @@ func TestMakePlanUnknownCurrentConfigReboots(t *testing.T) {
 
 // TestBudgetNeverExceeded plays the rollout each plan implies over many random fleets:
 // nodes start in plan order whenever their pool has a free slot and finish in random
-// order; at no moment may a pool have more than max_unavailable nodes unavailable
-// (NotReady or cordoned nodes outside the rollout, plus updating ones).
+// order; at no moment may a pool have more than max_unavailable nodes unavailable (nodes
+// out of service, changing or not — those stay out for the whole rollout, the worst case —
+// plus updating ones). The engine's live check has its own property test.
 func TestBudgetNeverExceeded(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for iter := 0; iter < 500; iter++ {
@@ -202,20 +203,21 @@ func simulate(t *testing.T, rng *rand.Rand, pp PoolPlan, all []NodePlan, in Inpu
 		if np.Pool != pp.Name {
 			continue
 		}
-		if np.Changed() {
-			if np.Wave == 0 && !np.Deferred {
-				t.Fatalf("pool %s: changing node %s neither waved nor deferred", pp.Name, np.Name)
-			}
-			if !np.Deferred {
-				queue = append(queue, np)
-			}
+		if np.Condition != "" {
+			base++
+		}
+		if !np.Changed() {
 			continue
 		}
-		for _, n := range in.Fleet.Nodes {
-			if n.Name == np.Name && (!n.Ready || n.Unschedulable) {
-				base++
-			}
+		if np.Wave == 0 && !np.Deferred {
+			t.Fatalf("pool %s: changing node %s neither waved nor deferred", pp.Name, np.Name)
 		}
+		if np.Condition == "" && !np.Deferred {
+			queue = append(queue, np)
+		}
+	}
+	if base != pp.Unavailable {
+		t.Fatalf("pool %s: %d nodes out of service, the plan counts %d", pp.Name, base, pp.Unavailable)
 	}
 	limit := pp.MaxUnavailable
 	running := 0
@@ -293,5 +295,80 @@ func TestMakePlanUnlistedDriftRestoresEverything(t *testing.T) {
 	}
 	if np.DriftUnlisted != 30 || len(np.Warnings) != 1 || !strings.Contains(np.Warnings[0], "30 more drifted paths") {
 		t.Errorf("unlisted drift: %d unlisted, warnings %q", np.DriftUnlisted, np.Warnings)
+	}
+}
+
+// A node out of service that needs the update is updated first, in its own slot; the
+// nodes in service share what the budget leaves. Before, a NotReady node in the rollout
+// was not counted, and apply took a second node down beside it.
+func TestMakePlanOutOfServiceNodeInItsOwnSlot(t *testing.T) {
+	plan := func(max int) *Plan {
+		n := []model.Node{node("w-0", "worker", "a", 0), node("w-1", "worker", "a", 1), node("w-2", "worker", "a", 2), node("w-3", "worker", "a", 3)}
+		n[3].Ready = false
+		n[1].State, n[1].Reason = model.StateDegraded, "disk full"
+		p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker", MaxUnavailable: model.IntOrPercent{Value: max}}),
+			Rendered: map[string]*model.Rendered{"worker": target("worker", file("/etc/a", "x"))},
+			Fleet:    &model.Fleet{Nodes: n}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := plan(2)
+	got := map[string]string{}
+	for _, n := range p.Nodes {
+		got[n.Name] = fmt.Sprintf("%d %v %s", n.Wave, n.Deferred, n.Condition)
+	}
+	want := map[string]string{"w-1": "1 false Degraded: disk full", "w-3": "1 false NotReady",
+		"w-0": "0 true ", "w-2": "0 true "}
+	if d := cmp.Diff(want, got); d != "" || p.Nodes[0].Name != "w-1" || p.Nodes[1].Name != "w-3" {
+		t.Errorf("max_unavailable 2, two nodes out (-want +got):\n%s\norder %s %s", d, p.Nodes[0].Name, p.Nodes[1].Name)
+	}
+	if pp := p.Pools[0]; pp.Unavailable != 2 || pp.Slots != 0 || len(pp.Blockers) != 1 ||
+		!strings.Contains(pp.Blockers[0].Message, "w-3 (NotReady)") || !strings.Contains(pp.Blockers[0].Message, "2 node changes deferred") {
+		t.Errorf("pool: %+v", pp)
+	}
+	p = plan(3)
+	for _, n := range p.Nodes {
+		got[n.Name] = fmt.Sprintf("%d %v", n.Wave, n.Deferred)
+	}
+	want = map[string]string{"w-1": "1 false", "w-3": "1 false", "w-0": "1 false", "w-2": "2 false"}
+	if d := cmp.Diff(want, got); d != "" || p.Pools[0].Waves != 2 {
+		t.Errorf("max_unavailable 3 (-want +got):\n%s\nwaves %d", d, p.Pools[0].Waves)
+	}
+}
+
+// A journal entry whose steps are all done still resumes: apply ends it.
+func TestMakePlanResumeWithNothingLeft(t *testing.T) {
+	tg := target("worker", file("/etc/a", "x"))
+	n := node("w-0", "worker", "a", 0)
+	n.CurrentConfig = tg.Name
+	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker"}),
+		Rendered: map[string]*model.Rendered{"worker": tg}, Fleet: &model.Fleet{Nodes: []model.Node{n}},
+		Journal: map[string]JournalEntry{"w-0": {From: "rendered-worker-old", Target: tg.Name,
+			Done: []string{"cordon", "drain", "write /etc/a", "reboot", "verify", "uncordon"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if np := p.Nodes[0]; np.Action != NodeResume || len(np.Steps) != 0 || np.Wave != 1 {
+		t.Errorf("resume with nothing left: %+v", np)
+	}
+}
+
+func TestRoom(t *testing.T) {
+	n := []model.Node{node("w-0", "worker", "a", 0), node("w-1", "worker", "a", 1), node("w-2", "worker", "a", 2)}
+	n[2].Ready = false
+	if ok, _ := Room(1, "w-0", n, nil); ok {
+		t.Error("w-0 may start beside NotReady w-2 with max_unavailable 1")
+	}
+	if ok, _ := Room(1, "w-2", n, map[string]bool{"w-1": true}); !ok {
+		t.Error("w-2, out of service already, may not start in its own slot")
+	}
+	ok, why := Room(2, "w-0", n, map[string]bool{"w-1": true})
+	if ok || why != "max_unavailable 2: 2 of the pool's nodes are out of service: w-1 (updating), w-2 (NotReady)" {
+		t.Errorf("room %v: %q", ok, why)
+	}
+	if ok, _ := Room(3, "w-0", n, map[string]bool{"w-1": true}); !ok {
+		t.Error("no room with 2 of 3 out")
 	}
 }

@@ -53,12 +53,15 @@ type PoolPlan struct {
 	Size       int  `json:"size"`
 	// MaxUnavailable is max_unavailable resolved against Size.
 	MaxUnavailable int `json:"max_unavailable"`
-	// Unavailable counts nodes that are NotReady or cordoned and not part of this rollout.
+	// Unavailable counts the pool's nodes out of service now (Condition not ""), whether
+	// this rollout changes them or not.
 	Unavailable int  `json:"unavailable"`
 	Paused      bool `json:"paused,omitempty"`
 	// DrainTimeout is the pool's drain_timeout (zero: apply's -drain-timeout).
 	DrainTimeout time.Duration `json:"drain_timeout,omitempty"`
-	// Slots is how many nodes of this pool may update at once (MaxUnavailable - Unavailable).
+	// Slots is how many of the pool's nodes in service may update at once
+	// (MaxUnavailable - Unavailable); nodes out of service already update in their own slot.
+	// It is the plan's prediction: apply re-counts from a fresh observation before each node.
 	Slots    int       `json:"slots"`
 	Updates  int       `json:"updates"` // nodes with steps
 	Waves    int       `json:"waves"`
@@ -91,9 +94,12 @@ type NodePlan struct {
 	Wave int `json:"wave,omitempty"`
 	// Deferred is true when the node's steps will not run in this apply (paused pool,
 	// no budget left).
-	Deferred bool      `json:"deferred,omitempty"`
-	Blockers []Blocker `json:"blockers,omitempty"`
-	Warnings []string  `json:"warnings,omitempty"`
+	Deferred bool `json:"deferred,omitempty"`
+	// Condition says how the node was out of service when the plan was made ("" when
+	// Ready, schedulable and settled): see Condition.
+	Condition string    `json:"condition,omitempty"`
+	Blockers  []Blocker `json:"blockers,omitempty"`
+	Warnings  []string  `json:"warnings,omitempty"`
 	// Drift is how the node's disk differs from its current config; the steps restore it.
 	Drift []model.Drift `json:"drift,omitempty"`
 	// DriftUnlisted counts drifted paths the node reported without listing them; the

@@ -19,6 +19,7 @@ func (c *cli) apply(args []string) int {
 	parallelism := fs.Int("parallelism", 10, "most nodes updating at once over all pools")
 	drainTimeout := fs.Duration("drain-timeout", 10*time.Minute, "give up a node's drain after this long")
 	drainRetry := fs.Duration("drain-retry-delay", 5*time.Second, "pause after an eviction a PodDisruptionBudget refused")
+	budgetWait := fs.Duration("budget-wait", 10*time.Minute, "give up starting a pool's next node after waiting this long for room in its max_unavailable")
 	var lf loadFlags
 	lf.register(fs, true)
 	pos, err := parse(fs, args)
@@ -71,7 +72,7 @@ func (c *cli) apply(args []string) int {
 	}
 	res, err := ws.Apply(ctx, st, pf, engine.ApplyOptions{
 		Parallelism: *parallelism, DrainTimeout: *drainTimeout, DrainRetryDelay: *drainRetry,
-		Observer: progress.Event,
+		BudgetWait: *budgetWait, Observer: progress.Event,
 	})
 	if res != nil {
 		sum := views.ApplySummary{Updated: len(res.Updated), Failed: len(res.Failed),

@@ -175,3 +175,31 @@ func pdbOf(b *policyv1.PodDisruptionBudget) model.PDB {
 	}
 	return m
 }
+
+// ObserveNodes lists the nodes (one paged LIST) and returns the named ones: apply's live
+// count of a pool's unavailable nodes before it starts each node.
+func (p *Provider) ObserveNodes(ctx context.Context, names []string) ([]model.Node, error) {
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []model.Node
+	err := p.each(ctx, "nodes", metav1.ListOptions{},
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return p.client.CoreV1().Nodes().List(ctx, o)
+		},
+		func(obj runtime.Object) error {
+			if n := obj.(*corev1.Node); want[n.Name] {
+				out = append(out, nodeOf(n))
+				delete(want, n.Name)
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	if len(want) > 0 {
+		return nil, fmt.Errorf("observing nodes: %s not found", strings.Join(slices.Sorted(maps.Keys(want)), ", "))
+	}
+	return out, nil
+}

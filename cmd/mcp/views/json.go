@@ -60,15 +60,17 @@ type nodeValue struct {
 }
 
 type nodeMeta struct {
-	Pool     string            `json:"pool"`
-	Zone     string            `json:"zone,omitempty"`
-	Action   string            `json:"action"`
-	Steps    []model.Step      `json:"steps"`
-	Reboot   bool              `json:"reboot"`
-	Wave     int               `json:"wave"`
-	Deferred bool              `json:"deferred"`
-	Blockers []planner.Blocker `json:"blockers"`
-	Warnings []string          `json:"warnings"`
+	Pool     string       `json:"pool"`
+	Zone     string       `json:"zone,omitempty"`
+	Action   string       `json:"action"`
+	Steps    []model.Step `json:"steps"`
+	Reboot   bool         `json:"reboot"`
+	Wave     int          `json:"wave"`
+	Deferred bool         `json:"deferred"`
+	// Condition says how the node was out of service ("" when Ready, schedulable, settled).
+	Condition string            `json:"condition,omitempty"`
+	Blockers  []planner.Blocker `json:"blockers"`
+	Warnings  []string          `json:"warnings"`
 }
 
 type jsonMeta struct {
@@ -119,7 +121,7 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 		out.ResourceChanges = append(out.ResourceChanges, resourceChange{Address: "node." + n.Name, Mode: "managed",
 			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{act}, Before: before, After: nodeValue{RenderedConfig: n.To}},
 			MCP: &nodeMeta{Pool: n.Pool, Zone: n.Zone, Action: string(n.Action), Steps: steps, Reboot: n.Reboot, Wave: n.Wave,
-				Deferred: n.Deferred, Blockers: nonNilB(n.Blockers), Warnings: nonNil(n.Warnings)}})
+				Deferred: n.Deferred, Condition: n.Condition, Blockers: nonNilB(n.Blockers), Warnings: nonNil(n.Warnings)}})
 	}
 	for _, n := range p.Nodes {
 		if len(n.Drift) == 0 && n.DriftUnlisted == 0 {

@@ -99,7 +99,10 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []planner.Node
 		if n.Deferred {
 			wave = "deferred"
 		}
-		t.Append(c.symbol(n), "node."+n.Name, n.Zone, wave, SummarizeSteps(n.Steps))
+		t.Append(c.symbol(n), "node."+n.Name, n.Zone, wave, describeSteps(n))
+		if n.Condition != "" {
+			t.Append("", "", "", "", c.yellow("condition: ")+n.Condition+ownSlot(n))
+		}
 		for _, b := range n.Blockers {
 			t.Append("", "", "", "", c.red("blocked: ")+b.Message)
 		}
@@ -124,6 +127,27 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []planner.Node
 	if unchanged > 0 {
 		fmt.Fprintf(w, "  %d nodes unchanged\n", unchanged)
 	}
+	for _, n := range nodes {
+		if !n.Changed() && n.Condition != "" {
+			fmt.Fprintf(w, "  %s node.%s: %s (counts against max_unavailable)\n", c.yellow("out of service:"), n.Name, n.Condition)
+		}
+	}
+}
+
+// describeSteps summarises a changing node's steps.
+func describeSteps(n planner.NodePlan) string {
+	if n.Action == planner.NodeResume && len(n.Steps) == 0 {
+		return "finish the interrupted update (every step is done)"
+	}
+	return SummarizeSteps(n.Steps)
+}
+
+// ownSlot says why a node out of service may update beside a full budget.
+func ownSlot(n planner.NodePlan) string {
+	if n.Deferred || n.Wave == 0 {
+		return ""
+	}
+	return "; updated in its own slot (it is out of service already)"
 }
 
 func newTable(w io.Writer) *tablewriter.Table {

@@ -52,7 +52,9 @@ func (h *humanProgress) Event(e engine.Event) {
 	case engine.EventNodeFailed:
 		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.red("failed"))
 	case engine.EventPoolStopped:
-		fmt.Fprintf(h.w, "pool.%s: %s: a node failed; no more nodes of this pool start\n", e.Pool, h.c.red("stopped"))
+		fmt.Fprintf(h.w, "pool.%s: %s: no more nodes of this pool start\n", e.Pool, h.c.red("stopped"))
+	case engine.EventWaiting:
+		fmt.Fprintf(h.w, "pool.%s: %s before node.%s: %s\n", e.Pool, h.c.yellow("waiting"), e.Node, e.Reason)
 	}
 }
 
@@ -95,6 +97,7 @@ type jsonEvent struct {
 	Step      *model.Step      `json:"step,omitempty"`
 	ElapsedMS int64            `json:"elapsed_ms,omitempty"`
 	Error     string           `json:"error,omitempty"`
+	Reason    string           `json:"reason,omitempty"`
 	Summary   *ApplySummary    `json:"summary,omitempty"`
 }
 
@@ -104,7 +107,7 @@ func (j *jsonProgress) Event(e engine.Event) {
 		level, msg = "error", e.Err.Error()
 	}
 	je := jsonEvent{Level: level, Timestamp: e.Time.UTC().Format(time.RFC3339Nano), Type: "apply_progress",
-		Node: e.Node, Pool: e.Pool, Event: e.Kind, ElapsedMS: e.Elapsed.Milliseconds(), Error: msg}
+		Node: e.Node, Pool: e.Pool, Event: e.Kind, ElapsedMS: e.Elapsed.Milliseconds(), Error: msg, Reason: e.Reason}
 	if e.Step.Kind != 0 {
 		s := e.Step
 		je.Step = &s

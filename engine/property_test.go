@@ -1,0 +1,383 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers"
+)
+
+// TestPropertyBudgetAndPlanFidelity plans and applies random fleets — pools of random
+// sizes, zones, budgets and policies, nodes NotReady, cordoned, Degraded or mid-update
+// before apply starts, paused pools, PodDisruptionBudgets, and nodes whose write, restart,
+// drain or reboot fails or never comes back — through the real planner and engine against
+// a simulated fleet. At every moment apply takes a node out of service, its pool must stay
+// within max_unavailable; every changing node must be updated, failed, not started or
+// deferred, and the steps it went through must be the plan's (all of them, or a prefix up
+// to a failure). MCP_PROPERTY_CASES overrides the number of cases (default 10,000).
+func TestPropertyBudgetAndPlanFidelity(t *testing.T) {
+	cases := 10000
+	if v, err := strconv.Atoi(os.Getenv("MCP_PROPERTY_CASES")); err == nil {
+		cases = v
+	}
+	if testing.Short() {
+		cases = 500
+	}
+	stats := map[string]int{}
+	start := time.Now()
+	// Cases are independent; several run at once (each is mostly goroutines waiting).
+	var mu sync.Mutex
+	var failed []string
+	seeds := make(chan uint64)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for seed := range seeds {
+				sim, w, st := randomCase(seed)
+				own := map[string]int{}
+				err := runCase(sim, w, st, own)
+				mu.Lock()
+				for k, v := range own {
+					stats[k] += v
+				}
+				if err != nil {
+					failed = append(failed, fmt.Sprintf("seed %d: %v", seed, err))
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for seed := range cases {
+		seeds <- uint64(seed)
+	}
+	close(seeds)
+	wg.Wait()
+	slices.Sort(failed)
+	for i, f := range failed {
+		if i == 5 {
+			t.Fatalf("and %d more failing cases", len(failed)-5)
+		}
+		t.Error(f)
+	}
+	t.Logf("%d cases in %s: %v", cases, time.Since(start).Round(time.Millisecond), stats)
+	for _, k := range []string{"updated", "failed", "skipped", "deferred", "own-slot"} {
+		if stats[k] == 0 {
+			t.Errorf("no case had a node %s: the generator does not reach it", k)
+		}
+	}
+}
+
+func runCase(sim *simFleet, w *Workspace, st *state.State, stats map[string]int) error {
+	ctx := context.Background()
+	pf, err := w.Plan(ctx, st)
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	res, applyErr := w.Apply(ctx, st, pf, ApplyOptions{Parallelism: 1 + int(sim.rng.IntN(6)),
+		BudgetWait: 5 * time.Millisecond, BudgetPoll: time.Millisecond})
+	if res == nil {
+		return fmt.Errorf("apply: %w", applyErr)
+	}
+	if len(sim.violations) > 0 {
+		return fmt.Errorf("budget exceeded: %s", strings.Join(sim.violations, "; "))
+	}
+	outcome := map[string]string{}
+	for kind, names := range map[string][]string{"updated": res.Updated, "failed": res.Failed,
+		"skipped": res.Skipped, "deferred": res.Deferred} {
+		for _, n := range names {
+			if o, dup := outcome[n]; dup {
+				return fmt.Errorf("node %s both %s and %s", n, o, kind)
+			}
+			outcome[n] = kind
+			stats[kind]++
+		}
+	}
+	for _, np := range pf.Plan.Nodes {
+		var planned []string
+		for _, s := range np.Steps {
+			planned = append(planned, s.Key())
+		}
+		trace := sim.trace[np.Name]
+		if np.Changed() && np.Condition != "" && !np.Deferred {
+			stats["own-slot"]++
+		}
+		switch o := outcome[np.Name]; {
+		case !np.Changed():
+			if o != "" || len(trace) > 0 {
+				return fmt.Errorf("unchanged node %s: outcome %q, trace %v", np.Name, o, trace)
+			}
+		case o == "":
+			return fmt.Errorf("changing node %s has no outcome (not updated, failed, skipped or deferred)", np.Name)
+		case o == "updated":
+			if !slices.Equal(trace, planned) {
+				return fmt.Errorf("node %s updated with steps %v, the plan has %v", np.Name, trace, planned)
+			}
+		case o == "failed":
+			if !isPrefix(strings.TrimSuffix(strings.Join(trace, ","), ",uncordon"), strings.Join(planned, ",")) {
+				return fmt.Errorf("failed node %s ran %v, not a prefix of the plan's %v", np.Name, trace, planned)
+			}
+		default:
+			if len(trace) > 0 {
+				return fmt.Errorf("node %s %s but ran %v", np.Name, o, trace)
+			}
+		}
+	}
+	if len(res.Failed)+len(res.Skipped) > 0 && applyErr == nil {
+		return errors.New("nodes failed or were not started, and apply returned no error")
+	}
+	return nil
+}
+
+func isPrefix(got, planned string) bool {
+	return got == "" || got == planned || strings.HasPrefix(planned, got+",")
+}
+
+// randomCase builds a fleet of 1–3 pools and its configuration.
+func randomCase(seed uint64) (*simFleet, *Workspace, *state.State) {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	sim := &simFleet{rng: rng, nodes: map[string]*model.Node{}, pool: map[string]string{}, max: map[string]int{},
+		fail: map[string]string{}, trace: map[string][]string{}, evicted: map[string]bool{}}
+	d := &model.Desired{}
+	st := state.New()
+	rendered := map[string]*model.Rendered{}
+	policies := []string{"", "none", "restart:x.service", "drain", "reboot"}
+	for p := range 1 + rng.IntN(3) {
+		name := fmt.Sprintf("p%d", p)
+		pool := model.Pool{Name: name, NodeSelector: map[string]string{"role": name},
+			MaxUnavailable: model.IntOrPercent{Value: 1 + rng.IntN(3)}, Paused: rng.IntN(10) == 0}
+		if rng.IntN(3) == 0 {
+			pool.MaxUnavailable = model.IntOrPercent{Value: 10 + rng.IntN(60), Percent: true}
+		}
+		d.Pools = append(d.Pools, pool)
+		old := &model.Rendered{Name: "rendered-" + name + "-old", Pool: name,
+			Files: []model.File{{Path: "/etc/x", Mode: 0o644, Contents: []byte("old")}}}
+		tg := &model.Rendered{Pool: name, Files: []model.File{{Path: "/etc/x", Mode: 0o644, Contents: []byte("new")}}}
+		for range 1 + rng.IntN(2) {
+			if pol := policies[rng.IntN(len(policies))]; pol != "" {
+				mp, _ := model.ParsePolicy(pol)
+				tg.Files[0].OnChange = append(tg.Files[0].OnChange, mp)
+			}
+		}
+		tg.Name = tg.ContentName()
+		rendered[name] = tg
+		st.Rendered[old.Name] = old
+		size := rng.IntN(13)
+		for i := range size {
+			n := &model.Node{Name: fmt.Sprintf("%s-%02d", name, i), Labels: map[string]string{"role": name, "app": "web"},
+				Zone: string(rune('a' + rng.IntN(3))), Ready: rng.IntN(8) != 0, Unschedulable: rng.IntN(10) == 0,
+				Created: time.Unix(int64(rng.IntN(1000)), 0).UTC(), CurrentConfig: old.Name, State: model.StateDone}
+			switch rng.IntN(12) {
+			case 0:
+				n.CurrentConfig = tg.Name
+			case 1:
+				n.State, n.Reason = model.StateDegraded, "earlier failure"
+			case 2:
+				n.State, n.DesiredConfig = model.StateWorking, tg.Name
+			}
+			sim.nodes[n.Name] = n
+			sim.order = append(sim.order, n.Name)
+			sim.pool[n.Name] = name
+			if rng.IntN(6) == 0 {
+				sim.fail[n.Name] = []string{"write /etc/x", "restart x.service", "drain", "reboot", "reboot-hang"}[rng.IntN(5)]
+			}
+		}
+		sim.max[name] = pool.MaxUnavailable.Resolve(size)
+	}
+	if rng.IntN(3) == 0 {
+		sim.pdb = &model.PDB{Namespace: "demo", Name: "web-pdb", Selector: map[string]string{"app": "web"},
+			MinAvailable: len(sim.order) - 1 - rng.IntN(3)}
+	}
+	slices.Sort(sim.order)
+	w := &Workspace{Desired: d, Rendered: rendered, Provider: sim, Backend: &memBackend{st: st.Clone()}}
+	return sim, w, st
+}
+
+// simFleet is a fleet in memory. It plays nodes as a cluster would (cordon, drains that
+// honour one PodDisruptionBudget over one pod per node, node steps with reboots, injected
+// failures) and checks, at every change that takes a node out of service, that its pool
+// stays within max_unavailable.
+type simFleet struct {
+	mu         sync.Mutex
+	rng        *rand.Rand // used by the generator and runCase only (one goroutine)
+	nodes      map[string]*model.Node
+	order      []string
+	pool       map[string]string
+	max        map[string]int
+	fail       map[string]string // node -> the step that fails ("reboot-hang": it never comes back)
+	trace      map[string][]string
+	pdb        *model.PDB
+	evicted    map[string]bool // node -> its pod is evicted
+	violations []string
+}
+
+var _ providers.NodeObserver = (*simFleet)(nil)
+
+func out(n *model.Node) bool {
+	return !n.Ready || n.Unschedulable || n.State == model.StateDegraded || n.State == model.StateWorking
+}
+
+// change applies f to node under the lock and checks the budget when f took it out.
+func (s *simFleet) change(node string, f func(n *model.Node)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.nodes[node]
+	was := out(n)
+	f(n)
+	if was || !out(n) {
+		return
+	}
+	count := 0
+	for _, m := range s.nodes {
+		if s.pool[m.Name] == s.pool[node] && out(m) {
+			count++
+		}
+	}
+	if count > s.max[s.pool[node]] {
+		s.violations = append(s.violations, fmt.Sprintf("pool %s: %d nodes out of service (max_unavailable %d) when %s went out",
+			s.pool[node], count, s.max[s.pool[node]], node))
+	}
+}
+
+func (s *simFleet) record(node, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.trace[node] = append(s.trace[node], key)
+	if f := s.fail[node]; f == key || f == "reboot-hang" && key == "reboot" {
+		return fmt.Errorf("injected failure of %s", key)
+	}
+	return nil
+}
+
+func (s *simFleet) Refresh(context.Context) (*model.Fleet, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := &model.Fleet{}
+	healthy := 0
+	for _, name := range s.order {
+		n := *s.nodes[name]
+		n.Labels = maps.Clone(n.Labels)
+		f.Nodes = append(f.Nodes, n)
+		if !s.evicted[name] {
+			f.Pods = append(f.Pods, model.Pod{Namespace: "demo", Name: "web-" + name, Node: name,
+				Labels: map[string]string{"app": "web"}, Ready: n.Ready})
+			if n.Ready {
+				healthy++
+			}
+		}
+	}
+	if s.pdb != nil {
+		b := *s.pdb
+		b.CurrentHealthy, b.DesiredHealthy = healthy, b.MinAvailable
+		b.DisruptionsAllowed = max(0, healthy-b.MinAvailable)
+		f.PDBs = []model.PDB{b}
+	}
+	return f, nil
+}
+
+func (s *simFleet) ObserveNodes(_ context.Context, names []string) ([]model.Node, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := make([]model.Node, 0, len(names))
+	for _, name := range names {
+		o = append(o, *s.nodes[name])
+	}
+	return o, nil
+}
+
+func (s *simFleet) Cordon(_ context.Context, node string) error {
+	s.change(node, func(n *model.Node) { n.Unschedulable = true })
+	runtime.Gosched()
+	return s.record(node, "cordon")
+}
+
+func (s *simFleet) Uncordon(_ context.Context, node string) error {
+	s.change(node, func(n *model.Node) { n.Unschedulable = false })
+	s.mu.Lock()
+	delete(s.evicted, node)
+	s.mu.Unlock()
+	return s.record(node, "uncordon")
+}
+
+func (s *simFleet) Drain(ctx context.Context, node string, _ providers.DrainOptions) error {
+	if err := s.record(node, "drain"); err != nil {
+		return err
+	}
+	f, _ := s.Refresh(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.evicted[node] {
+		return nil
+	}
+	if len(f.PDBs) == 1 && f.PDBs[0].DisruptionsAllowed <= 0 {
+		return fmt.Errorf("eviction of demo/web-%s refused by PodDisruptionBudget demo/web-pdb", node)
+	}
+	s.evicted[node] = true
+	return nil
+}
+
+func (s *simFleet) RunNodeSteps(_ context.Context, node string, _, target *model.Rendered, steps []model.Step, done func(model.Step)) error {
+	s.change(node, func(n *model.Node) { n.State, n.DesiredConfig = model.StateWorking, target.Name })
+	for _, st := range steps {
+		runtime.Gosched()
+		if st.Kind == model.StepReboot {
+			s.change(node, func(n *model.Node) { n.Ready = false })
+			runtime.Gosched()
+		}
+		if err := s.record(node, st.Key()); err != nil {
+			s.change(node, func(n *model.Node) { n.State, n.Reason = model.StateDegraded, err.Error() })
+			return err
+		}
+		if st.Kind == model.StepReboot {
+			s.change(node, func(n *model.Node) { n.Ready = true })
+		}
+		done(st)
+	}
+	s.change(node, func(n *model.Node) { n.State, n.CurrentConfig = model.StateDone, target.Name })
+	return nil
+}
+
+// memBackend keeps the state in memory.
+type memBackend struct {
+	mu sync.Mutex
+	st *state.State
+}
+
+func (m *memBackend) Read(context.Context) (*state.State, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.st.Clone(), nil
+}
+
+func (m *memBackend) Write(_ context.Context, s *state.State) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.st = s.Clone()
+	return nil
+}
+
+func (m *memBackend) AppendJournal(_ context.Context, r state.JournalRecord) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.st.ApplyRecord(r)
+	return nil
+}
+
+func (m *memBackend) Lock(context.Context, state.LockInfo) (state.Unlocker, error) { return nil, nil }
+func (m *memBackend) ForceUnlock(context.Context, string) error                    { return nil }
+func (m *memBackend) DeleteRendered(context.Context, []string) error               { return nil }
+
+var _ = planner.Room // the rule the engine applies; the simulation checks it independently

@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/mcpfleet/mcp/engine/planfile"
+	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/planner/model"
+)
+
+// rederive gives the plan apply carries out. A plan file is trusted for nothing it
+// carries: the budgets, the rendered configs and every node's steps are derived again from
+// this configuration, the state and the fleet just refreshed, and the saved plan is refused
+// unless it is exactly that — stale (the state or the fleet moved on), made for another
+// configuration directory or by another mcp, or edited by hand.
+func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, pf *planfile.File) (*planner.Plan, error) {
+	if pf.MCPVersion != Version {
+		return nil, fmt.Errorf("saved plan was made by mcp %s; this is mcp %s: run mcp plan again", pf.MCPVersion, Version)
+	}
+	if here := canonicalDir(w.Dir); canonicalDir(pf.ConfigDir) != here {
+		return nil, fmt.Errorf("saved plan was made for the configuration in %s; this is %s: run mcp plan here, or apply it there (mcp -chdir=DIR apply)", pf.ConfigDir, here)
+	}
+	if err := pf.CheckFresh(st, Fingerprint(fleet)); err != nil {
+		return nil, err
+	}
+	fresh, err := w.planWith(st, fleet)
+	if err != nil {
+		return nil, err
+	}
+	if d := planDiff(pf.Plan, fresh.Plan); d != "" {
+		return nil, fmt.Errorf("saved plan is not what this configuration, state and fleet give (edited, or made from other inputs): %s; run mcp plan again", d)
+	}
+	return fresh.Plan, nil
+}
+
+func canonicalDir(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return dir
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		return real
+	}
+	return abs
+}
+
+// planDiff names the first thing in which the saved plan differs from the derived one
+// ("" when they are the same).
+func planDiff(saved, derived *planner.Plan) string {
+	if saved == nil {
+		return "it holds no plan"
+	}
+	if len(saved.Pools) != len(derived.Pools) {
+		return fmt.Sprintf("it has %d pools, the configuration %d", len(saved.Pools), len(derived.Pools))
+	}
+	for i := range derived.Pools {
+		if d := fieldDiff(saved.Pools[i], derived.Pools[i]); d != "" {
+			return "pool." + derived.Pools[i].Name + ": " + d
+		}
+	}
+	if len(saved.Nodes) != len(derived.Nodes) {
+		return fmt.Sprintf("it lists %d nodes, the fleet has %d", len(saved.Nodes), len(derived.Nodes))
+	}
+	for i := range derived.Nodes {
+		if d := fieldDiff(saved.Nodes[i], derived.Nodes[i]); d != "" {
+			return "node." + derived.Nodes[i].Name + ": " + d
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(derived.Rendered)) {
+		if d := fieldDiff(saved.Rendered[name], derived.Rendered[name]); d != "" {
+			return "rendered config " + name + ": " + d
+		}
+	}
+	if len(saved.Rendered) != len(derived.Rendered) {
+		return fmt.Sprintf("it carries %d rendered configs, the configuration renders %d", len(saved.Rendered), len(derived.Rendered))
+	}
+	if d := fieldDiff(saved.Unmanaged, derived.Unmanaged); d != "" {
+		return "unmanaged nodes: " + d
+	}
+	return ""
+}
+
+// fieldDiff compares two values through their JSON and names the top-level fields that
+// differ, with both values when they are short.
+func fieldDiff(saved, derived any) string {
+	a, _ := json.Marshal(saved)
+	b, _ := json.Marshal(derived)
+	if bytes.Equal(a, b) {
+		return ""
+	}
+	var ma, mb map[string]json.RawMessage
+	if json.Unmarshal(a, &ma) != nil || json.Unmarshal(b, &mb) != nil {
+		return fmt.Sprintf("%s here, %s in the plan", short(b), short(a))
+	}
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(mb)) {
+		if !bytes.Equal(ma[k], mb[k]) {
+			out = append(out, fmt.Sprintf("%s is %s in the plan, %s here", k, short(ma[k]), short(mb[k])))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(ma)) {
+		if _, ok := mb[k]; !ok {
+			out = append(out, fmt.Sprintf("%s is %s in the plan, absent here", k, short(ma[k])))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func short(b []byte) string {
+	if len(b) == 0 {
+		return "absent"
+	}
+	if len(b) > 60 {
+		return string(b[:57]) + "…"
+	}
+	return string(b)
+}
