@@ -6,7 +6,7 @@ MCP     := $(BIN)/mcp
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X github.com/mcpfleet/mcp/engine.Version=$(VERSION)
 
-.PHONY: all build test vet bin/ignition bin/k8s bin/kubectl demo bench bench-plan bench-agent bench-serve bench-kube clean
+.PHONY: all build test vet fuzz fuzz-short bin/ignition bin/k8s bin/kubectl demo bench bench-plan bench-agent bench-serve bench-kube clean
 
 all: build
 
@@ -24,6 +24,15 @@ vet:
 # a missing control plane fails the tests instead of skipping them.
 test: vet bin/ignition bin/k8s
 	MCP_REQUIRE_K8S=1 $(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) fuzz-short
+
+# Every fuzz target (found in the test files): a short pass in make test, long runs here.
+# Seeds live in each package's testdata/fuzz/.
+fuzz-short:
+	FUZZTIME=5s GO=$(GO) bash scripts/fuzz.sh
+
+fuzz:
+	FUZZTIME=$${FUZZTIME:-5m} GO=$(GO) bash scripts/fuzz.sh
 
 bin/ignition:
 	bash scripts/build-ignition.sh
