@@ -52,6 +52,9 @@ func (v *variable) parseRaw(raw, src string) (cty.Value, hcl.Diagnostics) {
 	if v.typ == cty.String || v.typ == cty.DynamicPseudoType {
 		return cty.StringVal(raw), nil
 	}
+	if d := checkNesting([]byte(raw), src, false); d != nil {
+		return cty.DynamicVal, hcl.Diagnostics{d}
+	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), src, hcl.Pos{Line: 1, Column: 1})
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
