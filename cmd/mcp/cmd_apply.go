@@ -21,7 +21,7 @@ func (c *cli) apply(args []string) int {
 	drainRetry := fs.Duration("drain-retry-delay", 5*time.Second, "pause after an eviction a PodDisruptionBudget refused")
 	var lf loadFlags
 	lf.register(fs, true)
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return 1
 	}
