@@ -92,13 +92,51 @@ func (s *Server) answer(q request) reply {
 
 func bodyReply(q request, endpoint, pool string, b *body) reply {
 	r := reply{code: 200, endpoint: endpoint, pool: pool, header: b.header, body: b.data}
-	if q.ifNoneMatch != "" && strings.Contains(q.ifNoneMatch, b.etag) {
+	if q.ifNoneMatch != "" && noneMatch(q.ifNoneMatch, b.etag) {
 		r.code, r.body = 304, nil
 	}
 	return r
 }
 
+// noneMatch reports whether an If-None-Match value matches etag (RFC 9110 §13.1.2): "*"
+// matches whatever exists; otherwise a list of entity-tags, compared weakly, so W/"x"
+// matches "x". A malformed list matches nothing, and then the body is sent, which is
+// always safe. It allocates nothing: it runs on the boot path.
+func noneMatch(v, etag string) bool {
+	if strings.Trim(v, " \t") == "*" {
+		return true
+	}
+	etag = strings.TrimPrefix(etag, "W/")
+	for {
+		v = strings.TrimLeft(v, " \t,")
+		if v == "" {
+			return false
+		}
+		v = strings.TrimPrefix(v, "W/")
+		if v[0] != '"' {
+			return false
+		}
+		end := strings.IndexByte(v[1:], '"')
+		if end < 0 {
+			return false
+		}
+		if v[:end+2] == etag {
+			return true
+		}
+		v = strings.TrimLeft(v[end+2:], " \t")
+		if v != "" && v[0] != ',' {
+			return false
+		}
+	}
+}
+
+// authorized checks a Bearer credential. The scheme is case-insensitive and may be followed
+// by more than one space (RFC 9110 §11.1, §11.4); the token is compared exactly.
 func (s *Server) authorized(header string) bool {
-	got, ok := strings.CutPrefix(header, "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) == 1
+	scheme, got, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got = strings.TrimLeft(got, " ")
+	return subtle.ConstantTimeCompare([]byte(got), []byte(s.Token)) == 1
 }

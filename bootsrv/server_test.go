@@ -226,6 +226,115 @@ func TestBearerToken(t *testing.T) {
 	}
 }
 
+// TestIfNoneMatch: RFC 9110 §13.1.2. "*" matches any current representation, a list
+// matches when one of its tags does, and the comparison is weak: W/"x" matches "x".
+// Preconditions apply only to what would otherwise be a 2xx.
+func TestIfNoneMatch(t *testing.T) {
+	r := rendered(t, "worker", "hello\n")
+	s := serverWith(t, r)
+	etag := get(t, s, "GET", "/config/worker", "Accept", ign36).Header().Get("ETag")
+	rendered := get(t, s, "GET", "/rendered/"+r.Name).Header().Get("ETag")
+	if etag == "" || rendered == "" || !strings.HasPrefix(etag, `"`) {
+		t.Fatalf("ETags %q and %q", etag, rendered)
+	}
+	bare := strings.Trim(etag, `"`)
+	tests := []struct {
+		name, path, ifNoneMatch string
+		code                    int
+	}{
+		{"star", "/config/worker", "*", 304},
+		{"star on a rendered config", "/rendered/" + r.Name, "*", 304},
+		{"star on a missing pool", "/config/nope", "*", 404},
+		{"star on a missing rendered config", "/rendered/rendered-x-0", "*", 404},
+		{"the ETag", "/config/worker", etag, 304},
+		{"a list holding it", "/config/worker", `"a", ` + etag + `,"b"`, 304},
+		{"a list without spaces", "/config/worker", `"a",` + etag, 304},
+		{"weak", "/config/worker", "W/" + etag, 304},
+		{"weak in a list", "/config/worker", `W/"a" , W/` + etag, 304},
+		{"another tag", "/config/worker", `"a"`, 200},
+		{"another weak tag", "/config/worker", `W/"a"`, 200},
+		{"the tag unquoted", "/config/worker", bare, 200},
+		{"the tag inside another", "/config/worker", `"x` + bare + `"`, 200},
+		{"the tag glued to garbage", "/config/worker", `x` + etag, 200},
+		{"a star inside a tag", "/config/worker", `"*"`, 200},
+		{"the rendered config's tag on the pool", "/config/worker", rendered, 200},
+		{"empty list members", "/config/worker", ", ," + etag, 304},
+	}
+	for _, tt := range tests {
+		for _, method := range []string{"GET", "HEAD"} {
+			t.Run(tt.name+" "+method, func(t *testing.T) {
+				rec := get(t, s, method, tt.path, "Accept", ign36, "If-None-Match", tt.ifNoneMatch)
+				if rec.Code != tt.code {
+					t.Errorf("If-None-Match %s: %d, want %d", tt.ifNoneMatch, rec.Code, tt.code)
+				}
+				if rec.Code == 304 && (rec.Body.Len() != 0 || rec.Header().Get("ETag") == "") {
+					t.Errorf("304 with %d bytes of body and ETag %q", rec.Body.Len(), rec.Header().Get("ETag"))
+				}
+			})
+		}
+	}
+	s.Token = "t"
+	if rec := get(t, s, "GET", "/config/worker", "If-None-Match", "*"); rec.Code != 401 {
+		t.Errorf("If-None-Match * without the token: %d, want 401", rec.Code)
+	}
+}
+
+// TestBearerSchemeIgnoresCase: RFC 9110 §11.1, the scheme is case-insensitive and
+// separated from the token by one or more spaces.
+func TestBearerSchemeIgnoresCase(t *testing.T) {
+	s := serverWith(t, rendered(t, "worker", "x"))
+	s.Token = "s3cret"
+	for _, tt := range []struct {
+		header string
+		code   int
+	}{
+		{"Bearer s3cret", 200},
+		{"bearer s3cret", 200},
+		{"BEARER s3cret", 200},
+		{"bEaReR s3cret", 200},
+		{"Bearer   s3cret", 200},
+		{"bearer S3CRET", 401}, // the token is compared exactly
+		{"bearer wrong", 401},
+		{"Bearers3cret", 401},
+		{"Basic s3cret", 401},
+		{"Bearer", 401},
+		{"Bearer ", 401},
+		{"s3cret", 401},
+	} {
+		if rec := get(t, s, "GET", "/config/worker", "Authorization", tt.header); rec.Code != tt.code {
+			t.Errorf("Authorization %q: %d, want %d", tt.header, rec.Code, tt.code)
+		}
+	}
+}
+
+// TestRevalidationAllocatesNothing: the If-None-Match and Authorization parsing keeps the
+// boot path free of allocations, for a 304 as for a 200.
+func TestRevalidationAllocatesNothing(t *testing.T) {
+	s := serverWith(t, rendered(t, "worker", "x"))
+	s.Token = "s3cret"
+	etag := get(t, s, "GET", "/config/worker", "Accept", ign36, "Authorization", "Bearer s3cret").Header().Get("ETag")
+	req := []byte("GET /config/worker HTTP/1.1\r\nHost: boot:8080\r\nAccept: " + ign36 +
+		"\r\nAuthorization: bearer s3cret\r\nIf-None-Match: W/\"a\", W/" + etag + "\r\n\r\n")
+	var fc fastConn
+	serve := func() {
+		q, ok := parseHead(req)
+		if !ok {
+			t.Fatal("not of the boot form")
+		}
+		start := time.Now()
+		rp := s.answer(q.request)
+		if rp.code != 304 {
+			t.Fatalf("answer %d", rp.code)
+		}
+		fc.head(q, rp, start)
+		s.m.observe(rp.endpoint, rp.pool, rp.code, len(rp.body), time.Since(start))
+	}
+	serve()
+	if n := testing.AllocsPerRun(1000, serve); n != 0 {
+		t.Errorf("%v allocations per request", n)
+	}
+}
+
 func TestPointerConfigParses(t *testing.T) {
 	b, err := Pointer(PointerOptions{URL: "https://boot.example:8443/", Pool: "worker", Token: "t", CAPEM: []byte("-----BEGIN CERTIFICATE-----\n")})
 	if err != nil {

@@ -22,7 +22,7 @@ func (c *cli) apply(args []string) int {
 	budgetWait := fs.Duration("budget-wait", 10*time.Minute, "give up starting a pool's next node after waiting this long for room in its max_unavailable")
 	var lf loadFlags
 	lf.register(fs, true)
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return 1
 	}

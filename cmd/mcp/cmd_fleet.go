@@ -11,12 +11,17 @@ import (
 	"github.com/mcpfleet/mcp/providers/local"
 )
 
+const fleetUsage = "mcp fleet init DIR -nodes worker=4,infra=2 [-zones a,b,c] [-workloads]\n" +
+	"       mcp fleet set [-fleet DIR] NODE key=value…\n       mcp fleet list [-fleet DIR]"
+
 func (c *cli) fleet(args []string) int {
 	if len(args) == 0 {
-		return c.errorf("usage: mcp fleet init DIR -nodes worker=4,infra=2 [-zones a,b,c] [-workloads]\n" +
-			"       mcp fleet set [-fleet DIR] NODE key=value…\n       mcp fleet list [-fleet DIR]")
+		return c.errorf("usage: " + fleetUsage)
 	}
 	switch args[0] {
+	case "-h", "-help", "--help":
+		fmt.Fprintln(c.stderr, "Usage: "+fleetUsage+"\n\nRun mcp fleet <init|set|list> -h for their flags.")
+		return 0
 	case "init":
 		return c.fleetInit(args[1:])
 	case "set":
@@ -33,7 +38,7 @@ func (c *cli) fleetInit(args []string) int {
 	zones := fs.String("zones", "a", "zones, assigned round-robin: a,b,c")
 	image := fs.String("os-image", "", "OS image the nodes run (default: fedora-coreos stable)")
 	workloads := fs.Bool("workloads", false, "add a demo app (pods and a PodDisruptionBudget) on the first pool")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return 1
 	}
@@ -75,7 +80,7 @@ func (c *cli) fleetDir(flagVal string) (string, error) {
 func (c *cli) fleetSet(args []string) int {
 	fs := c.newFlags("fleet set")
 	dir := fs.String("fleet", "", "the fleet directory (default: the local provider's fleet)")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return 1
 	}
@@ -95,7 +100,7 @@ func (c *cli) fleetSet(args []string) int {
 func (c *cli) fleetList(args []string) int {
 	fs := c.newFlags("fleet list")
 	dir := fs.String("fleet", "", "the fleet directory (default: the local provider's fleet)")
-	if _, err := parse(fs, args); err != nil {
+	if _, err := c.parse(fs, args); err != nil {
 		return 1
 	}
 	d, err := c.fleetDir(*dir)

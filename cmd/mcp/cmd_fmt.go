@@ -13,7 +13,7 @@ import (
 func (c *cli) fmt(args []string) int {
 	fs := c.newFlags("fmt")
 	check := fs.Bool("check", false, "change nothing; list unformatted files and exit 3 if any")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return 1
 	}

@@ -7,6 +7,9 @@ import (
 )
 
 func (c *cli) version(args []string) int {
+	if _, err := c.parse(c.newFlags("version"), args); err != nil {
+		return 1
+	}
 	fmt.Fprintf(c.stdout, "mcp %s\n", engine.Version)
 	return 0
 }
@@ -15,7 +18,7 @@ func (c *cli) forceUnlock(args []string) int {
 	fs := c.newFlags("force-unlock")
 	var lf loadFlags
 	lf.register(fs, false)
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return 1
 	}

@@ -87,7 +87,7 @@ func writePlan(w io.Writer, pf *planfile.File, asJSON, color, verbose bool) erro
 // why and returns a nil state and the exit code.
 func (c *cli) openLocked(fs *flag.FlagSet, lf *loadFlags, args []string, op string) (*engine.Workspace, *state.State, context.Context, func(), int) {
 	lf.register(fs, true)
-	if _, err := parse(fs, args); err != nil {
+	if _, err := c.parse(fs, args); err != nil {
 		return nil, nil, nil, nil, 1
 	}
 	ws := c.load(lf)

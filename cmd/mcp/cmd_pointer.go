@@ -13,7 +13,7 @@ func (c *cli) pointer(args []string) int {
 	url := fs.String("url", "", "the boot server's base URL, e.g. https://boot.example:8443")
 	ca := fs.String("ca", "", "PEM file of the CA the node must trust for the server")
 	token := fs.String("token-file", "", "file with the bearer token the node must send")
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return 1
 	}

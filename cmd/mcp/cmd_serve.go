@@ -29,7 +29,7 @@ func (c *cli) serve(args []string) int {
 	poll := fs.Duration("poll", 500*time.Millisecond, "how often to check the state for changes")
 	var lf loadFlags
 	lf.register(fs, false)
-	if _, err := parse(fs, args); err != nil {
+	if _, err := c.parse(fs, args); err != nil {
 		return 1
 	}
 	path := c.path(*statePath)

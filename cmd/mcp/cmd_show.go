@@ -14,7 +14,7 @@ func (c *cli) show(args []string) int {
 	pool := fs.String("rendered", "", "print this pool's rendered Ignition config (with -json: the whole rendered object)")
 	var lf loadFlags
 	lf.register(fs, false)
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return 1
 	}

@@ -12,7 +12,7 @@ func (c *cli) validate(args []string) int {
 	asJSON := fs.Bool("json", false, "print the result as JSON (the shape of terraform validate -json)")
 	var lf loadFlags
 	lf.register(fs, false)
-	pos, err := parse(fs, args)
+	pos, err := c.parse(fs, args)
 	if err != nil {
 		return 1
 	}

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,6 +54,7 @@ type cli struct {
 	stdout io.Writer
 	stderr io.Writer
 	dir    string // the configuration directory (-chdir)
+	helped bool   // the command only printed its usage, as -h asked
 }
 
 type command struct {
@@ -104,7 +106,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	for _, cmd := range commands {
 		if cmd.name == args[0] {
-			return cmd.run(c, args[1:])
+			code := cmd.run(c, args[1:])
+			if c.helped {
+				return 0
+			}
+			return code
 		}
 	}
 	fmt.Fprintf(stderr, "mcp: unknown command %q\n\n", args[0])
@@ -121,10 +127,13 @@ func (c *cli) usage() {
 }
 
 // parse parses flags and positional arguments in any order (mcp fleet init DIR -nodes …).
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+// -h and -help make it fail with flag.ErrHelp once the flag package has printed the usage;
+// it notes that, so that the command's exit code is 0 rather than an error's.
+func (c *cli) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			c.helped = errors.Is(err, flag.ErrHelp)
 			return nil, err
 		}
 		args = fs.Args()

@@ -315,3 +315,19 @@ func TestPruneDeletesOnlyUnused(t *testing.T) {
 		t.Errorf("plan after prune: exit %d, want 0\n%s", code, out)
 	}
 }
+
+// TestHelpExitsZero: asking a command for its flags is not an error, for every command.
+func TestHelpExitsZero(t *testing.T) {
+	dir := t.TempDir()
+	for _, cmd := range commands {
+		for _, h := range []string{"-h", "-help", "--help"} {
+			code, out, errOut := mcp(t, dir, cmd.name, h)
+			if code != 0 {
+				t.Errorf("mcp %s %s: exit %d, want 0\n%s%s", cmd.name, h, code, out, errOut)
+			}
+			if !strings.Contains(out+errOut, "Usage") {
+				t.Errorf("mcp %s %s prints no usage:\n%s%s", cmd.name, h, out, errOut)
+			}
+		}
+	}
+}

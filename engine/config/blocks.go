@@ -83,8 +83,8 @@ func sortedAttrs(m hcl.Attributes) []*hcl.Attribute {
 
 // maxUnavailable reads a whole number >= 1 or "N%" with 1 <= N <= 100.
 func (l *loader) maxUnavailable(a *hcl.Attribute) (model.IntOrPercent, hcl.Diagnostics) {
-	v, diags := a.Expr.Value(l.ctx)
-	if diags.HasErrors() {
+	v, diags := l.eval(a)
+	if v == cty.NilVal {
 		return model.IntOrPercent{Value: 1}, diags
 	}
 	bad := errAt(a.Expr.Range(), "Invalid max_unavailable",
@@ -255,8 +255,8 @@ func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
 
 // mode reads an octal string ("0644") or a number (decimal, as Ignition's JSON has it).
 func (l *loader) mode(a *hcl.Attribute) (int, hcl.Diagnostics) {
-	v, diags := a.Expr.Value(l.ctx)
-	if diags.HasErrors() {
+	v, diags := l.eval(a)
+	if v == cty.NilVal {
 		return 0o644, diags
 	}
 	bad := errAt(a.Expr.Range(), "Invalid mode", `mode must be an octal string from "0000" to "7777", such as "0644".`)

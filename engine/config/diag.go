@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 
@@ -93,9 +92,13 @@ func FormatDir(dir string) (map[string][]byte, error) {
 	sort.Strings(names)
 	out := map[string][]byte{}
 	for _, n := range names {
-		src, err := os.ReadFile(n)
+		src, err := readBounded(n)
 		if err != nil {
 			return nil, err
+		}
+		// Formatting indents every level, so its output grows with the square of the depth.
+		if d := checkNesting(src, n, false); d != nil {
+			return nil, d
 		}
 		if f := Format(src); string(f) != string(src) {
 			out[n] = f

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"unicode/utf8"
 
@@ -97,7 +96,7 @@ func readRelative(dir, p string) ([]byte, error) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(dir, p)
 	}
-	b, err := os.ReadFile(p)
+	b, err := readBounded(p)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", p, err)
 	}
@@ -132,6 +131,9 @@ func templateFileFunc(dir string, others map[string]function.Function) function.
 			b, err := readRelative(dir, name)
 			if err != nil {
 				return cty.UnknownVal(cty.String), err
+			}
+			if d := checkNesting(b, name, true); d != nil {
+				return cty.UnknownVal(cty.String), hcl.Diagnostics{d}
 			}
 			expr, diags := hclsyntax.ParseTemplate(b, name, hcl.Pos{Line: 1, Column: 1})
 			if diags.HasErrors() {

@@ -5,6 +5,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -56,7 +57,7 @@ func Load(dir string, opts Options) (*Result, hcl.Diagnostics) {
 		if dir == "." {
 			name = filepath.Base(name)
 		}
-		f, d := parser.ParseHCLFile(name)
+		f, d := parseBounded(parser, name)
 		diags = append(diags, d...)
 		if f == nil {
 			continue
@@ -79,6 +80,25 @@ func Load(dir string, opts Options) (*Result, hcl.Diagnostics) {
 	diags = append(diags, l.configs(blocks.OfType("config"))...)
 	res.Desired = l.d
 	return res, diags
+}
+
+// parseBounded reads and parses one configuration file within mcp's bounds (bounds.go).
+// A refused file is not parsed, so it is not among the Result's files either: its
+// diagnostics print without a source snippet, which for 60,000 brackets is a kindness.
+func parseBounded(parser *hclparse.Parser, name string) (*hcl.File, hcl.Diagnostics) {
+	whole := &hcl.Range{Filename: name, Start: hcl.Pos{Line: 1, Column: 1}, End: hcl.Pos{Line: 1, Column: 1}}
+	src, err := readBounded(name)
+	if err != nil {
+		summary := "Cannot read configuration file"
+		if errors.Is(err, errTooLarge) {
+			summary = "Configuration file too large"
+		}
+		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: summary, Detail: err.Error() + ".", Subject: whole}}
+	}
+	if d := checkNesting(src, name, false); d != nil {
+		return nil, hcl.Diagnostics{d}
+	}
+	return parser.ParseHCL(src, name)
 }
 
 type loader struct {
@@ -275,9 +295,12 @@ func (l *loader) variables(blocks hcl.Blocks, opts Options) (map[string]cty.Valu
 }
 
 func readVarFile(path string, set func(string, cty.Value, string, *hcl.Range)) hcl.Diagnostics {
-	src, err := os.ReadFile(path)
+	src, err := readBounded(path)
 	if err != nil {
-		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read variables file", Detail: err.Error()}}
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Cannot read variables file", Detail: err.Error() + "."}}
+	}
+	if d := checkNesting(src, path, false); d != nil {
+		return hcl.Diagnostics{d}
 	}
 	f, diags := hclparse.NewParser().ParseHCL(src, path)
 	if diags.HasErrors() {

@@ -52,6 +52,9 @@ func (v *variable) parseRaw(raw, src string) (cty.Value, hcl.Diagnostics) {
 	if v.typ == cty.String || v.typ == cty.DynamicPseudoType {
 		return cty.StringVal(raw), nil
 	}
+	if d := checkNesting([]byte(raw), src, false); d != nil {
+		return cty.DynamicVal, hcl.Diagnostics{d}
+	}
 	expr, diags := hclsyntax.ParseExpression([]byte(raw), src, hcl.Pos{Line: 1, Column: 1})
 	if diags.HasErrors() {
 		return cty.DynamicVal, diags
@@ -83,23 +86,124 @@ func capitalize(s string) string {
 	return strings.ToUpper(s[:1]) + s[1:]
 }
 
-// value evaluates an attribute and converts it to t.
-func (l *loader) value(a *hcl.Attribute, t cty.Type, what string) (cty.Value, hcl.Diagnostics) {
+// eval evaluates an attribute and refuses what the readers below cannot take apart: cty's
+// accessors panic on a null, unknown or marked value, anywhere inside a collection too.
+// Each refusal points at the innermost expression the bad value came from.
+func (l *loader) eval(a *hcl.Attribute) (cty.Value, hcl.Diagnostics) {
 	v, diags := a.Expr.Value(l.ctx)
 	if diags.HasErrors() {
 		return cty.NilVal, diags
 	}
-	if !v.IsWhollyKnown() {
-		return cty.NilVal, append(diags, errAt(a.Expr.Range(), "Unknown value", a.Name+" depends on a value that is not known."))
+	if d := checkWhole(v, a); d != nil {
+		return cty.NilVal, append(diags, d)
 	}
-	if v.IsNull() {
-		return cty.NilVal, append(diags, errAt(a.Expr.Range(), "Missing value", a.Name+" is null."))
+	return v, diags
+}
+
+// value evaluates an attribute and converts it to t.
+func (l *loader) value(a *hcl.Attribute, t cty.Type, what string) (cty.Value, hcl.Diagnostics) {
+	v, diags := l.eval(a)
+	if v == cty.NilVal {
+		return v, diags
 	}
 	cv, err := convert.Convert(v, t)
 	if err != nil {
 		return cty.NilVal, append(diags, errAt(a.Expr.Range(), "Invalid "+a.Name, fmt.Sprintf("%s must be %s: %v.", a.Name, what, err)))
 	}
+	// Conversion can bring out a null that was not there: toset([null]) as a list.
+	if d := checkWhole(cv, a); d != nil {
+		return cty.NilVal, append(diags, d)
+	}
 	return cv, diags
+}
+
+// checkWhole finds the first null, unknown or marked value in v, nil when there is none.
+func checkWhole(v cty.Value, a *hcl.Attribute) *hcl.Diagnostic {
+	var bad *hcl.Diagnostic
+	_ = cty.Walk(v, func(p cty.Path, e cty.Value) (bool, error) {
+		var summary, is string
+		switch {
+		case e.IsMarked():
+			summary, is = "Sensitive value", "is marked sensitive; mcp writes every value into plain Ignition configs"
+		case !e.IsKnown():
+			summary, is = "Unknown value", "depends on a value that is not known"
+		case e.IsNull():
+			summary, is = "Missing value", "is null"
+		default:
+			return true, nil
+		}
+		bad = errAt(exprAt(a.Expr, p), summary, fmt.Sprintf("%s%s %s.", a.Name, pathString(p), is))
+		return false, nil
+	})
+	return bad
+}
+
+// exprAt is the range of the part of e that gave the value at path p, as far as e's
+// syntax shows it: an element of a [ ] list or a { } map, else e itself.
+func exprAt(e hcl.Expression, p cty.Path) hcl.Range {
+	for _, step := range p {
+		var key cty.Value
+		switch s := step.(type) {
+		case cty.IndexStep:
+			key = s.Key
+		case cty.GetAttrStep:
+			key = cty.StringVal(s.Name)
+		}
+		next := subExpr(e, key)
+		if next == nil {
+			break
+		}
+		e = next
+	}
+	return e.Range()
+}
+
+func subExpr(e hcl.Expression, key cty.Value) hcl.Expression {
+	if key.IsNull() || !key.IsKnown() {
+		return nil
+	}
+	switch x := e.(type) {
+	case *hclsyntax.TupleConsExpr:
+		if key.Type() != cty.Number {
+			return nil
+		}
+		i, acc := key.AsBigFloat().Int64()
+		if acc != 0 || i < 0 || i >= int64(len(x.Exprs)) {
+			return nil
+		}
+		return x.Exprs[i]
+	case *hclsyntax.ObjectConsExpr:
+		if key.Type() != cty.String {
+			return nil
+		}
+		for _, item := range x.Items {
+			// Keys that need evaluating (a variable, a call) are not matched.
+			k, d := item.KeyExpr.Value(nil)
+			if !d.HasErrors() && k.Type() == cty.String && k.IsKnown() && !k.IsNull() && !k.IsMarked() &&
+				k.AsString() == key.AsString() {
+				return item.ValueExpr
+			}
+		}
+	}
+	return nil
+}
+
+// pathString renders a path inside a value as HCL would index it: [0], ["a"].
+func pathString(p cty.Path) string {
+	var b strings.Builder
+	for _, step := range p {
+		switch s := step.(type) {
+		case cty.IndexStep:
+			if s.Key.Type() == cty.Number {
+				fmt.Fprintf(&b, "[%s]", s.Key.AsBigFloat().Text('f', -1))
+			} else if s.Key.Type() == cty.String {
+				fmt.Fprintf(&b, "[%q]", s.Key.AsString())
+			}
+		case cty.GetAttrStep:
+			fmt.Fprintf(&b, ".%s", s.Name)
+		}
+	}
+	return b.String()
 }
 
 func (l *loader) str(a *hcl.Attribute) (string, hcl.Diagnostics) {
@@ -143,9 +247,4 @@ func (l *loader) strMap(a *hcl.Attribute) (map[string]string, hcl.Diagnostics) {
 }
 
 // elementRange is the range of the i-th element of a list attribute, or the attribute's.
-func elementRange(a *hcl.Attribute, i int) hcl.Range {
-	if t, ok := a.Expr.(*hclsyntax.TupleConsExpr); ok && i < len(t.Exprs) {
-		return t.Exprs[i].Range()
-	}
-	return a.Expr.Range()
-}
+func elementRange(a *hcl.Attribute, i int) hcl.Range { return exprAt(a.Expr, cty.IndexIntPath(i)) }

@@ -59,6 +59,9 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	inCluster := fs.Bool("in-cluster", false, "use the pod's service account (the default when no kubeconfig is found)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // the usage is printed, as asked
+		}
 		return 1
 	}
 	if fs.NArg() > 0 {

@@ -8,7 +8,11 @@ package protocol
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mcpfleet/mcp/planner/model"
 )
@@ -78,8 +82,23 @@ type Handover struct {
 	UpdateID string
 }
 
-// Annotations returns the annotations that carry h.
+// Bounds of a hand-over. The annotations of an object hold 256 KiB in all, so the engine
+// can never write more steps than that; the agent refuses a hand-over beyond them rather
+// than trust whoever else can patch a Node.
+const (
+	MaxSteps      = 10000
+	maxStepsBytes = 256 << 10
+	maxNameLen    = 253 // the Secret mcp-NAME holding a rendered config is a DNS subdomain
+	maxUpdateID   = 128 // the engine writes 26 characters (crypto/rand.Text)
+	maxUnitName   = 255 // systemd's bound
+	maxPath       = 4096
+)
+
+// Annotations returns the annotations that carry h, refusing what ReadHandover would.
 func (h Handover) Annotations() (map[string]string, error) {
+	if err := CheckHandover(h); err != nil {
+		return nil, err
+	}
 	b, err := json.Marshal(h.Steps)
 	if err != nil {
 		return nil, err
@@ -88,18 +107,120 @@ func (h Handover) Annotations() (map[string]string, error) {
 }
 
 // ReadHandover reads the engine's hand-over from a node's annotations (ok false when there
-// is none).
+// is none). A hand-over that is there but is not one the engine would write — engine
+// steps, unknown kinds, steps out of their run order, a target that is no clean path or
+// unit name, absurd sizes — is refused with an error and no steps, for the agent to
+// report the node Degraded on.
 func ReadHandover(ann map[string]string) (h Handover, ok bool, err error) {
 	h.Desired, h.UpdateID = ann[DesiredConfig], ann[UpdateID]
 	if h.Desired == "" || h.UpdateID == "" {
 		return h, false, nil
 	}
 	if s := ann[Steps]; s != "" {
+		if len(s) > maxStepsBytes {
+			return h, true, fmt.Errorf("annotation %s: %d bytes, more than a hand-over holds (%d)", Steps, len(s), maxStepsBytes)
+		}
 		if err := json.Unmarshal([]byte(s), &h.Steps); err != nil {
+			h.Steps = nil
 			return h, true, fmt.Errorf("annotation %s: %w", Steps, err)
 		}
 	}
+	if err := CheckHandover(h); err != nil {
+		h.Steps = nil
+		return h, true, err
+	}
 	return h, true, nil
+}
+
+// CheckHandover refuses a hand-over the engine would not write.
+func CheckHandover(h Handover) error {
+	if !strings.HasPrefix(h.Desired, "rendered-") || len(h.Desired) > maxNameLen || !nameChars(h.Desired) || strings.Contains(h.Desired, "..") {
+		return fmt.Errorf("annotation %s: %.80q is not the name of a rendered config", DesiredConfig, h.Desired)
+	}
+	if len(h.UpdateID) > maxUpdateID || !nameChars(h.UpdateID) {
+		return fmt.Errorf("annotation %s: %.80q is not an update id", UpdateID, h.UpdateID)
+	}
+	if len(h.Steps) > MaxSteps {
+		return fmt.Errorf("annotation %s: %d steps, more than %d", Steps, len(h.Steps), MaxSteps)
+	}
+	seen := make(map[model.Step]bool, len(h.Steps))
+	for i, s := range h.Steps {
+		if err := checkStep(s); err != nil {
+			return fmt.Errorf("annotation %s: step %d: %w", Steps, i+1, err)
+		}
+		// The planner sorts steps by kind, the order they run in (model.StepKind).
+		if i > 0 && s.Kind < h.Steps[i-1].Kind {
+			return fmt.Errorf("annotation %s: step %d (%s) comes after %s, out of the order steps run in", Steps, i+1, s.Kind, h.Steps[i-1].Kind)
+		}
+		id := model.Step{Kind: s.Kind, Target: s.Target}
+		if seen[id] {
+			return fmt.Errorf("annotation %s: step %d: %s twice", Steps, i+1, id)
+		}
+		seen[id] = true
+	}
+	return nil
+}
+
+func checkStep(s model.Step) error {
+	switch {
+	case s.Kind == 0:
+		return fmt.Errorf("no kind")
+	case s.Kind > model.StepUncordon:
+		return fmt.Errorf("unknown step kind %d", s.Kind)
+	case !s.Kind.OnNode():
+		return fmt.Errorf("%s is not a node step: the engine runs it", s.Kind)
+	}
+	switch s.Kind {
+	case model.StepWrite:
+		// A file's absolute path or a unit's name.
+		if strings.HasPrefix(s.Target, "/") {
+			if len(s.Target) > maxPath || path.Clean(s.Target) != s.Target || strings.ContainsRune(s.Target, 0) {
+				return fmt.Errorf("write: target %.80q is not a clean absolute path", s.Target)
+			}
+			return nil
+		}
+		if !unitName(s.Target) {
+			return fmt.Errorf("write: target %.80q is neither an absolute path nor a unit name", s.Target)
+		}
+	case model.StepReload, model.StepRestart:
+		if !unitName(s.Target) {
+			return fmt.Errorf("%s: target %.80q is not a unit name", s.Kind, s.Target)
+		}
+	default:
+		if s.Target != "" {
+			return fmt.Errorf("%s takes no target, got %.80q", s.Kind, s.Target)
+		}
+	}
+	return nil
+}
+
+// nameChars: a non-empty string of the characters of Kubernetes names and of
+// crypto/rand.Text.
+func nameChars(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// unitName: what systemd could take as a unit's name: no slash, space or control
+// character, at most 255 bytes, and not a dot-directory.
+func unitName(s string) bool {
+	if s == "" || s == "." || s == ".." || len(s) > maxUnitName {
+		return false
+	}
+	for _, r := range s {
+		if r == '/' || r == utf8.RuneError || unicode.IsSpace(r) || unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // Report is what the agent writes on its node.
@@ -113,7 +234,10 @@ type Report struct {
 
 // ReadReport reads the agent's report from a node's annotations.
 func ReadReport(ann map[string]string) Report {
-	p, _ := strconv.Atoi(ann[Progress])
+	p, err := strconv.Atoi(ann[Progress])
+	if err != nil || p < 0 {
+		p = 0 // no progress known; the engine then counts nothing done
+	}
 	return Report{Current: ann[CurrentConfig], State: ann[State], Reason: ann[Reason],
 		ObservedUpdateID: ann[ObservedUpdateID], Progress: p}
 }
