@@ -306,9 +306,9 @@ func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
 	u := model.Unit{Name: b.Labels[0], DeclRange: b.LabelRanges[0]}
 	var diags hcl.Diagnostics
 	if !slices.ContainsFunc(unitSuffixes, func(s string) bool { return strings.HasSuffix(u.Name, s) && len(u.Name) > len(s) }) ||
-		strings.Contains(u.Name, "/") {
+		!model.ValidUnitName(u.Name) {
 		diags = append(diags, errAt(b.LabelRanges[0], "Invalid unit name",
-			fmt.Sprintf("Unit %q needs a systemd unit suffix (%s) and no slash.", u.Name, strings.Join(unitSuffixes, " "))))
+			fmt.Sprintf("Unit %q needs a systemd unit suffix (%s) and no slash, space or control character.", u.Name, strings.Join(unitSuffixes, " "))))
 	}
 	content, d := b.Body.Content(unitSchema)
 	diags = append(diags, d...)

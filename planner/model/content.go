@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -74,7 +76,28 @@ func ParsePolicy(s string) (Policy, error) {
 		if !hasUnit || unit == "" {
 			return Policy{}, fmt.Errorf("policy %q needs a unit, as in %q", kind, kind+":chronyd.service")
 		}
+		if !ValidUnitName(unit) {
+			return Policy{}, fmt.Errorf("policy %q: %q is not a unit name (no slash, space or control character, at most %d bytes)", kind, unit, maxUnitName)
+		}
 		return Policy{Kind: PolicyKind(kind), Unit: unit}, nil
 	}
 	return Policy{}, fmt.Errorf("unknown policy %q: want none, reload:UNIT, restart:UNIT, daemon-reload, drain or reboot", s)
+}
+
+// maxUnitName is systemd's bound on a unit's name.
+const maxUnitName = 255
+
+// ValidUnitName reports whether s is what systemd could take as a unit's name: no slash,
+// space or control character, at most 255 bytes, and not a dot-directory. The
+// configuration, the agent protocol and the node agent all hold names to it.
+func ValidUnitName(s string) bool {
+	if s == "" || s == "." || s == ".." || len(s) > maxUnitName {
+		return false
+	}
+	for _, r := range s {
+		if r == '/' || r == utf8.RuneError || unicode.IsSpace(r) || unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
 }

@@ -11,8 +11,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/mcpfleet/mcp/planner/model"
 )
@@ -90,7 +88,6 @@ const (
 	maxStepsBytes = 256 << 10
 	maxNameLen    = 253 // the Secret mcp-NAME holding a rendered config is a DNS subdomain
 	maxUpdateID   = 128 // the engine writes 26 characters (crypto/rand.Text)
-	maxUnitName   = 255 // systemd's bound
 	maxPath       = 4096
 )
 
@@ -179,11 +176,11 @@ func checkStep(s model.Step) error {
 			}
 			return nil
 		}
-		if !unitName(s.Target) {
+		if !model.ValidUnitName(s.Target) {
 			return fmt.Errorf("write: target %.80q is neither an absolute path nor a unit name", s.Target)
 		}
 	case model.StepReload, model.StepRestart:
-		if !unitName(s.Target) {
+		if !model.ValidUnitName(s.Target) {
 			return fmt.Errorf("%s: target %.80q is not a unit name", s.Kind, s.Target)
 		}
 	default:
@@ -203,20 +200,6 @@ func nameChars(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
-// unitName: what systemd could take as a unit's name: no slash, space or control
-// character, at most 255 bytes, and not a dot-directory.
-func unitName(s string) bool {
-	if s == "" || s == "." || s == ".." || len(s) > maxUnitName {
-		return false
-	}
-	for _, r := range s {
-		if r == '/' || r == utf8.RuneError || unicode.IsSpace(r) || unicode.IsControl(r) {
 			return false
 		}
 	}

@@ -1,0 +1,20 @@
+package model
+
+import (
+	"strings"
+	"testing"
+)
+
+// A policy's unit is held to what systemd takes as a name: the agent refuses anything
+// else, so the configuration must too.
+func TestParsePolicyRefusesOddUnitNames(t *testing.T) {
+	for _, s := range []string{"restart:foo bar", "reload:a/b.service", "restart:..", "restart:x\x00.service",
+		"restart:" + strings.Repeat("u", 256)} {
+		if _, err := ParsePolicy(s); err == nil {
+			t.Errorf("ParsePolicy(%q) accepted", s)
+		}
+	}
+	if p, err := ParsePolicy("restart:chronyd.service"); err != nil || p.Unit != "chronyd.service" {
+		t.Errorf("a plain unit: %v %v", p, err)
+	}
+}
