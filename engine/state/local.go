@@ -91,7 +91,18 @@ func (l *Local) replayJournal(s *State) error {
 		return fmt.Errorf("reading state journal: %w", err)
 	}
 	defer f.Close()
-	return s.ReplayJournal(f)
+	err = s.ReplayJournal(f)
+	var je *JournalError
+	if errors.As(err, &je) {
+		return fmt.Errorf("state journal %s, %w; the journal lists the steps an interrupted "+
+			"apply finished, one JSON record per line: fix or delete that line, or move the file "+
+			"away (the next mcp plan then no longer knows which steps of those nodes finished and "+
+			"plans them again, drains and reboots included)", l.journalPath(), je)
+	}
+	if err != nil {
+		return fmt.Errorf("reading state journal %s: %w", l.journalPath(), err)
+	}
+	return nil
 }
 
 func (l *Local) Write(ctx context.Context, s *State) error {

@@ -6,12 +6,10 @@
 package state
 
 import (
-	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 
@@ -68,33 +66,6 @@ func (s *State) Clone() *State {
 	return &c
 }
 
-// JournalRecord is one finished step of one node, appended while apply runs.
-type JournalRecord struct {
-	Node   string `json:"node"`
-	From   string `json:"from"`
-	Target string `json:"target"`
-	Step   string `json:"step"` // model.Step.Key
-	// Finished marks the node's last step: its journal entry can be dropped.
-	Finished bool `json:"finished,omitempty"`
-}
-
-// ApplyRecord folds one journal record into the state's journal.
-func (s *State) ApplyRecord(r JournalRecord) {
-	if s.Journal == nil {
-		s.Journal = map[string]planner.JournalEntry{}
-	}
-	if r.Finished {
-		delete(s.Journal, r.Node)
-		return
-	}
-	e := s.Journal[r.Node]
-	if e.Target != r.Target || e.From != r.From {
-		e = planner.JournalEntry{From: r.From, Target: r.Target}
-	}
-	e.Done = append(e.Done, r.Step)
-	s.Journal[r.Node] = e
-}
-
 // Unmarshal reads the state JSON a backend stored (nil or empty: an empty state),
 // refusing another format version. Its Rendered is left to the backend.
 func Unmarshal(b []byte) (*State, error) {
@@ -111,19 +82,4 @@ func Unmarshal(b []byte) (*State, error) {
 		s.Pointers = map[string]string{}
 	}
 	return s, nil
-}
-
-// ReplayJournal folds a journal — one JSON JournalRecord per line — into s. A line that
-// does not parse ends it: the last line of a journal cut off mid-write.
-func (s *State) ReplayJournal(r io.Reader) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		var rec JournalRecord
-		if json.Unmarshal(sc.Bytes(), &rec) != nil {
-			break
-		}
-		s.ApplyRecord(rec)
-	}
-	return sc.Err()
 }

@@ -220,7 +220,16 @@ func Decode(head *corev1.Secret, chunk func(name string) ([]byte, error)) (*stat
 	if err != nil {
 		return nil, fmt.Errorf("decoding state: %w", err)
 	}
-	return st, st.ReplayJournal(bytes.NewReader(head.Data[KeyJournal]))
+	err = st.ReplayJournal(bytes.NewReader(head.Data[KeyJournal]))
+	var je *state.JournalError
+	if errors.As(err, &je) {
+		return nil, fmt.Errorf("journal (data key %q), %w; it lists the steps an interrupted apply "+
+			"finished, one JSON record per line (see it with kubectl get secret -n %s %s -o "+
+			"jsonpath='{.data.journal}' | base64 -d): fix or delete that line, or remove the key "+
+			"(the next mcp plan then no longer knows which steps of those nodes finished and plans "+
+			"them again, drains and reboots included)", KeyJournal, je, head.Namespace, head.Name)
+	}
+	return st, err
 }
 
 // DecodeRendered reads a rendered config's Secret.

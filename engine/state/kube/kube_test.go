@@ -230,7 +230,7 @@ func TestJournalAppendReplayAndFold(t *testing.T) {
 	}
 	// A journal past the limit is folded by AppendJournal itself.
 	for i := range 10 {
-		r := state.JournalRecord{Node: "w-3", Target: "rendered-worker-abc", Step: "step-" + strconv.Itoa(i)}
+		r := state.JournalRecord{Node: "w-3", Target: "rendered-worker-abc", Step: "write /etc/f-" + strconv.Itoa(i)}
 		if err := b2.AppendJournal(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -244,6 +244,32 @@ func TestJournalAppendReplayAndFold(t *testing.T) {
 	}
 	if n := len(final.Journal["w-3"].Done); n != 10 || final.Serial != got.Serial || final.Lineage != s.Lineage {
 		t.Errorf("after folding: %d steps of w-3, serial %d lineage %s", n, final.Serial, final.Lineage)
+	}
+}
+
+// TestJournalBadLineNamesSecret: a bad journal line that is not the last is an error naming
+// the head Secret, its data key and the line, and saying what to do.
+func TestJournalBadLineNamesSecret(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	b := New(cs, ns, Options{})
+	if err := b.Write(ctx, sample()); err != nil {
+		t.Fatal(err)
+	}
+	head := secret(t, cs, protocol.StateSecret)
+	good := `{"node":"w-1","target":"rendered-worker-abc","step":"cordon"}` + "\n"
+	head.Data[KeyJournal] = []byte(good + "garbage\n" + good)
+	if _, err := cs.CoreV1().Secrets(ns).Update(ctx, head, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(cs, ns, Options{}).Read(ctx)
+	if err == nil {
+		t.Fatal("a journal with a bad middle line was read")
+	}
+	for _, want := range []string{"secret " + ns + "/" + protocol.StateSecret, `"journal"`, "line 2", "kubectl"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
 	}
 }
 
