@@ -36,19 +36,32 @@ func (l *Local) RenderedPath(name string) string {
 }
 
 func (l *Local) Read(ctx context.Context) (*State, error) {
-	b, err := os.ReadFile(l.Path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("reading state: %w", err)
-	}
-	s, err := Unmarshal(b)
+	s, err := l.readHead()
 	if err != nil {
-		return nil, fmt.Errorf("reading state %s: %w", l.Path, err)
+		return nil, err
 	}
 	if s.Rendered, err = l.readRendered(); err != nil {
 		return nil, err
 	}
 	if err := l.replayJournal(s); err != nil {
 		return nil, err
+	}
+	return s, nil
+}
+
+// readHead reads the state file: absent is a fresh state with no lineage, present must be a
+// state.
+func (l *Local) readHead() (*State, error) {
+	b, err := os.ReadFile(l.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &State{Version: FormatVersion, Pointers: map[string]string{}}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading state %s: %w", l.Path, err)
+	}
+	s, err := Unmarshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("reading state %s: %w", l.Path, err)
 	}
 	return s, nil
 }
@@ -106,6 +119,9 @@ func (l *Local) replayJournal(s *State) error {
 }
 
 func (l *Local) Write(ctx context.Context, s *State) error {
+	if err := s.Check(); err != nil {
+		return fmt.Errorf("writing state %s: refusing a state that could not be read back: %w", l.Path, err)
+	}
 	if err := os.MkdirAll(l.renderedDir(), 0o755); err != nil {
 		return fmt.Errorf("writing state: %w", err)
 	}

@@ -202,8 +202,10 @@ func (b *Backend) readHead(ctx context.Context) (*state.State, string, error) {
 // Decode reads a head Secret into a state (without rendered configs), fetching its chunks
 // through chunk and replaying its journal. A torn last journal line is ignored.
 func Decode(head *corev1.Secret, chunk func(name string) ([]byte, error)) (*state.State, error) {
-	raw := head.Data[KeyState]
+	raw, present := head.Data[KeyState]
+	src := fmt.Sprintf("data key %q", KeyState)
 	if names := strings.Fields(string(head.Data[KeyChunks])); len(names) > 0 {
+		src = fmt.Sprintf("the %d chunks data key %q names", len(names), KeyChunks)
 		raw = nil
 		for _, n := range names {
 			c, err := chunk(n)
@@ -212,15 +214,21 @@ func Decode(head *corev1.Secret, chunk func(name string) ([]byte, error)) (*stat
 			}
 			raw = append(raw, c...)
 		}
+		present = true
 	}
 	if want := string(head.Data[KeySum]); want != "" && want != sum(raw) {
 		return nil, fmt.Errorf("state JSON does not match its digest %s (a damaged or half-written chunk)", want)
 	}
-	st, err := state.Unmarshal(raw)
-	if err != nil {
-		return nil, fmt.Errorf("decoding state: %w", err)
+	st := &state.State{Version: state.FormatVersion, Pointers: map[string]string{}}
+	if present {
+		// Present but empty or null is damage, not a fresh state (see state.Unmarshal); a
+		// head with neither key is one AppendJournal created before any Write.
+		var err error
+		if st, err = state.Unmarshal(raw); err != nil {
+			return nil, fmt.Errorf("decoding state (%s): %w", src, err)
+		}
 	}
-	err = st.ReplayJournal(bytes.NewReader(head.Data[KeyJournal]))
+	err := st.ReplayJournal(bytes.NewReader(head.Data[KeyJournal]))
 	var je *state.JournalError
 	if errors.As(err, &je) {
 		return nil, fmt.Errorf("journal (data key %q), %w; it lists the steps an interrupted apply "+
@@ -306,6 +314,9 @@ func (b *Backend) Write(ctx context.Context, s *state.State) error {
 // putHead replaces the head (head nil: creates it) with st and journal, creating chunks
 // first and deleting the old head's unused chunks after.
 func (b *Backend) putHead(ctx context.Context, head *corev1.Secret, st *state.State, journal []byte) error {
+	if err := st.Check(); err != nil {
+		return fmt.Errorf("writing state (%s): refusing a state that could not be read back: %w", b.where(), err)
+	}
 	data, chunks, err := b.encode(ctx, st)
 	if err != nil {
 		return err
@@ -533,6 +544,9 @@ func (b *Backend) fold(ctx context.Context, head *corev1.Secret, r state.Journal
 	st, err := Decode(head, b.chunkReader(ctx))
 	if err != nil {
 		return err
+	}
+	if st.Lineage == "" {
+		st.Lineage = state.New().Lineage // a head AppendJournal created: no state was written yet
 	}
 	st.ApplyRecord(r)
 	return b.putHead(ctx, head, st, nil)

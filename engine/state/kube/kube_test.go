@@ -273,6 +273,28 @@ func TestJournalBadLineNamesSecret(t *testing.T) {
 	}
 }
 
+// TestEmptyOrNullStateIsAnError: a head whose state.json is empty or null is damage, not a
+// fresh state; a head with only a journal (AppendJournal before any Write) is one.
+func TestEmptyOrNullStateIsAnError(t *testing.T) {
+	ctx := context.Background()
+	for _, raw := range []string{"", " ", "null", "{}"} {
+		cs := fake.NewClientset(&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: protocol.StateSecret, Namespace: ns, Labels: objectLabels(KindState)},
+			Data:       map[string][]byte{KeyState: []byte(raw)}})
+		_, err := New(cs, ns, Options{}).Read(ctx)
+		if err == nil || !strings.Contains(err.Error(), "secret "+ns+"/"+protocol.StateSecret) {
+			t.Errorf("state.json %q: %v, want an error naming the Secret", raw, err)
+		}
+	}
+	cs := fake.NewClientset(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: protocol.StateSecret, Namespace: ns, Labels: objectLabels(KindState)},
+		Data:       map[string][]byte{KeyJournal: []byte(`{"node":"w-1","target":"rendered-worker-abc","step":"cordon"}` + "\n")}})
+	st, err := New(cs, ns, Options{}).Read(ctx)
+	if err != nil || st.Lineage != "" || len(st.Journal["w-1"].Done) != 1 {
+		t.Errorf("a journal-only head: %+v, %v", st, err)
+	}
+}
+
 // versioned makes the fake clientset give Secrets increasing resourceVersions (the fake
 // tracker does not), so that the backend's own staleness check can be tested; it does not
 // enforce them — the real apiserver's acceptance tests do.
