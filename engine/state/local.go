@@ -21,6 +21,7 @@ import (
 // it (one immutable file per name), an append-only journal and a lock file:
 //
 //	mcp.state             lineage, serial, pointers, folded journal
+//	mcp.state.backup      the state the last write replaced (see backup)
 //	mcp.state.d/rendered/ <name>.json, one per rendered config
 //	mcp.state.journal     one JSON line per finished step of a running apply
 //	mcp.state.lock        the lock holder (LockInfo), created exclusively
@@ -28,6 +29,7 @@ type Local struct{ Path string }
 
 func (l *Local) renderedDir() string { return l.Path + ".d/rendered" }
 func (l *Local) journalPath() string { return l.Path + ".journal" }
+func (l *Local) backupPath() string  { return l.Path + ".backup" }
 func (l *Local) lockPath() string    { return l.Path + ".lock" }
 
 // RenderedPath is where the rendered config name is stored (the boot server reads it).
@@ -61,9 +63,48 @@ func (l *Local) readHead() (*State, error) {
 	}
 	s, err := Unmarshal(b)
 	if err != nil {
-		return nil, fmt.Errorf("reading state %s: %w", l.Path, err)
+		return nil, fmt.Errorf("reading state %s: %w%s", l.Path, err, l.restoreHint())
 	}
 	return s, nil
+}
+
+// restoreHint says how to go back to the backup, when there is a good one.
+func (l *Local) restoreHint() string {
+	b, err := os.ReadFile(l.backupPath())
+	if err != nil {
+		return ""
+	}
+	prev, err := Unmarshal(b)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("; the state before the last write (serial %d) is in %s: to go back to it, run "+
+		"cp %s %s (what the last write recorded is lost: run mcp plan and look at it before applying)",
+		prev.Serial, l.backupPath(), l.backupPath(), l.Path)
+}
+
+// backup keeps the state about to be replaced as <path>.backup, as Terraform keeps
+// terraform.tfstate.backup: written atomically and fsync'd like the state, with its mode.
+// A state that does not read is not kept, so the backup stays the last good state.
+func (l *Local) backup() error {
+	b, err := os.ReadFile(l.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("backing up state %s: %w", l.Path, err)
+	}
+	if _, err := Unmarshal(b); err != nil {
+		return nil
+	}
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Stat(l.Path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	if err := atomicfile.Write(l.backupPath(), b, mode); err != nil {
+		return fmt.Errorf("backing up state %s to %s: %w", l.Path, l.backupPath(), err)
+	}
+	return nil
 }
 
 func (l *Local) readRendered() (map[string]*model.Rendered, error) {
@@ -146,6 +187,9 @@ func (l *Local) Write(ctx context.Context, s *State) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding state: %w", err)
+	}
+	if err := l.backup(); err != nil {
+		return err
 	}
 	if err := atomicfile.Write(l.Path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing state: %w", err)
