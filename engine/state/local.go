@@ -121,17 +121,35 @@ func (l *Local) readRendered() (map[string]*model.Rendered, error) {
 		if !ok || e.IsDir() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(l.renderedDir(), e.Name()))
+		r, err := readRenderedFile(filepath.Join(l.renderedDir(), e.Name()), name)
 		if err != nil {
-			return nil, fmt.Errorf("reading rendered config %s: %w", name, err)
-		}
-		r := new(model.Rendered)
-		if err := json.Unmarshal(b, r); err != nil {
-			return nil, fmt.Errorf("reading rendered config %s: %w", name, err)
+			return nil, err
 		}
 		out[name] = r
 	}
 	return out, nil
+}
+
+// readRenderedFile reads and verifies one stored rendered config: its name must be its file's
+// and its content's (a stored config is served and planned from, so an edited one must not
+// pass for the config it was).
+func readRenderedFile(p, name string) (*model.Rendered, error) {
+	const fix = "delete it and run mcp apply to store it again"
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading rendered config %s: %w", p, err)
+	}
+	r := new(model.Rendered)
+	if err := json.Unmarshal(b, r); err != nil {
+		return nil, fmt.Errorf("rendered config %s is not a rendered config (%v): it was damaged after it was stored; %s", p, err, fix)
+	}
+	if r.Name != name {
+		return nil, fmt.Errorf("rendered config %s holds the config named %q, not the one its file name says: it was renamed or changed after it was stored; %s", p, r.Name, fix)
+	}
+	if want := r.ContentName(); want != name {
+		return nil, fmt.Errorf("rendered config %s does not match its content (which names it %s): it was changed after it was stored; %s", p, want, fix)
+	}
+	return r, nil
 }
 
 // replayJournal folds the journal's records into s. A torn last line (a crash mid-append)

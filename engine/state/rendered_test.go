@@ -1,8 +1,11 @@
 package state
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mcpfleet/mcp/planner"
@@ -59,5 +62,45 @@ func TestLocalRenderedRoundTripKeepsName(t *testing.T) {
 		if err := r.CheckName(); err != nil {
 			t.Errorf("stored and read back %s: %v", n, err)
 		}
+	}
+}
+
+// TestLocalRefusesChangedRenderedConfig: a stored rendered config whose bytes no longer give
+// its name, or whose file name is another config's, is refused, naming the file.
+func TestLocalRefusesChangedRenderedConfig(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		change func(t *testing.T, b *Local, name string)
+		want   string
+	}{
+		{"content edited", func(t *testing.T, b *Local, name string) {
+			p := b.RenderedPath(name)
+			raw, _ := os.ReadFile(p)
+			os.WriteFile(p, bytes.Replace(raw, []byte(`"img:pool"`), []byte(`"img:evil"`), 1), 0o644)
+		}, "does not match its content"},
+		{"file renamed", func(t *testing.T, b *Local, name string) {
+			os.Rename(b.RenderedPath(name), b.RenderedPath("rendered-worker-0123"))
+		}, "rendered-worker-0123"},
+		{"emptied", func(t *testing.T, b *Local, name string) {
+			os.WriteFile(b.RenderedPath(name), nil, 0o644)
+		}, "rendered-worker-"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
+			s := New()
+			s.Rendered = renderedFixture(t)
+			if err := b.Write(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			var name string
+			for name = range s.Rendered {
+			}
+			c.change(t, b, name)
+			_, err := b.Read(ctx)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), b.renderedDir()) {
+				t.Fatalf("read: %v, want an error naming the file and %q", err, c.want)
+			}
+		})
 	}
 }

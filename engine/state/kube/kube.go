@@ -240,14 +240,29 @@ func Decode(head *corev1.Secret, chunk func(name string) ([]byte, error)) (*stat
 	return st, err
 }
 
-// DecodeRendered reads a rendered config's Secret.
+// DecodeRendered reads and verifies a rendered config's Secret: the config's name must be
+// the one its content gives it, its Secret's (mcp-<name>) and its label's (names too long
+// for a label value have none). A stored config is served and planned from, so one changed
+// or copied after it was stored must not pass for the config it names.
 func DecodeRendered(s *corev1.Secret) (*model.Rendered, error) {
+	where := "secret " + s.Namespace + "/" + s.Name
+	fix := fmt.Sprintf("delete it (kubectl delete secret -n %s %s) and run mcp apply to store it again", s.Namespace, s.Name)
 	r := new(model.Rendered)
 	if err := json.Unmarshal(s.Data[protocol.RenderedKey], r); err != nil {
-		return nil, fmt.Errorf("rendered config in secret %s: %w", s.Name, err)
+		return nil, fmt.Errorf("rendered config in %s (data key %q) is not a rendered config (%v): it was damaged after it was stored; %s",
+			where, protocol.RenderedKey, err, fix)
 	}
-	if r.Name == "" {
-		r.Name = s.Labels[protocol.RenderedLabel]
+	if want := protocol.RenderedSecretName(r.Name); s.Name != want {
+		return nil, fmt.Errorf("rendered config in %s holds the config named %q, whose Secret is %s: it was copied or changed after it was stored; %s",
+			where, r.Name, want, fix)
+	}
+	if l, ok := s.Labels[protocol.RenderedLabel]; ok && l != r.Name {
+		return nil, fmt.Errorf("rendered config in %s has the label %s=%s, but holds the config named %q: it was changed after it was stored; %s",
+			where, protocol.RenderedLabel, l, r.Name, fix)
+	}
+	if want := r.ContentName(); want != r.Name {
+		return nil, fmt.Errorf("rendered config %s in %s does not match its content (which names it %s): it was changed after it was stored; %s",
+			r.Name, where, want, fix)
 	}
 	return r, nil
 }
