@@ -3,7 +3,6 @@ package state
 import (
 	"github.com/mcpfleet/mcp/internal/atomicfile"
 
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -239,57 +238,6 @@ func (l *Local) AppendJournal(ctx context.Context, r JournalRecord) error {
 	return f.Close()
 }
 
-type localLock struct {
-	l  *Local
-	id string
-}
-
-func (l *Local) Lock(ctx context.Context, info LockInfo) (Unlocker, error) {
-	info.Path = l.Path
-	if err := os.MkdirAll(filepath.Dir(l.lockPath()), 0o755); err != nil {
-		return nil, fmt.Errorf("locking state: %w", err)
-	}
-	f, err := os.OpenFile(l.lockPath(), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		holder, rerr := l.readLock()
-		if rerr != nil {
-			return nil, fmt.Errorf("state is locked (%s), and its holder cannot be read: %w", l.lockPath(), rerr)
-		}
-		return nil, &LockError{Holder: holder}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("locking state: %w", err)
-	}
-	b, _ := json.MarshalIndent(info, "", "  ")
-	_, werr := f.Write(b)
-	serr := f.Sync()
-	if cerr := f.Close(); werr == nil && serr == nil && cerr != nil {
-		werr = cerr
-	}
-	if err := errors.Join(werr, serr); err != nil {
-		os.Remove(l.lockPath())
-		return nil, fmt.Errorf("locking state: %w", err)
-	}
-	return &localLock{l: l, id: info.ID}, nil
-}
-
-func (l *Local) readLock() (LockInfo, error) {
-	var info LockInfo
-	b, err := os.ReadFile(l.lockPath())
-	if err != nil {
-		return info, err
-	}
-	// A holder may be between creating and filling the file.
-	if len(bytes.TrimSpace(b)) == 0 {
-		return LockInfo{ID: "(being written)", Who: "another process"}, nil
-	}
-	return info, json.Unmarshal(b, &info)
-}
-
-func (u *localLock) Unlock(ctx context.Context) error {
-	return u.l.ForceUnlock(ctx, u.id)
-}
-
 func (l *Local) DeleteRendered(ctx context.Context, names []string) error {
 	for _, n := range names {
 		if err := os.Remove(l.RenderedPath(n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -297,18 +245,4 @@ func (l *Local) DeleteRendered(ctx context.Context, names []string) error {
 		}
 	}
 	return nil
-}
-
-func (l *Local) ForceUnlock(ctx context.Context, id string) error {
-	info, err := l.readLock()
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("state %s is not locked", l.Path)
-	}
-	if err != nil {
-		return fmt.Errorf("reading lock %s: %w", l.lockPath(), err)
-	}
-	if info.ID != id {
-		return fmt.Errorf("lock ID %q does not match the lock held (ID %s, by %s)", id, info.ID, info.Who)
-	}
-	return os.Remove(l.lockPath())
 }
