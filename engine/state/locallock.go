@@ -10,7 +10,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -78,7 +80,10 @@ type localLock struct {
 	lostCh chan struct{} // closed when lost is set
 }
 
-var _ Losable = (*localLock)(nil)
+var (
+	_ Losable       = (*localLock)(nil)
+	_ LockInspector = (*Local)(nil)
+)
 
 // Lost is closed when the lock file was found removed or taken while held.
 func (u *localLock) Lost() <-chan struct{} { return u.lostCh }
@@ -169,4 +174,37 @@ func (l *Local) ForceUnlock(ctx context.Context, id string) error {
 		return fmt.Errorf("lock ID %q does not match the lock held (ID %s, by %s)", id, info.ID, info.Who)
 	}
 	return os.Remove(l.lockPath())
+}
+
+// LockStatus says who holds the lock file and whether it is alive: a holder on this host
+// (LockInfo.Who is user@host) is alive while its PID exists — kill(pid, 0) succeeds or is
+// refused with EPERM; a PID reused since counts as alive, which only makes force-unlock ask.
+// A holder on another host, or a lock file being written, cannot be checked and counts as
+// alive.
+func (l *Local) LockStatus(ctx context.Context) (*LockStatus, error) {
+	info, err := l.readLock()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading lock %s: %w", l.lockPath(), err)
+	}
+	st := &LockStatus{Holder: info, Alive: true}
+	host, _ := os.Hostname()
+	_, holderHost, _ := strings.Cut(info.Who, "@")
+	switch {
+	case info.PID <= 0:
+		st.Detail = fmt.Sprintf("lock file %s names no process (pid %d), so whether its holder runs cannot be checked", l.lockPath(), info.PID)
+	case holderHost == "" || holderHost != host:
+		st.Detail = fmt.Sprintf("it was taken on host %q, not this one (%q): whether process %d still runs there cannot be checked from here", holderHost, host, info.PID)
+	default:
+		err := syscall.Kill(info.PID, 0)
+		st.Alive = err == nil || errors.Is(err, syscall.EPERM)
+		if st.Alive {
+			st.Detail = fmt.Sprintf("process %d runs on this host (%s)", info.PID, host)
+		} else {
+			st.Detail = fmt.Sprintf("process %d no longer runs on this host (%s)", info.PID, host)
+		}
+	}
+	return st, nil
 }

@@ -2,8 +2,11 @@ package state
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +89,55 @@ func TestLocalLockLostWhenTakenOver(t *testing.T) {
 	case <-u2.(Losable).Lost():
 		t.Error("a lock released by its holder was reported lost")
 	default:
+	}
+}
+
+// deadPID is the PID of a process that has exited.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("cannot run true:", err)
+	}
+	return cmd.Process.Pid
+}
+
+// TestLocalLockStatus: the holder is alive when its process runs on this host; a process
+// that exited is dead; a holder on another host cannot be checked and counts as alive.
+func TestLocalLockStatus(t *testing.T) {
+	ctx := context.Background()
+	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
+	if st, err := b.LockStatus(ctx); st != nil || err != nil {
+		t.Fatalf("unlocked: %+v, %v", st, err)
+	}
+	mine := NewLockInfo("apply", "test")
+	u, err := b.Lock(ctx, mine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.LockStatus(ctx)
+	if err != nil || st == nil || st.Holder.ID != mine.ID || !st.Alive || !strings.Contains(st.Detail, strconv.Itoa(os.Getpid())) {
+		t.Errorf("held by this process: %+v, %v", st, err)
+	}
+	u.Unlock(ctx)
+
+	for _, c := range []struct {
+		name  string
+		edit  func(*LockInfo)
+		alive bool
+	}{
+		{"dead process", func(i *LockInfo) { i.PID = deadPID(t) }, false},
+		{"another host", func(i *LockInfo) { i.Who = "alice@elsewhere.example"; i.PID = deadPID(t) }, true},
+		{"no pid", func(i *LockInfo) { i.PID = 0 }, true},
+	} {
+		info := NewLockInfo("apply", "test")
+		c.edit(&info)
+		raw, _ := json.Marshal(info)
+		os.WriteFile(b.lockPath(), raw, 0o644)
+		st, err := b.LockStatus(ctx)
+		if err != nil || st == nil || st.Holder.ID != info.ID || st.Alive != c.alive || st.Detail == "" {
+			t.Errorf("%s: %+v, %v; want alive %v", c.name, st, err, c.alive)
+		}
+		os.Remove(b.lockPath())
 	}
 }
