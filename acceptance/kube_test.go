@@ -382,22 +382,25 @@ func TestKubeRolloutWithAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Rendered["rendered-worker-earlier"] = &model.Rendered{Name: "rendered-worker-earlier", Pool: "worker",
+	// Named by its content: the state backend refuses a config whose name is not.
+	earlier := &model.Rendered{Pool: "worker", Sources: []string{"earlier"},
 		Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`)}
+	earlier.Name = earlier.ContentName()
+	st.Rendered[earlier.Name] = earlier
 	if err := b.Write(ctx, st); err != nil {
 		t.Fatal(err)
 	}
 	if out, code := c.mcp(t, "mcp-apply", "prune", "-no-color"); code != 0 ||
-		!strings.Contains(out, "- rendered-worker-earlier") || !strings.Contains(out, "Pruned 1 rendered configs") {
+		!strings.Contains(out, "- "+earlier.Name) || !strings.Contains(out, "Pruned 1 rendered configs") {
 		t.Errorf("prune: exit %d\n%s", code, out)
 	}
 	after, err := kube.New(c.env.Client, "mcp-system", kube.Options{}).Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Rendered["rendered-worker-earlier"] != nil || len(after.Rendered) != 2 {
+	if after.Rendered[earlier.Name] != nil || len(after.Rendered) != 2 {
 		t.Errorf("after prune the store holds %d rendered configs (want the 2 pools'), the unused one: %v",
-			len(after.Rendered), after.Rendered["rendered-worker-earlier"] != nil)
+			len(after.Rendered), after.Rendered[earlier.Name] != nil)
 	}
 	for _, pool := range []string{"worker", "infra"} {
 		if resp, err := http.Get(c.server + "/config/" + pool); err != nil || resp.StatusCode != 200 {

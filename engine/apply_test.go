@@ -127,6 +127,14 @@ func rebootSteps() []model.Step {
 		{Kind: model.StepUncordon}}
 }
 
+// testRendered is the rendered config of pool the fake plans use, named by its content: the
+// state backends refuse a config whose name is not its content's.
+func testRendered(pool string) *model.Rendered {
+	r := &model.Rendered{Pool: pool}
+	r.Name = r.ContentName()
+	return r
+}
+
 // planFor builds a plan that updates every node of the fake with steps, slots per pool.
 func planFor(f *fakeProvider, slots map[string]int, steps []model.Step) *planner.Plan {
 	p := &planner.Plan{Rendered: map[string]*model.Rendered{}}
@@ -136,8 +144,8 @@ func planFor(f *fakeProvider, slots map[string]int, steps []model.Step) *planner
 	}
 	slices.Sort(pools)
 	for _, pool := range pools {
-		name := "rendered-" + pool + "-1"
-		p.Rendered[name] = &model.Rendered{Name: name, Pool: pool}
+		name := testRendered(pool).Name
+		p.Rendered[name] = testRendered(pool)
 		p.Pools = append(p.Pools, planner.PoolPlan{Name: pool, Rendered: name, Slots: slots[pool],
 			MaxUnavailable: slots[pool], ReRendered: true})
 		for _, n := range f.fleet.Nodes {
@@ -201,7 +209,7 @@ func TestApplyTraceEqualsPlanAndBudgetHolds(t *testing.T) {
 	if len(st2.Journal) != 0 {
 		t.Errorf("journal left after a complete apply: %v", st2.Journal)
 	}
-	if st2.Pointers["worker"] != "rendered-worker-1" || st2.Rendered["rendered-worker-1"] == nil {
+	if w := testRendered("worker").Name; st2.Pointers["worker"] != w || st2.Rendered[w] == nil {
 		t.Errorf("pointer or rendered config not stored: %v", st2.Pointers)
 	}
 	if st2.Serial != 2 {
@@ -288,7 +296,7 @@ func TestApplyResumesFromJournal(t *testing.T) {
 		t.Fatalf("error = %v, want a node left cordoned after a part-way change", err)
 	}
 	st2, _ := w.Backend.Read(context.Background())
-	want := planner.JournalEntry{Target: "rendered-worker-1", Done: []string{"cordon", "drain", "write /etc/a", "reboot"}}
+	want := planner.JournalEntry{Target: testRendered("worker").Name, Done: []string{"cordon", "drain", "write /etc/a", "reboot"}}
 	if d := cmp.Diff(want, st2.Journal["worker-0"]); d != "" {
 		t.Errorf("journal (-want +got):\n%s", d)
 	}

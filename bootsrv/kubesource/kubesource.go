@@ -80,6 +80,12 @@ func (s *Source) Token() (string, error) {
 // Load builds the snapshot from the cached head and rendered configs. The backend creates
 // rendered configs and chunks before the head that names them, and one watch delivers
 // the events of one namespace's Secrets in order, so the cache holds what a head names.
+//
+// Every rendered config is verified (kube.DecodeRendered: name, label and content agree).
+// One that fails refuses the whole snapshot, rather than being skipped: Follow logs the
+// error naming the Secret and keeps the snapshot in service, the local source (which reads
+// through state.Local) does the same, and a changed config in the state's namespace is
+// something to look at, not to route around.
 func (s *Source) Load(ctx context.Context) (*bootsrv.Snapshot, error) {
 	rs, err := s.lister.List(kube.RenderedSelector())
 	if err != nil {
@@ -89,7 +95,7 @@ func (s *Source) Load(ctx context.Context) (*bootsrv.Snapshot, error) {
 	for _, sec := range rs {
 		r, err := kube.DecodeRendered(sec)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("not serving the new state: %w", err)
 		}
 		rendered[r.Name] = r
 	}

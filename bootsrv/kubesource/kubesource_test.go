@@ -1,20 +1,28 @@
 package kubesource
 
 import (
+	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/engine/state/kube"
 	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
-func rendered(name, pool string) *model.Rendered {
-	return &model.Rendered{Name: name, Pool: pool, IgnitionVersion: "3.4.0",
+// rendered is a rendered config of pool, named by its content (the source verifies names);
+// variant makes configs of one pool differ.
+func rendered(variant, pool string) *model.Rendered {
+	r := &model.Rendered{Pool: pool, IgnitionVersion: "3.4.0", Sources: []string{variant},
 		Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`)}
+	r.Name = r.ContentName()
+	return r
 }
 
 // waitToken waits for the token to differ from old.
@@ -40,8 +48,9 @@ func TestSourceFollowsTheState(t *testing.T) {
 	b := kube.New(cs, "mcp-system", kube.Options{ChunkSize: 200})
 	st := state.New()
 	st.Serial = 3
-	st.Pointers["worker"] = "rendered-worker-a"
-	st.Rendered["rendered-worker-a"] = rendered("rendered-worker-a", "worker")
+	a := rendered("a", "worker")
+	st.Pointers["worker"] = a.Name
+	st.Rendered[a.Name] = a
 	if err := b.Write(ctx, st); err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +80,12 @@ func TestSourceFollowsTheState(t *testing.T) {
 
 	// Moving the pointer (with a chunked head) shows in the token and the next load.
 	st.Serial = 4
-	st.Pointers["worker"] = "rendered-worker-b"
+	bw := rendered("b", "worker")
+	st.Pointers["worker"] = bw.Name
 	for i := range 20 {
-		st.Pointers["pool-"+string(rune('a'+i))] = "rendered-worker-b"
+		st.Pointers["pool-"+string(rune('a'+i))] = bw.Name
 	}
-	st.Rendered["rendered-worker-b"] = rendered("rendered-worker-b", "worker")
+	st.Rendered[bw.Name] = bw
 	if err := b.Write(ctx, st); err != nil {
 		t.Fatal(err)
 	}
@@ -90,5 +100,41 @@ func TestSourceFollowsTheState(t *testing.T) {
 			t.Fatalf("load after write: serial %v, %v", snap, err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSourceRefusesChangedRenderedConfig: a rendered config's Secret changed after it was
+// stored makes Load fail naming it, so that Follow keeps the snapshot in service rather
+// than serve it.
+func TestSourceRefusesChangedRenderedConfig(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs := fake.NewClientset()
+	st := state.New()
+	r := rendered("a", "worker")
+	st.Pointers["worker"] = r.Name
+	st.Rendered[r.Name] = r
+	if err := kube.New(cs, "mcp-system", kube.Options{}).Write(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	name := protocol.RenderedSecretName(r.Name)
+	sec, err := cs.CoreV1().Secrets("mcp-system").Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec.Data[protocol.RenderedKey] = bytes.Replace(sec.Data[protocol.RenderedKey], []byte(`"3.4.0"`), []byte(`"3.5.0"`), 1)
+	if _, err := cs.CoreV1().Secrets("mcp-system").Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	src, err := New(cs, "mcp-system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Start(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	_, err = src.Load(ctx)
+	if err == nil || !strings.Contains(err.Error(), "secret mcp-system/"+name) || !strings.Contains(err.Error(), "does not match its content") {
+		t.Fatalf("load with a changed rendered config: %v, want an error naming secret %s", err, name)
 	}
 }

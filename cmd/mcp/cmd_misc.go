@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/mcpfleet/mcp/engine"
+	"github.com/mcpfleet/mcp/engine/state"
 )
 
 func (c *cli) version(args []string) int {
@@ -14,24 +18,62 @@ func (c *cli) version(args []string) int {
 	return 0
 }
 
+// forceUnlock removes the state lock with the given ID. When the backend can tell that the
+// holder is alive (state.LockInspector), it says who and why that is dangerous and asks for
+// "yes" on a terminal; without one, or with another answer, it refuses unless -force — as
+// Terraform's force-unlock does. A holder known to be gone is unlocked without asking.
 func (c *cli) forceUnlock(args []string) int {
 	fs := c.newFlags("force-unlock")
 	var lf loadFlags
 	lf.register(fs, false)
+	force := fs.Bool("force", false, "do not ask, even when the lock's holder looks alive")
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return 1
 	}
 	if len(pos) != 1 {
-		return c.errorf("usage: mcp force-unlock LOCK_ID (the ID the lock error printed)")
+		return c.errorf("usage: mcp force-unlock [-force] LOCK_ID (the ID the lock error printed)")
 	}
+	id := pos[0]
 	ws := c.load(&lf)
 	if ws == nil {
 		return 1
 	}
-	if err := ws.Backend.ForceUnlock(c.ctx, pos[0]); err != nil {
+	if insp, ok := ws.Backend.(state.LockInspector); ok && !*force {
+		st, err := insp.LockStatus(c.ctx)
+		if err != nil {
+			return c.errorf("%v", err)
+		}
+		// Another ID, or no lock: ForceUnlock says so.
+		if st != nil && st.Holder.ID == id && st.Alive {
+			if code := c.confirmForceUnlock(st); code != 0 {
+				return code
+			}
+		}
+	}
+	if err := ws.Backend.ForceUnlock(c.ctx, id); err != nil {
 		return c.errorf("%v", err)
 	}
 	fmt.Fprintln(c.stdout, "The state has been unlocked.")
+	return 0
+}
+
+// confirmForceUnlock explains whose lock it is and asks for "yes"; 0 means confirmed.
+func (c *cli) confirmForceUnlock(st *state.LockStatus) int {
+	h := st.Holder
+	fmt.Fprintf(c.stdout, "The state lock %s is held by %s (pid %d, operation %q, since %s), and that holder looks alive: %s.\n\n"+
+		"Removing the lock of a live holder lets another run change the state and the nodes while it still does: "+
+		"two applies at once drain and reboot more nodes than max_unavailable allows, and their state writes "+
+		"overwrite each other. Wait for it to finish, or stop it first.\n",
+		h.ID, h.Who, h.PID, h.Operation, h.Created.Format(time.RFC3339), st.Detail)
+	if !isTerminal(c.stdin) {
+		return c.errorf("the lock's holder looks alive and there is no terminal to confirm on; if you are sure it must go, run mcp force-unlock -force %s", h.ID)
+	}
+	fmt.Fprint(c.stdout, "\nDo you really want to force-unlock?\n  Only 'yes' will be accepted to confirm.\n\n  Enter a value: ")
+	line, _ := bufio.NewReader(c.stdin).ReadString('\n')
+	if strings.TrimSpace(line) != "yes" {
+		fmt.Fprintln(c.stdout, "\nForce-unlock cancelled.")
+		return 1
+	}
 	return 0
 }

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -329,5 +331,55 @@ func TestHelpExitsZero(t *testing.T) {
 				t.Errorf("mcp %s %s prints no usage:\n%s%s", cmd.name, h, out, errOut)
 			}
 		}
+	}
+}
+
+// TestForceUnlockOfLiveHolderAsks: the holder of the lock runs (this test's process), so
+// force-unlock explains the danger and, with no terminal to ask on, refuses unless -force.
+func TestForceUnlockOfLiveHolderAsks(t *testing.T) {
+	dir := quickstart(t)
+	b := &state.Local{Path: filepath.Join(dir, "mcp.state")}
+	info := state.NewLockInfo("apply", "test")
+	u, err := b.Lock(context.Background(), info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Unlock(context.Background())
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"-chdir=" + dir, "force-unlock", info.ID}, strings.NewReader("yes\n"), &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "-force") || !strings.Contains(out.String()+errb.String(), strconv.Itoa(os.Getpid())) {
+		t.Fatalf("force-unlock of a live holder without a terminal: exit %d, want 1 naming the holder and -force\n%s%s", code, out.String(), errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "mcp.state.lock")); err != nil {
+		t.Fatalf("the lock was removed without confirmation: %v", err)
+	}
+	code, stdout, errOut := mcp(t, dir, "force-unlock", "-force", info.ID)
+	if code != 0 || !strings.Contains(stdout, "unlocked") {
+		t.Fatalf("force-unlock -force: exit %d\n%s%s", code, stdout, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "mcp.state.lock")); !os.IsNotExist(err) {
+		t.Errorf("lock after force-unlock -force: %v", err)
+	}
+}
+
+// TestForceUnlockOfDeadHolder: a lock whose process no longer runs is removed without asking.
+func TestForceUnlockOfDeadHolder(t *testing.T) {
+	dir := quickstart(t)
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Skip(err)
+	}
+	info := state.NewLockInfo("apply", "test")
+	info.PID = dead.Process.Pid
+	raw, _ := json.Marshal(info)
+	if err := os.WriteFile(filepath.Join(dir, "mcp.state.lock"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := mcp(t, dir, "force-unlock", info.ID)
+	if code != 0 || strings.Contains(out, "Do you really") {
+		t.Fatalf("force-unlock of a dead holder: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "mcp.state.lock")); !os.IsNotExist(err) {
+		t.Errorf("lock after force-unlock: %v", err)
 	}
 }

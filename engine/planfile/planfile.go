@@ -7,9 +7,13 @@ package planfile
 import (
 	"github.com/mcpfleet/mcp/internal/atomicfile"
 
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/state"
@@ -50,21 +54,89 @@ func Write(path string, f *File) error {
 	return nil
 }
 
-// Read loads a saved plan.
+// MaxSize bounds the saved plan Read accepts. A plan of thousands of nodes with their
+// steps and rendered configs is tens of MiB; a larger file is not a plan.
+const MaxSize = 256 << 20
+
+// Read loads a saved plan and checks it: a plan that is truncated, empty, null, hand-edited
+// or damaged is refused with the file named and what is wrong — its embedded rendered
+// configs are verified against their names, and its pools, nodes and steps must be well
+// formed. Whether it still fits the configuration and the fleet is apply's to check.
 func Read(path string) (*File, error) {
-	b, err := os.ReadFile(path)
+	b, err := readBounded(path)
 	if err != nil {
 		return nil, fmt.Errorf("loading plan %q: %w", path, err)
 	}
+	f, err := decode(b)
+	if err != nil {
+		return nil, fmt.Errorf("loading plan %q: %w", path, err)
+	}
+	return f, nil
+}
+
+// readBounded reads a regular file of at most MaxSize bytes. It opens with O_NONBLOCK, as a
+// FIFO without a writer would otherwise block the open forever, and refuses what fstat does
+// not call a regular file before reading anything.
+func readBounded(path string) ([]byte, error) {
+	fd, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer fd.Close()
+	fi, err := fd.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("it is not a regular file (%s), so not a saved plan", fi.Mode().Type())
+	}
+	if fi.Size() > MaxSize {
+		return nil, fmt.Errorf("it is %d bytes, larger than any saved plan (%d)", fi.Size(), MaxSize)
+	}
+	b, err := io.ReadAll(io.LimitReader(fd, MaxSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxSize {
+		return nil, fmt.Errorf("it grew past %d bytes while being read", MaxSize)
+	}
+	return b, nil
+}
+
+// decode parses a saved plan strictly (no unknown fields, nothing after it) and checks it.
+func decode(b []byte) (*File, error) {
+	t := bytes.TrimSpace(b)
+	switch {
+	case len(t) == 0:
+		return nil, errors.New("it is empty (no bytes, or only white space): not a saved mcp plan")
+	case bytes.Equal(t, []byte("null")):
+		return nil, errors.New("it is JSON null, not a saved mcp plan")
+	case t[0] != '{':
+		return nil, fmt.Errorf("it is not a JSON object (it starts with %q): not a saved mcp plan", t[:min(len(t), 16)])
+	}
 	f := new(File)
-	if err := json.Unmarshal(b, f); err != nil {
-		return nil, fmt.Errorf("loading plan %q: not a saved mcp plan: %w", path, err)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(f); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("it is cut off: its JSON ends after %d bytes, mid-value", len(b))
+		}
+		return nil, fmt.Errorf("not a saved mcp plan: %w", err)
+	}
+	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
+		return nil, fmt.Errorf("it has %d bytes after the plan's JSON object", len(rest))
 	}
 	if f.FormatVersion != FormatVersion {
-		return nil, fmt.Errorf("loading plan %q: format version %d, this mcp reads %d", path, f.FormatVersion, FormatVersion)
+		return nil, fmt.Errorf("format version %d, this mcp reads %d", f.FormatVersion, FormatVersion)
 	}
 	if f.Plan == nil {
-		return nil, fmt.Errorf("loading plan %q: no plan in it", path)
+		return nil, errors.New("no plan in it")
+	}
+	if f.Serial < 0 {
+		return nil, fmt.Errorf("its state serial %d is negative", f.Serial)
+	}
+	if err := checkPlan(f.Plan); err != nil {
+		return nil, fmt.Errorf("%w (was it edited?)", err)
 	}
 	return f, nil
 }

@@ -35,6 +35,24 @@ type OrphanPruner interface {
 	PruneOrphans(ctx context.Context, dryRun bool) ([]string, error)
 }
 
+// LockInspector is implemented by backends that can tell who holds the lock and whether
+// that holder is alive, so that mcp force-unlock asks before it removes a live holder's
+// lock (as Terraform's force-unlock asks).
+type LockInspector interface {
+	// LockStatus returns the lock's holder now, or nil when the state is not locked.
+	LockStatus(ctx context.Context) (*LockStatus, error)
+}
+
+// LockStatus is the lock's holder and whether it is alive.
+type LockStatus struct {
+	Holder LockInfo
+	// Alive is false only when the holder is known to be gone (its process no longer runs on
+	// this host; its Lease expired). A holder that cannot be checked counts as alive.
+	Alive bool
+	// Detail says how Alive was judged, for people: "process 4242 runs on this host".
+	Detail string
+}
+
 // Unlocker releases a lock.
 type Unlocker interface {
 	Unlock(ctx context.Context) error

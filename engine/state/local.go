@@ -3,7 +3,6 @@ package state
 import (
 	"github.com/mcpfleet/mcp/internal/atomicfile"
 
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +20,7 @@ import (
 // it (one immutable file per name), an append-only journal and a lock file:
 //
 //	mcp.state             lineage, serial, pointers, folded journal
+//	mcp.state.backup      the state the last write replaced (see backup)
 //	mcp.state.d/rendered/ <name>.json, one per rendered config
 //	mcp.state.journal     one JSON line per finished step of a running apply
 //	mcp.state.lock        the lock holder (LockInfo), created exclusively
@@ -28,6 +28,7 @@ type Local struct{ Path string }
 
 func (l *Local) renderedDir() string { return l.Path + ".d/rendered" }
 func (l *Local) journalPath() string { return l.Path + ".journal" }
+func (l *Local) backupPath() string  { return l.Path + ".backup" }
 func (l *Local) lockPath() string    { return l.Path + ".lock" }
 
 // RenderedPath is where the rendered config name is stored (the boot server reads it).
@@ -36,13 +37,9 @@ func (l *Local) RenderedPath(name string) string {
 }
 
 func (l *Local) Read(ctx context.Context) (*State, error) {
-	b, err := os.ReadFile(l.Path)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("reading state: %w", err)
-	}
-	s, err := Unmarshal(b)
+	s, err := l.readHead()
 	if err != nil {
-		return nil, fmt.Errorf("reading state %s: %w", l.Path, err)
+		return nil, err
 	}
 	if s.Rendered, err = l.readRendered(); err != nil {
 		return nil, err
@@ -51,6 +48,62 @@ func (l *Local) Read(ctx context.Context) (*State, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// readHead reads the state file: absent is a fresh state with no lineage, present must be a
+// state.
+func (l *Local) readHead() (*State, error) {
+	b, err := os.ReadFile(l.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &State{Version: FormatVersion, Pointers: map[string]string{}}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading state %s: %w", l.Path, err)
+	}
+	s, err := Unmarshal(b)
+	if err != nil {
+		return nil, fmt.Errorf("reading state %s: %w%s", l.Path, err, l.restoreHint())
+	}
+	return s, nil
+}
+
+// restoreHint says how to go back to the backup, when there is a good one.
+func (l *Local) restoreHint() string {
+	b, err := os.ReadFile(l.backupPath())
+	if err != nil {
+		return ""
+	}
+	prev, err := Unmarshal(b)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("; the state before the last write (serial %d) is in %s: to go back to it, run "+
+		"cp %s %s (what the last write recorded is lost: run mcp plan and look at it before applying)",
+		prev.Serial, l.backupPath(), l.backupPath(), l.Path)
+}
+
+// backup keeps the state about to be replaced as <path>.backup, as Terraform keeps
+// terraform.tfstate.backup: written atomically and fsync'd like the state, with its mode.
+// A state that does not read is not kept, so the backup stays the last good state.
+func (l *Local) backup() error {
+	b, err := os.ReadFile(l.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("backing up state %s: %w", l.Path, err)
+	}
+	if _, err := Unmarshal(b); err != nil {
+		return nil
+	}
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Stat(l.Path); err == nil {
+		mode = fi.Mode().Perm()
+	}
+	if err := atomicfile.Write(l.backupPath(), b, mode); err != nil {
+		return fmt.Errorf("backing up state %s to %s: %w", l.Path, l.backupPath(), err)
+	}
+	return nil
 }
 
 func (l *Local) readRendered() (map[string]*model.Rendered, error) {
@@ -67,17 +120,35 @@ func (l *Local) readRendered() (map[string]*model.Rendered, error) {
 		if !ok || e.IsDir() {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(l.renderedDir(), e.Name()))
+		r, err := readRenderedFile(filepath.Join(l.renderedDir(), e.Name()), name)
 		if err != nil {
-			return nil, fmt.Errorf("reading rendered config %s: %w", name, err)
-		}
-		r := new(model.Rendered)
-		if err := json.Unmarshal(b, r); err != nil {
-			return nil, fmt.Errorf("reading rendered config %s: %w", name, err)
+			return nil, err
 		}
 		out[name] = r
 	}
 	return out, nil
+}
+
+// readRenderedFile reads and verifies one stored rendered config: its name must be its file's
+// and its content's (a stored config is served and planned from, so an edited one must not
+// pass for the config it was).
+func readRenderedFile(p, name string) (*model.Rendered, error) {
+	const fix = "delete it and run mcp apply to store it again"
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading rendered config %s: %w", p, err)
+	}
+	r := new(model.Rendered)
+	if err := json.Unmarshal(b, r); err != nil {
+		return nil, fmt.Errorf("rendered config %s is not a rendered config (%v): it was damaged after it was stored; %s", p, err, fix)
+	}
+	if r.Name != name {
+		return nil, fmt.Errorf("rendered config %s holds the config named %q, not the one its file name says: it was renamed or changed after it was stored; %s", p, r.Name, fix)
+	}
+	if want := r.ContentName(); want != name {
+		return nil, fmt.Errorf("rendered config %s does not match its content (which names it %s): it was changed after it was stored; %s", p, want, fix)
+	}
+	return r, nil
 }
 
 // replayJournal folds the journal's records into s. A torn last line (a crash mid-append)
@@ -91,10 +162,24 @@ func (l *Local) replayJournal(s *State) error {
 		return fmt.Errorf("reading state journal: %w", err)
 	}
 	defer f.Close()
-	return s.ReplayJournal(f)
+	err = s.ReplayJournal(f)
+	var je *JournalError
+	if errors.As(err, &je) {
+		return fmt.Errorf("state journal %s, %w; the journal lists the steps an interrupted "+
+			"apply finished, one JSON record per line: fix or delete that line, or move the file "+
+			"away (the next mcp plan then no longer knows which steps of those nodes finished and "+
+			"plans them again, drains and reboots included)", l.journalPath(), je)
+	}
+	if err != nil {
+		return fmt.Errorf("reading state journal %s: %w", l.journalPath(), err)
+	}
+	return nil
 }
 
 func (l *Local) Write(ctx context.Context, s *State) error {
+	if err := s.Check(); err != nil {
+		return fmt.Errorf("writing state %s: refusing a state that could not be read back: %w", l.Path, err)
+	}
 	if err := os.MkdirAll(l.renderedDir(), 0o755); err != nil {
 		return fmt.Errorf("writing state: %w", err)
 	}
@@ -119,6 +204,9 @@ func (l *Local) Write(ctx context.Context, s *State) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding state: %w", err)
+	}
+	if err := l.backup(); err != nil {
+		return err
 	}
 	if err := atomicfile.Write(l.Path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing state: %w", err)
@@ -150,57 +238,6 @@ func (l *Local) AppendJournal(ctx context.Context, r JournalRecord) error {
 	return f.Close()
 }
 
-type localLock struct {
-	l  *Local
-	id string
-}
-
-func (l *Local) Lock(ctx context.Context, info LockInfo) (Unlocker, error) {
-	info.Path = l.Path
-	if err := os.MkdirAll(filepath.Dir(l.lockPath()), 0o755); err != nil {
-		return nil, fmt.Errorf("locking state: %w", err)
-	}
-	f, err := os.OpenFile(l.lockPath(), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if errors.Is(err, fs.ErrExist) {
-		holder, rerr := l.readLock()
-		if rerr != nil {
-			return nil, fmt.Errorf("state is locked (%s), and its holder cannot be read: %w", l.lockPath(), rerr)
-		}
-		return nil, &LockError{Holder: holder}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("locking state: %w", err)
-	}
-	b, _ := json.MarshalIndent(info, "", "  ")
-	_, werr := f.Write(b)
-	serr := f.Sync()
-	if cerr := f.Close(); werr == nil && serr == nil && cerr != nil {
-		werr = cerr
-	}
-	if err := errors.Join(werr, serr); err != nil {
-		os.Remove(l.lockPath())
-		return nil, fmt.Errorf("locking state: %w", err)
-	}
-	return &localLock{l: l, id: info.ID}, nil
-}
-
-func (l *Local) readLock() (LockInfo, error) {
-	var info LockInfo
-	b, err := os.ReadFile(l.lockPath())
-	if err != nil {
-		return info, err
-	}
-	// A holder may be between creating and filling the file.
-	if len(bytes.TrimSpace(b)) == 0 {
-		return LockInfo{ID: "(being written)", Who: "another process"}, nil
-	}
-	return info, json.Unmarshal(b, &info)
-}
-
-func (u *localLock) Unlock(ctx context.Context) error {
-	return u.l.ForceUnlock(ctx, u.id)
-}
-
 func (l *Local) DeleteRendered(ctx context.Context, names []string) error {
 	for _, n := range names {
 		if err := os.Remove(l.RenderedPath(n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -208,18 +245,4 @@ func (l *Local) DeleteRendered(ctx context.Context, names []string) error {
 		}
 	}
 	return nil
-}
-
-func (l *Local) ForceUnlock(ctx context.Context, id string) error {
-	info, err := l.readLock()
-	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("state %s is not locked", l.Path)
-	}
-	if err != nil {
-		return fmt.Errorf("reading lock %s: %w", l.lockPath(), err)
-	}
-	if info.ID != id {
-		return fmt.Errorf("lock ID %q does not match the lock held (ID %s, by %s)", id, info.ID, info.Who)
-	}
-	return os.Remove(l.lockPath())
 }

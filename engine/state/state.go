@@ -6,10 +6,11 @@
 package state
 
 import (
-	"bufio"
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -68,44 +69,31 @@ func (s *State) Clone() *State {
 	return &c
 }
 
-// JournalRecord is one finished step of one node, appended while apply runs.
-type JournalRecord struct {
-	Node   string `json:"node"`
-	From   string `json:"from"`
-	Target string `json:"target"`
-	Step   string `json:"step"` // model.Step.Key
-	// Finished marks the node's last step: its journal entry can be dropped.
-	Finished bool `json:"finished,omitempty"`
-}
-
-// ApplyRecord folds one journal record into the state's journal.
-func (s *State) ApplyRecord(r JournalRecord) {
-	if s.Journal == nil {
-		s.Journal = map[string]planner.JournalEntry{}
-	}
-	if r.Finished {
-		delete(s.Journal, r.Node)
-		return
-	}
-	e := s.Journal[r.Node]
-	if e.Target != r.Target || e.From != r.From {
-		e = planner.JournalEntry{From: r.From, Target: r.Target}
-	}
-	e.Done = append(e.Done, r.Step)
-	s.Journal[r.Node] = e
-}
-
-// Unmarshal reads the state JSON a backend stored (nil or empty: an empty state),
-// refusing another format version. Its Rendered is left to the backend.
+// Unmarshal reads the state JSON a backend stored, refusing another format version. Its
+// Rendered is left to the backend. An absent state is the backend's to recognise (there are
+// no bytes at all); bytes that are present are never taken for a fresh state, since that
+// forgets every pointer and the journal: empty, null, cut off, not an object, and `{}` are
+// errors. `{}` too because every state mcp writes has a version and a lineage (apply gives
+// a state a lineage before its first write), so `{}` is damage or a hand edit. Unknown fields
+// are refused: a state with more fields comes from a newer format, which has another version.
 func Unmarshal(b []byte) (*State, error) {
-	s := &State{Version: FormatVersion}
-	if len(b) > 0 {
-		if err := json.Unmarshal(b, s); err != nil {
-			return nil, err
+	if err := checkShape(b); err != nil {
+		return nil, err
+	}
+	s := &State{}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(s); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("it is cut off: its JSON ends after %d bytes, mid-value", len(b))
 		}
-		if s.Version != FormatVersion {
-			return nil, fmt.Errorf("format version %d; this mcp reads %d", s.Version, FormatVersion)
-		}
+		return nil, fmt.Errorf("it is not a state: %w", err)
+	}
+	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
+		return nil, fmt.Errorf("it has %d bytes after the state's JSON object", len(rest))
+	}
+	if err := s.Check(); err != nil {
+		return nil, err
 	}
 	if s.Pointers == nil {
 		s.Pointers = map[string]string{}
@@ -113,17 +101,42 @@ func Unmarshal(b []byte) (*State, error) {
 	return s, nil
 }
 
-// ReplayJournal folds a journal — one JSON JournalRecord per line — into s. A line that
-// does not parse ends it: the last line of a journal cut off mid-write.
-func (s *State) ReplayJournal(r io.Reader) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		var rec JournalRecord
-		if json.Unmarshal(sc.Bytes(), &rec) != nil {
-			break
-		}
-		s.ApplyRecord(rec)
+// checkShape refuses what is not a JSON object before decoding, to say plainly what it is.
+func checkShape(b []byte) error {
+	t := bytes.TrimSpace(b)
+	switch {
+	case len(t) == 0:
+		return errors.New("it is empty (no bytes, or only white space): a state is a JSON object")
+	case bytes.Equal(t, []byte("null")):
+		return errors.New("it is JSON null, not a state")
+	case t[0] != '{':
+		return fmt.Errorf("it is not a JSON object (it starts with %q)", t[:min(len(t), 16)])
 	}
-	return sc.Err()
+	return nil
+}
+
+// Check refuses a state that mcp would not have written (and Unmarshal refuses): backends
+// check before writing, so that a bug does not store a state no run can read.
+func (s *State) Check() error {
+	switch {
+	case s.Version == 0:
+		return errors.New("it has no format version: it is not a state mcp wrote")
+	case s.Version != FormatVersion:
+		return fmt.Errorf("format version %d; this mcp reads %d", s.Version, FormatVersion)
+	case s.Lineage == "":
+		return errors.New("it has no lineage, which every state mcp writes has")
+	case s.Serial < 0:
+		return fmt.Errorf("its serial %d is negative", s.Serial)
+	}
+	for pool, name := range s.Pointers {
+		if pool == "" || name == "" {
+			return fmt.Errorf("its pointer %q -> %q names no pool or no rendered config", pool, name)
+		}
+	}
+	for node, e := range s.Journal {
+		if node == "" || e.Target == "" {
+			return fmt.Errorf("its journal entry of node %q names no node or no target config", node)
+		}
+	}
+	return nil
 }

@@ -27,8 +27,10 @@ func TestLocalRoundTripAndJournal(t *testing.T) {
 	}
 	s = New()
 	s.Serial = 1
-	s.Pointers["worker"] = "rendered-worker-abc"
-	s.Rendered["rendered-worker-abc"] = &model.Rendered{Name: "rendered-worker-abc", Pool: "worker"}
+	r := &model.Rendered{Pool: "worker"}
+	r.Name = r.ContentName()
+	s.Pointers["worker"] = r.Name
+	s.Rendered[r.Name] = r
 	if err := b.Write(ctx, s); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func TestLocalRoundTripAndJournal(t *testing.T) {
 	if d := cmp.Diff(want, got.Journal); d != "" {
 		t.Errorf("journal (-want +got):\n%s", d)
 	}
-	if got.Lineage != s.Lineage || got.Pointers["worker"] != "rendered-worker-abc" || got.Rendered["rendered-worker-abc"] == nil {
+	if got.Lineage != s.Lineage || got.Pointers["worker"] != r.Name || got.Rendered[r.Name] == nil {
 		t.Errorf("state did not round-trip: %+v", got)
 	}
 	// Writing folds the journal into the state and clears it.

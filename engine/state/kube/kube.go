@@ -202,8 +202,10 @@ func (b *Backend) readHead(ctx context.Context) (*state.State, string, error) {
 // Decode reads a head Secret into a state (without rendered configs), fetching its chunks
 // through chunk and replaying its journal. A torn last journal line is ignored.
 func Decode(head *corev1.Secret, chunk func(name string) ([]byte, error)) (*state.State, error) {
-	raw := head.Data[KeyState]
+	raw, present := head.Data[KeyState]
+	src := fmt.Sprintf("data key %q", KeyState)
 	if names := strings.Fields(string(head.Data[KeyChunks])); len(names) > 0 {
+		src = fmt.Sprintf("the %d chunks data key %q names", len(names), KeyChunks)
 		raw = nil
 		for _, n := range names {
 			c, err := chunk(n)
@@ -212,25 +214,55 @@ func Decode(head *corev1.Secret, chunk func(name string) ([]byte, error)) (*stat
 			}
 			raw = append(raw, c...)
 		}
+		present = true
 	}
 	if want := string(head.Data[KeySum]); want != "" && want != sum(raw) {
 		return nil, fmt.Errorf("state JSON does not match its digest %s (a damaged or half-written chunk)", want)
 	}
-	st, err := state.Unmarshal(raw)
-	if err != nil {
-		return nil, fmt.Errorf("decoding state: %w", err)
+	st := &state.State{Version: state.FormatVersion, Pointers: map[string]string{}}
+	if present {
+		// Present but empty or null is damage, not a fresh state (see state.Unmarshal); a
+		// head with neither key is one AppendJournal created before any Write.
+		var err error
+		if st, err = state.Unmarshal(raw); err != nil {
+			return nil, fmt.Errorf("decoding state (%s): %w", src, err)
+		}
 	}
-	return st, st.ReplayJournal(bytes.NewReader(head.Data[KeyJournal]))
+	err := st.ReplayJournal(bytes.NewReader(head.Data[KeyJournal]))
+	var je *state.JournalError
+	if errors.As(err, &je) {
+		return nil, fmt.Errorf("journal (data key %q), %w; it lists the steps an interrupted apply "+
+			"finished, one JSON record per line (see it with kubectl get secret -n %s %s -o "+
+			"jsonpath='{.data.journal}' | base64 -d): fix or delete that line, or remove the key "+
+			"(the next mcp plan then no longer knows which steps of those nodes finished and plans "+
+			"them again, drains and reboots included)", KeyJournal, je, head.Namespace, head.Name)
+	}
+	return st, err
 }
 
-// DecodeRendered reads a rendered config's Secret.
+// DecodeRendered reads and verifies a rendered config's Secret: the config's name must be
+// the one its content gives it, its Secret's (mcp-<name>) and its label's (names too long
+// for a label value have none). A stored config is served and planned from, so one changed
+// or copied after it was stored must not pass for the config it names.
 func DecodeRendered(s *corev1.Secret) (*model.Rendered, error) {
+	where := "secret " + s.Namespace + "/" + s.Name
+	fix := fmt.Sprintf("delete it (kubectl delete secret -n %s %s) and run mcp apply to store it again", s.Namespace, s.Name)
 	r := new(model.Rendered)
 	if err := json.Unmarshal(s.Data[protocol.RenderedKey], r); err != nil {
-		return nil, fmt.Errorf("rendered config in secret %s: %w", s.Name, err)
+		return nil, fmt.Errorf("rendered config in %s (data key %q) is not a rendered config (%v): it was damaged after it was stored; %s",
+			where, protocol.RenderedKey, err, fix)
 	}
-	if r.Name == "" {
-		r.Name = s.Labels[protocol.RenderedLabel]
+	if want := protocol.RenderedSecretName(r.Name); s.Name != want {
+		return nil, fmt.Errorf("rendered config in %s holds the config named %q, whose Secret is %s: it was copied or changed after it was stored; %s",
+			where, r.Name, want, fix)
+	}
+	if l, ok := s.Labels[protocol.RenderedLabel]; ok && l != r.Name {
+		return nil, fmt.Errorf("rendered config in %s has the label %s=%s, but holds the config named %q: it was changed after it was stored; %s",
+			where, protocol.RenderedLabel, l, r.Name, fix)
+	}
+	if want := r.ContentName(); want != r.Name {
+		return nil, fmt.Errorf("rendered config %s in %s does not match its content (which names it %s): it was changed after it was stored; %s",
+			r.Name, where, want, fix)
 	}
 	return r, nil
 }
@@ -297,6 +329,9 @@ func (b *Backend) Write(ctx context.Context, s *state.State) error {
 // putHead replaces the head (head nil: creates it) with st and journal, creating chunks
 // first and deleting the old head's unused chunks after.
 func (b *Backend) putHead(ctx context.Context, head *corev1.Secret, st *state.State, journal []byte) error {
+	if err := st.Check(); err != nil {
+		return fmt.Errorf("writing state (%s): refusing a state that could not be read back: %w", b.where(), err)
+	}
 	data, chunks, err := b.encode(ctx, st)
 	if err != nil {
 		return err
@@ -524,6 +559,9 @@ func (b *Backend) fold(ctx context.Context, head *corev1.Secret, r state.Journal
 	st, err := Decode(head, b.chunkReader(ctx))
 	if err != nil {
 		return err
+	}
+	if st.Lineage == "" {
+		st.Lineage = state.New().Lineage // a head AppendJournal created: no state was written yet
 	}
 	st.ApplyRecord(r)
 	return b.putHead(ctx, head, st, nil)

@@ -50,15 +50,22 @@ func createdSecrets(cs *fake.Clientset) []string {
 	return out
 }
 
+// named is a rendered config of pool, named by its content as the renderer names it.
+func named(pool string) *model.Rendered {
+	r := &model.Rendered{Pool: pool, IgnitionVersion: "3.4.0", Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`)}
+	r.Name = r.ContentName()
+	return r
+}
+
+var workerName, infraName = named("worker").Name, named("infra").Name
+
 func sample() *state.State {
 	s := state.New()
 	s.Serial = 1
-	s.Pointers["worker"] = "rendered-worker-abc"
-	s.Pointers["infra"] = "rendered-infra-def"
-	s.Rendered["rendered-worker-abc"] = &model.Rendered{Name: "rendered-worker-abc", Pool: "worker",
-		Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`)}
-	s.Rendered["rendered-infra-def"] = &model.Rendered{Name: "rendered-infra-def", Pool: "infra",
-		Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`)}
+	s.Pointers["worker"] = workerName
+	s.Pointers["infra"] = infraName
+	s.Rendered[workerName] = named("worker")
+	s.Rendered[infraName] = named("infra")
 	return s
 }
 
@@ -77,16 +84,16 @@ func TestRoundTripRenderedFirstAndImmutable(t *testing.T) {
 	if err := b.Write(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"mcp-rendered-infra-def", "mcp-rendered-worker-abc", protocol.StateSecret}
+	want := []string{protocol.RenderedSecretName(infraName), protocol.RenderedSecretName(workerName), protocol.StateSecret}
 	if d := cmp.Diff(want, createdSecrets(cs)); d != "" {
 		t.Errorf("created secrets in order (-want +got):\n%s", d)
 	}
-	r := secret(t, cs, protocol.RenderedSecretName("rendered-worker-abc"))
+	r := secret(t, cs, protocol.RenderedSecretName(workerName))
 	if r.Immutable == nil || !*r.Immutable {
 		t.Errorf("rendered secret is not immutable")
 	}
 	wantLabels := map[string]string{protocol.ManagedByLabel: protocol.ManagedByValue,
-		protocol.KindLabel: "rendered", protocol.RenderedLabel: "rendered-worker-abc"}
+		protocol.KindLabel: "rendered", protocol.RenderedLabel: workerName}
 	if d := cmp.Diff(wantLabels, r.Labels); d != "" {
 		t.Errorf("rendered secret labels (-want +got):\n%s", d)
 	}
@@ -127,7 +134,7 @@ func writeChunked(t *testing.T, cs *fake.Clientset) (*Backend, *state.State) {
 	b := New(cs, ns, Options{ChunkSize: 256})
 	s := sample()
 	for i := range 40 {
-		s.Pointers[fmt.Sprintf("pool-%02d", i)] = "rendered-worker-abc"
+		s.Pointers[fmt.Sprintf("pool-%02d", i)] = workerName
 	}
 	if err := b.Write(context.Background(), s); err != nil {
 		t.Fatal(err)
@@ -165,7 +172,7 @@ func TestChunkedState(t *testing.T) {
 
 	// A new head drops the chunks it no longer uses, after it is written.
 	got.Serial++
-	got.Pointers = map[string]string{"worker": "rendered-worker-abc"}
+	got.Pointers = map[string]string{"worker": workerName}
 	if err := b.Write(ctx, got); err != nil {
 		t.Fatal(err)
 	}
@@ -192,10 +199,10 @@ func TestJournalAppendReplayAndFold(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range []state.JournalRecord{
-		{Node: "w-1", Target: "rendered-worker-abc", Step: "cordon"},
-		{Node: "w-1", Target: "rendered-worker-abc", Step: "drain"},
-		{Node: "w-2", Target: "rendered-worker-abc", Step: "cordon"},
-		{Node: "w-2", Target: "rendered-worker-abc", Finished: true},
+		{Node: "w-1", Target: workerName, Step: "cordon"},
+		{Node: "w-1", Target: workerName, Step: "drain"},
+		{Node: "w-2", Target: workerName, Step: "cordon"},
+		{Node: "w-2", Target: workerName, Finished: true},
 	} {
 		if err := b.AppendJournal(ctx, r); err != nil {
 			t.Fatal(err)
@@ -211,7 +218,7 @@ func TestJournalAppendReplayAndFold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]planner.JournalEntry{"w-1": {Target: "rendered-worker-abc", Done: []string{"cordon", "drain"}}}
+	want := map[string]planner.JournalEntry{"w-1": {Target: workerName, Done: []string{"cordon", "drain"}}}
 	if d := cmp.Diff(want, got.Journal); d != "" {
 		t.Errorf("journal (-want +got):\n%s", d)
 	}
@@ -230,7 +237,7 @@ func TestJournalAppendReplayAndFold(t *testing.T) {
 	}
 	// A journal past the limit is folded by AppendJournal itself.
 	for i := range 10 {
-		r := state.JournalRecord{Node: "w-3", Target: "rendered-worker-abc", Step: "step-" + strconv.Itoa(i)}
+		r := state.JournalRecord{Node: "w-3", Target: workerName, Step: "write /etc/f-" + strconv.Itoa(i)}
 		if err := b2.AppendJournal(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -244,6 +251,54 @@ func TestJournalAppendReplayAndFold(t *testing.T) {
 	}
 	if n := len(final.Journal["w-3"].Done); n != 10 || final.Serial != got.Serial || final.Lineage != s.Lineage {
 		t.Errorf("after folding: %d steps of w-3, serial %d lineage %s", n, final.Serial, final.Lineage)
+	}
+}
+
+// TestJournalBadLineNamesSecret: a bad journal line that is not the last is an error naming
+// the head Secret, its data key and the line, and saying what to do.
+func TestJournalBadLineNamesSecret(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	b := New(cs, ns, Options{})
+	if err := b.Write(ctx, sample()); err != nil {
+		t.Fatal(err)
+	}
+	head := secret(t, cs, protocol.StateSecret)
+	good := `{"node":"w-1","target":"rendered-worker-abc","step":"cordon"}` + "\n"
+	head.Data[KeyJournal] = []byte(good + "garbage\n" + good)
+	if _, err := cs.CoreV1().Secrets(ns).Update(ctx, head, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(cs, ns, Options{}).Read(ctx)
+	if err == nil {
+		t.Fatal("a journal with a bad middle line was read")
+	}
+	for _, want := range []string{"secret " + ns + "/" + protocol.StateSecret, `"journal"`, "line 2", "kubectl"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}
+
+// TestEmptyOrNullStateIsAnError: a head whose state.json is empty or null is damage, not a
+// fresh state; a head with only a journal (AppendJournal before any Write) is one.
+func TestEmptyOrNullStateIsAnError(t *testing.T) {
+	ctx := context.Background()
+	for _, raw := range []string{"", " ", "null", "{}"} {
+		cs := fake.NewClientset(&corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: protocol.StateSecret, Namespace: ns, Labels: objectLabels(KindState)},
+			Data:       map[string][]byte{KeyState: []byte(raw)}})
+		_, err := New(cs, ns, Options{}).Read(ctx)
+		if err == nil || !strings.Contains(err.Error(), "secret "+ns+"/"+protocol.StateSecret) {
+			t.Errorf("state.json %q: %v, want an error naming the Secret", raw, err)
+		}
+	}
+	cs := fake.NewClientset(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: protocol.StateSecret, Namespace: ns, Labels: objectLabels(KindState)},
+		Data:       map[string][]byte{KeyJournal: []byte(`{"node":"w-1","target":"rendered-worker-abc","step":"cordon"}` + "\n")}})
+	st, err := New(cs, ns, Options{}).Read(ctx)
+	if err != nil || st.Lineage != "" || len(st.Journal["w-1"].Done) != 1 {
+		t.Errorf("a journal-only head: %+v, %v", st, err)
 	}
 }
 
@@ -501,7 +556,7 @@ func TestDeleteRendered(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 { // deleting what is gone is no error
-		if err := b.DeleteRendered(ctx, []string{"rendered-infra-def", "rendered-never-stored"}); err != nil {
+		if err := b.DeleteRendered(ctx, []string{infraName, "rendered-never-stored"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -509,7 +564,7 @@ func TestDeleteRendered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Rendered["rendered-infra-def"] != nil || got.Rendered["rendered-worker-abc"] == nil {
+	if got.Rendered[infraName] != nil || got.Rendered[workerName] == nil {
 		t.Errorf("rendered configs after delete: %v", slices.Collect(maps.Keys(got.Rendered)))
 	}
 }

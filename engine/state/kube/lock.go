@@ -291,3 +291,29 @@ func (b *Backend) ForceUnlock(ctx context.Context, id string) error {
 	}
 	return b.deleteLease(ctx, l)
 }
+
+var _ state.LockInspector = (*Backend)(nil)
+
+// LockStatus says who holds the Lease and whether that holder is alive: it is while
+// renewTime + leaseDurationSeconds is in the future (the holder renews every third of it).
+// A Lease with no holder is no lock.
+func (b *Backend) LockStatus(ctx context.Context) (*state.LockStatus, error) {
+	l, err := b.cs.CoordinationV1().Leases(b.ns).Get(ctx, protocol.LockLease, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the state lock (%s): %w", b.leaseWhere(), err)
+	}
+	if holder(l) == "" {
+		return nil, nil
+	}
+	exp := b.expiry(l).UTC().Format(time.RFC3339)
+	st := &state.LockStatus{Holder: holderInfo(l), Alive: b.live(l)}
+	if st.Alive {
+		st.Detail = fmt.Sprintf("%s is being renewed: it expires at %s unless its holder renews it", b.leaseWhere(), exp)
+	} else {
+		st.Detail = fmt.Sprintf("%s expired at %s: its holder stopped renewing it", b.leaseWhere(), exp)
+	}
+	return st, nil
+}

@@ -1,0 +1,86 @@
+package kube
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+)
+
+// TestRenderedRoundTripKeepsName: a really rendered config stored in a Secret and read back
+// still hashes to its name.
+func TestRenderedRoundTripKeepsName(t *testing.T) {
+	ctx := context.Background()
+	out, diags := planner.Render(&model.Desired{
+		Pools: []model.Pool{{Name: "worker", KernelArgs: []string{"a=<b>&c"}}},
+		Configs: []model.Config{{Name: "10-a", Pools: []string{"worker"},
+			Files: []model.File{{Path: "/etc/x", Mode: 0o644, Contents: []byte("<html> & \u2028 \xff\n")}},
+			Units: []model.Unit{{Name: "u.service", Contents: "[Service]\nExecStart=/bin/true <&>\n"}}}},
+	})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	b := New(fake.NewClientset(), ns, Options{})
+	s := sample()
+	s.Rendered = map[string]*model.Rendered{out["worker"].Name: out["worker"]}
+	if err := b.Write(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	got, err := New(b.Client(), ns, Options{}).Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := got.Rendered[out["worker"].Name]; r == nil || r.CheckName() != nil {
+		t.Fatalf("read back: %v", r)
+	}
+}
+
+// TestReadRefusesChangedRenderedConfig: a rendered config's Secret whose content does not
+// give its name, or whose label or Secret name is another config's, is refused, naming it.
+func TestReadRefusesChangedRenderedConfig(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		change func(cs *fake.Clientset) string // returns the Secret that should be named
+		want   string
+	}{
+		{"content edited", func(cs *fake.Clientset) string {
+			s := secret(t, cs, protocol.RenderedSecretName(workerName))
+			s.Data[protocol.RenderedKey] = []byte(strings.Replace(string(s.Data[protocol.RenderedKey]), `"3.4.0"`, `"3.5.0"`, 1))
+			cs.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
+			return s.Name
+		}, "does not match its content"},
+		{"label of another config", func(cs *fake.Clientset) string {
+			s := secret(t, cs, protocol.RenderedSecretName(workerName))
+			s.Labels[protocol.RenderedLabel] = infraName
+			cs.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{})
+			return s.Name
+		}, infraName},
+		{"copied under another name", func(cs *fake.Clientset) string {
+			s := secret(t, cs, protocol.RenderedSecretName(workerName))
+			c := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "mcp-rendered-worker-0000", Namespace: ns,
+				Labels: objectLabels(KindRendered)}, Data: s.Data}
+			cs.CoreV1().Secrets(ns).Create(ctx, c, metav1.CreateOptions{})
+			return c.Name
+		}, workerName},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cs := fake.NewClientset()
+			if err := New(cs, ns, Options{}).Write(ctx, sample()); err != nil {
+				t.Fatal(err)
+			}
+			bad := c.change(cs)
+			_, err := New(cs, ns, Options{}).Read(ctx)
+			if err == nil || !strings.Contains(err.Error(), "secret "+ns+"/"+bad) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("read: %v, want an error naming secret %s and %q", err, bad, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,210 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// lockCheckEvery is how often a holder of the local lock checks that its lock file is still
+// there and still its own.
+const lockCheckEvery = time.Second
+
+// Lock creates the lock file exclusively with info in it. The lock it returns is Losable:
+// while held, it checks every second that the file still names it, since mcp force-unlock
+// (or a hand) can remove it under a live holder and let another run in.
+func (l *Local) Lock(ctx context.Context, info LockInfo) (Unlocker, error) {
+	info.Path = l.Path
+	if err := os.MkdirAll(filepath.Dir(l.lockPath()), 0o755); err != nil {
+		return nil, fmt.Errorf("locking state: %w", err)
+	}
+	f, err := os.OpenFile(l.lockPath(), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if errors.Is(err, fs.ErrExist) {
+		holder, rerr := l.readLock()
+		if rerr != nil {
+			return nil, fmt.Errorf("state is locked (%s), and its holder cannot be read: %w", l.lockPath(), rerr)
+		}
+		return nil, &LockError{Holder: holder}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("locking state: %w", err)
+	}
+	b, _ := json.MarshalIndent(info, "", "  ")
+	_, werr := f.Write(b)
+	serr := f.Sync()
+	if cerr := f.Close(); werr == nil && serr == nil && cerr != nil {
+		werr = cerr
+	}
+	if err := errors.Join(werr, serr); err != nil {
+		os.Remove(l.lockPath())
+		return nil, fmt.Errorf("locking state: %w", err)
+	}
+	u := &localLock{l: l, id: info.ID, stop: make(chan struct{}), done: make(chan struct{}), lostCh: make(chan struct{})}
+	go u.watch(lockCheckEvery)
+	return u, nil
+}
+
+func (l *Local) readLock() (LockInfo, error) {
+	var info LockInfo
+	b, err := os.ReadFile(l.lockPath())
+	if err != nil {
+		return info, err
+	}
+	// A holder may be between creating and filling the file.
+	if len(bytes.TrimSpace(b)) == 0 {
+		return LockInfo{ID: "(being written)", Who: "another process"}, nil
+	}
+	return info, json.Unmarshal(b, &info)
+}
+
+// localLock is a held lock file, watched until Unlock.
+type localLock struct {
+	l    *Local
+	id   string
+	stop chan struct{} // closed by Unlock
+	done chan struct{} // closed when watch returns
+	once sync.Once
+
+	mu     sync.Mutex
+	lost   error
+	lostCh chan struct{} // closed when lost is set
+}
+
+var (
+	_ Losable       = (*localLock)(nil)
+	_ LockInspector = (*Local)(nil)
+)
+
+// Lost is closed when the lock file was found removed or taken while held.
+func (u *localLock) Lost() <-chan struct{} { return u.lostCh }
+
+// LostErr says why the lock was lost (nil while it is held).
+func (u *localLock) LostErr() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.lost
+}
+
+func (u *localLock) lose(err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.lost == nil {
+		u.lost = err
+		close(u.lostCh)
+	}
+}
+
+func (u *localLock) watch(every time.Duration) {
+	defer close(u.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-u.stop:
+			return
+		case <-t.C:
+		}
+		if err := u.check(); err != nil {
+			u.lose(err)
+			return
+		}
+	}
+}
+
+// check returns an error when the lock file is gone or no longer this holder's. Our file is
+// written and fsync'd before Lock returns, so any other content — another ID, a file being
+// filled, unreadable JSON — is another holder's. Errors reading it are tried again.
+func (u *localLock) check() error {
+	info, err := u.l.readLock()
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("lock file %s was removed while this run held it — by mcp force-unlock? "+
+			"Another run may hold the state now", u.l.lockPath())
+	case err != nil && !isSyntax(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("lock file %s was replaced while this run held it, by one that does not "+
+			"read (%v); another run may hold the state now", u.l.lockPath(), err)
+	case info.ID != u.id:
+		return fmt.Errorf("lock file %s was replaced while this run held it: it is now held by %s "+
+			"(pid %d, operation %q, lock ID %s)", u.l.lockPath(), info.Who, info.PID, info.Operation, info.ID)
+	}
+	return nil
+}
+
+func isSyntax(err error) bool {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &se) || errors.As(err, &te) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
+// Unlock stops the watch and removes the lock file if it is still this holder's; a lock
+// lost meanwhile is left to whoever has it now, and the error says what happened.
+func (u *localLock) Unlock(ctx context.Context) error {
+	u.once.Do(func() { close(u.stop) })
+	<-u.done
+	if err := u.check(); err != nil {
+		u.lose(err)
+	}
+	if err := u.LostErr(); err != nil {
+		return fmt.Errorf("unlocking state: %w", err)
+	}
+	return u.l.ForceUnlock(ctx, u.id)
+}
+
+func (l *Local) ForceUnlock(ctx context.Context, id string) error {
+	info, err := l.readLock()
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("state %s is not locked", l.Path)
+	}
+	if err != nil {
+		return fmt.Errorf("reading lock %s: %w", l.lockPath(), err)
+	}
+	if info.ID != id {
+		return fmt.Errorf("lock ID %q does not match the lock held (ID %s, by %s)", id, info.ID, info.Who)
+	}
+	return os.Remove(l.lockPath())
+}
+
+// LockStatus says who holds the lock file and whether it is alive: a holder on this host
+// (LockInfo.Who is user@host) is alive while its PID exists — kill(pid, 0) succeeds or is
+// refused with EPERM; a PID reused since counts as alive, which only makes force-unlock ask.
+// A holder on another host, or a lock file being written, cannot be checked and counts as
+// alive.
+func (l *Local) LockStatus(ctx context.Context) (*LockStatus, error) {
+	info, err := l.readLock()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading lock %s: %w", l.lockPath(), err)
+	}
+	st := &LockStatus{Holder: info, Alive: true}
+	host, _ := os.Hostname()
+	_, holderHost, _ := strings.Cut(info.Who, "@")
+	switch {
+	case info.PID <= 0:
+		st.Detail = fmt.Sprintf("lock file %s names no process (pid %d), so whether its holder runs cannot be checked", l.lockPath(), info.PID)
+	case holderHost == "" || holderHost != host:
+		st.Detail = fmt.Sprintf("it was taken on host %q, not this one (%q): whether process %d still runs there cannot be checked from here", holderHost, host, info.PID)
+	default:
+		err := syscall.Kill(info.PID, 0)
+		st.Alive = err == nil || errors.Is(err, syscall.EPERM)
+		if st.Alive {
+			st.Detail = fmt.Sprintf("process %d runs on this host (%s)", info.PID, host)
+		} else {
+			st.Detail = fmt.Sprintf("process %d no longer runs on this host (%s)", info.PID, host)
+		}
+	}
+	return st, nil
+}

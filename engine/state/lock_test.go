@@ -1,0 +1,143 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lost waits for a Losable lock to be lost and returns why.
+func lost(t *testing.T, u Unlocker) error {
+	t.Helper()
+	l, ok := u.(Losable)
+	if !ok {
+		t.Fatalf("%T is not Losable", u)
+	}
+	select {
+	case <-l.Lost():
+		return l.LostErr()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lock was not found lost within 5s")
+		return nil
+	}
+}
+
+// TestLocalLockLostWhenForceUnlocked: a holder whose lock file is removed (force-unlock of a
+// live holder) finds out within seconds, and its Unlock says so.
+func TestLocalLockLostWhenForceUnlocked(t *testing.T) {
+	ctx := context.Background()
+	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
+	info := NewLockInfo("apply", "test")
+	u, err := b.Lock(ctx, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ForceUnlock(ctx, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	err = lost(t, u)
+	if err == nil || !strings.Contains(err.Error(), b.lockPath()) || !strings.Contains(err.Error(), "removed") {
+		t.Errorf("lost: %v, want it to name %s and say it was removed", err, b.lockPath())
+	}
+	if err := u.Unlock(ctx); err == nil || !strings.Contains(err.Error(), "removed") {
+		t.Errorf("unlock of a lost lock: %v, want an error saying it was removed", err)
+	}
+}
+
+// TestLocalLockLostWhenTakenOver: a holder whose lock another run took over finds out, names
+// the new holder, and its Unlock leaves the new holder's lock alone.
+func TestLocalLockLostWhenTakenOver(t *testing.T) {
+	ctx := context.Background()
+	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
+	first := NewLockInfo("apply", "test")
+	u1, err := b.Lock(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.ForceUnlock(ctx, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	second := NewLockInfo("apply", "test")
+	second.Who = "bob@build-9"
+	u2, err := b.Lock(ctx, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = lost(t, u1)
+	if err == nil || !strings.Contains(err.Error(), b.lockPath()) || !strings.Contains(err.Error(), "bob@build-9") {
+		t.Errorf("lost: %v, want it to name %s and the new holder", err, b.lockPath())
+	}
+	if err := u1.Unlock(ctx); err == nil {
+		t.Error("unlock of a lock taken over succeeded")
+	}
+	if info, err := b.readLock(); err != nil || info.ID != second.ID {
+		t.Fatalf("after the first holder's unlock the lock is %+v, %v; want the second's", info, err)
+	}
+	if err := u2.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(b.lockPath()); !os.IsNotExist(err) {
+		t.Errorf("lock file after the second unlock: %v", err)
+	}
+	select {
+	case <-u2.(Losable).Lost():
+		t.Error("a lock released by its holder was reported lost")
+	default:
+	}
+}
+
+// deadPID is the PID of a process that has exited.
+func deadPID(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("cannot run true:", err)
+	}
+	return cmd.Process.Pid
+}
+
+// TestLocalLockStatus: the holder is alive when its process runs on this host; a process
+// that exited is dead; a holder on another host cannot be checked and counts as alive.
+func TestLocalLockStatus(t *testing.T) {
+	ctx := context.Background()
+	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
+	if st, err := b.LockStatus(ctx); st != nil || err != nil {
+		t.Fatalf("unlocked: %+v, %v", st, err)
+	}
+	mine := NewLockInfo("apply", "test")
+	u, err := b.Lock(ctx, mine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.LockStatus(ctx)
+	if err != nil || st == nil || st.Holder.ID != mine.ID || !st.Alive || !strings.Contains(st.Detail, strconv.Itoa(os.Getpid())) {
+		t.Errorf("held by this process: %+v, %v", st, err)
+	}
+	u.Unlock(ctx)
+
+	for _, c := range []struct {
+		name  string
+		edit  func(*LockInfo)
+		alive bool
+	}{
+		{"dead process", func(i *LockInfo) { i.PID = deadPID(t) }, false},
+		{"another host", func(i *LockInfo) { i.Who = "alice@elsewhere.example"; i.PID = deadPID(t) }, true},
+		{"no pid", func(i *LockInfo) { i.PID = 0 }, true},
+	} {
+		info := NewLockInfo("apply", "test")
+		c.edit(&info)
+		raw, _ := json.Marshal(info)
+		os.WriteFile(b.lockPath(), raw, 0o644)
+		st, err := b.LockStatus(ctx)
+		if err != nil || st == nil || st.Holder.ID != info.ID || st.Alive != c.alive || st.Detail == "" {
+			t.Errorf("%s: %+v, %v; want alive %v", c.name, st, err, c.alive)
+		}
+		os.Remove(b.lockPath())
+	}
+}

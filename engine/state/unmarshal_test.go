@@ -1,0 +1,53 @@
+package state
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestUnmarshalRefusesDamagedState: a present state that is empty, null, cut off, not an
+// object, or lacks what every state mcp writes has, is an error saying what is wrong — not a
+// fresh state, which would forget every pointer and the journal.
+func TestUnmarshalRefusesDamagedState(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", "empty"},
+		{" \n\t", "empty"},
+		{"null", "null"},
+		{"[]", "not a JSON object"},
+		{`"state"`, "not a JSON object"},
+		{"{}", "no format version"},
+		{`{"version":1}`, "no lineage"},
+		{`{"version":1,"lineage":"abc","serial":4,"poin`, "cut off"},
+		{`{"version":2,"lineage":"abc"}`, "format version 2"},
+		{`{"version":1,"lineage":"abc","serial":-1}`, "serial"},
+		{`{"version":1,"lineage":"abc"} {}`, "after"},
+		{`{"version":1,"lineage":"abc","journal":{"w-1":{"target":""}}}`, "w-1"},
+	} {
+		_, err := Unmarshal([]byte(c.in))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Unmarshal(%q): %v, want an error mentioning %q", c.in, err, c.want)
+		}
+	}
+	s, err := Unmarshal([]byte(`{"version":1,"lineage":"abc","serial":2}`))
+	if err != nil || s.Lineage != "abc" || s.Serial != 2 || s.Pointers == nil {
+		t.Errorf("a minimal state: %+v, %v", s, err)
+	}
+}
+
+// TestLocalReadRefusesEmptyStateFile: an empty state file is an error naming it (an absent
+// one is a fresh state).
+func TestLocalReadRefusesEmptyStateFile(t *testing.T) {
+	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
+	for _, content := range []string{"", "\n", "null", "{}"} {
+		if err := os.WriteFile(b.Path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := b.Read(context.Background())
+		if err == nil || !strings.Contains(err.Error(), b.Path) {
+			t.Errorf("state file %q: %v, want an error naming %s", content, err, b.Path)
+		}
+	}
+}
