@@ -194,7 +194,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // writeLine appends one JSON line to the node's host.log.
 func appendLog(path string, v any) error {
 	b, _ := json.Marshal(v)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, _, err := openRegular(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
