@@ -54,7 +54,7 @@ func (p *Provider) evict(ctx context.Context, node string) (string, error) {
 		return "", err
 	}
 	blocked := ""
-	changed := false
+	var evicted []string
 	for i := range pods {
 		pod := &pods[i]
 		if pod.DaemonSet || pod.Evicted {
@@ -77,7 +77,7 @@ func (p *Provider) evict(ctx context.Context, node string) (string, error) {
 			continue
 		}
 		pod.Evicted = true
-		changed = true
+		evicted = append(evicted, pod.Namespace+"/"+pod.Name)
 		// The next pod's budget counts this eviction.
 		for j := range fleet.PDBs {
 			if fleet.PDBs[j].Matches(&mp) && pod.Ready {
@@ -86,9 +86,13 @@ func (p *Provider) evict(ctx context.Context, node string) (string, error) {
 			}
 		}
 	}
-	if changed {
-		if err := writeJSON(podsFile(p.o.Dir, node), pods); err != nil {
+	if len(evicted) > 0 {
+		// Logged before pods.json is written: an eviction begins a disruption (events.go).
+		if err := logEvents(p.o.Dir, node, Event{Kind: EventDrain, Pods: evicted}); err != nil {
 			return "", err
+		}
+		if err := writeJSON(podsFile(p.o.Dir, node), pods); err != nil {
+			return "", fmt.Errorf("writing %s: %w", relNodeFile(node, "pods.json"), err)
 		}
 	}
 	return blocked, nil

@@ -74,6 +74,47 @@ func TestHostileFleetFilesAreRefused(t *testing.T) {
 	}
 }
 
+// The write path and the event reader refuse them too.
+func TestHostileFilesRefusedByWritersAndReadEvents(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "fleet")
+	if err := Init(dir, InitSpec{Pools: []PoolSize{{"worker", 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mkfifo(eventsFile(dir, "worker-0")); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := New(Options{Dir: dir})
+	err := within(t, func() error { return p.Cordon(context.Background(), "worker-0") })
+	if err == nil || !strings.Contains(err.Error(), "events.jsonl is a named pipe") {
+		t.Errorf("cordon with a FIFO event log: %v", err)
+	}
+	os.WriteFile(nodeFile(dir, "worker-1"), []byte("{}"), 0o644)
+	err = within(t, func() error { return Set(dir, "worker-1", []string{"ready=false"}) })
+	if err == nil || !strings.Contains(err.Error(), "no node name") {
+		t.Errorf("set on {}: %v", err)
+	}
+	os.WriteFile(nodeFile(dir, "worker-1"), []byte(`{"name": "worker-1"}`), 0o644)
+	_, err = within2(t, func() (map[string][]Event, error) { return ReadEvents(dir) })
+	if err == nil || !strings.Contains(err.Error(), "worker-0/events.jsonl is a named pipe") {
+		t.Errorf("ReadEvents with a FIFO event log: %v", err)
+	}
+	os.Remove(eventsFile(dir, "worker-0"))
+	os.Symlink("/dev/zero", eventsFile(dir, "worker-1"))
+	_, err = within2(t, func() (map[string][]Event, error) { return ReadEvents(dir) })
+	if err == nil || !strings.Contains(err.Error(), "worker-1/events.jsonl is a symbolic link") {
+		t.Errorf("ReadEvents with an event log linked to /dev/zero: %v", err)
+	}
+	if _, err := p.ObserveNodes(context.Background(), []string{"../worker-0"}); err == nil || !strings.Contains(err.Error(), "not a node name") {
+		t.Errorf("a node name with a slash: %v", err)
+	}
+}
+
+func within2[T any](t *testing.T, f func() (T, error)) (T, error) {
+	var v T
+	err := within(t, func() (err error) { v, err = f(); return err })
+	return v, err
+}
+
 func mkfifo(path string) error { return syscall.Mkfifo(path, 0o644) }
 func mkdir(path string) error  { return os.Mkdir(path, 0o755) }
 

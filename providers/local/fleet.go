@@ -5,7 +5,6 @@
 package local
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,18 +12,16 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/mcpfleet/mcp/internal/atomicfile"
-	"github.com/mcpfleet/mcp/planner/model"
 )
 
 // FormatVersion is the fleet directory's format.
 const FormatVersion = 1
 
-// MaxFileSize bounds every fleet file this package reads (fleet.json, node.json,
-// pods.json): a fleet is input, and a huge or endless file must be an error, not an
+// MaxFileSize bounds every fleet file this package reads (fleet.json, node.json, pods.json,
+// events.jsonl): a fleet is input, and a huge or endless file must be an error, not an
 // out-of-memory.
 const MaxFileSize = 16 << 20
 
@@ -54,10 +51,14 @@ type podFile struct {
 	Evicted bool `json:"evicted,omitempty"`
 }
 
-func nodeDir(dir, node string) string  { return filepath.Join(dir, "nodes", node) }
-func nodeFile(dir, node string) string { return filepath.Join(nodeDir(dir, node), "node.json") }
-func podsFile(dir, node string) string { return filepath.Join(nodeDir(dir, node), "pods.json") }
-func rootDir(dir, node string) string  { return filepath.Join(nodeDir(dir, node), "root") }
+func nodeDir(dir, node string) string    { return filepath.Join(dir, "nodes", node) }
+func nodeFile(dir, node string) string   { return filepath.Join(nodeDir(dir, node), "node.json") }
+func podsFile(dir, node string) string   { return filepath.Join(nodeDir(dir, node), "pods.json") }
+func rootDir(dir, node string) string    { return filepath.Join(nodeDir(dir, node), "root") }
+func eventsFile(dir, node string) string { return filepath.Join(nodeDir(dir, node), "events.jsonl") }
+
+// relNodeFile is how errors name a node's file: relative to the fleet, as the docs do.
+func relNodeFile(node, file string) string { return filepath.Join("nodes", node, file) }
 
 // openRegular opens a fleet file without following a symlink and without blocking on a
 // FIFO, and refuses anything but a regular file: a fleet directory is input, and a
@@ -140,45 +141,6 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return atomicfile.Write(path, append(b, '\n'), 0o644)
-}
-
-// checkName refuses a node name that is not one directory name: names come from the
-// command line and the engine, and must not reach outside nodes/.
-func checkName(name string) error {
-	if name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`) {
-		return fmt.Errorf("%q is not a node name", name)
-	}
-	return nil
-}
-
-// readNode reads node.json. One that is null, {}, or names another node is refused: it
-// would drop the node from the plan without a word.
-func readNode(dir, name string) (*model.Node, error) {
-	if err := checkName(name); err != nil {
-		return nil, err
-	}
-	path := nodeFile(dir, name)
-	b, err := readFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no node %q in fleet %s", name, dir)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading node %s: %w", name, err)
-	}
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		return nil, fmt.Errorf("reading node %s: %s holds null, not a node", name, path)
-	}
-	n := new(model.Node)
-	if err := json.Unmarshal(b, n); err != nil {
-		return nil, fmt.Errorf("reading node %s: %s: %w", name, path, err)
-	}
-	switch {
-	case n.Name == "":
-		return nil, fmt.Errorf("reading node %s: %s has no node name", name, path)
-	case n.Name != name:
-		return nil, fmt.Errorf("reading node %s: %s names node %q, not its directory's %q", name, path, n.Name, name)
-	}
-	return n, nil
 }
 
 func readPods(dir, node string) ([]podFile, error) {
