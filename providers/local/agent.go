@@ -14,7 +14,7 @@ import (
 // RunNodeSteps runs the node's agent in-process: the same nodeexec.Agent a real node
 // runs, against the node's root directory, reporting in node.json, with a Host that
 // records unit operations (there is no systemd here) and simulates kernel-argument
-// changes, pivots and reboots.
+// changes, pivots and reboots. Faults set in node.json fail the steps they name.
 func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *model.Rendered, steps []model.Step, done func(model.Step)) error {
 	// An agent starts after boot: a node still down for a reboot (one a killed apply
 	// asked for) is waited for.
@@ -26,7 +26,8 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 		return fmt.Errorf("node %s: %s: the agent cannot start: %w", node, first, err)
 	}
 	a := &nodeexec.Agent{
-		Exec:       &nodeexec.Executor{Root: rootDir(p.o.Dir, node), Host: &host{p: p, node: node}},
+		Exec: &nodeexec.Executor{Root: rootDir(p.o.Dir, node), Host: &host{p: p, node: node},
+			Inject: p.injectWrite(node)},
 		State:      nodeState{p: p, node: node},
 		RebootWait: time.Second,
 	}
@@ -74,9 +75,20 @@ func (h *host) log(op string, args ...string) error {
 		map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "op": op, "args": args})
 }
 
-func (h *host) DaemonReload(context.Context) error            { return h.log("daemon-reload") }
-func (h *host) ReloadUnit(_ context.Context, u string) error  { return h.log("reload", u) }
-func (h *host) RestartUnit(_ context.Context, u string) error { return h.log("restart", u) }
+func (h *host) DaemonReload(context.Context) error           { return h.log("daemon-reload") }
+func (h *host) ReloadUnit(_ context.Context, u string) error { return h.log("reload", u) }
+
+// RestartUnit fails for a unit the node's fault.restart names.
+func (h *host) RestartUnit(_ context.Context, u string) error {
+	r, err := readRecord(h.p.o.Dir, h.node)
+	if err != nil {
+		return err
+	}
+	if hits(r.Faults.Restart, u) {
+		return injected(h.node, "restart")
+	}
+	return h.log("restart", u)
+}
 
 func (h *host) EnableUnit(_ context.Context, u string, on bool) error {
 	if on {
@@ -124,15 +136,17 @@ func contains(s []string, v string) bool {
 // Reboot simulates one: node.json records that the machine is down until now +
 // RebootDuration and the boot id it comes back with, so that it comes back on time
 // whether or not this process lives to see it; Reboot then waits for it, NodeTimeout at
-// most.
+// most. With fault.reboot=hang the machine never comes back by itself.
 func (h *host) Reboot(ctx context.Context) error {
 	if err := h.log("reboot"); err != nil {
 		return err
 	}
 	start := time.Now()
 	_, err := updateNode(h.p.o.Dir, h.node, func(r *record) ([]Event, error) {
-		e := Event{Kind: EventReboot, BootID: r.BootID, DesiredConfig: r.DesiredConfig, NextBootID: newBootID(),
-			Until: time.Now().Add(h.p.o.RebootDuration)}
+		e := Event{Kind: EventReboot, BootID: r.BootID, DesiredConfig: r.DesiredConfig, NextBootID: newBootID()}
+		if r.Faults.Reboot == "" {
+			e.Until = time.Now().Add(h.p.o.RebootDuration)
+		}
 		r.Ready, r.NextBootID, r.RebootingUntil = false, e.NextBootID, e.Until
 		return []Event{e}, nil
 	})

@@ -10,8 +10,9 @@ import (
 )
 
 // Drain evicts the node's pods, DaemonSet pods excepted. An eviction is refused while a
-// PodDisruptionBudget selecting the pod allows no disruption; refused evictions are retried
-// after opts.RetryDelay until opts.Timeout, and the error then names the PDB and the pod.
+// PodDisruptionBudget selecting the pod allows no disruption (or while the node's
+// fault.drain is set); refused evictions are retried after opts.RetryDelay until
+// opts.Timeout, and the error then names the PDB and the pod.
 func (p *Provider) Drain(ctx context.Context, node string, opts providers.DrainOptions) error {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Minute
@@ -24,7 +25,10 @@ func (p *Provider) Drain(ctx context.Context, node string, opts providers.DrainO
 		return fmt.Errorf("drain node %s: %w", node, err)
 	}
 	for {
-		blocked, err := p.evict(ctx, node)
+		blocked, err := p.drainFault(node)
+		if err == nil && blocked == "" {
+			blocked, err = p.evict(ctx, node)
+		}
 		if err != nil {
 			return fmt.Errorf("drain node %s: %w", node, err)
 		}

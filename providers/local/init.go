@@ -113,7 +113,7 @@ func initNode(dir string, n *model.Node) error {
 	return writeJSON(nodeFile(dir, n.Name), n)
 }
 
-// setters are the keys `mcp fleet set` takes, besides label.K.
+// setters are the keys `mcp fleet set` takes, besides label.K and fault.K.
 var setters = map[string]func(r *record, v string) error{
 	"ready": boolSetter(func(r *record, b bool) {
 		if b && r.rebooting() {
@@ -147,7 +147,8 @@ func boolSetter(f func(*record, bool)) func(*record, string) error {
 }
 
 // Set changes a node's observed state: key=value pairs (label.K=V sets a label, label.K-
-// removes it). Every pair is checked before anything is written; the change goes through the one write path, so it is in the
+// removes it; fault.K=V injects a fault, fault.K- removes it). Every pair is checked
+// before anything is written; the change goes through the one write path, so it is in the
 // node's event log like any other.
 func Set(dir, node string, assignments []string) error {
 	_, err := updateNode(dir, node, func(r *record) ([]Event, error) {
@@ -178,9 +179,18 @@ func assign(r *record, a string) error {
 		}
 		return nil
 	}
+	if kind, isFault := strings.CutPrefix(k, "fault."); isFault {
+		if name, del := strings.CutSuffix(kind, "-"); del && !ok {
+			return setFault(&r.Faults, name, "", true)
+		}
+		if !ok {
+			return fmt.Errorf("%q: want fault.K=V or fault.K-", a)
+		}
+		return setFault(&r.Faults, kind, v, false)
+	}
 	set, known := setters[k]
 	if !known || !ok {
-		return fmt.Errorf("%q: want key=value with key one of %s, or label.K=V", a, keys())
+		return fmt.Errorf("%q: want key=value with key one of %s, label.K=V or fault.K=V", a, keys())
 	}
 	if err := set(r, v); err != nil {
 		return fmt.Errorf("%s: %w", k, err)

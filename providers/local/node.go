@@ -26,6 +26,8 @@ type record struct {
 	// first reader after RebootingUntil sees it back, and records it.
 	RebootingUntil time.Time `json:"rebooting_until,omitzero"`
 	NextBootID     string    `json:"next_boot_id,omitempty"`
+	// Faults are the failures injected into the node (faults.go).
+	Faults faults `json:"faults,omitzero"`
 	// Events are the events of the write that made this version of node.json: appended
 	// to events.jsonl right after it, or by the next writer when this one was killed in
 	// between (events.go).
@@ -233,5 +235,9 @@ func (p *Provider) waitBoot(ctx context.Context, node string, start time.Time) e
 
 // rebootNote says why a rebooting node is not back.
 func (r *record) rebootNote() string {
+	if r.RebootingUntil.IsZero() {
+		return fmt.Sprintf("its reboot hangs: fault.reboot=hang in %s; mcp fleet set %s ready=true brings it back",
+			relNodeFile(r.Name, "node.json"), r.Name)
+	}
 	return "it comes back at " + r.RebootingUntil.Format(time.RFC3339Nano)
 }
