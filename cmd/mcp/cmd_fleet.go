@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/olekukonko/tablewriter"
 
@@ -12,7 +15,8 @@ import (
 )
 
 const fleetUsage = "mcp fleet init DIR -nodes worker=4,infra=2 [-zones a,b,c] [-workloads]\n" +
-	"       mcp fleet set [-fleet DIR] NODE key=value…\n       mcp fleet list [-fleet DIR]"
+	"       mcp fleet set [-fleet DIR] NODE key=value…\n       mcp fleet list [-fleet DIR]\n" +
+	"       mcp fleet events [-fleet DIR] [NODE]"
 
 func (c *cli) fleet(args []string) int {
 	if len(args) == 0 {
@@ -20,7 +24,7 @@ func (c *cli) fleet(args []string) int {
 	}
 	switch args[0] {
 	case "-h", "-help", "--help":
-		fmt.Fprintln(c.stderr, "Usage: "+fleetUsage+"\n\nRun mcp fleet <init|set|list> -h for their flags.")
+		fmt.Fprintln(c.stderr, "Usage: "+fleetUsage+"\n\nRun mcp fleet <init|set|list|events> -h for their flags.")
 		return 0
 	case "init":
 		return c.fleetInit(args[1:])
@@ -28,8 +32,10 @@ func (c *cli) fleet(args []string) int {
 		return c.fleetSet(args[1:])
 	case "list":
 		return c.fleetList(args[1:])
+	case "events":
+		return c.fleetEvents(args[1:])
 	}
-	return c.errorf("unknown fleet command %q: want init, set or list", args[0])
+	return c.errorf("unknown fleet command %q: want init, set, list or events", args[0])
 }
 
 func (c *cli) fleetInit(args []string) int {
@@ -85,7 +91,7 @@ func (c *cli) fleetSet(args []string) int {
 		return 1
 	}
 	if len(pos) < 2 {
-		return c.errorf("usage: mcp fleet set [-fleet DIR] NODE key=value… (ready=false, unschedulable=true, zone=b, label.K=V, …)")
+		return c.errorf("usage: mcp fleet set [-fleet DIR] NODE key=value… (ready=false, unschedulable=true, zone=b, label.K=V, fault.write=PATH, …)")
 	}
 	d, err := c.fleetDir(*dir)
 	if err != nil {
@@ -126,4 +132,77 @@ func (c *cli) fleetList(args []string) int {
 	}
 	t.Render()
 	return 0
+}
+
+// fleetEvents prints the nodes' event logs (docs/fleet-format.md), oldest first.
+func (c *cli) fleetEvents(args []string) int {
+	fs := c.newFlags("fleet events")
+	dir := fs.String("fleet", "", "the fleet directory (default: the local provider's fleet)")
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return 1
+	}
+	if len(pos) > 1 {
+		return c.errorf("usage: mcp fleet events [-fleet DIR] [NODE]")
+	}
+	d, err := c.fleetDir(*dir)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	all, err := local.ReadEvents(d)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	node := "" // all
+	if len(pos) == 1 {
+		node = pos[0]
+		if _, ok := all[node]; !ok {
+			return c.errorf("no node %q in fleet %s", node, d)
+		}
+	}
+	var evs []local.Event
+	for name, e := range all {
+		if node == "" || node == name {
+			evs = append(evs, e...)
+		}
+	}
+	slices.SortStableFunc(evs, func(a, b local.Event) int {
+		return cmp.Or(a.Time.Compare(b.Time), strings.Compare(a.Node, b.Node), cmp.Compare(a.Seq, b.Seq))
+	})
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, e := range evs {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", e.Time.UTC().Format("2006-01-02 15:04:05.000"), e.Node, e.Kind, eventDetail(e))
+	}
+	w.Flush()
+	for line := range strings.Lines(b.String()) {
+		fmt.Fprintln(c.stdout, strings.TrimRight(line, " \n")) // the padding of an event without detail
+	}
+	return 0
+}
+
+// eventDetail is the rest of an event, for people.
+func eventDetail(e local.Event) string {
+	var d string
+	switch e.Kind {
+	case local.EventWorking:
+		d = "to " + e.DesiredConfig
+	case local.EventDone:
+		d = "on " + e.CurrentConfig
+	case local.EventDegraded:
+		d = e.Reason
+	case local.EventDrain:
+		d = "evicted " + strings.Join(e.Pods, ", ")
+	case local.EventReboot:
+		d = fmt.Sprintf("into %s, boot id %.8s → %.8s, ", e.DesiredConfig, e.BootID, e.NextBootID)
+		if e.Until.IsZero() {
+			d += "hangs"
+		} else {
+			d += "back at " + e.Until.UTC().Format("15:04:05.000")
+		}
+	}
+	if e.Recovered {
+		d += " (recovered from node.json)"
+	}
+	return strings.TrimSpace(d)
 }

@@ -14,10 +14,20 @@ import (
 // RunNodeSteps runs the node's agent in-process: the same nodeexec.Agent a real node
 // runs, against the node's root directory, reporting in node.json, with a Host that
 // records unit operations (there is no systemd here) and simulates kernel-argument
-// changes, pivots and reboots.
+// changes, pivots and reboots. Faults set in node.json fail the steps they name.
 func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *model.Rendered, steps []model.Step, done func(model.Step)) error {
+	// An agent starts after boot: a node still down for a reboot (one a killed apply
+	// asked for) is waited for.
+	if err := p.waitBoot(ctx, node, time.Now()); err != nil {
+		first := "agent"
+		if len(steps) > 0 {
+			first = steps[0].String()
+		}
+		return fmt.Errorf("node %s: %s: the agent cannot start: %w", node, first, err)
+	}
 	a := &nodeexec.Agent{
-		Exec:       &nodeexec.Executor{Root: rootDir(p.o.Dir, node), Host: &host{p: p, node: node}},
+		Exec: &nodeexec.Executor{Root: rootDir(p.o.Dir, node), Host: &host{p: p, node: node},
+			Inject: p.injectWrite(node)},
 		State:      nodeState{p: p, node: node},
 		RebootWait: time.Second,
 	}
@@ -34,23 +44,23 @@ type nodeState struct {
 }
 
 func (s nodeState) Working(desired string) error {
-	return s.p.updateNode(s.node, func(n *model.Node) { n.DesiredConfig, n.State, n.Reason = desired, model.StateWorking, "" })
+	return s.p.update(s.node, func(r *record) { r.DesiredConfig, r.State, r.Reason = desired, model.StateWorking, "" })
 }
 
 func (s nodeState) Done(current string) error {
-	return s.p.updateNode(s.node, func(n *model.Node) { n.CurrentConfig, n.State, n.Reason = current, model.StateDone, "" })
+	return s.p.update(s.node, func(r *record) { r.CurrentConfig, r.State, r.Reason = current, model.StateDone, "" })
 }
 
 func (s nodeState) Degraded(reason string) error {
-	return s.p.updateNode(s.node, func(n *model.Node) { n.State, n.Reason = model.StateDegraded, reason })
+	return s.p.update(s.node, func(r *record) { r.State, r.Reason = model.StateDegraded, reason })
 }
 
 func (s nodeState) BootID() (string, error) {
-	n, err := readNode(s.p.o.Dir, s.node)
+	r, err := observe(s.p.o.Dir, s.node)
 	if err != nil {
 		return "", err
 	}
-	return n.BootID, nil
+	return r.BootID, nil
 }
 
 // host is the local node's Host: unit operations are recorded in host.log; kernel
@@ -65,9 +75,20 @@ func (h *host) log(op string, args ...string) error {
 		map[string]any{"time": time.Now().UTC().Format(time.RFC3339Nano), "op": op, "args": args})
 }
 
-func (h *host) DaemonReload(context.Context) error            { return h.log("daemon-reload") }
-func (h *host) ReloadUnit(_ context.Context, u string) error  { return h.log("reload", u) }
-func (h *host) RestartUnit(_ context.Context, u string) error { return h.log("restart", u) }
+func (h *host) DaemonReload(context.Context) error           { return h.log("daemon-reload") }
+func (h *host) ReloadUnit(_ context.Context, u string) error { return h.log("reload", u) }
+
+// RestartUnit fails for a unit the node's fault.restart names.
+func (h *host) RestartUnit(_ context.Context, u string) error {
+	r, err := readRecord(h.p.o.Dir, h.node)
+	if err != nil {
+		return err
+	}
+	if hits(r.Faults.Restart, u) {
+		return injected(h.node, "restart")
+	}
+	return h.log("restart", u)
+}
 
 func (h *host) EnableUnit(_ context.Context, u string, on bool) error {
 	if on {
@@ -80,7 +101,7 @@ func (h *host) SetKernelArgs(_ context.Context, add, remove []string) error {
 	if err := h.log("kargs", "+"+strings.Join(add, ","), "-"+strings.Join(remove, ",")); err != nil {
 		return err
 	}
-	return h.p.updateNode(h.node, func(n *model.Node) {
+	return h.p.update(h.node, func(n *record) {
 		var out []string
 		for _, a := range n.KernelArgs {
 			if !contains(remove, a) {
@@ -100,7 +121,7 @@ func (h *host) Pivot(_ context.Context, image string) error {
 	if err := h.log("pivot", image); err != nil {
 		return err
 	}
-	return h.p.updateNode(h.node, func(n *model.Node) { n.OSImage = image })
+	return h.p.update(h.node, func(r *record) { r.OSImage = image })
 }
 
 func contains(s []string, v string) bool {
@@ -112,19 +133,27 @@ func contains(s []string, v string) bool {
 	return false
 }
 
-// Reboot simulates one: the node is NotReady for RebootDuration and comes back with a new
-// boot id, as a machine would.
+// Reboot simulates one: node.json records that the machine is down until now +
+// RebootDuration and the boot id it comes back with, so that it comes back on time
+// whether or not this process lives to see it; Reboot then waits for it, NodeTimeout at
+// most. With fault.reboot=hang the machine never comes back by itself.
 func (h *host) Reboot(ctx context.Context) error {
 	if err := h.log("reboot"); err != nil {
 		return err
 	}
-	if err := h.p.updateNode(h.node, func(n *model.Node) { n.Ready = false }); err != nil {
+	start := time.Now()
+	_, err := updateNode(h.p.o.Dir, h.node, func(r *record) ([]Event, error) {
+		e := Event{Kind: EventReboot, BootID: r.BootID, DesiredConfig: r.DesiredConfig, NextBootID: newBootID()}
+		if r.Faults.Reboot == "" {
+			e.Until = time.Now().Add(h.p.o.RebootDuration)
+		}
+		r.Ready, r.NextBootID, r.RebootingUntil = false, e.NextBootID, e.Until
+		return []Event{e}, nil
+	})
+	if err != nil {
 		return err
 	}
-	if err := sleep(ctx, h.p.o.RebootDuration); err != nil {
-		return err
-	}
-	return h.p.updateNode(h.node, func(n *model.Node) { n.Ready, n.BootID = true, newBootID() })
+	return h.p.waitBoot(ctx, h.node, start)
 }
 
 // Drift runs the node executor's check of the node's root against current.

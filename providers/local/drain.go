@@ -10,8 +10,9 @@ import (
 )
 
 // Drain evicts the node's pods, DaemonSet pods excepted. An eviction is refused while a
-// PodDisruptionBudget selecting the pod allows no disruption; refused evictions are retried
-// after opts.RetryDelay until opts.Timeout, and the error then names the PDB and the pod.
+// PodDisruptionBudget selecting the pod allows no disruption (or while the node's
+// fault.drain is set); refused evictions are retried after opts.RetryDelay until
+// opts.Timeout, and the error then names the PDB and the pod.
 func (p *Provider) Drain(ctx context.Context, node string, opts providers.DrainOptions) error {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Minute
@@ -24,7 +25,10 @@ func (p *Provider) Drain(ctx context.Context, node string, opts providers.DrainO
 		return fmt.Errorf("drain node %s: %w", node, err)
 	}
 	for {
-		blocked, err := p.evict(ctx, node)
+		blocked, err := p.drainFault(node)
+		if err == nil && blocked == "" {
+			blocked, err = p.evict(ctx, node)
+		}
 		if err != nil {
 			return fmt.Errorf("drain node %s: %w", node, err)
 		}
@@ -54,7 +58,7 @@ func (p *Provider) evict(ctx context.Context, node string) (string, error) {
 		return "", err
 	}
 	blocked := ""
-	changed := false
+	var evicted []string
 	for i := range pods {
 		pod := &pods[i]
 		if pod.DaemonSet || pod.Evicted {
@@ -77,7 +81,7 @@ func (p *Provider) evict(ctx context.Context, node string) (string, error) {
 			continue
 		}
 		pod.Evicted = true
-		changed = true
+		evicted = append(evicted, pod.Namespace+"/"+pod.Name)
 		// The next pod's budget counts this eviction.
 		for j := range fleet.PDBs {
 			if fleet.PDBs[j].Matches(&mp) && pod.Ready {
@@ -86,9 +90,13 @@ func (p *Provider) evict(ctx context.Context, node string) (string, error) {
 			}
 		}
 	}
-	if changed {
-		if err := writeJSON(podsFile(p.o.Dir, node), pods); err != nil {
+	if len(evicted) > 0 {
+		// Logged before pods.json is written: an eviction begins a disruption (events.go).
+		if err := logEvents(p.o.Dir, node, Event{Kind: EventDrain, Pods: evicted}); err != nil {
 			return "", err
+		}
+		if err := writeJSON(podsFile(p.o.Dir, node), pods); err != nil {
+			return "", fmt.Errorf("writing %s: %w", relNodeFile(node, "pods.json"), err)
 		}
 	}
 	return blocked, nil

@@ -5,20 +5,25 @@
 package local
 
 import (
-	"github.com/mcpfleet/mcp/internal/atomicfile"
-
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/internal/atomicfile"
 )
 
 // FormatVersion is the fleet directory's format.
 const FormatVersion = 1
+
+// MaxFileSize bounds every fleet file this package reads (fleet.json, node.json, pods.json,
+// events.jsonl): a fleet is input, and a huge or endless file must be an error, not an
+// out-of-memory.
+const MaxFileSize = 16 << 20
 
 // fleetFile is FLEET/fleet.json.
 type fleetFile struct {
@@ -46,13 +51,81 @@ type podFile struct {
 	Evicted bool `json:"evicted,omitempty"`
 }
 
-func nodeDir(dir, node string) string  { return filepath.Join(dir, "nodes", node) }
-func nodeFile(dir, node string) string { return filepath.Join(nodeDir(dir, node), "node.json") }
-func podsFile(dir, node string) string { return filepath.Join(nodeDir(dir, node), "pods.json") }
-func rootDir(dir, node string) string  { return filepath.Join(nodeDir(dir, node), "root") }
+func nodeDir(dir, node string) string    { return filepath.Join(dir, "nodes", node) }
+func nodeFile(dir, node string) string   { return filepath.Join(nodeDir(dir, node), "node.json") }
+func podsFile(dir, node string) string   { return filepath.Join(nodeDir(dir, node), "pods.json") }
+func rootDir(dir, node string) string    { return filepath.Join(nodeDir(dir, node), "root") }
+func eventsFile(dir, node string) string { return filepath.Join(nodeDir(dir, node), "events.jsonl") }
 
+// relNodeFile is how errors name a node's file: relative to the fleet, as the docs do.
+func relNodeFile(node, file string) string { return filepath.Join("nodes", node, file) }
+
+// openRegular opens a fleet file without following a symlink and without blocking on a
+// FIFO, and refuses anything but a regular file: a fleet directory is input, and a
+// symlink to /dev/zero or a FIFO must be an error, not a hang.
+func openRegular(path string, flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, nil, fmt.Errorf("%s is a symbolic link, not a regular file", path)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s is %s, not a regular file", path, fileType(st.Mode()))
+	}
+	return f, st, nil
+}
+
+func fileType(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeDir != 0:
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeCharDevice != 0:
+		return "a character device"
+	case m&fs.ModeDevice != 0:
+		return "a block device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	}
+	return "an irregular file (" + m.Type().String() + ")"
+}
+
+// readFile reads a whole fleet file: a regular file of at most MaxFileSize bytes.
+func readFile(path string) ([]byte, error) {
+	f, st, err := openRegular(path, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tooLarge := fmt.Errorf("%s is larger than %d MiB, more than a fleet file may be", path, MaxFileSize>>20)
+	if st.Size() > MaxFileSize {
+		return nil, tooLarge
+	}
+	// Read one byte past the bound, so a file that grew after the open is caught too.
+	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if len(b) > MaxFileSize {
+		return nil, tooLarge
+	}
+	return b, nil
+}
+
+// readJSON reads a fleet file into v.
 func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+	b, err := readFile(path)
 	if err != nil {
 		return err
 	}
@@ -70,17 +143,6 @@ func writeJSON(path string, v any) error {
 	return atomicfile.Write(path, append(b, '\n'), 0o644)
 }
 
-func readNode(dir, name string) (*model.Node, error) {
-	n := new(model.Node)
-	if err := readJSON(nodeFile(dir, name), n); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no node %q in fleet %s", name, dir)
-		}
-		return nil, fmt.Errorf("reading node %s: %w", name, err)
-	}
-	return n, nil
-}
-
 func readPods(dir, node string) ([]podFile, error) {
 	var pods []podFile
 	err := readJSON(podsFile(dir, node), &pods)
@@ -92,14 +154,15 @@ func readPods(dir, node string) ([]podFile, error) {
 
 func readFleetFile(dir string) (*fleetFile, error) {
 	f := new(fleetFile)
-	if err := readJSON(filepath.Join(dir, "fleet.json"), f); err != nil {
+	path := filepath.Join(dir, "fleet.json")
+	if err := readJSON(path, f); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s is not a local fleet (no fleet.json); create one with mcp fleet init", dir)
 		}
 		return nil, err
 	}
 	if f.FormatVersion != FormatVersion {
-		return nil, fmt.Errorf("fleet %s has format version %d; this mcp reads %d", dir, f.FormatVersion, FormatVersion)
+		return nil, fmt.Errorf("%s has format version %d; this mcp reads %d", path, f.FormatVersion, FormatVersion)
 	}
 	return f, nil
 }

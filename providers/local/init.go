@@ -113,68 +113,89 @@ func initNode(dir string, n *model.Node) error {
 	return writeJSON(nodeFile(dir, n.Name), n)
 }
 
-// setters are the keys `mcp fleet set` takes.
-var setters = map[string]func(n *model.Node, v string) error{
-	"ready":         boolSetter(func(n *model.Node, b bool) { n.Ready = b }),
-	"unschedulable": boolSetter(func(n *model.Node, b bool) { n.Unschedulable = b }),
-	"zone": func(n *model.Node, v string) error {
-		n.Zone = v
-		n.Labels["topology.kubernetes.io/zone"] = v
+// setters are the keys `mcp fleet set` takes, besides label.K and fault.K.
+var setters = map[string]func(r *record, v string) error{
+	"ready": boolSetter(func(r *record, b bool) {
+		if b && r.rebooting() {
+			r.endReboot() // a power cycle: a hung reboot is over
+		}
+		r.Ready = b
+	}),
+	"unschedulable": boolSetter(func(r *record, b bool) { r.Unschedulable = b }),
+	"zone": func(r *record, v string) error {
+		r.Zone = v
+		r.Labels["topology.kubernetes.io/zone"] = v
 		return nil
 	},
-	"current_config": func(n *model.Node, v string) error { n.CurrentConfig = v; return nil },
-	"desired_config": func(n *model.Node, v string) error { n.DesiredConfig = v; return nil },
-	"os_image":       func(n *model.Node, v string) error { n.OSImage = v; return nil },
-	"boot_image":     func(n *model.Node, v string) error { n.BootImage = v; return nil },
-	"state":          func(n *model.Node, v string) error { n.State = v; return nil },
-	"reason":         func(n *model.Node, v string) error { n.Reason = v; return nil },
+	"current_config": func(r *record, v string) error { r.CurrentConfig = v; return nil },
+	"desired_config": func(r *record, v string) error { r.DesiredConfig = v; return nil },
+	"os_image":       func(r *record, v string) error { r.OSImage = v; return nil },
+	"boot_image":     func(r *record, v string) error { r.BootImage = v; return nil },
+	"state":          func(r *record, v string) error { r.State = v; return nil },
+	"reason":         func(r *record, v string) error { r.Reason = v; return nil },
 }
 
-func boolSetter(f func(*model.Node, bool)) func(*model.Node, string) error {
-	return func(n *model.Node, v string) error {
+func boolSetter(f func(*record, bool)) func(*record, string) error {
+	return func(r *record, v string) error {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			return fmt.Errorf("want true or false, not %q", v)
 		}
-		f(n, b)
+		f(r, b)
 		return nil
 	}
 }
 
 // Set changes a node's observed state: key=value pairs (label.K=V sets a label, label.K-
-// removes it).
+// removes it; fault.K=V injects a fault, fault.K- removes it). Every pair is checked
+// before anything is written; the change goes through the one write path, so it is in the
+// node's event log like any other.
 func Set(dir, node string, assignments []string) error {
-	n, err := readNode(dir, node)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	if n.Labels == nil {
-		n.Labels = map[string]string{}
-	}
-	for _, a := range assignments {
-		k, v, ok := strings.Cut(a, "=")
-		if label, isLabel := strings.CutPrefix(k, "label."); isLabel {
-			if label, del := strings.CutSuffix(label, "-"); del && !ok {
-				delete(n.Labels, label)
-			} else {
-				n.Labels[label] = v
+	_, err := updateNode(dir, node, func(r *record) ([]Event, error) {
+		if r.Labels == nil {
+			r.Labels = map[string]string{}
+		}
+		var errs []error
+		for _, a := range assignments {
+			if err := assign(r, a); err != nil {
+				errs = append(errs, err)
 			}
-			continue
 		}
-		set, known := setters[k]
-		if !known || !ok {
-			errs = append(errs, fmt.Errorf("%q: want key=value with key one of %s, or label.K=V", a, keys()))
-			continue
+		if err := errors.Join(errs...); err != nil {
+			return nil, fmt.Errorf("node %s not changed: %w", node, err)
 		}
-		if err := set(n, v); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", k, err))
+		return nil, nil
+	})
+	return err
+}
+
+func assign(r *record, a string) error {
+	k, v, ok := strings.Cut(a, "=")
+	if label, isLabel := strings.CutPrefix(k, "label."); isLabel {
+		if name, del := strings.CutSuffix(label, "-"); del && !ok {
+			delete(r.Labels, name)
+		} else {
+			r.Labels[label] = v
 		}
+		return nil
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("node %s not changed: %w", node, err)
+	if kind, isFault := strings.CutPrefix(k, "fault."); isFault {
+		if name, del := strings.CutSuffix(kind, "-"); del && !ok {
+			return setFault(&r.Faults, name, "", true)
+		}
+		if !ok {
+			return fmt.Errorf("%q: want fault.K=V or fault.K-", a)
+		}
+		return setFault(&r.Faults, kind, v, false)
 	}
-	return writeJSON(nodeFile(dir, node), n)
+	set, known := setters[k]
+	if !known || !ok {
+		return fmt.Errorf("%q: want key=value with key one of %s, label.K=V or fault.K=V", a, keys())
+	}
+	if err := set(r, v); err != nil {
+		return fmt.Errorf("%s: %w", k, err)
+	}
+	return nil
 }
 
 func keys() string {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/planner/model"
 	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/providertest"
@@ -76,7 +77,7 @@ func TestInitAndSet(t *testing.T) {
 	if err := Set(dir, "worker-1", []string{"ready=false", "label.gpu=yes", "unschedulable=true"}); err != nil {
 		t.Fatal(err)
 	}
-	n, _ := readNode(dir, "worker-1")
+	n, _ := readRecord(dir, "worker-1")
 	if n.Ready || !n.Unschedulable || n.Labels["gpu"] != "yes" {
 		t.Errorf("set: %+v", n)
 	}
@@ -84,7 +85,7 @@ func TestInitAndSet(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "colour") || !strings.Contains(err.Error(), "unschedulable") {
 		t.Errorf("unknown key: %v", err)
 	}
-	if n, _ := readNode(dir, "worker-1"); n.Ready {
+	if n, _ := readRecord(dir, "worker-1"); n.Ready {
 		t.Error("a refused set changed the node")
 	}
 	if _, err := ParsePoolSizes("worker=x"); err == nil {
@@ -98,25 +99,25 @@ func TestRebootGivesNewBootIDAndClearsPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := New(Options{Dir: dir})
-	before, _ := readNode(dir, "worker-0")
+	before, _ := readRecord(dir, "worker-0")
 	target := &model.Rendered{Name: "rendered-worker-1", KernelArgs: []string{"nosmt"},
 		Files: []model.File{{Path: "/etc/a", Mode: 0o644, Contents: []byte("a")}}}
 	steps := []model.Step{{Kind: model.StepWrite, Target: "/etc/a"}, {Kind: model.StepKargs}, {Kind: model.StepReboot}, {Kind: model.StepVerify}}
 	if err := p.RunNodeSteps(context.Background(), "worker-0", nil, target, steps, func(model.Step) {}); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := readNode(dir, "worker-0")
+	after, _ := readRecord(dir, "worker-0")
 	if after.BootID == before.BootID || after.CurrentConfig != target.Name || after.State != model.StateDone ||
 		strings.Join(after.KernelArgs, " ") != "nosmt" {
 		t.Errorf("after reboot: %+v", after)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "nodes/worker-0/pending.json")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(rootDir(dir, "worker-0"), nodeexec.PendingPath)); !os.IsNotExist(err) {
 		t.Errorf("pending record left: %v", err)
 	}
 	// A verify that finds drift degrades the node with the reason.
 	os.WriteFile(filepath.Join(dir, "nodes/worker-0/root/etc/a"), []byte("tampered"), 0o644)
 	err := p.RunNodeSteps(context.Background(), "worker-0", target, target, []model.Step{{Kind: model.StepVerify}}, func(model.Step) {})
-	n, _ := readNode(dir, "worker-0")
+	n, _ := readRecord(dir, "worker-0")
 	if err == nil || n.State != model.StateDegraded || !strings.Contains(n.Reason, "/etc/a") {
 		t.Errorf("drift: err %v, node %s %q", err, n.State, n.Reason)
 	}

@@ -24,7 +24,13 @@ type Options struct {
 	Dir            string
 	DrainDuration  time.Duration // simulated time a drain takes
 	RebootDuration time.Duration // simulated time a reboot takes
+	// NodeTimeout bounds waiting for a node to come back from a reboot (DefaultNodeTimeout
+	// when zero).
+	NodeTimeout time.Duration
 }
+
+// DefaultNodeTimeout is Options.NodeTimeout's default.
+const DefaultNodeTimeout = 10 * time.Minute
 
 // Provider is the local fleet.
 type Provider struct {
@@ -34,18 +40,25 @@ type Provider struct {
 	mu sync.Mutex
 }
 
-var _ providers.Provider = (*Provider)(nil)
+var (
+	_ providers.Provider      = (*Provider)(nil)
+	_ providers.NodeObserver  = (*Provider)(nil)
+	_ providers.DriftReporter = (*Provider)(nil)
+)
 
 // New opens the fleet in o.Dir.
 func New(o Options) (*Provider, error) {
 	if _, err := readFleetFile(o.Dir); err != nil {
 		return nil, err
 	}
+	if o.NodeTimeout <= 0 {
+		o.NodeTimeout = DefaultNodeTimeout
+	}
 	return &Provider{o: o}, nil
 }
 
 // FromAttrs builds the provider from the HCL provider block's attributes: fleet (resolved
-// against dir when relative), drain_duration, reboot_duration.
+// against dir when relative), drain_duration, reboot_duration, node_timeout.
 func FromAttrs(dir string, attrs map[string]string) (*Provider, error) {
 	o := Options{Dir: attrs["fleet"]}
 	if o.Dir == "" {
@@ -54,11 +67,15 @@ func FromAttrs(dir string, attrs map[string]string) (*Provider, error) {
 	if !filepath.IsAbs(o.Dir) {
 		o.Dir = filepath.Join(dir, o.Dir)
 	}
-	for key, d := range map[string]*time.Duration{"drain_duration": &o.DrainDuration, "reboot_duration": &o.RebootDuration} {
+	for key, d := range map[string]*time.Duration{"drain_duration": &o.DrainDuration,
+		"reboot_duration": &o.RebootDuration, "node_timeout": &o.NodeTimeout} {
 		if v := attrs[key]; v != "" {
 			var err error
 			if *d, err = time.ParseDuration(v); err != nil {
 				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+			if key == "node_timeout" && *d <= 0 {
+				return nil, fmt.Errorf("node_timeout: %q is not a positive duration such as \"10m\"", v)
 			}
 		}
 	}
@@ -72,15 +89,9 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	ents, err := os.ReadDir(filepath.Join(p.o.Dir, "nodes"))
+	names, err := nodeNames(p.o.Dir)
 	if err != nil {
-		return nil, fmt.Errorf("reading fleet %s: %w", p.o.Dir, err)
-	}
-	var names []string
-	for _, e := range ents {
-		if e.IsDir() {
-			names = append(names, e.Name())
-		}
+		return nil, err
 	}
 	nodes := make([]model.Node, len(names))
 	pods := make([][]podFile, len(names))
@@ -90,9 +101,9 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 	for w := 0; w < max(4, runtime.NumCPU()*2); w++ {
 		wg.Go(func() {
 			for i := range work {
-				n, err := readNode(p.o.Dir, names[i])
+				r, err := observe(p.o.Dir, names[i])
 				if err == nil {
-					nodes[i] = *n
+					nodes[i] = r.Node
 					pods[i], err = readPods(p.o.Dir, names[i])
 				}
 				errs[i] = err
@@ -143,28 +154,48 @@ func pdbStatus(s pdbSpec, pods []model.Pod) model.PDB {
 	return b
 }
 
-func (p *Provider) updateNode(name string, f func(n *model.Node)) error {
-	n, err := readNode(p.o.Dir, name)
-	if err != nil {
-		return err
+// ObserveNodes reads the named nodes as they are now (a reboot whose time has come is
+// over), without pods or PodDisruptionBudgets; a name the fleet lacks is an error.
+func (p *Provider) ObserveNodes(ctx context.Context, names []string) ([]model.Node, error) {
+	out := make([]model.Node, 0, len(names))
+	for _, name := range names {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r, err := observe(p.o.Dir, name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.Node)
 	}
-	f(n)
-	return writeJSON(nodeFile(p.o.Dir, name), n)
+	return out, nil
+}
+
+// update changes a node through the one write path (updateNode).
+func (p *Provider) update(node string, f func(r *record)) error {
+	_, err := updateNode(p.o.Dir, node, func(r *record) ([]Event, error) { f(r); return nil, nil })
+	return err
 }
 
 func (p *Provider) Cordon(ctx context.Context, node string) error {
-	return p.updateNode(node, func(n *model.Node) { n.Unschedulable = true })
+	return p.update(node, func(r *record) { r.Unschedulable = true })
 }
 
 // Uncordon also brings the node's evicted pods back: they reschedule when it returns.
+// The pods come back first, so that the uncordon event, logged once node.json is written,
+// is never earlier than the pods' return.
 func (p *Provider) Uncordon(ctx context.Context, node string) error {
-	if err := p.updateNode(node, func(n *model.Node) { n.Unschedulable = false }); err != nil {
+	if err := p.unevict(node); err != nil {
 		return err
 	}
+	return p.update(node, func(r *record) { r.Unschedulable = false })
+}
+
+func (p *Provider) unevict(node string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pods, err := readPods(p.o.Dir, node)
-	if err != nil || len(pods) == 0 {
+	if err != nil || !slices.ContainsFunc(pods, func(p podFile) bool { return p.Evicted }) {
 		return err
 	}
 	for i := range pods {
@@ -191,10 +222,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// writeLine appends one JSON line to the node's host.log.
+// appendLog appends one JSON line to the node's host.log.
 func appendLog(path string, v any) error {
 	b, _ := json.Marshal(v)
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, _, err := openRegular(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,133 @@
+package local
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers"
+)
+
+func set(t *testing.T, dir, node string, a ...string) {
+	t.Helper()
+	if err := Set(dir, node, a); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var chrony = &model.Rendered{Name: "rendered-worker-1",
+	Files: []model.File{{Path: "/etc/chrony.conf", Mode: 0o644, Contents: []byte("server ntp\n"),
+		OnChange: []model.Policy{{Kind: model.PolicyRestart, Unit: "chronyd.service"}}}}}
+
+var chronySteps = []model.Step{{Kind: model.StepWrite, Target: "/etc/chrony.conf"}, {Kind: model.StepRestart, Target: "chronyd.service"}}
+
+func TestFaultWrite(t *testing.T) {
+	p, dir := newFleet(t, 3, Options{})
+	ctx := context.Background()
+	set(t, dir, "worker-2", "fault.write=/etc/chrony.conf")
+	err := p.RunNodeSteps(ctx, "worker-2", nil, chrony, chronySteps, func(model.Step) {})
+	want := "node worker-2: write /etc/chrony.conf: injected fault (fault.write in nodes/worker-2/node.json)"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+	if _, err := os.Stat(rootDir(dir, "worker-2") + "/etc/chrony.conf"); !os.IsNotExist(err) {
+		t.Error("the faulty write wrote")
+	}
+	if n := observe1(t, p, "worker-2"); n.State != model.StateDegraded || !strings.Contains(n.Reason, "injected fault") {
+		t.Errorf("node %s %q", n.State, n.Reason)
+	}
+	set(t, dir, "worker-2", "fault.write=*")
+	if err := p.RunNodeSteps(ctx, "worker-2", nil, chrony, chronySteps, func(model.Step) {}); err == nil {
+		t.Error("fault.write=* let a write through")
+	}
+	set(t, dir, "worker-2", "fault.write-")
+	if err := p.RunNodeSteps(ctx, "worker-2", nil, chrony, chronySteps, func(model.Step) {}); err != nil {
+		t.Errorf("after removing the fault: %v", err)
+	}
+}
+
+func TestFaultRestart(t *testing.T) {
+	p, dir := newFleet(t, 3, Options{})
+	ctx := context.Background()
+	set(t, dir, "worker-2", "fault.restart=other.service")
+	if err := p.RunNodeSteps(ctx, "worker-2", nil, chrony, chronySteps, func(model.Step) {}); err != nil {
+		t.Fatalf("a fault on another unit failed the restart: %v", err)
+	}
+	set(t, dir, "worker-2", "fault.restart=chronyd.service")
+	err := p.RunNodeSteps(ctx, "worker-2", chrony, chrony, chronySteps[1:], func(model.Step) {})
+	want := "node worker-2: restart chronyd.service: injected fault (fault.restart in nodes/worker-2/node.json)"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+}
+
+func TestFaultRebootHang(t *testing.T) {
+	p, dir := newFleet(t, 3, Options{NodeTimeout: 200 * time.Millisecond})
+	set(t, dir, "worker-2", "fault.reboot=hang")
+	err := p.RunNodeSteps(context.Background(), "worker-2", nil, chrony, []model.Step{{Kind: model.StepReboot}}, func(model.Step) {})
+	want := "node worker-2: reboot: the node did not come back within 200ms (its reboot hangs: fault.reboot=hang in nodes/worker-2/node.json"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := observe1(t, p, "worker-2"); n.Ready {
+		t.Error("a hung node came back")
+	}
+	evs := events(t, dir, "worker-2")
+	if k := kinds(evs); k != "working reboot not-ready degraded" || !evs[1].Until.IsZero() {
+		t.Errorf("events %s, reboot %+v", k, evs[1])
+	}
+	// A power cycle brings it back, with the boot id the reboot announced.
+	set(t, dir, "worker-2", "fault.reboot-", "ready=true")
+	if n := observe1(t, p, "worker-2"); !n.Ready || n.BootID != evs[1].NextBootID {
+		t.Errorf("after ready=true: ready=%v boot id %s, want %s", n.Ready, n.BootID, evs[1].NextBootID)
+	}
+}
+
+func TestFaultDrainPDB(t *testing.T) {
+	p, dir := newFleet(t, 3, Options{})
+	ctx := context.Background()
+	set(t, dir, "worker-1", "fault.drain=pdb")
+	err := p.Drain(ctx, "worker-1", providers.DrainOptions{Timeout: 300 * time.Millisecond, RetryDelay: 50 * time.Millisecond})
+	want := "drain node worker-1: evictions refused as by a PodDisruptionBudget: injected fault (fault.drain in nodes/worker-1/node.json) after "
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+	if pods, _ := readPods(dir, "worker-1"); pods[1].Evicted {
+		t.Error("a refused drain evicted a pod")
+	}
+	set(t, dir, "worker-1", "fault.drain-")
+	if err := p.Drain(ctx, "worker-1", providers.DrainOptions{Timeout: time.Second}); err != nil {
+		t.Errorf("after removing the fault: %v", err)
+	}
+}
+
+func TestSetFaultsChecksEveryKeyFirst(t *testing.T) {
+	_, dir := newFleet(t, 1, Options{})
+	for _, bad := range [][]string{
+		{"fault.write=/etc/a", "fault.reboot=soon"},
+		{"fault.write=/etc/a", "fault.drain=always"},
+		{"fault.write=/etc/a", "fault.colour=red"},
+		{"fault.write=/etc/a", "fault.restart="},
+		{"fault.write=/etc/a", "fault.restart"},
+	} {
+		if err := Set(dir, "worker-0", bad); err == nil || !strings.Contains(err.Error(), "node worker-0 not changed") {
+			t.Errorf("%v: %v", bad, err)
+		}
+	}
+	if r, _ := readRecord(dir, "worker-0"); r.Faults != (faults{}) {
+		t.Errorf("a refused set changed the faults: %+v", r.Faults)
+	}
+	set(t, dir, "worker-0", "fault.write=*", "fault.restart=a.service", "fault.reboot=hang", "fault.drain=pdb")
+	if r, _ := readRecord(dir, "worker-0"); r.Faults != (faults{"*", "a.service", "hang", "pdb"}) {
+		t.Errorf("faults %+v", r.Faults)
+	}
+	set(t, dir, "worker-0", "fault.write-", "fault.restart-", "fault.reboot-", "fault.drain-")
+	b, _ := os.ReadFile(nodeFile(dir, "worker-0"))
+	if strings.Contains(string(b), "faults") {
+		t.Errorf("node.json keeps an empty faults object:\n%s", b)
+	}
+}
