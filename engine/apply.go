@@ -91,6 +91,10 @@ func (w *Workspace) carryOut(ctx context.Context, st *state.State, plan *planner
 		return nil, err
 	}
 	res, runErr := a.run(ctx)
+	if cause := context.Cause(ctx); errors.Is(cause, state.ErrLockLost) {
+		// Another run may hold the state now: writing ours over it would lose its work.
+		return res, errors.Join(runErr, fmt.Errorf("the state was not saved: %w; the steps that finished are in the journal, and the next plan shows what is left", cause))
+	}
 	st.Serial++
 	if err := w.Backend.Write(context.WithoutCancel(ctx), a.st); err != nil {
 		return res, errors.Join(runErr, fmt.Errorf("saving state after apply: %w", err))

@@ -321,3 +321,31 @@ func TestApplyRefusesStalePlan(t *testing.T) {
 		t.Fatalf("error = %v, want a serial mismatch", err)
 	}
 }
+
+// An apply whose lock is taken away starts no more nodes and does not write the state over
+// the run that may hold it now.
+func TestApplyWithLostLockStopsAndDoesNotWrite(t *testing.T) {
+	f := newFake(map[string]int{"worker": 4})
+	w, st := newTestWorkspace(t, f)
+	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
+	ctx, cancel := context.WithCancelCause(context.Background())
+	obs := func(e Event) {
+		if e.Kind == EventNodeDone {
+			cancel(fmt.Errorf("%w: removed", state.ErrLockLost))
+		}
+	}
+	res, err := w.carryOut(ctx, st, p, ApplyOptions{Observer: obs})
+	if err == nil || !strings.Contains(err.Error(), "the state was not saved") {
+		t.Fatalf("error %v, want the state not saved", err)
+	}
+	if len(res.Updated) != 1 || len(res.Skipped) != 3 {
+		t.Errorf("updated %v, skipped %v: want one node, then nothing new", res.Updated, res.Skipped)
+	}
+	st2, err := w.Backend.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st2.Serial != 1 {
+		t.Errorf("serial %d after a lost lock, want 1 (only the write before the rollout)", st2.Serial)
+	}
+}

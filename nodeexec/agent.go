@@ -180,6 +180,11 @@ func (a *Agent) reboot(ctx context.Context, from, target *model.Rendered, rest [
 		return a.Degrade(fmt.Errorf("recording the pending reboot: %w", err))
 	}
 	if err := a.Exec.Run(ctx, from, target, s); err != nil {
+		if ctx.Err() != nil {
+			// Stopped while the machine reboots: it comes back all the same, and the
+			// pending record lets whoever runs next finish the update.
+			return ErrRebooting
+		}
 		return a.Degrade(fmt.Errorf("%s: %w", s, err))
 	}
 	if now, err := a.State.BootID(); err == nil && now != boot {

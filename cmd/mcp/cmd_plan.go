@@ -102,7 +102,8 @@ func (c *cli) openLocked(fs *flag.FlagSet, lf *loadFlags, args []string, op stri
 // context it returns ends when the lock is lost while held (a Lease another run took), so
 // that no new work starts. On failure it prints why and returns a nil state and the exit code.
 func (c *cli) readStateLocked(ws *engine.Workspace, lf *loadFlags, op string) (*state.State, context.Context, func(), int) {
-	ctx, cancel := context.WithCancel(c.ctx)
+	ctx, cancelCause := context.WithCancelCause(c.ctx)
+	cancel := func() { cancelCause(nil) }
 	unlock := cancel
 	if lf.lock {
 		u, err := ws.Lock(c.ctx, op, lf.lockTimeout)
@@ -116,7 +117,7 @@ func (c *cli) readStateLocked(ws *engine.Workspace, lf *loadFlags, op string) (*
 				select {
 				case <-l.Lost():
 					fmt.Fprintf(c.stderr, "Error: lost the state lock: %v; starting nothing new\n", l.LostErr())
-					cancel()
+					cancelCause(fmt.Errorf("%w: %v", state.ErrLockLost, l.LostErr()))
 				case <-stop:
 				}
 			}()

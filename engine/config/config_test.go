@@ -294,3 +294,20 @@ func TestKubeconfigTildeIsHome(t *testing.T) {
 		t.Errorf("kubeconfig = %q, want %q", got, want)
 	}
 }
+
+// Provider durations are checked where they are written, and the local provider takes a
+// node_timeout.
+func TestProviderDurations(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(`provider "local" {
+  fleet           = "./fleet"
+  node_timeout    = "30s"
+  reboot_duration = "soon"
+}
+`), 0o644)
+	_, diags := Load(dir, Options{})
+	if !diags.HasErrors() || len(diags) != 1 || diags[0].Subject == nil || diags[0].Subject.Start.Line != 4 ||
+		!strings.Contains(diags[0].Detail, "reboot_duration") {
+		t.Fatalf("diags: %v", diags)
+	}
+}

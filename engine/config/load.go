@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
@@ -164,7 +165,7 @@ func (l *loader) provider(blocks hcl.Blocks) hcl.Diagnostics {
 	switch p.Type {
 	case "local":
 		schema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "fleet", Required: true},
-			{Name: "drain_duration"}, {Name: "reboot_duration"}}}
+			{Name: "drain_duration"}, {Name: "reboot_duration"}, {Name: "node_timeout"}}}
 	case "kubernetes":
 		schema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "kubeconfig"}, {Name: "context"},
 			{Name: "delete_emptydir_data"}, {Name: "node_timeout"}}}
@@ -179,6 +180,12 @@ func (l *loader) provider(blocks hcl.Blocks) hcl.Diagnostics {
 		diags = append(diags, d...)
 		if name == "fleet" || name == "kubeconfig" {
 			v = l.absPath(v)
+		}
+		if strings.HasSuffix(name, "_duration") || strings.HasSuffix(name, "_timeout") {
+			if dur, err := time.ParseDuration(v); err != nil || dur < 0 {
+				diags = append(diags, errAt(a.Expr.Range(), "Invalid duration",
+					fmt.Sprintf("%s = %q: want a Go duration such as \"30s\" or \"10m\".", name, v)))
+			}
 		}
 		p.Attrs[name] = v
 	}

@@ -58,6 +58,10 @@ type Unlocker interface {
 	Unlock(ctx context.Context) error
 }
 
+// ErrLockLost is the cause of a run's context when its lock was lost while held: the run
+// starts nothing new and does not write the state, which another run may now hold.
+var ErrLockLost = errors.New("the state lock was lost")
+
 // Losable is implemented by locks that can be lost while held — a Lease whose renewals
 // found it taken or gone, or failed until it expired. Lost is closed then and LostErr says
 // why; the holder must start no new work, since another run may now hold the lock.
