@@ -1,0 +1,297 @@
+// Package chaos is mcp's crash harness: on a local fleet it runs the real `mcp apply`
+// binary, SIGKILLs it at seeded random moments, re-runs it until the plan is empty, and
+// judges the run from the fleet's own records (each node's event log) — never from what
+// mcp says of itself: reboots per node and rendered config, nodes left cordoned, and the
+// most nodes of each pool out of service at one instant against the pool's budget. `make
+// chaos` runs it long; a short run is an acceptance test.
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcpfleet/mcp/engine/state"
+)
+
+// Options describe a run.
+type Options struct {
+	MCP  string // the mcp binary
+	Dir  string // an empty directory to work in
+	Seed uint64
+	// Kills is how many times apply is killed; MaxDelay bounds the (random) time from an
+	// apply's start to its kill.
+	Kills    int
+	MaxDelay time.Duration
+	// Pools are the pools and their sizes and budgets; zero: worker 50 (10%), infra 30 (3),
+	// storage 20 (1).
+	Pools []Pool
+	// DrainDuration and RebootDuration are the local provider's simulated durations.
+	DrainDuration, RebootDuration time.Duration
+	// Log, when set, sees a line per action.
+	Log func(format string, a ...any)
+}
+
+// Pool is one pool of the fleet.
+type Pool struct {
+	Name           string
+	Size           int
+	MaxUnavailable string // as in HCL: "10%" or "3"
+}
+
+// Budget resolves MaxUnavailable against Size as mcp does (percent rounds down, at least 1).
+func (p Pool) Budget() int {
+	if v, ok := strings.CutSuffix(p.MaxUnavailable, "%"); ok {
+		n, _ := strconv.Atoi(v)
+		return max(1, p.Size*n/100)
+	}
+	n, _ := strconv.Atoi(p.MaxUnavailable)
+	return max(1, n)
+}
+
+// DefaultPools is the issue's fleet: 100 nodes in 3 pools.
+var DefaultPools = []Pool{{"worker", 50, "10%"}, {"infra", 30, "3"}, {"storage", 20, "1"}}
+
+// Report is what a run saw.
+type Report struct {
+	Kills       int
+	Runs        int // applies started, killed ones included
+	ReRuns      int // applies after the last kill until the plan was empty
+	Generations int // configuration changes rolled out (each a new rendered config per pool)
+	// DoubleReboots counts reboots beyond the first of one node into one rendered config.
+	DoubleReboots int
+	Reboots       int
+	LeftCordoned  []string
+	// MaxOut is, per pool, the most nodes out of service (NotReady, cordoned, updating or
+	// Degraded) at one instant; Budget the pool's max_unavailable.
+	MaxOut, Budget map[string]int
+	// StateChecks counts the reads of the state after a kill, all of which succeeded.
+	StateChecks int
+	Elapsed     time.Duration
+	Problems    []string
+}
+
+// OK reports whether the run kept every promise.
+func (r *Report) OK() bool { return len(r.Problems) == 0 }
+
+func (r *Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "kills %d, applies %d (re-runs after the last kill %d), rollouts %d, reboots %d, in %s\n",
+		r.Kills, r.Runs, r.ReRuns, r.Generations, r.Reboots, r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(&b, "double reboots for one rendered config: %d\n", r.DoubleReboots)
+	fmt.Fprintf(&b, "nodes left cordoned: %d\n", len(r.LeftCordoned))
+	fmt.Fprintf(&b, "state read after every kill: %d of %d ok\n", r.StateChecks, r.Kills)
+	for _, p := range sortedKeys(r.Budget) {
+		verdict := "ok"
+		if r.MaxOut[p] > r.Budget[p] {
+			verdict = "EXCEEDED"
+		}
+		fmt.Fprintf(&b, "pool %-8s most out of service at once %d, max_unavailable %d: %s\n", p, r.MaxOut[p], r.Budget[p], verdict)
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(&b, "PROBLEM: %s\n", p)
+	}
+	return b.String()
+}
+
+// Run does the whole run: fleet, kills, convergence, judgement.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.Pools == nil {
+		o.Pools = DefaultPools
+	}
+	if o.Log == nil {
+		o.Log = func(string, ...any) {}
+	}
+	h := &harness{o: o, rng: rand.New(rand.NewPCG(o.Seed, 0x6d6370)), rep: &Report{Budget: map[string]int{}}}
+	start := time.Now()
+	if err := h.setUp(); err != nil {
+		return nil, err
+	}
+	for h.rep.Kills < o.Kills {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := h.killOne(ctx); err != nil {
+			return h.rep, err
+		}
+	}
+	if err := h.converge(ctx); err != nil {
+		return h.rep, err
+	}
+	h.rep.Elapsed = time.Since(start)
+	return h.rep, h.judge()
+}
+
+type harness struct {
+	o     Options
+	rng   *rand.Rand
+	rep   *Report
+	gen   int         // the configuration's generation
+	kills []time.Time // when each killed apply was gone
+}
+
+func (h *harness) fleet() string { return filepath.Join(h.o.Dir, "fleet") }
+
+// setUp creates the fleet and the configuration (generation 1).
+func (h *harness) setUp() error {
+	var sizes []string
+	for _, p := range h.o.Pools {
+		sizes = append(sizes, fmt.Sprintf("%s=%d", p.Name, p.Size))
+		h.rep.Budget[p.Name] = p.Budget()
+	}
+	if _, err := h.mcp("fleet", "init", h.fleet(), "-nodes", strings.Join(sizes, ","), "-zones", "a,b,c", "-workloads"); err != nil {
+		return err
+	}
+	return h.nextGeneration()
+}
+
+// nextGeneration writes the configuration anew with the next generation: odd ones change a
+// file that needs a reboot, even ones one that needs a restart — every node changes.
+func (h *harness) nextGeneration() error {
+	h.gen++
+	var b strings.Builder
+	fmt.Fprintf(&b, "provider \"local\" {\n  fleet = \"./fleet\"\n  drain_duration = %q\n  reboot_duration = %q\n  node_timeout = \"1m\"\n}\n\n",
+		h.o.DrainDuration.String(), h.o.RebootDuration.String())
+	fmt.Fprintf(&b, "state {\n  backend = \"local\"\n}\n\n")
+	var names []string
+	for _, p := range h.o.Pools {
+		names = append(names, strconv.Quote(p.Name))
+		fmt.Fprintf(&b, "pool %q {\n  node_selector = { \"node-role.kubernetes.io/%s\" = \"\" }\n  max_unavailable = %q\n}\n\n",
+			p.Name, p.Name, p.MaxUnavailable)
+	}
+	policy := "reboot"
+	if h.gen%2 == 0 {
+		policy = "restart:chronyd.service"
+	}
+	fmt.Fprintf(&b, "config \"50-chaos\" {\n  pools = [%s]\n  file \"/etc/chaos.conf\" {\n    content = \"generation %d\\n\"\n    on_change = [%q]\n  }\n}\n",
+		strings.Join(names, ", "), h.gen, policy)
+	h.rep.Generations = h.gen
+	h.o.Log("configuration generation %d (%s)", h.gen, policy)
+	return os.WriteFile(filepath.Join(h.o.Dir, "main.hcl"), []byte(b.String()), 0o644)
+}
+
+// killOne starts an apply and SIGKILLs it after a random delay (or lets it finish first,
+// then starts a new rollout), then checks the state reads and frees the dead holder's lock.
+func (h *harness) killOne(ctx context.Context) error {
+	if changes, err := h.planChanges(); err != nil {
+		return err
+	} else if !changes {
+		if err := h.nextGeneration(); err != nil {
+			return err
+		}
+	}
+	delay := time.Duration(h.rng.Int64N(int64(h.o.MaxDelay) + 1))
+	cmd := exec.CommandContext(ctx, h.o.MCP, "-chdir="+h.o.Dir, "apply", "-auto-approve", "-no-color", "-budget-wait=2m")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	h.rep.Runs++
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	select {
+	case err := <-exited:
+		h.o.Log("apply finished before its kill at %s (%v)", delay, err)
+		return nil // no kill this time: the next one kills a new rollout
+	case <-time.After(delay):
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	<-exited
+	h.kills = append(h.kills, time.Now())
+	h.rep.Kills++
+	h.o.Log("kill %d after %s", h.rep.Kills, delay.Round(time.Millisecond))
+	if err := h.checkState(ctx); err != nil {
+		h.rep.Problems = append(h.rep.Problems, fmt.Sprintf("after kill %d: %v", h.rep.Kills, err))
+		return err
+	}
+	return h.unlock()
+}
+
+// checkState reads the state as mcp does: a kill must never leave it unreadable.
+func (h *harness) checkState(ctx context.Context) error {
+	b := &state.Local{Path: filepath.Join(h.o.Dir, "mcp.state")}
+	if _, err := b.Read(ctx); err != nil {
+		return fmt.Errorf("the state does not read: %w", err)
+	}
+	h.rep.StateChecks++
+	return nil
+}
+
+// unlock removes the lock a killed apply left (its holder is dead: no confirmation).
+func (h *harness) unlock() error {
+	b, err := os.ReadFile(filepath.Join(h.o.Dir, "mcp.state.lock"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var info state.LockInfo
+	if err := json.Unmarshal(b, &info); err != nil {
+		return fmt.Errorf("the lock a killed apply left does not read: %w", err)
+	}
+	_, err = h.mcp("force-unlock", info.ID)
+	return err
+}
+
+// converge re-runs apply until the plan is empty.
+func (h *harness) converge(ctx context.Context) error {
+	for i := 0; ; i++ {
+		changes, err := h.planChanges()
+		if err != nil || !changes {
+			return err
+		}
+		if i == 20 {
+			return fmt.Errorf("the plan is not empty after %d re-runs", i)
+		}
+		h.rep.Runs++
+		h.rep.ReRuns++
+		out, err := h.mcp("apply", "-auto-approve", "-no-color", "-budget-wait=2m")
+		h.o.Log("re-run %d: %v", h.rep.ReRuns, err)
+		if err != nil {
+			h.rep.Problems = append(h.rep.Problems, fmt.Sprintf("re-run %d failed: %v\n%s", h.rep.ReRuns, err, lastLines(out, 12)))
+		}
+	}
+}
+
+// planChanges runs mcp plan -detailed-exitcode: true when there are changes.
+func (h *harness) planChanges() (bool, error) {
+	cmd := exec.Command(h.o.MCP, "-chdir="+h.o.Dir, "plan", "-detailed-exitcode", "-no-color", "-lock=false")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.As(err, &ee) && ee.ExitCode() == 2:
+		return true, nil
+	}
+	return false, fmt.Errorf("mcp plan: %v\n%s", err, lastLines(string(out), 12))
+}
+
+func (h *harness) mcp(args ...string) (string, error) {
+	cmd := exec.Command(h.o.MCP, append([]string{"-chdir=" + h.o.Dir}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("mcp %s: %v\n%s", strings.Join(args, " "), err, lastLines(string(out), 12))
+	}
+	return string(out), nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,153 @@
+package chaos
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpfleet/mcp/providers/local"
+)
+
+// judge reads every node's event log and checks the promises: no node rebooted twice into
+// one rendered config, none left cordoned, and no pool ever had more nodes out of service
+// at once than its max_unavailable.
+func (h *harness) judge() error {
+	logs, err := local.ReadEvents(h.fleet())
+	if err != nil {
+		return fmt.Errorf("reading the fleet's event logs: %w", err)
+	}
+	return h.judgeLogs(logs)
+}
+
+// judgeLogs judges the event logs of every node.
+func (h *harness) judgeLogs(logs map[string][]local.Event) error {
+	var all []local.Event
+	for _, evs := range logs {
+		prev := time.Time{}
+		for _, e := range evs {
+			e.Time = h.trueBound(e, prev)
+			prev = e.Time
+			all = append(all, e)
+		}
+	}
+	slices.SortStableFunc(all, func(a, b local.Event) int {
+		return cmp.Or(a.Time.Compare(b.Time), strings.Compare(a.Node, b.Node), cmp.Compare(a.Seq, b.Seq))
+	})
+	r := h.rep
+	r.MaxOut = map[string]int{}
+	nodes := map[string]*nodeState{}
+	outNow := map[string]int{}
+	reboots := map[[2]string]int{}
+	for _, e := range all {
+		n := nodes[e.Node]
+		if n == nil {
+			n = &nodeState{}
+			nodes[e.Node] = n
+		}
+		pool := poolOf(e.Node)
+		was := n.out()
+		n.apply(e)
+		switch now := n.out(); {
+		case now && !was:
+			outNow[pool]++
+		case was && !now:
+			outNow[pool]--
+		}
+		if outNow[pool] > r.MaxOut[pool] {
+			r.MaxOut[pool] = outNow[pool]
+			if outNow[pool] > r.Budget[pool] {
+				r.Problems = append(r.Problems, fmt.Sprintf("pool %s: %d nodes out of service at %s (max_unavailable %d), when %s: %s; out: %s",
+					pool, outNow[pool], e.Time.Format(time.RFC3339Nano), r.Budget[pool], e.Node, e.Kind, outOf(nodes, pool)))
+			}
+		}
+		if e.Kind == local.EventReboot {
+			r.Reboots++
+			key := [2]string{e.Node, e.DesiredConfig}
+			if reboots[key]++; reboots[key] == 2 {
+				r.DoubleReboots++
+				r.Problems = append(r.Problems, fmt.Sprintf("node %s rebooted twice into %s", e.Node, e.DesiredConfig))
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(nodes)) {
+		if nodes[name].cordoned {
+			r.LeftCordoned = append(r.LeftCordoned, name)
+			r.Problems = append(r.Problems, "node "+name+" left cordoned")
+		}
+	}
+	if len(r.Problems) > 0 {
+		return fmt.Errorf("%d promises broken:\n%s", len(r.Problems), strings.Join(r.Problems, "\n"))
+	}
+	return nil
+}
+
+// trueBound is the latest time an event can have happened. A recovered event was logged by
+// a later writer because the one that made the change was killed first: its change took
+// effect before that kill, so it is dated no later than the last kill before it was logged
+// — and no earlier than the node's previous event (prev), which it follows.
+func (h *harness) trueBound(e local.Event, prev time.Time) time.Time {
+	if !e.Recovered {
+		return e.Time
+	}
+	t := e.Time
+	for _, k := range h.kills { // in order: t ends as the last kill before e was logged
+		if !k.After(e.Time) {
+			t = k
+		}
+	}
+	if t.Before(prev) {
+		t = prev
+	}
+	return t
+}
+
+// nodeState is a node's availability as its events tell it.
+type nodeState struct {
+	cordoned, notReady, working, degraded bool
+}
+
+func (n *nodeState) out() bool { return n.cordoned || n.notReady || n.working || n.degraded }
+
+func (n *nodeState) apply(e local.Event) {
+	switch e.Kind {
+	case local.EventCordon:
+		n.cordoned = true
+	case local.EventUncordon:
+		n.cordoned = false
+	case local.EventNotReady:
+		n.notReady = true
+	case local.EventReady:
+		n.notReady = false
+	case local.EventWorking:
+		n.working, n.degraded = true, false
+	case local.EventDone:
+		n.working, n.degraded = false, false
+	case local.EventDegraded:
+		n.working, n.degraded = false, true
+	}
+}
+
+// outOf describes the pool's nodes out of service.
+func outOf(nodes map[string]*nodeState, pool string) string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(nodes)) {
+		if n := nodes[name]; poolOf(name) == pool && n.out() {
+			out = append(out, fmt.Sprintf("%s%+v", name, *n))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// poolOf is the pool of a node `mcp fleet init` named <pool>-<i>.
+func poolOf(node string) string {
+	i := strings.LastIndexByte(node, '-')
+	if i < 0 {
+		return node
+	}
+	return node[:i]
+}
+
+func sortedKeys(m map[string]int) []string { return slices.Sorted(maps.Keys(m)) }
