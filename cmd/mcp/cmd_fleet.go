@@ -56,7 +56,7 @@ func (c *cli) fleetInit(args []string) int {
 		return c.errorf("-nodes: %v", err)
 	}
 	spec := local.InitSpec{Pools: pools, Zones: strings.Split(*zones, ","), OSImage: *image, Workloads: *workloads}
-	if err := local.Init(pos[0], spec); err != nil {
+	if err := local.Init(c.path(pos[0]), spec); err != nil {
 		return c.errorf("%v", err)
 	}
 	n := 0
@@ -70,7 +70,7 @@ func (c *cli) fleetInit(args []string) int {
 // fleetDir is -fleet, or the local provider's fleet of the configuration in c.dir.
 func (c *cli) fleetDir(flagVal string) (string, error) {
 	if flagVal != "" {
-		return flagVal, nil
+		return c.path(flagVal), nil
 	}
 	res, diags := config.Load(c.dir, config.Options{Environ: os.Environ()})
 	if diags.HasErrors() || res == nil || res.Desired == nil {

@@ -19,16 +19,26 @@ func (h *harness) judge() error {
 	if err != nil {
 		return fmt.Errorf("reading the fleet's event logs: %w", err)
 	}
-	return h.judgeLogs(logs)
+	return judgeLogs(h.rep, logs, h.kills)
 }
 
-// judgeLogs judges the event logs of every node.
-func (h *harness) judgeLogs(logs map[string][]local.Event) error {
+// Judge checks event logs (local.ReadEvents) against the promises, with budget giving
+// each pool's max_unavailable (pools are the node names' prefixes, as mcp fleet init names
+// them), for tests that drive a fleet themselves.
+func Judge(logs map[string][]local.Event, budget map[string]int) *Report {
+	r := &Report{Budget: budget}
+	judgeLogs(r, logs, nil)
+	return r
+}
+
+// judgeLogs judges the event logs of every node into r; kills are the times killed
+// applies were gone.
+func judgeLogs(r *Report, logs map[string][]local.Event, kills []time.Time) error {
 	var all []local.Event
 	for _, evs := range logs {
 		prev := time.Time{}
 		for _, e := range evs {
-			e.Time = h.trueBound(e, prev)
+			e.Time = trueBound(e, prev, kills)
 			prev = e.Time
 			all = append(all, e)
 		}
@@ -36,7 +46,6 @@ func (h *harness) judgeLogs(logs map[string][]local.Event) error {
 	slices.SortStableFunc(all, func(a, b local.Event) int {
 		return cmp.Or(a.Time.Compare(b.Time), strings.Compare(a.Node, b.Node), cmp.Compare(a.Seq, b.Seq))
 	})
-	r := h.rep
 	r.MaxOut = map[string]int{}
 	nodes := map[string]*nodeState{}
 	outNow := map[string]int{}
@@ -88,12 +97,12 @@ func (h *harness) judgeLogs(logs map[string][]local.Event) error {
 // a later writer because the one that made the change was killed first: its change took
 // effect before that kill, so it is dated no later than the last kill before it was logged
 // — and no earlier than the node's previous event (prev), which it follows.
-func (h *harness) trueBound(e local.Event, prev time.Time) time.Time {
+func trueBound(e local.Event, prev time.Time, kills []time.Time) time.Time {
 	if !e.Recovered {
 		return e.Time
 	}
 	t := e.Time
-	for _, k := range h.kills { // in order: t ends as the last kill before e was logged
+	for _, k := range kills { // in order: t ends as the last kill before e was logged
 		if !k.After(e.Time) {
 			t = k
 		}

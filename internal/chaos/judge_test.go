@@ -19,12 +19,13 @@ func ev(node string, ms int, kind local.EventKind, config ...string) local.Event
 }
 
 func judgeOf(logs map[string][]local.Event, kills ...int) *Report {
-	h := &harness{rep: &Report{Budget: map[string]int{"w": 1}}}
+	r := &Report{Budget: map[string]int{"w": 1}}
+	var ks []time.Time
 	for _, k := range kills {
-		h.kills = append(h.kills, t0.Add(time.Duration(k)*time.Millisecond))
+		ks = append(ks, t0.Add(time.Duration(k)*time.Millisecond))
 	}
-	h.judgeLogs(logs)
-	return h.rep
+	judgeLogs(r, logs, ks)
+	return r
 }
 
 // The judge catches each broken promise from the event logs alone.
