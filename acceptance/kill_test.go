@@ -1,0 +1,181 @@
+package acceptance
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/internal/chaos"
+	"github.com/mcpfleet/mcp/nodeexec"
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers/local"
+)
+
+// slowQuickstart copies the quickstart with drains and reboots that take long enough to
+// kill apply in the middle of one.
+func slowQuickstart(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "qs")
+	if err := os.CopyFS(dir, os.DirFS("../examples/quickstart")); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "main.hcl")
+	b, _ := os.ReadFile(p)
+	b = regexp.MustCompile(`drain_duration\s*=\s*"[^"]*"`).ReplaceAll(b, []byte(`drain_duration = "200ms"`))
+	b = regexp.MustCompile(`reboot_duration\s*=\s*"[^"]*"`).ReplaceAll(b, []byte(`reboot_duration = "1s"`))
+	os.WriteFile(p, b, 0o644)
+	return dir
+}
+
+// startApply starts `mcp apply -auto-approve` in dir.
+func startApply(t *testing.T, dir string) (*exec.Cmd, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(mcpBinary(t), "-chdir="+dir, "apply", "-auto-approve", "-no-color")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, &out
+}
+
+// waitEvent polls the fleet's event logs until one matches, and returns it.
+func waitEvent(t *testing.T, dir string, match func(local.Event) bool) local.Event {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		logs, err := local.ReadEvents(filepath.Join(dir, "fleet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, evs := range logs {
+			for _, e := range evs {
+				if match(e) {
+					return e
+				}
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("the awaited event never came")
+	return local.Event{}
+}
+
+// convergeAfterKill frees the killed holder's lock and re-runs apply until the plan is
+// empty; then it judges the fleet's records: no double reboot, nothing left cordoned or
+// Degraded, no pool over its budget, no pending reboot record left on any node.
+func convergeAfterKill(t *testing.T, dir string) {
+	t.Helper()
+	bin := mcpBinary(t)
+	if b, err := os.ReadFile(filepath.Join(dir, "mcp.state.lock")); err == nil {
+		var info state.LockInfo
+		if err := json.Unmarshal(b, &info); err != nil {
+			t.Fatalf("the lock a killed apply left: %v", err)
+		}
+		if out, err := exec.Command(bin, "-chdir="+dir, "force-unlock", info.ID).CombinedOutput(); err != nil {
+			t.Fatalf("force-unlock of the killed holder: %v\n%s", err, out)
+		}
+	}
+	for run := 1; ; run++ {
+		err := exec.Command(bin, "-chdir="+dir, "plan", "-detailed-exitcode").Run()
+		var ee *exec.ExitError
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &ee) || ee.ExitCode() != 2 || run > 4 {
+			t.Fatalf("plan after %d re-runs: %v", run-1, err)
+		}
+		out, err := exec.Command(bin, "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput()
+		if err != nil {
+			t.Fatalf("re-run %d: %v\n%s", run, err, out)
+		}
+	}
+	logs, err := local.ReadEvents(filepath.Join(dir, "fleet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := chaos.Judge(logs, map[string]int{"worker": 2, "infra": 1})
+	if !r.OK() || r.Reboots != 2 {
+		t.Errorf("from the event logs (want the 2 infra nodes rebooted once each):\n%s", r)
+	}
+	nodes, _ := filepath.Glob(filepath.Join(dir, "fleet/nodes/*"))
+	for _, n := range nodes {
+		var node model.Node
+		b, _ := os.ReadFile(filepath.Join(n, "node.json"))
+		json.Unmarshal(b, &node)
+		if node.State != model.StateDone || node.Unschedulable || !node.Ready {
+			t.Errorf("%s: state %s %q, cordoned %v, ready %v", node.Name, node.State, node.Reason, node.Unschedulable, node.Ready)
+		}
+		if _, err := os.Stat(filepath.Join(n, "root", nodeexec.PendingPath)); err == nil {
+			t.Errorf("%s: a pending reboot record is left", filepath.Base(n))
+		}
+	}
+}
+
+// SIGKILL at the worst moments of an update: during a drain, during a reboot, the moment
+// the machine is back (its boot id changed, nobody journaled it yet), and the moment the
+// node reports Done (its pending record not yet removed). Each used to leave a node
+// Degraded for good, reboot it again, or leave the record behind.
+func TestKillAtTheWorstMoments(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills real processes")
+	}
+	for _, tc := range []struct {
+		name string
+		at   func(e local.Event) bool
+	}{
+		{"during a drain", func(e local.Event) bool { return e.Kind == local.EventCordon && strings.HasPrefix(e.Node, "infra") }},
+		{"during a reboot", func(e local.Event) bool { return e.Kind == local.EventReboot }},
+		{"when the machine is back", func(e local.Event) bool { return e.Kind == local.EventReady }},
+		{"when the node reports Done", func(e local.Event) bool {
+			return e.Kind == local.EventDone && strings.HasPrefix(e.Node, "infra")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := slowQuickstart(t)
+			cmd, out := startApply(t, dir)
+			e := waitEvent(t, dir, tc.at)
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			t.Logf("killed at %s %s", e.Node, e.Kind)
+			if t.Failed() {
+				t.Log(out.String())
+			}
+			convergeAfterKill(t, dir)
+		})
+	}
+}
+
+// Two applies after force-unlock of a live holder: the first notices its lock is gone and
+// starts no more nodes.
+func TestApplyStopsWhenItsLockIsTaken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	dir := slowQuickstart(t)
+	first, out := startApply(t, dir)
+	waitEvent(t, dir, func(e local.Event) bool { return e.Kind == local.EventCordon })
+	b, err := os.ReadFile(filepath.Join(dir, "mcp.state.lock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info state.LockInfo
+	json.Unmarshal(b, &info)
+	if o, err := exec.Command(mcpBinary(t), "-chdir="+dir, "force-unlock", "-force", info.ID).CombinedOutput(); err != nil {
+		t.Fatalf("force-unlock -force: %v\n%s", err, o)
+	}
+	err = first.Wait()
+	if err == nil || !strings.Contains(out.String(), "lost the state lock") || !strings.Contains(out.String(), "not started") {
+		t.Fatalf("the first apply went on: %v\n%s", err, out.String())
+	}
+	convergeAfterKill(t, dir)
+}
