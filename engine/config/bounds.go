@@ -1,11 +1,8 @@
 package config
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"syscall"
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
@@ -21,37 +18,8 @@ const (
 	maxNesting  = 100
 )
 
-var errTooLarge = errors.New("more than mcp reads")
-
-// readBounded reads a file named by the configuration or the command line. O_NONBLOCK
-// keeps a FIFO from blocking the open; only regular files are read, and no more than
-// maxFileSize of them, so that a symlink to /dev/zero cannot exhaust memory either.
-func readBounded(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
-	}
-	if fi.Size() > maxFileSize {
-		return nil, fmt.Errorf("%s is %d bytes, %w (%d)", path, fi.Size(), errTooLarge, maxFileSize)
-	}
-	// The file may grow between the stat and the read.
-	b, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxFileSize {
-		return nil, fmt.Errorf("%s has grown past %d bytes, %w", path, maxFileSize, errTooLarge)
-	}
-	return b, nil
-}
+// readBounded reads a file named by the configuration or the command line.
+func readBounded(path string) ([]byte, error) { return boundedfile.Read(path, maxFileSize, 0) }
 
 // frame kinds of the nesting scan.
 const (

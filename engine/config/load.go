@@ -7,6 +7,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"os"
 	"path/filepath"
 	"sort"
@@ -91,7 +92,7 @@ func parseBounded(parser *hclparse.Parser, name string) (*hcl.File, hcl.Diagnost
 	src, err := readBounded(name)
 	if err != nil {
 		summary := "Cannot read configuration file"
-		if errors.Is(err, errTooLarge) {
+		if errors.Is(err, boundedfile.ErrTooLarge) {
 			summary = "Configuration file too large"
 		}
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: summary, Detail: err.Error() + ".", Subject: whole}}

@@ -6,14 +6,13 @@ package planfile
 
 import (
 	"github.com/mcpfleet/mcp/internal/atomicfile"
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"syscall"
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/state"
@@ -63,7 +62,7 @@ const MaxSize = 256 << 20
 // configs are verified against their names, and its pools, nodes and steps must be well
 // formed. Whether it still fits the configuration and the fleet is apply's to check.
 func Read(path string) (*File, error) {
-	b, err := readBounded(path)
+	b, err := boundedfile.Read(path, MaxSize, 0)
 	if err != nil {
 		return nil, fmt.Errorf("loading plan %q: %w", path, err)
 	}
@@ -72,35 +71,6 @@ func Read(path string) (*File, error) {
 		return nil, fmt.Errorf("loading plan %q: %w", path, err)
 	}
 	return f, nil
-}
-
-// readBounded reads a regular file of at most MaxSize bytes. It opens with O_NONBLOCK, as a
-// FIFO without a writer would otherwise block the open forever, and refuses what fstat does
-// not call a regular file before reading anything.
-func readBounded(path string) ([]byte, error) {
-	fd, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer fd.Close()
-	fi, err := fd.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("it is not a regular file (%s), so not a saved plan", fi.Mode().Type())
-	}
-	if fi.Size() > MaxSize {
-		return nil, fmt.Errorf("it is %d bytes, larger than any saved plan (%d)", fi.Size(), MaxSize)
-	}
-	b, err := io.ReadAll(io.LimitReader(fd, MaxSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxSize {
-		return nil, fmt.Errorf("it grew past %d bytes while being read", MaxSize)
-	}
-	return b, nil
 }
 
 // decode parses a saved plan strictly (no unknown fields, nothing after it) and checks it.

@@ -8,11 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/mcpfleet/mcp/internal/atomicfile"
 )
@@ -64,63 +63,12 @@ func relNodeFile(node, file string) string { return filepath.Join("nodes", node,
 // FIFO, and refuses anything but a regular file: a fleet directory is input, and a
 // symlink to /dev/zero or a FIFO must be an error, not a hang.
 func openRegular(path string, flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
-	if errors.Is(err, syscall.ELOOP) {
-		return nil, nil, fmt.Errorf("%s is a symbolic link, not a regular file", path)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, fmt.Errorf("%s is %s, not a regular file", path, fileType(st.Mode()))
-	}
-	return f, st, nil
-}
-
-func fileType(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeDir != 0:
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return "an irregular file (" + m.Type().String() + ")"
+	return boundedfile.Open(path, flag|boundedfile.NoFollow, perm)
 }
 
 // readFile reads a whole fleet file: a regular file of at most MaxFileSize bytes.
 func readFile(path string) ([]byte, error) {
-	f, st, err := openRegular(path, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	tooLarge := fmt.Errorf("%s is larger than %d MiB, more than a fleet file may be", path, MaxFileSize>>20)
-	if st.Size() > MaxFileSize {
-		return nil, tooLarge
-	}
-	// Read one byte past the bound, so a file that grew after the open is caught too.
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	if len(b) > MaxFileSize {
-		return nil, tooLarge
-	}
-	return b, nil
+	return boundedfile.Read(path, MaxFileSize, boundedfile.NoFollow)
 }
 
 // readJSON reads a fleet file into v.
