@@ -11,7 +11,6 @@ import (
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/planner/model"
-	"github.com/mcpfleet/mcp/providers"
 )
 
 // ApplyOptions tune an apply.
@@ -70,8 +69,8 @@ type ApplyResult struct {
 // Apply carries out a plan. The caller holds the state lock and passes the state it read
 // under it. The plan is derived again from a fresh refresh of the fleet, the state and the
 // configuration, and a saved plan that is not exactly that is refused before anything
-// changes (rederive). Per-node failures are returned
-// together; a failed node stops new starts in its pool while other pools go on.
+// changes (rederive). Per-node failures are returned together; a failed node stops new
+// starts in its pool while other pools go on.
 func (w *Workspace) Apply(ctx context.Context, st *state.State, pf *planfile.File, opts ApplyOptions) (*ApplyResult, error) {
 	fleet, err := w.refresh(ctx, st)
 	if err != nil {
@@ -160,8 +159,8 @@ func (a *applier) emit(e Event) {
 	a.opts.Observer(e)
 }
 
-// run schedules nodes continuously: per pool at most Slots nodes at once, over all pools at
-// most Parallelism; a node that finishes frees its slot at once.
+// run schedules nodes continuously: per pool within its max_unavailable, counted live
+// (runPool), over all pools at most Parallelism; a node that finishes frees its slot at once.
 func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 	start := time.Now()
 	res := &ApplyResult{}
@@ -201,186 +200,4 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 		errs = append(errs, fmt.Errorf("apply interrupted: %d nodes not started; run mcp apply again to continue", len(res.Skipped)))
 	}
 	return res, errors.Join(errs...)
-}
-
-type poolResult struct {
-	ApplyResult
-	errs []error
-}
-
-// runPool starts the pool's nodes in plan order. Before each it re-counts, from a fresh
-// observation of the pool, the nodes out of service, and starts the node only if the pool
-// stays within max_unavailable (planner.Room) — waiting, up to BudgetWait, while it would
-// not. A failed node stops new starts in the pool.
-func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []planner.NodePlan, global chan struct{}) poolResult {
-	var (
-		mu      sync.Mutex
-		pr      poolResult
-		stopped bool
-		wg      sync.WaitGroup
-		busy    = map[string]bool{} // started by this apply and not finished
-	)
-	freed := make(chan struct{}, 1) // a node of the pool finished
-	members := a.members(pp.Name)
-	skip := func(rest []planner.NodePlan, why error) {
-		for _, n := range rest {
-			pr.Skipped = append(pr.Skipped, n.Name)
-		}
-		if why != nil {
-			pr.errs = append(pr.errs, why)
-		}
-		a.emit(Event{Kind: EventPoolStopped, Pool: pp.Name})
-	}
-	halted := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return stopped || ctx.Err() != nil
-	}
-	for i, n := range nodes {
-		err := a.admit(ctx, pp, n.Name, members, &mu, busy, freed, global, halted)
-		if err != nil {
-			if halted() {
-				err = nil // a failed node or the interruption is reported already
-			}
-			skip(nodes[i:], err)
-			break
-		}
-		mu.Lock()
-		busy[n.Name] = true
-		mu.Unlock()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// A node that started finishes its steps even when apply is interrupted:
-			// stopping between a drain and an uncordon would leave it out of service.
-			err := a.runNode(context.WithoutCancel(ctx), n)
-			<-global
-			mu.Lock()
-			defer mu.Unlock()
-			delete(busy, n.Name)
-			select {
-			case freed <- struct{}{}:
-			default:
-			}
-			if err != nil {
-				stopped = true
-				pr.Failed = append(pr.Failed, n.Name)
-				pr.errs = append(pr.errs, err)
-				return
-			}
-			pr.Updated = append(pr.Updated, n.Name)
-		}()
-	}
-	wg.Wait()
-	return pr
-}
-
-// admit waits until node may start: room in its pool's budget and a slot of the global
-// parallelism, which it holds when it returns nil. The budget is looked at again once the
-// slot is taken: waiting for it may have taken long.
-func (a *applier) admit(ctx context.Context, pp planner.PoolPlan, node string, members []string,
-	mu *sync.Mutex, busy map[string]bool, freed <-chan struct{}, global chan struct{}, halted func() bool) error {
-	for {
-		if err := a.waitRoom(ctx, pp, node, members, mu, busy, freed, halted, a.opts.BudgetWait); err != nil {
-			return err
-		}
-		global <- struct{}{}
-		err := a.waitRoom(ctx, pp, node, members, mu, busy, freed, halted, 0)
-		if err == nil && !halted() {
-			return nil
-		}
-		<-global
-		if halted() {
-			return errHalted
-		}
-		if !errors.Is(err, errNoRoom) {
-			return err
-		}
-	}
-}
-
-// errHalted: the pool stopped (a node failed) or apply was interrupted.
-var errHalted = errors.New("halted")
-
-// errNoRoom: a single look found no room (the caller looks again, waiting).
-var errNoRoom = errors.New("no room in the budget")
-
-// members names the pool's nodes, as the plan lists them.
-func (a *applier) members(pool string) []string {
-	var names []string
-	for _, n := range a.plan.Nodes {
-		if n.Pool == pool {
-			names = append(names, n.Name)
-		}
-	}
-	return names
-}
-
-// waitRoom observes the pool until node may start within its budget, a node of the pool
-// finishing or BudgetPoll passing between looks. It fails when patience passes (errNoRoom
-// for a single look), the pool is halted (a node failed, or ctx ended: interrupted, or the
-// state lock lost) or the pool cannot be observed.
-func (a *applier) waitRoom(ctx context.Context, pp planner.PoolPlan, node string, members []string,
-	mu *sync.Mutex, busy map[string]bool, freed <-chan struct{}, halted func() bool, patience time.Duration) error {
-	deadline := time.Now().Add(patience)
-	said := ""
-	for {
-		if halted() {
-			return errHalted
-		}
-		observed, err := a.observe(ctx, members)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("pool %s: not starting node %s: observing the pool: %w", pp.Name, node, err)
-		}
-		mu.Lock()
-		room, why := planner.Room(pp.MaxUnavailable, node, observed, busy)
-		mu.Unlock()
-		if room {
-			return nil
-		}
-		if why != said {
-			a.emit(Event{Kind: EventWaiting, Pool: pp.Name, Node: node, Reason: why})
-			said = why
-		}
-		wait := min(a.opts.BudgetPoll, time.Until(deadline))
-		if wait <= 0 && patience == 0 {
-			return errNoRoom
-		}
-		if wait <= 0 {
-			return fmt.Errorf("pool %s: node %s and the rest not started: no room in the budget within %s: %s",
-				pp.Name, node, a.opts.BudgetWait, why)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-freed:
-		case <-time.After(wait):
-		}
-	}
-}
-
-// observe reads the named nodes as they are now: through the provider's NodeObserver, or
-// a whole refresh without it.
-func (a *applier) observe(ctx context.Context, names []string) ([]model.Node, error) {
-	if o, ok := a.w.Provider.(providers.NodeObserver); ok {
-		return o.ObserveNodes(ctx, names)
-	}
-	f, err := a.w.Provider.Refresh(ctx)
-	if err != nil {
-		return nil, err
-	}
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
-	}
-	var out []model.Node
-	for _, n := range f.Nodes {
-		if want[n.Name] {
-			out = append(out, n)
-		}
-	}
-	return out, nil
 }

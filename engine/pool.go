@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers"
+)
+
+type poolResult struct {
+	ApplyResult
+	errs []error
+}
+
+// poolRun is one pool's part of an apply: it starts the pool's nodes in plan order, each
+// only when the pool's budget, counted again from a fresh observation, has room for it.
+type poolRun struct {
+	a       *applier
+	ctx     context.Context
+	pp      planner.PoolPlan
+	members []string // the pool's nodes, as the plan lists them
+	global  chan struct{}
+	freed   chan struct{} // a node of the pool finished
+
+	mu      sync.Mutex
+	busy    map[string]bool // started by this apply and not finished
+	stopped bool            // a node failed
+	pr      poolResult
+}
+
+// runPool starts the pool's nodes in plan order. Before each it re-counts, from a fresh
+// observation of the pool, the nodes out of service, and starts the node only if the pool
+// stays within max_unavailable (planner.Room) — waiting, up to BudgetWait, while it would
+// not. A failed node stops new starts in the pool.
+func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []planner.NodePlan, global chan struct{}) poolResult {
+	r := &poolRun{a: a, ctx: ctx, pp: pp, global: global, freed: make(chan struct{}, 1), busy: map[string]bool{}}
+	for _, n := range a.plan.Nodes {
+		if n.Pool == pp.Name {
+			r.members = append(r.members, n.Name)
+		}
+	}
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		if err := r.admit(n.Name); err != nil {
+			if r.halted() {
+				err = nil // a failed node, or the interruption, is reported already
+			}
+			r.skip(nodes[i:], err)
+			break
+		}
+		wg.Go(func() {
+			// A node that started finishes its steps even when apply is interrupted:
+			// stopping between a drain and an uncordon would leave it out of service.
+			r.finished(n.Name, a.runNode(context.WithoutCancel(ctx), n))
+		})
+	}
+	wg.Wait()
+	return r.pr
+}
+
+func (r *poolRun) halted() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stopped || r.ctx.Err() != nil
+}
+
+// skip reports the nodes not started, with why (nil: reported elsewhere).
+func (r *poolRun) skip(rest []planner.NodePlan, why error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range rest {
+		r.pr.Skipped = append(r.pr.Skipped, n.Name)
+	}
+	if why != nil {
+		r.pr.errs = append(r.pr.errs, why)
+	}
+	r.a.emit(Event{Kind: EventPoolStopped, Pool: r.pp.Name})
+}
+
+// finished records a node's end, frees its global slot and wakes a node waiting for room.
+func (r *poolRun) finished(node string, err error) {
+	<-r.global
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.busy, node)
+	select {
+	case r.freed <- struct{}{}:
+	default:
+	}
+	if err != nil {
+		r.stopped = true
+		r.pr.Failed = append(r.pr.Failed, node)
+		r.pr.errs = append(r.pr.errs, err)
+		return
+	}
+	r.pr.Updated = append(r.pr.Updated, node)
+}
+
+// admit waits until node may start: room in its pool's budget and a slot of the global
+// parallelism. It holds the slot and counts node busy when it returns nil. The budget is
+// looked at again once the slot is taken: waiting for it may have taken long.
+func (r *poolRun) admit(node string) error {
+	for {
+		if err := r.waitRoom(node, r.a.opts.BudgetWait); err != nil {
+			return err
+		}
+		r.global <- struct{}{}
+		err := r.waitRoom(node, 0)
+		if err == nil && !r.halted() {
+			r.mu.Lock()
+			r.busy[node] = true
+			r.mu.Unlock()
+			return nil
+		}
+		<-r.global
+		if r.halted() {
+			return errHalted
+		}
+		if !errors.Is(err, errNoRoom) {
+			return err
+		}
+	}
+}
+
+// errHalted: the pool stopped (a node failed) or apply was interrupted.
+var errHalted = errors.New("halted")
+
+// errNoRoom: a single look found no room (the caller looks again, waiting).
+var errNoRoom = errors.New("no room in the budget")
+
+// waitRoom observes the pool until node may start within its budget, a node of the pool
+// finishing or BudgetPoll passing between looks. It fails when patience passes (errNoRoom
+// for a single look, patience 0), the pool is halted (a node failed, or ctx ended:
+// interrupted, or the state lock lost) or the pool cannot be observed.
+func (r *poolRun) waitRoom(node string, patience time.Duration) error {
+	deadline := time.Now().Add(patience)
+	said := ""
+	for {
+		if r.halted() {
+			return errHalted
+		}
+		observed, err := r.a.observe(r.ctx, r.members)
+		if err != nil {
+			if r.ctx.Err() != nil {
+				return r.ctx.Err()
+			}
+			return fmt.Errorf("pool %s: not starting node %s: observing the pool: %w", r.pp.Name, node, err)
+		}
+		r.mu.Lock()
+		room, why := planner.Room(r.pp.MaxUnavailable, node, observed, r.busy)
+		r.mu.Unlock()
+		if room {
+			return nil
+		}
+		if patience == 0 {
+			return errNoRoom
+		}
+		if why != said {
+			r.a.emit(Event{Kind: EventWaiting, Pool: r.pp.Name, Node: node, Reason: why})
+			said = why
+		}
+		wait := min(r.a.opts.BudgetPoll, time.Until(deadline))
+		if wait <= 0 {
+			return fmt.Errorf("pool %s: node %s and the rest not started: no room in the budget within %s: %s",
+				r.pp.Name, node, r.a.opts.BudgetWait, why)
+		}
+		select {
+		case <-r.ctx.Done():
+			return r.ctx.Err()
+		case <-r.freed:
+		case <-time.After(wait):
+		}
+	}
+}
+
+// observe reads the named nodes as they are now: through the provider's NodeObserver, or
+// a whole refresh without it.
+func (a *applier) observe(ctx context.Context, names []string) ([]model.Node, error) {
+	if o, ok := a.w.Provider.(providers.NodeObserver); ok {
+		return o.ObserveNodes(ctx, names)
+	}
+	f, err := a.w.Provider.Refresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []model.Node
+	for _, n := range f.Nodes {
+		if want[n.Name] {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
