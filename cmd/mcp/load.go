@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"golang.org/x/term"
 
 	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/engine/config"
@@ -51,13 +52,11 @@ func filesOf(res *config.Result) map[string]*hcl.File {
 	return res.Files
 }
 
+// isTerminal reports whether w is a terminal (not merely a character device: /dev/null is
+// one, and nobody answers a prompt there).
 func isTerminal(w any) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func (c *cli) configOptions(lf *loadFlags) config.Options {
