@@ -196,11 +196,17 @@ func (w *Workspace) planWith(st *state.State, fleet *model.Fleet) (*planfile.Fil
 		return nil, err
 	}
 	abs, _ := filepath.Abs(w.Dir)
-	return &planfile.File{
+	pf := &planfile.File{
 		FormatVersion: planfile.FormatVersion, MCPVersion: Version,
 		Created: time.Now().UTC(), ConfigDir: abs,
 		Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: fp, Plan: p,
-	}, nil
+	}
+	if w.Config != nil && len(w.Config.Variables) > 0 {
+		if pf.Variables, err = planfile.EncodeVariables(w.Config.Variables); err != nil {
+			return nil, fmt.Errorf("recording the variables in the plan: %w", err)
+		}
+	}
+	return pf, nil
 }
 
 // ReadState reads the state, giving it a lineage if it has none yet.

@@ -34,6 +34,13 @@ func (c *cli) apply(args []string) int {
 		if saved, err = planfile.Read(c.path(pos[0])); err != nil {
 			return c.errorf("%v", err)
 		}
+		// As Terraform: a saved plan is applied with the variables it was made with.
+		if len(lf.vars) > 0 || len(lf.varFiles) > 0 {
+			return c.errorf("-var and -var-file cannot be given with a saved plan: it is applied with the values it was made with")
+		}
+		if lf.values, err = saved.VariableValues(); err != nil {
+			return c.errorf("loading plan %q: %v", pos[0], err)
+		}
 	}
 	ws := c.load(&lf)
 	if ws == nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/term"
 
 	"github.com/mcpfleet/mcp/engine"
@@ -19,6 +20,8 @@ type loadFlags struct {
 	noColor     bool
 	lock        bool
 	lockTimeout time.Duration
+	// values, when set, are a saved plan's variables (they replace every other source).
+	values map[string]cty.Value
 }
 
 func (lf *loadFlags) register(fs *flag.FlagSet, locking bool) {
@@ -64,5 +67,5 @@ func (c *cli) configOptions(lf *loadFlags) config.Options {
 	for i, f := range lf.varFiles {
 		files[i] = c.path(f)
 	}
-	return config.Options{Vars: lf.vars, VarFiles: files, Environ: os.Environ()}
+	return config.Options{Vars: lf.vars, VarFiles: files, Environ: os.Environ(), Values: lf.values}
 }

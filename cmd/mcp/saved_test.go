@@ -89,3 +89,30 @@ func TestSavedPlanIsDerivedAgain(t *testing.T) {
 		t.Fatalf("the plan as saved: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// A saved plan is applied with the variables it was made with, as Terraform's is: the
+// derived plan is the same only with them. -var beside a saved plan is refused, and a value
+// edited in the file changes the derived plan, so the plan is refused.
+func TestSavedPlanKeepsItsVariables(t *testing.T) {
+	dir := quickstart(t)
+	if code, _, errOut := mcp(t, dir, "plan", "-out=p", "-var", "ntp_server=ntp.internal"); code != 0 {
+		t.Fatal(errOut)
+	}
+	plan := filepath.Join(dir, "p")
+	if code, _, errOut := mcp(t, dir, "apply", "-var", "ntp_server=x", plan); code != 1 || !strings.Contains(errOut, "-var") {
+		t.Errorf("-var with a saved plan: exit %d\n%s", code, errOut)
+	}
+	b, _ := os.ReadFile(plan)
+	edited := filepath.Join(t.TempDir(), "edited")
+	os.WriteFile(edited, []byte(strings.Replace(string(b), `"ntp.internal"`, `"ntp.evil"`, 1)), 0o600)
+	if code, _, errOut := mcp(t, dir, "apply", edited); code != 1 || !strings.Contains(errOut, "rendered") {
+		t.Errorf("a plan whose variable was edited: exit %d\n%s", code, errOut)
+	}
+	if code, out, errOut := mcp(t, dir, "apply", plan); code != 0 {
+		t.Fatalf("the saved plan: exit %d\n%s%s", code, out, errOut)
+	}
+	conf, _ := os.ReadFile(filepath.Join(dir, "fleet/nodes/worker-0/root/etc/chrony.conf"))
+	if !strings.Contains(string(conf), "ntp.internal") {
+		t.Errorf("chrony.conf after applying the plan made with -var ntp_server=ntp.internal:\n%s", conf)
+	}
+}

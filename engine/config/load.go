@@ -28,12 +28,18 @@ type Options struct {
 	Vars     []string // "name=value" from -var flags
 	VarFiles []string // -var-file paths
 	Environ  []string // os.Environ() normally
+	// Values, when not nil, are the variables' values exactly, as a saved plan recorded
+	// them: they replace defaults, the environment, var files and -var, and a variable
+	// declared now that they lack is an error (the configuration changed since the plan).
+	Values map[string]cty.Value
 }
 
 // Result is a loaded configuration and the files it came from (for printing diagnostics).
 type Result struct {
 	Desired *model.Desired
 	Files   map[string]*hcl.File
+	// Variables are the values the variables were given (a saved plan records them).
+	Variables map[string]cty.Value
 }
 
 var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
@@ -74,6 +80,7 @@ func Load(dir string, opts Options) (*Result, hcl.Diagnostics) {
 	l := &loader{dir: dir, d: &model.Desired{Dir: dir, IgnitionVersion: "3.4.0"}}
 	vars, d := l.variables(blocks.OfType("variable"), opts)
 	diags = append(diags, d...)
+	res.Variables = vars
 	l.ctx = &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(vars)}, Functions: functions(dir)}
 	diags = append(diags, l.settings(blocks.OfType("mcp"))...)
 	diags = append(diags, l.provider(blocks.OfType("provider"))...)
@@ -258,6 +265,20 @@ func (l *loader) variables(blocks hcl.Blocks, opts Options) (map[string]cty.Valu
 			return
 		}
 		v.value = cv
+	}
+	if opts.Values != nil {
+		for name, val := range opts.Values {
+			set(name, val, "the saved plan", nil)
+		}
+		for name, v := range decl {
+			if _, ok := opts.Values[name]; !ok {
+				r := v.decl
+				diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Variable not in the saved plan",
+					Detail: fmt.Sprintf("Variable %q was declared after the plan was made; run mcp plan again.", name), Subject: &r})
+				v.value = cty.DynamicVal
+			}
+		}
+		opts = Options{} // nothing else sets a variable of a saved plan
 	}
 	for _, kv := range opts.Environ {
 		if k, val, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "MCP_VAR_") {

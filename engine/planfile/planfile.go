@@ -15,6 +15,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/zclconf/go-cty/cty"
+	ctyjson "github.com/zclconf/go-cty/cty/json"
+
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/planner/model"
@@ -34,10 +37,54 @@ type File struct {
 	Lineage string `json:"lineage"`
 	Serial  int64  `json:"serial"`
 	// FleetFingerprint is a digest of the observed fleet the plan was made from.
-	FleetFingerprint string        `json:"fleet_fingerprint"`
-	Plan             *planner.Plan `json:"plan"`
+	FleetFingerprint string `json:"fleet_fingerprint"`
+	// Variables are the values the configuration's variables had, by name: apply loads
+	// the configuration with exactly these, as Terraform's apply of a saved plan does.
+	Variables map[string]Variable `json:"variables,omitempty"`
+	Plan      *planner.Plan       `json:"plan"`
 	// Refresh is what the refresh before the plan observed and cost (display only).
 	Refresh *model.RefreshStats `json:"refresh,omitempty"`
+}
+
+// Variable is one variable's value with its type, in go-cty's JSON encoding.
+type Variable struct {
+	Type  json.RawMessage `json:"type"`
+	Value json.RawMessage `json:"value"`
+}
+
+// EncodeVariables records variable values for a saved plan.
+func EncodeVariables(vals map[string]cty.Value) (map[string]Variable, error) {
+	out := make(map[string]Variable, len(vals))
+	for name, v := range vals {
+		t, err := ctyjson.MarshalType(v.Type())
+		if err != nil {
+			return nil, fmt.Errorf("variable %s: %w", name, err)
+		}
+		b, err := ctyjson.Marshal(v, v.Type())
+		if err != nil {
+			return nil, fmt.Errorf("variable %s: %w", name, err)
+		}
+		out[name] = Variable{Type: t, Value: b}
+	}
+	return out, nil
+}
+
+// VariableValues gives the values a saved plan recorded (an empty map when it recorded
+// none: a configuration with no variables).
+func (f *File) VariableValues() (map[string]cty.Value, error) {
+	out := make(map[string]cty.Value, len(f.Variables))
+	for name, v := range f.Variables {
+		t, err := ctyjson.UnmarshalType(v.Type)
+		if err != nil {
+			return nil, fmt.Errorf("variable %s in the saved plan: %w", name, err)
+		}
+		val, err := ctyjson.Unmarshal(v.Value, t)
+		if err != nil {
+			return nil, fmt.Errorf("variable %s in the saved plan: %w", name, err)
+		}
+		out[name] = val
+	}
+	return out, nil
 }
 
 // Write saves f at path atomically.
