@@ -3,16 +3,19 @@ package acceptance
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,6 +36,7 @@ import (
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
 	"github.com/mcpfleet/mcp/deploy"
 	"github.com/mcpfleet/mcp/engine/state/kube"
+	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/planner/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
@@ -49,12 +53,42 @@ type kubeCluster struct {
 	server string // the boot server's URL
 	kc     map[string]string
 	agents map[string]*kubeAgent
+	// nextRebootDelay is how long the next node to reboot stays down (its agent exited for
+	// the reboot) before its agent starts again; it is used once, then zero.
+	nextRebootDelay atomic.Int64
 }
 
 type kubeAgent struct {
 	root, bootID string
 	boots        atomic.Int32
 	log          string
+
+	mu      sync.Mutex
+	reboots map[string]int // reboots by the rendered config they were into (the pending record's target)
+}
+
+// rebootsInto returns how many times the node rebooted into each rendered config.
+func (a *kubeAgent) rebootsInto() map[string]int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return maps.Clone(a.reboots)
+}
+
+// recordReboot counts a reboot under the target of the agent's pending reboot record,
+// which the agent writes before it asks for the reboot.
+func (a *kubeAgent) recordReboot() {
+	target := "(no pending record)"
+	var p struct {
+		Target struct {
+			Name string `json:"name"`
+		} `json:"target"`
+	}
+	if b, err := os.ReadFile(filepath.Join(a.root, nodeexec.PendingPath)); err == nil && json.Unmarshal(b, &p) == nil {
+		target = p.Target.Name
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.reboots[target]++
 }
 
 const kubeMain = `provider "kubernetes" {}
@@ -177,7 +211,7 @@ func waitUntil(t *testing.T, within time.Duration, cond func() bool, failure fun
 func (c *kubeCluster) startAgent(t *testing.T, node string) {
 	t.Helper()
 	root, bootID := scratchRoot(t)
-	a := &kubeAgent{root: root, bootID: bootID, log: filepath.Join(t.TempDir(), node+".log")}
+	a := &kubeAgent{root: root, bootID: bootID, log: filepath.Join(t.TempDir(), node+".log"), reboots: map[string]int{}}
 	a.boots.Store(1)
 	c.agents[node] = a
 	logf, err := os.Create(a.log)
@@ -197,6 +231,11 @@ func (c *kubeCluster) startAgent(t *testing.T, node string) {
 			err := cmd.Run()
 			var ee *exec.ExitError
 			if errors.As(err, &ee) && ee.ExitCode() == 75 {
+				a.recordReboot()
+				select { // the machine is down
+				case <-ctx.Done():
+				case <-time.After(time.Duration(c.nextRebootDelay.Swap(0))):
+				}
 				n := a.boots.Add(1)
 				os.WriteFile(bootID, []byte(fmt.Sprintf("boot-%d\n", n)), 0o644)
 				continue

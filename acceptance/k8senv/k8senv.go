@@ -18,6 +18,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -276,6 +278,50 @@ func (e *Env) RSS() (map[string]uint64, error) {
 		errs = append(errs, err)
 	}
 	return out, errors.Join(errs...)
+}
+
+// Pid returns the process id of the named control-plane process ("etcd", "kube-apiserver",
+// "kube-controller-manager", "kwok"), or 0 when there is none.
+func (e *Env) Pid(name string) int {
+	if p := e.proc(name); p != nil {
+		return p.cmd.Process.Pid
+	}
+	return 0
+}
+
+// Pause stops the named control-plane process with SIGSTOP: it stays alive and keeps its
+// sockets, so the kernel still accepts connections and acknowledges what clients send, but
+// nothing answers — a hung or partitioned server, which no client notices by a refused
+// connection. The returned resume sends SIGCONT; it may be called more than once, and it is
+// called on cleanup in any case.
+func (e *Env) Pause(t testing.TB, name string) (resume func()) {
+	t.Helper()
+	p := e.proc(name)
+	if p == nil {
+		t.Fatalf("k8senv: no process %q to pause", name)
+	}
+	if err := p.signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("k8senv: pausing %v", err)
+	}
+	var once sync.Once
+	resume = func() {
+		once.Do(func() {
+			if err := p.signal(syscall.SIGCONT); err != nil {
+				t.Errorf("k8senv: resuming %v", err)
+			}
+		})
+	}
+	t.Cleanup(resume)
+	return resume
+}
+
+func (e *Env) proc(name string) *process {
+	for _, p := range e.procs {
+		if p.name == name {
+			return p
+		}
+	}
+	return nil
 }
 
 func hasController(cs []string, name string) bool {

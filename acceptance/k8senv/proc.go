@@ -65,6 +65,7 @@ func (p *process) stop() {
 		return
 	default:
 	}
+	syscall.Kill(-pgid, syscall.SIGCONT) // a paused process (Env.Pause) cannot act on SIGTERM
 	syscall.Kill(-pgid, syscall.SIGTERM)
 	select {
 	case <-p.exited:
@@ -136,4 +137,15 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// signal sends sig to the process (not its group: the control-plane binaries run alone).
+func (p *process) signal(sig syscall.Signal) error {
+	if err := p.dead(); err != nil {
+		return err
+	}
+	if err := syscall.Kill(p.cmd.Process.Pid, sig); err != nil {
+		return fmt.Errorf("%s (pid %d): %v: %w", p.name, p.cmd.Process.Pid, sig, err)
+	}
+	return nil
 }

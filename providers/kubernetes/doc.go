@@ -17,10 +17,15 @@
 //     its numbers.
 //   - RunNodeSteps (handover.go) writes a protocol.Handover on the node (one JSON merge
 //     patch) and watches that node until its agent reports Done on the target config
-//     (or Degraded, with its reason) for that hand-over's update ID.
+//     (or Degraded, with its reason) for that hand-over's update ID. An earlier apply's
+//     unfinished hand-over to the same target is adopted, not handed over again. The wait
+//     ends, naming why, when every list and watch of the node fails for RequestTimeout.
 //
 // Every HTTP request goes through a counting transport: Requests (and APIRequests, the
-// providers.RequestCounter interface) tell what a command cost.
+// providers.RequestCounter interface) tell what a command cost. Every request has a
+// deadline (timeout.go, Options.RequestTimeout): a watch until it starts answering, any
+// other request until it is over; so an API server that stops answering fails requests,
+// naming the timeout, instead of holding apply forever.
 //
 // The provider assumes nothing a bare API server does not give: no kubelet, scheduler or
 // controller manager is needed for it to work (a PDB's status, though, is computed by the

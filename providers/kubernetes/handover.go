@@ -3,9 +3,13 @@ package kubernetes
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -14,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/klog/v2"
 
 	"github.com/mcpfleet/mcp/planner/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
@@ -26,7 +31,10 @@ import (
 // expires). done is called for each step the agent's Progress counts as finished, in
 // order; on Done with the target as current config any step not yet counted is reported
 // done too (the node runs target, so they all took effect). Degraded ends the wait with an
-// error carrying the agent's reason. The wait is bounded by ctx and Options.NodeTimeout.
+// error carrying the agent's reason. The wait is bounded by ctx and Options.NodeTimeout,
+// and ends when every list and watch of the node has failed for Options.RequestTimeout:
+// the API server is gone, and the agent's reports with it (the node is left as it is; a
+// re-run adopts the hand-over).
 // Empty steps still hand over: the agent then only records target as its config.
 func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *model.Rendered, steps []model.Step, done func(model.Step)) error {
 	if target == nil {
@@ -52,9 +60,16 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 		}
 	}
 	w := &waiter{node: node, target: target.Name, id: h.UpdateID, steps: h.Steps, done: onlyOf(steps, done)}
-	wctx, cancel := context.WithTimeout(ctx, p.o.NodeTimeout)
+	tctx, cancel := context.WithTimeout(ctx, p.o.NodeTimeout)
 	defer cancel()
-	_, err = watchtools.UntilWithSync(wctx, p.nodeListWatch(node, rv), &corev1.Node{}, nil, w.observe)
+	wctx, lose := context.WithCancelCause(tctx)
+	defer lose(nil)
+	reach := &reach{limit: p.o.RequestTimeout, lose: lose}
+	// The reflector logs every failed list and watch through klog, into apply's output; the
+	// failures are counted here instead and, when they last, end the wait with the last one.
+	quiet := klog.NewContext(wctx, logr.Discard())
+	_, err = watchtools.UntilWithSync(quiet, reach.wrap(p.nodeListWatch(node, rv)), &corev1.Node{}, nil, w.observe)
+	var lost *unreachableError
 	switch {
 	case err == nil:
 		return nil
@@ -62,10 +77,70 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 		return w.err
 	case ctx.Err() != nil:
 		return fmt.Errorf("node %s: waiting for the agent (update %s to %s; %s): %w", node, h.UpdateID, target.Name, w.last(), context.Cause(ctx))
-	case wctx.Err() != nil:
+	case errors.As(context.Cause(wctx), &lost):
+		return fmt.Errorf("node %s: waiting for the agent (update %s to %s; %s): %w; the node is left as it is", node, h.UpdateID, target.Name, w.last(), lost)
+	case tctx.Err() != nil:
 		return fmt.Errorf("node %s: the agent did not finish update %s to %s within %s (%s)", node, h.UpdateID, target.Name, p.o.NodeTimeout, w.last())
 	}
 	return fmt.Errorf("node %s: waiting for the agent: %w", node, err)
+}
+
+// reach follows whether the API server answers a wait's lists and watches: when every one
+// has failed for limit, it ends the wait (lose) with an unreachableError. The reflector
+// would retry them, with backoff, until the wait's deadline.
+type reach struct {
+	limit time.Duration
+	lose  context.CancelCauseFunc
+
+	mu      sync.Mutex
+	failing time.Time // when the failures began; zero after a success
+}
+
+// unreachableError: the API server has failed every list and watch of a wait for a while.
+type unreachableError struct {
+	since time.Duration
+	last  error
+}
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("the API server has failed every request for %s, the last with: %v", e.since.Round(time.Second), e.last)
+}
+
+func (e *unreachableError) Unwrap() error { return e.last }
+
+func (r *reach) note(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	switch {
+	case err == nil:
+		r.failing = time.Time{}
+	case r.failing.IsZero():
+		r.failing = now
+	}
+	if err != nil && now.Sub(r.failing) >= r.limit {
+		r.lose(&unreachableError{since: now.Sub(r.failing), last: err})
+	}
+}
+
+func (r *reach) wrap(lw *cache.ListWatch) *cache.ListWatch {
+	list, watchFn := lw.ListWithContextFunc, lw.WatchFuncWithContext
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			obj, err := list(ctx, o)
+			if ctx.Err() == nil {
+				r.note(err)
+			}
+			return obj, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			w, err := watchFn(ctx, o)
+			if ctx.Err() == nil {
+				r.note(err)
+			}
+			return w, err
+		},
+	}
 }
 
 // handOver writes h on the node; it returns the node's resource version after the write.
@@ -121,7 +196,7 @@ func onlyOf(steps []model.Step, done func(model.Step)) func(model.Step) {
 
 // nodeListWatch lists and watches the one node. Its first list reads at least at rv (the
 // hand-over's resource version), so the reports start after the hand-over.
-func (p *Provider) nodeListWatch(node, rv string) cache.ListerWatcher {
+func (p *Provider) nodeListWatch(node, rv string) *cache.ListWatch {
 	sel := fields.OneTermEqualSelector("metadata.name", node).String()
 	nodes := p.client.CoreV1().Nodes()
 	return &cache.ListWatch{

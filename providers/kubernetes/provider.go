@@ -41,6 +41,13 @@ type Options struct {
 	NodeTimeout time.Duration
 	// PageSize is the LIST page size of Refresh (DefaultPageSize when zero).
 	PageSize int64
+	// RequestTimeout bounds each request to the API server (DefaultRequestTimeout when
+	// zero): a watch must start answering within it, any other request must be over within
+	// it, so a server that stopped answering fails the request with a RequestTimeoutError
+	// instead of holding it forever. RunNodeSteps also stops waiting for a node's agent when
+	// every list and watch of the node has failed for this long: the agent's reports cannot
+	// be read then. Only New's clients have the timeout (not NewForClient's).
+	RequestTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -49,6 +56,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.PageSize <= 0 {
 		o.PageSize = DefaultPageSize
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
 	}
 	return o
 }
@@ -76,9 +86,11 @@ var (
 )
 
 // New builds the provider for the cluster cfg points at. cfg is copied; its transport is
-// wrapped to count requests. A cfg without rate limits gets QPS 50, burst 100: drains and
-// hand-overs of many nodes at once would crawl under client-go's default of 5.
+// wrapped to count requests and to give each one opts.RequestTimeout. A cfg without rate
+// limits gets QPS 50, burst 100: drains and hand-overs of many nodes at once would crawl
+// under client-go's default of 5.
 func New(cfg *rest.Config, opts Options) (*Provider, error) {
+	opts = opts.withDefaults()
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 && cfg.RateLimiter == nil {
 		cfg.QPS, cfg.Burst = 50, 100
@@ -88,6 +100,7 @@ func New(cfg *rest.Config, opts Options) (*Provider, error) {
 	}
 	n := new(atomic.Int64)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt: rt, n: n} })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return timeoutTransport{rt: rt, d: opts.RequestTimeout} })
 	c, err := k8s.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
@@ -104,8 +117,8 @@ func NewForClient(c k8s.Interface, opts Options) *Provider {
 }
 
 // FromAttrs builds the provider from the HCL block provider "kubernetes" { kubeconfig,
-// context, delete_emptydir_data, node_timeout }, with client-go's usual rules: the
-// kubeconfig named (resolved against dir when relative), else $KUBECONFIG, else
+// context, delete_emptydir_data, node_timeout, request_timeout }, with client-go's usual
+// rules: the kubeconfig named (resolved against dir when relative), else $KUBECONFIG, else
 // ~/.kube/config; its current context unless context names another; and, when none of these
 // exists and mcp runs in a pod, the pod's service account (in-cluster config).
 func FromAttrs(dir string, attrs map[string]string) (*Provider, error) {
@@ -119,14 +132,18 @@ func FromAttrs(dir string, attrs map[string]string) (*Provider, error) {
 				return nil, fmt.Errorf("delete_emptydir_data: %q is not true or false", v)
 			}
 			opts.DeleteEmptyDirData = &b
-		case "node_timeout":
+		case "node_timeout", "request_timeout":
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return nil, fmt.Errorf("node_timeout: %q is not a positive duration such as \"30m\"", v)
+				return nil, fmt.Errorf("%s: %q is not a positive duration such as \"30m\"", k, v)
 			}
-			opts.NodeTimeout = d
+			if k == "node_timeout" {
+				opts.NodeTimeout = d
+			} else {
+				opts.RequestTimeout = d
+			}
 		default:
-			return nil, fmt.Errorf("the kubernetes provider has no attribute %q (it takes kubeconfig, context, delete_emptydir_data and node_timeout)", k)
+			return nil, fmt.Errorf("the kubernetes provider has no attribute %q (it takes kubeconfig, context, delete_emptydir_data, node_timeout and request_timeout)", k)
 		}
 	}
 	kc := attrs["kubeconfig"]

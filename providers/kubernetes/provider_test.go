@@ -46,12 +46,16 @@ func TestFromAttrs(t *testing.T) {
 	if h := host(map[string]string{"kubeconfig": filepath.Join(dir, "kc.yaml"), "context": "prod"}); h != "https://prod.example:6443" {
 		t.Errorf("context prod: host %s", h)
 	}
-	p, err := FromAttrs(dir, map[string]string{"kubeconfig": "kc.yaml", "delete_emptydir_data": "false", "node_timeout": "5m"})
+	p, err := FromAttrs(dir, map[string]string{"kubeconfig": "kc.yaml", "delete_emptydir_data": "false", "node_timeout": "5m",
+		"request_timeout": "10s"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.o.DeleteEmptyDirData == nil || *p.o.DeleteEmptyDirData || p.o.NodeTimeout != 5*time.Minute {
-		t.Errorf("options %+v: want delete_emptydir_data false, node_timeout 5m", p.o)
+	if p.o.DeleteEmptyDirData == nil || *p.o.DeleteEmptyDirData || p.o.NodeTimeout != 5*time.Minute || p.o.RequestTimeout != 10*time.Second {
+		t.Errorf("options %+v: want delete_emptydir_data false, node_timeout 5m, request_timeout 10s", p.o)
+	}
+	if p, err := FromAttrs(dir, map[string]string{"kubeconfig": "kc.yaml"}); err != nil || p.o.RequestTimeout != DefaultRequestTimeout {
+		t.Errorf("default request timeout: %v, %v", p.o.RequestTimeout, err)
 	}
 	t.Setenv("KUBECONFIG", filepath.Join(dir, "kc.yaml"))
 	if h := host(map[string]string{"context": "prod"}); h != "https://prod.example:6443" {
@@ -66,6 +70,7 @@ func TestFromAttrs(t *testing.T) {
 		{map[string]string{"fleet": "x"}, `no attribute "fleet"`},
 		{map[string]string{"delete_emptydir_data": "maybe"}, `delete_emptydir_data: "maybe"`},
 		{map[string]string{"node_timeout": "-1m"}, `node_timeout: "-1m"`},
+		{map[string]string{"request_timeout": "0s"}, `request_timeout: "0s"`},
 	} {
 		if _, err := FromAttrs(dir, c.attrs); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("FromAttrs(%v): %v, want an error with %q", c.attrs, err, c.want)
