@@ -74,7 +74,7 @@ func TestPropertyBudgetAndPlanFidelity(t *testing.T) {
 		t.Error(f)
 	}
 	t.Logf("%d cases in %s: %v", cases, time.Since(start).Round(time.Millisecond), stats)
-	for _, k := range []string{"updated", "failed", "skipped", "deferred", "own-slot"} {
+	for _, k := range []string{"updated", "failed", "skipped", "deferred", "own-slot", "resumed"} {
 		if stats[k] == 0 {
 			t.Errorf("no case had a node %s: the generator does not reach it", k)
 		}
@@ -114,6 +114,9 @@ func runCase(sim *simFleet, w *Workspace, st *state.State, stats map[string]int)
 		trace := sim.trace[np.Name]
 		if np.Changed() && np.Condition != "" && !np.Deferred {
 			stats["own-slot"]++
+		}
+		if np.Action == planner.NodeResume {
+			stats["resumed"]++
 		}
 		switch o := outcome[np.Name]; {
 		case !np.Changed():
@@ -187,6 +190,12 @@ func randomCase(seed uint64) (*simFleet, *Workspace, *state.State) {
 				n.State, n.Reason = model.StateDegraded, "earlier failure"
 			case 2:
 				n.State, n.DesiredConfig = model.StateWorking, tg.Name
+			case 3:
+				// An apply killed after it cordoned the node: the journal says so.
+				if steps := planner.Steps(old, tg); steps[0].Kind == model.StepCordon {
+					n.Unschedulable = true
+					st.Journal[n.Name] = planner.JournalEntry{From: old.Name, Target: tg.Name, Done: []string{"cordon"}}
+				}
 			}
 			sim.nodes[n.Name] = n
 			sim.order = append(sim.order, n.Name)
@@ -380,4 +389,3 @@ func (m *memBackend) Lock(context.Context, state.LockInfo) (state.Unlocker, erro
 func (m *memBackend) ForceUnlock(context.Context, string) error                    { return nil }
 func (m *memBackend) DeleteRendered(context.Context, []string) error               { return nil }
 
-var _ = planner.Room // the rule the engine applies; the simulation checks it independently

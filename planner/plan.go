@@ -137,12 +137,15 @@ func planPool(in Input, pool *model.Pool, target *model.Rendered, nodes []*model
 // out of service already start in the first wave, each in its own slot; the others share
 // the slots the budget leaves, wave after wave.
 func schedule(pp *PoolPlan, nodes []NodePlan, out []string) {
-	changing, inOwnSlot := 0, 0
+	changing, inOwnSlot, resumed := 0, 0, 0
 	for _, n := range nodes {
 		if n.Changed() {
 			changing++
 			if n.Condition != "" {
 				inOwnSlot++
+				if n.Action == NodeResume {
+					resumed++
+				}
 			}
 		}
 	}
@@ -161,21 +164,28 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) {
 	if inOwnSlot > 0 {
 		pp.Waves = 1
 	}
+	// A node an interrupted apply took out of service (resumed from the journal) is back in
+	// service once this apply finishes it: the others wait for it, in later waves, instead
+	// of being deferred to another apply.
+	slots, first := pp.Slots, 1
+	if slots <= 0 && resumed > 0 {
+		slots, first = min(pp.Slots+resumed, pp.MaxUnavailable), 2
+	}
 	i := 0
 	for k := range nodes {
 		switch {
 		case !nodes[k].Changed():
 		case nodes[k].Condition != "":
 			nodes[k].Wave = 1
-		case pp.Slots <= 0:
+		case slots <= 0:
 			nodes[k].Deferred = true
 		default:
-			nodes[k].Wave = i/pp.Slots + 1
+			nodes[k].Wave = i/slots + first
 			i++
 		}
 	}
 	if i > 0 {
-		pp.Waves = max(pp.Waves, (i+pp.Slots-1)/pp.Slots)
+		pp.Waves = max(pp.Waves, (i+slots-1)/slots+first-1)
 	}
 	if left := changing - inOwnSlot - i; left > 0 {
 		pp.Blockers = append(pp.Blockers, Blocker{Kind: BlockBudget,

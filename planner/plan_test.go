@@ -372,3 +372,30 @@ func TestRoom(t *testing.T) {
 		t.Error("no room with 2 of 3 out")
 	}
 }
+
+// A node an interrupted apply cordoned is resumed in its own slot; the others wait for it
+// in later waves instead of being deferred to another apply.
+func TestMakePlanResumedNodeGivesItsSlotBack(t *testing.T) {
+	old := &model.Rendered{Name: "rendered-worker-old", Pool: "worker"}
+	tg := target("worker", file("/etc/a", "x"))
+	n := []model.Node{node("w-0", "worker", "a", 0), node("w-1", "worker", "a", 1), node("w-2", "worker", "a", 2)}
+	for i := range n {
+		n[i].CurrentConfig = old.Name
+	}
+	n[1].Unschedulable = true
+	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker", MaxUnavailable: model.IntOrPercent{Value: 1}}),
+		Rendered: map[string]*model.Rendered{"worker": tg}, Known: map[string]*model.Rendered{old.Name: old},
+		Fleet:   &model.Fleet{Nodes: n},
+		Journal: map[string]JournalEntry{"w-1": {From: old.Name, Target: tg.Name, Done: []string{"cordon"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, np := range p.Nodes {
+		got[np.Name] = fmt.Sprintf("%s %d %v", np.Action, np.Wave, np.Deferred)
+	}
+	want := map[string]string{"w-1": "resume 1 false", "w-0": "update 2 false", "w-2": "update 3 false"}
+	if d := cmp.Diff(want, got); d != "" || len(p.Pools[0].Blockers) != 0 || p.Pools[0].Waves != 3 {
+		t.Errorf("(-want +got):\n%s\nwaves %d, blockers %v", d, p.Pools[0].Waves, p.Pools[0].Blockers)
+	}
+}
