@@ -29,6 +29,7 @@ type fakeProvider struct {
 	busy     map[string]int // pool -> nodes between cordon and uncordon (or in node steps)
 	maxBusy  map[string]int
 	failNode map[string]string // node -> step key that fails
+	failErr  error             // what it fails with (default: "injected failure")
 	delay    time.Duration
 	drainTO  map[string]time.Duration // node -> the timeout its drain was given
 }
@@ -66,6 +67,9 @@ func (f *fakeProvider) record(node, key string) error {
 	defer f.mu.Unlock()
 	f.trace[node] = append(f.trace[node], key)
 	if f.failNode[node] == key {
+		if f.failErr != nil {
+			return f.failErr
+		}
 		return errors.New("injected failure")
 	}
 	return nil
@@ -347,5 +351,21 @@ func TestApplyWithLostLockStopsAndDoesNotWrite(t *testing.T) {
 	}
 	if st2.Serial != 1 {
 		t.Errorf("serial %d after a lost lock, want 1 (only the write before the rollout)", st2.Serial)
+	}
+}
+
+// A node whose executor stopped answering before it reported any step may be mid-reboot:
+// it stays cordoned, and the error says so.
+func TestApplyLeavesAnUnansweringNodeCordoned(t *testing.T) {
+	f := newFake(map[string]int{"worker": 1})
+	f.failNode["worker-0"] = "write /etc/a"
+	f.failErr = fmt.Errorf("the agent did not finish within 30m (%w)", providers.ErrOutcomeUnknown)
+	w, st := newTestWorkspace(t, f)
+	_, err := w.carryOut(context.Background(), st, planFor(f, map[string]int{"worker": 1}, rebootSteps()), ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), "left cordoned") {
+		t.Fatalf("error %v, want the node left cordoned", err)
+	}
+	if d := cmp.Diff([]string{"cordon", "drain", "write /etc/a"}, f.trace["worker-0"]); d != "" {
+		t.Errorf("worker-0 was uncordoned (-want +got):\n%s", d)
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -112,10 +113,12 @@ func hasNodeStep(steps []model.Step) bool {
 }
 
 // fail reports a failed step. A node the apply cordoned and did not change is uncordoned
-// again (a blocked drain must not leave it out of service); a node changed half-way stays
-// cordoned, and its journal lets the next apply continue where this one stopped.
+// again (a blocked drain must not leave it out of service); a node changed half-way — or
+// whose executor stopped answering, so that what it did is not known — stays cordoned,
+// and its journal lets the next apply continue where this one stopped.
 func (a *applier) fail(ctx context.Context, n planner.NodePlan, s model.Step, err error, cordoned, touched bool) error {
 	a.emit(Event{Kind: EventStepFailed, Node: n.Name, Pool: n.Pool, Step: s, Err: err})
+	touched = touched || errors.Is(err, providers.ErrOutcomeUnknown)
 	err = fmt.Errorf("node %s: %s: %w", n.Name, s, err)
 	if cordoned && !touched {
 		if uerr := a.w.Provider.Uncordon(ctx, n.Name); uerr != nil {

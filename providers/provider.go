@@ -5,6 +5,7 @@ package providers
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/mcpfleet/mcp/planner/model"
@@ -29,6 +30,12 @@ type Provider interface {
 	// (its current config is then target), or an error with the executor's reason.
 	RunNodeSteps(ctx context.Context, node string, from, target *model.Rendered, steps []model.Step, done func(model.Step)) error
 }
+
+// ErrOutcomeUnknown is wrapped by RunNodeSteps' errors when the provider stopped hearing
+// from the node's executor (a timeout, the API server gone, apply interrupted) and cannot
+// tell what it did: the engine then leaves the node as it is, cordoned, instead of
+// putting a node that may be mid-reboot back in service.
+var ErrOutcomeUnknown = errors.New("what the node did is not known")
 
 // DrainOptions tune a drain.
 type DrainOptions struct {

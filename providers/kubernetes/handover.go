@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
@@ -76,13 +77,13 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 	case w.err != nil:
 		return w.err
 	case ctx.Err() != nil:
-		return fmt.Errorf("node %s: waiting for the agent (update %s to %s; %s): %w", node, h.UpdateID, target.Name, w.last(), context.Cause(ctx))
+		return fmt.Errorf("node %s: waiting for the agent (update %s to %s; %s): %w (%w)", node, h.UpdateID, target.Name, w.last(), context.Cause(ctx), providers.ErrOutcomeUnknown)
 	case errors.As(context.Cause(wctx), &lost):
-		return fmt.Errorf("node %s: waiting for the agent (update %s to %s; %s): %w; the node is left as it is", node, h.UpdateID, target.Name, w.last(), lost)
+		return fmt.Errorf("node %s: waiting for the agent (update %s to %s; %s): %w; the node is left as it is (%w)", node, h.UpdateID, target.Name, w.last(), lost, providers.ErrOutcomeUnknown)
 	case tctx.Err() != nil:
-		return fmt.Errorf("node %s: the agent did not finish update %s to %s within %s (%s)", node, h.UpdateID, target.Name, p.o.NodeTimeout, w.last())
+		return fmt.Errorf("node %s: the agent did not finish update %s to %s within %s (%s; %w)", node, h.UpdateID, target.Name, p.o.NodeTimeout, w.last(), providers.ErrOutcomeUnknown)
 	}
-	return fmt.Errorf("node %s: waiting for the agent: %w", node, err)
+	return fmt.Errorf("node %s: waiting for the agent: %w (%w)", node, err, providers.ErrOutcomeUnknown)
 }
 
 // reach follows whether the API server answers a wait's lists and watches: when every one

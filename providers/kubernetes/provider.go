@@ -29,6 +29,12 @@ const (
 	DefaultRetryDelay = 5 * time.Second
 )
 
+// DefaultRequestTimeout is Options.RequestTimeout's default.
+const DefaultRequestTimeout = kubeconfig.DefaultRequestTimeout
+
+// RequestTimeoutError is a request the API server did not answer within RequestTimeout.
+type RequestTimeoutError = kubeconfig.RequestTimeoutError
+
 // Options tune the provider. The zero value is the default.
 type Options struct {
 	// DeleteEmptyDirData lets a drain evict pods that use emptyDir volumes, losing that
@@ -100,7 +106,7 @@ func New(cfg *rest.Config, opts Options) (*Provider, error) {
 	}
 	n := new(atomic.Int64)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt: rt, n: n} })
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return timeoutTransport{rt: rt, d: opts.RequestTimeout} })
+	kubeconfig.WithRequestTimeout(cfg, opts.RequestTimeout)
 	c, err := k8s.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)

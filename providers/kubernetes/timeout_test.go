@@ -56,7 +56,7 @@ func apiNode(name string) *corev1.Node {
 // watch is not cut by it once its stream has begun.
 func TestRequestTimeout(t *testing.T) {
 	p := stalledServer(t, func(w http.ResponseWriter, r *http.Request) bool {
-		if !isWatch(r) {
+		if r.URL.Query().Get("watch") != "true" {
 			return false
 		}
 		// A watch: headers at once, then silence for three request timeouts, then an event.

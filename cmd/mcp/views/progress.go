@@ -69,7 +69,7 @@ func (h *humanProgress) Summary(s ApplySummary) {
 	}
 	line := fmt.Sprintf("Apply complete! Nodes: %d updated, %d failed, %d not started. (%s)",
 		s.Updated, s.Failed, s.Deferred, s.Elapsed.Round(time.Millisecond))
-	if s.Failed > 0 {
+	if s.Failed > 0 || len(s.Failures) > 0 {
 		line = strings.Replace(line, "Apply complete!", "Apply failed.", 1)
 		fmt.Fprintf(h.w, "\n%s\n", h.c.red(line))
 		return
@@ -122,7 +122,7 @@ func (j *jsonProgress) Event(e engine.Event) {
 
 func (j *jsonProgress) Summary(s ApplySummary) {
 	level := "info"
-	if s.Failed > 0 {
+	if s.Failed > 0 || len(s.Failures) > 0 {
 		level = "error"
 	}
 	j.mu.Lock()

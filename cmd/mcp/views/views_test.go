@@ -155,3 +155,18 @@ func TestProgress(t *testing.T) {
 		t.Errorf("json progress: %v %s", err, out.String())
 	}
 }
+
+// An apply that failed without a failed node (interrupted, its lock lost, no room in a
+// budget) says it failed: its exit code is 1.
+func TestSummaryOfAnApplyThatStopped(t *testing.T) {
+	var b bytes.Buffer
+	NewHumanProgress(&b, false).Summary(ApplySummary{Updated: 1, Deferred: 2, Failures: []string{"apply interrupted: 2 nodes not started"}})
+	if !strings.Contains(b.String(), "Apply failed.") || strings.Contains(b.String(), "Apply complete!") {
+		t.Errorf("human summary:\n%s", b.String())
+	}
+	b.Reset()
+	NewJSONProgress(&b).Summary(ApplySummary{Failures: []string{"lost the state lock"}})
+	if !strings.Contains(b.String(), `"@level":"error"`) {
+		t.Errorf("JSON summary: %s", b.String())
+	}
+}

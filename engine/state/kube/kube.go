@@ -138,6 +138,9 @@ func Open(attrs map[string]string) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding the cluster for the kubernetes state backend: %w", err)
 	}
+	// Every request has a deadline, so that an API server that stops answering fails the
+	// state's reads, writes and journal appends with a clear error instead of hanging.
+	kubeconfig.WithRequestTimeout(cfg, kubeconfig.DefaultRequestTimeout)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes state backend: %w", err)

@@ -1,4 +1,4 @@
-package kubernetes
+package kubeconfig
 
 import (
 	"context"
@@ -7,11 +7,13 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
-// DefaultRequestTimeout is Options.RequestTimeout's default: the API server's own default
-// --request-timeout, so a request that takes longer is one the server would have cut off
-// itself.
+// DefaultRequestTimeout is the deadline mcp gives a request by default: the API server's
+// own default --request-timeout, so a request that takes longer is one the server would
+// have cut off itself.
 const DefaultRequestTimeout = time.Minute
 
 // RequestTimeoutError is a request the API server did not answer within the provider's
@@ -22,7 +24,7 @@ type RequestTimeoutError struct {
 }
 
 func (e *RequestTimeoutError) Error() string {
-	msg := fmt.Sprintf("no answer from the API server within %s (the kubernetes provider's request_timeout)", e.Timeout)
+	msg := fmt.Sprintf("no answer from the API server within %s (request_timeout)", e.Timeout)
 	// The transport says only that the request's context ended (with the cause or not):
 	// nothing to add.
 	if errors.Is(e.Err, errTimedOut) || errors.Is(e.Err, context.Canceled) {
@@ -75,6 +77,11 @@ func (t timeoutTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &timeoutBody{rc: resp.Body, t: t, ctx: ctx, done: func() { timer.Stop(); cancel(nil) }}
 	return resp, nil
+}
+
+// WithRequestTimeout gives every request made with cfg the deadline d (timeoutTransport).
+func WithRequestTimeout(cfg *rest.Config, d time.Duration) {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return timeoutTransport{rt: rt, d: d} })
 }
 
 // explain names the request timeout when it, and not the caller, ended the request.
