@@ -388,4 +388,3 @@ func (m *memBackend) AppendJournal(_ context.Context, r state.JournalRecord) err
 func (m *memBackend) Lock(context.Context, state.LockInfo) (state.Unlocker, error) { return nil, nil }
 func (m *memBackend) ForceUnlock(context.Context, string) error                    { return nil }
 func (m *memBackend) DeleteRendered(context.Context, []string) error               { return nil }
-
