@@ -93,12 +93,13 @@ func judgeLogs(r *Report, logs map[string][]local.Event, kills []time.Time) erro
 	return nil
 }
 
-// trueBound is the latest time an event can have happened. A recovered event was logged by
-// a later writer because the one that made the change was killed first: its change took
-// effect before that kill, so it is dated no later than the last kill before it was logged
-// — and no earlier than the node's previous event (prev), which it follows.
+// trueBound is the latest time an event can have happened. An event recovered with a late
+// stamp (an uncordon or ready whose writer was killed before it could stamp it) was logged
+// by a later writer: its change took effect before the kill of the writer that made it,
+// so it is dated no later than the last kill before it was logged — and no earlier than the
+// node's previous event (prev), which it follows. Every other event keeps its stamp.
 func trueBound(e local.Event, prev time.Time, kills []time.Time) time.Time {
-	if !e.Recovered {
+	if !e.LateStamp {
 		return e.Time
 	}
 	t := e.Time

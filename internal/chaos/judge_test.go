@@ -57,7 +57,7 @@ func TestJudgeCatchesBrokenPromises(t *testing.T) {
 // and no earlier than the node's previous event.
 func TestJudgeDatesRecoveredEvents(t *testing.T) {
 	late := ev("w-0", 500, local.EventUncordon)
-	late.Recovered = true // made before the kill at 15 ms, logged by the next writer
+	late.Recovered, late.LateStamp = true, true // made before the kill at 15 ms, logged by the next writer
 	r := judgeOf(map[string][]local.Event{
 		"w-0": {ev("w-0", 0, local.EventCordon), late},
 		"w-1": {ev("w-1", 20, local.EventCordon), ev("w-1", 30, local.EventUncordon)},
@@ -66,12 +66,23 @@ func TestJudgeDatesRecoveredEvents(t *testing.T) {
 		t.Errorf("recovered uncordon dated at the kill: %s", r)
 	}
 	early := ev("w-0", 12, local.EventDone)
-	early.Recovered = true // stamped before its write; the last kill before it was long ago
+	early.Recovered, early.LateStamp = true, true // the last kill before it was long ago
 	r = judgeOf(map[string][]local.Event{
 		"w-0": {ev("w-0", 10, local.EventWorking), early},
 		"w-1": {ev("w-1", 13, local.EventWorking), ev("w-1", 14, local.EventDone)},
 	}, 1, 20)
 	if !r.OK() {
 		t.Errorf("a recovered event moved before its node's previous one: %s", r)
+	}
+	// A recovered event with its own stamp (taken before its change) keeps it: moving it
+	// back to an earlier kill would make an overlap that never was.
+	cordon := ev("w-1", 30, local.EventCordon)
+	cordon.Recovered = true
+	r = judgeOf(map[string][]local.Event{
+		"w-0": {ev("w-0", 10, local.EventCordon), ev("w-0", 25, local.EventUncordon)},
+		"w-1": {cordon, ev("w-1", 40, local.EventUncordon)},
+	}, 5, 35)
+	if !r.OK() {
+		t.Errorf("a recovered cordon moved back to an earlier kill: %s", r)
 	}
 }

@@ -63,9 +63,12 @@ type Event struct {
 	Until      time.Time `json:"until,omitzero"`
 	Pods       []string  `json:"pods,omitempty"` // drain: namespace/name of the pods evicted
 	// Recovered: appended by a later writer, the one that made it having been killed
-	// after writing node.json. A recovered uncordon or ready carries the time of the
-	// recovery, which is later than the change (never earlier).
+	// after writing node.json. Most events keep the time they were stamped with before the
+	// change; an uncordon or ready, stamped only once its change is durable, carries the
+	// time of the recovery instead, which is later than the change (never earlier), and
+	// says so with LateStamp.
 	Recovered bool `json:"recovered,omitempty"`
+	LateStamp bool `json:"late_stamp,omitempty"`
 }
 
 // timeFormat is RFC 3339 with a fixed nine fractional digits, so lines sort by time.
@@ -197,7 +200,7 @@ func (l *eventLog) recover(written []Event) error {
 	var missing []Event
 	for _, e := range written {
 		if e.Seq > l.seq {
-			e.Recovered = true
+			e.Recovered, e.LateStamp = true, e.Time.IsZero()
 			missing = append(missing, e)
 		}
 	}
