@@ -166,7 +166,7 @@ func (a *Agent) Degrade(err error) error {
 // asks for the reboot.
 func (a *Agent) reboot(ctx context.Context, from, target *model.Rendered, rest []model.Step, s model.Step, attempts int, done func(model.Step)) error {
 	if attempts >= maxRebootAttempts {
-		return a.Degrade(fmt.Errorf("%s: asked for %d times and the boot id did not change", s, attempts))
+		return a.Degrade(fmt.Errorf("%s into %s: asked for %d times, and the boot id is unchanged", s, target.Name, attempts))
 	}
 	boot, err := a.State.BootID()
 	if err != nil {
@@ -219,12 +219,9 @@ func (a *Agent) Resume(ctx context.Context, done func(model.Step)) (bool, error)
 		if p.From == "" {
 			from = nil
 		}
-		attempts := max(p.Attempts, 1) // a record from before attempts were counted asked once
-		if attempts >= maxRebootAttempts {
-			return true, a.Degrade(fmt.Errorf("a reboot into %s was asked for %d times since %s, but the boot id is unchanged",
-				p.Target.Name, attempts, p.Since.Format(time.RFC3339)))
-		}
-		return true, a.reboot(ctx, from, p.Target, p.Steps, model.Step{Kind: model.StepReboot}, attempts, done)
+		// A record from before attempts were counted asked once; reboot gives up after the
+		// last attempt.
+		return true, a.reboot(ctx, from, p.Target, p.Steps, model.Step{Kind: model.StepReboot}, max(p.Attempts, 1), done)
 	}
 	for _, s := range p.Steps {
 		if err := a.Exec.Run(ctx, nil, p.Target, s); err != nil {
