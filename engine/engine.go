@@ -130,7 +130,7 @@ func (w *Workspace) Plan(ctx context.Context, st *state.State) (*planfile.File, 
 	if before >= 0 {
 		rs.APIRequests = w.apiRequests() - before
 	}
-	pf, err := w.planWith(st, fleet)
+	pf, err := w.planWith(st, fleet, Fingerprint(fleet))
 	if err != nil {
 		return nil, err
 	}
@@ -186,8 +186,8 @@ func (w *Workspace) refresh(ctx context.Context, st *state.State) (*model.Fleet,
 	return fleet, g.Wait()
 }
 
-func (w *Workspace) planWith(st *state.State, fleet *model.Fleet) (*planfile.File, error) {
-	fp := Fingerprint(fleet)
+// planWith plans against st and fleet, whose fingerprint (Fingerprint) is fp.
+func (w *Workspace) planWith(st *state.State, fleet *model.Fleet, fp string) (*planfile.File, error) {
 	p, err := planner.MakePlan(planner.Input{
 		Desired: w.Desired, Rendered: w.Rendered, Known: st.Rendered,
 		Pointers: st.Pointers, Fleet: fleet, Journal: st.Journal,

@@ -27,10 +27,11 @@ func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, pf *planfile.F
 	if here := canonicalDir(w.Dir); canonicalDir(pf.ConfigDir) != here {
 		return nil, fmt.Errorf("saved plan was made for the configuration in %s; this is %s: run mcp plan here, or apply it there (mcp -chdir=DIR apply)", pf.ConfigDir, here)
 	}
-	if err := pf.CheckFresh(st, Fingerprint(fleet)); err != nil {
+	fp := Fingerprint(fleet)
+	if err := pf.CheckFresh(st, fp); err != nil {
 		return nil, err
 	}
-	fresh, err := w.planWith(st, fleet)
+	fresh, err := w.planWith(st, fleet, fp)
 	if err != nil {
 		return nil, err
 	}
