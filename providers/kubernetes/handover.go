@@ -178,7 +178,7 @@ func adoptable(n *corev1.Node, from *model.Rendered, target string, steps []mode
 		return h, "", false
 	}
 	for _, s := range steps {
-		if !slices.ContainsFunc(h.Steps, func(o model.Step) bool { return o.Key() == s.Key() }) {
+		if !holds(h.Steps, s) {
 			return h, "", false
 		}
 	}
@@ -189,10 +189,15 @@ func adoptable(n *corev1.Node, from *model.Rendered, target string, steps []mode
 // earlier apply saw finish).
 func onlyOf(steps []model.Step, done func(model.Step)) func(model.Step) {
 	return func(s model.Step) {
-		if done != nil && slices.ContainsFunc(steps, func(o model.Step) bool { return o.Key() == s.Key() }) {
+		if done != nil && holds(steps, s) {
 			done(s)
 		}
 	}
+}
+
+// holds reports whether steps has s (by key: reasons are for people only).
+func holds(steps []model.Step, s model.Step) bool {
+	return slices.ContainsFunc(steps, func(o model.Step) bool { return o.Key() == s.Key() })
 }
 
 // nodeListWatch lists and watches the one node. Its first list reads at least at rv (the
