@@ -3,7 +3,6 @@ package acceptance
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,29 +74,12 @@ func waitEvent(t *testing.T, dir string, match func(local.Event) bool) local.Eve
 // Degraded, no pool over its budget, no pending reboot record left on any node.
 func convergeAfterKill(t *testing.T, dir string) {
 	t.Helper()
-	bin := mcpBinary(t)
-	if b, err := os.ReadFile(filepath.Join(dir, "mcp.state.lock")); err == nil {
-		var info state.LockInfo
-		if err := json.Unmarshal(b, &info); err != nil {
-			t.Fatalf("the lock a killed apply left: %v", err)
-		}
-		if out, err := exec.Command(bin, "-chdir="+dir, "force-unlock", info.ID).CombinedOutput(); err != nil {
-			t.Fatalf("force-unlock of the killed holder: %v\n%s", err, out)
-		}
+	run := chaos.Runner{MCP: mcpBinary(t), Dir: dir}
+	if err := run.UnlockDead(); err != nil {
+		t.Fatalf("force-unlock of the killed holder: %v", err)
 	}
-	for run := 1; ; run++ {
-		err := exec.Command(bin, "-chdir="+dir, "plan", "-detailed-exitcode").Run()
-		var ee *exec.ExitError
-		if err == nil {
-			break
-		}
-		if !errors.As(err, &ee) || ee.ExitCode() != 2 || run > 4 {
-			t.Fatalf("plan after %d re-runs: %v", run-1, err)
-		}
-		out, err := exec.Command(bin, "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput()
-		if err != nil {
-			t.Fatalf("re-run %d: %v\n%s", run, err, out)
-		}
+	if _, failed, err := run.Converge(4, t.Logf); err != nil || len(failed) > 0 {
+		t.Fatalf("re-runs: %v %v", failed, err)
 	}
 	logs, err := local.ReadEvents(filepath.Join(dir, "fleet"))
 	if err != nil {

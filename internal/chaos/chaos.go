@@ -112,7 +112,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
 	}
-	h := &harness{o: o, rng: rand.New(rand.NewPCG(o.Seed, 0x6d6370)), rep: &Report{Budget: map[string]int{}}}
+	h := &harness{o: o, run: Runner{MCP: o.MCP, Dir: o.Dir}, rng: rand.New(rand.NewPCG(o.Seed, 0x6d6370)), rep: &Report{Budget: map[string]int{}}}
 	start := time.Now()
 	if err := h.setUp(); err != nil {
 		return nil, err
@@ -136,6 +136,7 @@ type harness struct {
 	o     Options
 	rng   *rand.Rand
 	rep   *Report
+	run   Runner
 	gen   int         // the configuration's generation
 	kills []time.Time // when each killed apply was gone
 }
@@ -149,7 +150,7 @@ func (h *harness) setUp() error {
 		sizes = append(sizes, fmt.Sprintf("%s=%d", p.Name, p.Size))
 		h.rep.Budget[p.Name] = p.Budget()
 	}
-	if _, err := h.mcp("fleet", "init", h.fleet(), "-nodes", strings.Join(sizes, ","), "-zones", "a,b,c", "-workloads"); err != nil {
+	if _, err := h.run.Run("fleet", "init", h.fleet(), "-nodes", strings.Join(sizes, ","), "-zones", "a,b,c", "-workloads"); err != nil {
 		return err
 	}
 	return h.nextGeneration()
@@ -183,7 +184,7 @@ func (h *harness) nextGeneration() error {
 // killOne starts an apply and SIGKILLs it after a random delay (or lets it finish first,
 // then starts a new rollout), then checks the state reads and frees the dead holder's lock.
 func (h *harness) killOne(ctx context.Context) error {
-	if changes, err := h.planChanges(); err != nil {
+	if changes, err := h.run.PlanChanges(); err != nil {
 		return err
 	} else if !changes {
 		if err := h.nextGeneration(); err != nil {
@@ -215,7 +216,7 @@ func (h *harness) killOne(ctx context.Context) error {
 		h.rep.Problems = append(h.rep.Problems, fmt.Sprintf("after kill %d: %v", h.rep.Kills, err))
 		return err
 	}
-	return h.unlock()
+	return h.run.UnlockDead()
 }
 
 // checkState reads the state as mcp does: a kill must never leave it unreadable.
@@ -228,9 +229,47 @@ func (h *harness) checkState(ctx context.Context) error {
 	return nil
 }
 
-// unlock removes the lock a killed apply left (its holder is dead: no confirmation).
-func (h *harness) unlock() error {
-	b, err := os.ReadFile(filepath.Join(h.o.Dir, "mcp.state.lock"))
+// converge re-runs apply until the plan is empty; a failed re-run is a broken promise.
+func (h *harness) converge(ctx context.Context) error {
+	runs, failed, err := h.run.Converge(20, h.o.Log)
+	h.rep.Runs += runs
+	h.rep.ReRuns += runs
+	for _, f := range failed {
+		h.rep.Problems = append(h.rep.Problems, f.Error())
+	}
+	return err
+}
+
+// Runner runs the mcp binary MCP on the configuration in Dir, as a person would.
+type Runner struct{ MCP, Dir string }
+
+// Run runs mcp with args; a failure carries the last lines of its output.
+func (r Runner) Run(args ...string) (string, error) {
+	cmd := exec.Command(r.MCP, append([]string{"-chdir=" + r.Dir}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("mcp %s: %w\n%s", strings.Join(args, " "), err, lastLines(string(out), 12))
+	}
+	return string(out), nil
+}
+
+// PlanChanges runs mcp plan -detailed-exitcode: true when there are changes.
+func (r Runner) PlanChanges() (bool, error) {
+	_, err := r.Run("plan", "-detailed-exitcode", "-no-color", "-lock=false")
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return false, nil
+	case errors.As(err, &ee) && ee.ExitCode() == 2:
+		return true, nil
+	}
+	return false, err
+}
+
+// UnlockDead removes the lock a killed apply left (its holder is dead: force-unlock asks
+// nothing); no lock is no error.
+func (r Runner) UnlockDead() error {
+	b, err := os.ReadFile(filepath.Join(r.Dir, "mcp.state.lock"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -241,51 +280,29 @@ func (h *harness) unlock() error {
 	if err := json.Unmarshal(b, &info); err != nil {
 		return fmt.Errorf("the lock a killed apply left does not read: %w", err)
 	}
-	_, err = h.mcp("force-unlock", info.ID)
+	_, err = r.Run("force-unlock", info.ID)
 	return err
 }
 
-// converge re-runs apply until the plan is empty.
-func (h *harness) converge(ctx context.Context) error {
-	for i := 0; ; i++ {
-		changes, err := h.planChanges()
+// Converge runs apply until the plan is empty, at most max times. It returns the applies
+// run and those that failed (each with its output's end); err when the plan does not read
+// or is still not empty.
+func (r Runner) Converge(max int, log func(string, ...any)) (runs int, failed []error, err error) {
+	for {
+		changes, err := r.PlanChanges()
 		if err != nil || !changes {
-			return err
+			return runs, failed, err
 		}
-		if i == 20 {
-			return fmt.Errorf("the plan is not empty after %d re-runs", i)
+		if runs == max {
+			return runs, failed, fmt.Errorf("the plan is not empty after %d re-runs", runs)
 		}
-		h.rep.Runs++
-		h.rep.ReRuns++
-		out, err := h.mcp("apply", "-auto-approve", "-no-color", "-budget-wait=2m")
-		h.o.Log("re-run %d: %v", h.rep.ReRuns, err)
+		runs++
+		_, err = r.Run("apply", "-auto-approve", "-no-color", "-budget-wait=2m")
+		log("re-run %d: %v", runs, err)
 		if err != nil {
-			h.rep.Problems = append(h.rep.Problems, fmt.Sprintf("re-run %d failed: %v\n%s", h.rep.ReRuns, err, lastLines(out, 12)))
+			failed = append(failed, fmt.Errorf("re-run %d failed: %w", runs, err))
 		}
 	}
-}
-
-// planChanges runs mcp plan -detailed-exitcode: true when there are changes.
-func (h *harness) planChanges() (bool, error) {
-	cmd := exec.Command(h.o.MCP, "-chdir="+h.o.Dir, "plan", "-detailed-exitcode", "-no-color", "-lock=false")
-	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return false, nil
-	case errors.As(err, &ee) && ee.ExitCode() == 2:
-		return true, nil
-	}
-	return false, fmt.Errorf("mcp plan: %v\n%s", err, lastLines(string(out), 12))
-}
-
-func (h *harness) mcp(args ...string) (string, error) {
-	cmd := exec.Command(h.o.MCP, append([]string{"-chdir=" + h.o.Dir}, args...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("mcp %s: %v\n%s", strings.Join(args, " "), err, lastLines(string(out), 12))
-	}
-	return string(out), nil
 }
 
 func lastLines(s string, n int) string {
