@@ -27,7 +27,7 @@ import (
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
 	"github.com/mcpfleet/mcp/internal/benchdoc"
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // The fleet of BenchmarkKubePlan: kubeBenchNodes nodes, round-robin over the pools,

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // ignitionClient is the real, unmodified Ignition client built by `make bin/ignition`.

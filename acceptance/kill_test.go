@@ -14,8 +14,8 @@ import (
 
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/internal/chaos"
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
-	"github.com/mcpfleet/mcp/planner/model"
 	"github.com/mcpfleet/mcp/providers/local"
 )
 

@@ -12,7 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/kubernetes"
 	"github.com/mcpfleet/mcp/providers/providertest"

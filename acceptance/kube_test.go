@@ -36,8 +36,8 @@ import (
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
 	"github.com/mcpfleet/mcp/deploy"
 	"github.com/mcpfleet/mcp/engine/state/kube"
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
-	"github.com/mcpfleet/mcp/planner/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/nodeexec/systemdhost"
-	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/planner/steps"
 )
 
 // systemdManager is a real systemd manager running for one test, contained in a cgroup of
@@ -199,9 +199,9 @@ func TestExecutorWithRealSystemd(t *testing.T) {
 		Dropins:  []model.Dropin{{Name: "10-env.conf", Contents: "[Service]\nEnvironment=MODE=test\n"}},
 		OnChange: []model.Policy{{Kind: model.PolicyRestart, Unit: "mcp-web.service"}}}}}
 	a := &nodeexec.Agent{Exec: &nodeexec.Executor{Root: root, Host: h}, State: &memState{}, RebootWait: time.Second}
-	steps := planner.Steps(nil, good)
+	todo := steps.Derive(nil, good)
 	var done []string
-	if err := a.Update(ctx, nil, good, steps, func(s model.Step) { done = append(done, s.Key()) }); err != nil {
+	if err := a.Update(ctx, nil, good, todo, func(s model.Step) { done = append(done, s.Key()) }); err != nil {
 		t.Fatalf("update: %v", err)
 	}
 	if want := []string{"write mcp-web.service", "daemon-reload", "restart mcp-web.service"}; strings.Join(done, ",") != strings.Join(want, ",") {
@@ -224,7 +224,7 @@ func TestExecutorWithRealSystemd(t *testing.T) {
 		Dropins:  good.Units[0].Dropins, OnChange: good.Units[0].OnChange}}}
 	st := &memState{}
 	a.State = st
-	err = a.Update(ctx, good, bad, planner.Steps(good, bad), func(model.Step) {})
+	err = a.Update(ctx, good, bad, steps.Derive(good, bad), func(model.Step) {})
 	if err == nil || !strings.Contains(err.Error(), "mcp-web.service") || !strings.Contains(err.Error(), "rolled back to rendered-w-1") {
 		t.Fatalf("failing unit: %v, want its failure and a rollback", err)
 	}

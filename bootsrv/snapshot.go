@@ -22,7 +22,7 @@ import (
 	v36 "github.com/coreos/ignition/v2/config/v3_6"
 	"github.com/coreos/vcontext/report"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // specs are the Ignition specs the server can serve, newest first, with Ignition's own

@@ -14,8 +14,8 @@ import (
 
 	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/model"
 	"github.com/mcpfleet/mcp/providers"
 )
 
@@ -300,7 +300,7 @@ func TestApplyResumesFromJournal(t *testing.T) {
 		t.Fatalf("error = %v, want a node left cordoned after a part-way change", err)
 	}
 	st2, _ := w.Backend.Read(context.Background())
-	want := planner.JournalEntry{Target: testRendered("worker").Name, Done: []string{"cordon", "drain", "write /etc/a", "reboot"}}
+	want := model.JournalEntry{Target: testRendered("worker").Name, Done: []string{"cordon", "drain", "write /etc/a", "reboot"}}
 	if d := cmp.Diff(want, st2.Journal["worker-0"]); d != "" {
 		t.Errorf("journal (-want +got):\n%s", d)
 	}

@@ -23,8 +23,9 @@ import (
 	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/engine/state/kube"
+	"github.com/mcpfleet/mcp/internal/hclpos"
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/model"
 	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/kubernetes"
 	"github.com/mcpfleet/mcp/providers/local"
@@ -61,20 +62,13 @@ func Load(dir string, opts config.Options) (*Workspace, *config.Result, hcl.Diag
 	var err error
 	if w.Provider, err = NewProvider(d); err != nil {
 		return nil, res, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
-			Summary: "Cannot start provider", Detail: err.Error(), Subject: rangePtr(d.Provider.DeclRange)})
+			Summary: "Cannot start provider", Detail: err.Error(), Subject: hclpos.Subject(d.Provider.DeclRange)})
 	}
 	if w.Backend, err = NewBackend(d); err != nil {
 		return nil, res, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
-			Summary: "Cannot open state backend", Detail: err.Error(), Subject: rangePtr(d.State.DeclRange)})
+			Summary: "Cannot open state backend", Detail: err.Error(), Subject: hclpos.Subject(d.State.DeclRange)})
 	}
 	return w, res, diags
-}
-
-func rangePtr(r hcl.Range) *hcl.Range {
-	if r.Filename == "" {
-		return nil
-	}
-	return &r
 }
 
 // NewProvider builds the provider the configuration names.

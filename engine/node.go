@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/model"
 	"github.com/mcpfleet/mcp/providers"
 )
 
@@ -153,13 +153,13 @@ func (a *applier) journal(n planner.NodePlan, s model.Step, finished bool) {
 	a.st.ApplyRecord(r)
 }
 
-func (a *applier) journalOf(n planner.NodePlan) planner.JournalEntry {
+func (a *applier) journalOf(n planner.NodePlan) model.JournalEntry {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if e, ok := a.st.Journal[n.Name]; ok && e.Target == n.To {
 		return e
 	}
-	return planner.JournalEntry{}
+	return model.JournalEntry{}
 }
 
 func (a *applier) rendered(name string) *model.Rendered {

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/model"
 	"github.com/mcpfleet/mcp/providers"
 )
 

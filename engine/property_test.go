@@ -16,8 +16,9 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/planner/steps"
 	"github.com/mcpfleet/mcp/providers"
 )
 
@@ -192,9 +193,9 @@ func randomCase(seed uint64) (*simFleet, *Workspace, *state.State) {
 				n.State, n.DesiredConfig = model.StateWorking, tg.Name
 			case 3:
 				// An apply killed after it cordoned the node: the journal says so.
-				if steps := planner.Steps(old, tg); steps[0].Kind == model.StepCordon {
+				if todo := steps.Derive(old, tg); todo[0].Kind == model.StepCordon {
 					n.Unschedulable = true
-					st.Journal[n.Name] = planner.JournalEntry{From: old.Name, Target: tg.Name, Done: []string{"cordon"}}
+					st.Journal[n.Name] = model.JournalEntry{From: old.Name, Target: tg.Name, Done: []string{"cordon"}}
 				}
 			}
 			sim.nodes[n.Name] = n

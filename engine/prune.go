@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // Prune says which stored rendered configs nothing uses any more (mcp prune). Rendered

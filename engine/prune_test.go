@@ -6,8 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 func TestPrunableKeepsWhatIsUsed(t *testing.T) {
@@ -16,7 +15,7 @@ func TestPrunableKeepsWhatIsUsed(t *testing.T) {
 		st.Rendered[n] = &model.Rendered{Name: n}
 	}
 	st.Pointers["worker"] = "r-boot"
-	st.Journal["w-3"] = planner.JournalEntry{From: "r-from", Target: "r-target"}
+	st.Journal["w-3"] = model.JournalEntry{From: "r-from", Target: "r-target"}
 	fleet := &model.Fleet{Nodes: []model.Node{
 		{Name: "w-1", CurrentConfig: "r-running", DesiredConfig: "r-desired"},
 		{Name: "w-2", CurrentConfig: "r-gone-from-the-store"},

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/internal/atomicfile"
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // PendingPath is where, inside the root, the agent records an update that is rebooting.

@@ -12,7 +12,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // Host performs the effects that are not files: systemd and the OS.

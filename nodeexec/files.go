@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/mcpfleet/mcp/internal/atomicfile"
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 func (e *Executor) writeFile(r *os.Root, f *model.File) error {

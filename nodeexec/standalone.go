@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/planner/steps"
 )
 
 // Paths of a standalone agent's own state inside the root.
@@ -86,15 +86,15 @@ func (s *Standalone) Reconcile(ctx context.Context) (Status, error) {
 	if err := s.Agent.Exec.Sweep(target); err != nil {
 		return s.status, s.Agent.Degrade(err)
 	}
-	var steps []model.Step
-	for _, st := range planner.Steps(s.current, target) {
+	var todo []model.Step
+	for _, st := range steps.Derive(s.current, target) {
 		if st.Kind.OnNode() { // no cluster: nobody cordons or drains
-			steps = append(steps, st)
+			todo = append(todo, st)
 		}
 	}
 	s.target = target
-	s.Log.Info("updating", "from", nameOf(s.current), "to", target.Name, "steps", len(steps))
-	err = s.Agent.Update(ctx, s.current, target, steps, logStep)
+	s.Log.Info("updating", "from", nameOf(s.current), "to", target.Name, "steps", len(todo))
+	err = s.Agent.Update(ctx, s.current, target, todo, logStep)
 	return s.status, err
 }
 

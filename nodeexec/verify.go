@@ -11,7 +11,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // Drift is one difference between the disk and a rendered config.

@@ -10,7 +10,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/planner/steps"
 )
 
 // MakePlan computes the plan for in. It fails only on an ambiguous fleet (a node selected
@@ -209,14 +210,14 @@ func planNode(in Input, n *model.Node, pool string, target *model.Rendered) Node
 	if n.DriftUnlisted > 0 {
 		// Which paths the unlisted ones are is unknown: restore every path the config
 		// manages, and say so, since that may mean more disruption than the list shows.
-		drift = everyPath(target)
+		drift = steps.EveryPath(target)
 		np.Warnings = append(np.Warnings, fmt.Sprintf("%d more drifted paths than the node listed: "+
 			"every file and unit of %s is restored, with their on_change policies", n.DriftUnlisted, target.Name))
 	}
 	if n.CurrentConfig == target.Name && !resuming {
 		if len(drift) > 0 {
 			np.Action = NodeUpdate
-			np.Steps = RestoreSteps(nil, drift, target)
+			np.Steps = steps.Restore(nil, drift, target)
 			np.Reboot = hasStep(np.Steps, model.StepReboot)
 		}
 		return np
@@ -225,22 +226,22 @@ func planNode(in Input, n *model.Node, pool string, target *model.Rendered) Node
 	if resuming {
 		from = j.From
 	}
-	steps, warn := stepsFrom(in, from, target)
+	todo, warn := stepsFrom(in, from, target)
 	if warn != "" {
 		np.Warnings = append(np.Warnings, warn)
 	}
 	np.Action = NodeUpdate
-	steps = RestoreSteps(steps, drift, target)
+	todo = steps.Restore(todo, drift, target)
 	if resuming {
 		np.Action = NodeResume
-		steps = slices.DeleteFunc(slices.Clone(steps), func(s model.Step) bool {
+		todo = slices.DeleteFunc(slices.Clone(todo), func(s model.Step) bool {
 			return slices.Contains(j.Done, s.Key()) || (n.CurrentConfig == target.Name && s.Kind.OnNode())
 		})
 		// With no step left the node still resumes: apply then records its config, ends its
 		// journal entry and clears what an interrupted agent left.
 	}
-	np.Steps = steps
-	np.Reboot = hasStep(steps, model.StepReboot)
+	np.Steps = todo
+	np.Reboot = hasStep(todo, model.StepReboot)
 	return np
 }
 
@@ -267,22 +268,17 @@ func stepsFrom(in Input, from string, target *model.Rendered) ([]model.Step, str
 // full rewrite and a reboot: mcp cannot know what differs.
 func deriveSteps(in Input, from string, target *model.Rendered) ([]model.Step, string) {
 	if from == "" {
-		return Steps(nil, target), ""
+		return steps.Derive(nil, target), ""
 	}
 	old := in.Known[from]
 	if old == nil && in.Rendered[target.Pool] != nil && in.Rendered[target.Pool].Name == from {
 		old = in.Rendered[target.Pool]
 	}
 	if old != nil {
-		return Steps(old, target), ""
+		return steps.Derive(old, target), ""
 	}
 	why := fmt.Sprintf("current config %s is unknown to the state; rewriting everything and rebooting", from)
-	var b stepSet
-	for _, s := range Steps(nil, target) {
-		b.add(s.Kind, s.Target, s.Reason)
-	}
-	b.policy(model.Policy{Kind: model.PolicyReboot}, why)
-	return b.steps(), "current config " + from + " is unknown to the state; rewriting all and rebooting"
+	return steps.Rewrite(target, why), "current config " + from + " is unknown to the state; rewriting all and rebooting"
 }
 
 func hasStep(steps []model.Step, k model.StepKind) bool {

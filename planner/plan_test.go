@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -124,7 +124,7 @@ func TestMakePlanResumesJournal(t *testing.T) {
 	in := Input{Desired: desired(model.Pool{Name: "worker"}),
 		Rendered: map[string]*model.Rendered{"worker": tg}, Known: map[string]*model.Rendered{old.Name: old},
 		Fleet:   &model.Fleet{Nodes: []model.Node{n}},
-		Journal: map[string]JournalEntry{"w-0": {From: old.Name, Target: tg.Name, Done: []string{"cordon", "drain", "write /etc/a"}}}}
+		Journal: map[string]model.JournalEntry{"w-0": {From: old.Name, Target: tg.Name, Done: []string{"cordon", "drain", "write /etc/a"}}}}
 	p, err := MakePlan(in)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func TestMakePlanResumesJournal(t *testing.T) {
 	}
 	// The node finished its node steps (rebooted, reported) but was not uncordoned.
 	in.Fleet.Nodes[0].CurrentConfig = tg.Name
-	in.Journal["w-0"] = JournalEntry{From: old.Name, Target: tg.Name, Done: []string{"cordon", "drain", "write /etc/a", "reboot", "verify"}}
+	in.Journal["w-0"] = model.JournalEntry{From: old.Name, Target: tg.Name, Done: []string{"cordon", "drain", "write /etc/a", "reboot", "verify"}}
 	p, _ = MakePlan(in)
 	if d := cmp.Diff([]string{"uncordon"}, keys(p.Nodes[0].Steps)); d != "" {
 		t.Errorf("left-over uncordon (-want +got):\n%s", d)
@@ -242,7 +242,7 @@ func simulate(t *testing.T, rng *rand.Rand, pp PoolPlan, all []NodePlan, in Inpu
 // names, so the transitive rule cannot cover net/http.)
 func TestImportBoundary(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}",
-		"github.com/mcpfleet/mcp/planner", "github.com/mcpfleet/mcp/planner/model").Output()
+		"github.com/mcpfleet/mcp/planner", "github.com/mcpfleet/mcp/model").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
@@ -345,7 +345,7 @@ func TestMakePlanResumeWithNothingLeft(t *testing.T) {
 	n.CurrentConfig = tg.Name
 	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker"}),
 		Rendered: map[string]*model.Rendered{"worker": tg}, Fleet: &model.Fleet{Nodes: []model.Node{n}},
-		Journal: map[string]JournalEntry{"w-0": {From: "rendered-worker-old", Target: tg.Name,
+		Journal: map[string]model.JournalEntry{"w-0": {From: "rendered-worker-old", Target: tg.Name,
 			Done: []string{"cordon", "drain", "write /etc/a", "reboot", "verify", "uncordon"}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -386,7 +386,7 @@ func TestMakePlanResumedNodeGivesItsSlotBack(t *testing.T) {
 	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker", MaxUnavailable: model.IntOrPercent{Value: 1}}),
 		Rendered: map[string]*model.Rendered{"worker": tg}, Known: map[string]*model.Rendered{old.Name: old},
 		Fleet:   &model.Fleet{Nodes: n},
-		Journal: map[string]JournalEntry{"w-1": {From: old.Name, Target: tg.Name, Done: []string{"cordon"}}}})
+		Journal: map[string]model.JournalEntry{"w-1": {From: old.Name, Target: tg.Name, Done: []string{"cordon"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -398,4 +398,28 @@ func TestMakePlanResumedNodeGivesItsSlotBack(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" || len(p.Pools[0].Blockers) != 0 || p.Pools[0].Waves != 3 {
 		t.Errorf("(-want +got):\n%s\nwaves %d, blockers %v", d, p.Pools[0].Waves, p.Pools[0].Blockers)
 	}
+}
+
+func pol(s ...string) []model.Policy {
+	var out []model.Policy
+	for _, x := range s {
+		p, err := model.ParsePolicy(x)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func file(path, content string, policies ...string) model.File {
+	return model.File{Path: path, Mode: 0o644, Contents: []byte(content), OnChange: pol(policies...)}
+}
+
+func keys(steps []model.Step) []string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, s.Key())
+	}
+	return out
 }

@@ -16,7 +16,8 @@ import (
 	"github.com/coreos/vcontext/report"
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/internal/hclpos"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // DefaultIgnitionVersion is the Ignition spec rendered configs are written in by default.
@@ -51,7 +52,7 @@ func Render(d *model.Desired) (map[string]*model.Rendered, hcl.Diagnostics) {
 		ign, err := ignitionJSON(r)
 		if err != nil {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot build Ignition config",
-				Detail: fmt.Sprintf("pool %q: %v", r.Pool, err), Subject: rangeOf(d.Pools[i].DeclRange)})
+				Detail: fmt.Sprintf("pool %q: %v", r.Pool, err), Subject: hclpos.Subject(d.Pools[i].DeclRange)})
 			continue
 		}
 		rpt, err := parse(ign)
@@ -59,7 +60,7 @@ func Render(d *model.Desired) (map[string]*model.Rendered, hcl.Diagnostics) {
 		if err != nil && !rpt.IsFatal() {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
 				Summary: fmt.Sprintf("Ignition rejects rendered config for pool %q", r.Pool),
-				Detail:  err.Error(), Subject: rangeOf(d.Pools[i].DeclRange)})
+				Detail:  err.Error(), Subject: hclpos.Subject(d.Pools[i].DeclRange)})
 		}
 		if err != nil {
 			continue
@@ -239,12 +240,12 @@ func reportDiags(r *model.Rendered, d *model.Desired, p *model.Pool, rpt report.
 		} else if e.Kind != report.Warn {
 			continue
 		}
-		subject := rangeOf(p.DeclRange)
+		subject := hclpos.Subject(p.DeclRange)
 		path := e.Context.String()
 		if i, ok := indexAfter(path, "storage.files."); ok && i < len(r.Files) {
-			subject = rangeOf(r.Files[i].DeclRange)
+			subject = hclpos.Subject(r.Files[i].DeclRange)
 		} else if i, ok := indexAfter(path, "systemd.units."); ok && i < len(r.Units) {
-			subject = rangeOf(r.Units[i].DeclRange)
+			subject = hclpos.Subject(r.Units[i].DeclRange)
 		}
 		diags = append(diags, &hcl.Diagnostic{Severity: sev,
 			Summary: fmt.Sprintf("Ignition rejects rendered config for pool %q", r.Pool),
@@ -266,11 +267,4 @@ func indexAfter(path, prefix string) (int, bool) {
 	}
 	i, err := strconv.Atoi(rest[:end])
 	return i, err == nil
-}
-
-func rangeOf(r hcl.Range) *hcl.Range {
-	if r.Filename == "" {
-		return nil
-	}
-	return &r
 }

@@ -6,9 +6,8 @@ import (
 	"testing"
 
 	v34 "github.com/coreos/ignition/v2/config/v3_4"
-	"github.com/hashicorp/hcl/v2"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 func renderDesired() *model.Desired {
@@ -84,7 +83,7 @@ func TestRenderNameIsStable(t *testing.T) {
 
 func TestRenderReportsIgnitionProblemsAtTheFile(t *testing.T) {
 	d := renderDesired()
-	rng := hcl.Range{Filename: "main.hcl", Start: hcl.Pos{Line: 7, Column: 3}}
+	rng := model.Range{Filename: "main.hcl", Start: model.Pos{Line: 7, Column: 3}}
 	d.Configs[0].Files = append(d.Configs[0].Files, model.File{Path: "/etc/dir/", Mode: 0o644, Contents: []byte("x"), DeclRange: rng})
 	_, diags := Render(d)
 	if !diags.HasErrors() {

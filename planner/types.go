@@ -3,7 +3,7 @@ package planner
 import (
 	"time"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // Input is everything a plan is computed from. The planner reads it and nothing else.
@@ -18,16 +18,9 @@ type Input struct {
 	Pointers map[string]string
 	Fleet    *model.Fleet
 	// Journal is the progress of an apply that did not finish, by node name.
-	Journal map[string]JournalEntry
+	Journal map[string]model.JournalEntry
 
 	memo map[[2]string]derived // set by MakePlan
-}
-
-// JournalEntry records the steps of one node that an earlier apply finished.
-type JournalEntry struct {
-	From   string   `json:"from"`   // the node's config before that apply
-	Target string   `json:"target"` // the rendered config that apply moved it to
-	Done   []string `json:"done"`   // model.Step.Key of each finished step, in order
 }
 
 // Plan is the result of planning: per pool and per node what will happen.

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // Provider is one fleet backend: providers/local (node directories) or

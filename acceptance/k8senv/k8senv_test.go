@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/acceptance/k8senv"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/mcpfleet/mcp/acceptance/k8senv"
 )
 
 // TestControlPlane: the real plane starts; kwok makes two nodes Ready and their pods Running

@@ -11,7 +11,8 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/internal/hclpos"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // allowedPrefixes are the trees mcp manages: configuration and state, never the OS.
@@ -36,7 +37,7 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 			continue
 		}
 		seen[name] = b.LabelRanges[0]
-		p := model.Pool{Name: name, MaxUnavailable: model.IntOrPercent{Value: 1}, DeclRange: b.DefRange,
+		p := model.Pool{Name: name, MaxUnavailable: model.IntOrPercent{Value: 1}, DeclRange: hclpos.From(b.DefRange),
 			NodeSelector: map[string]string{"node-role.kubernetes.io/" + name: ""}, BootImage: model.BootImage{Policy: "managed"}}
 		content, d := b.Body.Content(poolSchema)
 		diags = append(diags, d...)
@@ -153,7 +154,7 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 			continue
 		}
 		seen[name] = b.LabelRanges[0]
-		c := model.Config{Name: name, DeclRange: b.DefRange}
+		c := model.Config{Name: name, DeclRange: hclpos.From(b.DefRange)}
 		content, d := b.Body.Content(configSchema)
 		diags = append(diags, d...)
 		if a := content.Attributes["pools"]; a != nil {
@@ -225,7 +226,7 @@ var fileSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "conte
 	{Name: "mode"}, {Name: "user"}, {Name: "group"}, {Name: "on_change"}}}
 
 func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
-	f := model.File{Path: b.Labels[0], Mode: 0o644, DeclRange: b.LabelRanges[0]}
+	f := model.File{Path: b.Labels[0], Mode: 0o644, DeclRange: hclpos.From(b.LabelRanges[0])}
 	var diags hcl.Diagnostics
 	if d := checkPath(f.Path, b.LabelRanges[0]); d != nil {
 		diags = append(diags, d)
@@ -303,7 +304,7 @@ var unitSchema = &hcl.BodySchema{
 }
 
 func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
-	u := model.Unit{Name: b.Labels[0], DeclRange: b.LabelRanges[0]}
+	u := model.Unit{Name: b.Labels[0], DeclRange: hclpos.From(b.LabelRanges[0])}
 	var diags hcl.Diagnostics
 	if !slices.ContainsFunc(unitSuffixes, func(s string) bool { return strings.HasSuffix(u.Name, s) && len(u.Name) > len(s) }) ||
 		!model.ValidUnitName(u.Name) {

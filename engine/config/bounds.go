@@ -2,8 +2,9 @@ package config
 
 import (
 	"fmt"
-	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"unicode/utf8"
+
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"

@@ -7,19 +7,21 @@ package config
 import (
 	"errors"
 	"fmt"
-	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcp/internal/boundedfile"
+
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/internal/hclpos"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // Options are the variable inputs, in Terraform's precedence: variable defaults <
@@ -168,7 +170,7 @@ func (l *loader) provider(blocks hcl.Blocks) hcl.Diagnostics {
 		diags = append(diags, duplicate("provider block", "", b.DefRange, blocks[0].DefRange))
 	}
 	b := blocks[0]
-	p := model.ProviderConfig{Type: b.Labels[0], Attrs: map[string]string{}, DeclRange: b.DefRange}
+	p := model.ProviderConfig{Type: b.Labels[0], Attrs: map[string]string{}, DeclRange: hclpos.From(b.DefRange)}
 	var schema *hcl.BodySchema
 	switch p.Type {
 	case "local":
@@ -209,7 +211,7 @@ func (l *loader) state(blocks hcl.Blocks) hcl.Diagnostics {
 			diags = append(diags, duplicate("state block", "", b.DefRange, blocks[0].DefRange))
 			continue
 		}
-		l.d.State.DeclRange = b.DefRange
+		l.d.State.DeclRange = hclpos.From(b.DefRange)
 		content, d := b.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 			{Name: "backend"}, {Name: "path"}, {Name: "namespace"}, {Name: "kubeconfig"}, {Name: "context"}}})
 		diags = append(diags, d...)

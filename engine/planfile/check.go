@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/model"
 )
 
 // checkPlan refuses a plan mcp would not have made: rendered configs whose names are not

@@ -9,8 +9,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // JournalRecord is one finished step of one node, appended while apply runs.
@@ -26,7 +25,7 @@ type JournalRecord struct {
 // ApplyRecord folds one journal record into the state's journal.
 func (s *State) ApplyRecord(r JournalRecord) {
 	if s.Journal == nil {
-		s.Journal = map[string]planner.JournalEntry{}
+		s.Journal = map[string]model.JournalEntry{}
 	}
 	if r.Finished {
 		delete(s.Journal, r.Node)
@@ -34,7 +33,7 @@ func (s *State) ApplyRecord(r JournalRecord) {
 	}
 	e := s.Journal[r.Node]
 	if e.Target != r.Target || e.From != r.From {
-		e = planner.JournalEntry{From: r.From, Target: r.Target}
+		e = model.JournalEntry{From: r.From, Target: r.Target}
 	}
 	e.Done = append(e.Done, r.Step)
 	s.Journal[r.Node] = e

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/model"
 )
 
 const goodLine = `{"node":"w-1","from":"r-a","target":"r-b","step":"cordon"}` + "\n"
@@ -46,7 +46,7 @@ func TestReplayJournalTornLastLine(t *testing.T) {
 		if err := s.ReplayJournal(strings.NewReader(goodLine + torn)); err != nil {
 			t.Fatalf("torn last line %q: %v", torn, err)
 		}
-		want := map[string]planner.JournalEntry{"w-1": {From: "r-a", Target: "r-b", Done: []string{"cordon"}}}
+		want := map[string]model.JournalEntry{"w-1": {From: "r-a", Target: "r-b", Done: []string{"cordon"}}}
 		if d := cmp.Diff(want, s.Journal); d != "" {
 			t.Errorf("torn last line %q: journal (-want +got):\n%s", torn, d)
 		}

@@ -13,7 +13,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // Local is the local backend: a JSON state file, its rendered configs in a directory beside

@@ -16,8 +16,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // FormatVersion is the version of the state's file format.
@@ -31,7 +30,7 @@ type State struct {
 	// Pointers maps a pool to the rendered config a node of the pool boots now.
 	Pointers map[string]string `json:"pointers,omitempty"`
 	// Journal holds, per node, the steps an unfinished apply completed.
-	Journal map[string]planner.JournalEntry `json:"journal,omitempty"`
+	Journal map[string]model.JournalEntry `json:"journal,omitempty"`
 	// Rendered holds the rendered configs by name. Backends may store them apart from the
 	// rest (they are immutable and large).
 	Rendered map[string]*model.Rendered `json:"-"`
@@ -40,7 +39,7 @@ type State struct {
 // New returns an empty state with a fresh lineage.
 func New() *State {
 	return &State{Version: FormatVersion, Lineage: newLineage(), Pointers: map[string]string{},
-		Journal: map[string]planner.JournalEntry{}, Rendered: map[string]*model.Rendered{}}
+		Journal: map[string]model.JournalEntry{}, Rendered: map[string]*model.Rendered{}}
 }
 
 func newLineage() string {
@@ -54,7 +53,7 @@ func newLineage() string {
 func (s *State) Clone() *State {
 	c := *s
 	c.Pointers = maps.Clone(s.Pointers)
-	c.Journal = make(map[string]planner.JournalEntry, len(s.Journal))
+	c.Journal = make(map[string]model.JournalEntry, len(s.Journal))
 	for k, v := range s.Journal {
 		v.Done = slices.Clone(v.Done)
 		c.Journal[k] = v

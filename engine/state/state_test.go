@@ -11,8 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 func TestLocalRoundTripAndJournal(t *testing.T) {
@@ -52,7 +51,7 @@ func TestLocalRoundTripAndJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]planner.JournalEntry{"w-1": {Target: "rendered-worker-abc", Done: []string{"cordon", "drain"}}}
+	want := map[string]model.JournalEntry{"w-1": {Target: "rendered-worker-abc", Done: []string{"cordon", "drain"}}}
 	if d := cmp.Diff(want, got.Journal); d != "" {
 		t.Errorf("journal (-want +got):\n%s", d)
 	}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
-	"github.com/mcpfleet/mcp/planner/model"
 )
 
 // RunNodeSteps runs the node's agent in-process: the same nodeexec.Agent a real node

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // Each node keeps an event log, FLEET/nodes/<name>/events.jsonl, from which tests and the

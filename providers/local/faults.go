@@ -3,7 +3,7 @@ package local
 import (
 	"fmt"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // faults are the failures injected into a node: node.json's "faults", set with

@@ -8,10 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 
 	"github.com/mcpfleet/mcp/internal/atomicfile"
 )

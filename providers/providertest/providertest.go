@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
 )
 

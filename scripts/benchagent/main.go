@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/internal/benchdoc"
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
-	"github.com/mcpfleet/mcp/planner/model"
 )
 
 func main() {

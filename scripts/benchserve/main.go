@@ -30,8 +30,8 @@ import (
 
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/internal/benchdoc"
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/model"
 )
 
 const accept = "application/vnd.coreos.ignition+json;version=3.6.0, */*;q=0.1"

@@ -3,8 +3,8 @@ package views
 import (
 	"encoding/json"
 
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/model"
 )
 
 // Meta is what a plan was made from, filled in by the engine.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine"
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // ApplySummary closes an apply's output.

@@ -23,8 +23,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
@@ -218,7 +217,7 @@ func TestJournalAppendReplayAndFold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]planner.JournalEntry{"w-1": {Target: workerName, Done: []string{"cordon", "drain"}}}
+	want := map[string]model.JournalEntry{"w-1": {Target: workerName, Done: []string{"cordon", "drain"}}}
 	if d := cmp.Diff(want, got.Journal); d != "" {
 		t.Errorf("journal (-want +got):\n%s", d)
 	}

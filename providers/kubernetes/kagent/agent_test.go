@@ -21,9 +21,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
-	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/planner/steps"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
@@ -101,13 +101,13 @@ func handover(t *testing.T, h protocol.Handover) map[string]string {
 }
 
 func nodeSteps(from, to *model.Rendered) []model.Step {
-	var steps []model.Step
-	for _, s := range planner.Steps(from, to) {
+	var out []model.Step
+	for _, s := range steps.Derive(from, to) {
 		if s.Kind.OnNode() {
-			steps = append(steps, s)
+			out = append(out, s)
 		}
 	}
-	return steps
+	return out
 }
 
 func newAgent(t *testing.T, client *fake.Clientset, url string, host nodeexec.Host) (*Agent, string) {

@@ -1,11 +1,11 @@
-package planner
+package steps
 
 import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 func pol(s ...string) []model.Policy {
@@ -94,7 +94,7 @@ func TestSteps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Steps(tt.old, tt.new)
+			got := Derive(tt.old, tt.new)
 			if d := cmp.Diff(tt.want, keys(got)); d != "" {
 				t.Errorf("steps (-want +got):\n%s", d)
 			}
@@ -108,7 +108,7 @@ func TestSteps(t *testing.T) {
 }
 
 func TestStepsReasons(t *testing.T) {
-	got := Steps(nil, cfg([]model.File{file("/etc/chrony.conf", "x", "restart:chronyd.service")}, nil, []string{"nosmt"}, ""))
+	got := Derive(nil, cfg([]model.File{file("/etc/chrony.conf", "x", "restart:chronyd.service")}, nil, []string{"nosmt"}, ""))
 	want := map[string]string{
 		"write /etc/chrony.conf": "/etc/chrony.conf added",
 		"kargs":                  "kernel arguments +nosmt",
@@ -122,7 +122,7 @@ func TestStepsReasons(t *testing.T) {
 			t.Errorf("restart kept beside a reboot: %v", keys(got))
 		}
 	}
-	only := Steps(nil, cfg([]model.File{file("/etc/chrony.conf", "x", "restart:chronyd.service")}, nil, nil, ""))
+	only := Derive(nil, cfg([]model.File{file("/etc/chrony.conf", "x", "restart:chronyd.service")}, nil, nil, ""))
 	if r := only[1].Reason; r != "/etc/chrony.conf added; on_change restart:chronyd.service" {
 		t.Errorf("restart reason %q", r)
 	}

@@ -1,4 +1,4 @@
-package planner
+package steps
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcpfleet/mcp/planner/model"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // policyEffects is the table of what a change under each on_change policy needs, beyond
@@ -27,9 +27,9 @@ var defaultPolicy = []model.Policy{{Kind: model.PolicyReboot}}
 // supersededByReboot are the steps a reboot makes needless: it restarts everything.
 var supersededByReboot = []model.StepKind{model.StepDaemonReload, model.StepReload, model.StepRestart}
 
-// Steps derives the ordered steps that move a node from old (nil: nothing managed yet) to
+// Derive derives the ordered steps that move a node from old (nil: nothing managed yet) to
 // new. It is the one derivation of steps: plan, apply and the node agent all use it.
-func Steps(old, new *model.Rendered) []model.Step {
+func Derive(old, new *model.Rendered) []model.Step {
 	if old == nil {
 		old = &model.Rendered{}
 	}
@@ -216,10 +216,10 @@ func (b *stepSet) steps() []model.Step {
 	return out
 }
 
-// RestoreSteps adds to steps what it takes to put drifted paths back as target has them:
+// Restore adds to steps what it takes to put drifted paths back as target has them:
 // a write of each drifted file or unit target manages, with that file's or unit's
 // on_change policies — drift becomes a planned action, not a dead end.
-func RestoreSteps(steps []model.Step, drift []model.Drift, target *model.Rendered) []model.Step {
+func Restore(steps []model.Step, drift []model.Drift, target *model.Rendered) []model.Step {
 	if len(drift) == 0 {
 		return steps
 	}
@@ -247,9 +247,9 @@ func RestoreSteps(steps []model.Step, drift []model.Drift, target *model.Rendere
 	return b.steps()
 }
 
-// everyPath is a drift entry for every file and unit target manages: what RestoreSteps
-// needs to put them all back.
-func everyPath(target *model.Rendered) []model.Drift {
+// EveryPath is a drift entry for every file and unit target manages: what Restore needs
+// to put them all back.
+func EveryPath(target *model.Rendered) []model.Drift {
 	var d []model.Drift
 	for _, f := range target.Files {
 		d = append(d, model.Drift{Path: f.Path, Kind: model.DriftUnlistedKind})
@@ -262,3 +262,14 @@ func everyPath(target *model.Rendered) []model.Drift {
 
 // unitDir is where the node executor writes units (nodeexec.UnitDir).
 const unitDir = "/etc/systemd/system"
+
+// Rewrite is a full write of target followed by a reboot, for a node whose current config
+// is unknown: what differs cannot be known.
+func Rewrite(target *model.Rendered, why string) []model.Step {
+	var b stepSet
+	for _, s := range Derive(nil, target) {
+		b.add(s.Kind, s.Target, s.Reason)
+	}
+	b.policy(model.Policy{Kind: model.PolicyReboot}, why)
+	return b.steps()
+}

@@ -3,8 +3,6 @@ package model
 import (
 	"fmt"
 	"time"
-
-	"github.com/hashicorp/hcl/v2"
 )
 
 // Desired is everything the configuration files declare.
@@ -34,7 +32,7 @@ func (d *Desired) Pool(name string) *Pool {
 type ProviderConfig struct {
 	Type      string            // "local" or "kubernetes"
 	Attrs     map[string]string // e.g. fleet = "./fleet" (already resolved against Desired.Dir)
-	DeclRange hcl.Range
+	DeclRange Range
 }
 
 // StateConfig is the state block.
@@ -42,7 +40,7 @@ type StateConfig struct {
 	Backend   string // "local" (default)
 	Path      string // local backend: state file path (default "mcp.state", resolved against Desired.Dir)
 	Attrs     map[string]string
-	DeclRange hcl.Range
+	DeclRange Range
 }
 
 // Pool is a named group of nodes that share one rendered config.
@@ -56,7 +54,7 @@ type Pool struct {
 	BootImage      BootImage
 	// DrainTimeout bounds each drain of the pool's nodes; zero: apply's -drain-timeout.
 	DrainTimeout time.Duration
-	DeclRange    hcl.Range
+	DeclRange    Range
 }
 
 // BootImage is a pool's boot-image policy.
@@ -99,5 +97,5 @@ type Config struct {
 	Units      []Unit
 	KernelArgs []string
 	OSImage    string
-	DeclRange  hcl.Range
+	DeclRange  Range
 }

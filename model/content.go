@@ -5,31 +5,29 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/hashicorp/hcl/v2"
 )
 
 // File is a managed regular file. It appears both in a Config (with its source range) and,
 // merged, in a Rendered config.
 type File struct {
-	Path      string    `json:"path"`
-	Mode      int       `json:"mode"` // permission bits, e.g. 0o644
-	User      string    `json:"user,omitempty"`
-	Group     string    `json:"group,omitempty"`
-	Contents  []byte    `json:"contents"`
-	OnChange  []Policy  `json:"on_change,omitempty"` // empty: a change needs a reboot
-	DeclRange hcl.Range `json:"-"`
+	Path      string   `json:"path"`
+	Mode      int      `json:"mode"` // permission bits, e.g. 0o644
+	User      string   `json:"user,omitempty"`
+	Group     string   `json:"group,omitempty"`
+	Contents  []byte   `json:"contents"`
+	OnChange  []Policy `json:"on_change,omitempty"` // empty: a change needs a reboot
+	DeclRange Range    `json:"-"`
 }
 
 // Unit is a managed systemd unit with its drop-ins.
 type Unit struct {
-	Name      string    `json:"name"`
-	Enabled   *bool     `json:"enabled,omitempty"`
-	Mask      bool      `json:"mask,omitempty"`
-	Contents  string    `json:"contents,omitempty"`
-	Dropins   []Dropin  `json:"dropins,omitempty"`
-	OnChange  []Policy  `json:"on_change,omitempty"`
-	DeclRange hcl.Range `json:"-"`
+	Name      string   `json:"name"`
+	Enabled   *bool    `json:"enabled,omitempty"`
+	Mask      bool     `json:"mask,omitempty"`
+	Contents  string   `json:"contents,omitempty"`
+	Dropins   []Dropin `json:"dropins,omitempty"`
+	OnChange  []Policy `json:"on_change,omitempty"`
+	DeclRange Range    `json:"-"`
 }
 
 // Dropin is a systemd drop-in of a unit.
