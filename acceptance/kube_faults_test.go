@@ -23,7 +23,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/engine/state/kube"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
@@ -354,7 +354,7 @@ func (c *kubeCluster) waitNode(t *testing.T, within time.Duration, what string, 
 // state reads the state as apply stored it, its journal replayed.
 func (c *kubeCluster) state(t *testing.T) *state.State {
 	t.Helper()
-	st, err := kube.New(c.env.Client, "mcp-system", kube.Options{}).Read(context.Background())
+	st, err := kubestate.New(c.env.Client, "mcp-system", kubestate.Options{}).Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

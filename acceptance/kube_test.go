@@ -35,7 +35,7 @@ import (
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
 	"github.com/mcpfleet/mcp/deploy"
-	"github.com/mcpfleet/mcp/engine/state/kube"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
@@ -416,7 +416,7 @@ func TestKubeRolloutWithAgents(t *testing.T) {
 	// A rendered config nothing uses (an earlier rollout's) is pruned, as mcp-apply; the
 	// pools' configs stay and the boot server goes on serving them.
 	ctx := context.Background()
-	b := kube.New(c.env.Client, "mcp-system", kube.Options{})
+	b := kubestate.New(c.env.Client, "mcp-system", kubestate.Options{})
 	st, err := b.Read(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -433,7 +433,7 @@ func TestKubeRolloutWithAgents(t *testing.T) {
 		!strings.Contains(out, "- "+earlier.Name) || !strings.Contains(out, "Pruned 1 rendered configs") {
 		t.Errorf("prune: exit %d\n%s", code, out)
 	}
-	after, err := kube.New(c.env.Client, "mcp-system", kube.Options{}).Read(ctx)
+	after, err := kubestate.New(c.env.Client, "mcp-system", kubestate.Options{}).Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/engine/state/kube"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/internal/hclpos"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
@@ -92,7 +92,7 @@ func NewBackend(d *model.Desired) (state.Backend, error) {
 		}
 		return &state.Local{Path: p}, nil
 	case "kubernetes":
-		return kube.Open(d.State.Attrs)
+		return kubestate.Open(d.State.Attrs)
 	}
 	return nil, fmt.Errorf("state backend %q is not available in this build", d.State.Backend)
 }

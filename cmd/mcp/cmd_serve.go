@@ -13,9 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpfleet/mcp/bootsrv"
-	"github.com/mcpfleet/mcp/bootsrv/kubesource"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubesource"
 	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/engine/state/kube"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 )
 
 // serve runs the boot server (docs/boot-server.md).
@@ -33,7 +33,7 @@ func (c *cli) serve(args []string) int {
 		return 1
 	}
 	path := c.path(*statePath)
-	var kb *kube.Backend
+	var kb *kubestate.Backend
 	if path == "" {
 		ws := c.load(&lf)
 		if ws == nil {
@@ -42,7 +42,7 @@ func (c *cli) serve(args []string) int {
 		switch b := ws.Backend.(type) {
 		case *state.Local:
 			path = b.Path
-		case *kube.Backend:
+		case *kubestate.Backend:
 			kb = b
 		default:
 			return c.errorf("mcp serve cannot follow the configuration's state backend (%T)", ws.Backend)

@@ -13,7 +13,7 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/mcpfleet/mcp/internal/kubeconfig"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
 	"github.com/mcpfleet/mcp/providers"
 )
 

@@ -20,12 +20,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
-	"github.com/mcpfleet/mcp/internal/kubeconfig"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/nodeexec/systemdhost"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kagent"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
 )
 
 type cli struct {
@@ -125,7 +124,7 @@ type kubeAgentFlags struct {
 
 // kubeAgent is `mcp agent -node NAME`: the agent of a Kubernetes node (docs/kubernetes.md).
 func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
-	cfg, err := kubeRESTConfig(f.kubeconfig, f.inCluster)
+	cfg, err := kubeconfig.Find(f.kubeconfig, f.inCluster)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -173,23 +172,6 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 		return c.errorf("%v", err)
 	}
 	return 0
-}
-
-// kubeRESTConfig finds the cluster as kubectl does: the flag, $KUBECONFIG, ~/.kube/config,
-// and in a pod its service account.
-func kubeRESTConfig(path string, inCluster bool) (*rest.Config, error) {
-	if inCluster {
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("-in-cluster: %w", err)
-		}
-		return cfg, nil
-	}
-	cfg, err := kubeconfig.Load(path, "")
-	if err != nil {
-		return nil, fmt.Errorf("finding the cluster: %w", err)
-	}
-	return cfg, nil
 }
 
 func newHost(ctx context.Context, kind, osChroot string, log *slog.Logger) (nodeexec.Host, func(), error) {

@@ -5,6 +5,8 @@
 package kubeconfig
 
 import (
+	"fmt"
+
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -20,5 +22,22 @@ func Load(path, context string) (*rest.Config, error) {
 		return nil, err
 	}
 	cfg.UserAgent = "mcp"
+	return cfg, nil
+}
+
+// Find is Load for a command with an -in-cluster flag: inCluster takes the pod's service
+// account even where a kubeconfig exists.
+func Find(path string, inCluster bool) (*rest.Config, error) {
+	if inCluster {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("-in-cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := Load(path, "")
+	if err != nil {
+		return nil, fmt.Errorf("finding the cluster: %w", err)
+	}
 	return cfg, nil
 }

@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/engine/state/kube"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
@@ -45,7 +45,7 @@ func TestSourceFollowsTheState(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cs := fake.NewClientset()
-	b := kube.New(cs, "mcp-system", kube.Options{ChunkSize: 200})
+	b := kubestate.New(cs, "mcp-system", kubestate.Options{ChunkSize: 200})
 	st := state.New()
 	st.Serial = 3
 	a := rendered("a", "worker")
@@ -114,7 +114,7 @@ func TestSourceRefusesChangedRenderedConfig(t *testing.T) {
 	r := rendered("a", "worker")
 	st.Pointers["worker"] = r.Name
 	st.Rendered[r.Name] = r
-	if err := kube.New(cs, "mcp-system", kube.Options{}).Write(ctx, st); err != nil {
+	if err := kubestate.New(cs, "mcp-system", kubestate.Options{}).Write(ctx, st); err != nil {
 		t.Fatal(err)
 	}
 	name := protocol.RenderedSecretName(r.Name)

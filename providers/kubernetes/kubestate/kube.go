@@ -1,4 +1,4 @@
-// Package kube is the "kubernetes" state backend: mcp's state kept as objects in one
+// Package kubestate is the "kubernetes" state backend: mcp's state kept as objects in one
 // namespace of the cluster it manages, so that several operators (and several `mcp serve`
 // replicas) share one state without a shared disk.
 //
@@ -14,7 +14,7 @@
 // configs and chunks are created before the head that names them, so a reader that sees a
 // head finds everything it names. The head is updated with its resourceVersion: a write
 // based on a head that someone else has since changed fails with ErrConflict.
-package kube
+package kubestate
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/internal/kubeconfig"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )

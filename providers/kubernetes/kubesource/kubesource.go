@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/mcpfleet/mcp/bootsrv"
-	"github.com/mcpfleet/mcp/engine/state/kube"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
@@ -41,7 +41,7 @@ var _ bootsrv.Source = (*Source)(nil)
 // Start it before use.
 func New(cs kubernetes.Interface, namespace string) (*Source, error) {
 	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kube.ManagedSelector().String() }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kubestate.ManagedSelector().String() }))
 	inf := f.Core().V1().Secrets()
 	s := &Source{ns: namespace, factory: f}
 	bump := func(any) { s.gen.Add(1) }
@@ -81,19 +81,19 @@ func (s *Source) Token() (string, error) {
 // rendered configs and chunks before the head that names them, and one watch delivers
 // the events of one namespace's Secrets in order, so the cache holds what a head names.
 //
-// Every rendered config is verified (kube.DecodeRendered: name, label and content agree).
+// Every rendered config is verified (kubestate.DecodeRendered: name, label and content agree).
 // One that fails refuses the whole snapshot, rather than being skipped: Follow logs the
 // error naming the Secret and keeps the snapshot in service, the local source (which reads
 // through state.Local) does the same, and a changed config in the state's namespace is
 // something to look at, not to route around.
 func (s *Source) Load(ctx context.Context) (*bootsrv.Snapshot, error) {
-	rs, err := s.lister.List(kube.RenderedSelector())
+	rs, err := s.lister.List(kubestate.RenderedSelector())
 	if err != nil {
 		return nil, err
 	}
 	rendered := make(map[string]*model.Rendered, len(rs))
 	for _, sec := range rs {
-		r, err := kube.DecodeRendered(sec)
+		r, err := kubestate.DecodeRendered(sec)
 		if err != nil {
 			return nil, fmt.Errorf("not serving the new state: %w", err)
 		}
@@ -106,12 +106,12 @@ func (s *Source) Load(ctx context.Context) (*bootsrv.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := kube.Decode(head, func(name string) ([]byte, error) {
+	st, err := kubestate.Decode(head, func(name string) ([]byte, error) {
 		c, err := s.lister.Get(name)
 		if err != nil {
 			return nil, err
 		}
-		return c.Data[kube.KeyChunk], nil
+		return c.Data[kubestate.KeyChunk], nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("state in secret %s/%s: %w", s.ns, protocol.StateSecret, err)
