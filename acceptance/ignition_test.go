@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/engine/state/localstate"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -90,7 +90,7 @@ func TestIgnitionBootsFromServe(t *testing.T) {
 	}
 	url := startServe(t, dir)
 
-	st, err := (&state.Local{Path: filepath.Join(dir, "mcp.state")}).Read(t.Context())
+	st, err := (&localstate.Local{Path: filepath.Join(dir, "mcp.state")}).Read(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/model"
 )
 
-// Source is where the server's data lives: the local state backend here; the Kubernetes
-// backend brings its own (an informer).
+// Source is where the server's data lives: a state file (FileSource) or, for the
+// Kubernetes backend, an informer on its Secrets (providers/kubernetes/kubesource).
 type Source interface {
 	// Token is a cheap change marker: when it is unchanged, Load would give the same.
 	Token() (string, error)
@@ -22,12 +22,16 @@ type Source interface {
 	Load(ctx context.Context) (*Snapshot, error)
 }
 
-// LocalSource follows a local state (state.Local): the state file names the pointers and
-// is replaced atomically after the rendered configs it names are stored.
-type LocalSource struct{ Backend *state.Local }
+// FileSource follows a state kept in one file that is replaced atomically after the
+// rendered configs it names are stored (the local backend): the file's inode, size and
+// modification time are the change token, and Read loads what it names.
+type FileSource struct {
+	Path string
+	Read func(ctx context.Context) (serial int64, pointers map[string]string, rendered map[string]*model.Rendered, err error)
+}
 
-func (l LocalSource) Token() (string, error) {
-	st, err := os.Stat(l.Backend.Path)
+func (l FileSource) Token() (string, error) {
+	st, err := os.Stat(l.Path)
 	if os.IsNotExist(err) {
 		return "absent", nil
 	}
@@ -41,12 +45,12 @@ func (l LocalSource) Token() (string, error) {
 	return fmt.Sprintf("%d:%d:%d", ino, st.Size(), st.ModTime().UnixNano()), nil
 }
 
-func (l LocalSource) Load(ctx context.Context) (*Snapshot, error) {
-	s, err := l.Backend.Read(ctx)
+func (l FileSource) Load(ctx context.Context) (*Snapshot, error) {
+	serial, pointers, rendered, err := l.Read(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return Build(s.Serial, s.Pointers, s.Rendered)
+	return Build(serial, pointers, rendered)
 }
 
 // Follow keeps the server on the source's latest snapshot, checking every interval until

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/engine/state/localstate"
 )
 
 // TestLocalSourceRefusesChangedRenderedConfig: a stored rendered config edited after it was
@@ -16,7 +17,7 @@ import (
 // service).
 func TestLocalSourceRefusesChangedRenderedConfig(t *testing.T) {
 	ctx := context.Background()
-	b := &state.Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
+	b := &localstate.Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
 	st := state.New()
 	r := rendered(t, "worker", "hello\n")
 	st.Rendered[r.Name] = r
@@ -24,14 +25,17 @@ func TestLocalSourceRefusesChangedRenderedConfig(t *testing.T) {
 	if err := b.Write(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (LocalSource{Backend: b}).Load(ctx); err != nil {
+	if _, err := fileSource(b).Load(ctx); err != nil {
 		t.Fatal(err)
 	}
 	p := b.RenderedPath(r.Name)
 	raw, _ := os.ReadFile(p)
 	os.WriteFile(p, bytes.Replace(raw, []byte(`"pool": "worker"`), []byte(`"pool": "worker", "os_image": "evil"`), 1), 0o644)
-	_, err := LocalSource{Backend: b}.Load(ctx)
+	_, err := fileSource(b).Load(ctx)
 	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "does not match its content") {
 		t.Fatalf("load with a changed rendered config: %v, want an error naming %s", err, p)
 	}
 }
+
+// fileSource is how mcp serve follows a local state.
+func fileSource(b *localstate.Local) FileSource { return FileSource{Path: b.Path, Read: b.Served} }

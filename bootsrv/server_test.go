@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/engine/state/localstate"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -353,7 +354,7 @@ func TestPointerConfigParses(t *testing.T) {
 func TestHammerWhilePointersMove(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	b := &state.Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
+	b := &localstate.Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
 	st := state.New()
 	versions := map[string]bool{}
 	var vmu sync.Mutex
@@ -375,12 +376,12 @@ func TestHammerWhilePointersMove(t *testing.T) {
 	}
 	publish(0)
 	srv := New(nil)
-	snap, err := LocalSource{Backend: b}.Load(ctx)
+	snap, err := fileSource(b).Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.Swap(snap)
-	go Follow(ctx, srv, LocalSource{Backend: b}, time.Millisecond, discardLog())
+	go Follow(ctx, srv, fileSource(b), time.Millisecond, discardLog())
 	url := wire(t, srv)
 
 	var wg sync.WaitGroup

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/engine/state/localstate"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers"
@@ -164,7 +165,7 @@ func planFor(f *fakeProvider, slots map[string]int, steps []model.Step) *planner
 
 func newTestWorkspace(t *testing.T, f *fakeProvider) (*Workspace, *state.State) {
 	t.Helper()
-	b := &state.Local{Path: t.TempDir() + "/mcp.state"}
+	b := &localstate.Local{Path: t.TempDir() + "/mcp.state"}
 	st, err := b.Read(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -22,13 +22,10 @@ import (
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/internal/hclpos"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers"
-	"github.com/mcpfleet/mcp/providers/kubernetes"
-	"github.com/mcpfleet/mcp/providers/local"
 )
 
 // Version is mcp's version, set at build time.
@@ -44,10 +41,35 @@ type Workspace struct {
 	Backend  state.Backend
 }
 
+// Parts are the providers and state backends this build of mcp has, by the name a
+// configuration gives them ("local", "kubernetes"). cmd composes them: the engine knows
+// only their interfaces.
+type Parts struct {
+	Providers map[string]func(dir string, attrs map[string]string) (providers.Provider, error)
+	Backends  map[string]func(dir string, c model.StateConfig) (state.Backend, error)
+}
+
+// Provider builds the provider the configuration names.
+func (p Parts) Provider(d *model.Desired) (providers.Provider, error) {
+	if f := p.Providers[d.Provider.Type]; f != nil {
+		return f(d.Dir, d.Provider.Attrs)
+	}
+	return nil, fmt.Errorf("provider %q is not available in this build", d.Provider.Type)
+}
+
+// Backend opens the state backend the configuration names (none named: "local").
+func (p Parts) Backend(d *model.Desired) (state.Backend, error) {
+	name := d.State.BackendName()
+	if f := p.Backends[name]; f != nil {
+		return f(d.Dir, d.State)
+	}
+	return nil, fmt.Errorf("state backend %q is not available in this build", name)
+}
+
 // Load reads the configuration in dir, renders every pool and builds the provider and
-// the state backend. Diagnostics carry source ranges; the Workspace is nil on errors
-// (its Config may still be needed to print them, so it is returned in the result too).
-func Load(dir string, opts config.Options) (*Workspace, *config.Result, hcl.Diagnostics) {
+// the state backend from parts. Diagnostics carry source ranges; the Workspace is nil on
+// errors (its Config may still be needed to print them, so it is returned in the result too).
+func Load(dir string, opts config.Options, parts Parts) (*Workspace, *config.Result, hcl.Diagnostics) {
 	res, diags := config.Load(dir, opts)
 	if diags.HasErrors() {
 		return nil, res, diags
@@ -60,41 +82,15 @@ func Load(dir string, opts config.Options) (*Workspace, *config.Result, hcl.Diag
 	}
 	w := &Workspace{Dir: dir, Config: res, Desired: d, Rendered: rendered}
 	var err error
-	if w.Provider, err = NewProvider(d); err != nil {
+	if w.Provider, err = parts.Provider(d); err != nil {
 		return nil, res, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
 			Summary: "Cannot start provider", Detail: err.Error(), Subject: hclpos.Subject(d.Provider.DeclRange)})
 	}
-	if w.Backend, err = NewBackend(d); err != nil {
+	if w.Backend, err = parts.Backend(d); err != nil {
 		return nil, res, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
 			Summary: "Cannot open state backend", Detail: err.Error(), Subject: hclpos.Subject(d.State.DeclRange)})
 	}
 	return w, res, diags
-}
-
-// NewProvider builds the provider the configuration names.
-func NewProvider(d *model.Desired) (providers.Provider, error) {
-	switch d.Provider.Type {
-	case "local":
-		return local.FromAttrs(d.Dir, d.Provider.Attrs)
-	case "kubernetes":
-		return kubernetes.FromAttrs(d.Dir, d.Provider.Attrs)
-	}
-	return nil, fmt.Errorf("provider %q is not available in this build", d.Provider.Type)
-}
-
-// NewBackend opens the state backend the configuration names.
-func NewBackend(d *model.Desired) (state.Backend, error) {
-	switch d.State.Backend {
-	case "", "local":
-		p := d.State.Path
-		if p == "" {
-			p = filepath.Join(d.Dir, "mcp.state")
-		}
-		return &state.Local{Path: p}, nil
-	case "kubernetes":
-		return kubestate.Open(d.State.Attrs)
-	}
-	return nil, fmt.Errorf("state backend %q is not available in this build", d.State.Backend)
 }
 
 // Fingerprint is a digest of everything observed about the fleet. A saved plan records it,

@@ -27,7 +27,7 @@ func TestLocalApplyTraceEqualsPlan(t *testing.T) {
 	os.WriteFile(p, regexp.MustCompile(`_duration = "[^"]*"`).ReplaceAll(b, []byte(`_duration = "1ms"`)), 0o644)
 
 	ctx := context.Background()
-	w, _, diags := Load(dir, config.Options{})
+	w, _, diags := Load(dir, config.Options{}, localParts)
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

@@ -43,6 +43,14 @@ type StateConfig struct {
 	DeclRange Range
 }
 
+// BackendName is the state backend the block names; without one, "local".
+func (c StateConfig) BackendName() string {
+	if c.Backend == "" {
+		return "local"
+	}
+	return c.Backend
+}
+
 // Pool is a named group of nodes that share one rendered config.
 type Pool struct {
 	Name           string

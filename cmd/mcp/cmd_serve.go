@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,9 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpfleet/mcp/bootsrv"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubesource"
-	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
+	"github.com/mcpfleet/mcp/engine/config"
 )
 
 // serve runs the boot server (docs/boot-server.md).
@@ -32,21 +31,13 @@ func (c *cli) serve(args []string) int {
 	if _, err := c.parse(fs, args); err != nil {
 		return 1
 	}
-	path := c.path(*statePath)
-	var kb *kubestate.Backend
-	if path == "" {
-		ws := c.load(&lf)
-		if ws == nil {
-			return 1
-		}
-		switch b := ws.Backend.(type) {
-		case *state.Local:
-			path = b.Path
-		case *kubestate.Backend:
-			kb = b
-		default:
-			return c.errorf("mcp serve cannot follow the configuration's state backend (%T)", ws.Backend)
-		}
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	src, where, err := c.bootSource(ctx, &lf, *statePath)
+	if errors.Is(err, errDiagnosed) {
+		return 1
+	} else if err != nil {
+		return c.errorf("%v", err)
 	}
 	log := slog.New(slog.NewJSONHandler(c.stderr, nil))
 	reg := prometheus.NewRegistry()
@@ -71,22 +62,6 @@ func (c *cli) serve(args []string) int {
 		ln = tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cr.GetCertificate})
 		scheme = "https"
 	}
-	ctx, cancel := context.WithCancel(c.ctx)
-	defer cancel()
-	var src bootsrv.Source = bootsrv.LocalSource{Backend: &state.Local{Path: path}}
-	where := path
-	if kb != nil {
-		// The cluster's Secrets, followed by an informer: every replica serves the same
-		// bytes, and requests never reach the apiserver.
-		ks, err := kubesource.New(kb.Client(), kb.Namespace())
-		if err != nil {
-			return c.errorf("following the state in namespace %s: %v", kb.Namespace(), err)
-		}
-		if err := ks.Start(ctx, time.Minute); err != nil {
-			return c.errorf("%v", err)
-		}
-		src, where = ks, "kubernetes:"+kb.Namespace()
-	}
 	go bootsrv.Follow(ctx, srv, src, *poll, log)
 	log.Info("listening", "url", fmt.Sprintf("%s://%s", scheme, ln.Addr()), "state", where)
 	if err := srv.Serve(ctx, ln, log); err != nil {
@@ -94,3 +69,27 @@ func (c *cli) serve(args []string) int {
 	}
 	return 0
 }
+
+// bootSource is what serve follows: the state file named by -state, else the configuration's
+// state backend — read from its state block alone, without rendering the configuration.
+func (c *cli) bootSource(ctx context.Context, lf *loadFlags, statePath string) (bootsrv.Source, string, error) {
+	if statePath != "" {
+		return localSource(c.path(statePath)), c.path(statePath), nil
+	}
+	res, diags := config.Load(c.dir, c.configOptions(lf))
+	if len(diags) > 0 {
+		config.WriteDiagnostics(c.stderr, filesOf(res), diags, !lf.noColor && isTerminal(c.stderr))
+	}
+	if diags.HasErrors() {
+		return nil, "", errDiagnosed
+	}
+	name := res.Desired.State.BackendName()
+	open := bootSources[name]
+	if open == nil {
+		return nil, "", fmt.Errorf("mcp serve cannot follow the state backend %q", name)
+	}
+	return open(ctx, res.Desired.Dir, res.Desired.State)
+}
+
+// errDiagnosed is an error already printed as diagnostics.
+var errDiagnosed = errors.New("the configuration has errors")

@@ -37,7 +37,7 @@ func (lf *loadFlags) register(fs *flag.FlagSet, locking bool) {
 // load reads and renders the configuration; on errors it prints the diagnostics with their
 // places and returns nil.
 func (c *cli) load(lf *loadFlags) *engine.Workspace {
-	ws, res, diags := engine.Load(c.dir, c.configOptions(lf))
+	ws, res, diags := engine.Load(c.dir, c.configOptions(lf), parts)
 	if len(diags) > 0 {
 		var files = filesOf(res)
 		config.WriteDiagnostics(c.stderr, files, diags, !lf.noColor && isTerminal(c.stderr))

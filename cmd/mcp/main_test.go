@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/engine/state/localstate"
 )
 
 // mcp runs the CLI in-process in dir and returns its exit code and output.
@@ -179,7 +180,7 @@ func TestStalePlanAndLockRefused(t *testing.T) {
 	}
 
 	// Another apply holds the lock: the second is refused naming the holder.
-	b := &state.Local{Path: filepath.Join(dir, "mcp.state")}
+	b := &localstate.Local{Path: filepath.Join(dir, "mcp.state")}
 	info := state.NewLockInfo("apply", "test")
 	info.Who = "ci-runner@build-7"
 	u, err := b.Lock(context.Background(), info)
@@ -271,7 +272,7 @@ func TestPruneDeletesOnlyUnused(t *testing.T) {
 	if code, _, errOut := mcp(t, dir, "apply", "-auto-approve"); code != 0 {
 		t.Fatal(errOut)
 	}
-	st := &state.Local{Path: filepath.Join(dir, "mcp.state")}
+	st := &localstate.Local{Path: filepath.Join(dir, "mcp.state")}
 	first, err := st.Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -338,7 +339,7 @@ func TestHelpExitsZero(t *testing.T) {
 // force-unlock explains the danger and, with no terminal to ask on, refuses unless -force.
 func TestForceUnlockOfLiveHolderAsks(t *testing.T) {
 	dir := quickstart(t)
-	b := &state.Local{Path: filepath.Join(dir, "mcp.state")}
+	b := &localstate.Local{Path: filepath.Join(dir, "mcp.state")}
 	info := state.NewLockInfo("apply", "test")
 	u, err := b.Lock(context.Background(), info)
 	if err != nil {

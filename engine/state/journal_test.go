@@ -1,9 +1,6 @@
 package state
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -63,35 +60,3 @@ func TestReplayJournalTornLastLine(t *testing.T) {
 
 // TestLocalJournalErrorNamesFileAndLine: the local backend's error names the journal file
 // and the line and says what can be done.
-func TestLocalJournalErrorNamesFileAndLine(t *testing.T) {
-	ctx := context.Background()
-	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
-	if err := os.WriteFile(b.journalPath(), []byte(goodLine+"}{\n"+goodLine), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := b.Read(ctx)
-	if err == nil {
-		t.Fatal("a journal with a bad middle line was read")
-	}
-	for _, want := range []string{b.journalPath(), "line 2", "mcp plan"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not mention %q", err, want)
-		}
-	}
-}
-
-// TestLocalJournalLongLine: a line longer than any record is refused naming the file and
-// line, without reading it whole.
-func TestLocalJournalLongLine(t *testing.T) {
-	ctx := context.Background()
-	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
-	long := `{"node":"` + strings.Repeat("x", 2<<20) + `","target":"r","step":"cordon"}` + "\n"
-	if err := os.WriteFile(b.journalPath(), []byte(goodLine+long), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_, err := b.Read(ctx)
-	if err == nil || !strings.Contains(err.Error(), b.journalPath()) || !strings.Contains(err.Error(), "line 2") ||
-		strings.Contains(err.Error(), "token too long") {
-		t.Fatalf("long journal line: %v, want an error naming %s and line 2", err, b.journalPath())
-	}
-}

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/engine/state/localstate"
 )
 
 // Options describe a run.
@@ -221,7 +222,7 @@ func (h *harness) killOne(ctx context.Context) error {
 
 // checkState reads the state as mcp does: a kill must never leave it unreadable.
 func (h *harness) checkState(ctx context.Context) error {
-	b := &state.Local{Path: filepath.Join(h.o.Dir, "mcp.state")}
+	b := &localstate.Local{Path: filepath.Join(h.o.Dir, "mcp.state")}
 	if _, err := b.Read(ctx); err != nil {
 		return fmt.Errorf("the state does not read: %w", err)
 	}

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/engine/state/localstate"
 	"github.com/mcpfleet/mcp/internal/benchdoc"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
@@ -159,7 +160,7 @@ func writeState(path string, size int) error {
 	st := state.New()
 	r := out["worker"]
 	st.Rendered[r.Name], st.Pointers["worker"], st.Serial = r, r.Name, 1
-	return (&state.Local{Path: path}).Write(context.Background(), st)
+	return (&localstate.Local{Path: path}).Write(context.Background(), st)
 }
 
 func freeAddr() string {

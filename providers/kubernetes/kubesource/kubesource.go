@@ -84,7 +84,7 @@ func (s *Source) Token() (string, error) {
 // Every rendered config is verified (kubestate.DecodeRendered: name, label and content agree).
 // One that fails refuses the whole snapshot, rather than being skipped: Follow logs the
 // error naming the Secret and keeps the snapshot in service, the local source (which reads
-// through state.Local) does the same, and a changed config in the state's namespace is
+// through localstate.Local) does the same, and a changed config in the state's namespace is
 // something to look at, not to route around.
 func (s *Source) Load(ctx context.Context) (*bootsrv.Snapshot, error) {
 	rs, err := s.lister.List(kubestate.RenderedSelector())

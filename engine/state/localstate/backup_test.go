@@ -1,4 +1,4 @@
-package state
+package localstate
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpfleet/mcp/engine/state"
 )
 
 // TestLocalWriteKeepsBackup: each write keeps the state it replaces as <path>.backup, as
@@ -14,7 +16,7 @@ func TestLocalWriteKeepsBackup(t *testing.T) {
 	ctx := context.Background()
 	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
 	backup := b.Path + ".backup"
-	s := New()
+	s := state.New()
 	s.Serial = 1
 	if err := b.Write(ctx, s); err != nil {
 		t.Fatal(err)
@@ -53,7 +55,7 @@ func TestLocalReadErrorSaysHowToRestore(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), b.Path) || strings.Contains(err.Error(), "cp ") {
 		t.Fatalf("damaged state without a backup: %v", err)
 	}
-	s := New()
+	s := state.New()
 	for serial := range int64(2) {
 		s.Serial = serial + 1
 		if err := b.Write(ctx, s); err != nil {

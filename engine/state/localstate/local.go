@@ -1,8 +1,6 @@
-package state
+package localstate
 
 import (
-	"github.com/mcpfleet/mcp/internal/atomicfile"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +11,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -23,20 +23,40 @@ import (
 //	mcp.state.backup      the state the last write replaced (see backup)
 //	mcp.state.d/rendered/ <name>.json, one per rendered config
 //	mcp.state.journal     one JSON line per finished step of a running apply
-//	mcp.state.lock        the lock holder (LockInfo), created exclusively
+//	mcp.state.lock        the lock holder (state.LockInfo), created exclusively
 type Local struct{ Path string }
+
+// FromConfig opens the local backend a state block names: its path (resolved against the
+// configuration's directory dir), by default dir/mcp.state.
+func FromConfig(dir string, c model.StateConfig) (*Local, error) {
+	p := c.Path
+	if p == "" {
+		p = filepath.Join(dir, "mcp.state")
+	}
+	return &Local{Path: p}, nil
+}
 
 func (l *Local) renderedDir() string { return l.Path + ".d/rendered" }
 func (l *Local) journalPath() string { return l.Path + ".journal" }
 func (l *Local) backupPath() string  { return l.Path + ".backup" }
 func (l *Local) lockPath() string    { return l.Path + ".lock" }
 
+// Served reads what the boot server serves: the serial, the pools' pointers and the
+// rendered configs (a bootsrv.FileSource's Read, with Path as its file).
+func (l *Local) Served(ctx context.Context) (int64, map[string]string, map[string]*model.Rendered, error) {
+	s, err := l.Read(ctx)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	return s.Serial, s.Pointers, s.Rendered, nil
+}
+
 // RenderedPath is where the rendered config name is stored (the boot server reads it).
 func (l *Local) RenderedPath(name string) string {
 	return filepath.Join(l.renderedDir(), name+".json")
 }
 
-func (l *Local) Read(ctx context.Context) (*State, error) {
+func (l *Local) Read(ctx context.Context) (*state.State, error) {
 	s, err := l.readHead()
 	if err != nil {
 		return nil, err
@@ -52,15 +72,15 @@ func (l *Local) Read(ctx context.Context) (*State, error) {
 
 // readHead reads the state file: absent is a fresh state with no lineage, present must be a
 // state.
-func (l *Local) readHead() (*State, error) {
+func (l *Local) readHead() (*state.State, error) {
 	b, err := os.ReadFile(l.Path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &State{Version: FormatVersion, Pointers: map[string]string{}}, nil
+		return &state.State{Version: state.FormatVersion, Pointers: map[string]string{}}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading state %s: %w", l.Path, err)
 	}
-	s, err := Unmarshal(b)
+	s, err := state.Unmarshal(b)
 	if err != nil {
 		return nil, fmt.Errorf("reading state %s: %w%s", l.Path, err, l.restoreHint())
 	}
@@ -73,7 +93,7 @@ func (l *Local) restoreHint() string {
 	if err != nil {
 		return ""
 	}
-	prev, err := Unmarshal(b)
+	prev, err := state.Unmarshal(b)
 	if err != nil {
 		return ""
 	}
@@ -93,7 +113,7 @@ func (l *Local) backup() error {
 	if err != nil {
 		return fmt.Errorf("backing up state %s: %w", l.Path, err)
 	}
-	if _, err := Unmarshal(b); err != nil {
+	if _, err := state.Unmarshal(b); err != nil {
 		return nil
 	}
 	mode := fs.FileMode(0o644)
@@ -153,7 +173,7 @@ func readRenderedFile(p, name string) (*model.Rendered, error) {
 
 // replayJournal folds the journal's records into s. A torn last line (a crash mid-append)
 // is ignored: its step did not finish durably.
-func (l *Local) replayJournal(s *State) error {
+func (l *Local) replayJournal(s *state.State) error {
 	f, err := os.Open(l.journalPath())
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -163,7 +183,7 @@ func (l *Local) replayJournal(s *State) error {
 	}
 	defer f.Close()
 	err = s.ReplayJournal(f)
-	var je *JournalError
+	var je *state.JournalError
 	if errors.As(err, &je) {
 		return fmt.Errorf("state journal %s, %w; the journal lists the steps an interrupted "+
 			"apply finished, one JSON record per line: fix or delete that line, or move the file "+
@@ -176,7 +196,7 @@ func (l *Local) replayJournal(s *State) error {
 	return nil
 }
 
-func (l *Local) Write(ctx context.Context, s *State) error {
+func (l *Local) Write(ctx context.Context, s *state.State) error {
 	if err := s.Check(); err != nil {
 		return fmt.Errorf("writing state %s: refusing a state that could not be read back: %w", l.Path, err)
 	}
@@ -218,7 +238,7 @@ func (l *Local) Write(ctx context.Context, s *State) error {
 	return nil
 }
 
-func (l *Local) AppendJournal(ctx context.Context, r JournalRecord) error {
+func (l *Local) AppendJournal(ctx context.Context, r state.JournalRecord) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package state
+package localstate
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpfleet/mcp/engine/state"
 
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
@@ -41,7 +43,7 @@ func renderedFixture(t testing.TB) map[string]*model.Rendered {
 func TestLocalRenderedRoundTripKeepsName(t *testing.T) {
 	ctx := context.Background()
 	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
-	s := New()
+	s := state.New()
 	s.Rendered = renderedFixture(t)
 	for n, r := range s.Rendered {
 		if err := r.CheckName(); err != nil {
@@ -88,7 +90,7 @@ func TestLocalRefusesChangedRenderedConfig(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
-			s := New()
+			s := state.New()
 			s.Rendered = renderedFixture(t)
 			if err := b.Write(ctx, s); err != nil {
 				t.Fatal(err)

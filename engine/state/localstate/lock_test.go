@@ -1,4 +1,4 @@
-package state
+package localstate
 
 import (
 	"context"
@@ -10,14 +10,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpfleet/mcp/engine/state"
 )
 
-// lost waits for a Losable lock to be lost and returns why.
-func lost(t *testing.T, u Unlocker) error {
+// lost waits for a state.Losable lock to be lost and returns why.
+func lost(t *testing.T, u state.Unlocker) error {
 	t.Helper()
-	l, ok := u.(Losable)
+	l, ok := u.(state.Losable)
 	if !ok {
-		t.Fatalf("%T is not Losable", u)
+		t.Fatalf("%T is not state.Losable", u)
 	}
 	select {
 	case <-l.Lost():
@@ -33,7 +35,7 @@ func lost(t *testing.T, u Unlocker) error {
 func TestLocalLockLostWhenForceUnlocked(t *testing.T) {
 	ctx := context.Background()
 	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
-	info := NewLockInfo("apply", "test")
+	info := state.NewLockInfo("apply", "test")
 	u, err := b.Lock(ctx, info)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +57,7 @@ func TestLocalLockLostWhenForceUnlocked(t *testing.T) {
 func TestLocalLockLostWhenTakenOver(t *testing.T) {
 	ctx := context.Background()
 	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
-	first := NewLockInfo("apply", "test")
+	first := state.NewLockInfo("apply", "test")
 	u1, err := b.Lock(ctx, first)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +65,7 @@ func TestLocalLockLostWhenTakenOver(t *testing.T) {
 	if err := b.ForceUnlock(ctx, first.ID); err != nil {
 		t.Fatal(err)
 	}
-	second := NewLockInfo("apply", "test")
+	second := state.NewLockInfo("apply", "test")
 	second.Who = "bob@build-9"
 	u2, err := b.Lock(ctx, second)
 	if err != nil {
@@ -86,7 +88,7 @@ func TestLocalLockLostWhenTakenOver(t *testing.T) {
 		t.Errorf("lock file after the second unlock: %v", err)
 	}
 	select {
-	case <-u2.(Losable).Lost():
+	case <-u2.(state.Losable).Lost():
 		t.Error("a lock released by its holder was reported lost")
 	default:
 	}
@@ -110,7 +112,7 @@ func TestLocalLockStatus(t *testing.T) {
 	if st, err := b.LockStatus(ctx); st != nil || err != nil {
 		t.Fatalf("unlocked: %+v, %v", st, err)
 	}
-	mine := NewLockInfo("apply", "test")
+	mine := state.NewLockInfo("apply", "test")
 	u, err := b.Lock(ctx, mine)
 	if err != nil {
 		t.Fatal(err)
@@ -123,14 +125,14 @@ func TestLocalLockStatus(t *testing.T) {
 
 	for _, c := range []struct {
 		name  string
-		edit  func(*LockInfo)
+		edit  func(*state.LockInfo)
 		alive bool
 	}{
-		{"dead process", func(i *LockInfo) { i.PID = deadPID(t) }, false},
-		{"another host", func(i *LockInfo) { i.Who = "alice@elsewhere.example"; i.PID = deadPID(t) }, true},
-		{"no pid", func(i *LockInfo) { i.PID = 0 }, true},
+		{"dead process", func(i *state.LockInfo) { i.PID = deadPID(t) }, false},
+		{"another host", func(i *state.LockInfo) { i.Who = "alice@elsewhere.example"; i.PID = deadPID(t) }, true},
+		{"no pid", func(i *state.LockInfo) { i.PID = 0 }, true},
 	} {
-		info := NewLockInfo("apply", "test")
+		info := state.NewLockInfo("apply", "test")
 		c.edit(&info)
 		raw, _ := json.Marshal(info)
 		os.WriteFile(b.lockPath(), raw, 0o644)

@@ -1,4 +1,4 @@
-package state
+package localstate
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcpfleet/mcp/engine/state"
 )
 
 // lockCheckEvery is how often a holder of the local lock checks that its lock file is still
@@ -23,7 +25,7 @@ const lockCheckEvery = time.Second
 // Lock creates the lock file exclusively with info in it. The lock it returns is Losable:
 // while held, it checks every second that the file still names it, since mcp force-unlock
 // (or a hand) can remove it under a live holder and let another run in.
-func (l *Local) Lock(ctx context.Context, info LockInfo) (Unlocker, error) {
+func (l *Local) Lock(ctx context.Context, info state.LockInfo) (state.Unlocker, error) {
 	info.Path = l.Path
 	if err := os.MkdirAll(filepath.Dir(l.lockPath()), 0o755); err != nil {
 		return nil, fmt.Errorf("locking state: %w", err)
@@ -34,7 +36,7 @@ func (l *Local) Lock(ctx context.Context, info LockInfo) (Unlocker, error) {
 		if rerr != nil {
 			return nil, fmt.Errorf("state is locked (%s), and its holder cannot be read: %w", l.lockPath(), rerr)
 		}
-		return nil, &LockError{Holder: holder}
+		return nil, &state.LockError{Holder: holder}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("locking state: %w", err)
@@ -54,15 +56,15 @@ func (l *Local) Lock(ctx context.Context, info LockInfo) (Unlocker, error) {
 	return u, nil
 }
 
-func (l *Local) readLock() (LockInfo, error) {
-	var info LockInfo
+func (l *Local) readLock() (state.LockInfo, error) {
+	var info state.LockInfo
 	b, err := os.ReadFile(l.lockPath())
 	if err != nil {
 		return info, err
 	}
 	// A holder may be between creating and filling the file.
 	if len(bytes.TrimSpace(b)) == 0 {
-		return LockInfo{ID: "(being written)", Who: "another process"}, nil
+		return state.LockInfo{ID: "(being written)", Who: "another process"}, nil
 	}
 	return info, json.Unmarshal(b, &info)
 }
@@ -81,8 +83,8 @@ type localLock struct {
 }
 
 var (
-	_ Losable       = (*localLock)(nil)
-	_ LockInspector = (*Local)(nil)
+	_ state.Losable       = (*localLock)(nil)
+	_ state.LockInspector = (*Local)(nil)
 )
 
 // Lost is closed when the lock file was found removed or taken while held.
@@ -176,12 +178,12 @@ func (l *Local) ForceUnlock(ctx context.Context, id string) error {
 	return os.Remove(l.lockPath())
 }
 
-// LockStatus says who holds the lock file and whether it is alive: a holder on this host
-// (LockInfo.Who is user@host) is alive while its PID exists — kill(pid, 0) succeeds or is
+// state.LockStatus says who holds the lock file and whether it is alive: a holder on this host
+// (state.LockInfo.Who is user@host) is alive while its PID exists — kill(pid, 0) succeeds or is
 // refused with EPERM; a PID reused since counts as alive, which only makes force-unlock ask.
 // A holder on another host, or a lock file being written, cannot be checked and counts as
 // alive.
-func (l *Local) LockStatus(ctx context.Context) (*LockStatus, error) {
+func (l *Local) LockStatus(ctx context.Context) (*state.LockStatus, error) {
 	info, err := l.readLock()
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -189,7 +191,7 @@ func (l *Local) LockStatus(ctx context.Context) (*LockStatus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading lock %s: %w", l.lockPath(), err)
 	}
-	st := &LockStatus{Holder: info, Alive: true}
+	st := &state.LockStatus{Holder: info, Alive: true}
 	host, _ := os.Hostname()
 	_, holderHost, _ := strings.Cut(info.Who, "@")
 	switch {

@@ -1,18 +1,17 @@
-package kubernetes_test
+package main
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/kubernetes"
 )
 
-// A provider "kubernetes" block loads and gives this provider through the engine.
-func TestEngineBuildsKubernetesProvider(t *testing.T) {
+// A provider "kubernetes" block loads and gives this provider through the parts of this build.
+func TestPartsBuildKubernetesProvider(t *testing.T) {
 	dir := t.TempDir()
 	kc := `apiVersion: v1
 kind: Config
@@ -37,12 +36,12 @@ contexts: [{name: prod, context: {cluster: c, user: u}}]
 	if a := res.Desired.Provider.Attrs; a["context"] != "prod" || a["kubeconfig"] != filepath.Join(dir, "kc.yaml") {
 		t.Errorf("provider attributes %v", a)
 	}
-	p, err := engine.NewProvider(res.Desired)
+	p, err := parts.Provider(res.Desired)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := p.(*kubernetes.Provider); !ok {
-		t.Errorf("engine built %T", p)
+		t.Errorf("parts built %T", p)
 	}
 	if _, ok := p.(providers.RequestCounter); !ok {
 		t.Error("the kubernetes provider does not count its requests")
