@@ -23,8 +23,8 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 

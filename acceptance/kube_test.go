@@ -35,9 +35,9 @@ import (
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
 	"github.com/mcpfleet/mcp/deploy"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 

@@ -13,8 +13,8 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
 	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
 )
 
 // Defaults of Options.

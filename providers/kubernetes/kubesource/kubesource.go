@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/mcpfleet/mcp/bootsrv"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 

@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 

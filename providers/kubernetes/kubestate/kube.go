@@ -41,8 +41,8 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
