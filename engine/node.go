@@ -26,7 +26,7 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 	cordoned := slices.Contains(journal.Done, model.Step{Kind: model.StepCordon}.Key())
 	touched := false // whether any node step ran (then the node is not as it was)
 	for _, s := range journal.Done {
-		if k, _, _ := cutKey(s); k.OnNode() {
+		if st, err := model.ParseStepKey(s); err == nil && st.Kind.OnNode() {
 			touched = true
 		}
 	}
@@ -170,17 +170,4 @@ func (a *applier) rendered(name string) *model.Rendered {
 		return r
 	}
 	return a.st.Rendered[name]
-}
-
-// cutKey splits a step key ("write /etc/x") into its kind and target.
-func cutKey(key string) (model.StepKind, string, error) {
-	kind, target := key, ""
-	for i := range key {
-		if key[i] == ' ' {
-			kind, target = key[:i], key[i+1:]
-			break
-		}
-	}
-	k, err := model.ParseStepKind(kind)
-	return k, target, err
 }

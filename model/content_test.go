@@ -18,3 +18,15 @@ func TestParsePolicyRefusesOddUnitNames(t *testing.T) {
 		t.Errorf("a plain unit: %v %v", p, err)
 	}
 }
+
+func TestParseStepKeyInvertsKey(t *testing.T) {
+	for _, s := range []Step{{Kind: StepCordon}, {Kind: StepWrite, Target: "/etc/a b"}, {Kind: StepRestart, Target: "chronyd.service"}} {
+		got, err := ParseStepKey(s.Key())
+		if err != nil || got != s {
+			t.Errorf("ParseStepKey(%q) = %v, %v", s.Key(), got, err)
+		}
+	}
+	if _, err := ParseStepKey("explode /"); err == nil {
+		t.Error("an unknown step kind parsed")
+	}
+}

@@ -1,6 +1,9 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // StepKind is one kind of node step. The order of the constants is the order in which the
 // steps of one node run.
@@ -89,3 +92,11 @@ func (s Step) String() string {
 
 // Key identifies a step within one node's list, for journals and traces.
 func (s Step) Key() string { return s.String() }
+
+// ParseStepKey is the inverse of Key: the step kind and target a key names (the reason is
+// not part of a key).
+func ParseStepKey(key string) (Step, error) {
+	kind, target, _ := strings.Cut(key, " ")
+	k, err := ParseStepKind(kind)
+	return Step{Kind: k, Target: target}, err
+}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/mcpfleet/mcp/model"
 )
@@ -122,8 +121,7 @@ func (r JournalRecord) check() error {
 		return fmt.Errorf("journal record of node %s names no step", r.Node)
 	}
 	if r.Step != "" {
-		kind, _, _ := strings.Cut(r.Step, " ")
-		if _, err := model.ParseStepKind(kind); err != nil {
+		if _, err := model.ParseStepKey(r.Step); err != nil {
 			return fmt.Errorf("journal record of node %s: %w", r.Node, err)
 		}
 	}
