@@ -7,7 +7,8 @@
 //	providers/local, providers/kubernetes/…  concrete parts (kubernetes: all of client-go)
 //	bootsrv                         serves snapshots from a Source; no engine, no client-go
 //	planner, planner/steps          pure: no I/O, no network, no client-go
-//	nodeexec, cmd/mcp-agent         the node side: no HCL, no go-cty, no kubectl, no old Ignition specs
+//	nodeexec, cmd/mcp-agent         the node side: no HCL, no go-cty, no kubectl, no old Ignition
+//	                                specs; mcp-agent reaches the API through nodeclient alone
 //	model                           plain data: imports nothing of mcp and no language
 package layering
 
@@ -59,6 +60,9 @@ var Rules = []Rule{
 			"github.com/coreos/ignition/v2/config/v3_4/...", "github.com/coreos/ignition/v2/config/v3_5/...",
 			Module + "/planner", Module + "/engine/..."},
 		Why: "every node runs the agent: it links the step derivation, not the language, the engine or kubectl"},
+	{Of: []string{"cmd/mcp-agent"},
+		Forbid: []string{"k8s.io/client-go/kubernetes/..."},
+		Why:    "the agent asks for its Node alone (providers/kubernetes/nodeclient): the typed Clientset registers every API group, ~10 MB on every node"},
 	{Of: []string{"model"},
 		Forbid: []string{Module + "/...", "github.com/hashicorp/hcl/...", "github.com/zclconf/go-cty/..."},
 		Why:    "the model is plain data every package may import"},

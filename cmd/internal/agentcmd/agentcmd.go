@@ -19,12 +19,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/nodeexec/systemdhost"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kagent"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
+	"github.com/mcpfleet/mcp/providers/kubernetes/nodeclient"
 )
 
 type cli struct {
@@ -128,7 +128,7 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	client, err := kubernetes.NewForConfig(cfg)
+	nodes, err := nodeclient.New(cfg)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -152,7 +152,7 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 		defer closeHost()
 		host = h
 	}
-	a := kagent.New(client, f.node, f.root, f.server, host)
+	a := kagent.New(nodes, f.node, f.root, f.server, host)
 	a.Log, a.Interval, a.Agent.RebootWait, a.State.BootIDPath = log, f.interval, f.rebootWait, f.bootID
 	a.Agent.Exec.Allowed = strings.Split(f.allow, ",")
 	m := newAgentMetrics()

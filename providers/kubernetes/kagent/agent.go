@@ -26,12 +26,12 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
+	"github.com/mcpfleet/mcp/providers/kubernetes/nodeclient"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
@@ -49,8 +49,8 @@ type updateRecord struct {
 
 // Agent is a node's agent on Kubernetes.
 type Agent struct {
-	Client kubernetes.Interface
-	Node   string
+	Nodes nodeclient.Nodes
+	Node  string
 	// Server is the boot server's base URL (rendered configs: Server/rendered/NAME).
 	Server string
 	HTTP   *http.Client
@@ -68,10 +68,10 @@ type Agent struct {
 }
 
 // New builds the agent of node for root: host performs the non-file effects.
-func New(client kubernetes.Interface, node, root, server string, host nodeexec.Host) *Agent {
-	a := &Agent{Client: client, Node: node, Server: server, HTTP: &http.Client{Timeout: 30 * time.Second},
+func New(nodes nodeclient.Nodes, node, root, server string, host nodeexec.Host) *Agent {
+	a := &Agent{Nodes: nodes, Node: node, Server: server, HTTP: &http.Client{Timeout: 30 * time.Second},
 		Interval: time.Minute, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), configs: map[string]*model.Rendered{}}
-	a.State = &NodeState{Client: client, Node: node, Config: a.configFor}
+	a.State = &NodeState{Nodes: nodes, Node: node, Config: a.configFor}
 	a.Agent = &nodeexec.Agent{Exec: &nodeexec.Executor{Root: root, Host: host}, State: a.State, RebootWait: 10 * time.Minute}
 	return a
 }
@@ -84,15 +84,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	sel := fields.OneTermEqualSelector("metadata.name", a.Node).String()
-	nodes := a.Client.CoreV1().Nodes()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel
-			return nodes.List(ctx, o)
+			return a.Nodes.List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = sel
-			return nodes.Watch(ctx, o)
+			return a.Nodes.Watch(ctx, o)
 		},
 	}
 	inf := cache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, cache.Indexers{})
@@ -222,7 +221,7 @@ func (a *Agent) update(ctx context.Context, h protocol.Handover, herr error, cur
 // (nil: fetch it) gives the current config's name and the drift already reported.
 func (a *Agent) CheckDrift(ctx context.Context, node *corev1.Node) {
 	if node == nil {
-		n, err := a.Client.CoreV1().Nodes().Get(ctx, a.Node, metav1.GetOptions{})
+		n, err := a.Nodes.Get(ctx, a.Node, metav1.GetOptions{})
 		if err != nil {
 			a.Log.Error("drift check", "err", err.Error())
 			return

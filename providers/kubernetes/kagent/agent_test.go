@@ -115,7 +115,7 @@ func newAgent(t *testing.T, client *fake.Clientset, url string, host nodeexec.Ho
 	root := t.TempDir()
 	bootID := filepath.Join(t.TempDir(), "boot_id")
 	os.WriteFile(bootID, []byte("boot-1\n"), 0o644)
-	a := New(client, nodeName, root, url, host)
+	a := New(client.CoreV1().Nodes(), nodeName, root, url, host)
 	a.State.BootIDPath = bootID
 	a.Interval = 50 * time.Millisecond
 	return a, root
@@ -285,7 +285,7 @@ func TestRebootResumesUnderTheUpdateID(t *testing.T) {
 	}
 	// Boot: a new boot id, a new agent process.
 	os.WriteFile(a.State.BootIDPath, []byte("boot-2\n"), 0o644)
-	b := New(client, nodeName, root, url, &nodeexec.RecordingHost{})
+	b := New(client.CoreV1().Nodes(), nodeName, root, url, &nodeexec.RecordingHost{})
 	b.State.BootIDPath = a.State.BootIDPath
 	if err := b.Resume(context.Background()); err != nil {
 		t.Fatalf("Resume: %v", err)

@@ -13,10 +13,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
+	"github.com/mcpfleet/mcp/providers/kubernetes/nodeclient"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
@@ -25,8 +25,8 @@ import (
 // OSImage, KernelArgs). Every write is a JSON merge patch of metadata.annotations and
 // nothing else.
 type NodeState struct {
-	Client kubernetes.Interface
-	Node   string
+	Nodes nodeclient.Nodes
+	Node  string
 	// BootIDPath is read by BootID (default /proc/sys/kernel/random/boot_id).
 	BootIDPath string
 	// Config, when set, gives the rendered config of that name if the agent holds it
@@ -153,7 +153,7 @@ func (s *NodeState) patch(ann map[string]any) error {
 	defer cancel()
 	delay := 200 * time.Millisecond
 	for {
-		_, err = s.Client.CoreV1().Nodes().Patch(ctx, s.Node, types.MergePatchType, body, metav1.PatchOptions{})
+		_, err = s.Nodes.Patch(ctx, s.Node, types.MergePatchType, body, metav1.PatchOptions{})
 		if err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsInvalid(err) ||
 			apierrors.IsBadRequest(err) {
 			break
