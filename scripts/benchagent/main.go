@@ -93,7 +93,7 @@ func main() {
 	fmt.Fprintf(&b, "| drift check, %d files | %v | |\n", *files, mv.Round(100*time.Microsecond))
 	fmt.Fprintf(&b, "| sha256sum, same files | %v | |\n", ms.Round(100*time.Microsecond))
 	fmt.Fprintf(&b, "| ratio | %.2f× | ≤ 1.2× (%s) |\n", ratio, verdict(ratio <= 1.2))
-	fmt.Fprintf(&b, "| agent idle RSS (`mcp-agent`) | %.1f MB | ≤ 30 MB (%s) |\n", rss, verdict(rss <= 30))
+	fmt.Fprintf(&b, "| agent idle RSS (`mcp-agent`) | %.1f MB | ≤ 20 MB (%s) |\n", rss, verdict(rss <= 20))
 	fmt.Fprintf(&b, "| idle RSS of `mcp agent` (all-in-one binary) | %.1f MB | |\n\n", rssAll)
 	if err := benchdoc.WriteSection(*out, "agent", b.String()); err != nil {
 		log.Fatal(err)
