@@ -61,7 +61,7 @@ func (c *cli) apply(args []string) int {
 				return c.errorf("%v", err)
 			}
 		}
-		if !planHasChanges(pf) {
+		if !pf.Plan.HasChanges() {
 			return 0
 		}
 		if !*auto {

@@ -41,24 +41,10 @@ func (c *cli) plan(args []string) int {
 			fmt.Fprintf(c.stdout, "\nSaved the plan to: %s\nTo carry out exactly these actions, run:\n  mcp apply %q\n", *out, *out)
 		}
 	}
-	if *detailed && planHasChanges(pf) {
+	if *detailed && pf.Plan.HasChanges() {
 		return 2
 	}
 	return 0
-}
-
-func planHasChanges(pf *planfile.File) bool {
-	for _, n := range pf.Plan.Nodes {
-		if n.Changed() {
-			return true
-		}
-	}
-	for _, p := range pf.Plan.Pools {
-		if p.ReRendered {
-			return true
-		}
-	}
-	return false
 }
 
 func metaOf(pf *planfile.File) views.Meta {

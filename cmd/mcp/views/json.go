@@ -87,7 +87,7 @@ type jsonMeta struct {
 
 // JSONPlan renders the plan as JSON: pools first (by name), then nodes in plan order.
 func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
-	out := jsonPlan{FormatVersion: JSONFormatVersion, MCPVersion: meta.Version, Applyable: hasChanges(p),
+	out := jsonPlan{FormatVersion: JSONFormatVersion, MCPVersion: meta.Version, Applyable: p.HasChanges(),
 		Complete: true, ResourceChanges: []resourceChange{}, ResourceDrift: []resourceChange{},
 		MCP: jsonMeta{Lineage: meta.Lineage, Serial: meta.Serial, FleetFingerprint: meta.FleetFingerprint,
 			ConfigDir: meta.ConfigDir, Summary: PlanSummary(p), Pools: p.Pools, Unmanaged: nonNil(p.Unmanaged),

@@ -49,7 +49,7 @@ func (p painter) green(s string) string  { return p.paint("32", s) }
 // nodes with their steps and blockers, then blockers, warnings and the summary line.
 func HumanPlan(w io.Writer, p *planner.Plan, o HumanOptions) error {
 	c := painter(o.Color)
-	if !hasChanges(p) {
+	if !p.HasChanges() {
 		_, err := fmt.Fprintf(w, "%s\n", c.green(PlanSummary(p)))
 		return err
 	}
@@ -231,23 +231,9 @@ func writeNotes(w io.Writer, c painter, p *planner.Plan) {
 	}
 }
 
-func hasChanges(p *planner.Plan) bool {
-	for _, n := range p.Nodes {
-		if n.Changed() {
-			return true
-		}
-	}
-	for _, pp := range p.Pools {
-		if pp.ReRendered {
-			return true
-		}
-	}
-	return false
-}
-
 // PlanSummary is the plan's last line.
 func PlanSummary(p *planner.Plan) string {
-	if !hasChanges(p) {
+	if !p.HasChanges() {
 		return "No changes. The fleet matches the configuration."
 	}
 	nodes, reboot, blocked, deferred, pools := 0, 0, 0, 0, 0
