@@ -12,7 +12,7 @@ import (
 type Apply interface {
 	// Plan shows the plan apply made itself.
 	Plan(pf *planfile.File) error
-	// AskApproval asks for "yes"; Cancelled says that no other answer changed anything.
+	// AskApproval asks for "yes"; Cancelled says that apply stopped on another answer.
 	AskApproval()
 	Cancelled()
 	Progress
@@ -23,19 +23,16 @@ func NewApply(asJSON bool, w io.Writer, color bool) Apply {
 	if asJSON {
 		return applyJSON{Progress: NewJSONProgress(w), approval: approval{w}}
 	}
-	return applyHuman{Progress: NewHumanProgress(w, color), approval: approval{w}, w: w, color: color}
+	return applyHuman{Progress: NewHumanProgress(w, color), approval: approval{w}, text: text{w, color}}
 }
 
 type applyHuman struct {
 	Progress
 	approval
-	w     io.Writer
-	color bool
+	text
 }
 
-func (v applyHuman) Plan(pf *planfile.File) error {
-	return HumanPlan(v.w, pf.Plan, HumanOptions{Color: v.color})
-}
+func (v applyHuman) Plan(pf *planfile.File) error { return v.plan(pf, false) }
 
 // applyJSON leaves the plan out: its output is the progress stream (mcp plan -json shows
 // a plan).

@@ -20,19 +20,16 @@ func NewPlan(asJSON bool, w io.Writer, color bool) Plan {
 	if asJSON {
 		return planJSON{w}
 	}
-	return planHuman{w: w, color: color}
+	return planHuman{text{w, color}}
 }
 
-type planHuman struct {
-	w     io.Writer
-	color bool
-}
+type planHuman struct{ text }
 
 func (v planHuman) Plan(pf *planfile.File) error {
 	if pf.Refresh != nil {
 		fmt.Fprintf(v.w, "%s\n\n", RefreshLine(pf.Refresh))
 	}
-	return HumanPlan(v.w, pf.Plan, HumanOptions{Color: v.color})
+	return v.plan(pf, false)
 }
 
 func (v planHuman) Saved(path string) {

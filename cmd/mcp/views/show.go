@@ -22,17 +22,12 @@ func NewShow(asJSON bool, w io.Writer, color bool) Show {
 	if asJSON {
 		return showJSON{w}
 	}
-	return showHuman{w: w, color: color}
+	return showHuman{text{w, color}}
 }
 
-type showHuman struct {
-	w     io.Writer
-	color bool
-}
+type showHuman struct{ text }
 
-func (v showHuman) Plan(pf *planfile.File) error {
-	return HumanPlan(v.w, pf.Plan, HumanOptions{Color: v.color, Verbose: true})
-}
+func (v showHuman) Plan(pf *planfile.File) error { return v.plan(pf, true) }
 
 // Rendered prints the Ignition config alone, indented: what a booting node of the pool
 // fetches.

@@ -10,9 +10,21 @@ import (
 	"github.com/olekukonko/tablewriter/renderer"
 	"github.com/olekukonko/tablewriter/tw"
 
+	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
+
+// text is what the views for people share: where they write and whether they colour.
+type text struct {
+	w     io.Writer
+	color bool
+}
+
+// plan writes a plan; verbose lists every step's reason.
+func (t text) plan(pf *planfile.File, verbose bool) error {
+	return HumanPlan(t.w, pf.Plan, HumanOptions{Color: t.color, Verbose: verbose})
+}
 
 // HumanOptions tune the human plan view.
 type HumanOptions struct {
