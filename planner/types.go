@@ -104,6 +104,22 @@ type NodePlan struct {
 // policies differ) recording its new config.
 func (n *NodePlan) Changed() bool { return n.Action != NodeNoOp && n.Action != "" }
 
+// HasChanges reports whether applying the plan would do anything: a node to change, or a
+// pool whose rendered config (and so its boot-server pointer) moves.
+func (p *Plan) HasChanges() bool {
+	for i := range p.Nodes {
+		if p.Nodes[i].Changed() {
+			return true
+		}
+	}
+	for _, pp := range p.Pools {
+		if pp.ReRendered {
+			return true
+		}
+	}
+	return false
+}
+
 // BlockerKind says what blocks.
 type BlockerKind string
 

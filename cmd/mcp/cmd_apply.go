@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -51,45 +50,30 @@ func (c *cli) apply(args []string) int {
 		return code
 	}
 	defer unlock()
+	v := views.NewApply(*asJSON, c.stdout, c.color(&lf))
 	pf := saved
 	if pf == nil {
 		if pf, err = ws.Plan(ctx, st); err != nil {
 			return c.errorf("%v", err)
 		}
-		if !*asJSON {
-			if err := c.printPlan(pf, false, lf.noColor); err != nil {
-				return c.errorf("%v", err)
-			}
+		if err := v.Plan(pf); err != nil {
+			return c.errorf("%v", err)
 		}
-		if !planHasChanges(pf) {
+		if !pf.Plan.HasChanges() {
 			return 0
 		}
 		if !*auto {
-			if code, ok := c.approve(); !ok {
+			if code, ok := c.approve(v); !ok {
 				return code
 			}
 		}
 	}
-	color := !lf.noColor && isTerminal(c.stdout)
-	var progress views.Progress
-	if *asJSON {
-		progress = views.NewJSONProgress(c.stdout)
-	} else {
-		progress = views.NewHumanProgress(c.stdout, color)
-	}
 	res, err := ws.Apply(ctx, st, pf, engine.ApplyOptions{
 		Parallelism: *parallelism, DrainTimeout: *drainTimeout, DrainRetryDelay: *drainRetry,
-		BudgetWait: *budgetWait, Observer: progress.Event,
+		BudgetWait: *budgetWait, Observer: v.Event,
 	})
 	if res != nil {
-		sum := views.ApplySummary{Updated: len(res.Updated), Failed: len(res.Failed),
-			Deferred: len(res.Deferred) + len(res.Skipped), Elapsed: res.Elapsed}
-		if err != nil {
-			for _, line := range strings.Split(err.Error(), "\n") {
-				sum.Failures = append(sum.Failures, line)
-			}
-		}
-		progress.Summary(sum)
+		v.Summary(views.SummaryOf(res, err))
 	}
 	if err != nil {
 		if res == nil {
@@ -101,15 +85,15 @@ func (c *cli) apply(args []string) int {
 }
 
 // approve asks for "yes" on a terminal; without one it refuses, as Terraform does.
-func (c *cli) approve() (int, bool) {
+func (c *cli) approve(v views.Apply) (int, bool) {
 	f, ok := c.stdin.(*os.File)
 	if !ok || !isTerminal(f) {
 		return c.errorf("no terminal to ask for approval on; review the plan and run mcp apply -auto-approve, or save it with mcp plan -out=FILE and run mcp apply FILE"), false
 	}
-	fmt.Fprint(c.stdout, "\nDo you want to perform these actions?\n  Only 'yes' will be accepted to approve.\n\n  Enter a value: ")
+	v.AskApproval()
 	line, _ := bufio.NewReader(c.stdin).ReadString('\n')
 	if strings.TrimSpace(line) != "yes" {
-		fmt.Fprintln(c.stdout, "\nApply cancelled.")
+		v.Cancelled()
 		return 1, false
 	}
 	return 0, true

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine"
@@ -27,60 +26,25 @@ func (c *cli) plan(args []string) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	if !*asJSON && pf.Refresh != nil {
-		fmt.Fprintf(c.stdout, "%s\n\n", views.RefreshLine(pf.Refresh))
-	}
-	if err := c.printPlan(pf, *asJSON, lf.noColor); err != nil {
+	v := views.NewPlan(*asJSON, c.stdout, c.color(&lf))
+	if err := v.Plan(pf); err != nil {
 		return c.errorf("%v", err)
 	}
 	if *out != "" {
 		if err := planfile.Write(c.path(*out), pf); err != nil {
 			return c.errorf("%v", err)
 		}
-		if !*asJSON {
-			fmt.Fprintf(c.stdout, "\nSaved the plan to: %s\nTo carry out exactly these actions, run:\n  mcp apply %q\n", *out, *out)
-		}
+		v.Saved(*out)
 	}
-	if *detailed && planHasChanges(pf) {
+	if *detailed && pf.Plan.HasChanges() {
 		return 2
 	}
 	return 0
 }
 
-func planHasChanges(pf *planfile.File) bool {
-	for _, n := range pf.Plan.Nodes {
-		if n.Changed() {
-			return true
-		}
-	}
-	for _, p := range pf.Plan.Pools {
-		if p.ReRendered {
-			return true
-		}
-	}
-	return false
-}
-
-func metaOf(pf *planfile.File) views.Meta {
-	return views.Meta{Lineage: pf.Lineage, Serial: pf.Serial, FleetFingerprint: pf.FleetFingerprint,
-		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion, Refresh: pf.Refresh}
-}
-
-func (c *cli) printPlan(pf *planfile.File, asJSON, noColor bool) error {
-	return writePlan(c.stdout, pf, asJSON, !noColor && isTerminal(c.stdout), false)
-}
-
-func writePlan(w io.Writer, pf *planfile.File, asJSON, color, verbose bool) error {
-	if asJSON {
-		b, err := views.JSONPlan(pf.Plan, metaOf(pf))
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(w, string(b))
-		return err
-	}
-	return views.HumanPlan(w, pf.Plan, views.HumanOptions{Color: color, Verbose: verbose})
-}
+// color reports whether a view colours its output: not with -no-color, and only on a
+// terminal.
+func (c *cli) color(lf *loadFlags) bool { return !lf.noColor && isTerminal(c.stdout) }
 
 // openLocked parses a command's flags (with the load and lock flags), loads the
 // configuration and reads the state under the lock (readStateLocked). On failure it prints

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-
+	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine/planfile"
 )
 
@@ -18,6 +15,7 @@ func (c *cli) show(args []string) int {
 	if err != nil {
 		return 1
 	}
+	v := views.NewShow(*asJSON, c.stdout, c.color(&lf))
 	if *pool != "" {
 		ws := c.load(&lf)
 		if ws == nil {
@@ -27,14 +25,9 @@ func (c *cli) show(args []string) int {
 		if r == nil {
 			return c.errorf("no pool %q in the configuration", *pool)
 		}
-		var out bytes.Buffer
-		if *asJSON {
-			b, _ := json.MarshalIndent(r, "", "  ")
-			out.Write(b)
-		} else if err := json.Indent(&out, r.Ignition, "", "  "); err != nil {
+		if err := v.Rendered(r); err != nil {
 			return c.errorf("%v", err)
 		}
-		fmt.Fprintln(c.stdout, out.String())
 		return 0
 	}
 	if len(pos) != 1 {
@@ -44,7 +37,7 @@ func (c *cli) show(args []string) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	if err := writePlan(c.stdout, pf, *asJSON, !lf.noColor && isTerminal(c.stdout), true); err != nil {
+	if err := v.Plan(pf); err != nil {
 		return c.errorf("%v", err)
 	}
 	return 0

@@ -29,14 +29,13 @@ var poolSchema = &hcl.BodySchema{
 
 func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	seen := map[string]hcl.Range{}
+	names := newLabels("pool")
 	for _, b := range blocks {
-		name := b.Labels[0]
-		if prev, ok := seen[name]; ok {
-			diags = append(diags, duplicate("pool", name, b.LabelRanges[0], prev))
+		if d := names.declare(b); d != nil {
+			diags = append(diags, d)
 			continue
 		}
-		seen[name] = b.LabelRanges[0]
+		name := b.Labels[0]
 		p := model.Pool{Name: name, MaxUnavailable: model.IntOrPercent{Value: 1}, DeclRange: hclpos.From(b.DefRange),
 			NodeSelector: map[string]string{"node-role.kubernetes.io/" + name: ""}, BootImage: model.BootImage{Policy: "managed"}}
 		content, d := b.Body.Content(poolSchema)
@@ -146,14 +145,13 @@ var configSchema = &hcl.BodySchema{
 
 func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	seen := map[string]hcl.Range{}
+	names := newLabels("config")
 	for _, b := range blocks {
-		name := b.Labels[0]
-		if prev, ok := seen[name]; ok {
-			diags = append(diags, duplicate("config", name, b.LabelRanges[0], prev))
+		if d := names.declare(b); d != nil {
+			diags = append(diags, d)
 			continue
 		}
-		seen[name] = b.LabelRanges[0]
+		name := b.Labels[0]
 		c := model.Config{Name: name, DeclRange: hclpos.From(b.DefRange)}
 		content, d := b.Body.Content(configSchema)
 		diags = append(diags, d...)
@@ -175,26 +173,18 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 			c.OSImage, d = l.str(a)
 			diags = append(diags, d...)
 		}
-		files := map[string]hcl.Range{}
-		units := map[string]hcl.Range{}
+		inner := map[string]labels{"file": newLabels("file"), "unit": newLabels("unit")}
 		for _, bb := range content.Blocks {
-			label := bb.Labels[0]
+			if d := inner[bb.Type].declare(bb); d != nil {
+				diags = append(diags, d)
+				continue
+			}
 			switch bb.Type {
 			case "file":
-				if prev, ok := files[label]; ok {
-					diags = append(diags, duplicate("file", label, bb.LabelRanges[0], prev))
-					continue
-				}
-				files[label] = bb.LabelRanges[0]
 				f, d := l.file(bb)
 				diags = append(diags, d...)
 				c.Files = append(c.Files, f)
 			case "unit":
-				if prev, ok := units[label]; ok {
-					diags = append(diags, duplicate("unit", label, bb.LabelRanges[0], prev))
-					continue
-				}
-				units[label] = bb.LabelRanges[0]
 				u, d := l.unit(bb)
 				diags = append(diags, d...)
 				c.Units = append(c.Units, u)
@@ -329,14 +319,13 @@ func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
 		}
 		diags = append(diags, d...)
 	}
-	seen := map[string]hcl.Range{}
+	names := newLabels("dropin")
 	for _, db := range content.Blocks {
-		name := db.Labels[0]
-		if prev, ok := seen[name]; ok {
-			diags = append(diags, duplicate("dropin", name, db.LabelRanges[0], prev))
+		if d := names.declare(db); d != nil {
+			diags = append(diags, d)
 			continue
 		}
-		seen[name] = db.LabelRanges[0]
+		name := db.Labels[0]
 		if !strings.HasSuffix(name, ".conf") || strings.Contains(name, "/") {
 			diags = append(diags, errAt(db.LabelRanges[0], "Invalid drop-in name", fmt.Sprintf("Drop-in %q must end in .conf and have no slash.", name)))
 		}

@@ -244,11 +244,12 @@ func (l *loader) state(blocks hcl.Blocks) hcl.Diagnostics {
 func (l *loader) variables(blocks hcl.Blocks, opts Options) (map[string]cty.Value, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	decl := map[string]*variable{}
+	names := newLabels("variable")
 	for _, b := range blocks {
 		v, d := decodeVariable(b)
 		diags = append(diags, d...)
-		if prev, ok := decl[v.name]; ok {
-			diags = append(diags, duplicate("variable", v.name, b.LabelRanges[0], prev.decl))
+		if d := names.declare(b); d != nil {
+			diags = append(diags, d)
 			continue
 		}
 		decl[v.name] = v

@@ -2,12 +2,15 @@ package views
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 
+	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
 
-// Meta is what a plan was made from, filled in by the engine.
+// Meta is what a plan was made from, as its plan file records it.
 type Meta struct {
 	Lineage          string
 	Serial           int64
@@ -87,7 +90,7 @@ type jsonMeta struct {
 
 // JSONPlan renders the plan as JSON: pools first (by name), then nodes in plan order.
 func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
-	out := jsonPlan{FormatVersion: JSONFormatVersion, MCPVersion: meta.Version, Applyable: hasChanges(p),
+	out := jsonPlan{FormatVersion: JSONFormatVersion, MCPVersion: meta.Version, Applyable: p.HasChanges(),
 		Complete: true, ResourceChanges: []resourceChange{}, ResourceDrift: []resourceChange{},
 		MCP: jsonMeta{Lineage: meta.Lineage, Serial: meta.Serial, FleetFingerprint: meta.FleetFingerprint,
 			ConfigDir: meta.ConfigDir, Summary: PlanSummary(p), Pools: p.Pools, Unmanaged: nonNil(p.Unmanaged),
@@ -133,6 +136,17 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 				Before: nodeValue{RenderedConfig: n.From}, After: nodeValue{RenderedConfig: n.From, Drift: n.Drift, DriftUnlisted: n.DriftUnlisted}}})
 	}
 	return json.Marshal(out) // compact, as terraform show -json: plans can be large
+}
+
+// writeJSONPlan writes a plan file's plan as one line of JSON.
+func writeJSONPlan(w io.Writer, pf *planfile.File) error {
+	b, err := JSONPlan(pf.Plan, Meta{Lineage: pf.Lineage, Serial: pf.Serial, FleetFingerprint: pf.FleetFingerprint,
+		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion, Refresh: pf.Refresh})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
 }
 
 func nonNil(s []string) []string {

@@ -19,6 +19,17 @@ type ApplySummary struct {
 	Elapsed                   time.Duration
 }
 
+// SummaryOf sums up an apply from its result and the error it returned, one failure a
+// line of the error.
+func SummaryOf(res *engine.ApplyResult, err error) ApplySummary {
+	s := ApplySummary{Updated: len(res.Updated), Failed: len(res.Failed),
+		Deferred: len(res.Deferred) + len(res.Skipped), Elapsed: res.Elapsed}
+	if err != nil {
+		s.Failures = strings.Split(err.Error(), "\n")
+	}
+	return s
+}
+
 // Progress shows an apply as it happens.
 type Progress interface {
 	Event(e engine.Event)

@@ -1,0 +1,57 @@
+package views
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/mcpfleet/mcp/engine/planfile"
+	"github.com/mcpfleet/mcp/model"
+)
+
+// Show is what mcp show shows: a saved plan, or a pool's rendered config.
+type Show interface {
+	// Plan shows a saved plan; for people with every step's reason.
+	Plan(pf *planfile.File) error
+	Rendered(r *model.Rendered) error
+}
+
+// NewShow returns mcp show's view: JSON (-json), or text coloured when color.
+func NewShow(asJSON bool, w io.Writer, color bool) Show {
+	if asJSON {
+		return showJSON{w}
+	}
+	return showHuman{text{w, color}}
+}
+
+type showHuman struct{ text }
+
+func (v showHuman) Plan(pf *planfile.File) error { return v.plan(pf, true) }
+
+// Rendered prints the Ignition config alone, indented: what a booting node of the pool
+// fetches.
+func (v showHuman) Rendered(r *model.Rendered) error {
+	var b bytes.Buffer
+	if err := json.Indent(&b, r.Ignition, "", "  "); err != nil {
+		return err
+	}
+	b.WriteByte('\n')
+	_, err := v.w.Write(b.Bytes())
+	return err
+}
+
+type showJSON struct{ w io.Writer }
+
+func (v showJSON) Plan(pf *planfile.File) error { return writeJSONPlan(v.w, pf) }
+
+// Rendered prints the whole rendered object: files, units and kernel arguments beside the
+// Ignition config.
+func (v showJSON) Rendered(r *model.Rendered) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(v.w, string(b))
+	return err
+}

@@ -1,0 +1,287 @@
+package views
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/renderer"
+	"github.com/olekukonko/tablewriter/tw"
+
+	"github.com/mcpfleet/mcp/engine/planfile"
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/planner"
+)
+
+// text is what the views for people share: where they write and whether they colour.
+type text struct {
+	w     io.Writer
+	color bool
+}
+
+// plan writes a plan; verbose lists every step's reason.
+func (t text) plan(pf *planfile.File, verbose bool) error {
+	return HumanPlan(t.w, pf.Plan, HumanOptions{Color: t.color, Verbose: verbose})
+}
+
+// HumanOptions tune the human plan view.
+type HumanOptions struct {
+	Color bool
+	// Verbose lists every step of every changing node with its reason (mcp show).
+	Verbose bool
+}
+
+// Symbols of a node's change, as in Terraform's plan.
+const (
+	symInPlace = "~"   // updated in place: no drain, no reboot
+	symReboot  = "-/+" // drained and rebooted
+	symDrain   = "±"   // drained, no reboot
+)
+
+type painter bool
+
+func (p painter) paint(code, s string) string {
+	if !p {
+		return s
+	}
+	return "\033[" + code + "m" + s + "\033[0m"
+}
+
+func (p painter) bold(s string) string   { return p.paint("1", s) }
+func (p painter) yellow(s string) string { return p.paint("33", s) }
+func (p painter) red(s string) string    { return p.paint("31", s) }
+func (p painter) green(s string) string  { return p.paint("32", s) }
+
+// HumanPlan writes the plan as text: a legend, per pool a line and a table of changing
+// nodes with their steps and blockers, then blockers, warnings and the summary line.
+func HumanPlan(w io.Writer, p *planner.Plan, o HumanOptions) error {
+	c := painter(o.Color)
+	if !p.HasChanges() {
+		_, err := fmt.Fprintf(w, "%s\n", c.green(PlanSummary(p)))
+		return err
+	}
+	fmt.Fprintf(w, "mcp will perform the following actions. Node changes are marked:\n")
+	fmt.Fprintf(w, "  %s update in place (no drain, no reboot)\n", c.yellow(symInPlace))
+	fmt.Fprintf(w, "  %s drain, update, uncordon (no reboot)\n", c.yellow(symDrain))
+	fmt.Fprintf(w, "  %s drain and reboot\n", c.red(symReboot))
+	for _, pp := range p.Pools {
+		writePool(w, c, pp, nodesOf(p, pp.Name), o.Verbose)
+	}
+	writeNotes(w, c, p)
+	_, err := fmt.Fprintf(w, "\n%s\n", c.bold(PlanSummary(p)))
+	return err
+}
+
+func nodesOf(p *planner.Plan, pool string) []planner.NodePlan {
+	var out []planner.NodePlan
+	for _, n := range p.Nodes {
+		if n.Pool == pool {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []planner.NodePlan, verbose bool) {
+	rendered := pp.Rendered
+	if pp.ReRendered && pp.Previous != "" {
+		rendered = pp.Previous + " → " + pp.Rendered
+	} else if pp.ReRendered {
+		rendered = "(none) → " + pp.Rendered
+	}
+	fmt.Fprintf(w, "\n%s %s  %s\n", c.bold("pool."+pp.Name), rendered,
+		fmt.Sprintf("[%d nodes, max_unavailable %d, %d unavailable, %d at once, %d waves]", pp.Size, pp.MaxUnavailable, pp.Unavailable, max(pp.Slots, 0), pp.Waves))
+	for _, b := range pp.Blockers {
+		fmt.Fprintf(w, "  %s %s\n", c.red("blocked:"), b.Message)
+	}
+	unchanged := 0
+	t := newTable(w)
+	t.Header("", "NODE", "ZONE", "WAVE", "STEPS")
+	for _, n := range nodes {
+		if !n.Changed() {
+			unchanged++
+			continue
+		}
+		wave := fmt.Sprint(n.Wave)
+		if n.Deferred {
+			wave = "deferred"
+		}
+		t.Append(c.symbol(n), "node."+n.Name, n.Zone, wave, describeSteps(n))
+		if n.Condition != "" {
+			t.Append("", "", "", "", c.yellow("condition: ")+n.Condition+ownSlot(n))
+		}
+		for _, b := range n.Blockers {
+			t.Append("", "", "", "", c.red("blocked: ")+b.Message)
+		}
+		for _, d := range n.Drift {
+			t.Append("", "", "", "", c.yellow("drift: ")+d.String())
+		}
+		if n.DriftUnlisted > 0 {
+			t.Append("", "", "", "", c.yellow("drift: ")+fmt.Sprintf("and %d more paths, not listed", n.DriftUnlisted))
+		}
+		for _, wn := range n.Warnings {
+			t.Append("", "", "", "", c.yellow("warning: ")+wn)
+		}
+		if verbose {
+			for _, s := range n.Steps {
+				t.Append("", "", "", "", "  "+s.String()+": "+s.Reason)
+			}
+		}
+	}
+	if pp.Updates > 0 {
+		t.Render()
+	}
+	if unchanged > 0 {
+		fmt.Fprintf(w, "  %d nodes unchanged\n", unchanged)
+	}
+	for _, n := range nodes {
+		if !n.Changed() && n.Condition != "" {
+			fmt.Fprintf(w, "  %s node.%s: %s (counts against max_unavailable)\n", c.yellow("out of service:"), n.Name, n.Condition)
+		}
+	}
+}
+
+// describeSteps summarises a changing node's steps.
+func describeSteps(n planner.NodePlan) string {
+	if n.Action == planner.NodeResume && len(n.Steps) == 0 {
+		return "finish the interrupted update (every step is done)"
+	}
+	return SummarizeSteps(n.Steps)
+}
+
+// ownSlot says why a node out of service may update beside a full budget.
+func ownSlot(n planner.NodePlan) string {
+	if n.Deferred || n.Wave == 0 {
+		return ""
+	}
+	return "; updated in its own slot (it is out of service already)"
+}
+
+func newTable(w io.Writer) *tablewriter.Table {
+	return tablewriter.NewTable(w,
+		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
+			Borders: tw.BorderNone,
+			Symbols: tw.NewSymbols(tw.StyleNone),
+			Settings: tw.Settings{
+				Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off, ShowHeader: tw.Off},
+				Lines:      tw.Lines{ShowHeaderLine: tw.Off, ShowTop: tw.Off, ShowBottom: tw.Off},
+			},
+		})),
+		tablewriter.WithHeaderAutoFormat(tw.Off),
+		tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowAlignment(tw.AlignLeft),
+		tablewriter.WithTrimSpace(tw.Off),
+	)
+}
+
+func (c painter) symbol(n planner.NodePlan) string {
+	switch {
+	case n.Reboot:
+		return c.red(symReboot)
+	case hasKind(n.Steps, model.StepDrain):
+		return c.yellow(symDrain)
+	}
+	return c.yellow(symInPlace)
+}
+
+func hasKind(steps []model.Step, k model.StepKind) bool {
+	for _, s := range steps {
+		if s.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
+// SummarizeSteps lists steps briefly: "cordon, drain, write 2 files, write 1 unit, reboot".
+func SummarizeSteps(steps []model.Step) string {
+	if len(steps) == 0 {
+		return "record new config (only on_change policies differ)"
+	}
+	var parts []string
+	files, units := 0, 0
+	flush := func() {
+		if files > 0 {
+			parts = append(parts, plural(files, "write %d file", "write %d files"))
+		}
+		if units > 0 {
+			parts = append(parts, plural(units, "write %d unit", "write %d units"))
+		}
+		files, units = 0, 0
+	}
+	for _, s := range steps {
+		if s.Kind == model.StepWrite {
+			if strings.HasPrefix(s.Target, "/") {
+				files++
+			} else {
+				units++
+			}
+			continue
+		}
+		flush()
+		parts = append(parts, s.String())
+	}
+	flush()
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf(one, n)
+	}
+	return fmt.Sprintf(many, n)
+}
+
+func writeNotes(w io.Writer, c painter, p *planner.Plan) {
+	if len(p.Unmanaged) > 0 {
+		fmt.Fprintf(w, "\n%s no pool selects %s.\n", c.yellow("Note:"), strings.Join(p.Unmanaged, ", "))
+	}
+}
+
+// PlanSummary is the plan's last line.
+func PlanSummary(p *planner.Plan) string {
+	if !p.HasChanges() {
+		return "No changes. The fleet matches the configuration."
+	}
+	nodes, reboot, blocked, deferred, pools := 0, 0, 0, 0, 0
+	for _, n := range p.Nodes {
+		if !n.Changed() {
+			continue
+		}
+		nodes++
+		if n.Reboot {
+			reboot++
+		}
+		if len(n.Blockers) > 0 {
+			blocked++
+		}
+		if n.Deferred {
+			deferred++
+		}
+	}
+	for _, pp := range p.Pools {
+		if pp.ReRendered {
+			pools++
+		}
+	}
+	s := fmt.Sprintf("Plan: %s (%d reboot, %d in place), %s, %d blocked",
+		plural(nodes, "%d node to update", "%d nodes to update"), reboot, nodes-reboot,
+		plural(pools, "%d pool re-rendered", "%d pools re-rendered"), blocked)
+	if deferred > 0 {
+		s += fmt.Sprintf(", %d deferred", deferred)
+	}
+	return s + "."
+}
+
+// RefreshLine says what a refresh observed and cost, as Terraform prints its refreshing:
+// "Refreshed 6 nodes, 4 pods, 1 PDB in 42ms (3 API requests)."
+func RefreshLine(rs *model.RefreshStats) string {
+	s := fmt.Sprintf("Refreshed %s, %s, %s in %s", plural(rs.Nodes, "%d node", "%d nodes"),
+		plural(rs.Pods, "%d pod", "%d pods"), plural(rs.PDBs, "%d PDB", "%d PDBs"), rs.Duration.Round(time.Millisecond))
+	if rs.APIRequests >= 0 {
+		s += " (" + plural(int(rs.APIRequests), "%d API request", "%d API requests") + ")"
+	}
+	return s + "."
+}
