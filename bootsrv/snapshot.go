@@ -133,11 +133,11 @@ func preparePool(pool string, r *model.Rendered) (*poolConfig, error) {
 	return pc, nil
 }
 
-// versioned encodes doc, whose ignition section is ign, and returns what gives that
-// encoding with ignition.version set to a version. encoding/json writes the version as
-// `"version":"<v>"`, its one occurrence unless another key is named so, and a value does not
-// move a key; so, when it is the one, changing those bytes gives the encoding of doc with
-// another version, without encoding it again.
+// versioned encodes doc, whose ignition section is ign, once, and returns what gives that
+// encoding with ignition.version set to a version. encoding/json writes the field as
+// `"version":"<v>"`: when those bytes occur once they are the field, and as a value moves
+// no key, the version put in their place is what encoding doc again would give. When
+// another key looks the same, it encodes doc per version.
 func versioned(doc, ign map[string]any) (func(version string) ([]byte, error), error) {
 	first := specs[0].Version
 	ign["version"] = first
