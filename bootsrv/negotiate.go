@@ -97,7 +97,7 @@ func (pc *poolConfig) negotiate(header string) (*body, string) {
 			if b := pc.byMinor[pc.native]; b != nil {
 				return b, ""
 			}
-			return pc.highest(6), ""
+			return pc.highest(newest), ""
 		}
 		if len(a.otherSpec) > 0 {
 			return nil, fmt.Sprintf("this server serves Ignition spec 3.x; the client accepts only %s "+
@@ -105,7 +105,7 @@ func (pc *poolConfig) negotiate(header string) (*body, string) {
 		}
 		return nil, fmt.Sprintf("the client accepts neither %s nor application/json (Accept: %q)", ignitionType, header)
 	}
-	if b := pc.highest(min(a.maxMinor, 6)); b != nil {
+	if b := pc.highest(min(a.maxMinor, newest)); b != nil {
 		return b, ""
 	}
 	need := 0
@@ -115,7 +115,7 @@ func (pc *poolConfig) negotiate(header string) (*body, string) {
 		}
 	}
 	return nil, fmt.Sprintf("the client accepts Ignition spec up to 3.%d.0, but pool config %s needs spec 3.%d.0 or newer: %s",
-		a.maxMinor, pc.rendered, need, pc.why[min(a.maxMinor, 6)])
+		a.maxMinor, pc.rendered, need, pc.why[min(a.maxMinor, newest)])
 }
 
 // highest is the body in the highest spec <= 3.<minor>, or nil.

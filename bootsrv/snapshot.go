@@ -6,6 +6,7 @@
 package bootsrv
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,32 +14,17 @@ import (
 	"slices"
 	"strings"
 
-	v30 "github.com/coreos/ignition/v2/config/v3_0"
-	v31 "github.com/coreos/ignition/v2/config/v3_1"
-	v32 "github.com/coreos/ignition/v2/config/v3_2"
-	v33 "github.com/coreos/ignition/v2/config/v3_3"
-	v34 "github.com/coreos/ignition/v2/config/v3_4"
-	v35 "github.com/coreos/ignition/v2/config/v3_5"
-	v36 "github.com/coreos/ignition/v2/config/v3_6"
 	"github.com/coreos/vcontext/report"
 
+	"github.com/mcpfleet/mcp/internal/ignspec"
 	"github.com/mcpfleet/mcp/model"
 )
 
-// specs are the Ignition specs the server can serve, newest first, with Ignition's own
-// parser for each.
-var specs = []struct {
-	minor int
-	parse func([]byte) (report.Report, error)
-}{
-	{6, func(b []byte) (report.Report, error) { _, r, err := v36.Parse(b); return r, err }},
-	{5, func(b []byte) (report.Report, error) { _, r, err := v35.Parse(b); return r, err }},
-	{4, func(b []byte) (report.Report, error) { _, r, err := v34.Parse(b); return r, err }},
-	{3, func(b []byte) (report.Report, error) { _, r, err := v33.Parse(b); return r, err }},
-	{2, func(b []byte) (report.Report, error) { _, r, err := v32.Parse(b); return r, err }},
-	{1, func(b []byte) (report.Report, error) { _, r, err := v31.Parse(b); return r, err }},
-	{0, func(b []byte) (report.Report, error) { _, r, err := v30.Parse(b); return r, err }},
-}
+// specs are the Ignition specs the server can serve, newest first.
+var specs = ignspec.All()
+
+// newest is the highest minor of spec 3 the server serves.
+var newest = specs[0].Minor
 
 // body is prepared bytes with their validators and response headers.
 type body struct {
@@ -109,7 +95,8 @@ func Build(serial int64, pointers map[string]string, rendered map[string]*model.
 }
 
 // preparePool writes r's Ignition config in every 3.x spec whose parser takes it without
-// dropping anything (an "unused key" means the spec cannot express a field).
+// dropping anything (an "unused key" means the spec cannot express a field). The config is
+// decoded and encoded once; each spec's parser then checks that encoding with its version.
 func preparePool(pool string, r *model.Rendered) (*poolConfig, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(r.Ignition, &doc); err != nil {
@@ -123,24 +110,55 @@ func preparePool(pool string, r *model.Rendered) (*poolConfig, error) {
 	if v, _ := ign["version"].(string); strings.HasPrefix(v, "3.") {
 		fmt.Sscanf(v, "3.%d.0", &pc.native)
 	}
+	encode, err := versioned(doc, ign)
+	if err != nil {
+		return nil, err
+	}
 	for _, sp := range specs {
-		version := fmt.Sprintf("3.%d.0", sp.minor)
-		ign["version"] = version
-		b, err := json.Marshal(doc)
+		b, err := encode(sp.Version)
 		if err != nil {
 			return nil, err
 		}
-		rpt, err := sp.parse(b)
+		rpt, err := sp.Parse(b)
 		if reason := inexpressible(rpt, err); reason != "" {
-			pc.why[sp.minor] = reason
+			pc.why[sp.Minor] = reason
 			continue
 		}
-		pc.byMinor[sp.minor] = newBody(b, "application/vnd.coreos.ignition+json;version="+version, poolCaching, "Accept")
+		pc.byMinor[sp.Minor] = newBody(b, "application/vnd.coreos.ignition+json;version="+sp.Version, poolCaching, "Accept")
 	}
 	if len(pc.byMinor) == 0 {
-		return nil, fmt.Errorf("rendered config %s cannot be written in any Ignition spec 3.0–3.6: %s", r.Name, pc.why[6])
+		return nil, fmt.Errorf("rendered config %s cannot be written in any Ignition spec 3.%d–3.%d: %s",
+			r.Name, specs[len(specs)-1].Minor, newest, pc.why[newest])
 	}
 	return pc, nil
+}
+
+// versioned encodes doc, whose ignition section is ign, once, and returns what gives that
+// encoding with ignition.version set to a version. encoding/json writes the field as
+// `"version":"<v>"`: when those bytes occur once they are the field, and as a value moves
+// no key, the version put in their place is what encoding doc again would give. When
+// another key looks the same, it encodes doc per version.
+func versioned(doc, ign map[string]any) (func(version string) ([]byte, error), error) {
+	first := specs[0].Version
+	ign["version"] = first
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	field := []byte(`"version":"` + first + `"`)
+	if bytes.Count(b, field) != 1 {
+		return func(version string) ([]byte, error) {
+			ign["version"] = version
+			return json.Marshal(doc)
+		}, nil
+	}
+	at := bytes.Index(b, field) + len(`"version":"`)
+	return func(version string) ([]byte, error) {
+		if version == first {
+			return b, nil
+		}
+		return slices.Concat(b[:at], []byte(version), b[at+len(first):]), nil
+	}, nil
 }
 
 func inexpressible(rpt report.Report, err error) string {

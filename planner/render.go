@@ -1,49 +1,36 @@
 package planner
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
-	v34 "github.com/coreos/ignition/v2/config/v3_4"
-	"github.com/coreos/ignition/v2/config/v3_4/types"
-	v35 "github.com/coreos/ignition/v2/config/v3_5"
-	v36 "github.com/coreos/ignition/v2/config/v3_6"
 	"github.com/coreos/vcontext/report"
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcpfleet/mcp/internal/hclpos"
+	"github.com/mcpfleet/mcp/internal/ignspec"
 	"github.com/mcpfleet/mcp/model"
 )
 
 // DefaultIgnitionVersion is the Ignition spec rendered configs are written in by default.
 const DefaultIgnitionVersion = "3.4.0"
 
-// parsers are Ignition's own parsers for the specs mcp renders. Configs are built with the
-// 3.4 types; their JSON is valid 3.5 and 3.6 with only the version changed.
-var parsers = map[string]func([]byte) (report.Report, error){
-	"3.4.0": func(b []byte) (report.Report, error) { _, r, err := v34.Parse(b); return r, err },
-	"3.5.0": func(b []byte) (report.Report, error) { _, r, err := v35.Parse(b); return r, err },
-	"3.6.0": func(b []byte) (report.Report, error) { _, r, err := v36.Parse(b); return r, err },
-}
-
 // Render merges, per pool, the configs that name it (in lexical order of config name, later
-// wins) into a rendered config, builds its Ignition config and validates that with
-// Ignition's own parser. Problems become diagnostics pointing at the file or unit concerned.
+// wins) into a rendered config, encodes its Ignition config (once) and validates those
+// bytes with Ignition's own parser of the spec. Problems become diagnostics pointing at the
+// file or unit concerned.
 func Render(d *model.Desired) (map[string]*model.Rendered, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	version := d.IgnitionVersion
 	if version == "" {
 		version = DefaultIgnitionVersion
 	}
-	parse, ok := parsers[version]
-	if !ok {
+	spec, ok := ignspec.Lookup(version)
+	if !ok || !spec.Render {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unsupported Ignition version",
-			Detail: fmt.Sprintf("ignition_version %q: mcp renders 3.4.0, 3.5.0 or 3.6.0", version)}}
+			Detail: fmt.Sprintf("ignition_version %q: mcp renders %s", version, ignspec.RenderList())}}
 	}
 	out := make(map[string]*model.Rendered, len(d.Pools))
 	for i := range d.Pools {
@@ -55,7 +42,7 @@ func Render(d *model.Desired) (map[string]*model.Rendered, hcl.Diagnostics) {
 				Detail: fmt.Sprintf("pool %q: %v", r.Pool, err), Subject: hclpos.Subject(d.Pools[i].DeclRange)})
 			continue
 		}
-		rpt, err := parse(ign)
+		rpt, err := spec.Parse(ign)
 		diags = append(diags, reportDiags(r, d, &d.Pools[i], rpt)...)
 		if err != nil && !rpt.IsFatal() {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
@@ -126,107 +113,6 @@ func mergeDropins(old, new []model.Dropin) []model.Dropin {
 		}
 	}
 	return out
-}
-
-// ignitionJSON builds the Ignition config of r with the 3.4 types.
-func ignitionJSON(r *model.Rendered) ([]byte, error) {
-	var c types.Config
-	c.Ignition.Version = r.IgnitionVersion
-	t := true
-	// A node booting with this config gets its kernel arguments from Ignition's kargs stage
-	// (spec 3.3+), so it comes up with them instead of needing a second reboot.
-	for _, k := range r.KernelArgs {
-		c.KernelArguments.ShouldExist = append(c.KernelArguments.ShouldExist, types.KernelArgument(k))
-	}
-	for _, f := range r.Files {
-		src := dataURL(f.Contents)
-		mode := f.Mode
-		file := types.File{Node: types.Node{Path: f.Path, Overwrite: &t}}
-		file.Contents.Source = &src
-		file.Mode = &mode
-		if f.User != "" {
-			u := f.User
-			file.User.Name = &u
-		}
-		if f.Group != "" {
-			g := f.Group
-			file.Group.Name = &g
-		}
-		c.Storage.Files = append(c.Storage.Files, file)
-	}
-	for _, u := range r.Units {
-		unit := types.Unit{Name: u.Name, Enabled: u.Enabled}
-		if u.Contents != "" {
-			s := u.Contents
-			unit.Contents = &s
-		}
-		if u.Mask {
-			unit.Mask = &t
-		}
-		for _, d := range u.Dropins {
-			s := d.Contents
-			unit.Dropins = append(unit.Dropins, types.Dropin{Name: d.Name, Contents: &s})
-		}
-		c.Systemd.Units = append(c.Systemd.Units, unit)
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		return nil, err
-	}
-	// Ignition's types marshal every section, empty or not; an empty section is noise to a
-	// reader and an "unused key" to an older spec's parser, so drop them.
-	var doc any
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, err
-	}
-	return json.Marshal(prune(doc))
-}
-
-// prune removes empty objects and arrays, recursively.
-func prune(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, e := range t {
-			if p := prune(e); p == nil {
-				delete(t, k)
-			} else {
-				t[k] = p
-			}
-		}
-		if len(t) == 0 {
-			return nil
-		}
-	case []any:
-		for i := range t {
-			if p := prune(t[i]); p != nil {
-				t[i] = p
-			} else {
-				t[i] = map[string]any{}
-			}
-		}
-		if len(t) == 0 {
-			return nil
-		}
-	}
-	return v
-}
-
-// dataURL encodes contents as an RFC 2397 data URL: percent-encoded when it is text,
-// base64 otherwise.
-func dataURL(b []byte) string {
-	if utf8.Valid(b) {
-		var sb strings.Builder
-		sb.WriteString("data:,")
-		for _, c := range b {
-			if c >= 0x80 || c <= ' ' || strings.IndexByte(`%#?"<>\^`+"`{|}", c) >= 0 {
-				fmt.Fprintf(&sb, "%%%02X", c)
-			} else {
-				sb.WriteByte(c)
-			}
-		}
-		return sb.String()
-	}
-	return "data:;base64," + base64.StdEncoding.EncodeToString(b)
 }
 
 // reportDiags turns Ignition's report entries into diagnostics on the file or unit whose

@@ -21,6 +21,7 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/mcpfleet/mcp/internal/hclpos"
+	"github.com/mcpfleet/mcp/internal/ignspec"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -147,13 +148,11 @@ func (l *loader) settings(blocks hcl.Blocks) hcl.Diagnostics {
 		if a := content.Attributes["ignition_version"]; a != nil {
 			v, d := l.str(a)
 			diags = append(diags, d...)
-			switch v {
-			case "3.4.0", "3.5.0", "3.6.0":
+			if spec, ok := ignspec.Lookup(v); ok && spec.Render {
 				l.d.IgnitionVersion = v
-			case "":
-			default:
+			} else if v != "" {
 				diags = append(diags, errAt(a.Expr.Range(), "Unsupported Ignition version",
-					fmt.Sprintf("ignition_version %q: mcp renders 3.4.0, 3.5.0 or 3.6.0.", v)))
+					fmt.Sprintf("ignition_version %q: mcp renders %s.", v, ignspec.RenderList())))
 			}
 		}
 	}

@@ -1,0 +1,141 @@
+package planner
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mcpfleet/mcp/model"
+)
+
+// The Ignition config render writes, as the JSON it is: only the fields mcp sets, and no
+// empty section (an empty section is noise to a reader and an "unused key" to an older
+// spec's parser). It is marshalled once. Rendered configs are named by a hash of these
+// bytes, so they must stay what they were when render marshalled Ignition's own types,
+// decoded that into maps, dropped the empty parts and marshalled it again: every struct
+// lists its fields in the order of their JSON keys (encoding/json sorts map keys), which
+// TestIgnitionFieldsInKeyOrder checks.
+type (
+	ignConfig struct {
+		Ignition        ignSection  `json:"ignition"`
+		KernelArguments *ignKargs   `json:"kernelArguments,omitempty"`
+		Storage         *ignStorage `json:"storage,omitempty"`
+		Systemd         *ignSystemd `json:"systemd,omitempty"`
+	}
+	ignSection struct {
+		Version string `json:"version"`
+	}
+	ignKargs struct {
+		ShouldExist []string `json:"shouldExist"`
+	}
+	ignStorage struct {
+		Files []ignFile `json:"files"`
+	}
+	ignFile struct {
+		Contents  ignSource `json:"contents"`
+		Group     *ignName  `json:"group,omitempty"`
+		Mode      int       `json:"mode"`
+		Overwrite bool      `json:"overwrite"`
+		Path      string    `json:"path"`
+		User      *ignName  `json:"user,omitempty"`
+	}
+	ignSource struct {
+		Source string `json:"source"`
+	}
+	ignName struct {
+		Name string `json:"name"`
+	}
+	ignSystemd struct {
+		Units []ignUnit `json:"units"`
+	}
+	ignUnit struct {
+		Contents string      `json:"contents,omitempty"`
+		Dropins  []ignDropin `json:"dropins,omitempty"`
+		Enabled  *bool       `json:"enabled,omitempty"`
+		Mask     bool        `json:"mask,omitempty"`
+		Name     string      `json:"name"`
+	}
+	ignDropin struct {
+		Contents string `json:"contents"`
+		Name     string `json:"name"`
+	}
+)
+
+// ignitionJSON encodes the Ignition config of r.
+func ignitionJSON(r *model.Rendered) ([]byte, error) {
+	c := ignConfig{Ignition: ignSection{Version: text(r.IgnitionVersion)}}
+	// A node booting with this config gets its kernel arguments from Ignition's kargs stage
+	// (spec 3.3+), so it comes up with them instead of needing a second reboot.
+	if len(r.KernelArgs) > 0 {
+		c.KernelArguments = &ignKargs{ShouldExist: make([]string, len(r.KernelArgs))}
+		for i, k := range r.KernelArgs {
+			c.KernelArguments.ShouldExist[i] = text(k)
+		}
+	}
+	if len(r.Files) > 0 {
+		c.Storage = &ignStorage{Files: make([]ignFile, len(r.Files))}
+		for i, f := range r.Files {
+			c.Storage.Files[i] = ignFile{Contents: ignSource{dataURL(f.Contents)}, Mode: f.Mode, Overwrite: true,
+				Path: text(f.Path), Group: name(f.Group), User: name(f.User)}
+		}
+	}
+	if len(r.Units) > 0 {
+		c.Systemd = &ignSystemd{Units: make([]ignUnit, len(r.Units))}
+		for i, u := range r.Units {
+			unit := ignUnit{Name: text(u.Name), Contents: text(u.Contents), Enabled: u.Enabled, Mask: u.Mask}
+			for _, d := range u.Dropins {
+				unit.Dropins = append(unit.Dropins, ignDropin{Name: text(d.Name), Contents: text(d.Contents)})
+			}
+			c.Systemd.Units[i] = unit
+		}
+	}
+	return json.Marshal(&c)
+}
+
+// name is a file's user or group by name; none when it is not set.
+func name(s string) *ignName {
+	if s == "" {
+		return nil
+	}
+	return &ignName{text(s)}
+}
+
+// text is s with each byte that is not UTF-8 replaced by U+FFFD, as the old marshal, decode
+// and marshal again left it (the encoder writes such a byte as the escape \ufffd, which
+// decodes to the character itself).
+func text(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var sb strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			sb.WriteRune(utf8.RuneError)
+		} else {
+			sb.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return sb.String()
+}
+
+// dataURL encodes contents as an RFC 2397 data URL: percent-encoded when it is text,
+// base64 otherwise.
+func dataURL(b []byte) string {
+	if utf8.Valid(b) {
+		var sb strings.Builder
+		sb.WriteString("data:,")
+		for _, c := range b {
+			if c >= 0x80 || c <= ' ' || strings.IndexByte(`%#?"<>\^`+"`{|}", c) >= 0 {
+				fmt.Fprintf(&sb, "%%%02X", c)
+			} else {
+				sb.WriteByte(c)
+			}
+		}
+		return sb.String()
+	}
+	return "data:;base64," + base64.StdEncoding.EncodeToString(b)
+}
