@@ -12,10 +12,10 @@ import (
 	"github.com/mcpfleet/mcp/engine/state/localstate"
 )
 
-// TestLocalSourceRefusesChangedRenderedConfig: a stored rendered config edited after it was
+// TestFileSourceRefusesChangedRenderedConfig: a stored rendered config edited after it was
 // stored is not served: Load fails naming the file (Follow then keeps the snapshot in
 // service).
-func TestLocalSourceRefusesChangedRenderedConfig(t *testing.T) {
+func TestFileSourceRefusesChangedRenderedConfig(t *testing.T) {
 	ctx := context.Background()
 	b := &localstate.Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
 	st := state.New()
