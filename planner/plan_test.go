@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfleet/mcp/internal/modeltest"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -400,21 +401,10 @@ func TestMakePlanResumedNodeGivesItsSlotBack(t *testing.T) {
 	}
 }
 
-func pol(s ...string) []model.Policy {
-	var out []model.Policy
-	for _, x := range s {
-		p, err := model.ParsePolicy(x)
-		if err != nil {
-			panic(err)
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-func file(path, content string, policies ...string) model.File {
-	return model.File{Path: path, Mode: 0o644, Contents: []byte(content), OnChange: pol(policies...)}
-}
+var (
+	pol  = modeltest.Policies
+	file = modeltest.File
+)
 
 func keys(steps []model.Step) []string {
 	var out []string

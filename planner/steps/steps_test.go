@@ -5,24 +5,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfleet/mcp/internal/modeltest"
 	"github.com/mcpfleet/mcp/model"
 )
 
-func pol(s ...string) []model.Policy {
-	var out []model.Policy
-	for _, x := range s {
-		p, err := model.ParsePolicy(x)
-		if err != nil {
-			panic(err)
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-func file(path, content string, policies ...string) model.File {
-	return model.File{Path: path, Mode: 0o644, Contents: []byte(content), OnChange: pol(policies...)}
-}
+var (
+	pol  = modeltest.Policies
+	file = modeltest.File
+)
 
 func cfg(files []model.File, units []model.Unit, kargs []string, image string) *model.Rendered {
 	return &model.Rendered{Files: files, Units: units, KernelArgs: kargs, OSImage: image}
