@@ -28,6 +28,10 @@ func (c *cli) apply(args []string) int {
 	if len(pos) > 1 {
 		return c.errorf("apply takes at most one argument, a saved plan file")
 	}
+	// As Terraform: JSON output is for machines, and a machine cannot answer the question.
+	if *asJSON && !*auto && len(pos) == 0 {
+		return c.errorf("-json needs -auto-approve or a saved plan: nobody can approve a plan in JSON output")
+	}
 	var saved *planfile.File
 	if len(pos) == 1 {
 		if saved, err = planfile.Read(c.path(pos[0])); err != nil {

@@ -205,6 +205,19 @@ func TestApplyWithoutTerminalNeedsApproval(t *testing.T) {
 	}
 }
 
+// As Terraform: apply -json cannot ask for approval, so it needs -auto-approve or a saved
+// plan, and says so before it plans or touches anything.
+func TestApplyJSONNeedsAutoApprove(t *testing.T) {
+	dir := quickstart(t)
+	code, out, errOut := mcp(t, dir, "apply", "-json")
+	if code != 1 || !strings.Contains(errOut, "-json needs -auto-approve") || out != "" {
+		t.Fatalf("apply -json: exit %d, want 1, no output and a hint\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "mcp.state")); err == nil {
+		t.Error("apply -json without approval wrote the state")
+	}
+}
+
 func TestFmtCheckAndValidateJSON(t *testing.T) {
 	dir := quickstart(t)
 	if code, out, errOut := mcp(t, dir, "fmt", "-check"); code != 0 {

@@ -123,6 +123,8 @@ func (j *jsonProgress) Event(e engine.Event) {
 		s := e.Step
 		je.Step = &s
 		je.Message = fmt.Sprintf("node.%s: %s %s", e.Node, e.Step, e.Kind)
+	} else if e.Node == "" { // a pool's event
+		je.Message = fmt.Sprintf("pool.%s: %s", e.Pool, e.Kind)
 	} else {
 		je.Message = fmt.Sprintf("node.%s: %s", e.Node, e.Kind)
 	}
