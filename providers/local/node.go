@@ -212,7 +212,7 @@ const bootPoll = time.Second
 func (p *Provider) waitBoot(ctx context.Context, node string, start time.Time) error {
 	deadline := start.Add(p.o.NodeTimeout)
 	for {
-		r, err := observe(p.o.Dir, node)
+		r, err := p.observeNode(node)
 		if err != nil {
 			return err
 		}

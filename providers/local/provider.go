@@ -37,7 +37,8 @@ type Provider struct {
 	o Options
 	// mu serialises pod and PDB changes, so that concurrent drains of several nodes
 	// see each other's evictions.
-	mu sync.Mutex
+	mu    sync.Mutex
+	cache *cache
 }
 
 var (
@@ -54,7 +55,7 @@ func New(o Options) (*Provider, error) {
 	if o.NodeTimeout <= 0 {
 		o.NodeTimeout = DefaultNodeTimeout
 	}
-	return &Provider{o: o}, nil
+	return &Provider{o: o, cache: newCache(o.Dir)}, nil
 }
 
 // FromAttrs builds the provider from the HCL provider block's attributes: fleet (resolved
@@ -155,18 +156,21 @@ func pdbStatus(s pdbSpec, pods []model.Pod) model.PDB {
 }
 
 // ObserveNodes reads the named nodes as they are now (a reboot whose time has come is
-// over), without pods or PodDisruptionBudgets; a name the fleet lacks is an error.
+// over), without pods or PodDisruptionBudgets; a name the fleet lacks is an error. It
+// reads only the nodes whose files changed since the provider last read them (cache.go),
+// so apply's look at a pool before each start costs no file reads for the nodes that did
+// not change — and still sees a node another process changed.
 func (p *Provider) ObserveNodes(ctx context.Context, names []string) ([]model.Node, error) {
-	out := make([]model.Node, 0, len(names))
-	for _, name := range names {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		r, err := observe(p.o.Dir, name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r.Node)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rs, err := p.observeNodes(names)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.Node, len(rs))
+	for i, r := range rs {
+		out[i] = r.Node
 	}
 	return out, nil
 }
@@ -194,7 +198,12 @@ func (p *Provider) Uncordon(ctx context.Context, node string) error {
 func (p *Provider) unevict(node string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pods, err := readPods(p.o.Dir, node)
+	var pods []podFile
+	err := p.cache.look(func() (err error) {
+		pods, err = p.cache.pods(node)
+		pods = slices.Clone(pods) // changed below
+		return err
+	})
 	if err != nil || !slices.ContainsFunc(pods, func(p podFile) bool { return p.Evicted }) {
 		return err
 	}
