@@ -10,14 +10,13 @@ import (
 	"log"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/mcpfleet/mcp/internal/benchdoc"
-	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/internal/benchfleet"
 )
 
 func main() {
@@ -43,7 +42,7 @@ func main() {
 	}
 
 	t0 := time.Now()
-	if err := generate(dir, *nodes, *pools, *configs); err != nil {
+	if err := benchfleet.Generate(dir, benchfleet.Spec{Nodes: *nodes, Pools: *pools, Configs: *configs}); err != nil {
 		log.Fatal(err)
 	}
 	gen := time.Since(t0)
@@ -88,34 +87,4 @@ func main() {
 	if err := benchdoc.WriteSection(*out, "plan", b.String()); err != nil {
 		log.Fatal(err)
 	}
-}
-
-// generate writes the configuration and the fleet: pools p00…, each selecting its nodes by
-// the role label, and configs spread round-robin over the pools.
-func generate(dir string, nodes, pools, configs int) error {
-	var sizes []local.PoolSize
-	for p := 0; p < pools; p++ {
-		n := nodes / pools
-		if p < nodes%pools {
-			n++
-		}
-		sizes = append(sizes, local.PoolSize{Name: fmt.Sprintf("p%02d", p), Count: n})
-	}
-	if err := local.Init(filepath.Join(dir, "fleet"), local.InitSpec{Pools: sizes, Zones: []string{"a", "b", "c"}}); err != nil {
-		return err
-	}
-	var h strings.Builder
-	h.WriteString("provider \"local\" { fleet = \"./fleet\" }\n\n")
-	for p := 0; p < pools; p++ {
-		fmt.Fprintf(&h, "pool \"p%02d\" {\n  max_unavailable = \"10%%\"\n}\n\n", p)
-	}
-	for c := 0; c < configs; c++ {
-		fmt.Fprintf(&h, "config \"%03d-bench\" {\n  pools = [\"p%02d\"]\n", c, c%pools)
-		for f := 0; f < 3; f++ {
-			fmt.Fprintf(&h, "  file \"/etc/bench/%03d/%d.conf\" {\n    content   = \"%s\"\n    on_change = [\"restart:bench-%03d.service\"]\n  }\n",
-				c, f, strings.Repeat(fmt.Sprintf("setting-%d-%d = value\\n", c, f), 20), c)
-		}
-		fmt.Fprintf(&h, "  unit \"bench-%03d.service\" {\n    enabled  = true\n    contents = \"[Service]\\nExecStart=/bin/true\\n[Install]\\nWantedBy=multi-user.target\\n\"\n  }\n}\n\n", c)
-	}
-	return os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(h.String()), 0o644)
 }
