@@ -108,7 +108,7 @@ func (c *cache) entry(node string) (e *entry, kept bool) {
 }
 
 // record returns node.json as on disk (a reboot that is over is not completed: see
-// Provider.observe).
+// Provider.observeNode).
 func (c *cache) record(node string) (*record, error) {
 	if err := checkName(node); err != nil {
 		return nil, err

@@ -101,8 +101,17 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 	work := make(chan int)
 	for w := 0; w < max(4, runtime.NumCPU()*2); w++ {
 		wg.Go(func() {
+			var r record // read into, node after node (nodes[i] copies its Node)
+			var buf []byte
 			for i := range work {
-				r, err := observe(p.o.Dir, names[i])
+				var err error
+				buf, err = readRecordInto(p.o.Dir, names[i], &r, buf)
+				if err == nil && r.rebootOver(time.Now()) {
+					var back *record
+					if back, err = updateNode(p.o.Dir, names[i], nil); err == nil {
+						r = *back
+					}
+				}
 				if err == nil {
 					nodes[i] = r.Node
 					pods[i], err = readPods(p.o.Dir, names[i])
