@@ -103,6 +103,7 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 		wg.Go(func() {
 			var r record // read into, node after node (nodes[i] copies its Node)
 			var buf []byte
+			in := interner{}
 			for i := range work {
 				var err error
 				buf, err = readRecordInto(p.o.Dir, names[i], &r, buf)
@@ -114,6 +115,7 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 				}
 				if err == nil {
 					nodes[i] = r.Node
+					in.node(&nodes[i])
 					pods[i], err = readPods(p.o.Dir, names[i])
 				}
 				errs[i] = err
@@ -129,17 +131,13 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 		return nil, err
 	}
 	f := &model.Fleet{Nodes: nodes}
-	ready := map[string]bool{}
-	for _, n := range nodes {
-		ready[n.Name] = n.Ready
-	}
 	for i, ps := range pods {
 		for _, pod := range ps {
 			if pod.Evicted {
 				continue
 			}
 			f.Pods = append(f.Pods, model.Pod{Namespace: pod.Namespace, Name: pod.Name, Node: names[i],
-				Labels: pod.Labels, DaemonSet: pod.DaemonSet, Ready: pod.Ready && ready[names[i]]})
+				Labels: pod.Labels, DaemonSet: pod.DaemonSet, Ready: pod.Ready && nodes[i].Ready})
 		}
 	}
 	slices.SortFunc(f.Pods, func(a, b model.Pod) int {
