@@ -62,7 +62,7 @@ bench-plan: build
 	MCP=$(MCP) $(GO) run ./scripts/benchplan -out docs/benchmarks.md
 
 # mcp apply -auto-approve on generated fleets of 1,000 to 10,000 nodes, every node changing,
-# steps instant: wall and CPU time, CPU per node (about 5 minutes).
+# steps instant, at -parallelism 10 and 40: wall and CPU time, CPU per node (about 10 minutes).
 bench-apply: build
 	MCP=$(MCP) $(GO) run ./scripts/benchapply -out docs/benchmarks.md
 
