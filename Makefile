@@ -6,7 +6,7 @@ MCP     := $(BIN)/mcp
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X github.com/mcpfleet/mcp/engine.Version=$(VERSION)
 
-.PHONY: all build test vet chaos fuzz fuzz-short bin/ignition bin/k8s bin/kubectl demo bench bench-plan bench-agent bench-serve bench-kube clean
+.PHONY: all build test vet chaos fuzz fuzz-short bin/ignition bin/k8s bin/kubectl demo bench bench-plan bench-apply bench-agent bench-serve bench-kube clean
 
 all: build
 
@@ -55,11 +55,16 @@ demo: build
 	MCP=$(MCP) bash scripts/demo.sh
 
 # Benchmarks; results go to docs/benchmarks.md with the machine described.
-bench: bench-plan bench-agent bench-serve bench-kube
+bench: bench-plan bench-apply bench-agent bench-serve bench-kube
 
-# mcp plan on a generated 10,000-node fleet.
+# mcp plan on generated fleets of 10,000 and 100,000 nodes.
 bench-plan: build
 	MCP=$(MCP) $(GO) run ./scripts/benchplan -out docs/benchmarks.md
+
+# mcp apply -auto-approve on generated fleets of 1,000 to 10,000 nodes, every node changing,
+# steps instant, at -parallelism 10 and 40: wall and CPU time, CPU per node (about 10 minutes).
+bench-apply: build
+	MCP=$(MCP) $(GO) run ./scripts/benchapply -out docs/benchmarks.md
 
 # The node agent: drift check against sha256sum, idle RSS.
 bench-agent: build

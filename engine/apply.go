@@ -107,7 +107,7 @@ type applier struct {
 	st   *state.State
 	plan *planner.Plan
 	opts ApplyOptions
-	mu   sync.Mutex // guards st.Journal and the journal appends
+	mu   sync.Mutex // guards st
 }
 
 func newApplier(w *Workspace, st *state.State, p *planner.Plan, opts ApplyOptions) *applier {

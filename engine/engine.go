@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -104,7 +103,7 @@ func Fingerprint(f *model.Fleet) string {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	h := sha256.New()
-	_ = json.NewEncoder(h).Encode(f)
+	_ = encodeFleet(h, f)
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -141,16 +141,21 @@ func (a *applier) journal(n planner.NodePlan, s model.Step, finished bool) {
 		r.Step = ""
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if e, ok := a.st.Journal[n.Name]; ok && e.Target == n.To {
 		r.From = e.From // a resumed node keeps the config it started from
 	}
+	a.mu.Unlock()
+	// Outside the lock: the nodes' appends go to the backend together (the local one
+	// commits them in one fsync). A node's own records stay in order: it appends them one
+	// after the other.
 	if err := a.w.Backend.AppendJournal(context.Background(), r); err != nil {
 		// The in-memory journal still reaches the state at the end of apply.
 		a.emit(Event{Kind: EventStepFailed, Node: n.Name, Pool: n.Pool, Step: s,
 			Err: fmt.Errorf("journaling step: %w", err)})
 	}
+	a.mu.Lock()
 	a.st.ApplyRecord(r)
+	a.mu.Unlock()
 }
 
 func (a *applier) journalOf(n planner.NodePlan) model.JournalEntry {

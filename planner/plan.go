@@ -21,7 +21,8 @@ func MakePlan(in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Unmanaged: unmanaged, Rendered: map[string]*model.Rendered{}}
+	p := &Plan{Unmanaged: unmanaged, Rendered: map[string]*model.Rendered{},
+		Nodes: make([]NodePlan, 0, len(in.Fleet.Nodes)-len(unmanaged))}
 	for _, r := range in.Rendered {
 		p.Rendered[r.Name] = r
 	}

@@ -17,7 +17,9 @@ type Backend interface {
 	// rendered config the store lacks, then the rest in one atomic step. It folds and
 	// clears the journal.
 	Write(ctx context.Context, s *State) error
-	// AppendJournal durably records one finished step.
+	// AppendJournal durably records one finished step. Apply calls it from several
+	// goroutines at once (one per node updating); each call returns once its record is
+	// durable.
 	AppendJournal(ctx context.Context, r JournalRecord) error
 	// Lock takes the state lock once, without waiting; a held lock gives a *LockError.
 	Lock(ctx context.Context, info LockInfo) (Unlocker, error)

@@ -75,3 +75,16 @@ func machine() string {
 	return fmt.Sprintf("%s\nMachine: %d cores (%s)%s, %s/%s%s, %s.\n%s",
 		machineBegin, runtime.NumCPU(), cpu, mem, runtime.GOOS, runtime.GOARCH, kernel, runtime.Version(), machineEnd)
 }
+
+// LoadAverage is the machine's 1-minute load average now ("?" when unknown), for a
+// benchmark to say how busy the machine was while it ran.
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}

@@ -7,9 +7,9 @@ package boundedfile
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"syscall"
 )
 
@@ -41,25 +41,97 @@ func Open(path string, flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error
 // NoFollow is the flag that makes Open refuse a symbolic link.
 const NoFollow = syscall.O_NOFOLLOW
 
-// Read reads the whole of a regular file of at most max bytes (flag: 0 or NoFollow).
-func Read(path string, max int64, flag int) ([]byte, error) {
-	f, st, err := Open(path, os.O_RDONLY|flag, 0)
+// Read reads the whole of a regular file of at most max bytes (flag: 0 or NoFollow). It
+// makes the system calls itself — open, fstat, read, close — rather than through an
+// os.File, which would try to register the file with the network poller each time: fleets
+// are read a file per node.
+func Read(path string, max int64, flag int) ([]byte, error) { return ReadBuf(path, max, flag, nil) }
+
+// ReadBuf is Read into buf's storage when it is large enough (for a caller that reads many
+// files and keeps none of their bytes).
+func ReadBuf(path string, max int64, flag int, buf []byte) ([]byte, error) {
+	fd, err := openRead(path, flag)
+	if flag&syscall.O_NOFOLLOW != 0 && errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("%s is a symbolic link, not a regular file", path)
+	}
 	if err != nil {
-		return nil, err
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer f.Close()
-	if st.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, larger than %s, %w", path, st.Size(), size(max), ErrTooLarge)
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := ignoringEINTR(func() error { return syscall.Fstat(fd, &st) }); err != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
-	// One byte past the bound, so a file that grew since the stat is caught too.
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+	if m := fileType(uint32(st.Mode)); !m.IsRegular() {
+		return nil, fmt.Errorf("%s is %s, not a regular file", path, Describe(m))
 	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s grew past %s while being read, %w", path, size(max), ErrTooLarge)
+	if st.Size > max {
+		return nil, fmt.Errorf("%s is %d bytes, larger than %s, %w", path, st.Size, size(max), ErrTooLarge)
 	}
-	return b, nil
+	// One byte past the size: a read that does not fill it has reached the end (a regular
+	// file's read stops short only there), and a file that grew while being read is caught
+	// past the bound.
+	b := slices.Grow(buf[:0], int(st.Size)+1)
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, 4096)
+		}
+		n, err := syscall.Read(fd, b[len(b):cap(b)])
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, &fs.PathError{Op: "read", Path: path, Err: err})
+		}
+		if n == 0 {
+			return b, nil
+		}
+		short := len(b)+n < cap(b)
+		if b = b[:len(b)+n]; int64(len(b)) > max {
+			return nil, fmt.Errorf("%s grew past %s while being read, %w", path, size(max), ErrTooLarge)
+		}
+		if short {
+			return b, nil
+		}
+	}
+}
+
+func openRead(path string, flag int) (int, error) {
+	for {
+		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|flag, 0)
+		if !errors.Is(err, syscall.EINTR) {
+			return fd, err
+		}
+	}
+}
+
+func ignoringEINTR(f func() error) error {
+	for {
+		if err := f(); !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
+// fileType is the type bits of a stat(2) mode as an fs.FileMode.
+func fileType(mode uint32) fs.FileMode {
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFREG:
+		return 0
+	case syscall.S_IFDIR:
+		return fs.ModeDir
+	case syscall.S_IFIFO:
+		return fs.ModeNamedPipe
+	case syscall.S_IFSOCK:
+		return fs.ModeSocket
+	case syscall.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFBLK:
+		return fs.ModeDevice
+	case syscall.S_IFLNK:
+		return fs.ModeSymlink
+	}
+	return fs.ModeIrregular
 }
 
 func size(n int64) string {

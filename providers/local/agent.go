@@ -56,7 +56,7 @@ func (s nodeState) Degraded(reason string) error {
 }
 
 func (s nodeState) BootID() (string, error) {
-	r, err := observe(s.p.o.Dir, s.node)
+	r, err := s.p.observeNode(s.node)
 	if err != nil {
 		return "", err
 	}
@@ -80,7 +80,7 @@ func (h *host) ReloadUnit(_ context.Context, u string) error { return h.log("rel
 
 // RestartUnit fails for a unit the node's fault.restart names.
 func (h *host) RestartUnit(_ context.Context, u string) error {
-	r, err := readRecord(h.p.o.Dir, h.node)
+	r, err := h.p.readNode(h.node)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mcpfleet/mcp/model"
@@ -27,7 +28,7 @@ func (p *Provider) Drain(ctx context.Context, node string, opts providers.DrainO
 	for {
 		blocked, err := p.drainFault(node)
 		if err == nil && blocked == "" {
-			blocked, err = p.evict(ctx, node)
+			blocked, err = p.evict(node)
 		}
 		if err != nil {
 			return fmt.Errorf("drain node %s: %w", node, err)
@@ -45,15 +46,25 @@ func (p *Provider) Drain(ctx context.Context, node string, opts providers.DrainO
 }
 
 // evict evicts what it can; it returns why the first refused pod was refused ("" when the
-// node is empty of evictable pods).
-func (p *Provider) evict(ctx context.Context, node string) (string, error) {
+// node is empty of evictable pods). The PDBs' status is the one Refresh would compute,
+// kept up to date by the cache (pdbIndex) rather than computed from the whole fleet.
+func (p *Provider) evict(node string) (string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fleet, err := p.Refresh(ctx)
+	ff, err := readFleetFile(p.o.Dir)
 	if err != nil {
 		return "", err
 	}
-	pods, err := readPods(p.o.Dir, node)
+	var pdbs []model.PDB
+	var pods []podFile
+	err = p.cache.look(func() error {
+		if pdbs, err = p.cache.pdbStatus(ff.PDBs, time.Now()); err != nil {
+			return err
+		}
+		pods, err = p.cache.pods(node)
+		pods = slices.Clone(pods) // evictions are marked in it
+		return err
+	})
 	if err != nil {
 		return "", err
 	}
@@ -66,8 +77,8 @@ func (p *Provider) evict(ctx context.Context, node string) (string, error) {
 		}
 		mp := model.Pod{Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels}
 		refused := ""
-		for j := range fleet.PDBs {
-			b := &fleet.PDBs[j]
+		for j := range pdbs {
+			b := &pdbs[j]
 			if b.Matches(&mp) && b.DisruptionsAllowed <= 0 {
 				refused = fmt.Sprintf("eviction of %s/%s refused by PodDisruptionBudget %s/%s (needs %d healthy, has %d)",
 					pod.Namespace, pod.Name, b.Namespace, b.Name, b.DesiredHealthy, b.CurrentHealthy)
@@ -83,10 +94,10 @@ func (p *Provider) evict(ctx context.Context, node string) (string, error) {
 		pod.Evicted = true
 		evicted = append(evicted, pod.Namespace+"/"+pod.Name)
 		// The next pod's budget counts this eviction.
-		for j := range fleet.PDBs {
-			if fleet.PDBs[j].Matches(&mp) && pod.Ready {
-				fleet.PDBs[j].CurrentHealthy--
-				fleet.PDBs[j].DisruptionsAllowed--
+		for j := range pdbs {
+			if pdbs[j].Matches(&mp) && pod.Ready {
+				pdbs[j].CurrentHealthy--
+				pdbs[j].DisruptionsAllowed--
 			}
 		}
 	}

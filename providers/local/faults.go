@@ -61,7 +61,7 @@ func (p *Provider) injectWrite(node string) func(model.Step) error {
 		if s.Kind != model.StepWrite {
 			return nil
 		}
-		r, err := readRecord(p.o.Dir, node)
+		r, err := p.readNode(node)
 		if err != nil {
 			return err
 		}
@@ -74,7 +74,7 @@ func (p *Provider) injectWrite(node string) func(model.Step) error {
 
 // drainFault is why the node's drain is refused when fault.drain is set ("" when not).
 func (p *Provider) drainFault(node string) (string, error) {
-	r, err := readRecord(p.o.Dir, node)
+	r, err := p.readNode(node)
 	if err != nil || r.Faults.Drain == "" {
 		return "", err
 	}

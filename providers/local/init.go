@@ -1,6 +1,7 @@
 package local
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -50,7 +51,10 @@ func ParsePoolSizes(s string) ([]PoolSize, error) {
 	return out, nil
 }
 
-// Init creates a fleet in dir, which must not exist or be empty.
+// Init creates a fleet in dir, which must not exist or be empty. The node files are
+// written plainly and made durable together, by one sync of the filesystem, before
+// fleet.json — what makes the directory a fleet — is written (atomically): a fleet is
+// complete or is not one, without two fsyncs per node.
 func Init(dir string, spec InitSpec) error {
 	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
 		return fmt.Errorf("fleet directory %s is not empty", dir)
@@ -72,7 +76,7 @@ func Init(dir string, spec InitSpec) error {
 				Labels: map[string]string{"node-role.kubernetes.io/" + pool.Name: "", "kubernetes.io/hostname": name,
 					"topology.kubernetes.io/zone": zone}}
 			i++
-			if err := initNode(dir, &n); err != nil {
+			if err := writeNode(dir, &n); err != nil {
 				return err
 			}
 			if spec.Workloads {
@@ -82,7 +86,7 @@ func Init(dir string, spec InitSpec) error {
 					pods = append(pods, podFile{Namespace: "demo", Name: "web-" + strconv.Itoa(k), Ready: true,
 						Labels: map[string]string{"app": "web"}})
 				}
-				if err := writeJSON(podsFile(dir, name), pods); err != nil {
+				if err := writePlain(podsFile(dir, name), pods); err != nil {
 					return err
 				}
 			}
@@ -92,10 +96,14 @@ func Init(dir string, spec InitSpec) error {
 		ff.PDBs = append(ff.PDBs, pdbSpec{Namespace: "demo", Name: "web-pdb",
 			Selector: map[string]string{"app": "web"}, MinAvailable: spec.Pools[0].Count - 1})
 	}
+	if err := syncFS(dir); err != nil {
+		return fmt.Errorf("making fleet %s durable: %w", dir, err)
+	}
 	return writeJSON(filepath.Join(dir, "fleet.json"), ff)
 }
 
-func initNode(dir string, n *model.Node) error {
+// writeNode writes a new node's directory, root and node.json, without syncing them.
+func writeNode(dir string, n *model.Node) error {
 	root := rootDir(dir, n.Name)
 	for _, d := range []string{"etc", "var"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
@@ -110,7 +118,17 @@ func initNode(dir string, n *model.Node) error {
 			return err
 		}
 	}
-	return writeJSON(nodeFile(dir, n.Name), n)
+	return writePlain(nodeFile(dir, n.Name), n)
+}
+
+// writePlain writes v as JSON, as writeJSON does, but in place and without a sync: for a
+// fleet being made, which nobody reads yet.
+func writePlain(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // setters are the keys `mcp fleet set` takes, besides label.K and fault.K.

@@ -26,7 +26,7 @@ func fixture(t *testing.T, f providertest.Fixture) string {
 	}
 	for _, fn := range f.Nodes {
 		n := &model.Node{Name: fn.Name, Zone: fn.Zone, Labels: fn.Labels, Ready: fn.Ready, BootID: newBootID(), State: model.StateDone}
-		if err := initNode(dir, n); err != nil {
+		if err := writeNode(dir, n); err != nil {
 			t.Fatal(err)
 		}
 		var pods []podFile

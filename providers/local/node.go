@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -69,44 +70,44 @@ func checkName(name string) error {
 }
 
 // readRecord reads node.json as it is on disk (a reboot that is over is not completed:
-// see observe). A node.json that is null, {}, or names another node is refused: it would
+// see Provider.observeNode). A node.json that is null, {}, or names another node is refused: it would
 // drop the node from the plan without a word.
 func readRecord(dir, name string) (*record, error) {
-	if err := checkName(name); err != nil {
-		return nil, err
-	}
-	path := nodeFile(dir, name)
-	b, err := readFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no node %q in fleet %s", name, dir)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading node %s: %w", name, err)
-	}
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		return nil, fmt.Errorf("reading node %s: %s holds null, not a node", name, path)
-	}
 	r := new(record)
-	if err := json.Unmarshal(b, r); err != nil {
-		return nil, fmt.Errorf("reading node %s: %s: %w", name, path, err)
-	}
-	switch {
-	case r.Name == "":
-		return nil, fmt.Errorf("reading node %s: %s has no node name", name, path)
-	case r.Name != name:
-		return nil, fmt.Errorf("reading node %s: %s names node %q, not its directory's %q", name, path, r.Name, name)
+	if _, err := readRecordInto(dir, name, r, nil); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
 
-// observe reads a node as a reader sees it now: a reboot whose time has come is over, and
-// is recorded (once: under the node's lock, by whichever reader comes first).
-func observe(dir, name string) (*record, error) {
-	r, err := readRecord(dir, name)
-	if err != nil || !r.rebootOver(time.Now()) {
-		return r, err
+// readRecordInto is readRecord into r, reading through buf (which it returns, grown, for
+// the next call): Refresh reads a fleet without a record or a buffer per node.
+func readRecordInto(dir, name string, r *record, buf []byte) ([]byte, error) {
+	if err := checkName(name); err != nil {
+		return buf, err
 	}
-	return updateNode(dir, name, nil)
+	path := nodeFile(dir, name)
+	b, err := boundedfile.ReadBuf(path, MaxFileSize, boundedfile.NoFollow, buf)
+	if errors.Is(err, fs.ErrNotExist) {
+		return buf, fmt.Errorf("no node %q in fleet %s", name, dir)
+	}
+	if err != nil {
+		return buf, fmt.Errorf("reading node %s: %w", name, err)
+	}
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		return b, fmt.Errorf("reading node %s: %s holds null, not a node", name, path)
+	}
+	*r = record{}
+	if err := json.Unmarshal(b, r); err != nil {
+		return b, fmt.Errorf("reading node %s: %s: %w", name, path, err)
+	}
+	switch {
+	case r.Name == "":
+		return b, fmt.Errorf("reading node %s: %s has no node name", name, path)
+	case r.Name != name:
+		return b, fmt.Errorf("reading node %s: %s names node %q, not its directory's %q", name, path, r.Name, name)
+	}
+	return b, nil
 }
 
 // nodeNames lists the fleet's node directories.
@@ -212,7 +213,7 @@ const bootPoll = time.Second
 func (p *Provider) waitBoot(ctx context.Context, node string, start time.Time) error {
 	deadline := start.Add(p.o.NodeTimeout)
 	for {
-		r, err := observe(p.o.Dir, node)
+		r, err := p.observeNode(node)
 		if err != nil {
 			return err
 		}

@@ -37,7 +37,8 @@ type Provider struct {
 	o Options
 	// mu serialises pod and PDB changes, so that concurrent drains of several nodes
 	// see each other's evictions.
-	mu sync.Mutex
+	mu    sync.Mutex
+	cache *cache
 }
 
 var (
@@ -54,7 +55,7 @@ func New(o Options) (*Provider, error) {
 	if o.NodeTimeout <= 0 {
 		o.NodeTimeout = DefaultNodeTimeout
 	}
-	return &Provider{o: o}, nil
+	return &Provider{o: o, cache: newCache(o.Dir)}, nil
 }
 
 // FromAttrs builds the provider from the HCL provider block's attributes: fleet (resolved
@@ -100,10 +101,21 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 	work := make(chan int)
 	for w := 0; w < max(4, runtime.NumCPU()*2); w++ {
 		wg.Go(func() {
+			var r record // read into, node after node (nodes[i] copies its Node)
+			var buf []byte
+			in := interner{}
 			for i := range work {
-				r, err := observe(p.o.Dir, names[i])
+				var err error
+				buf, err = readRecordInto(p.o.Dir, names[i], &r, buf)
+				if err == nil && r.rebootOver(time.Now()) {
+					var back *record
+					if back, err = updateNode(p.o.Dir, names[i], nil); err == nil {
+						r = *back
+					}
+				}
 				if err == nil {
 					nodes[i] = r.Node
+					in.node(&nodes[i])
 					pods[i], err = readPods(p.o.Dir, names[i])
 				}
 				errs[i] = err
@@ -119,17 +131,13 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 		return nil, err
 	}
 	f := &model.Fleet{Nodes: nodes}
-	ready := map[string]bool{}
-	for _, n := range nodes {
-		ready[n.Name] = n.Ready
-	}
 	for i, ps := range pods {
 		for _, pod := range ps {
 			if pod.Evicted {
 				continue
 			}
 			f.Pods = append(f.Pods, model.Pod{Namespace: pod.Namespace, Name: pod.Name, Node: names[i],
-				Labels: pod.Labels, DaemonSet: pod.DaemonSet, Ready: pod.Ready && ready[names[i]]})
+				Labels: pod.Labels, DaemonSet: pod.DaemonSet, Ready: pod.Ready && nodes[i].Ready})
 		}
 	}
 	slices.SortFunc(f.Pods, func(a, b model.Pod) int {
@@ -155,18 +163,21 @@ func pdbStatus(s pdbSpec, pods []model.Pod) model.PDB {
 }
 
 // ObserveNodes reads the named nodes as they are now (a reboot whose time has come is
-// over), without pods or PodDisruptionBudgets; a name the fleet lacks is an error.
+// over), without pods or PodDisruptionBudgets; a name the fleet lacks is an error. It
+// reads only the nodes whose files changed since the provider last read them (cache.go),
+// so apply's look at a pool before each start costs no file reads for the nodes that did
+// not change — and still sees a node another process changed.
 func (p *Provider) ObserveNodes(ctx context.Context, names []string) ([]model.Node, error) {
-	out := make([]model.Node, 0, len(names))
-	for _, name := range names {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		r, err := observe(p.o.Dir, name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r.Node)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rs, err := p.observeNodes(names)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]model.Node, len(rs))
+	for i, r := range rs {
+		out[i] = r.Node
 	}
 	return out, nil
 }
@@ -194,7 +205,12 @@ func (p *Provider) Uncordon(ctx context.Context, node string) error {
 func (p *Provider) unevict(node string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pods, err := readPods(p.o.Dir, node)
+	var pods []podFile
+	err := p.cache.look(func() (err error) {
+		pods, err = p.cache.pods(node)
+		pods = slices.Clone(pods) // changed below
+		return err
+	})
 	if err != nil || !slices.ContainsFunc(pods, func(p podFile) bool { return p.Evicted }) {
 		return err
 	}

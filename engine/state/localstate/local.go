@@ -24,7 +24,10 @@ import (
 //	mcp.state.d/rendered/ <name>.json, one per rendered config
 //	mcp.state.journal     one JSON line per finished step of a running apply
 //	mcp.state.lock        the lock holder (state.LockInfo), created exclusively
-type Local struct{ Path string }
+type Local struct {
+	Path    string
+	journal groupAppend
+}
 
 // FromConfig opens the local backend a state block names: its path (resolved against the
 // configuration's directory dir), by default dir/mcp.state.
@@ -238,24 +241,17 @@ func (l *Local) Write(ctx context.Context, s *state.State) error {
 	return nil
 }
 
+// AppendJournal appends r to the journal file, in a group commit with the records other
+// goroutines append meanwhile (groupAppend).
 func (l *Local) AppendJournal(ctx context.Context, r state.JournalRecord) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
-	f, err := os.OpenFile(l.journalPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
+	if err := l.journal.append(l.journalPath(), append(b, '\n')); err != nil {
 		return fmt.Errorf("appending to state journal: %w", err)
 	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		f.Close()
-		return fmt.Errorf("appending to state journal: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("appending to state journal: %w", err)
-	}
-	return f.Close()
+	return nil
 }
 
 func (l *Local) DeleteRendered(ctx context.Context, names []string) error {

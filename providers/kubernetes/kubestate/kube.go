@@ -108,6 +108,8 @@ type Backend struct {
 	headRV string          // resourceVersion of the head as this backend last saw it
 	seen   bool            // headRV is known (a Read or Write happened)
 	stored map[string]bool // rendered configs known to be stored
+
+	appendMu sync.Mutex // one AppendJournal at a time
 }
 
 // New returns a backend on the namespace through cs.
@@ -504,6 +506,9 @@ func (b *Backend) PruneOrphans(ctx context.Context, dryRun bool) ([]string, erro
 // resourceVersion; retried on conflict). A journal grown past the limit is folded into the
 // state first, so the head stays well under the size of one object.
 func (b *Backend) AppendJournal(ctx context.Context, r state.JournalRecord) error {
+	// One append at a time: concurrent ones would only conflict on the head and retry.
+	b.appendMu.Lock()
+	defer b.appendMu.Unlock()
 	line, err := json.Marshal(r)
 	if err != nil {
 		return err
