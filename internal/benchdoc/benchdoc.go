@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // WriteSection replaces (or appends) the section between the markers for name in the
@@ -87,4 +89,14 @@ func LoadAverage() string {
 		return f[0]
 	}
 	return "?"
+}
+
+// Usage is what a finished child process cost: its CPU time (user + system) and its peak
+// resident set in KiB (Linux's rusage unit).
+func Usage(ps *os.ProcessState) (cpu time.Duration, rssKiB int64) {
+	cpu = ps.UserTime() + ps.SystemTime()
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		rssKiB = ru.Maxrss
+	}
+	return cpu, rssKiB
 }

@@ -104,9 +104,7 @@ func run(mcp string, spec benchfleet.Spec, parallelism int) (result, error) {
 	if err != nil {
 		return r, fmt.Errorf("mcp apply, %d nodes: %v\n%s", spec.Nodes, err, tail(logPath))
 	}
-	st := cmd.ProcessState
-	r.cpu = st.UserTime() + st.SystemTime()
-	r.rss = st.SysUsage().(*syscall.Rusage).Maxrss // KiB on Linux
+	r.cpu, r.rss = benchdoc.Usage(cmd.ProcessState)
 	plan := exec.Command(mcp, "plan", "-detailed-exitcode", "-no-color", "-lock=false")
 	plan.Dir = dir
 	var b bytes.Buffer

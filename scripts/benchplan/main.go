@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mcpfleet/mcp/internal/benchdoc"
@@ -103,9 +102,9 @@ func measure(mcp string, spec benchfleet.Spec, runs int, keep string) (result, e
 			return r, fmt.Errorf("mcp plan, %d nodes: %v\n%s", spec.Nodes, err, stderr.String())
 		}
 		r.walls = append(r.walls, time.Since(start))
-		st := cmd.ProcessState
-		r.cpus = append(r.cpus, st.UserTime()+st.SystemTime())
-		r.rss = max(r.rss, st.SysUsage().(*syscall.Rusage).Maxrss) // KiB on Linux
+		cpu, rss := benchdoc.Usage(cmd.ProcessState)
+		r.cpus = append(r.cpus, cpu)
+		r.rss = max(r.rss, rss)
 	}
 	slices.Sort(r.walls)
 	slices.Sort(r.cpus)
