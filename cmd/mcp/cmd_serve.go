@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpfleet/mcp/bootsrv"
 	"github.com/mcpfleet/mcp/engine/config"
+	"github.com/mcpfleet/mcp/engine/state/localstate"
 )
 
 // serve runs the boot server (docs/boot-server.md).
@@ -74,7 +75,7 @@ func (c *cli) serve(args []string) int {
 // state backend — read from its state block alone, without rendering the configuration.
 func (c *cli) bootSource(ctx context.Context, lf *loadFlags, statePath string) (bootsrv.Source, string, error) {
 	if statePath != "" {
-		return localSource(c.path(statePath)), c.path(statePath), nil
+		return localSource(&localstate.Local{Path: c.path(statePath)}), c.path(statePath), nil
 	}
 	res, diags := config.Load(c.dir, c.configOptions(lf))
 	if len(diags) > 0 {

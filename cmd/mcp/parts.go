@@ -40,7 +40,7 @@ var parts = engine.Parts{
 var bootSources = map[string]func(ctx context.Context, dir string, c model.StateConfig) (bootsrv.Source, string, error){
 	"local": func(_ context.Context, dir string, c model.StateConfig) (bootsrv.Source, string, error) {
 		l, _ := localstate.FromConfig(dir, c)
-		return localSource(l.Path), l.Path, nil
+		return localSource(l), l.Path, nil
 	},
 	"kubernetes": func(ctx context.Context, _ string, c model.StateConfig) (bootsrv.Source, string, error) {
 		kb, err := kubestate.Open(c.Attrs)
@@ -60,9 +60,8 @@ var bootSources = map[string]func(ctx context.Context, dir string, c model.State
 	},
 }
 
-// localSource follows the local state file at path.
-func localSource(path string) bootsrv.Source {
-	l := &localstate.Local{Path: path}
+// localSource follows the local state l.
+func localSource(l *localstate.Local) bootsrv.Source {
 	return bootsrv.FileSource{Path: l.Path, Read: l.Served}
 }
 

@@ -4,9 +4,11 @@ package benchdoc
 
 import (
 	"fmt"
+	"log"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -99,4 +101,18 @@ func Usage(ps *os.ProcessState) (cpu time.Duration, rssKiB int64) {
 		rssKiB = ru.Maxrss
 	}
 	return cpu, rssKiB
+}
+
+// Counts parses a benchmark's comma-separated list of positive numbers (sizes,
+// parallelisms), exiting with a message naming flagName when one is not.
+func Counts(list, flagName string) []int {
+	var out []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			log.Fatalf("%s: %q is not a positive number", flagName, s)
+		}
+		out = append(out, n)
+	}
+	return out
 }

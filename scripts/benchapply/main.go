@@ -52,8 +52,8 @@ func main() {
 		log.Fatal("set MCP to the mcp binary")
 	}
 	var results []result
-	for _, par := range counts(*pars, "-parallelism") {
-		for _, n := range counts(*sizes, "-nodes") {
+	for _, par := range benchdoc.Counts(*pars, "-parallelism") {
+		for _, n := range benchdoc.Counts(*sizes, "-nodes") {
 			r, err := run(mcp, benchfleet.Spec{Nodes: n, Pools: *pools, Configs: *configs}, par)
 			if err != nil {
 				log.Fatal(err)
@@ -117,19 +117,6 @@ func run(mcp string, spec benchfleet.Spec, parallelism int) (result, error) {
 		return r, fmt.Errorf("mcp plan after apply: %v\n%s", err, lastLines(b.String(), 20))
 	}
 	return r, nil
-}
-
-// counts parses a comma-separated list of positive numbers.
-func counts(list, flagName string) []int {
-	var out []int
-	for _, s := range strings.Split(list, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			log.Fatalf("%s: %q is not a positive number", flagName, s)
-		}
-		out = append(out, n)
-	}
-	return out
 }
 
 func tail(path string) string {

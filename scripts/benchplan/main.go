@@ -50,11 +50,7 @@ func main() {
 		log.Fatal("set MCP to the mcp binary")
 	}
 	var results []result
-	for _, s := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			log.Fatalf("-nodes: %q is not a node count", s)
-		}
+	for _, n := range benchdoc.Counts(*sizes, "-nodes") {
 		r, err := measure(mcp, benchfleet.Spec{Nodes: n, Pools: *pools, Configs: *configs}, *runs, *keep)
 		if err != nil {
 			log.Fatal(err)
