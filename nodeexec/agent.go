@@ -10,7 +10,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -242,7 +241,7 @@ func (a *Agent) writePending(p *pending) error {
 		return err
 	}
 	defer r.Close()
-	return writeAtomic(r, PendingPath, b, 0o600)
+	return a.Exec.writeAtomic(r, PendingPath, b, 0o600)
 }
 
 func (a *Agent) readPending() (*pending, error) {
@@ -276,5 +275,5 @@ func (a *Agent) removePending() error {
 	} else if err != nil {
 		return err
 	}
-	return atomicfile.SyncDir(r, "var/lib/mcp")
+	return a.Exec.syncDir(r, "var/lib/mcp")
 }

@@ -40,6 +40,10 @@ type Executor struct {
 	// Inject, when set, is asked before each step; its error fails the step as the step's
 	// own failure would. The local provider injects faults through it (docs/fleet-format.md).
 	Inject func(model.Step) error
+	// NoSync, for a root that need survive only a killed process and not a crash of the
+	// machine, skips the fsyncs: replacements stay atomic. The local provider's simulated
+	// nodes set it (docs/fleet-format.md); a real node must not.
+	NoSync bool
 
 	// What Rollback restores: each changed path's prior state, in change order.
 	undo    []undo

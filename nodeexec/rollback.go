@@ -79,7 +79,7 @@ func (e *Executor) Rollback(ctx context.Context) error {
 	for i := len(e.undo) - 1; i >= 0; i-- {
 		u := e.undo[i]
 		units = units || strings.HasPrefix("/"+u.rel, UnitDir+"/")
-		if err := restore(r, u); err != nil {
+		if err := e.restore(r, u); err != nil {
 			errs = append(errs, fmt.Errorf("restoring /%s: %w", u.rel, err))
 		}
 	}
@@ -100,7 +100,7 @@ func (e *Executor) Rollback(ctx context.Context) error {
 	return nil
 }
 
-func restore(r *os.Root, u undo) error {
+func (e *Executor) restore(r *os.Root, u undo) error {
 	switch {
 	case u.absent:
 		if err := r.Remove(u.rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -108,9 +108,9 @@ func restore(r *os.Root, u undo) error {
 		}
 		return nil
 	case u.link != "":
-		return replaceSymlink(r, u.rel, u.link)
+		return e.replaceSymlink(r, u.rel, u.link)
 	}
-	if err := writeAtomic(r, u.rel, u.content, u.mode); err != nil {
+	if err := e.writeAtomic(r, u.rel, u.content, u.mode); err != nil {
 		return err
 	}
 	if os.Geteuid() == 0 {

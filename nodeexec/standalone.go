@@ -164,7 +164,7 @@ func (s *Standalone) writeJSON(rel string, v any) error {
 		return err
 	}
 	defer r.Close()
-	return writeAtomic(r, rel, b, 0o600)
+	return s.Agent.Exec.writeAtomic(r, rel, b, 0o600)
 }
 
 func (s *Standalone) load() error {

@@ -12,19 +12,29 @@ import (
 )
 
 // Write replaces the file at path atomically (see WriteIn).
-func Write(p string, data []byte, perm fs.FileMode) error {
+func Write(p string, data []byte, perm fs.FileMode) error { return Replace(p, data, perm, true) }
+
+// Replace replaces the file at path atomically, with the fsyncs optional (see ReplaceIn).
+func Replace(p string, data []byte, perm fs.FileMode, sync bool) error {
 	r, err := os.OpenRoot(filepath.Dir(p))
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	return WriteIn(r, filepath.Base(p), data, perm)
+	return ReplaceIn(r, filepath.Base(p), data, perm, sync)
 }
 
 // WriteIn replaces rel inside r: a temporary file in the same directory, written, chmod'ed
 // (the umask narrowed the mode given at creation), fsync'd, renamed over rel, and the
 // directory fsync'd. The directory must exist.
 func WriteIn(r *os.Root, rel string, data []byte, perm fs.FileMode) error {
+	return ReplaceIn(r, rel, data, perm, true)
+}
+
+// ReplaceIn is WriteIn with the fsyncs optional. Without them the replacement is still whole
+// for every reader and against a killed writer (the rename is atomic and the page cache
+// outlives the process), but not against a crash of the machine.
+func ReplaceIn(r *os.Root, rel string, data []byte, perm fs.FileMode, sync bool) error {
 	dir := path.Dir(rel)
 	var rb [6]byte
 	rand.Read(rb[:])
@@ -43,7 +53,7 @@ func WriteIn(r *os.Root, rel string, data []byte, perm fs.FileMode) error {
 	if err == nil {
 		err = f.Chmod(perm)
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -56,6 +66,9 @@ func WriteIn(r *os.Root, rel string, data []byte, perm fs.FileMode) error {
 		return err
 	}
 	ok = true
+	if !sync {
+		return nil
+	}
 	return SyncDir(r, dir)
 }
 

@@ -11,6 +11,8 @@ import (
 	"os"
 	"slices"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ErrTooLarge is wrapped by the error for a file past the bound.
@@ -50,28 +52,77 @@ func Read(path string, max int64, flag int) ([]byte, error) { return ReadBuf(pat
 // ReadBuf is Read into buf's storage when it is large enough (for a caller that reads many
 // files and keeps none of their bytes).
 func ReadBuf(path string, max int64, flag int, buf []byte) ([]byte, error) {
+	b, _, err := readBuf(path, max, flag, buf, false)
+	return b, err
+}
+
+// ReadSwapped is ReadBuf for a file that atomicfile.Swap replaces, whose inodes are
+// rewritten in place once they are no longer the file's: it reads under a shared flock(2)
+// — the writer takes the exclusive one before it rewrites an inode — and then checks that
+// the inode read is still the one the path names; if not, it reads again. So it returns a
+// version the path named, whole, never one being written or never published.
+func ReadSwapped(path string, max int64, flag int, buf []byte) ([]byte, error) {
+	for range 1000 {
+		b, same, err := readBuf(path, max, flag, buf, true)
+		if err != nil || same {
+			return b, err
+		}
+		buf = b
+	}
+	return nil, fmt.Errorf("%s was replaced each of 1000 times it was read", path)
+}
+
+// readBuf reads path; with swapped, under a shared lock, reporting whether the inode read is
+// the one path names once read.
+func readBuf(path string, max int64, flag int, buf []byte, swapped bool) ([]byte, bool, error) {
 	fd, err := openRead(path, flag)
 	if flag&syscall.O_NOFOLLOW != 0 && errors.Is(err, syscall.ELOOP) {
-		return nil, fmt.Errorf("%s is a symbolic link, not a regular file", path)
+		return nil, false, fmt.Errorf("%s is a symbolic link, not a regular file", path)
 	}
 	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, false, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if err := ignoringEINTR(func() error { return syscall.Fstat(fd, &st) }); err != nil {
-		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
+		return nil, false, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if m := fileType(uint32(st.Mode)); !m.IsRegular() {
-		return nil, fmt.Errorf("%s is %s, not a regular file", path, Describe(m))
+		return nil, false, fmt.Errorf("%s is %s, not a regular file", path, Describe(m))
 	}
-	if st.Size > max {
-		return nil, fmt.Errorf("%s is %d bytes, larger than %s, %w", path, st.Size, size(max), ErrTooLarge)
+	if swapped {
+		if err := ignoringEINTR(func() error { return syscall.Flock(fd, syscall.LOCK_SH) }); err != nil {
+			return nil, false, &fs.PathError{Op: "flock", Path: path, Err: err}
+		}
+		// The size may have changed before the lock was granted.
+		if err := ignoringEINTR(func() error { return syscall.Fstat(fd, &st) }); err != nil {
+			return nil, false, &fs.PathError{Op: "stat", Path: path, Err: err}
+		}
+	}
+	b, err := readFD(fd, path, max, st.Size, buf)
+	if err != nil || !swapped {
+		return b, true, err
+	}
+	var now unix.Stat_t
+	err = ignoringEINTR(func() error { return unix.Fstatat(unix.AT_FDCWD, path, &now, unix.AT_SYMLINK_NOFOLLOW) })
+	if errors.Is(err, syscall.ENOENT) {
+		return b, false, nil
+	}
+	if err != nil {
+		return nil, false, &fs.PathError{Op: "stat", Path: path, Err: err}
+	}
+	return b, now.Ino == st.Ino && now.Dev == uint64(st.Dev), nil
+}
+
+// readFD reads the rest of an open regular file of size bytes, at most max.
+func readFD(fd int, path string, max, fileSize int64, buf []byte) ([]byte, error) {
+	if fileSize > max {
+		return nil, fmt.Errorf("%s is %d bytes, larger than %s, %w", path, fileSize, size(max), ErrTooLarge)
 	}
 	// One byte past the size: a read that does not fill it has reached the end (a regular
 	// file's read stops short only there), and a file that grew while being read is caught
 	// past the bound.
-	b := slices.Grow(buf[:0], int(st.Size)+1)
+	b := slices.Grow(buf[:0], int(fileSize)+1)
 	for {
 		if len(b) == cap(b) {
 			b = slices.Grow(b, 4096)

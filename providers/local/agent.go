@@ -27,7 +27,7 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 	}
 	a := &nodeexec.Agent{
 		Exec: &nodeexec.Executor{Root: rootDir(p.o.Dir, node), Host: &host{p: p, node: node},
-			Inject: p.injectWrite(node)},
+			Inject: p.injectWrite(node), NoSync: true},
 		State:      nodeState{p: p, node: node},
 		RebootWait: time.Second,
 	}
@@ -142,7 +142,7 @@ func (h *host) Reboot(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	_, err := updateNode(h.p.o.Dir, h.node, func(r *record) ([]Event, error) {
+	_, err := h.p.updateNode(h.node, func(r *record) ([]Event, error) {
 		e := Event{Kind: EventReboot, BootID: r.BootID, DesiredConfig: r.DesiredConfig, NextBootID: newBootID()}
 		if r.Faults.Reboot == "" {
 			e.Until = time.Now().Add(h.p.o.RebootDuration)

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"sync"
 	"time"
@@ -124,6 +125,22 @@ func (c *cache) record(node string) (*record, error) {
 	return e.rec, nil
 }
 
+// keep puts node.json as this process just wrote it (under the node's lock) into the
+// cache: the change it made is taken in first, so it does not make the node read again.
+// It is decoded from the bytes written, so it is what a reader of the file would get.
+func (c *cache) keep(node string, written []byte) {
+	r := new(record)
+	if json.Unmarshal(written, r) != nil {
+		return
+	}
+	c.look(func() error {
+		if e, kept := c.entry(node); kept && c.w != nil {
+			e.rec = r
+		}
+		return nil
+	})
+}
+
 // pods returns pods.json.
 func (c *cache) pods(node string) ([]podFile, error) {
 	if err := checkName(node); err != nil {
@@ -153,7 +170,7 @@ func (p *Provider) observeNode(node string) (*record, error) {
 	if err != nil || !r.rebootOver(time.Now()) {
 		return r, err
 	}
-	return updateNode(p.o.Dir, node, nil)
+	return p.updateNode(node, nil)
 }
 
 // observeNodes is ObserveNodes' reading: the named nodes as on disk, through the cache,
@@ -176,7 +193,7 @@ func (p *Provider) observeNodes(names []string) ([]*record, error) {
 	now := time.Now()
 	for i, r := range out {
 		if r.rebootOver(now) {
-			if out[i], err = updateNode(p.o.Dir, names[i], nil); err != nil {
+			if out[i], err = p.updateNode(names[i], nil); err != nil {
 				return nil, err
 			}
 		}

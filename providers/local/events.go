@@ -214,8 +214,8 @@ func (l *eventLog) number(node string, evs []Event) {
 	}
 }
 
-// append writes each event in one write (O_APPEND), stamping an unstamped one now, and
-// fsyncs: an event in the log is durable.
+// append writes each event in one write (O_APPEND), stamping an unstamped one now. No
+// fsync: a line written is there for every later reader, whatever becomes of this process.
 func (l *eventLog) append(evs []Event) error {
 	if len(evs) == 0 {
 		return nil
@@ -232,9 +232,6 @@ func (l *eventLog) append(evs []Event) error {
 			return fmt.Errorf("node %s: appending to %s: %w", e.Node, l.path, err)
 		}
 		l.seq = e.Seq
-	}
-	if err := l.f.Sync(); err != nil {
-		return fmt.Errorf("syncing %s: %w", l.path, err)
 	}
 	return nil
 }

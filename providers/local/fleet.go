@@ -84,12 +84,24 @@ func readJSON(path string, v any) error {
 	return nil
 }
 
-func writeJSON(path string, v any) error {
+// writeJSON replaces a fleet file atomically, without fsyncs: the fleet's files must survive
+// a killed process, not a crash of the machine (docs/fleet-format.md, "Durability").
+// It returns the bytes written.
+func writeJSON(path string, v any) ([]byte, error) {
+	b, err := encodeJSON(v)
+	if err != nil {
+		return nil, err
+	}
+	return b, atomicfile.Replace(path, b, 0o644, false)
+}
+
+// encodeJSON is a fleet file's encoding: indented, with a final newline.
+func encodeJSON(v any) ([]byte, error) {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return atomicfile.Write(path, append(b, '\n'), 0o644)
+	return append(b, '\n'), nil
 }
 
 func readPods(dir, node string) ([]podFile, error) {

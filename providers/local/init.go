@@ -99,7 +99,8 @@ func Init(dir string, spec InitSpec) error {
 	if err := syncFS(dir); err != nil {
 		return fmt.Errorf("making fleet %s durable: %w", dir, err)
 	}
-	return writeJSON(filepath.Join(dir, "fleet.json"), ff)
+	_, err := writeJSON(filepath.Join(dir, "fleet.json"), ff)
+	return err
 }
 
 // writeNode writes a new node's directory, root and node.json, without syncing them.

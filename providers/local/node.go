@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 )
@@ -87,7 +88,7 @@ func readRecordInto(dir, name string, r *record, buf []byte) ([]byte, error) {
 		return buf, err
 	}
 	path := nodeFile(dir, name)
-	b, err := boundedfile.ReadBuf(path, MaxFileSize, boundedfile.NoFollow, buf)
+	b, err := boundedfile.ReadSwapped(path, MaxFileSize, boundedfile.NoFollow, buf)
 	if errors.Is(err, fs.ErrNotExist) {
 		return buf, fmt.Errorf("no node %q in fleet %s", name, dir)
 	}
@@ -155,12 +156,30 @@ func lockNode(dir, name string) (unlock func(), err error) {
 // appends them to events.jsonl. A change that changes nothing writes nothing. It returns
 // the node as written.
 func updateNode(dir, name string, change func(r *record) ([]Event, error)) (*record, error) {
+	return updateNodeCached(nil, dir, name, change)
+}
+
+// updateNode is the package's updateNode through the provider's cache: the node is read
+// from it, and what is written goes into it, so a writer does not read its own writes back.
+func (p *Provider) updateNode(name string, change func(r *record) ([]Event, error)) (*record, error) {
+	return updateNodeCached(p.cache, p.o.Dir, name, change)
+}
+
+// updateNodeCached is updateNode reading and keeping the node through c (nil: none). Under
+// the node's lock the cache is as fresh as the file: every writer of node.json takes the
+// lock, and a change is queued by the watcher before the write that made it returns.
+func updateNodeCached(c *cache, dir, name string, change func(r *record) ([]Event, error)) (*record, error) {
 	unlock, err := lockNode(dir, name)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	before, err := readRecord(dir, name)
+	var before *record // shared when it comes from the cache: read only
+	if c != nil {
+		err = c.look(func() error { before, err = c.record(name); return err })
+	} else {
+		before, err = readRecord(dir, name)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -199,8 +218,17 @@ func updateNode(dir, name string, change func(r *record) ([]Event, error)) (*rec
 	}
 	log.number(name, evs)
 	after.Events = evs
-	if err := writeJSON(nodeFile(dir, name), after); err != nil {
+	// Swapped in rather than renamed over: the six writes per node of a rollout allocate
+	// no inode (atomicfile.Swap). The node's lock serialises writers, as Swap requires.
+	written, err := encodeJSON(after)
+	if err == nil {
+		err = atomicfile.Swap(nodeFile(dir, name), written, 0o644)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("node %s: writing %s: %w", name, relNodeFile(name, "node.json"), err)
+	}
+	if c != nil {
+		c.keep(name, written)
 	}
 	return after, log.append(evs)
 }

@@ -109,7 +109,7 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 				buf, err = readRecordInto(p.o.Dir, names[i], &r, buf)
 				if err == nil && r.rebootOver(time.Now()) {
 					var back *record
-					if back, err = updateNode(p.o.Dir, names[i], nil); err == nil {
+					if back, err = p.updateNode(names[i], nil); err == nil {
 						r = *back
 					}
 				}
@@ -184,7 +184,7 @@ func (p *Provider) ObserveNodes(ctx context.Context, names []string) ([]model.No
 
 // update changes a node through the one write path (updateNode).
 func (p *Provider) update(node string, f func(r *record)) error {
-	_, err := updateNode(p.o.Dir, node, func(r *record) ([]Event, error) { f(r); return nil, nil })
+	_, err := p.updateNode(node, func(r *record) ([]Event, error) { f(r); return nil, nil })
 	return err
 }
 
@@ -217,7 +217,8 @@ func (p *Provider) unevict(node string) error {
 	for i := range pods {
 		pods[i].Evicted = false
 	}
-	return writeJSON(podsFile(p.o.Dir, node), pods)
+	_, err = writeJSON(podsFile(p.o.Dir, node), pods)
+	return err
 }
 
 func newBootID() string {

@@ -10,12 +10,17 @@ import (
 // once: one caller at a time writes everything waiting — its line and those that came
 // meanwhile — in one write and one fsync, and each caller returns once its line is durable
 // (a group commit). Lines are whole and in the file in one piece, one writer at a time,
-// and a step costs a fraction of an fsync when many nodes finish steps together.
+// and a step costs a fraction of an fsync when many nodes finish steps together. The file
+// stays open from one group to the next; whoever removes it calls close first.
 type groupAppend struct {
 	mu      sync.Mutex
 	writing bool
 	lines   [][]byte
 	waiters []chan error
+
+	fmu  sync.Mutex // guards f and path
+	f    *os.File
+	path string
 }
 
 func (g *groupAppend) append(path string, line []byte) error {
@@ -31,7 +36,7 @@ func (g *groupAppend) append(path string, line []byte) error {
 		lines, waiters := g.lines, g.waiters
 		g.lines, g.waiters = nil, nil
 		g.mu.Unlock()
-		err := appendSync(path, bytes.Join(lines, nil))
+		err := g.appendSync(path, bytes.Join(lines, nil))
 		for _, w := range waiters {
 			w <- err
 		}
@@ -42,19 +47,40 @@ func (g *groupAppend) append(path string, line []byte) error {
 	return <-done
 }
 
-// appendSync appends b to the file at path in one write, and fsyncs it.
-func appendSync(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+// appendSync appends b to the file at path in one write, and fsyncs it. After a failure
+// the file is opened again for the next group.
+func (g *groupAppend) appendSync(path string, b []byte) error {
+	g.fmu.Lock()
+	defer g.fmu.Unlock()
+	if g.f != nil && g.path != path {
+		g.f.Close()
+		g.f = nil
+	}
+	if g.f == nil {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		g.f, g.path = f, path
+	}
+	_, err := g.f.Write(b)
+	if err == nil {
+		err = g.f.Sync()
+	}
 	if err != nil {
-		return err
+		g.f.Close()
+		g.f = nil
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
+	return err
+}
+
+// close closes the file kept open, so that the next append opens the path again: before
+// the file is removed or replaced.
+func (g *groupAppend) close() {
+	g.fmu.Lock()
+	defer g.fmu.Unlock()
+	if g.f != nil {
+		g.f.Close()
+		g.f = nil
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
 }

@@ -43,3 +43,39 @@ func TestConcurrentAppendJournal(t *testing.T) {
 		}
 	}
 }
+
+// The journal file is kept open between appends; a Write, which folds and removes the
+// journal, must not leave later appends going to the removed file.
+func TestAppendAfterWriteLandsInNewJournal(t *testing.T) {
+	ctx := context.Background()
+	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
+	if err := b.Write(ctx, state.New()); err != nil {
+		t.Fatal(err)
+	}
+	first := state.JournalRecord{Node: "w-1", From: "a", Target: "b", Step: "cordon"}
+	if err := b.AppendJournal(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Serial++
+	if err := b.Write(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	second := state.JournalRecord{Node: "w-2", From: "a", Target: "b", Step: "cordon"}
+	if err := b.AppendJournal(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	got, err := (&Local{Path: b.Path}).Read(ctx) // another reader: what is on disk
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := got.Journal["w-2"]; len(e.Done) != 1 || e.Done[0] != "cordon" {
+		t.Errorf("the append after the write is not in the journal on disk: %+v", got.Journal)
+	}
+	if e := got.Journal["w-1"]; len(e.Done) != 1 {
+		t.Errorf("the folded record is not in the state: %+v", got.Journal)
+	}
+}

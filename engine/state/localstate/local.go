@@ -235,6 +235,7 @@ func (l *Local) Write(ctx context.Context, s *state.State) error {
 		return fmt.Errorf("writing state: %w", err)
 	}
 	// The journal is folded into the state just written.
+	l.journal.close()
 	if err := os.Remove(l.journalPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("clearing state journal: %w", err)
 	}

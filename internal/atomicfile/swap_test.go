@@ -1,0 +1,91 @@
+package atomicfile
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/mcpfleet/mcp/internal/boundedfile"
+)
+
+// Readers (boundedfile.ReadSwapped) racing a stream of swaps only ever see one whole
+// version, and the swaps use the same two inodes throughout (none allocated or freed after
+// the first). A plain read would not do: a reader that opened the file two swaps ago reads
+// the inode being rewritten (seen here as empty and cut reads).
+func TestSwapReadersSeeWholeVersions(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "node.json")
+	versions := [][]byte{
+		[]byte(strings.Repeat("a", 10)),
+		[]byte(strings.Repeat("b", 5000)),
+		[]byte(strings.Repeat("c", 1)),
+	}
+	if err := Swap(p, versions[0], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inodes := map[uint64]bool{}
+	var stop sync.WaitGroup
+	done := make(chan struct{})
+	for range 2 {
+		stop.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				b, err := boundedfile.ReadSwapped(p, 1<<20, boundedfile.NoFollow, nil)
+				if err != nil {
+					t.Errorf("read during swaps: %v", err)
+					return
+				}
+				whole := false
+				for _, v := range versions {
+					whole = whole || bytes.Equal(b, v)
+				}
+				if !whole {
+					t.Errorf("a reader saw %d bytes that are no version", len(b))
+					return
+				}
+			}
+		})
+	}
+	for i := range 500 {
+		if err := Swap(p, versions[i%len(versions)], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		inodes[st.Ino] = true
+	}
+	close(done)
+	stop.Wait()
+	if len(inodes) > 2 {
+		t.Errorf("swaps went through %d inodes, want 2", len(inodes))
+	}
+	if b, _ := os.ReadFile(p); !bytes.Equal(b, versions[499%len(versions)]) {
+		t.Errorf("last version not in place: %.20q", b)
+	}
+}
+
+// A twin that is a symbolic link is refused, not followed.
+func TestSwapRefusesSymlinkedTwin(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "node.json")
+	outside := filepath.Join(dir, "outside")
+	os.WriteFile(outside, []byte("keep"), 0o644)
+	if err := os.Symlink(outside, filepath.Join(dir, ".node.json.swap")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Swap(p, []byte("new"), 0o644); err == nil {
+		t.Fatal("swap through a symlinked twin succeeded")
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "keep" {
+		t.Errorf("the symlink's target was written: %q", b)
+	}
+}
