@@ -95,6 +95,12 @@ func Load(dir string, opts config.Options, parts Parts) (*Workspace, *config.Res
 // Fingerprint is a digest of everything observed about the fleet. A saved plan records it,
 // and apply refuses the plan when a fresh refresh gives another.
 func Fingerprint(f *model.Fleet) string {
+	sortFleet(f)
+	return digest(f)
+}
+
+// sortFleet puts the fleet in the order Fingerprint digests it.
+func sortFleet(f *model.Fleet) {
 	slices.SortFunc(f.Nodes, func(a, b model.Node) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(f.Pods, func(a, b model.Pod) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
@@ -102,6 +108,10 @@ func Fingerprint(f *model.Fleet) string {
 	slices.SortFunc(f.PDBs, func(a, b model.PDB) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
+}
+
+// digest is Fingerprint of a sorted fleet; it only reads it.
+func digest(f *model.Fleet) string {
 	h := sha256.New()
 	_ = encodeFleet(h, f)
 	return hex.EncodeToString(h.Sum(nil))
@@ -119,10 +129,17 @@ func (w *Workspace) Plan(ctx context.Context, st *state.State) (*planfile.File, 
 	if before >= 0 {
 		rs.APIRequests = w.apiRequests() - before
 	}
-	pf, err := w.planWith(st, fleet, Fingerprint(fleet))
+	// The digest (a fifth of a plan's time at 100,000 nodes) is taken beside the planning:
+	// both only read the sorted fleet.
+	sortFleet(fleet)
+	fp := make(chan string, 1)
+	go func() { fp <- digest(fleet) }()
+	pf, err := w.planWith(st, fleet, "")
+	digested := <-fp
 	if err != nil {
 		return nil, err
 	}
+	pf.FleetFingerprint = digested
 	pf.Refresh = rs
 	return pf, nil
 }

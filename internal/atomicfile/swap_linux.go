@@ -10,16 +10,6 @@ import (
 
 const noFollow = unix.O_NOFOLLOW
 
-// flockEx waits for the readers of f's inode (boundedfile.ReadSwapped) to be done.
-func flockEx(f *os.File) error {
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if !errors.Is(err, unix.EINTR) {
-			return err
-		}
-	}
-}
-
 // exchange swaps the names a and b atomically. It reports fs.ErrNotExist when either is
 // missing and errors.ErrUnsupported when the filesystem cannot exchange.
 func exchange(a, b string) error {
@@ -33,4 +23,12 @@ func exchange(a, b string) error {
 		return errors.ErrUnsupported
 	}
 	return &os.LinkError{Op: "renameat2", Old: a, New: b, Err: err}
+}
+
+// writeLease takes a write lease on f: refused (EAGAIN) while anyone else has the file
+// open. The signal a lease break sends its holder (SIGIO) is ignored by Go programs that
+// do not ask for it, and this holder gives the lease up within the write anyway.
+func writeLease(f *os.File) error {
+	_, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_WRLCK)
+	return err
 }

@@ -12,4 +12,4 @@ const noFollow = syscall.O_NOFOLLOW
 
 func exchange(a, b string) error { return errors.ErrUnsupported }
 
-func flockEx(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }
+func writeLease(f *os.File) error { return errors.ErrUnsupported }

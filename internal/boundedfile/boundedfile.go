@@ -11,8 +11,7 @@ import (
 	"os"
 	"slices"
 	"syscall"
-
-	"golang.org/x/sys/unix"
+	"time"
 )
 
 // ErrTooLarge is wrapped by the error for a file past the bound.
@@ -22,6 +21,12 @@ var ErrTooLarge = errors.New("more than mcp reads")
 // refuses anything fstat does not call a regular file, naming what it is.
 func Open(path string, flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error) {
 	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK, perm)
+	for pause, waited := 50*time.Microsecond, time.Duration(0); errors.Is(err, syscall.EAGAIN) && waited < leaseBreakTime; {
+		time.Sleep(pause) // a write lease (see openRead)
+		waited += pause
+		pause = min(2*pause, 10*time.Millisecond)
+		f, err = os.OpenFile(path, flag|syscall.O_NONBLOCK, perm)
+	}
 	if flag&syscall.O_NOFOLLOW != 0 && errors.Is(err, syscall.ELOOP) {
 		return nil, nil, fmt.Errorf("%s is a symbolic link, not a regular file", path)
 	}
@@ -52,77 +57,28 @@ func Read(path string, max int64, flag int) ([]byte, error) { return ReadBuf(pat
 // ReadBuf is Read into buf's storage when it is large enough (for a caller that reads many
 // files and keeps none of their bytes).
 func ReadBuf(path string, max int64, flag int, buf []byte) ([]byte, error) {
-	b, _, err := readBuf(path, max, flag, buf, false)
-	return b, err
-}
-
-// ReadSwapped is ReadBuf for a file that atomicfile.Swap replaces, whose inodes are
-// rewritten in place once they are no longer the file's: it reads under a shared flock(2)
-// — the writer takes the exclusive one before it rewrites an inode — and then checks that
-// the inode read is still the one the path names; if not, it reads again. So it returns a
-// version the path named, whole, never one being written or never published.
-func ReadSwapped(path string, max int64, flag int, buf []byte) ([]byte, error) {
-	for range 1000 {
-		b, same, err := readBuf(path, max, flag, buf, true)
-		if err != nil || same {
-			return b, err
-		}
-		buf = b
-	}
-	return nil, fmt.Errorf("%s was replaced each of 1000 times it was read", path)
-}
-
-// readBuf reads path; with swapped, under a shared lock, reporting whether the inode read is
-// the one path names once read.
-func readBuf(path string, max int64, flag int, buf []byte, swapped bool) ([]byte, bool, error) {
 	fd, err := openRead(path, flag)
 	if flag&syscall.O_NOFOLLOW != 0 && errors.Is(err, syscall.ELOOP) {
-		return nil, false, fmt.Errorf("%s is a symbolic link, not a regular file", path)
+		return nil, fmt.Errorf("%s is a symbolic link, not a regular file", path)
 	}
 	if err != nil {
-		return nil, false, &fs.PathError{Op: "open", Path: path, Err: err}
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer syscall.Close(fd)
 	var st syscall.Stat_t
 	if err := ignoringEINTR(func() error { return syscall.Fstat(fd, &st) }); err != nil {
-		return nil, false, &fs.PathError{Op: "stat", Path: path, Err: err}
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if m := fileType(uint32(st.Mode)); !m.IsRegular() {
-		return nil, false, fmt.Errorf("%s is %s, not a regular file", path, Describe(m))
+		return nil, fmt.Errorf("%s is %s, not a regular file", path, Describe(m))
 	}
-	if swapped {
-		if err := ignoringEINTR(func() error { return syscall.Flock(fd, syscall.LOCK_SH) }); err != nil {
-			return nil, false, &fs.PathError{Op: "flock", Path: path, Err: err}
-		}
-		// The size may have changed before the lock was granted.
-		if err := ignoringEINTR(func() error { return syscall.Fstat(fd, &st) }); err != nil {
-			return nil, false, &fs.PathError{Op: "stat", Path: path, Err: err}
-		}
-	}
-	b, err := readFD(fd, path, max, st.Size, buf)
-	if err != nil || !swapped {
-		return b, true, err
-	}
-	var now unix.Stat_t
-	err = ignoringEINTR(func() error { return unix.Fstatat(unix.AT_FDCWD, path, &now, unix.AT_SYMLINK_NOFOLLOW) })
-	if errors.Is(err, syscall.ENOENT) {
-		return b, false, nil
-	}
-	if err != nil {
-		return nil, false, &fs.PathError{Op: "stat", Path: path, Err: err}
-	}
-	return b, now.Ino == st.Ino && now.Dev == uint64(st.Dev), nil
-}
-
-// readFD reads the rest of an open regular file of size bytes, at most max.
-func readFD(fd int, path string, max, fileSize int64, buf []byte) ([]byte, error) {
-	if fileSize > max {
-		return nil, fmt.Errorf("%s is %d bytes, larger than %s, %w", path, fileSize, size(max), ErrTooLarge)
+	if st.Size > max {
+		return nil, fmt.Errorf("%s is %d bytes, larger than %s, %w", path, st.Size, size(max), ErrTooLarge)
 	}
 	// One byte past the size: a read that does not fill it has reached the end (a regular
 	// file's read stops short only there), and a file that grew while being read is caught
 	// past the bound.
-	b := slices.Grow(buf[:0], int(fileSize)+1)
+	b := slices.Grow(buf[:0], int(st.Size)+1)
 	for {
 		if len(b) == cap(b) {
 			b = slices.Grow(b, 4096)
@@ -147,14 +103,28 @@ func readFD(fd int, path string, max, fileSize int64, buf []byte) ([]byte, error
 	}
 }
 
+// openRead opens path without blocking. A non-blocking open of a file someone holds a
+// write lease on fails with EAGAIN instead of waiting for the lease to be given up
+// (atomicfile.Swap holds one for the length of a write): it is tried again, for as long
+// as the kernel would make a blocking open wait (lease-break-time, 45 s by default).
 func openRead(path string, flag int) (int, error) {
+	var waited time.Duration
+	pause := 50 * time.Microsecond
 	for {
 		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|flag, 0)
-		if !errors.Is(err, syscall.EINTR) {
+		switch {
+		case errors.Is(err, syscall.EINTR):
+		case errors.Is(err, syscall.EAGAIN) && waited < leaseBreakTime:
+			time.Sleep(pause)
+			waited += pause
+			pause = min(2*pause, 10*time.Millisecond)
+		default:
 			return fd, err
 		}
 	}
 }
+
+const leaseBreakTime = 45 * time.Second
 
 func ignoringEINTR(f func() error) error {
 	for {

@@ -88,7 +88,7 @@ func readRecordInto(dir, name string, r *record, buf []byte) ([]byte, error) {
 		return buf, err
 	}
 	path := nodeFile(dir, name)
-	b, err := boundedfile.ReadSwapped(path, MaxFileSize, boundedfile.NoFollow, buf)
+	b, err := boundedfile.ReadBuf(path, MaxFileSize, boundedfile.NoFollow, buf)
 	if errors.Is(err, fs.ErrNotExist) {
 		return buf, fmt.Errorf("no node %q in fleet %s", name, dir)
 	}

@@ -1,14 +1,11 @@
 package views
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strings"
 	"time"
-
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
 
 	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/model"
@@ -56,7 +53,15 @@ func (p painter) green(s string) string  { return p.paint("32", s) }
 
 // HumanPlan writes the plan as text: a legend, per pool a line and a table of changing
 // nodes with their steps and blockers, then blockers, warnings and the summary line.
-func HumanPlan(w io.Writer, p *planner.Plan, o HumanOptions) error {
+func HumanPlan(out io.Writer, p *planner.Plan, o HumanOptions) error {
+	w := bufio.NewWriterSize(out, 64<<10) // a line per node: one write per line would be 100,000 writes
+	if err := humanPlan(w, p, o); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+func humanPlan(w *bufio.Writer, p *planner.Plan, o HumanOptions) error {
 	c := painter(o.Color)
 	if !p.HasChanges() {
 		_, err := fmt.Fprintf(w, "%s\n", c.green(PlanSummary(p)))
@@ -66,25 +71,25 @@ func HumanPlan(w io.Writer, p *planner.Plan, o HumanOptions) error {
 	fmt.Fprintf(w, "  %s update in place (no drain, no reboot)\n", c.yellow(symInPlace))
 	fmt.Fprintf(w, "  %s drain, update, uncordon (no reboot)\n", c.yellow(symDrain))
 	fmt.Fprintf(w, "  %s drain and reboot\n", c.red(symReboot))
+	byPool := nodesByPool(p)
 	for _, pp := range p.Pools {
-		writePool(w, c, pp, nodesOf(p, pp.Name), o.Verbose)
+		writePool(w, c, pp, byPool[pp.Name], o.Verbose)
 	}
 	writeNotes(w, c, p)
 	_, err := fmt.Fprintf(w, "\n%s\n", c.bold(PlanSummary(p)))
 	return err
 }
 
-func nodesOf(p *planner.Plan, pool string) []planner.NodePlan {
-	var out []planner.NodePlan
-	for _, n := range p.Nodes {
-		if n.Pool == pool {
-			out = append(out, n)
-		}
+// nodesByPool is the plan's nodes per pool, in plan order, in one pass.
+func nodesByPool(p *planner.Plan) map[string][]*planner.NodePlan {
+	out := make(map[string][]*planner.NodePlan, len(p.Pools))
+	for i := range p.Nodes {
+		out[p.Nodes[i].Pool] = append(out[p.Nodes[i].Pool], &p.Nodes[i])
 	}
 	return out
 }
 
-func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []planner.NodePlan, verbose bool) {
+func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.NodePlan, verbose bool) {
 	rendered := pp.Rendered
 	if pp.ReRendered && pp.Previous != "" {
 		rendered = pp.Previous + " → " + pp.Rendered
@@ -97,8 +102,8 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []planner.Node
 		fmt.Fprintf(w, "  %s %s\n", c.red("blocked:"), b.Message)
 	}
 	unchanged := 0
-	t := newTable(w)
-	t.Header("", "NODE", "ZONE", "WAVE", "STEPS")
+	var t columns
+	t.add("", "NODE", "ZONE", "WAVE", "STEPS")
 	for _, n := range nodes {
 		if !n.Changed() {
 			unchanged++
@@ -108,30 +113,30 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []planner.Node
 		if n.Deferred {
 			wave = "deferred"
 		}
-		t.Append(c.symbol(n), "node."+n.Name, n.Zone, wave, describeSteps(n))
+		t.add(c.symbol(n), "node."+n.Name, n.Zone, wave, describeSteps(n))
 		if n.Condition != "" {
-			t.Append("", "", "", "", c.yellow("condition: ")+n.Condition+ownSlot(n))
+			t.add("", "", "", "", c.yellow("condition: ")+n.Condition+ownSlot(n))
 		}
 		for _, b := range n.Blockers {
-			t.Append("", "", "", "", c.red("blocked: ")+b.Message)
+			t.add("", "", "", "", c.red("blocked: ")+b.Message)
 		}
 		for _, d := range n.Drift {
-			t.Append("", "", "", "", c.yellow("drift: ")+d.String())
+			t.add("", "", "", "", c.yellow("drift: ")+d.String())
 		}
 		if n.DriftUnlisted > 0 {
-			t.Append("", "", "", "", c.yellow("drift: ")+fmt.Sprintf("and %d more paths, not listed", n.DriftUnlisted))
+			t.add("", "", "", "", c.yellow("drift: ")+fmt.Sprintf("and %d more paths, not listed", n.DriftUnlisted))
 		}
 		for _, wn := range n.Warnings {
-			t.Append("", "", "", "", c.yellow("warning: ")+wn)
+			t.add("", "", "", "", c.yellow("warning: ")+wn)
 		}
 		if verbose {
 			for _, s := range n.Steps {
-				t.Append("", "", "", "", "  "+s.String()+": "+s.Reason)
+				t.add("", "", "", "", "  "+s.String()+": "+s.Reason)
 			}
 		}
 	}
 	if pp.Updates > 0 {
-		t.Render()
+		t.write(w)
 	}
 	if unchanged > 0 {
 		fmt.Fprintf(w, "  %d nodes unchanged\n", unchanged)
@@ -144,7 +149,7 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []planner.Node
 }
 
 // describeSteps summarises a changing node's steps.
-func describeSteps(n planner.NodePlan) string {
+func describeSteps(n *planner.NodePlan) string {
 	if n.Action == planner.NodeResume && len(n.Steps) == 0 {
 		return "finish the interrupted update (every step is done)"
 	}
@@ -152,31 +157,14 @@ func describeSteps(n planner.NodePlan) string {
 }
 
 // ownSlot says why a node out of service may update beside a full budget.
-func ownSlot(n planner.NodePlan) string {
+func ownSlot(n *planner.NodePlan) string {
 	if n.Deferred || n.Wave == 0 {
 		return ""
 	}
 	return "; updated in its own slot (it is out of service already)"
 }
 
-func newTable(w io.Writer) *tablewriter.Table {
-	return tablewriter.NewTable(w,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{
-			Borders: tw.BorderNone,
-			Symbols: tw.NewSymbols(tw.StyleNone),
-			Settings: tw.Settings{
-				Separators: tw.Separators{BetweenColumns: tw.Off, BetweenRows: tw.Off, ShowHeader: tw.Off},
-				Lines:      tw.Lines{ShowHeaderLine: tw.Off, ShowTop: tw.Off, ShowBottom: tw.Off},
-			},
-		})),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAlignment(tw.AlignLeft),
-		tablewriter.WithTrimSpace(tw.Off),
-	)
-}
-
-func (c painter) symbol(n planner.NodePlan) string {
+func (c painter) symbol(n *planner.NodePlan) string {
 	switch {
 	case n.Reboot:
 		return c.red(symReboot)
