@@ -103,12 +103,11 @@ func (r *poolRun) finished(node string, err error) {
 
 // admit waits until node may start: room in its pool's budget and a slot of the global
 // parallelism. It holds the slot and counts node busy when it returns nil. The budget is
-// looked at again once the slot is taken: waiting for it may have taken long.
+// looked at once the slot is taken (waiting for a slot may take long); only when there is
+// no room is the slot given back while the pool is watched for room. One look per start
+// when there is room: a look reads every node of the pool.
 func (r *poolRun) admit(node string) error {
 	for {
-		if err := r.waitRoom(node, r.a.opts.BudgetWait); err != nil {
-			return err
-		}
 		r.global <- struct{}{}
 		err := r.waitRoom(node, 0)
 		if err == nil && !r.halted() {
@@ -122,6 +121,9 @@ func (r *poolRun) admit(node string) error {
 			return errHalted
 		}
 		if !errors.Is(err, errNoRoom) {
+			return err
+		}
+		if err := r.waitRoom(node, r.a.opts.BudgetWait); err != nil {
 			return err
 		}
 	}

@@ -17,13 +17,13 @@ import (
 // crash harness judge a rollout's safety without trusting the process that made it.
 //
 // The rule that orders events and changes: the events of a change of node.json are written
-// into node.json with it (one atomic replace), and appended to events.jsonl (fsync'd) right
+// into node.json with it (one atomic replace), and appended to events.jsonl right
 // after; a writer killed in between leaves them in node.json, and the next writer of the
 // node, or ReadEvents, appends them (marked Recovered). So no event is lost once its change
 // took effect, and none is logged for a change that did not. Times are such that an
 // unavailability measured from the log is never shorter than the real one: events that
 // begin one (cordon, not-ready, drain) are stamped before the change is written, events
-// that end one (uncordon, ready) after it is durable — or, when recovered, at the
+// that end one (uncordon, ready) after it is written — or, when recovered, at the
 // recovery; a reboot's ready carries the time the machine came back. A drain changes
 // pods.json, not node.json: its event is appended before pods.json is written.
 
@@ -64,7 +64,7 @@ type Event struct {
 	Pods       []string  `json:"pods,omitempty"` // drain: namespace/name of the pods evicted
 	// Recovered: appended by a later writer, the one that made it having been killed
 	// after writing node.json. Most events keep the time they were stamped with before the
-	// change; an uncordon or ready, stamped only once its change is durable, carries the
+	// change; an uncordon or ready, stamped only once its change is written, carries the
 	// time of the recovery instead, which is later than the change (never earlier), and
 	// says so with LateStamp.
 	Recovered bool `json:"recovered,omitempty"`
@@ -90,7 +90,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 
 // derive lists the events of a change of a node from b to a: the one place they are
 // derived, so that no path changes a node's availability or state without its event. now
-// stamps them, except uncordon and ready, stamped once the change is durable; the ready
+// stamps them, except uncordon and ready, stamped once the change is written; the ready
 // of a completed reboot carries back, when the machine came back.
 func derive(b, a *model.Node, now, back time.Time) []Event {
 	var evs []Event
