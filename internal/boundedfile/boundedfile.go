@@ -20,13 +20,11 @@ var ErrTooLarge = errors.New("more than mcp reads")
 // Open opens path (flag as os.OpenFile; NoFollow refuses a symlink at the last element) and
 // refuses anything fstat does not call a regular file, naming what it is.
 func Open(path string, flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK, perm)
-	for pause, waited := 50*time.Microsecond, time.Duration(0); errors.Is(err, syscall.EAGAIN) && waited < leaseBreakTime; {
-		time.Sleep(pause) // a write lease (see openRead)
-		waited += pause
-		pause = min(2*pause, 10*time.Millisecond)
+	var f *os.File
+	err := whileLeased(func() (err error) {
 		f, err = os.OpenFile(path, flag|syscall.O_NONBLOCK, perm)
-	}
+		return err
+	})
 	if flag&syscall.O_NOFOLLOW != 0 && errors.Is(err, syscall.ELOOP) {
 		return nil, nil, fmt.Errorf("%s is a symbolic link, not a regular file", path)
 	}
@@ -103,15 +101,25 @@ func ReadBuf(path string, max int64, flag int, buf []byte) ([]byte, error) {
 	}
 }
 
-// openRead opens path without blocking. A non-blocking open of a file someone holds a
-// write lease on fails with EAGAIN instead of waiting for the lease to be given up
-// (atomicfile.Swap holds one for the length of a write): it is tried again, for as long
-// as the kernel would make a blocking open wait (lease-break-time, 45 s by default).
-func openRead(path string, flag int) (int, error) {
+// openRead opens path without blocking (see whileLeased).
+func openRead(path string, flag int) (fd int, err error) {
+	err = whileLeased(func() (err error) {
+		fd, err = syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|flag, 0)
+		return err
+	})
+	return fd, err
+}
+
+// whileLeased runs a non-blocking open until it does not fail with EINTR or EAGAIN. A
+// non-blocking open of a file someone holds a write lease on fails with EAGAIN instead of
+// waiting for the lease to be given up (atomicfile.Swap holds one for the length of a
+// write): it is tried again, for as long as the kernel would make a blocking open wait
+// (lease-break-time, 45 s by default).
+func whileLeased(open func() error) error {
 	var waited time.Duration
 	pause := 50 * time.Microsecond
 	for {
-		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC|flag, 0)
+		err := open()
 		switch {
 		case errors.Is(err, syscall.EINTR):
 		case errors.Is(err, syscall.EAGAIN) && waited < leaseBreakTime:
@@ -119,7 +127,7 @@ func openRead(path string, flag int) (int, error) {
 			waited += pause
 			pause = min(2*pause, 10*time.Millisecond)
 		default:
-			return fd, err
+			return err
 		}
 	}
 }
