@@ -143,7 +143,7 @@ func (a *applier) publish(ctx context.Context) error {
 		a.st.Rendered[name] = r
 	}
 	for _, pp := range a.plan.Pools {
-		if !pp.Paused {
+		if !pp.Paused && !pp.PointerKept { // kept: outside -target
 			a.st.Pointers[pp.Name] = pp.Rendered
 		}
 	}
