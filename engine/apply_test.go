@@ -370,3 +370,22 @@ func TestApplyLeavesAnUnansweringNodeCordoned(t *testing.T) {
 		t.Errorf("worker-0 was uncordoned (-want +got):\n%s", d)
 	}
 }
+
+// A pool outside -target keeps its boot pointer: nodes that boot meanwhile get the config
+// they got before, while the targeted nodes move (their rendered config is stored).
+func TestApplyKeepsTheBootPointerOfAnUntargetedPool(t *testing.T) {
+	f := newFake(map[string]int{"worker": 2, "infra": 1})
+	w, st := newTestWorkspace(t, f)
+	p := planFor(f, map[string]int{"worker": 1, "infra": 1}, rebootSteps())
+	p.Pools[1].PointerKept = true // worker: -target=node.worker-0
+	st.Pointers["worker"] = "rendered-worker-before"
+	if _, err := w.carryOut(context.Background(), st, p, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if st.Pointers["worker"] != "rendered-worker-before" || st.Pointers["infra"] != p.Pools[0].Rendered {
+		t.Errorf("pointers %v: worker's must stay, infra's move to %s", st.Pointers, p.Pools[0].Rendered)
+	}
+	if st.Rendered[p.Pools[1].Rendered] == nil {
+		t.Error("the untargeted pool's new rendered config was not stored: its targeted nodes need it")
+	}
+}
