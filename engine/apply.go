@@ -42,6 +42,8 @@ const (
 	EventPoolStopped EventKind = "pool-stopped"
 	// EventWaiting: a node waits for its pool's budget (Reason says what is out of service).
 	EventWaiting EventKind = "waiting"
+	// EventHeld: a node put on hold after the plan was made is not started (Reason says so).
+	EventHeld EventKind = "held"
 )
 
 // Event is one progress report of an apply.
