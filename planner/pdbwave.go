@@ -187,8 +187,8 @@ func waitBlockers(d *drainer, short []int, holders [][]*drainer, pdbs []model.PD
 			after = append(after, h.np.Name)
 		}
 		out = append(out, Blocker{Kind: BlockPDBWait, PDB: b.Namespace + "/" + b.Name, After: after,
-			Message: fmt.Sprintf("drain waits for PodDisruptionBudget %s/%s (allows %d disruptions) until %s %s uncordoned with %s pods back; cordoned meanwhile, within the drain timeout",
-				b.Namespace, b.Name, b.DisruptionsAllowed, strings.Join(after, ", "), isAre(len(after)), itsTheir(len(after)))})
+			Message: fmt.Sprintf("drain waits for PodDisruptionBudget %s/%s (allows %s) until %s %s uncordoned with %s pods back; cordoned meanwhile, within the drain timeout",
+				b.Namespace, b.Name, disruptions(b.DisruptionsAllowed), strings.Join(after, ", "), isAre(len(after)), itsTheir(len(after)))})
 	}
 	return out
 }
@@ -214,4 +214,11 @@ func itsTheir(n int) string {
 		return "its"
 	}
 	return "their"
+}
+
+func disruptions(n int) string {
+	if n == 1 {
+		return "1 disruption"
+	}
+	return fmt.Sprintf("%d disruptions", n)
 }

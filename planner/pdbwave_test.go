@@ -63,7 +63,7 @@ func TestMakePlanPDBSerialisesAWave(t *testing.T) {
 		t.Errorf("pool waves %d, want 3", p.Pools[0].Waves)
 	}
 	msg := p.Nodes[1].Blockers[0].Message
-	if want := "drain waits for PodDisruptionBudget demo/web-pdb (allows 1 disruptions) until w-0 is uncordoned with its pods back"; len(msg) < len(want) || msg[:len(want)] != want {
+	if want := "drain waits for PodDisruptionBudget demo/web-pdb (allows 1 disruption) until w-0 is uncordoned with its pods back"; len(msg) < len(want) || msg[:len(want)] != want {
 		t.Errorf("message %q", msg)
 	}
 }

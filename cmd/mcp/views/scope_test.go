@@ -27,7 +27,7 @@ func scopedPlan() *planfile.File {
 			{Name: "worker-2", Pool: "worker", Action: planner.NodeNoOp, Untargeted: true},
 			{Name: "worker-3", Pool: "worker", Action: planner.NodeUpdate, Steps: drain, Reboot: true, Wave: 2,
 				Blockers: []planner.Blocker{{Kind: planner.BlockPDBWait, PDB: "demo/web-pdb", After: []string{"worker-0"},
-					Message: "drain waits for PodDisruptionBudget demo/web-pdb (allows 1 disruptions) until worker-0 is uncordoned with its pods back"}}},
+					Message: "drain waits for PodDisruptionBudget demo/web-pdb (allows 1 disruption) until worker-0 is uncordoned with its pods back"}}},
 		},
 	}
 	return &planfile.File{Plan: p, Targets: []string{"pool.worker"}, Exclude: []string{"node.worker-1"}}
