@@ -42,6 +42,8 @@ const (
 	EventPoolStopped EventKind = "pool-stopped"
 	// EventWaiting: a node waits for its pool's budget (Reason says what is out of service).
 	EventWaiting EventKind = "waiting"
+	// EventHeld: a node put on hold after the plan was made is not started (Reason says so).
+	EventHeld EventKind = "held"
 )
 
 // Event is one progress report of an apply.
@@ -143,7 +145,7 @@ func (a *applier) publish(ctx context.Context) error {
 		a.st.Rendered[name] = r
 	}
 	for _, pp := range a.plan.Pools {
-		if !pp.Paused {
+		if !pp.Paused && !pp.PointerKept { // kept: outside -target
 			a.st.Pointers[pp.Name] = pp.Rendered
 		}
 	}

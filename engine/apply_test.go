@@ -370,3 +370,41 @@ func TestApplyLeavesAnUnansweringNodeCordoned(t *testing.T) {
 		t.Errorf("worker-0 was uncordoned (-want +got):\n%s", d)
 	}
 }
+
+// A pool outside -target keeps its boot pointer: nodes that boot meanwhile get the config
+// they got before, while the targeted nodes move (their rendered config is stored).
+func TestApplyKeepsTheBootPointerOfAnUntargetedPool(t *testing.T) {
+	f := newFake(map[string]int{"worker": 2, "infra": 1})
+	w, st := newTestWorkspace(t, f)
+	p := planFor(f, map[string]int{"worker": 1, "infra": 1}, rebootSteps())
+	p.Pools[1].PointerKept = true // worker: -target=node.worker-0
+	st.Pointers["worker"] = "rendered-worker-before"
+	if _, err := w.carryOut(context.Background(), st, p, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if st.Pointers["worker"] != "rendered-worker-before" || st.Pointers["infra"] != p.Pools[0].Rendered {
+		t.Errorf("pointers %v: worker's must stay, infra's move to %s", st.Pointers, p.Pools[0].Rendered)
+	}
+	if st.Rendered[p.Pools[1].Rendered] == nil {
+		t.Error("the untargeted pool's new rendered config was not stored: its targeted nodes need it")
+	}
+}
+
+// A node put on hold after the plan was made is not started: the look at the pool before
+// its start sees the hold. The pool goes on with its other nodes, and apply does not fail.
+func TestApplyHonoursAHoldSetAfterThePlan(t *testing.T) {
+	f := newFake(map[string]int{"worker": 3})
+	w, st := newTestWorkspace(t, f)
+	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
+	f.fleet.Nodes[1].Labels[model.HoldKey] = "kernel-debug"
+	res, err := w.carryOut(context.Background(), st, p, ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.trace["worker-1"]) > 0 {
+		t.Errorf("the held node was touched: %v", f.trace["worker-1"])
+	}
+	if d := cmp.Diff([]string{"worker-1"}, res.Skipped); d != "" || len(res.Updated) != 2 {
+		t.Errorf("updated %v, skipped (-want +got):\n%s", res.Updated, d)
+	}
+}

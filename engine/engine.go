@@ -38,6 +38,9 @@ type Workspace struct {
 	Rendered map[string]*model.Rendered // by pool
 	Provider providers.Provider
 	Backend  state.Backend
+	// Targets and Exclude scope the plans Plan makes (-target, -exclude: see
+	// planner.Input); a saved plan is applied with its own.
+	Targets, Exclude []string
 }
 
 // Parts are the providers and state backends this build of mcp has, by the name a
@@ -134,7 +137,7 @@ func (w *Workspace) Plan(ctx context.Context, st *state.State) (*planfile.File, 
 	sortFleet(fleet)
 	fp := make(chan string, 1)
 	go func() { fp <- digest(fleet) }()
-	pf, err := w.planWith(st, fleet, "")
+	pf, err := w.planWith(st, fleet, "", w.Targets, w.Exclude)
 	digested := <-fp
 	if err != nil {
 		return nil, err
@@ -192,11 +195,13 @@ func (w *Workspace) refresh(ctx context.Context, st *state.State) (*model.Fleet,
 	return fleet, g.Wait()
 }
 
-// planWith plans against st and fleet, whose fingerprint (Fingerprint) is fp.
-func (w *Workspace) planWith(st *state.State, fleet *model.Fleet, fp string) (*planfile.File, error) {
+// planWith plans against st and fleet, whose fingerprint (Fingerprint) is fp, limited to
+// targets and without exclude.
+func (w *Workspace) planWith(st *state.State, fleet *model.Fleet, fp string, targets, exclude []string) (*planfile.File, error) {
 	p, err := planner.MakePlan(planner.Input{
 		Desired: w.Desired, Rendered: w.Rendered, Known: st.Rendered,
 		Pointers: st.Pointers, Fleet: fleet, Journal: st.Journal,
+		Targets: targets, Exclude: exclude,
 	})
 	if err != nil {
 		return nil, err
@@ -206,6 +211,7 @@ func (w *Workspace) planWith(st *state.State, fleet *model.Fleet, fp string) (*p
 		FormatVersion: planfile.FormatVersion, MCPVersion: Version,
 		Created: time.Now().UTC(), ConfigDir: abs,
 		Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: fp, Plan: p,
+		Targets: targets, Exclude: exclude,
 	}
 	if w.Config != nil && len(w.Config.Variables) > 0 {
 		if pf.Variables, err = planfile.EncodeVariables(w.Config.Variables); err != nil {

@@ -47,6 +47,10 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		if err := r.admit(n.Name); err != nil {
+			if errors.Is(err, errHeld) {
+				r.held(n.Name, err)
+				continue
+			}
 			if r.halted() {
 				err = nil // a failed node, or the interruption, is reported already
 			}
@@ -80,6 +84,15 @@ func (r *poolRun) skip(rest []planner.NodePlan, why error) {
 		r.pr.errs = append(r.pr.errs, why)
 	}
 	r.a.emit(Event{Kind: EventPoolStopped, Pool: r.pp.Name})
+}
+
+// held reports a node put on hold after the plan was made: it is not started, and the
+// pool goes on (the hold is the operator's word, not a failure).
+func (r *poolRun) held(node string, why error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pr.Skipped = append(r.pr.Skipped, node)
+	r.a.emit(Event{Kind: EventHeld, Pool: r.pp.Name, Node: node, Reason: why.Error()})
 }
 
 // finished records a node's end, frees its global slot and wakes a node waiting for room.
@@ -132,6 +145,9 @@ func (r *poolRun) admit(node string) error {
 // errHalted: the pool stopped (a node failed) or apply was interrupted.
 var errHalted = errors.New("halted")
 
+// errHeld: the node was put on hold (mcpfleet.io/hold) after the plan was made.
+var errHeld = errors.New("put on hold after the plan was made: not started")
+
 // errNoRoom: a single look found no room (the caller looks again, waiting).
 var errNoRoom = errors.New("no room in the budget")
 
@@ -152,6 +168,9 @@ func (r *poolRun) waitRoom(node string, patience time.Duration) error {
 				return r.ctx.Err()
 			}
 			return fmt.Errorf("pool %s: not starting node %s: observing the pool: %w", r.pp.Name, node, err)
+		}
+		if err := heldNow(node, observed); err != nil {
+			return err
 		}
 		r.mu.Lock()
 		room, why := planner.Room(r.pp.MaxUnavailable, node, observed, r.busy)
@@ -201,4 +220,18 @@ func (a *applier) observe(ctx context.Context, names []string) ([]model.Node, er
 		}
 	}
 	return out, nil
+}
+
+// heldNow fails with errHeld when the look at the pool finds node on hold: a hold set
+// during an apply is honoured from the node's start on, as one set before the plan.
+func heldNow(node string, observed []model.Node) error {
+	for i := range observed {
+		if observed[i].Name != node {
+			continue
+		}
+		if why, held := observed[i].HoldReason(); held {
+			return fmt.Errorf("%w (%s=%q)", errHeld, model.HoldKey, why)
+		}
+	}
+	return nil
 }

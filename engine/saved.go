@@ -31,7 +31,8 @@ func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, pf *planfile.F
 	if err := pf.CheckFresh(st, fp); err != nil {
 		return nil, err
 	}
-	fresh, err := w.planWith(st, fleet, fp)
+	// The saved plan's -target and -exclude, as its variables: the scope reviewed.
+	fresh, err := w.planWith(st, fleet, fp, pf.Targets, pf.Exclude)
 	if err != nil {
 		return nil, err
 	}

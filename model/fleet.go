@@ -38,6 +38,23 @@ type Node struct {
 	// DriftUnlisted counts drifted paths the report does not list (the Kubernetes
 	// annotation carries the first protocol.MaxDrift).
 	DriftUnlisted int `json:"drift_unlisted,omitempty"`
+	// Hold is the value of the node's HoldKey annotation (Kubernetes; a local fleet's
+	// node.json "hold"): the node is kept out of rollouts. A label of that key does the
+	// same; HoldReason reads both.
+	Hold string `json:"hold,omitempty"`
+}
+
+// HoldKey is the annotation or label that keeps a node out of rollouts; its value says why.
+const HoldKey = "mcpfleet.io/hold"
+
+// HoldReason says why the node is on hold ("" when it is not): its HoldKey annotation,
+// else its label. An empty value still holds: the key alone is the operator's word.
+func (n *Node) HoldReason() (reason string, held bool) {
+	if n.Hold != "" {
+		return n.Hold, true
+	}
+	v, ok := n.Labels[HoldKey]
+	return v, ok
 }
 
 // DriftKind says how a managed file or unit differs from its config.

@@ -21,6 +21,10 @@ func MakePlan(in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	sc, err := newScope(in, members)
+	if err != nil {
+		return nil, err
+	}
 	p := &Plan{Unmanaged: unmanaged, Rendered: map[string]*model.Rendered{},
 		Nodes: make([]NodePlan, 0, len(in.Fleet.Nodes)-len(unmanaged))}
 	for _, r := range in.Rendered {
@@ -29,6 +33,7 @@ func MakePlan(in Input) (*Plan, error) {
 	// Nodes of a pool mostly share their current config: derive each (from, to) once.
 	memo := map[[2]string]derived{}
 	in.memo = memo
+	var slots []poolSlots // per pool, for pdbWaves
 	podsByNode := map[string][]*model.Pod{}
 	for i := range in.Fleet.Pods {
 		pod := &in.Fleet.Pods[i]
@@ -40,7 +45,8 @@ func MakePlan(in Input) (*Plan, error) {
 		if target == nil {
 			return nil, fmt.Errorf("pool %s has no rendered config", pool.Name)
 		}
-		pp, nodes := planPool(in, pool, target, members[pool.Name])
+		pp, nodes, sl := planPool(in, sc, pool, target, members[pool.Name])
+		slots = append(slots, sl)
 		for i := range nodes {
 			if nodes[i].Changed() && hasStep(nodes[i].Steps, model.StepDrain) {
 				nodes[i].Blockers = append(nodes[i].Blockers, pdbBlockers(podsByNode[nodes[i].Name], in.Fleet.PDBs)...)
@@ -48,6 +54,13 @@ func MakePlan(in Input) (*Plan, error) {
 		}
 		p.Pools = append(p.Pools, pp)
 		p.Nodes = append(p.Nodes, nodes...)
+	}
+	if len(in.Fleet.PDBs) > 0 {
+		ready := make(map[string]bool, len(in.Fleet.Nodes))
+		for i := range in.Fleet.Nodes {
+			ready[in.Fleet.Nodes[i].Name] = in.Fleet.Nodes[i].Ready
+		}
+		pdbWaves(p, slots, podsByNode, in.Fleet.PDBs, ready)
 	}
 	return p, nil
 }
@@ -89,15 +102,24 @@ func selects(sel, labels map[string]string) bool {
 }
 
 // planPool plans one pool's nodes and schedules the changing ones.
-func planPool(in Input, pool *model.Pool, target *model.Rendered, nodes []*model.Node) (PoolPlan, []NodePlan) {
+func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, nodes []*model.Node) (PoolPlan, []NodePlan, poolSlots) {
 	pp := PoolPlan{Name: pool.Name, Rendered: target.Name, Previous: in.Pointers[pool.Name],
-		Size: len(nodes), Paused: pool.Paused, DrainTimeout: pool.DrainTimeout}
+		Size: len(nodes), Paused: pool.Paused, DrainTimeout: pool.DrainTimeout, PointerKept: !sc.poolTargeted(pool.Name)}
 	pp.ReRendered = pp.Rendered != pp.Previous
 	pp.MaxUnavailable = pool.MaxUnavailable.Resolve(len(nodes))
 	plans := make([]NodePlan, len(nodes))
 	var out []string // nodes out of service now, changing or not
 	for i, n := range nodes {
 		plans[i] = planNode(in, n, pool.Name, target)
+		// Held and untargeted nodes get no steps; out of service they still count below.
+		if held, untargeted := sc.hold(n), !sc.nodeTargeted(pool.Name, n.Name); held != "" || untargeted {
+			keepOut(&plans[i], held, untargeted && held == "")
+			if held != "" {
+				pp.Held++
+			} else {
+				pp.Untargeted++
+			}
+		}
 		if plans[i].Condition != "" {
 			out = append(out, n.Name+" ("+plans[i].Condition+")")
 		}
@@ -131,14 +153,18 @@ func planPool(in Input, pool *model.Pool, target *model.Rendered, nodes []*model
 	for _, i := range order {
 		sorted = append(sorted, plans[i])
 	}
-	schedule(&pp, sorted, out)
-	return pp, sorted
+	sl := schedule(&pp, sorted, out)
+	return pp, sorted, sl
 }
+
+// poolSlots is what schedule gave a pool's nodes in service: how many start at once, from
+// which wave.
+type poolSlots struct{ slots, first int }
 
 // schedule gives each changing node its wave, or defers it with the pool's blocker. Nodes
 // out of service already start in the first wave, each in its own slot; the others share
 // the slots the budget leaves, wave after wave.
-func schedule(pp *PoolPlan, nodes []NodePlan, out []string) {
+func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
 	changing, inOwnSlot, resumed := 0, 0, 0
 	for _, n := range nodes {
 		if n.Changed() {
@@ -153,7 +179,7 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) {
 	}
 	pp.Updates = changing
 	if changing == 0 {
-		return
+		return poolSlots{}
 	}
 	if pp.Paused {
 		pp.Blockers = append(pp.Blockers, Blocker{Kind: BlockPaused,
@@ -161,7 +187,7 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) {
 		for k := range nodes {
 			nodes[k].Deferred = nodes[k].Changed()
 		}
-		return
+		return poolSlots{}
 	}
 	if inOwnSlot > 0 {
 		pp.Waves = 1
@@ -194,6 +220,7 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) {
 			Message: fmt.Sprintf("max_unavailable %d already used up: %d of %d nodes out of service (%s); %d node changes deferred",
 				pp.MaxUnavailable, pp.Unavailable, pp.Size, strings.Join(out, ", "), left)})
 	}
+	return poolSlots{slots, first}
 }
 
 // planNode derives one node's steps: from its current config to the pool's target, or the

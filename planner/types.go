@@ -19,6 +19,10 @@ type Input struct {
 	Fleet    *model.Fleet
 	// Journal is the progress of an apply that did not finish, by node name.
 	Journal map[string]model.JournalEntry
+	// Targets limits the rollout to these pools and nodes ("pool.NAME", "node.NAME"; none:
+	// everything), as Terraform's -target; Exclude keeps these nodes ("node.NAME") out, as
+	// a hold does. Unknown ones are errors.
+	Targets, Exclude []string
 
 	memo map[[2]string]derived // set by MakePlan
 }
@@ -59,6 +63,13 @@ type PoolPlan struct {
 	Updates  int       `json:"updates"` // nodes with steps
 	Waves    int       `json:"waves"`
 	Blockers []Blocker `json:"blockers,omitempty"`
+	// Held counts the pool's nodes kept out of the rollout (NodePlan.Held); Untargeted
+	// those -target leaves out.
+	Held       int `json:"held,omitempty"`
+	Untargeted int `json:"untargeted,omitempty"`
+	// PointerKept is true when -target is given and does not name the pool: its boot
+	// pointer stays at Previous (new nodes keep booting it), whatever Rendered is.
+	PointerKept bool `json:"pointer_kept,omitempty"`
 }
 
 // NodeAction is what happens to a node as a whole.
@@ -98,6 +109,11 @@ type NodePlan struct {
 	// DriftUnlisted counts drifted paths the node reported without listing them; the
 	// steps then restore every path the config manages.
 	DriftUnlisted int `json:"drift_unlisted,omitempty"`
+	// Held says why the node is kept out of the rollout (its mcpfleet.io/hold label or
+	// annotation, or -exclude): it has no steps, whatever it needs.
+	Held string `json:"held,omitempty"`
+	// Untargeted is true when -target names neither the node nor its pool: no steps.
+	Untargeted bool `json:"untargeted,omitempty"`
 }
 
 // Changed reports whether the node has anything to do: steps, or (when only on_change
@@ -113,7 +129,7 @@ func (p *Plan) HasChanges() bool {
 		}
 	}
 	for _, pp := range p.Pools {
-		if pp.ReRendered {
+		if pp.ReRendered && !pp.PointerKept {
 			return true
 		}
 	}
@@ -127,6 +143,9 @@ const (
 	BlockPDB    BlockerKind = "pdb"    // a PodDisruptionBudget allows no disruption of a pod to evict
 	BlockPaused BlockerKind = "paused" // the pool is paused
 	BlockBudget BlockerKind = "budget" // max_unavailable is already used up
+	// BlockPDBWait: the node's drain waits for earlier nodes of the rollout (After) to
+	// bring back their pods, which a PDB allows too few disruptions to evict beside them.
+	BlockPDBWait BlockerKind = "pdb-wait"
 )
 
 // Blocker is something that stops (or is predicted to stop) a node or pool from updating.
@@ -135,4 +154,6 @@ type Blocker struct {
 	Message string      `json:"message"`
 	PDB     string      `json:"pdb,omitempty"` // namespace/name
 	Pod     string      `json:"pod,omitempty"` // namespace/name
+	// After names the earlier nodes a pdb-wait waits for.
+	After []string `json:"after,omitempty"`
 }

@@ -19,6 +19,8 @@ func (c *cli) apply(args []string) int {
 	drainTimeout := fs.Duration("drain-timeout", 10*time.Minute, "give up a node's drain after this long")
 	drainRetry := fs.Duration("drain-retry-delay", 5*time.Second, "pause after an eviction a PodDisruptionBudget refused")
 	budgetWait := fs.Duration("budget-wait", 10*time.Minute, "give up starting a pool's next node after waiting this long for room in its max_unavailable")
+	var sf scopeFlags
+	sf.register(fs)
 	var lf loadFlags
 	lf.register(fs, true)
 	pos, err := c.parse(fs, args)
@@ -41,6 +43,11 @@ func (c *cli) apply(args []string) int {
 		if len(lf.vars) > 0 || len(lf.varFiles) > 0 {
 			return c.errorf("-var and -var-file cannot be given with a saved plan: it is applied with the values it was made with")
 		}
+		// As Terraform ("Can't change resource targeting when applying a saved plan"), but
+		// refused rather than ignored: the scope reviewed is the one applied.
+		if len(sf.targets) > 0 || len(sf.exclude) > 0 {
+			return c.errorf("-target and -exclude cannot be given with a saved plan: it is applied with the targets and exclusions it was made with; run mcp plan -target=… -out=FILE for another scope")
+		}
 		if lf.values, err = saved.VariableValues(); err != nil {
 			return c.errorf("loading plan %q: %v", pos[0], err)
 		}
@@ -54,6 +61,7 @@ func (c *cli) apply(args []string) int {
 		return code
 	}
 	defer unlock()
+	ws.Targets, ws.Exclude = sf.targets, sf.exclude
 	v := views.NewApply(*asJSON, c.stdout, c.color(&lf))
 	pf := saved
 	if pf == nil {
@@ -78,6 +86,9 @@ func (c *cli) apply(args []string) int {
 	})
 	if res != nil {
 		v.Summary(views.SummaryOf(res, err))
+		if len(pf.Targets) > 0 {
+			v.Targeted()
+		}
 	}
 	if err != nil {
 		if res == nil {

@@ -16,11 +16,14 @@ func (c *cli) plan(args []string) int {
 	out := fs.String("out", "", "save the plan to this file, for mcp apply FILE")
 	asJSON := fs.Bool("json", false, "print the plan as JSON (Terraform's plan JSON shape)")
 	detailed := fs.Bool("detailed-exitcode", false, "exit 0 when there are no changes, 1 on error, 2 when there are changes")
+	var sf scopeFlags
+	sf.register(fs)
 	var lf loadFlags
 	ws, st, ctx, unlock, code := c.openLocked(fs, &lf, args, "plan")
 	if st == nil {
 		return code
 	}
+	ws.Targets, ws.Exclude = sf.targets, sf.exclude
 	pf, err := ws.Plan(ctx, st)
 	unlock()
 	if err != nil {
@@ -40,6 +43,14 @@ func (c *cli) plan(args []string) int {
 		return 2
 	}
 	return 0
+}
+
+// scopeFlags are -target and -exclude (plan, and apply without a saved plan).
+type scopeFlags struct{ targets, exclude multiFlag }
+
+func (sf *scopeFlags) register(fs *flag.FlagSet) {
+	fs.Var(&sf.targets, "target", "limit the rollout to pool.NAME or node.NAME (repeatable; for exceptional use, as Terraform's -target)")
+	fs.Var(&sf.exclude, "exclude", "keep node.NAME out of the rollout, as its mcpfleet.io/hold label would (repeatable)")
 }
 
 // color reports whether a view colours its output: not with -no-color, and only on a

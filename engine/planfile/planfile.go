@@ -41,7 +41,11 @@ type File struct {
 	// Variables are the values the configuration's variables had, by name: apply loads
 	// the configuration with exactly these, as Terraform's apply of a saved plan does.
 	Variables map[string]Variable `json:"variables,omitempty"`
-	Plan      *planner.Plan       `json:"plan"`
+	// Targets and Exclude are the plan's -target and -exclude addresses: apply derives the
+	// plan again with exactly these (and refuses -target beside a saved plan).
+	Targets []string      `json:"targets,omitempty"`
+	Exclude []string      `json:"exclude,omitempty"`
+	Plan    *planner.Plan `json:"plan"`
 	// Refresh is what the refresh before the plan observed and cost (display only).
 	Refresh *model.RefreshStats `json:"refresh,omitempty"`
 }

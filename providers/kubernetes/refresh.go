@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -118,6 +119,11 @@ func nodeOf(n *corev1.Node) model.Node {
 		Drift:         protocol.DecodeDrift(a[protocol.Drift]),
 		OSImage:       a[protocol.OSImage],
 		BootID:        n.Status.NodeInfo.BootID,
+	}
+	// The annotation carries a reason in free text, which a label value cannot; a label of
+	// the key holds too (model.Node.HoldReason).
+	if why, ok := a[model.HoldKey]; ok {
+		m.Hold = cmp.Or(why, "no reason given")
 	}
 	if count, err := strconv.Atoi(a[protocol.DriftCount]); err == nil && count > len(m.Drift) {
 		m.DriftUnlisted = count - len(m.Drift)

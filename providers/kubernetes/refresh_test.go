@@ -212,3 +212,28 @@ func TestDriftPastTheAnnotationLimit(t *testing.T) {
 		t.Errorf("%d listed (first %v), %d unlisted; want %d and 5", len(n.Drift), n.Drift[:1], n.DriftUnlisted, protocol.MaxDrift)
 	}
 }
+
+// A Node's mcpfleet.io/hold annotation (free text) or label holds it; the annotation's
+// reason is the one shown, and an empty one still holds.
+func TestHoldFromAnnotationOrLabel(t *testing.T) {
+	for _, c := range []struct {
+		ann, label map[string]string
+		want       string
+		held       bool
+	}{
+		{ann: map[string]string{model.HoldKey: "disk swap on Tuesday"}, want: "disk swap on Tuesday", held: true},
+		{ann: map[string]string{model.HoldKey: ""}, want: "no reason given", held: true},
+		{label: map[string]string{model.HoldKey: "kernel-debug"}, want: "kernel-debug", held: true},
+		{ann: map[string]string{model.HoldKey: "annotated"}, label: map[string]string{model.HoldKey: "labelled"}, want: "annotated", held: true},
+		{},
+	} {
+		kn := kNode("w-0", "a", true, c.ann)
+		for k, v := range c.label {
+			kn.Labels[k] = v
+		}
+		n := nodeOf(kn)
+		if why, held := n.HoldReason(); why != c.want || held != c.held {
+			t.Errorf("annotations %v, labels %v: hold %q %v, want %q %v", c.ann, c.label, why, held, c.want, c.held)
+		}
+	}
+}

@@ -141,6 +141,8 @@ var setters = map[string]func(r *record, v string) error{
 		r.Ready = b
 	}),
 	"unschedulable": boolSetter(func(r *record, b bool) { r.Unschedulable = b }),
+	// hold is the mcpfleet.io/hold annotation a cluster would carry (free text; hold= lifts it).
+	"hold": func(r *record, v string) error { r.Hold = v; return nil },
 	"zone": func(r *record, v string) error {
 		r.Zone = v
 		r.Labels["topology.kubernetes.io/zone"] = v

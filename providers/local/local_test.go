@@ -81,6 +81,19 @@ func TestInitAndSet(t *testing.T) {
 	if n.Ready || !n.Unschedulable || n.Labels["gpu"] != "yes" {
 		t.Errorf("set: %+v", n)
 	}
+	// hold= is the mcpfleet.io/hold annotation: a reason in free text; hold= lifts it.
+	if err := Set(dir, "worker-1", []string{"hold=disk swap pending"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := readRecord(dir, "worker-1"); n.Hold != "disk swap pending" {
+		t.Errorf("hold: %q", n.Hold)
+	}
+	if err := Set(dir, "worker-1", []string{"hold="}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := readRecord(dir, "worker-1"); n.Hold != "" {
+		t.Errorf("hold= did not lift the hold: %q", n.Hold)
+	}
 	err = Set(dir, "worker-1", []string{"ready=true", "colour=red"})
 	if err == nil || !strings.Contains(err.Error(), "colour") || !strings.Contains(err.Error(), "unschedulable") {
 		t.Errorf("unknown key: %v", err)

@@ -15,6 +15,8 @@ type Apply interface {
 	// AskApproval asks for "yes"; Cancelled says that apply stopped on another answer.
 	AskApproval()
 	Cancelled()
+	// Targeted warns that a plan made with -target may have left changes out.
+	Targeted()
 	Progress
 }
 

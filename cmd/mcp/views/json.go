@@ -18,6 +18,7 @@ type Meta struct {
 	ConfigDir        string
 	Version          string
 	Refresh          *model.RefreshStats
+	Targets, Exclude []string
 }
 
 // JSONFormatVersion is the version of mcp's plan JSON; its top level follows Terraform's
@@ -74,6 +75,9 @@ type nodeMeta struct {
 	Condition string            `json:"condition,omitempty"`
 	Blockers  []planner.Blocker `json:"blockers"`
 	Warnings  []string          `json:"warnings"`
+	// Held says why the node is kept out of the rollout; Untargeted: outside -target.
+	Held       string `json:"held,omitempty"`
+	Untargeted bool   `json:"untargeted,omitempty"`
 }
 
 type jsonMeta struct {
@@ -86,6 +90,9 @@ type jsonMeta struct {
 	Unmanaged        []string           `json:"unmanaged"`
 	// Refresh is what the refresh observed and cost; absent in a plan saved without it.
 	Refresh *model.RefreshStats `json:"refresh,omitempty"`
+	// Targets and Exclude are the plan's -target and -exclude.
+	Targets []string `json:"targets,omitempty"`
+	Exclude []string `json:"exclude,omitempty"`
 }
 
 // JSONPlan renders the plan as JSON: pools first (by name), then nodes in plan order.
@@ -94,10 +101,10 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 		Complete: true, ResourceChanges: []resourceChange{}, ResourceDrift: []resourceChange{},
 		MCP: jsonMeta{Lineage: meta.Lineage, Serial: meta.Serial, FleetFingerprint: meta.FleetFingerprint,
 			ConfigDir: meta.ConfigDir, Summary: PlanSummary(p), Pools: p.Pools, Unmanaged: nonNil(p.Unmanaged),
-			Refresh: meta.Refresh}}
+			Refresh: meta.Refresh, Targets: meta.Targets, Exclude: meta.Exclude}}
 	for _, pp := range p.Pools {
 		act := "no-op"
-		if pp.ReRendered {
+		if pp.ReRendered && !pp.PointerKept {
 			act = "update"
 		}
 		var before any
@@ -124,7 +131,8 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 		out.ResourceChanges = append(out.ResourceChanges, resourceChange{Address: "node." + n.Name, Mode: "managed",
 			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{act}, Before: before, After: nodeValue{RenderedConfig: n.To}},
 			MCP: &nodeMeta{Pool: n.Pool, Zone: n.Zone, Action: string(n.Action), Steps: steps, Reboot: n.Reboot, Wave: n.Wave,
-				Deferred: n.Deferred, Condition: n.Condition, Blockers: nonNilB(n.Blockers), Warnings: nonNil(n.Warnings)}})
+				Deferred: n.Deferred, Condition: n.Condition, Blockers: nonNilB(n.Blockers), Warnings: nonNil(n.Warnings),
+				Held: n.Held, Untargeted: n.Untargeted}})
 	}
 	for _, n := range p.Nodes {
 		if len(n.Drift) == 0 && n.DriftUnlisted == 0 {
@@ -141,7 +149,7 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 // writeJSONPlan writes a plan file's plan as one line of JSON.
 func writeJSONPlan(w io.Writer, pf *planfile.File) error {
 	b, err := JSONPlan(pf.Plan, Meta{Lineage: pf.Lineage, Serial: pf.Serial, FleetFingerprint: pf.FleetFingerprint,
-		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion, Refresh: pf.Refresh})
+		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion, Refresh: pf.Refresh, Targets: pf.Targets, Exclude: pf.Exclude})
 	if err != nil {
 		return err
 	}

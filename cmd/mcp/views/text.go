@@ -2,8 +2,10 @@ package views
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,7 +22,13 @@ type text struct {
 
 // plan writes a plan; verbose lists every step's reason.
 func (t text) plan(pf *planfile.File, verbose bool) error {
-	return HumanPlan(t.w, pf.Plan, HumanOptions{Color: t.color, Verbose: verbose})
+	if err := HumanPlan(t.w, pf.Plan, HumanOptions{Color: t.color, Verbose: verbose}); err != nil {
+		return err
+	}
+	if len(pf.Targets) > 0 {
+		warning(t.w, painter(t.color), targetPlanTitle, targetPlanDetail)
+	}
+	return nil
 }
 
 // HumanOptions tune the human plan view.
@@ -64,8 +72,11 @@ func HumanPlan(out io.Writer, p *planner.Plan, o HumanOptions) error {
 func humanPlan(w *bufio.Writer, p *planner.Plan, o HumanOptions) error {
 	c := painter(o.Color)
 	if !p.HasChanges() {
-		_, err := fmt.Fprintf(w, "%s\n", c.green(PlanSummary(p)))
-		return err
+		fmt.Fprintf(w, "%s\n", c.green(PlanSummary(p)))
+		for i := range p.Nodes {
+			writeHeld(w, c, &p.Nodes[i])
+		}
+		return nil
 	}
 	fmt.Fprintf(w, "mcp will perform the following actions. Node changes are marked:\n")
 	fmt.Fprintf(w, "  %s update in place (no drain, no reboot)\n", c.yellow(symInPlace))
@@ -96,6 +107,9 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 	} else if pp.ReRendered {
 		rendered = "(none) → " + pp.Rendered
 	}
+	if pp.ReRendered && pp.PointerKept {
+		rendered = cmp.Or(pp.Previous, "(none)") + " (not targeted: its boot pointer stays; targeted nodes move to " + pp.Rendered + ")"
+	}
 	fmt.Fprintf(w, "\n%s %s  %s\n", c.bold("pool."+pp.Name), rendered,
 		fmt.Sprintf("[%d nodes, max_unavailable %d, %d unavailable, %d at once, %d waves]", pp.Size, pp.MaxUnavailable, pp.Unavailable, max(pp.Slots, 0), pp.Waves))
 	for _, b := range pp.Blockers {
@@ -106,7 +120,9 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 	t.add("", "NODE", "ZONE", "WAVE", "STEPS")
 	for _, n := range nodes {
 		if !n.Changed() {
-			unchanged++
+			if n.Held == "" && !n.Untargeted {
+				unchanged++
+			}
 			continue
 		}
 		wave := fmt.Sprint(n.Wave)
@@ -118,6 +134,10 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 			t.add("", "", "", "", c.yellow("condition: ")+n.Condition+ownSlot(n))
 		}
 		for _, b := range n.Blockers {
+			if b.Kind == planner.BlockPDBWait {
+				t.add("", "", "", "", c.yellow("waits: ")+b.Message)
+				continue
+			}
 			t.add("", "", "", "", c.red("blocked: ")+b.Message)
 		}
 		for _, d := range n.Drift {
@@ -141,11 +161,30 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 	if unchanged > 0 {
 		fmt.Fprintf(w, "  %d nodes unchanged\n", unchanged)
 	}
+	if pp.Untargeted > 0 {
+		fmt.Fprintf(w, "  %s not targeted\n", plural(pp.Untargeted, "%d node", "%d nodes"))
+	}
 	for _, n := range nodes {
-		if !n.Changed() && n.Condition != "" {
+		writeHeld(w, c, n)
+	}
+	for _, n := range nodes {
+		if !n.Changed() && n.Condition != "" && n.Held == "" {
 			fmt.Fprintf(w, "  %s node.%s: %s (counts against max_unavailable)\n", c.yellow("out of service:"), n.Name, n.Condition)
 		}
 	}
+}
+
+// writeHeld writes a held node's line: why, and its condition when it is out of service
+// (it counts against the budget all the same).
+func writeHeld(w io.Writer, c painter, n *planner.NodePlan) {
+	if n.Held == "" {
+		return
+	}
+	fmt.Fprintf(w, "  %s node.%s: %s; no steps", c.yellow("held:"), n.Name, n.Held)
+	if n.Condition != "" {
+		fmt.Fprintf(w, "; %s, counts against max_unavailable", n.Condition)
+	}
+	fmt.Fprintln(w)
 }
 
 // describeSteps summarises a changing node's steps.
@@ -230,10 +269,20 @@ func writeNotes(w io.Writer, c painter, p *planner.Plan) {
 
 // PlanSummary is the plan's last line.
 func PlanSummary(p *planner.Plan) string {
+	held := 0
+	for _, n := range p.Nodes {
+		if n.Held != "" {
+			held++
+		}
+	}
+	if !p.HasChanges() && held > 0 {
+		// A held node may well differ from the configuration: nothing was planned for it.
+		return fmt.Sprintf("No changes. The fleet matches the configuration, held nodes aside (%d held).", held)
+	}
 	if !p.HasChanges() {
 		return "No changes. The fleet matches the configuration."
 	}
-	nodes, reboot, blocked, deferred, pools := 0, 0, 0, 0, 0
+	nodes, reboot, blocked, deferred, pools, waiting := 0, 0, 0, 0, 0, 0
 	for _, n := range p.Nodes {
 		if !n.Changed() {
 			continue
@@ -242,23 +291,32 @@ func PlanSummary(p *planner.Plan) string {
 		if n.Reboot {
 			reboot++
 		}
-		if len(n.Blockers) > 0 {
+		switch {
+		case slices.ContainsFunc(n.Blockers, func(b planner.Blocker) bool { return b.Kind != planner.BlockPDBWait }):
 			blocked++
+		case len(n.Blockers) > 0: // pdb-waits only: it waits, it is not blocked
+			waiting++
 		}
 		if n.Deferred {
 			deferred++
 		}
 	}
 	for _, pp := range p.Pools {
-		if pp.ReRendered {
+		if pp.ReRendered && !pp.PointerKept {
 			pools++
 		}
 	}
 	s := fmt.Sprintf("Plan: %s (%d reboot, %d in place), %s, %d blocked",
 		plural(nodes, "%d node to update", "%d nodes to update"), reboot, nodes-reboot,
 		plural(pools, "%d pool re-rendered", "%d pools re-rendered"), blocked)
+	if waiting > 0 {
+		s += fmt.Sprintf(", %d waiting on a PodDisruptionBudget", waiting)
+	}
 	if deferred > 0 {
 		s += fmt.Sprintf(", %d deferred", deferred)
+	}
+	if held > 0 {
+		s += fmt.Sprintf(", %d held", held)
 	}
 	return s + "."
 }
