@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -32,10 +33,15 @@ func dotBinary(t *testing.T) string {
 // svgShapes reads an SVG that dot made: each graph element's title (its DOT identifier),
 // with its text lines and whether it is drawn red.
 type svgShape struct {
-	class string
-	texts []string
-	red   bool
+	class      string
+	texts      []string
+	red        bool    // drawn in red (its outline or line, not only its text)
+	top, lower float64 // the vertical extent of its outline (SVG y grows downwards)
+	outlined   bool
 }
+
+// centre is the vertical middle of the shape's outline.
+func (s *svgShape) centre() float64 { return (s.top + s.lower) / 2 }
 
 func readSVG(t *testing.T, svg []byte) map[string]*svgShape {
 	t.Helper()
@@ -67,8 +73,25 @@ func readSVG(t *testing.T, svg []byte) map[string]*svgShape {
 				inText = true
 			}
 			for _, a := range e.Attr {
-				if cur != nil && (a.Name.Local == "stroke" || a.Name.Local == "fill") && a.Value == "red" {
+				switch {
+				case cur == nil:
+				case a.Name.Local == "stroke" && a.Value == "red":
 					cur.red = true
+				case a.Name.Local == "points":
+					for _, pt := range strings.Fields(a.Value) {
+						_, ys, _ := strings.Cut(pt, ",")
+						y, err := strconv.ParseFloat(ys, 64)
+						if err != nil {
+							t.Fatalf("points %q: %v", a.Value, err)
+						}
+						if !cur.outlined || y < cur.top {
+							cur.top = y
+						}
+						if !cur.outlined || y > cur.lower {
+							cur.lower = y
+						}
+						cur.outlined = true
+					}
 				}
 			}
 		case xml.EndElement:
@@ -197,6 +220,34 @@ config "50-x" {
 	for _, pp := range pf.Plan.Pools {
 		for i, b := range pp.Blockers {
 			has(fmt.Sprintf("pool.%s/blocker.%d", pp.Name, i), "node", string(b.Kind), true)
+		}
+	}
+	// Waves are ranks: the nodes of a wave side by side, each wave below the steps of the
+	// one before.
+	lowest := map[int]float64{} // wave → the lowest point of its nodes' steps
+	heads := map[int][]string{}
+	for _, n := range pf.Plan.Nodes {
+		if !n.Changed() || n.Deferred || shapes["node."+n.Name] == nil {
+			continue
+		}
+		heads[n.Wave] = append(heads[n.Wave], "node."+n.Name)
+		for i := range n.Steps {
+			if s := shapes[fmt.Sprintf("node.%s/step.%d", n.Name, i)]; s != nil {
+				if l, ok := lowest[n.Wave]; !ok || s.lower > l {
+					lowest[n.Wave] = s.lower
+				}
+			}
+		}
+	}
+	for k, hs := range heads {
+		first := shapes[hs[0]]
+		for _, h := range hs[1:] {
+			if c := shapes[h].centre(); c != first.centre() {
+				t.Errorf("wave %d: %s is drawn at y %v, %s at %v; want one rank", k, hs[0], first.centre(), h, c)
+			}
+		}
+		if k > 1 && first.top <= lowest[k-1] {
+			t.Errorf("wave %d starts at y %v, above the end of wave %d's steps (%v)", k, first.top, k-1, lowest[k-1])
 		}
 	}
 	if waves < 3 || deferred != 2 || pdbs < 3 {
