@@ -170,6 +170,7 @@ func TestStatusCountsFollowALocalRollout(t *testing.T) {
 			sawPartial = sawPartial || p.Config != "" && p.Updated > 0 && p.Updated < p.Machines-p.Held
 		}
 	}
+	t.Logf("compared status with the fleet's files at %d moments of the rollout", compared)
 	if compared < 3 || !sawUpdating || !sawPartial {
 		t.Errorf("compared %d moments of the rollout (updating seen: %v, part-updated seen: %v); want at least 3 and both",
 			compared, sawUpdating, sawPartial)
@@ -292,6 +293,7 @@ func TestKubeStatusCountsFollowARollout(t *testing.T) {
 			sawUpdating = sawUpdating || p.Updating > 0
 		}
 	}
+	t.Logf("compared status with the apiserver at %d moments of the rollout", compared)
 	if compared < 2 || !sawUpdating {
 		t.Errorf("compared %d moments of the rollout (updating seen: %v); want at least 2, updating seen", compared, sawUpdating)
 	}
