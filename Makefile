@@ -6,7 +6,7 @@ MCP     := $(BIN)/mcp
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X github.com/mcpfleet/mcp/engine.Version=$(VERSION)
 
-.PHONY: all build test vet chaos fuzz fuzz-short bin/ignition bin/k8s bin/kubectl demo bench bench-plan bench-apply bench-agent bench-serve bench-kube clean
+.PHONY: all build test vet chaos fuzz fuzz-short bin/ignition bin/k8s bin/kubectl graphviz demo bench bench-plan bench-apply bench-agent bench-serve bench-kube clean
 
 all: build
 
@@ -22,7 +22,7 @@ vet:
 # (etcd, kube-apiserver, kube-controller-manager, kwok), all built once from the module
 # proxy and cached in bin/ (the apiserver takes ~5 min the first time). MCP_REQUIRE_K8S=1:
 # a missing control plane fails the tests instead of skipping them.
-test: vet bin/ignition bin/k8s
+test: vet bin/ignition bin/k8s graphviz
 	MCP_REQUIRE_K8S=1 $(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) fuzz-short
 
@@ -42,6 +42,13 @@ fuzz:
 
 bin/ignition:
 	bash scripts/build-ignition.sh
+
+# Graphviz's dot, which the test of mcp graph renders its output with: Debian's package,
+# installed when dot is missing (as bench-serve installs nginx and wrk).
+graphviz:
+	@command -v dot >/dev/null || { echo "installing graphviz (Debian package)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz >/dev/null; }
 
 bin/k8s:
 	bash scripts/build-k8s-tools.sh

@@ -72,6 +72,8 @@ func init() {
 		{"plan", "Show what apply would do, node by node", (*cli).plan},
 		{"apply", "Carry out a plan (a saved one, or a fresh one after approval)", (*cli).apply},
 		{"show", "Show a saved plan, or a pool's rendered config", (*cli).show},
+		{"status", "Show each pool's machine counts, or each node's (-nodes); -watch follows a rollout", (*cli).status},
+		{"graph", "Print a plan's action graph in Graphviz DOT (pools, waves, steps, blockers)", (*cli).graph},
 		{"fleet", "Create or change a local fleet (init, set, list)", (*cli).fleet},
 		{"serve", "Serve Ignition configs to booting nodes and agents (see docs/boot-server.md)", (*cli).serve},
 		{"pointer", "Print the Ignition pointer config that makes a node boot from mcp serve", (*cli).pointer},

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"os"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/mcpfleet/mcp/cmd/mcp/views"
+)
+
+// statusInterval is how often mcp status -watch refreshes.
+var statusInterval = 2 * time.Second
+
+// status prints the pools' (or nodes') status from one refresh of the fleet and the state.
+// It takes no lock and changes nothing, so it can watch an apply that holds the lock.
+func (c *cli) status(args []string) int {
+	fs := c.newFlags("status")
+	nodes := fs.Bool("nodes", false, "list nodes (config, state, hold, condition) instead of pools")
+	asJSON := fs.Bool("json", false, "print pools and nodes as JSON (docs/status.md)")
+	watch := fs.Bool("watch", false, "refresh every 2s until interrupted; on a terminal in place")
+	var lf loadFlags
+	lf.register(fs, false)
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return 1
+	}
+	if len(pos) > 0 {
+		return c.errorf("mcp status takes no arguments (got %q); the configuration is -chdir's", pos[0])
+	}
+	ws := c.load(&lf)
+	if ws == nil {
+		return 1
+	}
+	o := views.StatusOptions{JSON: *asJSON, Nodes: *nodes, Watch: *watch, Interval: statusInterval}
+	if f, ok := c.stdout.(*os.File); ok && *watch && isTerminal(f) {
+		o.Redraw = true
+		o.Height = func() int {
+			_, h, err := term.GetSize(int(f.Fd()))
+			if err != nil {
+				return 0
+			}
+			return h
+		}
+	}
+	v := views.NewStatus(o, c.stdout)
+	tick := time.NewTicker(statusInterval)
+	defer tick.Stop()
+	for {
+		s, err := ws.Status(c.ctx)
+		switch {
+		case err != nil && c.ctx.Err() != nil:
+			return 0 // interrupted while watching
+		case err != nil && !*watch:
+			return c.errorf("%v", err)
+		case err != nil:
+			c.errorf("%v", err) // one failed refresh does not end the watch
+		default:
+			if err := v.Status(s, time.Now()); err != nil {
+				return c.errorf("%v", err)
+			}
+		}
+		if !*watch {
+			return 0
+		}
+		select {
+		case <-c.ctx.Done():
+			return 0
+		case <-tick.C:
+		}
+	}
+}

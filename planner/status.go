@@ -1,0 +1,122 @@
+package planner
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/mcpfleet/mcp/model"
+)
+
+// statusHoldLabel is the label that keeps a node out of rollouts, its value the reason.
+const statusHoldLabel = "mcpfleet.io/hold"
+
+// statusHeld reports whether a node is held, and why. For now a node is held when its labels
+// have the hold key (an empty value holds it too); how holds are read (annotations as well)
+// belongs to the plan's rule for them, which this is to follow once there is one.
+func statusHeld(n *model.Node) (string, bool) {
+	r, ok := n.Labels[statusHoldLabel]
+	return r, ok
+}
+
+// Status is what `mcp status` shows: each pool's machine counts, as `oc get mcp` shows
+// a MachineConfigPool's, and each node's place in its rollout. It is computed from the
+// configuration (pools), the state (each pool's config: its boot pointer) and one
+// observation of the fleet, and decides nothing.
+type Status struct {
+	Pools []PoolStatus
+	Nodes []NodeStatus // by pool (configuration order), then name; unmanaged nodes last
+}
+
+// PoolStatus is one pool's counts. A node counts once in Machines and in any of the
+// others that hold for it.
+type PoolStatus struct {
+	Name string
+	// Config is the pool's rendered config in the state (its boot pointer: apply moves it when
+	// the pool's rollout starts); "" before the first apply.
+	Config   string
+	Machines int
+	// Updated: the node runs Config and its agent is not Working or Degraded on another.
+	Updated int
+	// Updating: the node's agent is Working, or it was told to move to a config it does
+	// not run yet (the "updating" of Condition).
+	Updating int
+	Degraded int // its agent reports Degraded
+	Held     int // held (the mcpfleet.io/hold label)
+	// Ready: updated and in service (Ready, schedulable; Condition ""), the MCO's
+	// ReadyMachineCount.
+	Ready  int
+	Paused bool
+}
+
+// NodeStatus is one node's row.
+type NodeStatus struct {
+	Name string
+	Pool string // "" for a node no pool selects
+	// Current is the config the node runs, Desired the one it was told to move to (Current
+	// when it was told nothing).
+	Current, Desired string
+	State            string // the agent's report: Done, Working or Degraded ("" before any)
+	Reason           string
+	Held             bool
+	HoldReason       string
+	// Condition says how the node is out of service ("" when in service): see Condition.
+	Condition string
+}
+
+// MakeStatus computes the status of the pools of d over fleet; pointers are the state's
+// boot pointers by pool. It fails only on an ambiguous fleet (a node in two pools), as
+// MakePlan does.
+func MakeStatus(d *model.Desired, pointers map[string]string, fleet *model.Fleet) (*Status, error) {
+	members, unmanaged, err := assignPools(d.Pools, fleet.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	s := &Status{}
+	for _, pool := range d.Pools {
+		ps := PoolStatus{Name: pool.Name, Config: pointers[pool.Name], Paused: pool.Paused}
+		nodes := slices.Clone(members[pool.Name])
+		slices.SortFunc(nodes, func(a, b *model.Node) int { return strings.Compare(a.Name, b.Name) })
+		for _, n := range nodes {
+			ns := nodeStatus(n, pool.Name)
+			ps.Machines++
+			cond := ns.Condition
+			updating := n.State == model.StateWorking || n.DesiredConfig != "" && n.DesiredConfig != n.CurrentConfig
+			switch {
+			case n.State == model.StateDegraded:
+				ps.Degraded++
+			case updating:
+				ps.Updating++
+			case ps.Config != "" && n.CurrentConfig == ps.Config:
+				ps.Updated++
+				if cond == "" {
+					ps.Ready++
+				}
+			}
+			if ns.Held {
+				ps.Held++
+			}
+			s.Nodes = append(s.Nodes, ns)
+		}
+		s.Pools = append(s.Pools, ps)
+	}
+	slices.Sort(unmanaged)
+	for i := range fleet.Nodes {
+		if _, ok := slices.BinarySearch(unmanaged, fleet.Nodes[i].Name); ok {
+			s.Nodes = append(s.Nodes, nodeStatus(&fleet.Nodes[i], ""))
+		}
+	}
+	rest := s.Nodes[len(s.Nodes)-len(unmanaged):]
+	slices.SortFunc(rest, func(a, b NodeStatus) int { return cmp.Compare(a.Name, b.Name) })
+	return s, nil
+}
+
+func nodeStatus(n *model.Node, pool string) NodeStatus {
+	ns := NodeStatus{Name: n.Name, Pool: pool, Current: n.CurrentConfig, Desired: n.DesiredConfig,
+		State: n.State, Reason: n.Reason, Condition: Condition(n)}
+	if ns.Desired == "" {
+		ns.Desired = ns.Current
+	}
+	ns.HoldReason, ns.Held = statusHeld(n)
+	return ns
+}

@@ -1,0 +1,80 @@
+package planner
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfleet/mcp/model"
+)
+
+// Each node counts where `oc get mcp` would count it: updated (runs the pool's config and
+// is settled), ready (updated and in service), updating (told to move, or Working),
+// degraded; held is counted beside the rest.
+func TestMakeStatusCounts(t *testing.T) {
+	with := func(n model.Node, f func(*model.Node)) model.Node { f(&n); return n }
+	fleet := &model.Fleet{Nodes: []model.Node{
+		with(node("w-done", "worker", "a", 0), func(n *model.Node) { n.CurrentConfig, n.State = "new", model.StateDone }),
+		with(node("w-cordoned", "worker", "a", 0), func(n *model.Node) {
+			n.CurrentConfig, n.State, n.Unschedulable = "new", model.StateDone, true
+		}),
+		with(node("w-told", "worker", "a", 0), func(n *model.Node) {
+			n.CurrentConfig, n.DesiredConfig, n.State, n.Unschedulable = "old", "new", model.StateDone, true
+		}),
+		with(node("w-working", "worker", "a", 0), func(n *model.Node) {
+			n.CurrentConfig, n.DesiredConfig, n.State = "old", "new", model.StateWorking
+		}),
+		with(node("w-degraded", "worker", "a", 0), func(n *model.Node) {
+			n.CurrentConfig, n.DesiredConfig, n.State, n.Reason = "old", "new", model.StateDegraded, "disk full"
+		}),
+		with(node("w-old-held", "worker", "a", 0), func(n *model.Node) {
+			n.CurrentConfig, n.State = "old", model.StateDone
+			n.Labels["mcpfleet.io/hold"] = "db migration"
+		}),
+		with(node("i-0", "infra", "a", 0), func(n *model.Node) { n.Ready = false }),
+		node("stray", "none", "a", 0),
+	}}
+	d := desired(model.Pool{Name: "worker"}, model.Pool{Name: "infra", Paused: true})
+	s, err := MakeStatus(d, map[string]string{"worker": "new"}, fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []PoolStatus{
+		{Name: "worker", Config: "new", Machines: 6, Updated: 2, Updating: 2, Degraded: 1, Held: 1, Ready: 1},
+		{Name: "infra", Machines: 1, Paused: true},
+	}
+	if diff := cmp.Diff(want, s.Pools); diff != "" {
+		t.Errorf("pools (-want +got):\n%s", diff)
+	}
+	var names []string
+	for _, n := range s.Nodes {
+		names = append(names, n.Pool+"/"+n.Name)
+	}
+	wantNames := []string{"worker/w-cordoned", "worker/w-degraded", "worker/w-done", "worker/w-old-held",
+		"worker/w-told", "worker/w-working", "infra/i-0", "/stray"}
+	if diff := cmp.Diff(wantNames, names); diff != "" {
+		t.Errorf("node order (-want +got):\n%s", diff)
+	}
+	byName := map[string]NodeStatus{}
+	for _, n := range s.Nodes {
+		byName[n.Name] = n
+	}
+	if n := byName["w-told"]; n.Current != "old" || n.Desired != "new" || n.Condition != "cordoned, updating" {
+		t.Errorf("w-told: %+v", n)
+	}
+	if n := byName["w-old-held"]; !n.Held || n.HoldReason != "db migration" || n.Desired != "old" {
+		t.Errorf("w-old-held: %+v", n)
+	}
+	if n := byName["w-degraded"]; n.State != model.StateDegraded || n.Reason != "disk full" {
+		t.Errorf("w-degraded: %+v", n)
+	}
+}
+
+func TestMakeStatusRefusesANodeInTwoPools(t *testing.T) {
+	n := node("both", "worker", "a", 0)
+	n.Labels["node-role.kubernetes.io/infra"] = ""
+	_, err := MakeStatus(desired(model.Pool{Name: "worker"}, model.Pool{Name: "infra"}), nil, &model.Fleet{Nodes: []model.Node{n}})
+	if err == nil {
+		t.Fatal("a node in two pools was given a status")
+	}
+}
