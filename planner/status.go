@@ -8,17 +8,6 @@ import (
 	"github.com/mcpfleet/mcp/model"
 )
 
-// statusHoldLabel is the label that keeps a node out of rollouts, its value the reason.
-const statusHoldLabel = "mcpfleet.io/hold"
-
-// statusHeld reports whether a node is held, and why. For now a node is held when its labels
-// have the hold key (an empty value holds it too); how holds are read (annotations as well)
-// belongs to the plan's rule for them, which this is to follow once there is one.
-func statusHeld(n *model.Node) (string, bool) {
-	r, ok := n.Labels[statusHoldLabel]
-	return r, ok
-}
-
 // Status is what `mcp status` shows: each pool's machine counts, as `oc get mcp` shows
 // a MachineConfigPool's, and each node's place in its rollout. It is computed from the
 // configuration (pools), the state (each pool's config: its boot pointer) and one
@@ -117,6 +106,6 @@ func nodeStatus(n *model.Node, pool string) NodeStatus {
 	if ns.Desired == "" {
 		ns.Desired = ns.Current
 	}
-	ns.HoldReason, ns.Held = statusHeld(n)
+	ns.HoldReason, ns.Held = n.HoldReason() // the plan's rule: annotation, else label
 	return ns
 }
