@@ -26,6 +26,9 @@ type ApplyOptions struct {
 	// how often it looks again meanwhile (default 1s; a node of the pool finishing looks
 	// at once).
 	BudgetWait, BudgetPoll time.Duration
+	// HealthTimeout bounds the wait, after a node's steps, for the node and its DaemonSet
+	// pods to be Ready (default 10m; engine/health).
+	HealthTimeout time.Duration
 	// Observer receives progress events; nil discards them.
 	Observer func(Event)
 }
@@ -42,6 +45,8 @@ const (
 	EventPoolStopped EventKind = "pool-stopped"
 	// EventWaiting: a node waits for its pool's budget (Reason says what is out of service).
 	EventWaiting EventKind = "waiting"
+	// EventChecking: a node's steps are done and its health gates run.
+	EventChecking EventKind = "checking"
 )
 
 // Event is one progress report of an apply.
