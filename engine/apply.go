@@ -113,6 +113,9 @@ type applier struct {
 	plan *planner.Plan
 	opts ApplyOptions
 	mu   sync.Mutex // guards st
+	// stop is apply's own context (interrupt, lost lock): node steps run on without it, a
+	// node's health gates stop waiting with it (engine/node.go, gate).
+	stop context.Context
 }
 
 func newApplier(w *Workspace, st *state.State, p *planner.Plan, opts ApplyOptions) *applier {
@@ -167,6 +170,7 @@ func (a *applier) emit(e Event) {
 // run schedules nodes continuously: per pool within its max_unavailable, counted live
 // (runPool), over all pools at most Parallelism; a node that finishes frees its slot at once.
 func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
+	a.stop = ctx
 	start := time.Now()
 	res := &ApplyResult{}
 	var resMu sync.Mutex

@@ -113,6 +113,15 @@ func (a *applier) gate(ctx context.Context, n planner.NodePlan) error {
 	// docs/decisions.md). Its pool's health checks still run.
 	wasReady := !strings.Contains(n.Condition, "NotReady")
 	g := health.Gates{Provider: a.w.Provider, ReadyTimeout: a.opts.HealthTimeout, SkipBuiltIn: !wasReady}
+	// An interrupt ends the wait: the node's steps are done, and its open journal entry
+	// makes the next apply check its gates again.
+	if a.stop != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(a.stop, cancel)
+		defer stop()
+	}
 	if err := g.Check(ctx, n.Name, a.healthChecks(n.Pool)); err != nil {
 		err = fmt.Errorf("node %s: %w", n.Name, err)
 		a.emit(Event{Kind: EventNodeFailed, Node: n.Name, Pool: n.Pool, Err: err})
