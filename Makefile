@@ -22,7 +22,7 @@ vet:
 # (etcd, kube-apiserver, kube-controller-manager, kwok), all built once from the module
 # proxy and cached in bin/ (the apiserver takes ~5 min the first time). MCP_REQUIRE_K8S=1:
 # a missing control plane fails the tests instead of skipping them.
-test: vet bin/ignition bin/k8s graphviz
+test: vet bin/ignition bin/k8s graphviz tmux
 	MCP_REQUIRE_K8S=1 $(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) fuzz-short
 
@@ -39,6 +39,11 @@ fuzz-short:
 
 fuzz:
 	FUZZTIME=$${FUZZTIME:-5m} GO=$(GO) bash scripts/fuzz.sh
+
+# tmux: the live-progress test reads mcp apply's screen from it (acceptance/live_test.go).
+.PHONY: tmux
+tmux:
+	bash scripts/need-deb.sh tmux tmux
 
 bin/ignition:
 	bash scripts/build-ignition.sh

@@ -68,9 +68,10 @@ func matches(sel, labels map[string]string) bool {
 }
 
 // publishing stores the rendered configs a hand-over names before handing over, as the
-// engine does (its apply publishes them to the state the boot server follows).
+// engine does (its apply publishes them to the state the boot server follows). It keeps
+// the provider's health gates (kubernetes.Provider is a providers.HealthGater).
 type publishing struct {
-	providers.Provider
+	*kubernetes.Provider
 	store *renderedStore
 }
 

@@ -26,6 +26,9 @@ type ApplyOptions struct {
 	// how often it looks again meanwhile (default 1s; a node of the pool finishing looks
 	// at once).
 	BudgetWait, BudgetPoll time.Duration
+	// HealthTimeout bounds the wait, after a node's steps, for the node and its DaemonSet
+	// pods to be Ready (default 10m; engine/health).
+	HealthTimeout time.Duration
 	// Observer receives progress events; nil discards them.
 	Observer func(Event)
 }
@@ -44,6 +47,8 @@ const (
 	EventWaiting EventKind = "waiting"
 	// EventHeld: a node put on hold after the plan was made is not started (Reason says so).
 	EventHeld EventKind = "held"
+	// EventChecking: a node's steps are done and its health gates run.
+	EventChecking EventKind = "checking"
 )
 
 // Event is one progress report of an apply.
@@ -110,6 +115,9 @@ type applier struct {
 	plan *planner.Plan
 	opts ApplyOptions
 	mu   sync.Mutex // guards st
+	// stop is apply's own context (interrupt, lost lock): node steps run on without it, a
+	// node's health gates stop waiting with it (engine/node.go, gate).
+	stop context.Context
 }
 
 func newApplier(w *Workspace, st *state.State, p *planner.Plan, opts ApplyOptions) *applier {
@@ -164,6 +172,7 @@ func (a *applier) emit(e Event) {
 // run schedules nodes continuously: per pool within its max_unavailable, counted live
 // (runPool), over all pools at most Parallelism; a node that finishes frees its slot at once.
 func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
+	a.stop = ctx
 	start := time.Now()
 	res := &ApplyResult{}
 	var resMu sync.Mutex

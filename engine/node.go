@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcp/engine/health"
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
@@ -93,8 +95,47 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 			return a.fail(ctx, n, model.Step{Kind: model.StepVerify}, err, cordoned, touched)
 		}
 	}
+	if err := a.gate(ctx, n); err != nil {
+		return err
+	}
 	a.journal(n, model.Step{}, true)
 	a.emit(Event{Kind: EventNodeDone, Node: n.Name, Pool: n.Pool})
+	return nil
+}
+
+// gate runs the node's health gates (engine/health) after its last step. A gate that does
+// not pass fails the node; its journal entry stays open, so the next apply resumes the node
+// with no step left and checks its gates again rather than counting it done.
+func (a *applier) gate(ctx context.Context, n planner.NodePlan) error {
+	a.emit(Event{Kind: EventChecking, Node: n.Name, Pool: n.Pool})
+	// A node NotReady before its update is held to no more than it had: requiring it Ready
+	// would stop its pool behind a node that was broken before (it updates in its own slot,
+	// docs/decisions.md). Its pool's health checks still run.
+	wasReady := !strings.Contains(n.Condition, "NotReady")
+	g := health.Gates{Provider: a.w.Provider, ReadyTimeout: a.opts.HealthTimeout, SkipBuiltIn: !wasReady}
+	// An interrupt ends the wait: the node's steps are done, and its open journal entry
+	// makes the next apply check its gates again.
+	if a.stop != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		stop := context.AfterFunc(a.stop, cancel)
+		defer stop()
+	}
+	if err := g.Check(ctx, n.Name, a.healthChecks(n.Pool)); err != nil {
+		err = fmt.Errorf("node %s: %w", n.Name, err)
+		a.emit(Event{Kind: EventNodeFailed, Node: n.Name, Pool: n.Pool, Err: err})
+		return err
+	}
+	return nil
+}
+
+func (a *applier) healthChecks(pool string) []model.HealthCheck {
+	for _, pp := range a.plan.Pools {
+		if pp.Name == pool {
+			return pp.HealthChecks
+		}
+	}
 	return nil
 }
 

@@ -62,6 +62,8 @@ type Pool struct {
 	BootImage      BootImage
 	// DrainTimeout bounds each drain of the pool's nodes; zero: apply's -drain-timeout.
 	DrainTimeout time.Duration
+	// HealthChecks are the pool's health_check blocks, in the order declared.
+	HealthChecks []HealthCheck
 	DeclRange    Range
 }
 

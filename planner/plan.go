@@ -104,7 +104,8 @@ func selects(sel, labels map[string]string) bool {
 // planPool plans one pool's nodes and schedules the changing ones.
 func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, nodes []*model.Node) (PoolPlan, []NodePlan, poolSlots) {
 	pp := PoolPlan{Name: pool.Name, Rendered: target.Name, Previous: in.Pointers[pool.Name],
-		Size: len(nodes), Paused: pool.Paused, DrainTimeout: pool.DrainTimeout, PointerKept: !sc.poolTargeted(pool.Name)}
+		Size: len(nodes), Paused: pool.Paused, DrainTimeout: pool.DrainTimeout, PointerKept: !sc.poolTargeted(pool.Name),
+		HealthChecks: pool.HealthChecks}
 	pp.ReRendered = pp.Rendered != pp.Previous
 	pp.MaxUnavailable = pool.MaxUnavailable.Resolve(len(nodes))
 	plans := make([]NodePlan, len(nodes))

@@ -56,6 +56,8 @@ type PoolPlan struct {
 	Paused      bool `json:"paused,omitempty"`
 	// DrainTimeout is the pool's drain_timeout (zero: apply's -drain-timeout).
 	DrainTimeout time.Duration `json:"drain_timeout,omitempty"`
+	// HealthChecks are the pool's health_check blocks, run on each node after its steps.
+	HealthChecks []model.HealthCheck `json:"health_checks,omitempty"`
 	// Slots is how many of the pool's nodes in service may update at once
 	// (MaxUnavailable - Unavailable); nodes out of service already update in their own slot.
 	// It is the plan's prediction: apply re-counts from a fresh observation before each node.

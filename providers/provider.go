@@ -6,6 +6,7 @@ package providers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mcpfleet/mcp/model"
@@ -66,4 +67,33 @@ type NodeObserver interface {
 // what a refresh or an apply cost (take the difference of two readings).
 type RequestCounter interface {
 	APIRequests() int64
+}
+
+// HealthGater is implemented by providers that can tell when a node is healthy again after
+// its steps. Apply waits for it before a node counts as done and its slot frees.
+type HealthGater interface {
+	// WaitHealthy waits until the node is Ready and every DaemonSet pod on it is Ready,
+	// watching the node rather than polling it where the provider can. After timeout it
+	// returns a *GateError naming the gate (GateReady, GateDaemonSets) and what it saw last.
+	WaitHealthy(ctx context.Context, node string, timeout time.Duration) error
+	// NodeAddress is an address apply can reach the node at (health checks'
+	// ${node.address}), or an error naming the node when it has none.
+	NodeAddress(ctx context.Context, node string) (string, error)
+}
+
+// The built-in health gates.
+const (
+	GateReady      = "node-ready"     // the node's Ready condition is True
+	GateDaemonSets = "daemonset-pods" // every DaemonSet pod on the node is Ready
+)
+
+// GateError is a health gate a node did not pass in time: Gate names it (a built-in one or
+// a pool's health_check), Output says what it saw last.
+type GateError struct {
+	Gate   string
+	Output string
+}
+
+func (e *GateError) Error() string {
+	return fmt.Sprintf("health gate %q did not pass: %s", e.Gate, e.Output)
 }

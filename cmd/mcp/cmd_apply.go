@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine"
+	"github.com/mcpfleet/mcp/engine/health"
 	"github.com/mcpfleet/mcp/engine/planfile"
 )
 
@@ -21,6 +22,7 @@ func (c *cli) apply(args []string) int {
 	budgetWait := fs.Duration("budget-wait", 10*time.Minute, "give up starting a pool's next node after waiting this long for room in its max_unavailable")
 	var sf scopeFlags
 	sf.register(fs)
+	healthTimeout := fs.Duration("health-timeout", health.DefaultReadyTimeout, "fail a node that is not Ready with its DaemonSet pods Ready this long after its steps")
 	var lf loadFlags
 	lf.register(fs, true)
 	pos, err := c.parse(fs, args)
@@ -80,12 +82,23 @@ func (c *cli) apply(args []string) int {
 			}
 		}
 	}
+	// On a terminal the progress is a few lines redrawn in place; elsewhere (a pipe, a
+	// file, -json) it stays one line per event.
+	var progress views.Progress = v
+	var live *views.LiveProgress
+	if !*asJSON && isTerminal(c.stdout) {
+		live = views.NewLiveProgress(c.stdout, c.color(&lf), pf.Plan)
+		progress = live
+	}
 	res, err := ws.Apply(ctx, st, pf, engine.ApplyOptions{
 		Parallelism: *parallelism, DrainTimeout: *drainTimeout, DrainRetryDelay: *drainRetry,
-		BudgetWait: *budgetWait, Observer: v.Event,
+		BudgetWait: *budgetWait, HealthTimeout: *healthTimeout, Observer: progress.Event,
 	})
+	if live != nil {
+		live.Stop() // before anything else is printed
+	}
 	if res != nil {
-		v.Summary(views.SummaryOf(res, err))
+		progress.Summary(views.SummaryOf(res, err))
 		if len(pf.Targets) > 0 {
 			v.Targeted()
 		}

@@ -24,7 +24,7 @@ var unitSuffixes = []string{".service", ".socket", ".timer", ".target", ".mount"
 var poolSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "node_selector"}, {Name: "max_unavailable"}, {Name: "paused"},
 		{Name: "os_image"}, {Name: "kernel_args"}, {Name: "drain_timeout"}},
-	Blocks: []hcl.BlockHeaderSchema{{Type: "boot_image"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "boot_image"}, {Type: "health_check", LabelNames: []string{"name"}}},
 }
 
 func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
@@ -61,7 +61,18 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 			}
 			diags = append(diags, d...)
 		}
+		checks := newLabels("health_check")
 		for _, bb := range content.Blocks {
+			if bb.Type == "health_check" {
+				if d := checks.declare(bb); d != nil {
+					diags = append(diags, d)
+					continue
+				}
+				h, d := l.healthCheck(bb)
+				diags = append(diags, d...)
+				p.HealthChecks = append(p.HealthChecks, h)
+				continue
+			}
 			bi, d := l.bootImage(bb)
 			diags = append(diags, d...)
 			p.BootImage = bi

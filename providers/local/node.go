@@ -28,6 +28,9 @@ type record struct {
 	// first reader after RebootingUntil sees it back, and records it.
 	RebootingUntil time.Time `json:"rebooting_until,omitzero"`
 	NextBootID     string    `json:"next_boot_id,omitempty"`
+	// Address is where apply reaches the node for health checks' ${node.address}
+	// (DefaultAddress when empty: the simulated machines live on this one).
+	Address string `json:"address,omitempty"`
 	// Faults are the failures injected into the node (faults.go).
 	Faults faults `json:"faults,omitzero"`
 	// Events are the events of the write that made this version of node.json: appended

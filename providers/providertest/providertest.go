@@ -141,6 +141,17 @@ func Run(t *testing.T, newProvider func(t *testing.T, f Fixture) providers.Provi
 			t.Errorf("blocked drain took %v, timeout was 2s", time.Since(start))
 		}
 	})
+	t.Run("HealthGatesPassOnAHealthyNode", func(t *testing.T) {
+		p := newProvider(t, Standard())
+		g, ok := p.(providers.HealthGater)
+		if !ok {
+			t.Skip("the provider has no health gates (providers.HealthGater)")
+		}
+		// w-0 is Ready, and so is its DaemonSet pod.
+		if err := g.WaitHealthy(ctx, "w-0", 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("RunNodeSteps", func(t *testing.T) {
 		p := newProvider(t, Standard())
 		target := &model.Rendered{Name: "rendered-worker-test", Pool: "worker",

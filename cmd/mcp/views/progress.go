@@ -115,6 +115,9 @@ type jsonEvent struct {
 }
 
 func (j *jsonProgress) Event(e engine.Event) {
+	if e.Kind == engine.EventChecking {
+		return // the stream's events are those it had before health gates; a failed gate is a node-failed
+	}
 	level, msg := "info", ""
 	if e.Err != nil {
 		level, msg = "error", e.Err.Error()

@@ -1,0 +1,107 @@
+package acceptance
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mcpfleet/mcp/providers/local"
+)
+
+// A pool's HTTP health gate that answers 500 for one node fails that node after its steps,
+// with the gate's name and answer in the error, and its pool stops as for any failure: the
+// nodes after it are never touched. Once the check answers 2xx, the next apply resumes the
+// failed node (no step repeated) and finishes the pool.
+func TestHealthGateFailsItsNode(t *testing.T) {
+	dir := t.TempDir()
+	mcp := mcpBinary(t)
+	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=4", "-zones", "a").CombinedOutput(); err != nil {
+		t.Fatalf("fleet init: %v\n%s", err, out)
+	}
+	var healed atomic.Bool
+	var asked atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		if r.URL.Path == "/healthz/worker-1" && !healed.Load() {
+			http.Error(w, "app on worker-1 is broken", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	}))
+	defer srv.Close()
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	hcl := fmt.Sprintf(`provider "local" {
+  fleet = "./fleet"
+}
+
+pool "worker" {
+  node_selector   = { "node-role.kubernetes.io/worker" = "" }
+  max_unavailable = 1
+  health_check "app" {
+    http_get = "http://${node.address}:%s/healthz/${node.name}"
+    timeout  = "1s"
+  }
+}
+
+config "50-x" {
+  pools = ["worker"]
+  file "/etc/x.conf" {
+    content   = "x\n"
+    on_change = ["none"]
+  }
+}
+`, port)
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(hcl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(mcp, "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput()
+	if err == nil {
+		t.Fatalf("apply succeeded, want worker-1 to fail its health gate:\n%s", out)
+	}
+	for _, want := range []string{
+		`node worker-1: health gate "app" did not pass: GET http://127.0.0.1:` + port + `/healthz/worker-1: 500 Internal Server Error: app on worker-1 is broken`,
+		"Nodes: 1 updated, 1 failed, 2 not started",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("apply's output lacks %q:\n%s", want, out)
+		}
+	}
+	logs, err := local.ReadEvents(filepath.Join(dir, "fleet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range []string{"worker-2", "worker-3"} {
+		for _, e := range logs[node] {
+			if e.Kind == local.EventWorking || e.Kind == local.EventCordon {
+				t.Errorf("%s was touched (%s) after worker-1 failed its gate in a stopped pool", node, e.Kind)
+			}
+		}
+	}
+	// worker-1's steps ran: its file is written. A second apply must not write it again.
+	written := filepath.Join(dir, "fleet", "nodes", "worker-1", "root", "etc", "x.conf")
+	before, err := os.Stat(written)
+	if err != nil {
+		t.Fatalf("worker-1's steps did not run before its gate: %v", err)
+	}
+
+	healed.Store(true)
+	if out, err := exec.Command(mcp, "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput(); err != nil {
+		t.Fatalf("apply after the check passes: %v\n%s", err, out)
+	}
+	after, err := os.Stat(written)
+	if err != nil || !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("worker-1's file was written again by the second apply (%v); its steps were done, only its gate was left", err)
+	}
+	if asked.Load() == 0 {
+		t.Error("the health check was never asked")
+	}
+	if out, err := exec.Command(mcp, "-chdir="+dir, "plan", "-detailed-exitcode", "-no-color").CombinedOutput(); err != nil {
+		t.Errorf("plan after both applies: %v (want exit 0, nothing left)\n%s", err, out)
+	}
+}

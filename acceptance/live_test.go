@@ -1,0 +1,122 @@
+package acceptance
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// mcp apply on a terminal draws one line per pool and one per node in progress, redrawn in
+// place: read back from a real terminal (tmux) as a person would see it, while it runs.
+func TestLiveProgressOnATerminal(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("MCP_REQUIRE_K8S") != "" || os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed: run make tmux")
+		}
+		t.Skip("tmux is not installed (make tmux installs it)")
+	}
+	dir := t.TempDir()
+	mcp := mcpBinary(t)
+	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=6,infra=2", "-zones", "a").CombinedOutput(); err != nil {
+		t.Fatalf("fleet init: %v\n%s", err, out)
+	}
+	hcl := `provider "local" {
+  fleet           = "./fleet"
+  drain_duration  = "200ms"
+  reboot_duration = "700ms"
+}
+
+pool "worker" {
+  max_unavailable = 2
+}
+
+pool "infra" {}
+
+config "50-x" {
+  pools = ["worker", "infra"]
+  file "/etc/x.conf" { content = "x\n" }
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(hcl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A saved plan: apply then prints only its progress and summary.
+	if out, err := exec.Command(mcp, "-chdir="+dir, "plan", "-out=p.plan").CombinedOutput(); err != nil {
+		t.Fatalf("plan: %v\n%s", err, out)
+	}
+
+	// tmux (3.3 on) moves what a clear of the whole screen erases into its history; a
+	// terminal emulator does not, and the redraw clears from the top of the screen here.
+	conf := filepath.Join(dir, "tmux.conf")
+	if err := os.WriteFile(conf, []byte("set -g scroll-on-clear off\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock := fmt.Sprintf("mcp-live-%d", os.Getpid())
+	tmux := func(args ...string) string {
+		out, err := exec.Command("tmux", append([]string{"-L", sock, "-f", conf}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	script := fmt.Sprintf("%s -chdir=%s apply p.plan; echo EXIT=$?; sleep 600", mcp, dir)
+	tmux("new-session", "-d", "-s", "apply", "-x", "120", "-y", "30", "sh", "-c", script)
+	t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
+
+	var screens []string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		s := tmux("capture-pane", "-p", "-t", "apply")
+		screens = append(screens, s)
+		if strings.Contains(s, "EXIT=") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("apply did not end within 60s; the screen:\n%s", s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	final := screens[len(screens)-1]
+	history := tmux("capture-pane", "-p", "-S", "-", "-E", "-", "-t", "apply")
+
+	// While it ran: the pools' lines, and a node's line with the step it is on.
+	poolLine := regexp.MustCompile(`(?m)^pool\.worker .*\d/6 done`)
+	nodeLine := regexp.MustCompile(`(?m)^  node\.worker-\d: (cordon|drain|write|reboot|verify|uncordon|health gates)`)
+	var sawPool, sawNode, sawUpdating bool
+	for _, s := range screens {
+		sawPool = sawPool || poolLine.MatchString(s) && strings.Contains(s, "pool.infra")
+		sawNode = sawNode || nodeLine.MatchString(s)
+		sawUpdating = sawUpdating || strings.Contains(s, "2 updating")
+	}
+	if !sawPool || !sawNode || !sawUpdating {
+		t.Errorf("no screen showed pool lines (%v), a node's line with its step (%v) and 2 workers updating (%v); the last screens:\n%s",
+			sawPool, sawNode, sawUpdating, strings.Join(screens[max(0, len(screens)-3):], "\n----\n"))
+	}
+	// Redrawn in place: the whole terminal, scrollback included, holds a few lines, where
+	// the line-per-event output has two per step of each of the 8 nodes (over 80).
+	lines := 0
+	for _, l := range strings.Split(history, "\n") {
+		if strings.TrimSpace(l) != "" {
+			lines++
+		}
+	}
+	if lines > 12 {
+		t.Errorf("the terminal holds %d lines after apply, want the progress redrawn in place (at most 12):\n%s", lines, history)
+	}
+	for _, want := range []string{"Apply complete! Nodes: 8 updated, 0 failed, 0 not started.", "EXIT=0"} {
+		if !strings.Contains(final, want) {
+			t.Errorf("the final screen lacks %q:\n%s", want, final)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^pool\.worker .*6/6 done`).MatchString(final) {
+		t.Errorf("the final screen lacks the worker pool's line with 6/6 done:\n%s", final)
+	}
+	if nodeLine.MatchString(final) {
+		t.Errorf("the final screen still shows a node in progress:\n%s", final)
+	}
+}

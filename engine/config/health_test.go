@@ -1,0 +1,99 @@
+package config
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/mcpfleet/mcp/model"
+)
+
+func TestHealthChecks(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "main.hcl", `provider "local" { fleet = "f" }
+variable "port" { default = 10256 }
+pool "worker" {
+  health_check "kube-proxy" {
+    http_get = "http://${node.address}:${var.port}/healthz?node=${node.name}"
+  }
+  health_check "app" {
+    http_get = "https://app.example.com/ready/${node.name}"
+    timeout  = "30s"
+  }
+}
+`)
+	res, diags := Load(dir, Options{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	want := []model.HealthCheck{
+		{Name: "kube-proxy", HTTPGet: "http://${node.address}:10256/healthz?node=${node.name}", Timeout: model.DefaultHealthCheckTimeout},
+		{Name: "app", HTTPGet: "https://app.example.com/ready/${node.name}", Timeout: 30 * time.Second},
+	}
+	got := res.Desired.Pool("worker").HealthChecks
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(model.HealthCheck{}, "DeclRange")); diff != "" {
+		t.Errorf("health checks (-want +got):\n%s", diff)
+	}
+	if u := got[0].URLFor("worker-1", "10.0.0.7"); u != "http://10.0.0.7:10256/healthz?node=worker-1" {
+		t.Errorf("URL for worker-1 = %s", u)
+	}
+}
+
+func TestHealthCheckErrors(t *testing.T) {
+	tests := []struct {
+		name, src, summary string
+		line, col          int
+	}{
+		{"command", `pool "p" {
+  health_check "x" { command = ["true"] }
+}`, "health_check command is not supported yet", 2, 22},
+		{"empty", `pool "p" {
+  health_check "x" {}
+}`, "Empty health_check", 2, 3},
+		{"not a URL", `pool "p" {
+  health_check "x" { http_get = "localhost/healthz" }
+}`, "Invalid http_get", 2, 33},
+		{"function on node", `pool "p" {
+  health_check "x" { http_get = "http://${upper(node.name)}/" }
+}`, "Invalid http_get", 2, 33},
+		{"bad timeout", `pool "p" {
+  health_check "x" {
+    http_get = "http://${node.address}/"
+    timeout  = "soon"
+  }
+}`, "Invalid timeout", 4, 16},
+		{"duplicate", `pool "p" {
+  health_check "x" { http_get = "http://a/" }
+  health_check "x" { http_get = "http://b/" }
+}`, "Duplicate health_check", 3, 16},
+		{"unknown object", `pool "p" {
+  health_check "x" { http_get = "http://${nodes.name}/" }
+}`, "Unknown variable", 2, 43},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "base.hcl", "provider \"local\" { fleet = \"f\" }\n")
+			write(t, dir, "main.hcl", tt.src)
+			_, diags := Load(dir, Options{})
+			for _, d := range diags {
+				if d.Summary != tt.summary {
+					continue
+				}
+				s := d.Subject
+				if s == nil || filepath.Base(s.Filename) != "main.hcl" || s.Start.Line != tt.line || s.Start.Column != tt.col {
+					t.Errorf("%q at %v, want main.hcl:%d,%d", tt.summary, s, tt.line, tt.col)
+				}
+				if tt.name == "command" && !strings.Contains(d.Detail, "http_get") {
+					t.Errorf("the command diagnostic does not say what to use instead: %s", d.Detail)
+				}
+				return
+			}
+			t.Fatalf("no %q diagnostic; got %v", tt.summary, diags)
+		})
+	}
+}

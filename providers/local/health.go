@@ -1,0 +1,83 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mcpfleet/mcp/providers"
+)
+
+var _ providers.HealthGater = (*Provider)(nil)
+
+// DefaultAddress is a local node's address when its node.json gives none.
+const DefaultAddress = "127.0.0.1"
+
+// healthPoll is the pause between two looks at a node that is not healthy yet. A look
+// costs no file read unless the node's directory changed (cache.go).
+const healthPoll = 100 * time.Millisecond
+
+// WaitHealthy waits until node.json says ready (and the machine is not down for a reboot)
+// and every DaemonSet pod in pods.json is ready, looking through the provider's cache.
+func (p *Provider) WaitHealthy(ctx context.Context, node string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		gate, out, err := p.unhealthy(node)
+		if err != nil {
+			return err
+		}
+		if gate == "" {
+			return nil
+		}
+		wait := min(healthPoll, time.Until(deadline))
+		if wait <= 0 {
+			return &providers.GateError{Gate: gate, Output: fmt.Sprintf("%s after %s", out, timeout)}
+		}
+		if err := sleep(ctx, wait); err != nil {
+			return &providers.GateError{Gate: gate, Output: fmt.Sprintf("%s when apply stopped waiting (%v)", out, err)}
+		}
+	}
+}
+
+// unhealthy names the first gate the node does not pass now ("" when it passes them all)
+// and what it sees.
+func (p *Provider) unhealthy(node string) (gate, out string, err error) {
+	r, err := p.observeNode(node)
+	if err != nil {
+		return "", "", err
+	}
+	if !r.Ready || r.rebooting() {
+		return providers.GateReady, fmt.Sprintf("node %s is not ready (%s)", node, relNodeFile(node, "node.json")), nil
+	}
+	var notReady []string
+	err = p.cache.look(func() error {
+		pods, err := p.cache.pods(node)
+		for _, pod := range pods {
+			if pod.DaemonSet && !pod.Ready {
+				notReady = append(notReady, pod.Namespace+"/"+pod.Name)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return "", "", err
+	}
+	if len(notReady) > 0 {
+		return providers.GateDaemonSets, fmt.Sprintf("DaemonSet pods on node %s not ready: %s (%s)",
+			node, strings.Join(notReady, ", "), relNodeFile(node, "pods.json")), nil
+	}
+	return "", "", nil
+}
+
+// NodeAddress is node.json's address, else DefaultAddress.
+func (p *Provider) NodeAddress(ctx context.Context, node string) (string, error) {
+	r, err := p.readNode(node)
+	if err != nil {
+		return "", err
+	}
+	if r.Address != "" {
+		return r.Address, nil
+	}
+	return DefaultAddress, nil
+}
