@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/health"
@@ -111,8 +110,7 @@ func (a *applier) gate(ctx context.Context, n planner.NodePlan) error {
 	// A node NotReady before its update is held to no more than it had: requiring it Ready
 	// would stop its pool behind a node that was broken before (it updates in its own slot,
 	// docs/decisions.md). Its pool's health checks still run.
-	wasReady := !strings.Contains(n.Condition, "NotReady")
-	g := health.Gates{Provider: a.w.Provider, ReadyTimeout: a.opts.HealthTimeout, SkipBuiltIn: !wasReady}
+	g := health.Gates{Provider: a.w.Provider, ReadyTimeout: a.opts.HealthTimeout, SkipBuiltIn: n.NotReady}
 	// An interrupt ends the wait: the node's steps are done, and its open journal entry
 	// makes the next apply check its gates again.
 	if a.stop != nil {

@@ -228,7 +228,7 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
 // rest of an interrupted apply's steps when the journal has them.
 func planNode(in Input, n *model.Node, pool string, target *model.Rendered) NodePlan {
 	np := NodePlan{Name: n.Name, Pool: pool, Zone: n.Zone, From: n.CurrentConfig, To: target.Name, Action: NodeNoOp,
-		Condition: Condition(n)}
+		Condition: Condition(n), NotReady: !n.Ready}
 	if n.State == model.StateDegraded {
 		np.Warnings = append(np.Warnings, fmt.Sprintf("node is Degraded: %s; apply will retry", n.Reason))
 	}

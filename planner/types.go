@@ -103,9 +103,12 @@ type NodePlan struct {
 	Deferred bool `json:"deferred,omitempty"`
 	// Condition says how the node was out of service when the plan was made ("" when
 	// Ready, schedulable and settled): see Condition.
-	Condition string    `json:"condition,omitempty"`
-	Blockers  []Blocker `json:"blockers,omitempty"`
-	Warnings  []string  `json:"warnings,omitempty"`
+	Condition string `json:"condition,omitempty"`
+	// NotReady is true when the node was NotReady when the plan was made: apply holds it
+	// to no more than it had (its built-in health gates are skipped).
+	NotReady bool      `json:"not_ready,omitempty"`
+	Blockers []Blocker `json:"blockers,omitempty"`
+	Warnings []string  `json:"warnings,omitempty"`
 	// Drift is how the node's disk differs from its current config; the steps restore it.
 	Drift []model.Drift `json:"drift,omitempty"`
 	// DriftUnlisted counts drifted paths the node reported without listing them; the
