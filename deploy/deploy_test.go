@@ -114,7 +114,7 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		"Role mcp-system/mcp-server": {rule("", "secrets", "get", "list", "watch")},
 		"ClusterRole /mcp-apply": {
 			rule("", "nodes", "get", "list", "watch", "patch", "update"),
-			rule("", "pods", "get", "list"),
+			rule("", "pods", "get", "list", "watch"), // watch: a node's DaemonSet pods, a health gate
 			rule("", "pods/eviction", "create"),
 			rule("policy", "poddisruptionbudgets", "get", "list"),
 			rule("apps", "daemonsets", "get"),

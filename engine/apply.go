@@ -118,6 +118,9 @@ type applier struct {
 	// stop is apply's own context (interrupt, lost lock): node steps run on without it, a
 	// node's health gates stop waiting with it (engine/node.go, gate).
 	stop context.Context
+
+	runMu   sync.Mutex
+	running map[string]chan struct{} // nodes started by this apply; closed when they end
 }
 
 func newApplier(w *Workspace, st *state.State, p *planner.Plan, opts ApplyOptions) *applier {

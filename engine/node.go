@@ -67,6 +67,7 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 		case model.StepCordon:
 			err = a.w.Provider.Cordon(ctx, n.Name)
 		case model.StepDrain:
+			a.waitPlannedDrains(n)
 			err = a.w.Provider.Drain(ctx, n.Name, providers.DrainOptions{
 				Timeout: a.drainTimeout(n.Pool), RetryDelay: a.opts.DrainRetryDelay})
 		case model.StepUncordon:
@@ -214,4 +215,46 @@ func (a *applier) rendered(name string) *model.Rendered {
 		return r
 	}
 	return a.st.Rendered[name]
+}
+
+// started records that node runs; the channel returned is closed when it ends.
+func (a *applier) started(node string) chan struct{} {
+	a.runMu.Lock()
+	defer a.runMu.Unlock()
+	if a.running == nil {
+		a.running = map[string]chan struct{}{}
+	}
+	ch := make(chan struct{})
+	a.running[node] = ch
+	return ch
+}
+
+// waitPlannedDrains keeps the order the plan predicted for drains that one
+// PodDisruptionBudget serialises (planner.BlockPDBWait): the node drains after the nodes it
+// waits for end, rather than racing them for the budget's one disruption (the drains would
+// be safe either way — each eviction asks the budget — but not in the planned order). Only
+// nodes already running are waited for: they hold their slots and end, so no wait can
+// close a cycle; one not started yet is not waited for.
+func (a *applier) waitPlannedDrains(n planner.NodePlan) {
+	for _, b := range n.Blockers {
+		if b.Kind != planner.BlockPDBWait {
+			continue
+		}
+		for _, after := range b.After {
+			a.runMu.Lock()
+			ch := a.running[after]
+			a.runMu.Unlock()
+			if ch == nil {
+				continue
+			}
+			select {
+			case <-ch:
+				continue
+			default:
+			}
+			a.emit(Event{Kind: EventWaiting, Pool: n.Pool, Node: n.Name,
+				Reason: fmt.Sprintf("drain waits for PodDisruptionBudget %s: node %s first, as planned", b.PDB, after)})
+			<-ch
+		}
+	}
 }

@@ -57,7 +57,9 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 			r.skip(nodes[i:], err)
 			break
 		}
+		end := a.started(n.Name)
 		wg.Go(func() {
+			defer close(end)
 			// A node that started finishes its steps even when apply is interrupted:
 			// stopping between a drain and an uncordon would leave it out of service.
 			r.finished(n.Name, a.runNode(context.WithoutCancel(ctx), n))
