@@ -127,7 +127,7 @@ func TestPDBIndexAgreesWithRefresh(t *testing.T) {
 					for i := range pods {
 						pods[i].Ready = rng.IntN(3) > 0
 					}
-					if _, err := writeJSON(podsFile(dir, node), pods); err != nil {
+					if err := writeJSON(podsFile(dir, node), pods); err != nil {
 						t.Fatal(err)
 					}
 				case 5:
@@ -137,7 +137,7 @@ func TestPDBIndexAgreesWithRefresh(t *testing.T) {
 					if rng.IntN(2) == 0 {
 						ff.PDBs = append(ff.PDBs, pdbSpec{Namespace: "kube-system", Name: "agents", Selector: map[string]string{"app": "node-agent"}, MinAvailable: 4})
 					}
-					if _, err := writeJSON(filepath.Join(dir, "fleet.json"), ff); err != nil {
+					if err := writeJSON(filepath.Join(dir, "fleet.json"), ff); err != nil {
 						t.Fatal(err)
 					}
 				}

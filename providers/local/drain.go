@@ -106,7 +106,7 @@ func (p *Provider) evict(node string) (string, error) {
 		if err := logEvents(p.o.Dir, node, Event{Kind: EventDrain, Pods: evicted}); err != nil {
 			return "", err
 		}
-		if _, err := writeJSON(podsFile(p.o.Dir, node), pods); err != nil {
+		if err := writeJSON(podsFile(p.o.Dir, node), pods); err != nil {
 			return "", fmt.Errorf("writing %s: %w", relNodeFile(node, "pods.json"), err)
 		}
 	}

@@ -86,13 +86,12 @@ func readJSON(path string, v any) error {
 
 // writeJSON replaces a fleet file atomically, without fsyncs: the fleet's files must survive
 // a killed process, not a crash of the machine (docs/fleet-format.md, "Durability").
-// It returns the bytes written.
-func writeJSON(path string, v any) ([]byte, error) {
+func writeJSON(path string, v any) error {
 	b, err := encodeJSON(v)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return b, atomicfile.Replace(path, b, 0o644, false)
+	return atomicfile.Replace(path, b, 0o644, false)
 }
 
 // encodeJSON is a fleet file's encoding: indented, with a final newline.

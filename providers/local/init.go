@@ -99,8 +99,7 @@ func Init(dir string, spec InitSpec) error {
 	if err := syncFS(dir); err != nil {
 		return fmt.Errorf("making fleet %s durable: %w", dir, err)
 	}
-	_, err := writeJSON(filepath.Join(dir, "fleet.json"), ff)
-	return err
+	return writeJSON(filepath.Join(dir, "fleet.json"), ff)
 }
 
 // writeNode writes a new node's directory, root and node.json, without syncing them.

@@ -21,7 +21,7 @@ func fixture(t *testing.T, f providertest.Fixture) string {
 	for _, b := range f.PDBs {
 		ff.PDBs = append(ff.PDBs, pdbSpec{Namespace: b.Namespace, Name: b.Name, Selector: b.Selector, MinAvailable: b.MinAvailable})
 	}
-	if _, err := writeJSON(filepath.Join(dir, "fleet.json"), ff); err != nil {
+	if err := writeJSON(filepath.Join(dir, "fleet.json"), ff); err != nil {
 		t.Fatal(err)
 	}
 	for _, fn := range f.Nodes {
@@ -35,7 +35,7 @@ func fixture(t *testing.T, f providertest.Fixture) string {
 				pods = append(pods, podFile{Namespace: p.Namespace, Name: p.Name, Labels: p.Labels, DaemonSet: p.DaemonSet, Ready: p.Ready})
 			}
 		}
-		if _, err := writeJSON(podsFile(dir, fn.Name), pods); err != nil {
+		if err := writeJSON(podsFile(dir, fn.Name), pods); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -217,8 +217,7 @@ func (p *Provider) unevict(node string) error {
 	for i := range pods {
 		pods[i].Evicted = false
 	}
-	_, err = writeJSON(podsFile(p.o.Dir, node), pods)
-	return err
+	return writeJSON(podsFile(p.o.Dir, node), pods)
 }
 
 func newBootID() string {
