@@ -23,8 +23,10 @@ var unitSuffixes = []string{".service", ".socket", ".timer", ".target", ".mount"
 
 var poolSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "node_selector"}, {Name: "max_unavailable"}, {Name: "paused"},
-		{Name: "os_image"}, {Name: "kernel_args"}, {Name: "drain_timeout"}},
-	Blocks: []hcl.BlockHeaderSchema{{Type: "boot_image"}},
+		{Name: "os_image"}, {Name: "kernel_args"}, {Name: "drain_timeout"},
+		{Name: "max_failures"}, {Name: "soak"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "boot_image"},
+		{Type: "canary"}, {Type: "window"}},
 }
 
 func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
@@ -37,7 +39,8 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 		}
 		name := b.Labels[0]
 		p := model.Pool{Name: name, MaxUnavailable: model.IntOrPercent{Value: 1}, DeclRange: hclpos.From(b.DefRange),
-			NodeSelector: map[string]string{"node-role.kubernetes.io/" + name: ""}, BootImage: model.BootImage{Policy: "managed"}}
+			NodeSelector: map[string]string{"node-role.kubernetes.io/" + name: ""}, BootImage: model.BootImage{Policy: "managed"},
+			Pacing: model.Pacing{MaxFailures: 1}}
 		content, d := b.Body.Content(poolSchema)
 		diags = append(diags, d...)
 		for _, a := range sortedAttrs(content.Attributes) {
@@ -58,13 +61,33 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 				p.KernelArgs, d = l.strList(a)
 			case "drain_timeout":
 				p.DrainTimeout, d = l.duration(a)
+			case "max_failures":
+				p.Pacing.MaxFailures, d = l.atLeastOne(a)
+			case "soak":
+				p.Pacing.Soak, d = l.duration(a)
 			}
 			diags = append(diags, d...)
 		}
+		var canary *hcl.Block
 		for _, bb := range content.Blocks {
-			bi, d := l.bootImage(bb)
-			diags = append(diags, d...)
-			p.BootImage = bi
+			switch bb.Type {
+			case "boot_image":
+				bi, d := l.bootImage(bb)
+				diags = append(diags, d...)
+				p.BootImage = bi
+			case "canary":
+				if canary != nil {
+					diags = append(diags, errAt(bb.DefRange, "Duplicate canary block",
+						fmt.Sprintf("Pool %q has a canary block already, at %s.", name, posOf(canary.DefRange))))
+					continue
+				}
+				canary = bb
+				diags = append(diags, l.canary(bb, &p.Pacing)...)
+			case "window":
+				w, d := l.window(bb)
+				diags = append(diags, d...)
+				p.Windows = append(p.Windows, w)
+			}
 		}
 		l.d.Pools = append(l.d.Pools, p)
 	}
