@@ -31,7 +31,7 @@ func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, pf *planfile.F
 	if err := pf.CheckFresh(st, fp); err != nil {
 		return nil, err
 	}
-	fresh, err := w.planWith(st, fleet, fp)
+	fresh, err := w.planAt(st, fleet, fp, pf.Created)
 	if err != nil {
 		return nil, err
 	}
