@@ -19,6 +19,7 @@ func (c *cli) apply(args []string) int {
 	drainTimeout := fs.Duration("drain-timeout", 10*time.Minute, "give up a node's drain after this long")
 	drainRetry := fs.Duration("drain-retry-delay", 5*time.Second, "pause after an eviction a PodDisruptionBudget refused")
 	budgetWait := fs.Duration("budget-wait", 10*time.Minute, "give up starting a pool's next node after waiting this long for room in its max_unavailable")
+	noWait := fs.Bool("no-wait", false, "do not wait for a closed maintenance window: leave such pools as they are and name their next opening (exit 1)")
 	var lf loadFlags
 	lf.register(fs, true)
 	pos, err := c.parse(fs, args)
@@ -74,7 +75,7 @@ func (c *cli) apply(args []string) int {
 	}
 	res, err := ws.Apply(ctx, st, pf, engine.ApplyOptions{
 		Parallelism: *parallelism, DrainTimeout: *drainTimeout, DrainRetryDelay: *drainRetry,
-		BudgetWait: *budgetWait, Observer: v.Event,
+		BudgetWait: *budgetWait, Observer: v.Event, NoWait: *noWait,
 	})
 	if res != nil {
 		v.Summary(views.SummaryOf(res, err))

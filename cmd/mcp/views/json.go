@@ -74,6 +74,8 @@ type nodeMeta struct {
 	Condition string            `json:"condition,omitempty"`
 	Blockers  []planner.Blocker `json:"blockers"`
 	Warnings  []string          `json:"warnings"`
+	// Canary: one of its pool's canary nodes, updated alone and first.
+	Canary bool `json:"canary,omitempty"`
 }
 
 type jsonMeta struct {
@@ -124,7 +126,8 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 		out.ResourceChanges = append(out.ResourceChanges, resourceChange{Address: "node." + n.Name, Mode: "managed",
 			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{act}, Before: before, After: nodeValue{RenderedConfig: n.To}},
 			MCP: &nodeMeta{Pool: n.Pool, Zone: n.Zone, Action: string(n.Action), Steps: steps, Reboot: n.Reboot, Wave: n.Wave,
-				Deferred: n.Deferred, Condition: n.Condition, Blockers: nonNilB(n.Blockers), Warnings: nonNil(n.Warnings)}})
+				Deferred: n.Deferred, Condition: n.Condition, Blockers: nonNilB(n.Blockers), Warnings: nonNil(n.Warnings),
+				Canary: n.Canary}})
 	}
 	for _, n := range p.Nodes {
 		if len(n.Drift) == 0 && n.DriftUnlisted == 0 {
