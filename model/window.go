@@ -10,13 +10,18 @@ import (
 // time.Weekday counts them.
 var DayNames = [7]string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
 
-// String describes the window as the plan shows it: "sat,sun 02:00 for 4h (Europe/Berlin)".
+// String describes the window as the plan shows it: "sat,sun 02:00 for 4h (Europe/Berlin)",
+// "daily 23:00 for 1h30m (UTC)".
 func (w Window) String() string {
 	days := make([]string, len(w.Days))
 	for i, d := range w.Days {
 		days[i] = DayNames[d]
 	}
-	return fmt.Sprintf("%s %02d:%02d for %s (%s)", strings.Join(days, ","),
+	when := strings.Join(days, ",")
+	if len(days) == 7 {
+		when = "daily"
+	}
+	return fmt.Sprintf("%s %02d:%02d for %s (%s)", when,
 		int(w.Start/time.Hour), int(w.Start%time.Hour/time.Minute), ShortDuration(w.Duration), w.Zone)
 }
 

@@ -57,7 +57,7 @@ pool "infra" {
 			t.Errorf("window without a source range: %+v", w)
 		}
 	}
-	want := []string{"sat,sun 02:30 for 4h (Europe/Berlin)", "mon,tue,wed,thu,fri,sat,sun 23:00 for 1h30m (UTC)"}
+	want := []string{"sat,sun 02:30 for 4h (Europe/Berlin)", "daily 23:00 for 1h30m (UTC)"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("windows (-want +got):\n%s", d)
 	}
