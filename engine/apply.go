@@ -31,6 +31,13 @@ type ApplyOptions struct {
 	HealthTimeout time.Duration
 	// Observer receives progress events; nil discards them.
 	Observer func(Event)
+	// NoWait: a pool whose maintenance windows are all closed when apply starts is not
+	// started at all (nor its boot pointer moved), and apply fails naming the next opening,
+	// instead of waiting for it.
+	NoWait bool
+	// Clock is the time pacing goes by: maintenance windows, canary soak, soak after each
+	// node. Nil: the real clock. Tests pass a fake one so that they wait for no real hours.
+	Clock Clock
 }
 
 // EventKind says what an Event reports.
@@ -43,7 +50,9 @@ const (
 	EventNodeDone    EventKind = "node-done"
 	EventNodeFailed  EventKind = "node-failed"
 	EventPoolStopped EventKind = "pool-stopped"
-	// EventWaiting: a node waits for its pool's budget (Reason says what is out of service).
+	// EventWaiting: a node waits for its pool's budget (Reason says what is out of service),
+	// for a canary's soak to end or for a maintenance window to open (Reason says which,
+	// and until when).
 	EventWaiting EventKind = "waiting"
 	// EventHeld: a node put on hold after the plan was made is not started (Reason says so).
 	EventHeld EventKind = "held"
@@ -93,6 +102,9 @@ func (w *Workspace) Apply(ctx context.Context, st *state.State, pf *planfile.Fil
 // carryOut does plan, re-derived from the configuration, state and fleet by Apply.
 func (w *Workspace) carryOut(ctx context.Context, st *state.State, plan *planner.Plan, opts ApplyOptions) (*ApplyResult, error) {
 	a := newApplier(w, st, plan, opts)
+	if a.opts.NoWait {
+		a.closed = a.closedPools()
+	}
 	if err := a.publish(ctx); err != nil {
 		return nil, err
 	}
@@ -121,6 +133,10 @@ type applier struct {
 
 	runMu   sync.Mutex
 	running map[string]chan struct{} // nodes started by this apply; closed when they end
+
+	// closed: with NoWait, the pools whose windows were all closed when apply started, each
+	// with why it is not started.
+	closed map[string]error
 }
 
 func newApplier(w *Workspace, st *state.State, p *planner.Plan, opts ApplyOptions) *applier {
@@ -142,6 +158,9 @@ func newApplier(w *Workspace, st *state.State, p *planner.Plan, opts ApplyOption
 	if opts.Observer == nil {
 		opts.Observer = func(Event) {}
 	}
+	if opts.Clock == nil {
+		opts.Clock = realClock{}
+	}
 	if st.Lineage == "" {
 		st.Lineage = state.New().Lineage
 	}
@@ -156,7 +175,7 @@ func (a *applier) publish(ctx context.Context) error {
 		a.st.Rendered[name] = r
 	}
 	for _, pp := range a.plan.Pools {
-		if !pp.Paused && !pp.PointerKept { // kept: outside -target
+		if !pp.Paused && !pp.PointerKept && a.closed[pp.Name] == nil { // kept: outside -target
 			a.st.Pointers[pp.Name] = pp.Rendered
 		}
 	}
@@ -192,6 +211,16 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 			default:
 				nodes = append(nodes, n)
 			}
+		}
+		if why := a.closed[pp.Name]; why != nil {
+			if len(nodes) > 0 || pp.ReRendered {
+				resMu.Lock()
+				res.Skipped = append(res.Skipped, nodeNames(nodes)...)
+				errs = append(errs, why)
+				resMu.Unlock()
+				a.emit(Event{Kind: EventPoolStopped, Pool: pp.Name, Reason: why.Error()})
+			}
+			continue
 		}
 		if len(nodes) == 0 {
 			continue

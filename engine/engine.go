@@ -196,11 +196,17 @@ func (w *Workspace) refresh(ctx context.Context, st *state.State) (*model.Fleet,
 }
 
 // planWith plans against st and fleet, whose fingerprint (Fingerprint) is fp, limited to
-// targets and without exclude.
+// targets and without exclude, now.
 func (w *Workspace) planWith(st *state.State, fleet *model.Fleet, fp string, targets, exclude []string) (*planfile.File, error) {
+	return w.planAt(st, fleet, fp, targets, exclude, time.Now())
+}
+
+// planAt plans as at now: maintenance windows are shown as they stand then. A saved plan
+// is derived again at the time it was made, so that only what it was made from can differ.
+func (w *Workspace) planAt(st *state.State, fleet *model.Fleet, fp string, targets, exclude []string, now time.Time) (*planfile.File, error) {
 	p, err := planner.MakePlan(planner.Input{
 		Desired: w.Desired, Rendered: w.Rendered, Known: st.Rendered,
-		Pointers: st.Pointers, Fleet: fleet, Journal: st.Journal,
+		Pointers: st.Pointers, Fleet: fleet, Journal: st.Journal, Now: now,
 		Targets: targets, Exclude: exclude,
 	})
 	if err != nil {
@@ -209,7 +215,7 @@ func (w *Workspace) planWith(st *state.State, fleet *model.Fleet, fp string, tar
 	abs, _ := filepath.Abs(w.Dir)
 	pf := &planfile.File{
 		FormatVersion: planfile.FormatVersion, MCPVersion: Version,
-		Created: time.Now().UTC(), ConfigDir: abs,
+		Created: now.UTC(), ConfigDir: abs,
 		Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: fp, Plan: p,
 		Targets: targets, Exclude: exclude,
 	}

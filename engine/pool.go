@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,35 +19,57 @@ type poolResult struct {
 }
 
 // poolRun is one pool's part of an apply: it starts the pool's nodes in plan order, each
-// only when the pool's budget, counted again from a fresh observation, has room for it.
+// only when the pool's budget, counted again from a fresh observation, has room for it,
+// and paced as the pool says: canary nodes first and alone, then a soak; a soak after each
+// node before its slot frees; at most max_failures failed nodes; only in an open window.
 type poolRun struct {
 	a       *applier
 	ctx     context.Context
 	pp      planner.PoolPlan
 	members []string // the pool's nodes, as the plan lists them
+	windows []model.Window
 	global  chan struct{}
-	freed   chan struct{} // a node of the pool finished
+	freed   chan struct{} // a node of the pool finished, or its soak ended
+	done    chan struct{} // closed when the pool's run ends
 
-	mu      sync.Mutex
-	busy    map[string]bool // started by this apply and not finished
-	stopped bool            // a node failed
-	pr      poolResult
+	mu       sync.Mutex
+	busy     map[string]string // started by this apply and not finished, or soaking: why
+	failures int
+	stopped  bool // max_failures nodes failed, or a canary did
+	pr       poolResult
 }
 
-// runPool starts the pool's nodes in plan order. Before each it re-counts, from a fresh
-// observation of the pool, the nodes out of service, and starts the node only if the pool
-// stays within max_unavailable (planner.Room) — waiting, up to BudgetWait, while it would
-// not. A failed node stops new starts in the pool.
+// runPool starts the pool's nodes in plan order. Before each it waits for an open
+// maintenance window, then re-counts, from a fresh observation of the pool, the nodes out
+// of service, and starts the node only if the pool stays within max_unavailable
+// (planner.Room) — waiting, up to BudgetWait, while it would not. The canary nodes start
+// first; the others wait until every canary finished and the canary soak passed. Failed
+// nodes stop new starts in the pool once they reach max_failures (any failed canary does).
 func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []planner.NodePlan, global chan struct{}) poolResult {
-	r := &poolRun{a: a, ctx: ctx, pp: pp, global: global, freed: make(chan struct{}, 1), busy: map[string]bool{}}
+	r := &poolRun{a: a, ctx: ctx, pp: pp, global: global, freed: make(chan struct{}, 1), done: make(chan struct{}),
+		busy: map[string]string{}, windows: a.windows(pp.Name)}
+	defer close(r.done)
 	for _, n := range a.plan.Nodes {
 		if n.Pool == pp.Name {
 			r.members = append(r.members, n.Name)
 		}
 	}
-	var wg sync.WaitGroup
+	var wg, canaryWG sync.WaitGroup
+	var canaries []string
 	for i, n := range nodes {
-		if err := r.admit(n.Name); err != nil {
+		if !n.Canary && len(canaries) > 0 {
+			canaryWG.Wait()
+			err := r.afterCanary(n.Name, canaries, len(nodes)-i)
+			canaries = nil
+			if err != nil {
+				if r.halted() && !errors.Is(err, errCanaryFailed) {
+					err = nil // the interruption is reported already
+				}
+				r.skip(nodes[i:], err)
+				break
+			}
+		}
+		if err := r.start(n.Name); err != nil {
 			if errors.Is(err, errHeld) {
 				r.held(n.Name, err)
 				continue
@@ -57,9 +80,16 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 			r.skip(nodes[i:], err)
 			break
 		}
+		if n.Canary {
+			canaries = append(canaries, n.Name)
+			canaryWG.Add(1)
+		}
 		end := a.started(n.Name)
 		wg.Go(func() {
 			defer close(end)
+			if n.Canary {
+				defer canaryWG.Done()
+			}
 			// A node that started finishes its steps even when apply is interrupted:
 			// stopping between a drain and an uncordon would leave it out of service.
 			r.finished(n.Name, a.runNode(context.WithoutCancel(ctx), n))
@@ -67,6 +97,46 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 	}
 	wg.Wait()
 	return r.pr
+}
+
+// errCanaryFailed: a canary node failed, so the others do not start.
+var errCanaryFailed = errors.New("a canary node failed")
+
+// afterCanary is the turn from the canary nodes to the others: it stops the pool when a
+// canary failed, else waits the canary soak.
+func (r *poolRun) afterCanary(next string, canaries []string, rest int) error {
+	r.mu.Lock()
+	failed := r.failures > 0
+	if failed {
+		r.stopped = true
+	}
+	r.mu.Unlock()
+	if failed {
+		return fmt.Errorf("pool %s: %w (canary: %s): the other %d nodes not started", r.pp.Name, errCanaryFailed,
+			strings.Join(canaries, ", "), rest)
+	}
+	return r.soakCanary(next, canaries)
+}
+
+// start waits until node may start — an open window, then room in the budget and a
+// global slot (admit) — and holds the slot. A window that closed while the node waited
+// for room sends it back to wait for the next opening.
+func (r *poolRun) start(node string) error {
+	for {
+		if err := r.waitWindow(node); err != nil {
+			return err
+		}
+		if err := r.admit(node); err != nil {
+			return err
+		}
+		if r.windowOpen() {
+			return nil
+		}
+		r.mu.Lock()
+		delete(r.busy, node)
+		r.mu.Unlock()
+		<-r.global
+	}
 }
 
 func (r *poolRun) halted() bool {
@@ -97,23 +167,41 @@ func (r *poolRun) held(node string, why error) {
 	r.a.emit(Event{Kind: EventHeld, Pool: r.pp.Name, Node: node, Reason: why.Error()})
 }
 
-// finished records a node's end, frees its global slot and wakes a node waiting for room.
+// finished records a node's end and frees its global slot. Its budget slot frees at once,
+// or after the pool's soak when it succeeded; either wakes a node waiting for room. The
+// pool stops once max_failures nodes failed.
 func (r *poolRun) finished(node string, err error) {
 	<-r.global
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.busy, node)
-	select {
-	case r.freed <- struct{}{}:
-	default:
-	}
 	if err != nil {
-		r.stopped = true
+		delete(r.busy, node)
+		r.wake()
+		r.failures++
+		if r.failures >= max(r.pp.MaxFailures, 1) {
+			r.stopped = true
+		}
 		r.pr.Failed = append(r.pr.Failed, node)
 		r.pr.errs = append(r.pr.errs, err)
 		return
 	}
 	r.pr.Updated = append(r.pr.Updated, node)
+	if r.pp.Soak > 0 {
+		until := r.clock().Now().Add(r.pp.Soak)
+		r.busy[node] = "soaking until " + until.Format("15:04:05 MST")
+		go r.unsoak(node)
+		return
+	}
+	delete(r.busy, node)
+	r.wake()
+}
+
+// wake tells a node waiting for room to look again (r.mu held).
+func (r *poolRun) wake() {
+	select {
+	case r.freed <- struct{}{}:
+	default:
+	}
 }
 
 // admit waits until node may start: room in its pool's budget and a slot of the global
@@ -127,7 +215,7 @@ func (r *poolRun) admit(node string) error {
 		err := r.waitRoom(node, 0)
 		if err == nil && !r.halted() {
 			r.mu.Lock()
-			r.busy[node] = true
+			r.busy[node] = "updating"
 			r.mu.Unlock()
 			return nil
 		}
@@ -138,7 +226,8 @@ func (r *poolRun) admit(node string) error {
 		if !errors.Is(err, errNoRoom) {
 			return err
 		}
-		if err := r.waitRoom(node, r.a.opts.BudgetWait); err != nil {
+		// A soaking slot frees by itself within the soak: patience counts from then.
+		if err := r.waitRoom(node, r.a.opts.BudgetWait+r.pp.Soak); err != nil {
 			return err
 		}
 	}
@@ -175,7 +264,7 @@ func (r *poolRun) waitRoom(node string, patience time.Duration) error {
 			return err
 		}
 		r.mu.Lock()
-		room, why := planner.Room(r.pp.MaxUnavailable, node, observed, r.busy)
+		room, why := planner.RoomFor(r.pp.MaxUnavailable, node, observed, r.busy)
 		r.mu.Unlock()
 		if room {
 			return nil
@@ -190,7 +279,7 @@ func (r *poolRun) waitRoom(node string, patience time.Duration) error {
 		wait := min(r.a.opts.BudgetPoll, time.Until(deadline))
 		if wait <= 0 {
 			return fmt.Errorf("pool %s: node %s and the rest not started: no room in the budget within %s: %s",
-				r.pp.Name, node, r.a.opts.BudgetWait, why)
+				r.pp.Name, node, patience, why)
 		}
 		select {
 		case <-r.ctx.Done():

@@ -31,8 +31,9 @@ func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, pf *planfile.F
 	if err := pf.CheckFresh(st, fp); err != nil {
 		return nil, err
 	}
-	// The saved plan's -target and -exclude, as its variables: the scope reviewed.
-	fresh, err := w.planWith(st, fleet, fp, pf.Targets, pf.Exclude)
+	// The saved plan's -target and -exclude, as its variables: the scope reviewed; and its
+	// time, so that a window is seen as it was.
+	fresh, err := w.planAt(st, fleet, fp, pf.Targets, pf.Exclude, pf.Created)
 	if err != nil {
 		return nil, err
 	}

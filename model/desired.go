@@ -65,6 +65,36 @@ type Pool struct {
 	// HealthChecks are the pool's health_check blocks, in the order declared.
 	HealthChecks []HealthCheck
 	DeclRange    Range
+	// Pacing: how apply paces the pool's rollout (canary, max_failures, soak).
+	Pacing Pacing
+	// Windows are the pool's maintenance windows: apply starts the pool's nodes only while
+	// one is open. None: always open.
+	Windows []Window
+}
+
+// Pacing is how apply paces a pool's rollout, beyond max_unavailable.
+type Pacing struct {
+	// Canary nodes (the first in the rollout order) are updated alone; then apply waits
+	// CanarySoak before it starts the others. 0: no canary.
+	Canary     int
+	CanarySoak time.Duration
+	// MaxFailures is how many failed nodes stop new starts in the pool (default 1).
+	MaxFailures int
+	// Soak keeps a finished node's budget slot taken this long before it frees.
+	Soak time.Duration
+}
+
+// Window is one maintenance window: it opens on each of Days at Start (wall-clock time in
+// Location) and stays open for Duration (elapsed time).
+type Window struct {
+	Days     []time.Weekday // Monday first, no duplicates; never empty
+	Start    time.Duration  // since local midnight: 2h30m for "02:30"
+	Duration time.Duration
+	// Location is the time zone, as loaded by the configuration (time.LoadLocation);
+	// Zone is its name as written.
+	Location  *time.Location
+	Zone      string
+	DeclRange Range
 }
 
 // BootImage is a pool's boot-image policy.

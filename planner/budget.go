@@ -40,9 +40,19 @@ func Unavailable(n *model.Node) bool { return Condition(n) != "" }
 // is updated in its own slot, even when the pool is over its budget. When there is no
 // room, the reason names what is out.
 func Room(max int, node string, observed []model.Node, busy map[string]bool) (bool, string) {
-	out := map[string]string{}
+	why := make(map[string]string, len(busy))
 	for name := range busy {
-		out[name] = "updating"
+		why[name] = "updating"
+	}
+	return RoomFor(max, node, observed, why)
+}
+
+// RoomFor is Room with why each busy node takes a slot ("updating", or "soaking until …"
+// for a finished node whose slot the pool's soak keeps taken).
+func RoomFor(max int, node string, observed []model.Node, busy map[string]string) (bool, string) {
+	out := make(map[string]string, len(busy))
+	for name, why := range busy {
+		out[name] = why
 	}
 	for i := range observed {
 		if c := Condition(&observed[i]); c != "" {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner/steps"
@@ -108,6 +109,9 @@ func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, node
 		HealthChecks: pool.HealthChecks}
 	pp.ReRendered = pp.Rendered != pp.Previous
 	pp.MaxUnavailable = pool.MaxUnavailable.Resolve(len(nodes))
+	pp.Canary, pp.CanarySoak = pool.Pacing.Canary, pool.Pacing.CanarySoak
+	pp.MaxFailures, pp.Soak = max(pool.Pacing.MaxFailures, 1), pool.Pacing.Soak
+	pp.Window = windowStatus(pool.Windows, in.Now)
 	plans := make([]NodePlan, len(nodes))
 	var out []string // nodes out of service now, changing or not
 	for i, n := range nodes {
@@ -200,23 +204,41 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
 	if slots <= 0 && resumed > 0 {
 		slots, first = min(pp.Slots+resumed, pp.MaxUnavailable), 2
 	}
-	i := 0
+	// With a canary, its nodes (the first changing ones in rollout order) form the first
+	// phase; the others start in waves after the canary's last.
+	canaryLeft := pp.Canary
+	inCanary := canaryLeft > 0
+	i, scheduled, last := 0, 0, 0
 	for k := range nodes {
+		n := &nodes[k]
+		if !n.Changed() {
+			continue
+		}
+		if inCanary && canaryLeft == 0 {
+			inCanary, first, i = false, last+1, 0
+		}
 		switch {
-		case !nodes[k].Changed():
-		case nodes[k].Condition != "":
-			nodes[k].Wave = 1
+		case n.Condition != "":
+			n.Wave = 1
+			if !inCanary && pp.Canary > 0 {
+				n.Wave = first
+			}
 		case slots <= 0:
-			nodes[k].Deferred = true
+			n.Deferred = true
+			continue
 		default:
-			nodes[k].Wave = i/slots + first
+			n.Wave = i/slots + first
 			i++
+			scheduled++
+		}
+		last = max(last, n.Wave)
+		if inCanary {
+			n.Canary = true
+			canaryLeft--
 		}
 	}
-	if i > 0 {
-		pp.Waves = max(pp.Waves, (i+slots-1)/slots+first-1)
-	}
-	if left := changing - inOwnSlot - i; left > 0 {
+	pp.Waves = max(pp.Waves, last)
+	if left := changing - inOwnSlot - scheduled; left > 0 {
 		pp.Blockers = append(pp.Blockers, Blocker{Kind: BlockBudget,
 			Message: fmt.Sprintf("max_unavailable %d already used up: %d of %d nodes out of service (%s); %d node changes deferred",
 				pp.MaxUnavailable, pp.Unavailable, pp.Size, strings.Join(out, ", "), left)})
@@ -333,4 +355,23 @@ func pdbBlockers(pods []*model.Pod, pdbs []model.PDB) []Blocker {
 		}
 	}
 	return out
+}
+
+// windowStatus is the pool's windows as they stand at now (nil: the pool has none).
+func windowStatus(windows []model.Window, now time.Time) *WindowStatus {
+	if len(windows) == 0 {
+		return nil
+	}
+	ws := &WindowStatus{}
+	for _, w := range windows {
+		ws.Windows = append(ws.Windows, w.String())
+	}
+	open, closes, next := WindowState(windows, now)
+	ws.Open = open
+	if open {
+		ws.Closes = &closes
+	} else {
+		ws.NextOpening = &next
+	}
+	return ws
 }

@@ -23,6 +23,9 @@ type Input struct {
 	// everything), as Terraform's -target; Exclude keeps these nodes ("node.NAME") out, as
 	// a hold does. Unknown ones are errors.
 	Targets, Exclude []string
+	// Now is the time the plan is made for: maintenance windows are shown open or closed
+	// at it. The planner reads no clock.
+	Now time.Time
 
 	memo map[[2]string]derived // set by MakePlan
 }
@@ -72,6 +75,26 @@ type PoolPlan struct {
 	// PointerKept is true when -target is given and does not name the pool: its boot
 	// pointer stays at Previous (new nodes keep booting it), whatever Rendered is.
 	PointerKept bool `json:"pointer_kept,omitempty"`
+	// Pacing: Canary nodes (marked on their NodePlan) update alone, then apply waits
+	// CanarySoak before the others start; MaxFailures failed nodes stop new starts; Soak
+	// keeps each finished node's slot taken that long. Durations in nanoseconds.
+	Canary      int           `json:"canary,omitempty"`
+	CanarySoak  time.Duration `json:"canary_soak,omitempty"`
+	MaxFailures int           `json:"max_failures,omitempty"`
+	Soak        time.Duration `json:"soak,omitempty"`
+	// Window is the pool's maintenance windows as they stand at the plan's time; nil: the
+	// pool has none (always open).
+	Window *WindowStatus `json:"window,omitempty"`
+}
+
+// WindowStatus is a pool's maintenance windows at the time the plan was made. Apply looks
+// again at the clock before each node starts: this is the plan's view, for people.
+type WindowStatus struct {
+	Windows []string `json:"windows"` // each as "sat,sun 02:00 for 4h (Europe/Berlin)"
+	Open    bool     `json:"open"`
+	// Closes is when the open window ends; NextOpening when a closed one next opens.
+	Closes      *time.Time `json:"closes,omitempty"`
+	NextOpening *time.Time `json:"next_opening,omitempty"`
 }
 
 // NodeAction is what happens to a node as a whole.
@@ -119,6 +142,8 @@ type NodePlan struct {
 	Held string `json:"held,omitempty"`
 	// Untargeted is true when -target names neither the node nor its pool: no steps.
 	Untargeted bool `json:"untargeted,omitempty"`
+	// Canary is true for the pool's canary nodes: apply updates them alone, first.
+	Canary bool `json:"canary,omitempty"`
 }
 
 // Changed reports whether the node has anything to do: steps, or (when only on_change

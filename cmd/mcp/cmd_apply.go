@@ -23,6 +23,7 @@ func (c *cli) apply(args []string) int {
 	var sf scopeFlags
 	sf.register(fs)
 	healthTimeout := fs.Duration("health-timeout", health.DefaultReadyTimeout, "fail a node that is not Ready with its DaemonSet pods Ready this long after its steps")
+	noWait := fs.Bool("no-wait", false, "do not wait for a closed maintenance window: leave such pools as they are and name their next opening (exit 1)")
 	var lf loadFlags
 	lf.register(fs, true)
 	pos, err := c.parse(fs, args)
@@ -92,7 +93,7 @@ func (c *cli) apply(args []string) int {
 	}
 	res, err := ws.Apply(ctx, st, pf, engine.ApplyOptions{
 		Parallelism: *parallelism, DrainTimeout: *drainTimeout, DrainRetryDelay: *drainRetry,
-		BudgetWait: *budgetWait, HealthTimeout: *healthTimeout, Observer: progress.Event,
+		BudgetWait: *budgetWait, HealthTimeout: *healthTimeout, Observer: progress.Event, NoWait: *noWait,
 	})
 	if live != nil {
 		live.Stop() // before anything else is printed

@@ -15,6 +15,10 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+
+	// Maintenance windows name IANA time zones: a copy of the zone database comes with mcp
+	// for machines (and containers) without /usr/share/zoneinfo.
+	_ "time/tzdata"
 )
 
 func main() {

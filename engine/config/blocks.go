@@ -23,8 +23,10 @@ var unitSuffixes = []string{".service", ".socket", ".timer", ".target", ".mount"
 
 var poolSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "node_selector"}, {Name: "max_unavailable"}, {Name: "paused"},
-		{Name: "os_image"}, {Name: "kernel_args"}, {Name: "drain_timeout"}},
-	Blocks: []hcl.BlockHeaderSchema{{Type: "boot_image"}, {Type: "health_check", LabelNames: []string{"name"}}},
+		{Name: "os_image"}, {Name: "kernel_args"}, {Name: "drain_timeout"},
+		{Name: "max_failures"}, {Name: "soak"}},
+	Blocks: []hcl.BlockHeaderSchema{{Type: "boot_image"}, {Type: "health_check", LabelNames: []string{"name"}},
+		{Type: "canary"}, {Type: "window"}},
 }
 
 func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
@@ -37,7 +39,8 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 		}
 		name := b.Labels[0]
 		p := model.Pool{Name: name, MaxUnavailable: model.IntOrPercent{Value: 1}, DeclRange: hclpos.From(b.DefRange),
-			NodeSelector: map[string]string{"node-role.kubernetes.io/" + name: ""}, BootImage: model.BootImage{Policy: "managed"}}
+			NodeSelector: map[string]string{"node-role.kubernetes.io/" + name: ""}, BootImage: model.BootImage{Policy: "managed"},
+			Pacing: model.Pacing{MaxFailures: 1}}
 		content, d := b.Body.Content(poolSchema)
 		diags = append(diags, d...)
 		for _, a := range sortedAttrs(content.Attributes) {
@@ -58,12 +61,22 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 				p.KernelArgs, d = l.strList(a)
 			case "drain_timeout":
 				p.DrainTimeout, d = l.duration(a)
+			case "max_failures":
+				p.Pacing.MaxFailures, d = l.atLeastOne(a)
+			case "soak":
+				p.Pacing.Soak, d = l.duration(a)
 			}
 			diags = append(diags, d...)
 		}
+		var canary *hcl.Block
 		checks := newLabels("health_check")
 		for _, bb := range content.Blocks {
-			if bb.Type == "health_check" {
+			switch bb.Type {
+			case "boot_image":
+				bi, d := l.bootImage(bb)
+				diags = append(diags, d...)
+				p.BootImage = bi
+			case "health_check":
 				if d := checks.declare(bb); d != nil {
 					diags = append(diags, d)
 					continue
@@ -71,11 +84,19 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 				h, d := l.healthCheck(bb)
 				diags = append(diags, d...)
 				p.HealthChecks = append(p.HealthChecks, h)
-				continue
+			case "canary":
+				if canary != nil {
+					diags = append(diags, errAt(bb.DefRange, "Duplicate canary block",
+						fmt.Sprintf("Pool %q has a canary block already, at %s.", name, posOf(canary.DefRange))))
+					continue
+				}
+				canary = bb
+				diags = append(diags, l.canary(bb, &p.Pacing)...)
+			case "window":
+				w, d := l.window(bb)
+				diags = append(diags, d...)
+				p.Windows = append(p.Windows, w)
 			}
-			bi, d := l.bootImage(bb)
-			diags = append(diags, d...)
-			p.BootImage = bi
 		}
 		l.d.Pools = append(l.d.Pools, p)
 	}

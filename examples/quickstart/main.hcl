@@ -21,6 +21,19 @@ variable "ntp_server" {
 pool "worker" {
   node_selector   = { "node-role.kubernetes.io/worker" = "" }
   max_unavailable = "50%"
+
+  # Pacing and maintenance windows (docs/configuration.md, "Pacing and windows"), e.g.:
+  #   canary {
+  #     count = 1      # worker-0 first, alone…
+  #     soak  = "10s"  # …then 10s before the others start
+  #   }
+  #   max_failures = 2
+  #   window {
+  #     days      = ["sat", "sun"]
+  #     start     = "02:00"
+  #     duration  = "4h"
+  #     time_zone = "Europe/Berlin"
+  #   }
 }
 
 pool "infra" {

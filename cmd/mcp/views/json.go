@@ -78,6 +78,8 @@ type nodeMeta struct {
 	// Held says why the node is kept out of the rollout; Untargeted: outside -target.
 	Held       string `json:"held,omitempty"`
 	Untargeted bool   `json:"untargeted,omitempty"`
+	// Canary: one of its pool's canary nodes, updated alone and first.
+	Canary bool `json:"canary,omitempty"`
 }
 
 type jsonMeta struct {
@@ -132,7 +134,7 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{act}, Before: before, After: nodeValue{RenderedConfig: n.To}},
 			MCP: &nodeMeta{Pool: n.Pool, Zone: n.Zone, Action: string(n.Action), Steps: steps, Reboot: n.Reboot, Wave: n.Wave,
 				Deferred: n.Deferred, Condition: n.Condition, Blockers: nonNilB(n.Blockers), Warnings: nonNil(n.Warnings),
-				Held: n.Held, Untargeted: n.Untargeted}})
+				Held: n.Held, Untargeted: n.Untargeted, Canary: n.Canary}})
 	}
 	for _, n := range p.Nodes {
 		if len(n.Drift) == 0 && n.DriftUnlisted == 0 {

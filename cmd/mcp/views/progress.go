@@ -63,6 +63,10 @@ func (h *humanProgress) Event(e engine.Event) {
 	case engine.EventNodeFailed:
 		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.red("failed"))
 	case engine.EventPoolStopped:
+		if e.Reason != "" {
+			fmt.Fprintf(h.w, "pool.%s: %s: %s\n", e.Pool, h.c.red("not started"), e.Reason)
+			break
+		}
 		fmt.Fprintf(h.w, "pool.%s: %s: no more nodes of this pool start\n", e.Pool, h.c.red("stopped"))
 	case engine.EventHeld:
 		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.yellow(e.Reason))

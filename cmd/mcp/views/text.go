@@ -111,7 +111,10 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 		rendered = cmp.Or(pp.Previous, "(none)") + " (not targeted: its boot pointer stays; targeted nodes move to " + pp.Rendered + ")"
 	}
 	fmt.Fprintf(w, "\n%s %s  %s\n", c.bold("pool."+pp.Name), rendered,
-		fmt.Sprintf("[%d nodes, max_unavailable %d, %d unavailable, %d at once, %d waves]", pp.Size, pp.MaxUnavailable, pp.Unavailable, max(pp.Slots, 0), pp.Waves))
+		fmt.Sprintf("[%d nodes, max_unavailable %d, %d unavailable, %d at once, %d waves%s]", pp.Size, pp.MaxUnavailable, pp.Unavailable, max(pp.Slots, 0), pp.Waves, pacing(pp)))
+	if ws := pp.Window; ws != nil {
+		fmt.Fprintf(w, "  %s\n", windowLine(c, ws))
+	}
 	for _, b := range pp.Blockers {
 		fmt.Fprintf(w, "  %s %s\n", c.red("blocked:"), b.Message)
 	}
@@ -128,6 +131,9 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 		wave := fmt.Sprint(n.Wave)
 		if n.Deferred {
 			wave = "deferred"
+		}
+		if n.Canary {
+			wave += " (canary)"
 		}
 		t.add(c.symbol(n), "node."+n.Name, n.Zone, wave, describeSteps(n))
 		if n.Condition != "" {
