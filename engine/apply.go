@@ -11,6 +11,7 @@ import (
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/providers"
 )
 
 // ApplyOptions tune an apply.
@@ -80,6 +81,9 @@ type ApplyResult struct {
 	Skipped  []string // not started: their pool stopped, no budget in time, or apply was interrupted
 	Deferred []string // deferred by the plan (paused pool, no budget)
 	Elapsed  time.Duration
+	// APIRequests is the number of API requests the rollout made (after the refresh and the
+	// plan); -1: the provider does not count them (providers.RequestCounter).
+	APIRequests int64
 }
 
 // Apply carries out a plan. The caller holds the state lock and passes the state it read
@@ -195,8 +199,13 @@ func (a *applier) emit(e Event) {
 // (runPool), over all pools at most Parallelism; a node that finishes frees its slot at once.
 func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 	a.stop = ctx
-	start := time.Now()
+	start, requests := time.Now(), a.w.apiRequests()
 	res := &ApplyResult{}
+	if ws, ok := a.w.Provider.(providers.WatchSharer); ok {
+		// Ended after the last node: nodes finish their steps even when apply is stopped.
+		stop := ws.ShareWatches(ctx)
+		defer stop()
+	}
 	var resMu sync.Mutex
 	global := make(chan struct{}, a.opts.Parallelism)
 	var errs []error
@@ -239,6 +248,11 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 	}
 	wg.Wait()
 	res.Elapsed = time.Since(start)
+	if requests >= 0 {
+		res.APIRequests = a.w.apiRequests() - requests
+	} else {
+		res.APIRequests = -1
+	}
 	if ctx.Err() != nil && len(res.Skipped) > 0 {
 		errs = append(errs, fmt.Errorf("apply interrupted: %d nodes not started; run mcp apply again to continue", len(res.Skipped)))
 	}

@@ -69,6 +69,14 @@ type RequestCounter interface {
 	APIRequests() int64
 }
 
+// WatchSharer is implemented by providers whose waits can share one watch of the fleet
+// (providers/kubernetes): apply calls ShareWatches once before its first node and stop
+// after its last, so that the many waits of a rollout (observations before each start,
+// agents' reports, Ready gates) cost no request per node.
+type WatchSharer interface {
+	ShareWatches(ctx context.Context) (stop func())
+}
+
 // HealthGater is implemented by providers that can tell when a node is healthy again after
 // its steps. Apply waits for it before a node counts as done and its slot frees.
 type HealthGater interface {

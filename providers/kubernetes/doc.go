@@ -20,6 +20,10 @@
 //     (or Degraded, with its reason) for that hand-over's update ID. An earlier apply's
 //     unfinished hand-over to the same target is adopted, not handed over again. The wait
 //     ends, naming why, when every list and watch of the node fails for RequestTimeout.
+//   - ShareWatches (watch.go) keeps one list and watch of all nodes for the length of an
+//     apply: ObserveNodes, RunNodeSteps and the Ready gate of WaitHealthy (health.go) read
+//     it, so a rollout costs a few requests per node (the hand-over's GET and PATCH, the
+//     watch of the node's pods), not a list of the fleet per node started.
 //
 // Every HTTP request goes through a counting transport: Requests (and APIRequests, the
 // providers.RequestCounter interface) tell what a command cost. Every request has a

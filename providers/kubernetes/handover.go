@@ -6,19 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
-	"k8s.io/klog/v2"
 
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
@@ -53,23 +45,19 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 	if err != nil {
 		return fmt.Errorf("node %s: reading it before the hand-over: %w", node, err)
 	}
-	h, rv, adopted := adoptable(cur, from, target.Name, steps)
+	h, adopted := adoptable(cur, from, target.Name, steps)
 	if !adopted {
 		h = protocol.Handover{Desired: target.Name, Steps: steps, UpdateID: rand.Text()}
-		if rv, err = p.handOver(ctx, node, h); err != nil {
+		if err = p.handOver(ctx, node, h); err != nil {
 			return err
 		}
 	}
 	w := &waiter{node: node, target: target.Name, id: h.UpdateID, steps: h.Steps, done: onlyOf(steps, done)}
 	tctx, cancel := context.WithTimeout(ctx, p.o.NodeTimeout)
 	defer cancel()
-	wctx, lose := context.WithCancelCause(tctx)
-	defer lose(nil)
-	reach := &reach{limit: p.o.RequestTimeout, lose: lose}
-	// The reflector logs every failed list and watch through klog, into apply's output; the
-	// failures are counted here instead and, when they last, end the wait with the last one.
-	quiet := klog.NewContext(wctx, logr.Discard())
-	_, err = watchtools.UntilWithSync(quiet, reach.wrap(p.nodeListWatch(node, rv)), &corev1.Node{}, nil, w.observe)
+	hub, release := p.nodes(tctx, node)
+	defer release()
+	err = hub.wait(tctx, node, w.observe)
 	var lost *unreachableError
 	switch {
 	case err == nil:
@@ -78,23 +66,12 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 		return w.err
 	case ctx.Err() != nil:
 		return fmt.Errorf("node %s: waiting for the agent (update %s to %s; %s): %w (%w)", node, h.UpdateID, target.Name, w.last(), context.Cause(ctx), providers.ErrOutcomeUnknown)
-	case errors.As(context.Cause(wctx), &lost):
+	case errors.As(err, &lost):
 		return fmt.Errorf("node %s: waiting for the agent (update %s to %s; %s): %w; the node is left as it is (%w)", node, h.UpdateID, target.Name, w.last(), lost, providers.ErrOutcomeUnknown)
 	case tctx.Err() != nil:
 		return fmt.Errorf("node %s: the agent did not finish update %s to %s within %s (%s; %w)", node, h.UpdateID, target.Name, p.o.NodeTimeout, w.last(), providers.ErrOutcomeUnknown)
 	}
 	return fmt.Errorf("node %s: waiting for the agent: %w (%w)", node, err, providers.ErrOutcomeUnknown)
-}
-
-// reach follows whether the API server answers a wait's lists and watches: when every one
-// has failed for limit, it ends the wait (lose) with an unreachableError. The reflector
-// would retry them, with backoff, until the wait's deadline.
-type reach struct {
-	limit time.Duration
-	lose  context.CancelCauseFunc
-
-	mu      sync.Mutex
-	failing time.Time // when the failures began; zero after a success
 }
 
 // unreachableError: the API server has failed every list and watch of a wait for a while.
@@ -109,56 +86,20 @@ func (e *unreachableError) Error() string {
 
 func (e *unreachableError) Unwrap() error { return e.last }
 
-func (r *reach) note(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	now := time.Now()
-	switch {
-	case err == nil:
-		r.failing = time.Time{}
-	case r.failing.IsZero():
-		r.failing = now
-	}
-	if err != nil && now.Sub(r.failing) >= r.limit {
-		r.lose(&unreachableError{since: now.Sub(r.failing), last: err})
-	}
-}
-
-func (r *reach) wrap(lw *cache.ListWatch) *cache.ListWatch {
-	list, watchFn := lw.ListWithContextFunc, lw.WatchFuncWithContext
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			obj, err := list(ctx, o)
-			if ctx.Err() == nil {
-				r.note(err)
-			}
-			return obj, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			w, err := watchFn(ctx, o)
-			if ctx.Err() == nil {
-				r.note(err)
-			}
-			return w, err
-		},
-	}
-}
-
-// handOver writes h on the node; it returns the node's resource version after the write.
-func (p *Provider) handOver(ctx context.Context, node string, h protocol.Handover) (string, error) {
+// handOver writes h on the node.
+func (p *Provider) handOver(ctx context.Context, node string, h protocol.Handover) error {
 	ann, err := h.Annotations()
 	if err != nil {
-		return "", fmt.Errorf("node %s: encoding the hand-over: %w", node, err)
+		return fmt.Errorf("node %s: encoding the hand-over: %w", node, err)
 	}
 	patch, err := protocol.AnnotationsPatch(ann)
 	if err != nil {
-		return "", fmt.Errorf("node %s: encoding the hand-over: %w", node, err)
+		return fmt.Errorf("node %s: encoding the hand-over: %w", node, err)
 	}
-	n, err := p.client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
-	if err != nil {
-		return "", fmt.Errorf("node %s: handing over %s: %w", node, h.Desired, err)
+	if _, err := p.client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("node %s: handing over %s: %w", node, h.Desired, err)
 	}
-	return n.ResourceVersion, nil
+	return nil
 }
 
 // adoptable finds a hand-over to the same target that an earlier apply made and did not see
@@ -167,22 +108,22 @@ func (p *Provider) handOver(ctx context.Context, node string, h protocol.Handove
 // apply observed the node on from (Done on target, from being another config), apply waits
 // for it instead of handing over again, so that no step, above all no reboot, runs twice.
 // A Degraded one is handed over anew: that is a retry.
-func adoptable(n *corev1.Node, from *model.Rendered, target string, steps []model.Step) (protocol.Handover, string, bool) {
+func adoptable(n *corev1.Node, from *model.Rendered, target string, steps []model.Step) (protocol.Handover, bool) {
 	h, ok, err := protocol.ReadHandover(n.Annotations)
 	if !ok || err != nil || h.Desired != target {
-		return h, "", false
+		return h, false
 	}
 	r := protocol.ReadReport(n.Annotations)
 	finishedSince := r.State == model.StateDone && r.Current == target && (from == nil || from.Name != target)
 	if r.ObservedUpdateID == h.UpdateID && r.State != model.StateWorking && !finishedSince {
-		return h, "", false
+		return h, false
 	}
 	for _, s := range steps {
 		if !holds(h.Steps, s) {
-			return h, "", false
+			return h, false
 		}
 	}
-	return h, n.ResourceVersion, true
+	return h, true
 }
 
 // onlyOf passes to done only the steps of steps (an adopted hand-over also holds steps an
@@ -200,26 +141,6 @@ func holds(steps []model.Step, s model.Step) bool {
 	return slices.ContainsFunc(steps, func(o model.Step) bool { return o.Key() == s.Key() })
 }
 
-// nodeListWatch lists and watches the one node. Its first list reads at least at rv (the
-// hand-over's resource version), so the reports start after the hand-over.
-func (p *Provider) nodeListWatch(node, rv string) *cache.ListWatch {
-	sel := fields.OneTermEqualSelector("metadata.name", node).String()
-	nodes := p.client.CoreV1().Nodes()
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			if o.ResourceVersion == "0" && o.Continue == "" && rv != "" {
-				o.ResourceVersion, o.ResourceVersionMatch = rv, metav1.ResourceVersionMatchNotOlderThan
-			}
-			return nodes.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return nodes.Watch(ctx, o)
-		},
-	}
-}
-
 // waiter follows the agent's reports on one hand-over.
 type waiter struct {
 	node, target, id string
@@ -231,13 +152,10 @@ type waiter struct {
 	err              error           // why the wait failed, when the agent said so
 }
 
-// observe is the watch condition: true once the agent reports Done on the target for id.
-func (w *waiter) observe(ev watch.Event) (bool, error) {
-	n, ok := ev.Object.(*corev1.Node)
-	if !ok || n.Name != w.node {
-		return false, nil
-	}
-	if ev.Type == watch.Deleted {
+// observe is the wait's condition: true once the agent reports Done on the target for id.
+// n is the node's latest version, nil when it was deleted.
+func (w *waiter) observe(n *corev1.Node) (bool, error) {
+	if n == nil {
 		w.err = fmt.Errorf("node %s was deleted while its agent was working on %s", w.node, w.target)
 		return false, w.err
 	}

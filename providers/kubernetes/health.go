@@ -24,19 +24,18 @@ import (
 var _ providers.HealthGater = (*Provider)(nil)
 
 // WaitHealthy waits for the node's Ready condition to be True, then for every pod on the
-// node whose controller is a DaemonSet to be Ready: each from a watch (list, then watch
-// from there), not a poll — one list and one watch of the node, one of its pods.
+// node whose controller is a DaemonSet to be Ready: each from a watch, not a poll — the
+// node from the shared watch of an apply (ShareWatches; else a list and a watch of the
+// node), its pods from one list and one watch of the pods bound to it.
 func (p *Provider) WaitHealthy(ctx context.Context, node string, timeout time.Duration) error {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	quiet := klog.NewContext(tctx, logr.Discard()) // the reflector's retries are not apply's output
 	last := fmt.Sprintf("node %s was not seen", node)
-	_, err := watchtools.UntilWithSync(quiet, p.nodeListWatch(node, ""), &corev1.Node{}, nil, func(ev watch.Event) (bool, error) {
-		n, ok := ev.Object.(*corev1.Node)
-		if !ok || n.Name != node {
-			return false, nil
-		}
-		if ev.Type == watch.Deleted {
+	hub, release := p.nodes(tctx, node)
+	defer release()
+	err := hub.wait(tctx, node, func(n *corev1.Node) (bool, error) {
+		if n == nil {
 			return false, fmt.Errorf("node %s was deleted", node)
 		}
 		ready, why := nodeReadiness(n)

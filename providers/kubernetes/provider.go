@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -84,6 +85,12 @@ type Provider struct {
 	evictionMu    sync.Mutex
 	evictionKnown bool
 	eviction      schema.GroupVersion
+
+	// The shared watch of the nodes (watch.go): hubCtx is set between ShareWatches and its
+	// stop, hub is made by the first wait.
+	hubMu  sync.Mutex
+	hubCtx context.Context
+	hub    *nodeHub
 }
 
 var (

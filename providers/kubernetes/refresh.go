@@ -182,9 +182,22 @@ func pdbOf(b *policyv1.PodDisruptionBudget) model.PDB {
 	return m
 }
 
-// ObserveNodes lists the nodes (one paged LIST) and returns the named ones: apply's live
-// count of a pool's unavailable nodes before it starts each node.
+// ObserveNodes returns the named nodes as they are now: apply's live count of a pool's
+// unavailable nodes before it starts each node. During an apply they come from the shared
+// watch of the nodes (ShareWatches), with no request; while that watch is failing, or
+// without one, from a paged LIST of the nodes.
 func (p *Provider) ObserveNodes(ctx context.Context, names []string) ([]model.Node, error) {
+	if h := p.sharedHub(); h != nil && h.sync(ctx) == nil && !h.failingNow() {
+		nodes, err := h.observe(names)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]model.Node, len(nodes))
+		for i, n := range nodes {
+			out[i] = nodeOf(n)
+		}
+		return out, nil
+	}
 	want := make(map[string]bool, len(names))
 	for _, n := range names {
 		want[n] = true

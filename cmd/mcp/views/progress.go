@@ -17,13 +17,15 @@ type ApplySummary struct {
 	Updated, Failed, Deferred int
 	Failures                  []string
 	Elapsed                   time.Duration
+	// APIRequests: what the rollout cost the API server (only from providers that count).
+	APIRequests int64 `json:",omitempty"`
 }
 
 // SummaryOf sums up an apply from its result and the error it returned, one failure a
 // line of the error.
 func SummaryOf(res *engine.ApplyResult, err error) ApplySummary {
 	s := ApplySummary{Updated: len(res.Updated), Failed: len(res.Failed),
-		Deferred: len(res.Deferred) + len(res.Skipped), Elapsed: res.Elapsed}
+		Deferred: len(res.Deferred) + len(res.Skipped), Elapsed: res.Elapsed, APIRequests: max(res.APIRequests, 0)}
 	if err != nil {
 		s.Failures = strings.Split(err.Error(), "\n")
 	}

@@ -1,0 +1,289 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/mcpfleet/mcp/providers"
+)
+
+var _ providers.WatchSharer = (*Provider)(nil)
+
+// ShareWatches starts one list and watch of every node, shared by the waits of an apply
+// until stop: the start-of-node observations (ObserveNodes), the waits for agents
+// (RunNodeSteps) and the Ready gates (WaitHealthy) read it instead of each listing and
+// watching on its own, so they cost no request per node. Without it each wait watches its
+// one node. The shared watch is dropped, and made anew by the next wait, once every list and
+// watch of it has failed for RequestTimeout.
+func (p *Provider) ShareWatches(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p.hubMu.Lock()
+	p.hubCtx = ctx
+	p.hubMu.Unlock()
+	return func() {
+		p.hubMu.Lock()
+		h := p.hub
+		p.hub, p.hubCtx = nil, nil
+		p.hubMu.Unlock()
+		cancel()
+		if h != nil {
+			<-h.done
+		}
+	}
+}
+
+// nodes is the hub for node: the shared one while ShareWatches is on, else one of its own
+// that watches only node, to be stopped by the caller (release).
+func (p *Provider) nodes(ctx context.Context, node string) (h *nodeHub, release func()) {
+	p.hubMu.Lock()
+	defer p.hubMu.Unlock()
+	if p.hubCtx != nil {
+		if p.hub == nil || p.hub.dead() {
+			p.hub = p.startHub(p.hubCtx, "")
+		}
+		return p.hub, func() {}
+	}
+	h = p.startHub(ctx, node)
+	return h, h.stop
+}
+
+// sharedHub is the shared hub when ShareWatches is on and it is working, else nil.
+func (p *Provider) sharedHub() *nodeHub {
+	p.hubMu.Lock()
+	defer p.hubMu.Unlock()
+	if p.hubCtx == nil {
+		return nil
+	}
+	if p.hub == nil || p.hub.dead() {
+		p.hub = p.startHub(p.hubCtx, "")
+	}
+	return p.hub
+}
+
+// nodeHub is one list and watch of nodes (all, or one by name) kept in a store; waiters
+// are woken when a node they wait on changes and read its latest version from the store.
+type nodeHub struct {
+	store  cache.Store
+	synced cache.InformerSynced
+	stop   func()
+	done   chan struct{}
+	limit  time.Duration
+
+	mu      sync.Mutex
+	waiters map[string]map[chan struct{}]bool
+	failing time.Time // when the failing lists and watches began; zero after a success
+	lost    error     // set once they have failed for limit: the hub is dead
+	lostC   chan struct{}
+}
+
+func (p *Provider) startHub(parent context.Context, node string) *nodeHub {
+	ctx, cancel := context.WithCancel(parent)
+	h := &nodeHub{done: make(chan struct{}), limit: p.o.RequestTimeout,
+		waiters: map[string]map[chan struct{}]bool{}, lostC: make(chan struct{})}
+	h.stop = func() { cancel(); <-h.done }
+	sel := fields.Everything().String()
+	if node != "" {
+		sel = fields.OneTermEqualSelector("metadata.name", node).String()
+	}
+	nodes := p.client.CoreV1().Nodes()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			obj, err := nodes.List(ctx, o)
+			h.note(ctx, err)
+			return obj, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			w, err := nodes.Watch(ctx, o)
+			h.note(ctx, err)
+			return w, err
+		},
+	}
+	wake := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if n, ok := obj.(*corev1.Node); ok {
+			h.wake(n.Name)
+		}
+	}
+	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
+		ListerWatcher: lw,
+		ObjectType:    &corev1.Node{},
+		Handler: cache.ResourceEventHandlerFuncs{
+			AddFunc:    wake,
+			UpdateFunc: func(_, obj any) { wake(obj) },
+			DeleteFunc: wake,
+		},
+		Transform: slimNode,
+	})
+	h.store, h.synced = store, ctrl.HasSynced
+	go func() {
+		defer close(h.done)
+		// The reflector logs every failed list and watch through klog, into apply's output;
+		// note counts them instead and, when they last, the waits end with the last one.
+		ctrl.RunWithContext(klog.NewContext(ctx, logr.Discard()))
+	}()
+	return h
+}
+
+// slimNode drops what no wait reads and what makes a Node large (its image list, managed
+// fields), so the shared store of a big fleet stays small.
+func slimNode(obj any) (any, error) {
+	if n, ok := obj.(*corev1.Node); ok {
+		n.ManagedFields = nil
+		n.Status.Images = nil
+	}
+	return obj, nil
+}
+
+// note follows whether the API server answers the hub's lists and watches: when every one
+// has failed for limit, the hub is lost and its waits end with an unreachableError.
+func (h *nodeHub) note(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	switch {
+	case err == nil:
+		h.failing = time.Time{}
+		return
+	case h.failing.IsZero():
+		h.failing = now
+	}
+	if h.lost == nil && now.Sub(h.failing) >= h.limit {
+		h.lost = &unreachableError{since: now.Sub(h.failing), last: err}
+		close(h.lostC)
+		go h.stop()
+	}
+}
+
+func (h *nodeHub) dead() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lost != nil
+}
+
+// failingNow is the hub's last failure while its lists and watches fail, else nil: what it
+// holds may be old then.
+func (h *nodeHub) failingNow() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return !h.failing.IsZero() || h.lost != nil
+}
+
+func (h *nodeHub) wake(node string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.waiters[node] {
+		select {
+		case c <- struct{}{}:
+		default: // already woken: it reads the latest version anyway
+		}
+	}
+}
+
+// get is the node's latest version in the store, nil when there is none.
+func (h *nodeHub) get(node string) *corev1.Node {
+	obj, ok, _ := h.store.GetByKey(node)
+	if !ok {
+		return nil
+	}
+	return obj.(*corev1.Node)
+}
+
+// errSyncStopped: the hub stopped before its first list completed.
+var errSyncStopped = errors.New("the watch of the nodes stopped before its first list")
+
+// wait calls check with the node's latest version (nil: the node does not exist) once the
+// store holds the first list, then each time the node changes, until check says done or
+// fails, ctx ends or the hub is lost. check must not keep the node: it is the store's.
+func (h *nodeHub) wait(ctx context.Context, node string, check func(*corev1.Node) (bool, error)) error {
+	c := make(chan struct{}, 1)
+	h.mu.Lock()
+	if h.waiters[node] == nil {
+		h.waiters[node] = map[chan struct{}]bool{}
+	}
+	h.waiters[node][c] = true
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		delete(h.waiters[node], c)
+		if len(h.waiters[node]) == 0 {
+			delete(h.waiters, node)
+		}
+		h.mu.Unlock()
+	}()
+	if err := h.sync(ctx); err != nil {
+		return err
+	}
+	for {
+		ok, err := check(h.get(node))
+		if ok || err != nil {
+			return err
+		}
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-h.lostC:
+			return h.lostErr()
+		}
+	}
+}
+
+// sync waits until the store holds the first list.
+func (h *nodeHub) sync(ctx context.Context) error {
+	for !h.synced() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-h.lostC:
+			return h.lostErr()
+		case <-h.done:
+			return errSyncStopped
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func (h *nodeHub) lostErr() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lost
+}
+
+// observe returns the named nodes from the store; an error names those it lacks.
+func (h *nodeHub) observe(names []string) ([]*corev1.Node, error) {
+	out := make([]*corev1.Node, 0, len(names))
+	var missing []string
+	for _, name := range names {
+		n := h.get(name)
+		if n == nil {
+			missing = append(missing, name)
+			continue
+		}
+		out = append(out, n)
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("observing nodes: %s not found", strings.Join(missing, ", "))
+	}
+	return out, nil
+}

@@ -1,0 +1,99 @@
+package kubernetes
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// nodeReads counts the list and watch requests for nodes the clientset saw.
+func nodeReads(c *fake.Clientset) (lists, watches int) {
+	for _, a := range c.Actions() {
+		if a.GetResource().Resource != "nodes" {
+			continue
+		}
+		switch a.(type) {
+		case k8stesting.ListAction:
+			lists++
+		case k8stesting.WatchAction:
+			watches++
+		}
+	}
+	return lists, watches
+}
+
+// With ShareWatches on, the observations and Ready gates of many nodes read one list and
+// one watch of the nodes; without it each gate lists and watches its own node, and each
+// observation lists.
+func TestSharedWatchCostsNoRequestPerNode(t *testing.T) {
+	names := []string{"w-0", "w-1", "w-2", "w-3"}
+	ctx := context.Background()
+	run := func(p *Provider) {
+		for range 3 {
+			obs, err := p.ObserveNodes(ctx, names)
+			if err != nil || len(obs) != len(names) {
+				t.Fatalf("observe: %d nodes, %v", len(obs), err)
+			}
+		}
+		for _, n := range names {
+			if err := p.WaitHealthy(ctx, n, 5*time.Second); err != nil {
+				t.Fatalf("gate of %s: %v", n, err)
+			}
+		}
+		if _, err := p.ObserveNodes(ctx, []string{"w-0", "nope"}); err == nil || !strings.Contains(err.Error(), "nope not found") {
+			t.Errorf("observing a missing node: %v", err)
+		}
+	}
+	fleet := func() *fake.Clientset {
+		c := fake.NewClientset()
+		for _, n := range names {
+			if _, err := c.CoreV1().Nodes().Create(ctx, kNode(n, "a", true, nil), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.ClearActions()
+		return c
+	}
+
+	c := fleet()
+	p := NewForClient(c, Options{})
+	stop := p.ShareWatches(ctx)
+	run(p)
+	stop()
+	if l, w := nodeReads(c); l != 1 || w != 1 {
+		t.Errorf("shared: %d lists and %d watches of nodes, want 1 and 1", l, w)
+	}
+
+	c = fleet()
+	run(NewForClient(c, Options{}))
+	if l, w := nodeReads(c); l != 4+len(names) || w != len(names) {
+		t.Errorf("unshared: %d lists and %d watches of nodes, want %d and %d", l, w, 4+len(names), len(names))
+	}
+}
+
+// A change made while a wait is on reaches it through the shared watch.
+func TestSharedWatchWakesWaiters(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset(kNode("w-0", "a", false, nil))
+	p := NewForClient(c, Options{})
+	defer p.ShareWatches(ctx)()
+	done := make(chan error, 1)
+	go func() { done <- p.WaitHealthy(ctx, "w-0", 10*time.Second) }()
+	time.Sleep(100 * time.Millisecond)
+	if _, err := c.CoreV1().Nodes().UpdateStatus(ctx, kNode("w-0", "a", true, nil), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("w-0 turned Ready: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the Ready change did not reach the gate")
+	}
+}
