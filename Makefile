@@ -6,7 +6,7 @@ MCP     := $(BIN)/mcp
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X github.com/mcpfleet/mcp/engine.Version=$(VERSION)
 
-.PHONY: all build test vet chaos fuzz fuzz-short bin/ignition bin/k8s bin/kubectl graphviz demo bench bench-plan bench-apply bench-agent bench-serve bench-kube clean
+.PHONY: all build test vet chaos fuzz fuzz-short bin/ignition bin/k8s bin/kubectl graphviz demo bench bench-plan bench-apply bench-rollout bench-agent bench-serve bench-kube clean
 
 all: build
 
@@ -67,7 +67,7 @@ demo: build
 	MCP=$(MCP) bash scripts/demo.sh
 
 # Benchmarks; results go to docs/benchmarks.md with the machine described.
-bench: bench-plan bench-apply bench-agent bench-serve bench-kube
+bench: bench-plan bench-apply bench-rollout bench-agent bench-serve bench-kube
 
 # mcp plan on generated fleets of 10,000 and 100,000 nodes.
 bench-plan: build
@@ -79,6 +79,9 @@ bench-apply: build
 	MCP=$(MCP) $(GO) run ./scripts/benchapply -out docs/benchmarks.md
 
 # The node agent: drift check against sha256sum, idle RSS.
+bench-rollout: build
+	MCP=$(MCP) $(GO) run ./scripts/benchrollout -out docs/benchmarks.md
+
 bench-agent: build
 	MCP=$(MCP) MCP_AGENT=$(BIN)/mcp-agent $(GO) run ./scripts/benchagent -out docs/benchmarks.md
 
@@ -93,4 +96,4 @@ bench-serve: build
 # mcp plan on 1,000 nodes (3,000 pods, 10 PDBs) in a real apiserver, against
 # `kubectl get nodes,pods -A -o json` on the same apiserver (acceptance/bench_kube_test.go).
 bench-kube: build bin/k8s bin/kubectl
-	MCP=$(MCP) MCP_REQUIRE_K8S=1 $(GO) test -count=1 -run '^$$' -bench BenchmarkKubePlan -benchtime 1x -timeout 30m ./acceptance/
+	MCP=$(MCP) MCP_REQUIRE_K8S=1 $(GO) test -count=1 -run '^$$' -bench 'BenchmarkKube(Plan|Apply)' -benchtime 1x -timeout 30m ./acceptance/

@@ -41,7 +41,7 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 	if steps == nil {
 		steps = []model.Step{}
 	}
-	cur, err := p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	cur, err := p.readNode(ctx, node)
 	if err != nil {
 		return fmt.Errorf("node %s: reading it before the hand-over: %w", node, err)
 	}

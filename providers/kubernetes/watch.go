@@ -73,6 +73,16 @@ func (p *Provider) sharedHub() *nodeHub {
 	return p.hub
 }
 
+// readNode is the node as it is now: from the shared watch while it works, else a GET.
+func (p *Provider) readNode(ctx context.Context, node string) (*corev1.Node, error) {
+	if h := p.sharedHub(); h != nil && h.sync(ctx) == nil && !h.failingNow() {
+		if n := h.get(node); n != nil {
+			return n, nil
+		}
+	}
+	return p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+}
+
 // nodeHub is one list and watch of nodes (all, or one by name) kept in a store; waiters
 // are woken when a node they wait on changes and read its latest version from the store.
 type nodeHub struct {
