@@ -89,10 +89,13 @@ func TestCanaryAndSoakOnTheLocalFleet(t *testing.T) {
 	if err != nil || !strings.Contains(plan, "canary 1 then soak 2s") || !strings.Contains(plan, "1 (canary)") {
 		t.Fatalf("plan: %v, want the pacing and the canary node shown:\n%s", err, plan)
 	}
-	out, err := run(t, mcp, "-chdir="+dir, "apply", "-auto-approve", "-no-color")
+	runMCP(t, mcp, "-chdir="+dir, "plan", "-out=p.plan")
+	nodes := jsonPlanNodes(t, runMCP(t, mcp, "-chdir="+dir, "show", "-json", "p.plan"))
+	out, err := run(t, mcp, "-chdir="+dir, "apply", "-json", "p.plan")
 	if err != nil || !strings.Contains(out, "canary soak 2s after worker-0") {
 		t.Fatalf("apply: %v, want the canary soak reported:\n%s", err, out)
 	}
+	assertAppliedAsPlanned(t, filepath.Join(dir, "fleet"), nil, nodes, out)
 	logs, err := local.ReadEvents(filepath.Join(dir, "fleet"))
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers/local"
@@ -157,10 +155,7 @@ func TestHeldNodesUntouchedAndTargetTouchesOnlyIt(t *testing.T) {
 		t.Errorf("worker-1 in the plan JSON: %+v", n)
 	}
 	out := runMCP(t, mcp, "-chdir="+dir, "apply", "-auto-approve", "-json", "-exclude=node.worker-3")
-	applied, _ := appliedSteps(t, out)
-	if d := cmp.Diff(planSteps(nodes), applied); d != "" {
-		t.Errorf("executed steps differ from the plan (-plan +executed):\n%s", d)
-	}
+	assertAppliedAsPlanned(t, fleet, nil, nodes, out)
 	logs, err := local.ReadEvents(fleet)
 	if err != nil {
 		t.Fatal(err)
@@ -199,10 +194,8 @@ func TestHeldNodesUntouchedAndTargetTouchesOnlyIt(t *testing.T) {
 		t.Errorf("saved targeted plan: %+v", nodes)
 	}
 	out = runMCP(t, mcp, "-chdir="+dir, "apply", "-json", "t.plan")
-	applied, diags := appliedSteps(t, out)
-	if d := cmp.Diff(planSteps(nodes), applied); d != "" {
-		t.Errorf("executed steps differ from the targeted plan (-plan +executed):\n%s", d)
-	}
+	assertAppliedAsPlanned(t, fleet, before, nodes, out)
+	_, diags := appliedSteps(t, out)
 	if !slices.Contains(diags, "Applied changes may be incomplete") {
 		t.Errorf("apply of a targeted plan gives no warning: %q", diags)
 	}
@@ -249,10 +242,7 @@ func TestPDBSerialisationAcrossAWaveIsPredictedAndObserved(t *testing.T) {
 		t.Errorf("waves %v, want [1 1 2 3]", w)
 	}
 	out := runMCP(t, mcp, "-chdir="+dir, "apply", "-json", "-drain-retry-delay=20ms", "p.plan")
-	applied, _ := appliedSteps(t, out)
-	if d := cmp.Diff(planSteps(nodes), applied); d != "" {
-		t.Errorf("executed steps differ from the plan (-plan +executed):\n%s", d)
-	}
+	assertAppliedAsPlanned(t, fleet, nil, nodes, out)
 	logs, err := local.ReadEvents(fleet)
 	if err != nil {
 		t.Fatal(err)
