@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubectl/pkg/drain"
 )
 
@@ -23,7 +22,9 @@ func (p *Provider) cordon(ctx context.Context, node string, desired bool) error 
 	if !desired {
 		verb = "uncordon"
 	}
-	n, err := p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	// The patch is computed from this copy, and sets only spec.unschedulable: a copy from
+	// the shared watch (readNode) does as well as a fresh GET.
+	n, err := p.readNode(ctx, node)
 	if err != nil {
 		return fmt.Errorf("%s node %s: %w", verb, node, err)
 	}

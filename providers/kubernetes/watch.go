@@ -73,11 +73,12 @@ func (p *Provider) sharedHub() *nodeHub {
 	return p.hub
 }
 
-// readNode is the node as it is now: from the shared watch while it works, else a GET.
+// readNode is the node as it is now: from the shared watch while it works (a copy: the
+// caller may change it), else a GET.
 func (p *Provider) readNode(ctx context.Context, node string) (*corev1.Node, error) {
 	if h := p.sharedHub(); h != nil && h.sync(ctx) == nil && !h.failingNow() {
 		if n := h.get(node); n != nil {
-			return n, nil
+			return n.DeepCopy(), nil
 		}
 	}
 	return p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
