@@ -25,14 +25,14 @@ type Node struct {
 	Unschedulable bool              `json:"unschedulable,omitempty"` // cordoned
 	// CurrentConfig is the rendered config the node runs; DesiredConfig the one it was told to
 	// move to (equal when the node is settled).
-	CurrentConfig string   `json:"current_config,omitempty"`
-	DesiredConfig string   `json:"desired_config,omitempty"`
+	CurrentConfig string `json:"current_config,omitempty"`
+	DesiredConfig string `json:"desired_config,omitempty"`
 	// OSImage and KernelArgs are what the node reports it runs; "" and nil mean it reports
 	// nothing (an agent that has not reported yet), and then nothing is compared with them.
 	OSImage    string   `json:"os_image,omitempty"`
 	KernelArgs []string `json:"kernel_args,omitempty"`
-	BootID        string   `json:"boot_id,omitempty"`
-	BootImage     string   `json:"boot_image,omitempty"` // the image the node first booted from
+	BootID     string   `json:"boot_id,omitempty"`
+	BootImage  string   `json:"boot_image,omitempty"` // the image the node first booted from
 	// State is the node executor's report: "Done", "Working" or "Degraded" (with Reason).
 	State  string `json:"state,omitempty"`
 	Reason string `json:"reason,omitempty"`

@@ -38,12 +38,12 @@ type jsonPlan struct {
 }
 
 type resourceChange struct {
-	Address string    `json:"address"`
-	Mode    string    `json:"mode"`
-	Type    string    `json:"type"`
-	Name    string    `json:"name"`
-	Change  change    `json:"change"`
-	MCP     any       `json:"mcp,omitempty"` // *nodeMeta in resource_changes, *driftMeta in resource_drift
+	Address string `json:"address"`
+	Mode    string `json:"mode"`
+	Type    string `json:"type"`
+	Name    string `json:"name"`
+	Change  change `json:"change"`
+	MCP     any    `json:"mcp,omitempty"` // *nodeMeta in resource_changes, *driftMeta in resource_drift
 }
 
 // driftMeta is mcp's detail of a resource_drift entry: whether the plan restores it.
