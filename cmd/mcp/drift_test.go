@@ -79,7 +79,7 @@ func TestDriftRunPlanReportAndRestore(t *testing.T) {
 		"node.worker-1 (pool worker", "drift: /etc/chrony.conf: content (expected ",
 		"node.infra-0 (pool infra", "drift: kernel_args: kernel-args (expected nosmt mitigations=auto, found nosmt)",
 		"node.worker-2 (pool worker", "drift: os_image: os-image (expected quay.io/fedora/fedora-coreos:41, found quay.io/fedora/fedora-coreos:40)",
-		"Drift: 3 nodes of 6 differ from the config they run.",
+		"Drift: 3 of 6 nodes differ from the config they run.",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("drift output lacks %q:\n%s", want, out)

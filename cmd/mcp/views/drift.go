@@ -123,7 +123,11 @@ func DriftSummary(r *planner.DriftReport) string {
 	}
 	s := "No drift: every node matches the config it runs."
 	if d := counts[planner.DriftDrifted]; d > 0 || r.HasDrift() {
-		s = fmt.Sprintf("Drift: %s of %d differ from the config they run.", plural(d, "%d node", "%d nodes"), len(r.Nodes))
+		verb := "differ from the config they run"
+		if d == 1 {
+			verb = "differs from the config it runs"
+		}
+		s = fmt.Sprintf("Drift: %d of %s %s.", d, plural(len(r.Nodes), "%d node", "%d nodes"), verb)
 	}
 	if len(extra) > 0 {
 		s = strings.TrimSuffix(s, ".") + "; " + strings.Join(extra, ", ") + "."
