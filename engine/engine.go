@@ -164,16 +164,31 @@ func (w *Workspace) observe(ctx context.Context) (*model.Fleet, error) {
 	return fleet, nil
 }
 
-// refresh observes the fleet, with each node's drift from the config it runs when the
-// provider checks disks on request.
+// refresh observes the fleet, with each node's drift from the config it runs: its disk
+// (checked here when the provider checks disks on request; else as its agent reported it),
+// then its kernel arguments and OS image as the provider reports them (model.HostDrift).
 func (w *Workspace) refresh(ctx context.Context, st *state.State) (*model.Fleet, error) {
 	fleet, err := w.observe(ctx)
 	if err != nil {
 		return nil, err
 	}
+	if err := w.diskDrift(ctx, st, fleet); err != nil {
+		return nil, err
+	}
+	for i := range fleet.Nodes {
+		n := &fleet.Nodes[i]
+		if cur := st.Rendered[n.CurrentConfig]; cur != nil {
+			n.Drift = append(n.Drift, model.HostDrift(n, cur)...)
+		}
+	}
+	return fleet, nil
+}
+
+// diskDrift asks a provider that checks disks on request for each node's drift.
+func (w *Workspace) diskDrift(ctx context.Context, st *state.State, fleet *model.Fleet) error {
 	dr, ok := w.Provider.(providers.DriftReporter)
 	if !ok {
-		return fleet, nil
+		return nil
 	}
 	var g errgroup.Group
 	g.SetLimit(8)
@@ -192,7 +207,7 @@ func (w *Workspace) refresh(ctx context.Context, st *state.State) (*model.Fleet,
 			return nil
 		})
 	}
-	return fleet, g.Wait()
+	return g.Wait()
 }
 
 // planWith plans against st and fleet, whose fingerprint (Fingerprint) is fp, limited to

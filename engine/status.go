@@ -21,3 +21,19 @@ func (w *Workspace) Status(ctx context.Context) (*planner.Status, error) {
 	}
 	return planner.MakeStatus(w.Desired, st.Pointers, fleet)
 }
+
+// Drift refreshes the fleet — with each node's disk, kernel arguments and OS image checked
+// against the config it runs, as a plan's refresh does — and reports how each differs. It
+// takes no lock and writes nothing (state, fleet, the nodes' disks): a drift run must
+// neither wait for nor block an apply, and may run as often as it likes.
+func (w *Workspace) Drift(ctx context.Context) (*planner.DriftReport, error) {
+	st, err := w.ReadState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fleet, err := w.refresh(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return planner.MakeDriftReport(w.Desired, st.Rendered, fleet)
+}

@@ -64,7 +64,9 @@ type Pool struct {
 	DrainTimeout time.Duration
 	// HealthChecks are the pool's health_check blocks, in the order declared.
 	HealthChecks []HealthCheck
-	DeclRange    Range
+	// OnDrift is what a plan does with a node that drifted from the config it runs.
+	OnDrift   OnDrift
+	DeclRange Range
 	// Pacing: how apply paces the pool's rollout (canary, max_failures, soak).
 	Pacing Pacing
 	// Windows are the pool's maintenance windows: apply starts the pool's nodes only while
@@ -96,6 +98,20 @@ type Window struct {
 	Zone      string
 	DeclRange Range
 }
+
+// OnDrift is a pool's on_drift: whether plans restore drift or only report it.
+type OnDrift string
+
+const (
+	// OnDriftRestore (the default, also "") plans the steps that put drift back, with each
+	// file's own on_change policy.
+	OnDriftRestore OnDrift = "restore"
+	// OnDriftReport shows drift in plans and drift runs but plans nothing for it.
+	OnDriftReport OnDrift = "report"
+)
+
+// Reports reports whether drift is only reported, not restored.
+func (o OnDrift) Reports() bool { return o == OnDriftReport }
 
 // BootImage is a pool's boot-image policy.
 type BootImage struct {

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -24,16 +25,19 @@ type Node struct {
 	Unschedulable bool              `json:"unschedulable,omitempty"` // cordoned
 	// CurrentConfig is the rendered config the node runs; DesiredConfig the one it was told to
 	// move to (equal when the node is settled).
-	CurrentConfig string   `json:"current_config,omitempty"`
-	DesiredConfig string   `json:"desired_config,omitempty"`
-	OSImage       string   `json:"os_image,omitempty"`
-	KernelArgs    []string `json:"kernel_args,omitempty"`
-	BootID        string   `json:"boot_id,omitempty"`
-	BootImage     string   `json:"boot_image,omitempty"` // the image the node first booted from
+	CurrentConfig string `json:"current_config,omitempty"`
+	DesiredConfig string `json:"desired_config,omitempty"`
+	// OSImage and KernelArgs are what the node reports it runs; "" and nil mean it reports
+	// nothing (an agent that has not reported yet), and then nothing is compared with them.
+	OSImage    string   `json:"os_image,omitempty"`
+	KernelArgs []string `json:"kernel_args,omitempty"`
+	BootID     string   `json:"boot_id,omitempty"`
+	BootImage  string   `json:"boot_image,omitempty"` // the image the node first booted from
 	// State is the node executor's report: "Done", "Working" or "Degraded" (with Reason).
 	State  string `json:"state,omitempty"`
 	Reason string `json:"reason,omitempty"`
-	// Drift lists how the node's disk differs from CurrentConfig.
+	// Drift lists how the node differs from CurrentConfig: its disk (from the provider or
+	// its agent) and its kernel arguments and OS image (HostDrift, added at refresh).
 	Drift []Drift `json:"drift,omitempty"`
 	// DriftUnlisted counts drifted paths the report does not list (the Kubernetes
 	// annotation carries the first protocol.MaxDrift).
@@ -57,7 +61,8 @@ func (n *Node) HoldReason() (reason string, held bool) {
 	return v, ok
 }
 
-// DriftKind says how a managed file or unit differs from its config.
+// DriftKind says how a managed file or unit, or the node's kernel arguments or OS image,
+// differ from its config.
 type DriftKind string
 
 const (
@@ -69,7 +74,42 @@ const (
 	// DriftUnlistedKind marks a path restored because the node reported more drift than
 	// it listed: it may or may not have drifted.
 	DriftUnlistedKind DriftKind = "unlisted"
+	// DriftKernelArgs: kernel arguments of the config are missing from the node's (Path
+	// DriftPathKernelArgs). Arguments the config does not manage are not drift.
+	DriftKernelArgs DriftKind = "kernel-args"
+	// DriftOSImage: the node runs another OS image than its config's (Path DriftPathOSImage).
+	DriftOSImage DriftKind = "os-image"
 )
+
+// The Path of drift that is not a file: the configuration attribute that differs.
+const (
+	DriftPathKernelArgs = "kernel_args"
+	DriftPathOSImage    = "os_image"
+)
+
+// HostDrift compares what the node reports of its kernel arguments and OS image with
+// current, the config it runs. A value the node does not report (OSImage "", KernelArgs
+// nil) is not compared: an unknown is not drift. Kernel arguments the config does not name
+// are left alone (the MCO too manages only its own).
+func HostDrift(n *Node, current *Rendered) []Drift {
+	var out []Drift
+	if n.KernelArgs != nil {
+		var missing []string
+		for _, a := range current.KernelArgs {
+			if !slices.Contains(n.KernelArgs, a) {
+				missing = append(missing, a)
+			}
+		}
+		if len(missing) > 0 {
+			out = append(out, Drift{Path: DriftPathKernelArgs, Kind: DriftKernelArgs,
+				Expected: strings.Join(current.KernelArgs, " "), Found: strings.Join(n.KernelArgs, " ")})
+		}
+	}
+	if n.OSImage != "" && current.OSImage != "" && n.OSImage != current.OSImage {
+		out = append(out, Drift{Path: DriftPathOSImage, Kind: DriftOSImage, Expected: current.OSImage, Found: n.OSImage})
+	}
+	return out
+}
 
 // Drift is one difference between a node's disk and a rendered config.
 type Drift struct {
@@ -86,9 +126,18 @@ func (d Drift) String() string {
 	return fmt.Sprintf("%s: %s", d.Path, d.Kind)
 }
 
+// OnHost reports whether the drift is of the node's kernel arguments or OS image, not of
+// a path on its disk.
+func (d Drift) OnHost() bool { return d.Kind == DriftKernelArgs || d.Kind == DriftOSImage }
+
+// short abbreviates a SHA-256 digest for people; other values (modes, images, kernel
+// arguments) are shown whole, since a cut one could not be told apart.
 func short(s string) string {
-	if len(s) > 16 {
+	if len(s) == 64 && strings.Trim(s, "0123456789abcdef") == "" {
 		return s[:16]
+	}
+	if s == "" {
+		return "(none)"
 	}
 	return s
 }

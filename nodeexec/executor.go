@@ -21,6 +21,8 @@ type Host interface {
 	ReloadUnit(ctx context.Context, unit string) error
 	RestartUnit(ctx context.Context, unit string) error
 	EnableUnit(ctx context.Context, unit string, enable bool) error
+	// SetKernelArgs makes each of add present and each of remove absent; arguments
+	// already as asked are left as they are.
 	SetKernelArgs(ctx context.Context, add, remove []string) error
 	Pivot(ctx context.Context, image string) error
 	Reboot(ctx context.Context) error
@@ -72,8 +74,11 @@ func (e *Executor) Run(ctx context.Context, from, target *model.Rendered, step m
 	case model.StepRestart:
 		return e.Host.RestartUnit(ctx, step.Target)
 	case model.StepKargs:
-		add, remove := model.DiffArgs(from.KernelArgs, target.KernelArgs)
-		return e.Host.SetKernelArgs(ctx, add, remove)
+		// Every argument of target is asked for, not only those from lacks: a kargs step
+		// also restores arguments removed behind mcp's back (drift), and the Host adds only
+		// what is missing, so a step run twice (a resumed apply) changes nothing more.
+		_, remove := model.DiffArgs(from.KernelArgs, target.KernelArgs)
+		return e.Host.SetKernelArgs(ctx, target.KernelArgs, remove)
 	case model.StepPivot:
 		return e.Host.Pivot(ctx, target.OSImage)
 	case model.StepReboot:

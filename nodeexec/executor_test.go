@@ -146,7 +146,7 @@ func TestExecutorBeforeAfter(t *testing.T) {
 			to:        &model.Rendered{KernelArgs: []string{"a", "nosmt"}, OSImage: "img:2"},
 			steps:     []model.Step{{Kind: model.StepKargs}, {Kind: model.StepPivot}, {Kind: model.StepReboot}},
 			after:     base,
-			hostCalls: []string{"kargs +nosmt -old", "pivot img:2", "reboot"},
+			hostCalls: []string{"kargs +a,nosmt -old", "pivot img:2", "reboot"},
 		},
 	}
 	for _, tt := range tests {

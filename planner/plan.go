@@ -106,7 +106,7 @@ func selects(sel, labels map[string]string) bool {
 func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, nodes []*model.Node) (PoolPlan, []NodePlan, poolSlots) {
 	pp := PoolPlan{Name: pool.Name, Rendered: target.Name, Previous: in.Pointers[pool.Name],
 		Size: len(nodes), Paused: pool.Paused, DrainTimeout: pool.DrainTimeout, PointerKept: !sc.poolTargeted(pool.Name),
-		HealthChecks: pool.HealthChecks}
+		HealthChecks: pool.HealthChecks, OnDrift: pool.OnDrift}
 	pp.ReRendered = pp.Rendered != pp.Previous
 	pp.MaxUnavailable = pool.MaxUnavailable.Resolve(len(nodes))
 	pp.Canary, pp.CanarySoak = pool.Pacing.Canary, pool.Pacing.CanarySoak
@@ -115,7 +115,7 @@ func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, node
 	plans := make([]NodePlan, len(nodes))
 	var out []string // nodes out of service now, changing or not
 	for i, n := range nodes {
-		plans[i] = planNode(in, n, pool.Name, target)
+		plans[i] = planNode(in, n, pool, target)
 		// Held and untargeted nodes get no steps; out of service they still count below.
 		if held, untargeted := sc.hold(n), !sc.nodeTargeted(pool.Name, n.Name); held != "" || untargeted {
 			keepOut(&plans[i], held, untargeted && held == "")
@@ -247,9 +247,10 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
 }
 
 // planNode derives one node's steps: from its current config to the pool's target, or the
-// rest of an interrupted apply's steps when the journal has them.
-func planNode(in Input, n *model.Node, pool string, target *model.Rendered) NodePlan {
-	np := NodePlan{Name: n.Name, Pool: pool, Zone: n.Zone, From: n.CurrentConfig, To: target.Name, Action: NodeNoOp,
+// rest of an interrupted apply's steps when the journal has them; and, unless the pool's
+// on_drift is "report", the steps that restore the node's drift.
+func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered) NodePlan {
+	np := NodePlan{Name: n.Name, Pool: pool.Name, Zone: n.Zone, From: n.CurrentConfig, To: target.Name, Action: NodeNoOp,
 		Condition: Condition(n), NotReady: !n.Ready}
 	if n.State == model.StateDegraded {
 		np.Warnings = append(np.Warnings, fmt.Sprintf("node is Degraded: %s; apply will retry", n.Reason))
@@ -257,21 +258,18 @@ func planNode(in Input, n *model.Node, pool string, target *model.Rendered) Node
 	j, resuming := in.Journal[n.Name]
 	resuming = resuming && j.Target == target.Name
 	np.Drift, np.DriftUnlisted = n.Drift, n.DriftUnlisted
-	drift := n.Drift
-	if n.DriftUnlisted > 0 {
-		// Which paths the unlisted ones are is unknown: restore every path the config
-		// manages, and say so, since that may mean more disruption than the list shows.
-		drift = steps.EveryPath(target)
-		np.Warnings = append(np.Warnings, fmt.Sprintf("%d more drifted paths than the node listed: "+
-			"every file and unit of %s is restored, with their on_change policies", n.DriftUnlisted, target.Name))
-	}
+	drift := restorable(&np, n, pool.OnDrift, target)
 	if n.CurrentConfig == target.Name && !resuming {
 		if len(drift) > 0 {
-			np.Action = NodeUpdate
+			np.Action, np.DriftOnly = NodeUpdate, true
 			np.Steps = steps.Restore(nil, drift, target)
 			np.Reboot = hasStep(np.Steps, model.StepReboot)
 		}
 		return np
+	}
+	if pool.OnDrift.Reports() && slices.ContainsFunc(n.Drift, func(d model.Drift) bool { return !d.OnHost() }) {
+		np.Warnings = append(np.Warnings, `on_drift = "report": the drift is not restored, and the node's agent `+
+			"refuses to update over drift on a path its steps do not write")
 	}
 	from := n.CurrentConfig
 	if resuming {
@@ -294,6 +292,28 @@ func planNode(in Input, n *model.Node, pool string, target *model.Rendered) Node
 	np.Steps = todo
 	np.Reboot = hasStep(todo, model.StepReboot)
 	return np
+}
+
+// restorable is the drift the node's steps restore: none when the pool only reports drift;
+// every path the config manages when the node reported more drift than it listed.
+func restorable(np *NodePlan, n *model.Node, onDrift model.OnDrift, target *model.Rendered) []model.Drift {
+	if onDrift.Reports() {
+		return nil
+	}
+	if n.DriftUnlisted == 0 {
+		return n.Drift
+	}
+	// Which paths the unlisted ones are is unknown: restore every path the config manages,
+	// and say so, since that may mean more disruption than the list shows.
+	np.Warnings = append(np.Warnings, fmt.Sprintf("%d more drifted paths than the node listed: "+
+		"every file and unit of %s is restored, with their on_change policies", n.DriftUnlisted, target.Name))
+	drift := steps.EveryPath(target)
+	for _, d := range n.Drift {
+		if d.OnHost() {
+			drift = append(drift, d)
+		}
+	}
+	return drift
 }
 
 type derived struct {

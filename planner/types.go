@@ -75,6 +75,8 @@ type PoolPlan struct {
 	// PointerKept is true when -target is given and does not name the pool: its boot
 	// pointer stays at Previous (new nodes keep booting it), whatever Rendered is.
 	PointerKept bool `json:"pointer_kept,omitempty"`
+	// OnDrift is the pool's on_drift ("" is restore): "report" plans nothing for drift.
+	OnDrift model.OnDrift `json:"on_drift,omitempty"`
 	// Pacing: Canary nodes (marked on their NodePlan) update alone, then apply waits
 	// CanarySoak before the others start; MaxFailures failed nodes stop new starts; Soak
 	// keeps each finished node's slot taken that long. Durations in nanoseconds.
@@ -132,8 +134,12 @@ type NodePlan struct {
 	NotReady bool      `json:"not_ready,omitempty"`
 	Blockers []Blocker `json:"blockers,omitempty"`
 	Warnings []string  `json:"warnings,omitempty"`
-	// Drift is how the node's disk differs from its current config; the steps restore it.
+	// Drift is how the node differs from its current config (disk, kernel arguments, OS
+	// image); the steps restore it unless the pool's on_drift is "report".
 	Drift []model.Drift `json:"drift,omitempty"`
+	// DriftOnly is true when the node's steps only restore drift: its config does not
+	// change. Such a node is not a config change (HasConfigChanges).
+	DriftOnly bool `json:"drift_only,omitempty"`
 	// DriftUnlisted counts drifted paths the node reported without listing them; the
 	// steps then restore every path the config manages.
 	DriftUnlisted int `json:"drift_unlisted,omitempty"`
@@ -164,6 +170,34 @@ func (p *Plan) HasChanges() bool {
 		}
 	}
 	return false
+}
+
+// HasConfigChanges reports whether the plan changes anything for a change of the
+// configuration, not counting nodes whose steps only restore drift: what plan's
+// -detailed-exitcode exits 2 for (drift is `mcp drift`'s to report).
+func (p *Plan) HasConfigChanges() bool {
+	for i := range p.Nodes {
+		if p.Nodes[i].Changed() && !p.Nodes[i].DriftOnly {
+			return true
+		}
+	}
+	for _, pp := range p.Pools {
+		if pp.ReRendered && !pp.PointerKept {
+			return true
+		}
+	}
+	return false
+}
+
+// Drifted is the plan's nodes that differ from the config they run, in plan order.
+func (p *Plan) Drifted() []*NodePlan {
+	var out []*NodePlan
+	for i := range p.Nodes {
+		if len(p.Nodes[i].Drift) > 0 || p.Nodes[i].DriftUnlisted > 0 {
+			out = append(out, &p.Nodes[i])
+		}
+	}
+	return out
 }
 
 // BlockerKind says what blocks.

@@ -15,7 +15,7 @@ func (c *cli) plan(args []string) int {
 	fs := c.newFlags("plan")
 	out := fs.String("out", "", "save the plan to this file, for mcp apply FILE")
 	asJSON := fs.Bool("json", false, "print the plan as JSON (Terraform's plan JSON shape)")
-	detailed := fs.Bool("detailed-exitcode", false, "exit 0 when there are no changes, 1 on error, 2 when there are changes")
+	detailed := fs.Bool("detailed-exitcode", false, "exit 0 when there are no configuration changes (drift alone is not one: see mcp drift), 1 on error, 2 when there are")
 	var sf scopeFlags
 	sf.register(fs)
 	var lf loadFlags
@@ -39,7 +39,7 @@ func (c *cli) plan(args []string) int {
 		}
 		v.Saved(*out)
 	}
-	if *detailed && pf.Plan.HasChanges() {
+	if *detailed && pf.Plan.HasConfigChanges() {
 		return 2
 	}
 	return 0

@@ -76,6 +76,7 @@ func init() {
 		{"plan", "Show what apply would do, node by node", (*cli).plan},
 		{"apply", "Carry out a plan (a saved one, or a fresh one after approval)", (*cli).apply},
 		{"show", "Show a saved plan, or a pool's rendered config", (*cli).show},
+		{"drift", "Report how each node differs from the config it runs (no lock, no changes); -every for periodic runs", (*cli).drift},
 		{"status", "Show each pool's machine counts, or each node's (-nodes); -watch follows a rollout", (*cli).status},
 		{"graph", "Print a plan's action graph in Graphviz DOT (pools, waves, steps, blockers)", (*cli).graph},
 		{"fleet", "Create or change a local fleet (init, set, list)", (*cli).fleet},

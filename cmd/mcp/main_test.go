@@ -252,8 +252,9 @@ func TestDriftIsPlannedAndRestored(t *testing.T) {
 	}
 	chrony := filepath.Join(dir, "fleet/nodes/worker-2/root/etc/chrony.conf")
 	os.WriteFile(chrony, []byte("server evil.example.com\n"), 0o644)
+	// Drift is not a configuration change: -detailed-exitcode stays 0 (mcp drift reports it).
 	code, out, errOut := mcp(t, dir, "plan", "-no-color", "-detailed-exitcode")
-	if code != 2 || !strings.Contains(out, "drift: /etc/chrony.conf: content") ||
+	if code != 0 || !strings.Contains(out, "drift: /etc/chrony.conf: content") ||
 		!strings.Contains(out, "node.worker-2") || strings.Contains(out, "node.worker-1") {
 		t.Fatalf("plan after drift: exit %d\n%s%s", code, out, errOut)
 	}

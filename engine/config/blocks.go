@@ -24,7 +24,7 @@ var unitSuffixes = []string{".service", ".socket", ".timer", ".target", ".mount"
 var poolSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "node_selector"}, {Name: "max_unavailable"}, {Name: "paused"},
 		{Name: "os_image"}, {Name: "kernel_args"}, {Name: "drain_timeout"},
-		{Name: "max_failures"}, {Name: "soak"}},
+		{Name: "max_failures"}, {Name: "soak"}, {Name: "on_drift"}},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "boot_image"}, {Type: "health_check", LabelNames: []string{"name"}},
 		{Type: "canary"}, {Type: "window"}},
 }
@@ -65,6 +65,8 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 				p.Pacing.MaxFailures, d = l.atLeastOne(a)
 			case "soak":
 				p.Pacing.Soak, d = l.duration(a)
+			case "on_drift":
+				p.OnDrift, d = l.onDrift(a)
 			}
 			diags = append(diags, d...)
 		}
@@ -167,6 +169,20 @@ func (l *loader) bootImage(b *hcl.Block) (model.BootImage, hcl.Diagnostics) {
 		diags = append(diags, errAt(b.DefRange, "Pinned boot image without an image", `policy = "pinned" needs image = "…".`))
 	}
 	return bi, diags
+}
+
+// onDrift reads a pool's on_drift: "restore" or "report".
+func (l *loader) onDrift(a *hcl.Attribute) (model.OnDrift, hcl.Diagnostics) {
+	v, d := l.str(a)
+	if d.HasErrors() {
+		return model.OnDriftRestore, d
+	}
+	switch o := model.OnDrift(v); o {
+	case model.OnDriftRestore, model.OnDriftReport:
+		return o, d
+	}
+	return model.OnDriftRestore, append(d, errAt(a.Expr.Range(), "Invalid on_drift",
+		fmt.Sprintf("on_drift %q: use \"restore\" (plan the steps that put drift back) or \"report\" (show it, plan nothing).", v)))
 }
 
 var configSchema = &hcl.BodySchema{

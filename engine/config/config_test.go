@@ -171,6 +171,7 @@ config "x" {
   unit "foo" { contents = "x" }
 }`, "Invalid unit name", 3, 8},
 		{"unknown attribute", `pool "p" { colour = "red" }`, "Unsupported argument", 1, 12},
+		{"bad on_drift", "pool \"p\" {\n  on_drift = \"ignore\"\n}", "Invalid on_drift", 2, 14},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

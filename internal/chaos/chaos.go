@@ -254,17 +254,23 @@ func (r Runner) Run(args ...string) (string, error) {
 	return string(out), nil
 }
 
-// PlanChanges runs mcp plan -detailed-exitcode: true when there are changes.
+// PlanChanges runs mcp plan -detailed-exitcode, then mcp drift -detailed-exitcode: true when
+// there are changes or drift (plan's exit code counts configuration changes only, and a
+// killed apply must leave no drift behind either).
 func (r Runner) PlanChanges() (bool, error) {
-	_, err := r.Run("plan", "-detailed-exitcode", "-no-color", "-lock=false")
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return false, nil
-	case errors.As(err, &ee) && ee.ExitCode() == 2:
-		return true, nil
+	for _, args := range [][]string{{"plan", "-detailed-exitcode", "-no-color", "-lock=false"},
+		{"drift", "-detailed-exitcode", "-no-color"}} {
+		_, err := r.Run(args...)
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			continue
+		case errors.As(err, &ee) && ee.ExitCode() == 2:
+			return true, nil
+		}
+		return false, err
 	}
-	return false, err
+	return false, nil
 }
 
 // UnlockDead removes the lock a killed apply left (its holder is dead: force-unlock asks

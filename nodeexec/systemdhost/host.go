@@ -149,11 +149,13 @@ func (h *Host) SetKernelArgs(ctx context.Context, add, remove []string) error {
 		return nil
 	}
 	argv := append([]string(nil), h.Commands.Kargs...)
+	// The -if-missing/-if-present forms make the call idempotent (nodeexec.Host's
+	// contract): a resumed step, or one restoring drift, asks for arguments already there.
 	for _, a := range add {
-		argv = append(argv, "--append="+a)
+		argv = append(argv, "--append-if-missing="+a)
 	}
 	for _, r := range remove {
-		argv = append(argv, "--delete="+r)
+		argv = append(argv, "--delete-if-present="+r)
 	}
 	return h.run(ctx, argv)
 }

@@ -19,7 +19,7 @@ func TestCommandsRunInTheHostRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := [][]string{
-		{"chroot", "/host", "rpm-ostree", "kargs", "--append=nosmt", "--delete=quiet"},
+		{"chroot", "/host", "rpm-ostree", "kargs", "--append-if-missing=nosmt", "--delete-if-present=quiet"},
 		{"chroot", "/host", "rpm-ostree", "rebase", "ostree-unverified-registry:quay.io/os@sha256:1"},
 	}
 	if !slices.EqualFunc(ran, want, slices.Equal) {

@@ -216,9 +216,10 @@ func (b *stepSet) steps() []model.Step {
 	return out
 }
 
-// Restore adds to steps what it takes to put drifted paths back as target has them:
-// a write of each drifted file or unit target manages, with that file's or unit's
-// on_change policies — drift becomes a planned action, not a dead end.
+// Restore adds to steps what it takes to put drift back as target has it: a write of each
+// drifted file or unit target manages, with that file's or unit's on_change policies; a
+// kargs step and a reboot for drifted kernel arguments; a pivot and a reboot for a drifted
+// OS image — drift becomes a planned action, not a dead end.
 func Restore(steps []model.Step, drift []model.Drift, target *model.Rendered) []model.Step {
 	if len(drift) == 0 {
 		return steps
@@ -229,8 +230,21 @@ func Restore(steps []model.Step, drift []model.Drift, target *model.Rendered) []
 	}
 	for _, d := range drift {
 		why := fmt.Sprintf("restore drifted %s (%s)", d.Path, d.Kind)
-		if d.Kind == model.DriftUnlistedKind {
+		switch d.Kind {
+		case model.DriftUnlistedKind:
 			why = fmt.Sprintf("restore %s (the node reported more drift than it listed)", d.Path)
+		case model.DriftKernelArgs:
+			// The node's kernel arguments go through the same step as a config change:
+			// kargs makes every argument of target present, then a reboot applies them.
+			why = fmt.Sprintf("restore drifted kernel arguments (expected %q, found %q)", d.Expected, d.Found)
+			b.add(model.StepKargs, "", why)
+			b.policy(model.Policy{Kind: model.PolicyReboot}, why)
+			continue
+		case model.DriftOSImage:
+			why = fmt.Sprintf("restore drifted os image %s → %s", orNone(d.Found), target.OSImage)
+			b.add(model.StepPivot, "", why)
+			b.policy(model.Policy{Kind: model.PolicyReboot}, why)
+			continue
 		}
 		if f := target.File(d.Path); f != nil {
 			b.add(model.StepWrite, f.Path, why)

@@ -150,9 +150,17 @@ var setters = map[string]func(r *record, v string) error{
 	"current_config": func(r *record, v string) error { r.CurrentConfig = v; return nil },
 	"desired_config": func(r *record, v string) error { r.DesiredConfig = v; return nil },
 	"os_image":       func(r *record, v string) error { r.OSImage = v; return nil },
-	"boot_image":     func(r *record, v string) error { r.BootImage = v; return nil },
-	"state":          func(r *record, v string) error { r.State = v; return nil },
-	"reason":         func(r *record, v string) error { r.Reason = v; return nil },
+	// kernel_args is the node's whole list, comma-separated (kernel_args= clears it).
+	"kernel_args": func(r *record, v string) error {
+		r.KernelArgs = nil
+		if v != "" {
+			r.KernelArgs = strings.Split(v, ",")
+		}
+		return nil
+	},
+	"boot_image": func(r *record, v string) error { r.BootImage = v; return nil },
+	"state":      func(r *record, v string) error { r.State = v; return nil },
+	"reason":     func(r *record, v string) error { r.Reason = v; return nil },
 }
 
 func boolSetter(f func(*record, bool)) func(*record, string) error {

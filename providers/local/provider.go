@@ -115,6 +115,11 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 				}
 				if err == nil {
 					nodes[i] = r.Node
+					if nodes[i].KernelArgs == nil {
+						// A local node always reports its kernel arguments: none is an
+						// empty list, not an unknown (model.Node.KernelArgs).
+						nodes[i].KernelArgs = []string{}
+					}
 					in.node(&nodes[i])
 					pods[i], err = readPods(p.o.Dir, names[i])
 				}

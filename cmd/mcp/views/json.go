@@ -1,6 +1,7 @@
 package views
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,12 +38,20 @@ type jsonPlan struct {
 }
 
 type resourceChange struct {
-	Address string    `json:"address"`
-	Mode    string    `json:"mode"`
-	Type    string    `json:"type"`
-	Name    string    `json:"name"`
-	Change  change    `json:"change"`
-	MCP     *nodeMeta `json:"mcp,omitempty"`
+	Address string `json:"address"`
+	Mode    string `json:"mode"`
+	Type    string `json:"type"`
+	Name    string `json:"name"`
+	Change  change `json:"change"`
+	MCP     any    `json:"mcp,omitempty"` // *nodeMeta in resource_changes, *driftMeta in resource_drift
+}
+
+// driftMeta is mcp's detail of a resource_drift entry: whether the plan restores it.
+type driftMeta struct {
+	Pool    string `json:"pool"`
+	OnDrift string `json:"on_drift"` // the pool's: restore or report
+	// Restored is true when the plan's steps for the node put the drift back.
+	Restored bool `json:"restored"`
 }
 
 type change struct {
@@ -80,6 +89,8 @@ type nodeMeta struct {
 	Untargeted bool   `json:"untargeted,omitempty"`
 	// Canary: one of its pool's canary nodes, updated alone and first.
 	Canary bool `json:"canary,omitempty"`
+	// DriftOnly: the steps only restore drift (no configuration change for the node).
+	DriftOnly bool `json:"drift_only,omitempty"`
 }
 
 type jsonMeta struct {
@@ -134,16 +145,18 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{act}, Before: before, After: nodeValue{RenderedConfig: n.To}},
 			MCP: &nodeMeta{Pool: n.Pool, Zone: n.Zone, Action: string(n.Action), Steps: steps, Reboot: n.Reboot, Wave: n.Wave,
 				Deferred: n.Deferred, Condition: n.Condition, Blockers: nonNilB(n.Blockers), Warnings: nonNil(n.Warnings),
-				Held: n.Held, Untargeted: n.Untargeted, Canary: n.Canary}})
+				Held: n.Held, Untargeted: n.Untargeted, Canary: n.Canary, DriftOnly: n.DriftOnly}})
 	}
-	for _, n := range p.Nodes {
-		if len(n.Drift) == 0 && n.DriftUnlisted == 0 {
-			continue
-		}
+	onDrift := map[string]model.OnDrift{}
+	for _, pp := range p.Pools {
+		onDrift[pp.Name] = cmp.Or(pp.OnDrift, model.OnDriftRestore)
+	}
+	for _, n := range p.Drifted() {
 		// As Terraform's resource_drift: before is what the state says, after what was observed.
 		out.ResourceDrift = append(out.ResourceDrift, resourceChange{Address: "node." + n.Name, Mode: "managed",
 			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{"update"},
-				Before: nodeValue{RenderedConfig: n.From}, After: nodeValue{RenderedConfig: n.From, Drift: n.Drift, DriftUnlisted: n.DriftUnlisted}}})
+				Before: nodeValue{RenderedConfig: n.From}, After: nodeValue{RenderedConfig: n.From, Drift: n.Drift, DriftUnlisted: n.DriftUnlisted}},
+			MCP: &driftMeta{Pool: n.Pool, OnDrift: string(onDrift[n.Pool]), Restored: n.Changed() && !onDrift[n.Pool].Reports()}})
 	}
 	return json.Marshal(out) // compact, as terraform show -json: plans can be large
 }

@@ -76,7 +76,15 @@ func humanPlan(w *bufio.Writer, p *planner.Plan, o HumanOptions) error {
 		for i := range p.Nodes {
 			writeHeld(w, c, &p.Nodes[i])
 		}
+		if p.Drifted() != nil {
+			fmt.Fprintln(w)
+			writeDriftNote(w, c, p)
+		}
 		return nil
+	}
+	if p.Drifted() != nil {
+		writeDriftNote(w, c, p)
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "mcp will perform the following actions. Node changes are marked:\n")
 	fmt.Fprintf(w, "  %s update in place (no drain, no reboot)\n", c.yellow(symInPlace))
@@ -146,11 +154,10 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 			}
 			t.add("", "", "", "", c.red("blocked: ")+b.Message)
 		}
-		for _, d := range n.Drift {
-			t.add("", "", "", "", c.yellow("drift: ")+d.String())
-		}
-		if n.DriftUnlisted > 0 {
-			t.add("", "", "", "", c.yellow("drift: ")+fmt.Sprintf("and %d more paths, not listed", n.DriftUnlisted))
+		if n.DriftOnly {
+			t.add("", "", "", "", c.yellow("drift: ")+"only restores drift (see the note above)")
+		} else if len(n.Drift) > 0 || n.DriftUnlisted > 0 {
+			t.add("", "", "", "", c.yellow("drift: ")+"also restores drift (see the note above)")
 		}
 		for _, wn := range n.Warnings {
 			t.add("", "", "", "", c.yellow("warning: ")+wn)
@@ -286,14 +293,21 @@ func PlanSummary(p *planner.Plan) string {
 		return fmt.Sprintf("No changes. The fleet matches the configuration, held nodes aside (%d held).", held)
 	}
 	if !p.HasChanges() {
+		if d := len(p.Drifted()); d > 0 {
+			return fmt.Sprintf("No changes. The configuration is applied; %s drifted (reported only).",
+				plural(d, "%d node has", "%d nodes have"))
+		}
 		return "No changes. The fleet matches the configuration."
 	}
-	nodes, reboot, blocked, deferred, pools, waiting := 0, 0, 0, 0, 0, 0
+	nodes, reboot, blocked, deferred, pools, waiting, driftOnly := 0, 0, 0, 0, 0, 0, 0
 	for _, n := range p.Nodes {
 		if !n.Changed() {
 			continue
 		}
 		nodes++
+		if n.DriftOnly {
+			driftOnly++
+		}
 		if n.Reboot {
 			reboot++
 		}
@@ -323,6 +337,9 @@ func PlanSummary(p *planner.Plan) string {
 	}
 	if held > 0 {
 		s += fmt.Sprintf(", %d held", held)
+	}
+	if driftOnly > 0 {
+		s += fmt.Sprintf(", %d only restoring drift", driftOnly)
 	}
 	return s + "."
 }

@@ -1,0 +1,56 @@
+package views
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+
+	"github.com/mcpfleet/mcp/planner"
+)
+
+// writeDriftNote writes the plan's drift apart from its configuration changes, as
+// Terraform's "Note: Objects have changed outside of Terraform": each drifted node with
+// what differs, and whether the plan restores it (on_drift). It starts on the current line.
+func writeDriftNote(w io.Writer, c painter, p *planner.Plan) {
+	drifted := p.Drifted()
+	if len(drifted) == 0 {
+		return
+	}
+	they := "they run"
+	if len(drifted) == 1 {
+		they = "it runs"
+	}
+	fmt.Fprintf(w, "%s %s drifted from the config %s (changed outside of mcp):\n", c.yellow("Note:"),
+		plural(len(drifted), "%d node has", "%d nodes have"), they)
+	onDrift := map[string]bool{}
+	for _, pp := range p.Pools {
+		onDrift[pp.Name] = pp.OnDrift.Reports()
+	}
+	restored, reported := 0, 0
+	for _, n := range drifted {
+		what := "restored by this plan"
+		switch {
+		case onDrift[n.Pool]:
+			what, reported = `reported only: pool on_drift = "report"`, reported+1
+		case !n.Changed():
+			what = "not restored now: " + cmp.Or(n.Held, "not targeted")
+		default:
+			restored++
+		}
+		fmt.Fprintf(w, "\n  %s (pool %s, %s; %s)\n", c.bold("node."+n.Name), n.Pool, n.From, what)
+		for _, d := range n.Drift {
+			fmt.Fprintf(w, "    %s%s\n", c.yellow("drift: "), d.String())
+		}
+		if n.DriftUnlisted > 0 {
+			fmt.Fprintf(w, "    %sand %d more paths, not listed\n", c.yellow("drift: "), n.DriftUnlisted)
+		}
+	}
+	if restored > 0 {
+		fmt.Fprintf(w, "\nThe steps below put the drift back (each file with its own on_change policy, kernel arguments\n"+
+			"and OS image with a reboot). They are not configuration changes: plan -detailed-exitcode does not\n"+
+			"count them; `mcp drift` reports drift alone.\n")
+	}
+	if reported > 0 {
+		fmt.Fprintf(w, "\nDrift in pools with on_drift = \"report\" is shown only: nothing is planned for it.\n")
+	}
+}
