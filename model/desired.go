@@ -64,7 +64,9 @@ type Pool struct {
 	DrainTimeout time.Duration
 	// HealthChecks are the pool's health_check blocks, in the order declared.
 	HealthChecks []HealthCheck
-	DeclRange    Range
+	// KernelArgsRange is the pool's kernel_args attribute.
+	KernelArgsRange Range
+	DeclRange       Range
 }
 
 // BootImage is a pool's boot-image policy.
@@ -106,6 +108,9 @@ type Config struct {
 	Files      []File
 	Units      []Unit
 	KernelArgs []string
-	OSImage    string
-	DeclRange  Range
+	// KernelArgSources says where each of KernelArgs was declared (same length; absent
+	// in configs built by hand, which then count as declared at DeclRange).
+	KernelArgSources []Source
+	OSImage          string
+	DeclRange        Range
 }

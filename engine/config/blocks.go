@@ -56,6 +56,7 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 				p.OSImage, d = l.str(a)
 			case "kernel_args":
 				p.KernelArgs, d = l.strList(a)
+				p.KernelArgsRange = hclpos.From(a.Expr.Range())
 			case "drain_timeout":
 				p.DrainTimeout, d = l.duration(a)
 			}
@@ -179,6 +180,9 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 		if a := content.Attributes["kernel_args"]; a != nil {
 			c.KernelArgs, d = l.strList(a)
 			diags = append(diags, d...)
+			for i := range c.KernelArgs {
+				c.KernelArgSources = append(c.KernelArgSources, model.Source{Range: hclpos.From(elementRange(a, i))})
+			}
 		}
 		if a := content.Attributes["os_image"]; a != nil {
 			c.OSImage, d = l.str(a)
