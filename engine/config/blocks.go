@@ -150,7 +150,7 @@ func (l *loader) bootImage(b *hcl.Block) (model.BootImage, hcl.Diagnostics) {
 }
 
 var configSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "pools", Required: true}, {Name: "kernel_args"}, {Name: "os_image"}},
+	Attributes: []hcl.AttributeSchema{{Name: "pools", Required: true}, {Name: "kernel_args"}, {Name: "os_image"}, {Name: "butane"}},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "file", LabelNames: []string{"path"}},
 		{Type: "unit", LabelNames: []string{"name"}}},
 }
@@ -204,6 +204,9 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 				diags = append(diags, d...)
 				c.Units = append(c.Units, u)
 			}
+		}
+		if a := content.Attributes["butane"]; a != nil {
+			diags = append(diags, l.butane(a, &c)...)
 		}
 		l.d.Configs = append(l.d.Configs, c)
 	}
@@ -311,10 +314,8 @@ var unitSchema = &hcl.BodySchema{
 func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
 	u := model.Unit{Name: b.Labels[0], DeclRange: hclpos.From(b.LabelRanges[0])}
 	var diags hcl.Diagnostics
-	if !slices.ContainsFunc(unitSuffixes, func(s string) bool { return strings.HasSuffix(u.Name, s) && len(u.Name) > len(s) }) ||
-		!model.ValidUnitName(u.Name) {
-		diags = append(diags, errAt(b.LabelRanges[0], "Invalid unit name",
-			fmt.Sprintf("Unit %q needs a systemd unit suffix (%s) and no slash, space or control character.", u.Name, strings.Join(unitSuffixes, " "))))
+	if msg := unitNameProblem(u.Name); msg != "" {
+		diags = append(diags, errAt(b.LabelRanges[0], "Invalid unit name", fmt.Sprintf("Unit %q %s.", u.Name, msg)))
 	}
 	content, d := b.Body.Content(unitSchema)
 	diags = append(diags, d...)
@@ -357,6 +358,15 @@ func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
 		diags = append(diags, errAt(b.DefRange, "Empty unit", fmt.Sprintf("Unit %q sets nothing: give contents, a dropin, mask or enabled.", u.Name)))
 	}
 	return u, diags
+}
+
+// unitNameProblem says what is wrong with a unit's name ("" when nothing is).
+func unitNameProblem(name string) string {
+	if !slices.ContainsFunc(unitSuffixes, func(s string) bool { return strings.HasSuffix(name, s) && len(name) > len(s) }) ||
+		!model.ValidUnitName(name) {
+		return fmt.Sprintf("needs a systemd unit suffix (%s) and no slash, space or control character", strings.Join(unitSuffixes, " "))
+	}
+	return ""
 }
 
 // duration reads a positive Go duration such as "90s" or "10m".
