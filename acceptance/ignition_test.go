@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -109,13 +108,7 @@ func TestIgnitionBootsFromServe(t *testing.T) {
 // files added to its configuration, through the real mcp binary, and returns its directory.
 func applyQuickstart(t *testing.T, files map[string]string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "qs")
-	if err := os.CopyFS(dir, os.DirFS("../examples/quickstart")); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "main.hcl")
-	b, _ := os.ReadFile(p)
-	os.WriteFile(p, regexp.MustCompile(`_duration = "[^"]*"`).ReplaceAll(b, []byte(`_duration = "0s"`)), 0o644)
+	dir := localQuickstart(t, "0s", "0s")
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
