@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -64,15 +63,7 @@ func startServe(t *testing.T, dir string) string {
 // with its content and mode.
 func TestIgnitionBootsFromServe(t *testing.T) {
 	ign := ignitionClient(t)
-	bin := mcpBinary(t)
-	dir := filepath.Join(t.TempDir(), "qs")
-	if err := os.CopyFS(dir, os.DirFS("../examples/quickstart")); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "main.hcl")
-	b, _ := os.ReadFile(p)
-	os.WriteFile(p, regexp.MustCompile(`_duration = "[^"]*"`).ReplaceAll(b, []byte(`_duration = "0s"`)), 0o644)
-	os.WriteFile(filepath.Join(dir, "boot.hcl"), []byte(`config "80-boot" {
+	dir := applyQuickstart(t, map[string]string{"boot.hcl": `config "80-boot" {
   pools = ["worker"]
   file "/etc/mcp/boot.conf" {
     mode      = "0640"
@@ -84,10 +75,7 @@ func TestIgnitionBootsFromServe(t *testing.T) {
     on_change = ["none"]
   }
 }
-`), 0o644)
-	if out, err := exec.Command(bin, "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput(); err != nil {
-		t.Fatalf("apply: %v\n%s", err, out)
-	}
+`})
 	url := startServe(t, dir)
 
 	st, err := (&localstate.Local{Path: filepath.Join(dir, "mcp.state")}).Read(t.Context())
@@ -99,33 +87,7 @@ func TestIgnitionBootsFromServe(t *testing.T) {
 		t.Fatalf("no worker pointer in the state: %v", st.Pointers)
 	}
 
-	R := t.TempDir()
-	S := filepath.Join(R, "sysroot")
-	for _, d := range []string{"etc", "home", "root"} {
-		os.MkdirAll(filepath.Join(S, d), 0o755)
-	}
-	for _, d := range []string{"run", "etc", "usrlib"} {
-		os.MkdirAll(filepath.Join(R, "sys", d), 0o755)
-	}
-	for name, body := range map[string]string{"etc/passwd": "root:x:0:0:root:/root:/bin/sh\n", "etc/group": "root:x:0:\n",
-		"etc/shadow": "root:*:19000:0:99999:7:::\n", "etc/gshadow": "root:*::\n"} {
-		os.WriteFile(filepath.Join(S, name), []byte(body), 0o644)
-	}
-	os.WriteFile(filepath.Join(R, "cmdline"), []byte("ignition.firstboot ignition.platform.id=metal ignition.config.url="+url+"/config/worker\n"), 0o644)
-	env := append(os.Environ(), "IGNITION_KERNEL_CMDLINE_PATH="+filepath.Join(R, "cmdline"),
-		"IGNITION_SYSTEM_RUNTIME_CONFIG_DIR="+filepath.Join(R, "sys/run"),
-		"IGNITION_SYSTEM_LOCAL_CONFIG_DIR="+filepath.Join(R, "sys/etc"),
-		"IGNITION_SYSTEM_CONFIG_DIR="+filepath.Join(R, "sys/usrlib"))
-	common := []string{"--platform=metal", "--log-to-stdout", "--config-cache=" + filepath.Join(R, "ignition.json"),
-		"--state-file=" + filepath.Join(R, "state"), "--neednet=" + filepath.Join(R, "neednet")}
-	for _, stage := range [][]string{{"--stage=fetch", "--fetch-timeout=20s"}, {"--stage=files", "--root=" + S}} {
-		cmd := exec.Command(ign, append(stage, common...)...)
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("ignition %s: %v\n%s", stage[0], err, tail(out))
-		}
-	}
+	S := firstBoot(t, ign, url+"/config/worker")
 	for _, f := range r.Files {
 		got, err := os.ReadFile(filepath.Join(S, f.Path))
 		if err != nil || string(got) != string(f.Contents) {
@@ -140,6 +102,56 @@ func TestIgnitionBootsFromServe(t *testing.T) {
 	if len(r.Files) != 4 {
 		t.Errorf("the worker config has %d files, want 4", len(r.Files))
 	}
+}
+
+// applyQuickstart applies a copy of the quickstart, with simulated durations of zero and
+// files added to its configuration, through the real mcp binary, and returns its directory.
+func applyQuickstart(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := localQuickstart(t, "0s", "0s")
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command(mcpBinary(t), "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput(); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	return dir
+}
+
+// firstBoot runs the real Ignition client's fetch and files stages, as on a node's first
+// boot, against the config at url, into a fresh scratch root, and returns the root.
+func firstBoot(t *testing.T, ign, url string) string {
+	t.Helper()
+	R := t.TempDir()
+	S := filepath.Join(R, "sysroot")
+	for _, d := range []string{"etc", "home", "root"} {
+		os.MkdirAll(filepath.Join(S, d), 0o755)
+	}
+	for _, d := range []string{"run", "etc", "usrlib"} {
+		os.MkdirAll(filepath.Join(R, "sys", d), 0o755)
+	}
+	for name, body := range map[string]string{"etc/passwd": "root:x:0:0:root:/root:/bin/sh\n", "etc/group": "root:x:0:\n",
+		"etc/shadow": "root:*:19000:0:99999:7:::\n", "etc/gshadow": "root:*::\n"} {
+		os.WriteFile(filepath.Join(S, name), []byte(body), 0o644)
+	}
+	os.WriteFile(filepath.Join(R, "cmdline"), []byte("ignition.firstboot ignition.platform.id=metal ignition.config.url="+url+"\n"), 0o644)
+	env := append(os.Environ(), "IGNITION_KERNEL_CMDLINE_PATH="+filepath.Join(R, "cmdline"),
+		"IGNITION_SYSTEM_RUNTIME_CONFIG_DIR="+filepath.Join(R, "sys/run"),
+		"IGNITION_SYSTEM_LOCAL_CONFIG_DIR="+filepath.Join(R, "sys/etc"),
+		"IGNITION_SYSTEM_CONFIG_DIR="+filepath.Join(R, "sys/usrlib"))
+	common := []string{"--platform=metal", "--log-to-stdout", "--config-cache=" + filepath.Join(R, "ignition.json"),
+		"--state-file=" + filepath.Join(R, "state"), "--neednet=" + filepath.Join(R, "neednet")}
+	for _, stage := range [][]string{{"--stage=fetch", "--fetch-timeout=20s"}, {"--stage=files", "--root=" + S}} {
+		cmd := exec.Command(ign, append(stage, common...)...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("ignition %s: %v\n%s", stage[0], err, tail(out))
+		}
+	}
+	return S
 }
 
 func checkUnits(t *testing.T, S string, units []model.Unit) {

@@ -21,7 +21,11 @@ import (
 
 // slowQuickstart copies the quickstart with drains and reboots that take long enough to
 // kill apply in the middle of one.
-func slowQuickstart(t *testing.T) string {
+func slowQuickstart(t *testing.T) string { return localQuickstart(t, "200ms", "1s") }
+
+// localQuickstart copies the quickstart (configuration and local fleet) into a temporary
+// directory, with the local fleet's simulated drain and reboot durations set.
+func localQuickstart(t *testing.T, drain, reboot string) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "qs")
 	if err := os.CopyFS(dir, os.DirFS("../examples/quickstart")); err != nil {
@@ -29,8 +33,8 @@ func slowQuickstart(t *testing.T) string {
 	}
 	p := filepath.Join(dir, "main.hcl")
 	b, _ := os.ReadFile(p)
-	b = regexp.MustCompile(`drain_duration\s*=\s*"[^"]*"`).ReplaceAll(b, []byte(`drain_duration = "200ms"`))
-	b = regexp.MustCompile(`reboot_duration\s*=\s*"[^"]*"`).ReplaceAll(b, []byte(`reboot_duration = "1s"`))
+	b = regexp.MustCompile(`drain_duration\s*=\s*"[^"]*"`).ReplaceAll(b, []byte(`drain_duration = "`+drain+`"`))
+	b = regexp.MustCompile(`reboot_duration\s*=\s*"[^"]*"`).ReplaceAll(b, []byte(`reboot_duration = "`+reboot+`"`))
 	os.WriteFile(p, b, 0o644)
 	return dir
 }

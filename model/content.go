@@ -17,6 +17,10 @@ type File struct {
 	Contents  []byte   `json:"contents"`
 	OnChange  []Policy `json:"on_change,omitempty"` // empty: a change needs a reboot
 	DeclRange Range    `json:"-"`
+	// Butane is the file's place in the Ignition config its config's Butane text
+	// translated to ("storage.files.0"); "" for a file block. DeclRange is then the
+	// butane attribute's.
+	Butane string `json:"-"`
 }
 
 // Unit is a managed systemd unit with its drop-ins.
@@ -28,6 +32,7 @@ type Unit struct {
 	Dropins   []Dropin `json:"dropins,omitempty"`
 	OnChange  []Policy `json:"on_change,omitempty"`
 	DeclRange Range    `json:"-"`
+	Butane    string   `json:"-"` // as File.Butane
 }
 
 // Dropin is a systemd drop-in of a unit.

@@ -65,8 +65,10 @@ type Pool struct {
 	// HealthChecks are the pool's health_check blocks, in the order declared.
 	HealthChecks []HealthCheck
 	// OnDrift is what a plan does with a node that drifted from the config it runs.
-	OnDrift   OnDrift
-	DeclRange Range
+	OnDrift OnDrift
+	// KernelArgsRange is the pool's kernel_args attribute.
+	KernelArgsRange Range
+	DeclRange       Range
 	// Pacing: how apply paces the pool's rollout (canary, max_failures, soak).
 	Pacing Pacing
 	// Windows are the pool's maintenance windows: apply starts the pool's nodes only while
@@ -152,6 +154,9 @@ type Config struct {
 	Files      []File
 	Units      []Unit
 	KernelArgs []string
-	OSImage    string
-	DeclRange  Range
+	// KernelArgSources says where each of KernelArgs was declared (same length; absent
+	// in configs built by hand, which then count as declared at DeclRange).
+	KernelArgSources []Source
+	OSImage          string
+	DeclRange        Range
 }

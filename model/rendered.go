@@ -25,6 +25,11 @@ type Rendered struct {
 	// Ignition is the Ignition config (spec IgnitionVersion) that a first-booting node of the
 	// pool fetches; it holds the same files and units, validated by Ignition's parser.
 	Ignition json.RawMessage `json:"ignition"`
+	// Provenance says which config block wrote each file, unit and kernel argument. It is
+	// beside the content, not part of it: not stored, served or hashed with it (a saved
+	// plan carries it apart, in Plan.Provenance). Render sets it; configs read back from
+	// the state have none.
+	Provenance *Provenance `json:"-"`
 }
 
 // ContentName is the name the content of r gives it: rendered-<pool>-<hash of everything

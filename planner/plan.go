@@ -30,6 +30,12 @@ func MakePlan(in Input) (*Plan, error) {
 		Nodes: make([]NodePlan, 0, len(in.Fleet.Nodes)-len(unmanaged))}
 	for _, r := range in.Rendered {
 		p.Rendered[r.Name] = r
+		if r.Provenance != nil {
+			if p.Provenance == nil {
+				p.Provenance = map[string]*model.Provenance{}
+			}
+			p.Provenance[r.Name] = r.Provenance
+		}
 	}
 	// Nodes of a pool mostly share their current config: derive each (from, to) once.
 	memo := map[[2]string]derived{}

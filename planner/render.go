@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -33,8 +34,11 @@ func Render(d *model.Desired) (map[string]*model.Rendered, hcl.Diagnostics) {
 			Detail: fmt.Sprintf("ignition_version %q: mcp renders %s", version, ignspec.RenderList())}}
 	}
 	out := make(map[string]*model.Rendered, len(d.Pools))
+	var overrides overrideSet
+	rel := relativeTo(d.Dir)
 	for i := range d.Pools {
-		r := merge(&d.Pools[i], d.Configs)
+		r, ovs := merge(&d.Pools[i], d.Configs, rel)
+		overrides.add(d.Pools[i].Name, ovs)
 		r.IgnitionVersion = version
 		ign, err := ignitionJSON(r)
 		if err != nil {
@@ -56,31 +60,57 @@ func Render(d *model.Desired) (map[string]*model.Rendered, hcl.Diagnostics) {
 		r.Name = r.ContentName()
 		out[r.Pool] = r
 	}
-	return out, diags
+	return out, append(overrides.diags(), diags...)
 }
 
-// merge folds the configs naming pool p, in order, into one rendered config (unnamed).
-func merge(p *model.Pool, configs []model.Config) *model.Rendered {
+// merge folds the configs naming pool p, in order, into one rendered config (unnamed),
+// recording who wrote each file, unit and kernel argument, and the overrides that changed
+// a file's or unit's on_change policy.
+func merge(p *model.Pool, configs []model.Config, rel func(model.Origin) model.Origin) (*model.Rendered, []override) {
 	r := &model.Rendered{Pool: p.Name, OSImage: p.OSImage}
+	prov := &model.Provenance{Files: map[string]model.Written{}, Units: map[string]model.Written{},
+		KernelArgs: map[string]model.Written{}}
+	r.Provenance = prov
+	var overrides []override
 	files := map[string]model.File{}
 	units := map[string]model.Unit{}
 	kargs := slices.Clone(p.KernelArgs)
+	kargFrom := make([]model.Origin, len(kargs))
+	for i := range kargFrom {
+		kargFrom[i] = rel(model.OriginAt("pool."+p.Name, p.KernelArgsRange, ""))
+	}
 	for ci := range configs {
 		c := &configs[ci]
 		if !slices.Contains(c.Pools, p.Name) {
 			continue
 		}
 		r.Sources = append(r.Sources, c.Name)
+		block := "config." + c.Name
 		for _, f := range c.Files {
+			by := rel(model.OriginAt(block, f.DeclRange, f.Butane))
+			if old, ok := files[f.Path]; ok {
+				overrides = appendOverride(overrides, "file", f.Path, f.DeclRange, by, prov.Files[f.Path].By, old.OnChange, f.OnChange)
+			}
+			prov.Files[f.Path] = written(prov.Files, f.Path, by)
 			files[f.Path] = f
 		}
 		for _, u := range c.Units {
+			by := rel(model.OriginAt(block, u.DeclRange, u.Butane))
 			if old, ok := units[u.Name]; ok {
 				u.Dropins = mergeDropins(old.Dropins, u.Dropins)
+				overrides = appendOverride(overrides, "unit", u.Name, u.DeclRange, by, prov.Units[u.Name].By, old.OnChange, u.OnChange)
 			}
+			prov.Units[u.Name] = written(prov.Units, u.Name, by)
 			units[u.Name] = u
 		}
-		kargs = append(kargs, c.KernelArgs...)
+		for i, k := range c.KernelArgs {
+			src := model.Source{Range: c.DeclRange}
+			if i < len(c.KernelArgSources) {
+				src = c.KernelArgSources[i]
+			}
+			kargs = append(kargs, k)
+			kargFrom = append(kargFrom, rel(model.OriginAt(block, src.Range, src.Butane)))
+		}
 		if c.OSImage != "" {
 			r.OSImage = c.OSImage
 		}
@@ -94,14 +124,45 @@ func merge(p *model.Pool, configs []model.Config) *model.Rendered {
 		r.Units = append(r.Units, u)
 	}
 	slices.SortFunc(r.Units, func(a, b model.Unit) int { return strings.Compare(a.Name, b.Name) })
-	seen := map[string]bool{}
-	for _, k := range kargs {
-		if !seen[k] {
-			seen[k] = true
+	// A repeated argument is dropped: the first declaration is the one that put it there.
+	for i, k := range kargs {
+		if _, seen := prov.KernelArgs[k]; !seen {
+			prov.KernelArgs[k] = model.Written{By: kargFrom[i]}
 			r.KernelArgs = append(r.KernelArgs, k)
 		}
 	}
-	return r
+	return r, overrides
+}
+
+// relativeTo gives origins their file relative to the configuration directory dir, as
+// the configuration names its own files: provenance then reads the same wherever the
+// configuration is checked out.
+func relativeTo(dir string) func(model.Origin) model.Origin {
+	memo := map[string]string{}
+	return func(o model.Origin) model.Origin {
+		if dir == "" || o.File == "" {
+			return o
+		}
+		r, ok := memo[o.File]
+		if !ok {
+			r = o.File
+			if rel, err := filepath.Rel(dir, o.File); err == nil && filepath.IsLocal(rel) {
+				r = rel
+			}
+			memo[o.File] = r
+		}
+		o.File = r
+		return o
+	}
+}
+
+// written is the provenance of an item by writes, replacing what m says wrote it before.
+func written(m map[string]model.Written, key string, by model.Origin) model.Written {
+	prev, ok := m[key]
+	if !ok {
+		return model.Written{By: by}
+	}
+	return model.Written{By: by, Overrode: append(slices.Clone(prev.Overrode), prev.By)}
 }
 
 // mergeDropins keeps earlier drop-ins a later unit declaration does not replace by name.

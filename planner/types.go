@@ -41,6 +41,11 @@ type Plan struct {
 	// Rendered holds each pool's new rendered config, by name, so that a saved plan carries
 	// exactly what apply will write.
 	Rendered map[string]*model.Rendered `json:"rendered"`
+	// Provenance says, per rendered config of Rendered (by name), which config block wrote
+	// each file, unit and kernel argument. Display only: apply does not compare it with
+	// the plan it derives again, so a block moved to another line does not make a saved
+	// plan stale.
+	Provenance map[string]*model.Provenance `json:"provenance,omitempty"`
 }
 
 // PoolPlan is one pool's part of the plan.

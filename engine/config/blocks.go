@@ -59,6 +59,7 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 				p.OSImage, d = l.str(a)
 			case "kernel_args":
 				p.KernelArgs, d = l.strList(a)
+				p.KernelArgsRange = hclpos.From(a.Expr.Range())
 			case "drain_timeout":
 				p.DrainTimeout, d = l.duration(a)
 			case "max_failures":
@@ -186,7 +187,7 @@ func (l *loader) onDrift(a *hcl.Attribute) (model.OnDrift, hcl.Diagnostics) {
 }
 
 var configSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "pools", Required: true}, {Name: "kernel_args"}, {Name: "os_image"}},
+	Attributes: []hcl.AttributeSchema{{Name: "pools", Required: true}, {Name: "kernel_args"}, {Name: "os_image"}, {Name: "butane"}},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "file", LabelNames: []string{"path"}},
 		{Type: "unit", LabelNames: []string{"name"}}},
 }
@@ -216,6 +217,9 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 		if a := content.Attributes["kernel_args"]; a != nil {
 			c.KernelArgs, d = l.strList(a)
 			diags = append(diags, d...)
+			for i := range c.KernelArgs {
+				c.KernelArgSources = append(c.KernelArgSources, model.Source{Range: hclpos.From(elementRange(a, i))})
+			}
 		}
 		if a := content.Attributes["os_image"]; a != nil {
 			c.OSImage, d = l.str(a)
@@ -237,6 +241,9 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 				diags = append(diags, d...)
 				c.Units = append(c.Units, u)
 			}
+		}
+		if a := content.Attributes["butane"]; a != nil {
+			diags = append(diags, l.butane(a, &c)...)
 		}
 		l.d.Configs = append(l.d.Configs, c)
 	}
@@ -344,10 +351,8 @@ var unitSchema = &hcl.BodySchema{
 func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
 	u := model.Unit{Name: b.Labels[0], DeclRange: hclpos.From(b.LabelRanges[0])}
 	var diags hcl.Diagnostics
-	if !slices.ContainsFunc(unitSuffixes, func(s string) bool { return strings.HasSuffix(u.Name, s) && len(u.Name) > len(s) }) ||
-		!model.ValidUnitName(u.Name) {
-		diags = append(diags, errAt(b.LabelRanges[0], "Invalid unit name",
-			fmt.Sprintf("Unit %q needs a systemd unit suffix (%s) and no slash, space or control character.", u.Name, strings.Join(unitSuffixes, " "))))
+	if msg := unitNameProblem(u.Name); msg != "" {
+		diags = append(diags, errAt(b.LabelRanges[0], "Invalid unit name", fmt.Sprintf("Unit %q %s.", u.Name, msg)))
 	}
 	content, d := b.Body.Content(unitSchema)
 	diags = append(diags, d...)
@@ -390,6 +395,15 @@ func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
 		diags = append(diags, errAt(b.DefRange, "Empty unit", fmt.Sprintf("Unit %q sets nothing: give contents, a dropin, mask or enabled.", u.Name)))
 	}
 	return u, diags
+}
+
+// unitNameProblem says what is wrong with a unit's name ("" when nothing is).
+func unitNameProblem(name string) string {
+	if !slices.ContainsFunc(unitSuffixes, func(s string) bool { return strings.HasSuffix(name, s) && len(name) > len(s) }) ||
+		!model.ValidUnitName(name) {
+		return fmt.Sprintf("needs a systemd unit suffix (%s) and no slash, space or control character", strings.Join(unitSuffixes, " "))
+	}
+	return ""
 }
 
 // duration reads a positive Go duration such as "90s" or "10m".

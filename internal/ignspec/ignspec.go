@@ -5,6 +5,8 @@
 package ignspec
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -15,6 +17,7 @@ import (
 	v34 "github.com/coreos/ignition/v2/config/v3_4"
 	v35 "github.com/coreos/ignition/v2/config/v3_5"
 	v36 "github.com/coreos/ignition/v2/config/v3_6"
+	v36types "github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/vcontext/report"
 )
 
@@ -69,4 +72,23 @@ func RenderList() string {
 		return strings.Join(vs, "")
 	}
 	return strings.Join(vs[:len(vs)-1], ", ") + " or " + vs[len(vs)-1]
+}
+
+// ParseAny parses a config of any spec in the table into the newest spec's types, with
+// Ignition's own parser (which upgrades older specs as Ignition does at boot). A config
+// whose version the table lacks — a newer or experimental spec — is refused, naming it.
+func ParseAny(raw []byte) (v36types.Config, report.Report, error) {
+	var head struct {
+		Ignition struct {
+			Version string `json:"version"`
+		} `json:"ignition"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return v36types.Config{}, report.Report{}, fmt.Errorf("not an Ignition config: %w", err)
+	}
+	if _, ok := Lookup(head.Ignition.Version); !ok {
+		return v36types.Config{}, report.Report{}, fmt.Errorf("Ignition spec %q is not one mcp knows (%s to %s)",
+			head.Ignition.Version, specs[len(specs)-1].Version, specs[0].Version)
+	}
+	return v36.ParseCompatibleVersion(raw)
 }

@@ -111,8 +111,12 @@ func samplePlanFile() *planfile.File {
 func sampleRendered() *model.Rendered {
 	return &model.Rendered{Name: "rendered-worker-2", Pool: "worker", IgnitionVersion: "3.4.0", KernelArgs: []string{"nosmt"},
 		Files:    []model.File{{Path: "/etc/a", Mode: 0o644, Contents: []byte("a\n")}},
-		Sources:  []string{"50-a"},
-		Ignition: []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,a%0A"}}]}}`)}
+		Sources:  []string{"50-a", "60-b"},
+		Ignition: []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,a%0A"}}]}}`),
+		Provenance: &model.Provenance{
+			Files: map[string]model.Written{"/etc/a": {By: model.Origin{Block: "config.60-b", File: "b.hcl", Line: 3, Column: 8},
+				Overrode: []model.Origin{{Block: "config.50-a", File: "a.hcl", Line: 2, Column: 8}}}},
+			KernelArgs: map[string]model.Written{"nosmt": {By: model.Origin{Block: "pool.worker", File: "main.hcl", Line: 4, Column: 17}}}}}
 }
 
 // sampleEvents is one event of each kind.

@@ -73,13 +73,13 @@ type nodeValue struct {
 }
 
 type nodeMeta struct {
-	Pool     string       `json:"pool"`
-	Zone     string       `json:"zone,omitempty"`
-	Action   string       `json:"action"`
-	Steps    []model.Step `json:"steps"`
-	Reboot   bool         `json:"reboot"`
-	Wave     int          `json:"wave"`
-	Deferred bool         `json:"deferred"`
+	Pool     string     `json:"pool"`
+	Zone     string     `json:"zone,omitempty"`
+	Action   string     `json:"action"`
+	Steps    []jsonStep `json:"steps"`
+	Reboot   bool       `json:"reboot"`
+	Wave     int        `json:"wave"`
+	Deferred bool       `json:"deferred"`
 	// Condition says how the node was out of service ("" when Ready, schedulable, settled).
 	Condition string            `json:"condition,omitempty"`
 	Blockers  []planner.Blocker `json:"blockers"`
@@ -137,10 +137,7 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 		if n.From != "" {
 			before = nodeValue{RenderedConfig: n.From}
 		}
-		steps := n.Steps
-		if steps == nil {
-			steps = []model.Step{}
-		}
+		steps := stepsJSON(n.Steps, n.From, n.To, func(name string) *model.Rendered { return p.Rendered[name] }, p.Provenance[n.To])
 		out.ResourceChanges = append(out.ResourceChanges, resourceChange{Address: "node." + n.Name, Mode: "managed",
 			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{act}, Before: before, After: nodeValue{RenderedConfig: n.To}},
 			MCP: &nodeMeta{Pool: n.Pool, Zone: n.Zone, Action: string(n.Action), Steps: steps, Reboot: n.Reboot, Wave: n.Wave,

@@ -2,9 +2,11 @@ package views
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/model"
@@ -29,10 +31,19 @@ type showHuman struct{ text }
 
 func (v showHuman) Plan(pf *planfile.File) error { return v.plan(pf, true) }
 
-// Rendered prints the Ignition config alone, indented: what a booting node of the pool
-// fetches.
+// Rendered prints who wrote each file, unit and kernel argument, then the Ignition config,
+// indented: what a booting node of the pool fetches (-json | jq .ignition gives it alone).
 func (v showHuman) Rendered(r *model.Rendered) error {
 	var b bytes.Buffer
+	c := painter(v.color)
+	fmt.Fprintf(&b, "%s: pool %s, configs merged in order: %s\n", c.bold(r.Name), r.Pool, cmp.Or(strings.Join(r.Sources, ", "), "none"))
+	if r.Provenance != nil && len(r.Files)+len(r.Units)+len(r.KernelArgs) > 0 {
+		fmt.Fprintf(&b, "\nWritten by:\n")
+		if err := writeProvenance(&b, r, r.Provenance); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(&b, "\nIgnition config (spec %s):\n", r.IgnitionVersion)
 	if err := json.Indent(&b, r.Ignition, "", "  "); err != nil {
 		return err
 	}
@@ -46,9 +57,12 @@ type showJSON struct{ w io.Writer }
 func (v showJSON) Plan(pf *planfile.File) error { return writeJSONPlan(v.w, pf) }
 
 // Rendered prints the whole rendered object: files, units and kernel arguments beside the
-// Ignition config.
+// Ignition config, and their provenance beside that.
 func (v showJSON) Rendered(r *model.Rendered) error {
-	b, err := json.MarshalIndent(r, "", "  ")
+	b, err := json.MarshalIndent(struct {
+		*model.Rendered
+		Provenance *model.Provenance `json:"provenance,omitempty"`
+	}{r, r.Provenance}, "", "  ")
 	if err != nil {
 		return err
 	}

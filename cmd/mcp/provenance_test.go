@@ -1,0 +1,170 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfleet/mcp/model"
+)
+
+// overrideChrony adds a config that declares the quickstart's /etc/chrony.conf again, at
+// line 3 of 90-override.hcl, without an on_change: the file's policy turns from a restart
+// into a reboot.
+func overrideChrony(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "90-override.hcl"), []byte(`config "90-override" {
+  pools = ["worker"]
+  file "/etc/chrony.conf" {
+    content = "server override.example iburst\n"
+  }
+  kernel_args = ["nosmt", "quiet"]
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The warning names both blocks with their places, in validate and in plan.
+func TestOverrideChangingPolicyWarns(t *testing.T) {
+	dir := quickstart(t)
+	overrideChrony(t, dir)
+	want := []string{
+		"90-override.hcl:3,8: Warning: Override changes the disruption policy of file /etc/chrony.conf",
+		"config.90-override (90-override.hcl:3,8) replaces the one of config.50-chrony (configs.hcl:13,8) in pool worker",
+		"now needs reboot (no on_change), not restart:chronyd.service",
+	}
+	code, out, errOut := mcp(t, dir, "validate", "-no-color")
+	if code != 0 || !strings.Contains(out, "Success!") {
+		t.Fatalf("validate exit %d: a warning is no error\n%s%s", code, out, errOut)
+	}
+	// HCL's writer wraps the detail at 78 columns: compare with the lines joined.
+	flat := strings.Join(strings.Fields(errOut), " ")
+	for _, w := range want {
+		if !strings.Contains(flat, w) {
+			t.Errorf("validate does not say %q:\n%s", w, errOut)
+		}
+	}
+	if strings.Count(errOut, ": Warning: Override") != 1 {
+		t.Errorf("want one warning (only worker takes 90-override):\n%s", errOut)
+	}
+	code, out, errOut = mcp(t, dir, "plan", "-no-color")
+	if code != 0 {
+		t.Fatalf("plan exit %d\n%s%s", code, out, errOut)
+	}
+	flat = strings.Join(strings.Fields(errOut), " ")
+	for _, w := range want {
+		if !strings.Contains(flat, w) {
+			t.Errorf("plan does not say %q:\n%s", w, errOut)
+		}
+	}
+	// The same policy again is no news: no warning.
+	b, _ := os.ReadFile(filepath.Join(dir, "90-override.hcl"))
+	os.WriteFile(filepath.Join(dir, "90-override.hcl"), []byte(strings.Replace(string(b), "iburst\\n\"\n",
+		"iburst\\n\"\n    on_change = [\"restart:chronyd.service\"]\n", 1)), 0o644)
+	if _, _, errOut := mcp(t, dir, "validate", "-no-color"); strings.Contains(errOut, "Warning") {
+		t.Errorf("an override with the same policy warns:\n%s", errOut)
+	}
+}
+
+// show -rendered names the config and line that wrote the file and the one it overrode;
+// the plan JSON carries the same per write step.
+func TestProvenanceOfAFileInTwoConfigs(t *testing.T) {
+	dir := quickstart(t)
+	overrideChrony(t, dir)
+	chrony := model.Written{By: model.Origin{Block: "config.90-override", File: "90-override.hcl", Line: 3, Column: 8},
+		Overrode: []model.Origin{{Block: "config.50-chrony", File: "configs.hcl", Line: 13, Column: 8}}}
+
+	code, out, errOut := mcp(t, dir, "show", "-rendered", "worker", "-json")
+	if code != 0 {
+		t.Fatalf("show -rendered exit %d\n%s%s", code, out, errOut)
+	}
+	var shown struct {
+		Name       string
+		Provenance model.Provenance
+	}
+	if err := json.Unmarshal([]byte(out), &shown); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(chrony, shown.Provenance.Files["/etc/chrony.conf"]); d != "" {
+		t.Errorf("provenance of /etc/chrony.conf (-want +got):\n%s", d)
+	}
+	if got := shown.Provenance.Files["/etc/motd"].By; got.Block != "config.00-motd" || got.Line != 4 {
+		t.Errorf("/etc/motd written by %v, want config.00-motd at configs.hcl:4", got)
+	}
+	if got := shown.Provenance.KernelArgs["quiet"].By; got.Block != "config.90-override" || got.Line != 6 || got.Column != 27 {
+		t.Errorf("kernel argument quiet written by %+v, want config.90-override at 90-override.hcl:6,27", got)
+	}
+
+	code, out, _ = mcp(t, dir, "show", "-rendered", "worker", "-no-color")
+	if code != 0 || !strings.Contains(out, "file /etc/chrony.conf") ||
+		!strings.Contains(out, "config.90-override") || !strings.Contains(out, "overrides") || !strings.Contains(out, "configs.hcl:13,8") {
+		t.Errorf("show -rendered does not name who wrote /etc/chrony.conf:\n%s", out)
+	}
+
+	code, out, errOut = mcp(t, dir, "plan", "-json")
+	if code != 0 {
+		t.Fatalf("plan -json exit %d\n%s", code, errOut)
+	}
+	var plan struct {
+		ResourceChanges []struct {
+			Address string
+			MCP     *struct {
+				Steps []struct {
+					Kind, Target string
+					Provenance   []struct {
+						Item string
+						model.Written
+					}
+				}
+			}
+		} `json:"resource_changes"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, rc := range plan.ResourceChanges {
+		if rc.Address != "node.worker-0" {
+			continue
+		}
+		for _, s := range rc.MCP.Steps {
+			if s.Kind == "write" && s.Target == "/etc/chrony.conf" {
+				found = true
+				if len(s.Provenance) != 1 || s.Provenance[0].Item != "/etc/chrony.conf" {
+					t.Fatalf("write step provenance: %+v", s.Provenance)
+				}
+				if d := cmp.Diff(chrony, s.Provenance[0].Written); d != "" {
+					t.Errorf("plan JSON provenance (-want +got):\n%s", d)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Errorf("node.worker-0 has no write of /etc/chrony.conf:\n%s", out)
+	}
+}
+
+// Moving a block to another line changes its provenance, not the rendered config's name.
+func TestProvenanceIsNotContent(t *testing.T) {
+	dir := quickstart(t)
+	name := func() string {
+		_, out, errOut := mcp(t, dir, "show", "-rendered", "worker", "-json")
+		var r struct{ Name string }
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("%v\n%s", err, errOut)
+		}
+		return r.Name
+	}
+	before := name()
+	p := filepath.Join(dir, "configs.hcl")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, append([]byte("\n\n\n"), b...), 0o644)
+	if after := name(); after != before {
+		t.Errorf("rendered name %s became %s when blocks moved down three lines", before, after)
+	}
+}

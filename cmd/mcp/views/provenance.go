@@ -1,0 +1,80 @@
+package views
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/mcpfleet/mcp/model"
+)
+
+// jsonStep is a step of the plan JSON with the provenance of what it writes: a write's
+// file or unit, a kargs step's added arguments. Display only, as the reason.
+type jsonStep struct {
+	model.Step
+	Provenance []itemWritten `json:"provenance,omitempty"`
+}
+
+// itemWritten is the provenance of one item, named.
+type itemWritten struct {
+	Item string `json:"item"`
+	model.Written
+}
+
+// stepsJSON gives steps with their provenance from prov, the provenance of the rendered
+// config the node moves to (nil: none known).
+func stepsJSON(steps []model.Step, from, to string, known func(string) *model.Rendered, prov *model.Provenance) []jsonStep {
+	out := make([]jsonStep, len(steps))
+	for i, s := range steps {
+		out[i].Step = s
+		if prov == nil {
+			continue
+		}
+		switch s.Kind {
+		case model.StepWrite:
+			if w, ok := prov.Files[s.Target]; ok {
+				out[i].Provenance = []itemWritten{{s.Target, w}}
+			} else if w, ok := prov.Units[s.Target]; ok {
+				out[i].Provenance = []itemWritten{{s.Target, w}}
+			}
+		case model.StepKargs:
+			var old []string
+			if r := known(from); r != nil {
+				old = r.KernelArgs
+			}
+			var args []string
+			if r := known(to); r != nil {
+				args, _ = model.DiffArgs(old, r.KernelArgs)
+			}
+			for _, a := range args {
+				if w, ok := prov.KernelArgs[a]; ok {
+					out[i].Provenance = append(out[i].Provenance, itemWritten{a, w})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// writeProvenance lists who wrote each file, unit and kernel argument of r, and what each
+// overrode, in the order the rendered config holds them.
+func writeProvenance(w io.Writer, r *model.Rendered, prov *model.Provenance) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(kind, item string, wr model.Written) {
+		fmt.Fprintf(tw, "  %s %s\t%s\t%s\n", kind, item, wr.By.Block, wr.By.Place())
+		for _, o := range slices.Backward(wr.Overrode) {
+			fmt.Fprintf(tw, "    overrides\t%s\t%s\n", o.Block, o.Place())
+		}
+	}
+	for _, f := range r.Files {
+		row("file", f.Path, prov.Files[f.Path])
+	}
+	for _, u := range r.Units {
+		row("unit", u.Name, prov.Units[u.Name])
+	}
+	for _, k := range r.KernelArgs {
+		row("kernel_arg", k, prov.KernelArgs[k])
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,262 @@
+// Package butane translates the Butane text of a config into the files, systemd units and
+// kernel arguments mcp manages. The translation is Butane's own
+// (github.com/coreos/ignition/v2/butane, which is where Butane lives since Ignition v2.27.0),
+// so the variants and versions accepted are the library's. The Ignition config it produces
+// is read with Ignition's parser through internal/ignspec's table of specs, and anything in
+// it that mcp does not manage (disks, users, directories, links, remote contents…) is
+// refused, not dropped. It does no I/O: Butane's local file references are refused.
+package butane
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/coreos/ignition/v2/butane/config"
+	"github.com/coreos/ignition/v2/butane/config/common"
+	"github.com/coreos/ignition/v2/config/v3_6/types"
+	"github.com/coreos/vcontext/report"
+	"github.com/vincent-petithory/dataurl"
+
+	"github.com/mcpfleet/mcp/internal/ignspec"
+	"github.com/mcpfleet/mcp/model"
+)
+
+// Result is what a Butane text declares, in the model's terms. Files and units have
+// their Butane field set to their place in the translated Ignition config; DeclRange is
+// left for the caller (the butane attribute's range).
+type Result struct {
+	Files      []model.File
+	Units      []model.Unit
+	KernelArgs []string
+	// KernelArgPaths are the places of KernelArgs in the translated config.
+	KernelArgPaths []string
+	// Spec is the Ignition spec the Butane variant and version translate to.
+	Spec string
+}
+
+// Problem is one error or warning about the Butane text. Message names Butane's own line
+// and column in the text when Butane gives one.
+type Problem struct {
+	Warning bool
+	Message string
+}
+
+// variants names the Butane variants the library knows, for the message on an unknown
+// one (its registry is not exported). TestVariantsAreTheLibrarys keeps it true.
+var variants = []string{"fcos", "flatcar", "openshift", "r4e", "fiot"}
+
+// MaxSize bounds a Butane text. Butane's translation and validation take time and memory
+// that grow faster than the number of entries (20,000 files: 20 s), so a text larger than
+// any real node's configuration is refused at once; large files are better given as file
+// blocks anyway.
+const MaxSize = 1 << 20
+
+// Translate translates text. Problems are in Butane's order; the Result is nil when any is
+// an error.
+func Translate(text []byte) (res *Result, problems []Problem) {
+	if len(text) > MaxSize {
+		return nil, []Problem{{Message: fmt.Sprintf("the Butane text is %d bytes, more than mcp takes (%d): split it across configs, or give large files as file blocks", len(text), MaxSize)}}
+	}
+	// The translator is a large library fed text from a configuration: whatever it does
+	// with an input nobody foresaw, mcp reports an error rather than dying. (The fuzz
+	// target calls translate itself, so that such a panic is still found.)
+	defer func() {
+		if v := recover(); v != nil {
+			res, problems = nil, []Problem{{Message: fmt.Sprintf("the Butane translator failed on this text: %v", v)}}
+		}
+	}()
+	return translate(text)
+}
+
+func translate(text []byte) (*Result, []Problem) {
+	ign, rpt, err := config.TranslateBytes(text, common.TranslateBytesOptions{Raw: true,
+		// Inline contents stay plain text, as mcp compares and writes them.
+		TranslateOptions: common.TranslateOptions{NoResourceAutoCompression: true}})
+	problems := fromReport(rpt)
+	if err != nil {
+		if !rpt.IsFatal() {
+			problems = append(problems, Problem{Message: explain(err)})
+		}
+		return nil, problems
+	}
+	cfg, irpt, err := ignspec.ParseAny(ign)
+	if err != nil {
+		for _, p := range fromReport(irpt) {
+			p.Message = "in the Ignition config Butane translated it to: " + p.Message
+			problems = append(problems, p)
+		}
+		return nil, append(problems, Problem{Message: fmt.Sprintf("the Butane translates to an Ignition config mcp cannot read: %v", err)})
+	}
+	res, errs := fromIgnition(&cfg)
+	for _, e := range errs {
+		problems = append(problems, Problem{Message: e})
+	}
+	if len(errs) > 0 {
+		return nil, problems
+	}
+	return res, problems
+}
+
+// explain is Butane's error, with what to do when it is about the variant or version.
+func explain(err error) string {
+	var unknown common.ErrUnknownVersion
+	switch {
+	case errors.As(err, &unknown):
+		return fmt.Sprintf("Butane has no variant %q with version %s: variants are %s, each with its own versions (https://coreos.github.io/butane/specs/)",
+			unknown.Variant, unknown.Version, strings.Join(variants, ", "))
+	case errors.Is(err, common.ErrNoVariant):
+		return `the Butane text names no variant: it starts with, for example, "variant: fcos" and "version: 1.6.0"`
+	case errors.Is(err, common.ErrInvalidVersion):
+		return `the Butane text's version is not a semantic version such as "1.6.0"`
+	}
+	var ue common.ErrUnmarshal
+	if errors.As(err, &ue) {
+		return "the Butane text is not valid YAML: " + ue.Detail
+	}
+	return err.Error()
+}
+
+// fromReport turns Butane's (or Ignition's) report entries into problems, with the line
+// and column of the text they point at.
+func fromReport(r report.Report) []Problem {
+	var out []Problem
+	for _, e := range r.Entries {
+		if e.Kind != report.Error && e.Kind != report.Warn {
+			continue
+		}
+		var at []string
+		if e.Marker.StartP != nil {
+			line, col := e.Marker.Start()
+			at = append(at, fmt.Sprintf("line %d, column %d", line, col))
+		}
+		if e.Context.Len() > 0 {
+			at = append(at, strings.TrimPrefix(e.Context.String(), "$."))
+		}
+		msg := e.Message
+		if msg == common.ErrNoFilesDir.Error() {
+			// Butane's CLI flag means nothing here.
+			msg = "mcp does not read local files named in Butane: give the contents inline (the butane attribute may be a templatefile())"
+		}
+		if len(at) > 0 {
+			msg = strings.Join(at, ", ") + ": " + msg
+		}
+		out = append(out, Problem{Warning: e.Kind == report.Warn, Message: msg})
+	}
+	return out
+}
+
+// fromIgnition takes files, units and kernel arguments out of cfg, and names everything
+// else it sets: mcp would not manage it, and dropping it silently would lie.
+func fromIgnition(cfg *types.Config) (*Result, []string) {
+	res := &Result{Spec: cfg.Ignition.Version}
+	var errs []string
+	for i, f := range cfg.Storage.Files {
+		at := fmt.Sprintf("storage.files.%d", i)
+		mf, err := file(&f, at)
+		if err != "" {
+			errs = append(errs, fmt.Sprintf("file %s (%s): %s", f.Path, at, err))
+			continue
+		}
+		res.Files = append(res.Files, mf)
+	}
+	for i, u := range cfg.Systemd.Units {
+		mu := model.Unit{Name: u.Name, Enabled: u.Enabled, Mask: u.Mask != nil && *u.Mask,
+			Butane: fmt.Sprintf("systemd.units.%d", i)}
+		if u.Contents != nil {
+			mu.Contents = *u.Contents
+		}
+		for _, d := range u.Dropins {
+			md := model.Dropin{Name: d.Name}
+			if d.Contents != nil {
+				md.Contents = *d.Contents
+			}
+			mu.Dropins = append(mu.Dropins, md)
+		}
+		res.Units = append(res.Units, mu)
+	}
+	for i, k := range cfg.KernelArguments.ShouldExist {
+		res.KernelArgs = append(res.KernelArgs, string(k))
+		res.KernelArgPaths = append(res.KernelArgPaths, fmt.Sprintf("kernelArguments.shouldExist.%d", i))
+	}
+	// What is left once the managed parts are taken out must be nothing.
+	rest := *cfg
+	rest.Ignition.Version = ""
+	rest.Storage.Files = nil
+	rest.Systemd.Units = nil
+	rest.KernelArguments.ShouldExist = nil
+	for _, name := range setFields(reflect.ValueOf(rest), "") {
+		errs = append(errs, fmt.Sprintf("%s: mcp manages files, systemd units and kernel arguments, not this", name))
+	}
+	return res, errs
+}
+
+// file is f as mcp manages it, or why it cannot be.
+func file(f *types.File, at string) (model.File, string) {
+	mf := model.File{Path: f.Path, Mode: 0o644, Butane: at}
+	if f.Mode != nil {
+		mf.Mode = *f.Mode
+	}
+	if f.User.ID != nil || f.Group.ID != nil {
+		return mf, "owner by number: give user and group by name"
+	}
+	if f.User.Name != nil {
+		mf.User = *f.User.Name
+	}
+	if f.Group.Name != nil {
+		mf.Group = *f.Group.Name
+	}
+	if len(f.Append) > 0 {
+		return mf, "append is not supported: mcp writes whole files"
+	}
+	c := f.Contents
+	if c.Compression != nil && *c.Compression != "" {
+		return mf, "compressed contents are not supported: give the contents inline"
+	}
+	if c.Source == nil {
+		return mf, ""
+	}
+	if !strings.HasPrefix(*c.Source, "data:") {
+		return mf, "contents from a URL are not supported: mcp writes and checks the bytes itself, so give them inline"
+	}
+	d, err := dataurl.DecodeString(*c.Source)
+	if err != nil {
+		return mf, fmt.Sprintf("contents: %v", err)
+	}
+	mf.Contents = d.Data
+	return mf, ""
+}
+
+// setFields names the fields of v (a struct) that are not zero, by their JSON paths.
+func setFields(v reflect.Value, prefix string) []string {
+	var out []string
+	t := v.Type()
+	for i := range t.NumField() {
+		fv := v.Field(i)
+		if fv.IsZero() {
+			continue
+		}
+		name := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
+		if t.Field(i).Anonymous || name == "" {
+			name = ""
+		} else if prefix != "" {
+			name = prefix + "." + name
+		}
+		if fv.Kind() == reflect.Struct {
+			if sub := setFields(fv, cmpOr(name, prefix)); len(sub) > 0 {
+				out = append(out, sub...)
+				continue
+			}
+		}
+		out = append(out, cmpOr(name, prefix))
+	}
+	return out
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,74 @@
+package butane
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mcpfleet/mcp/internal/ignspec"
+)
+
+func doc(variant, version string) string {
+	s := fmt.Sprintf("variant: %s\nversion: %s\n", variant, version)
+	if variant == "openshift" {
+		s += "metadata:\n  name: x\n  labels:\n    machineconfiguration.openshift.io/role: worker\n"
+	}
+	return s + "storage:\n  files:\n    - path: /etc/x\n      contents:\n        inline: x\n"
+}
+
+// Every stable variant and version of the Butane library translates to an Ignition spec of
+// mcp's one table, and the message on an unknown variant names the library's variants.
+func TestStableVersionsTranslateToKnownSpecs(t *testing.T) {
+	versions := map[string][]string{
+		"fcos":      {"1.0.0", "1.1.0", "1.2.0", "1.3.0", "1.4.0", "1.5.0", "1.6.0", "1.7.0"},
+		"flatcar":   {"1.0.0", "1.1.0"},
+		"openshift": {"4.8.0", "4.9.0", "4.10.0", "4.11.0", "4.12.0", "4.13.0", "4.14.0", "4.15.0", "4.16.0", "4.17.0", "4.18.0", "4.19.0", "4.20.0", "4.21.0", "4.22.0"},
+		"r4e":       {"1.0.0", "1.1.0"},
+		"fiot":      {"1.0.0"},
+	}
+	for _, v := range variants {
+		if len(versions[v]) == 0 {
+			t.Errorf("variant %s: no version tried", v)
+		}
+	}
+	for variant, vs := range versions {
+		for _, v := range vs {
+			res, problems := Translate([]byte(doc(variant, v)))
+			if res == nil {
+				t.Errorf("%s %s: %v", variant, v, problems)
+				continue
+			}
+			if _, ok := ignspec.Lookup(res.Spec); !ok || len(res.Files) != 1 || string(res.Files[0].Contents) != "x" {
+				t.Errorf("%s %s: spec %s, files %+v", variant, v, res.Spec, res.Files)
+			}
+		}
+	}
+	_, problems := Translate([]byte(doc("rhcos", "0.1.0")))
+	if len(problems) != 1 || !strings.Contains(problems[0].Message, "rhcos variant has been removed") {
+		t.Errorf("rhcos: %v", problems)
+	}
+}
+
+// FuzzTranslate: no text makes the translator panic (translate, not Translate, whose
+// recover would hide it) or gives a result beside an error.
+func FuzzTranslate(f *testing.F) {
+	for _, s := range []string{doc("fcos", "1.5.0"), doc("openshift", "4.14.0"), "variant: fcos\nversion: 1.5.0\nx: [[[[\n",
+		"variant: fcos\nversion: 1.8.0-experimental\n", "variant: fcos\nversion: 1.5.0\nsystemd:\n  units:\n    - name: a.service\n      enabled: true\n",
+		"a: &a [x, x]\nb: &b [*a, *a]\nvariant: fcos\nversion: 1.5.0\n", "", "null", "variant: null\nversion: ~\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		res, problems := translate([]byte(s))
+		for _, p := range problems {
+			if p.Message == "" {
+				t.Error("a problem without a message")
+			}
+			if res != nil && !p.Warning {
+				t.Errorf("a result beside an error: %s", p.Message)
+			}
+		}
+		if res == nil && len(problems) == 0 {
+			t.Error("neither a result nor a problem")
+		}
+	})
+}
