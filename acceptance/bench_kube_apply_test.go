@@ -159,8 +159,8 @@ func BenchmarkKubeApply(b *testing.B) {
 	fmt.Fprintf(&s, "| limit ceil(N/k)·T, N = %d per pool | %s | |\n", perPool, ms(limit))
 	fmt.Fprintf(&s, "| makespan / limit | %.3f× | ≤ 1.1× (%s) |\n", ratio, verdict(ratio <= 1.1))
 	fmt.Fprintf(&s, "| mcp apply wall (with refresh, plan, state) | %s | |\n\n", ms(r.wall))
-	fmt.Fprintf(&s, "Per node the rollout patches its hand-over, and one list and one watch of its pods gate\n")
-	fmt.Fprintf(&s, "its DaemonSet pods. The start-of-node budget checks, the look for an earlier hand-over,\n")
+	fmt.Fprintf(&s, "Per node the rollout patches its hand-over and lists its pods (the DaemonSet gate; a watch\n")
+	fmt.Fprintf(&s, "only while one is not Ready). The start-of-node budget checks, the look for an earlier hand-over,\n")
 	fmt.Fprintf(&s, "the waits for the agents and the Ready gates read one shared watch of the nodes\n")
 	fmt.Fprintf(&s, "(providers/kubernetes/watch.go). mcp's client allows 200 requests a second.\n")
 	if err := benchdoc.WriteSection("../docs/benchmarks.md", "kube-apply", s.String()); err != nil {

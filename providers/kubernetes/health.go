@@ -26,7 +26,7 @@ var _ providers.HealthGater = (*Provider)(nil)
 // WaitHealthy waits for the node's Ready condition to be True, then for every pod on the
 // node whose controller is a DaemonSet to be Ready: each from a watch, not a poll — the
 // node from the shared watch of an apply (ShareWatches; else a list and a watch of the
-// node), its pods from one list and one watch of the pods bound to it.
+// node), its pods from a list of the pods bound to it and, while one is not Ready, a watch.
 func (p *Provider) WaitHealthy(ctx context.Context, node string, timeout time.Duration) error {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -69,6 +69,18 @@ func (p *Provider) WaitHealthy(ctx context.Context, node string, timeout time.Du
 			}
 		}
 		return true
+	}
+	// Most nodes' DaemonSet pods are Ready by the time the node is: one list says so, and
+	// only a node whose pods are not gets a watch (a list again, then the watch).
+	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
+	if list, lerr := p.client.CoreV1().Pods(metav1.NamespaceAll).List(tctx, metav1.ListOptions{FieldSelector: sel}); lerr == nil {
+		for i := range list.Items {
+			note(&list.Items[i], false)
+		}
+		if allReady() {
+			return nil
+		}
+		clear(pods)
 	}
 	_, err = watchtools.UntilWithSync(quiet, p.podListWatch(node), &corev1.Pod{},
 		func(store cache.Store) (bool, error) {
