@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/model"
@@ -17,6 +18,7 @@ type Meta struct {
 	FleetFingerprint string
 	ConfigDir        string
 	Version          string
+	Created          time.Time // when the plan was made; zero: not known
 	Refresh          *model.RefreshStats
 	Targets, Exclude []string
 }
@@ -26,11 +28,13 @@ type Meta struct {
 const JSONFormatVersion = "1.2"
 
 type jsonPlan struct {
-	FormatVersion   string           `json:"format_version"`
-	MCPVersion      string           `json:"mcp_version"`
-	Applyable       bool             `json:"applyable"`
-	Complete        bool             `json:"complete"`
-	Errored         bool             `json:"errored"`
+	FormatVersion string `json:"format_version"`
+	MCPVersion    string `json:"mcp_version"`
+	Applyable     bool   `json:"applyable"`
+	Complete      bool   `json:"complete"`
+	Errored       bool   `json:"errored"`
+	// Timestamp is when the plan was made (RFC 3339, UTC), as Terraform's.
+	Timestamp       string           `json:"timestamp,omitempty"`
 	ResourceChanges []resourceChange `json:"resource_changes"`
 	ResourceDrift   []resourceChange `json:"resource_drift"`
 	MCP             jsonMeta         `json:"mcp"`
@@ -102,9 +106,16 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 		MCP: jsonMeta{Lineage: meta.Lineage, Serial: meta.Serial, FleetFingerprint: meta.FleetFingerprint,
 			ConfigDir: meta.ConfigDir, Summary: PlanSummary(p), Pools: p.Pools, Unmanaged: nonNil(p.Unmanaged),
 			Refresh: meta.Refresh, Targets: meta.Targets, Exclude: meta.Exclude}}
+	if !meta.Created.IsZero() {
+		out.Timestamp = meta.Created.UTC().Format(time.RFC3339)
+	}
 	for _, pp := range p.Pools {
 		act := "no-op"
-		if pp.ReRendered && !pp.PointerKept {
+		switch {
+		case !pp.ReRendered || pp.PointerKept:
+		case pp.Previous == "":
+			act = "create" // as Terraform's: nothing in the state before (before is null)
+		default:
 			act = "update"
 		}
 		var before any
@@ -149,7 +160,7 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 // writeJSONPlan writes a plan file's plan as one line of JSON.
 func writeJSONPlan(w io.Writer, pf *planfile.File) error {
 	b, err := JSONPlan(pf.Plan, Meta{Lineage: pf.Lineage, Serial: pf.Serial, FleetFingerprint: pf.FleetFingerprint,
-		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion, Refresh: pf.Refresh, Targets: pf.Targets, Exclude: pf.Exclude})
+		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion, Created: pf.Created, Refresh: pf.Refresh, Targets: pf.Targets, Exclude: pf.Exclude})
 	if err != nil {
 		return err
 	}
