@@ -19,6 +19,8 @@ type Meta struct {
 	ConfigDir        string
 	Version          string
 	Created          time.Time // when the plan was made; zero: not known
+	// Variables are the configuration's variables' values (JSON), by name.
+	Variables        map[string]json.RawMessage
 	Refresh          *model.RefreshStats
 	Targets, Exclude []string
 }
@@ -34,10 +36,16 @@ type jsonPlan struct {
 	Complete      bool   `json:"complete"`
 	Errored       bool   `json:"errored"`
 	// Timestamp is when the plan was made (RFC 3339, UTC), as Terraform's.
-	Timestamp       string           `json:"timestamp,omitempty"`
-	ResourceChanges []resourceChange `json:"resource_changes"`
-	ResourceDrift   []resourceChange `json:"resource_drift"`
-	MCP             jsonMeta         `json:"mcp"`
+	Timestamp string `json:"timestamp,omitempty"`
+	// Variables are the values the plan was made with, as Terraform's: {"NAME": {"value": …}}.
+	Variables       map[string]jsonVariable `json:"variables,omitempty"`
+	ResourceChanges []resourceChange        `json:"resource_changes"`
+	ResourceDrift   []resourceChange        `json:"resource_drift"`
+	MCP             jsonMeta                `json:"mcp"`
+}
+
+type jsonVariable struct {
+	Value json.RawMessage `json:"value"`
 }
 
 type resourceChange struct {
@@ -106,6 +114,10 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 		MCP: jsonMeta{Lineage: meta.Lineage, Serial: meta.Serial, FleetFingerprint: meta.FleetFingerprint,
 			ConfigDir: meta.ConfigDir, Summary: PlanSummary(p), Pools: p.Pools, Unmanaged: nonNil(p.Unmanaged),
 			Refresh: meta.Refresh, Targets: meta.Targets, Exclude: meta.Exclude}}
+	out.Variables = make(map[string]jsonVariable, len(meta.Variables)) // none: omitted
+	for name, v := range meta.Variables {
+		out.Variables[name] = jsonVariable{Value: v}
+	}
 	if !meta.Created.IsZero() {
 		out.Timestamp = meta.Created.UTC().Format(time.RFC3339)
 	}
@@ -159,7 +171,11 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 
 // writeJSONPlan writes a plan file's plan as one line of JSON.
 func writeJSONPlan(w io.Writer, pf *planfile.File) error {
-	b, err := JSONPlan(pf.Plan, Meta{Lineage: pf.Lineage, Serial: pf.Serial, FleetFingerprint: pf.FleetFingerprint,
+	vars := make(map[string]json.RawMessage, len(pf.Variables))
+	for name, v := range pf.Variables {
+		vars[name] = v.Value
+	}
+	b, err := JSONPlan(pf.Plan, Meta{Variables: vars, Lineage: pf.Lineage, Serial: pf.Serial, FleetFingerprint: pf.FleetFingerprint,
 		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion, Created: pf.Created, Refresh: pf.Refresh, Targets: pf.Targets, Exclude: pf.Exclude})
 	if err != nil {
 		return err
