@@ -110,7 +110,7 @@ type jsonMeta struct {
 // JSONPlan renders the plan as JSON: pools first (by name), then nodes in plan order.
 func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 	out := jsonPlan{FormatVersion: JSONFormatVersion, MCPVersion: meta.Version, Applyable: p.HasChanges(),
-		Complete: true, ResourceChanges: []resourceChange{}, ResourceDrift: []resourceChange{},
+		Complete: complete(p, meta.Targets), ResourceChanges: []resourceChange{}, ResourceDrift: []resourceChange{},
 		MCP: jsonMeta{Lineage: meta.Lineage, Serial: meta.Serial, FleetFingerprint: meta.FleetFingerprint,
 			ConfigDir: meta.ConfigDir, Summary: PlanSummary(p), Pools: p.Pools, Unmanaged: nonNil(p.Unmanaged),
 			Refresh: meta.Refresh, Targets: meta.Targets, Exclude: meta.Exclude}}
@@ -167,6 +167,20 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 				Before: nodeValue{RenderedConfig: n.From}, After: nodeValue{RenderedConfig: n.From, Drift: n.Drift, DriftUnlisted: n.DriftUnlisted}}})
 	}
 	return json.Marshal(out) // compact, as terraform show -json: plans can be large
+}
+
+// complete is Terraform's "complete": applying the plan leaves nothing for the next plan
+// to do — false with -target, or when nodes are deferred (paused pool, no budget left).
+func complete(p *planner.Plan, targets []string) bool {
+	if len(targets) > 0 {
+		return false
+	}
+	for i := range p.Nodes {
+		if p.Nodes[i].Deferred {
+			return false
+		}
+	}
+	return true
 }
 
 // writeJSONPlan writes a plan file's plan as one line of JSON.

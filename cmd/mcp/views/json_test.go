@@ -44,3 +44,26 @@ func TestJSONPlanTerraformFields(t *testing.T) {
 		t.Errorf("pool actions (-want +got):\n%s", d)
 	}
 }
+
+// complete, as Terraform's: false when applying the plan leaves changes for the next one.
+func TestJSONPlanComplete(t *testing.T) {
+	inPlace := samplePlan()
+	inPlace.Nodes[0].Deferred = false
+	for name, c := range map[string]struct {
+		b    func() ([]byte, error)
+		want bool
+	}{
+		"deferred node": {func() ([]byte, error) { return JSONPlan(samplePlan(), Meta{}) }, false},
+		"-target":       {func() ([]byte, error) { return JSONPlan(inPlace, Meta{Targets: []string{"pool.worker"}}) }, false},
+		"everything":    {func() ([]byte, error) { return JSONPlan(inPlace, Meta{}) }, true},
+	} {
+		b, err := c.b()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct{ Complete *bool }
+		if err := json.Unmarshal(b, &got); err != nil || got.Complete == nil || *got.Complete != c.want {
+			t.Errorf("%s: complete %v, want %v (%v)", name, got.Complete, c.want, err)
+		}
+	}
+}
