@@ -200,6 +200,9 @@ func TestTerraformJSONReadsThePlan(t *testing.T) {
 	if p.Complete == nil || !*p.Complete || p.Timestamp == "" || len(p.ResourceDrift) != 0 {
 		t.Errorf("complete %v, timestamp %q, drift %d", p.Complete, p.Timestamp, len(p.ResourceDrift))
 	}
+	if v := p.Variables["ntp_server"]; v == nil || v.Value != "time.example.com" {
+		t.Errorf("variables through tfjson: %v", p.Variables)
+	}
 	if rc := p.ResourceChanges[0]; rc.Mode != tfjson.ManagedResourceMode || rc.Change.Before != nil ||
 		rc.Change.After.(map[string]any)["rendered_config"] == "" {
 		t.Errorf("pool.infra: %+v %+v", rc, rc.Change)
