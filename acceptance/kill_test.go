@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/internal/chaos"
+	"github.com/mcpfleet/mcp/internal/quickstarttest"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/providers/local"
@@ -23,16 +23,7 @@ import (
 // kill apply in the middle of one.
 func slowQuickstart(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "qs")
-	if err := os.CopyFS(dir, os.DirFS("../examples/quickstart")); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "main.hcl")
-	b, _ := os.ReadFile(p)
-	b = regexp.MustCompile(`drain_duration\s*=\s*"[^"]*"`).ReplaceAll(b, []byte(`drain_duration = "200ms"`))
-	b = regexp.MustCompile(`reboot_duration\s*=\s*"[^"]*"`).ReplaceAll(b, []byte(`reboot_duration = "1s"`))
-	os.WriteFile(p, b, 0o644)
-	return dir
+	return quickstarttest.Copy(t, "../examples/quickstart", "200ms", "1s")
 }
 
 // startApply starts `mcp apply -auto-approve` in dir.

@@ -2,13 +2,12 @@ package main
 
 import (
 	"flag"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/mcpfleet/mcp/internal/golden"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/*.golden from what mcp prints")
@@ -35,19 +34,7 @@ func TestShowMarkdownOfTheQuickstart(t *testing.T) {
 	if !strings.Contains(got, "Made TIME") {
 		t.Errorf("no creation time in the summary:\n%s", out)
 	}
-	path := filepath.Join("testdata", "quickstart.markdown.golden")
-	if *updateGolden {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := cmp.Diff(string(want), got); d != "" {
-		t.Errorf("%s (-want +got):\n%s", path, d)
-	}
+	golden.Check(t, filepath.Join("testdata", "quickstart.markdown.golden"), got, *updateGolden)
 }
 
 // As terraform show needs a plan file to show a plan, -markdown needs a saved plan; it

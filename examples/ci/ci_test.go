@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -20,6 +19,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mcpfleet/mcp/internal/quickstarttest"
 )
 
 var mcpBin string
@@ -56,20 +57,7 @@ func run(t *testing.T, dir string, args ...string) []byte {
 // quickstart copies examples/quickstart into a temp dir, with no simulated durations.
 func quickstart(t *testing.T) string {
 	t.Helper()
-	dst := filepath.Join(t.TempDir(), "qs")
-	if err := os.CopyFS(dst, os.DirFS("../quickstart")); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dst, "main.hcl")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = regexp.MustCompile(`(drain|reboot)_duration = "[^"]*"`).ReplaceAll(b, []byte(`${1}_duration = "0s"`))
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dst
+	return quickstarttest.Copy(t, "../quickstart", "0s", "0s")
 }
 
 // ciPlan does what the CI job does: plan -out, then show -json and show -markdown of the

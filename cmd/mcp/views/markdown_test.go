@@ -3,15 +3,13 @@ package views
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/mcpfleet/mcp/engine/planfile"
+	"github.com/mcpfleet/mcp/internal/golden"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -60,19 +58,7 @@ func TestMarkdownGolden(t *testing.T) {
 			if err := Markdown(&b, pf); err != nil {
 				t.Fatal(err)
 			}
-			path := filepath.Join("testdata", name+".markdown.golden")
-			if *update {
-				if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := cmp.Diff(string(want), b.String()); d != "" {
-				t.Errorf("%s (-want +got):\n%s", path, d)
-			}
+			golden.Check(t, filepath.Join("testdata", name+".markdown.golden"), b.String(), *update)
 		})
 	}
 }
