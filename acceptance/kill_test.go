@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/internal/chaos"
+	"github.com/mcpfleet/mcp/internal/quickstarttest"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/providers/local"
@@ -27,16 +27,7 @@ func slowQuickstart(t *testing.T) string { return localQuickstart(t, "200ms", "1
 // directory, with the local fleet's simulated drain and reboot durations set.
 func localQuickstart(t *testing.T, drain, reboot string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "qs")
-	if err := os.CopyFS(dir, os.DirFS("../examples/quickstart")); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "main.hcl")
-	b, _ := os.ReadFile(p)
-	b = regexp.MustCompile(`drain_duration\s*=\s*"[^"]*"`).ReplaceAll(b, []byte(`drain_duration = "`+drain+`"`))
-	b = regexp.MustCompile(`reboot_duration\s*=\s*"[^"]*"`).ReplaceAll(b, []byte(`reboot_duration = "`+reboot+`"`))
-	os.WriteFile(p, b, 0o644)
-	return dir
+	return quickstarttest.Copy(t, "../examples/quickstart", "200ms", "1s")
 }
 
 // startApply starts `mcp apply -auto-approve` in dir.

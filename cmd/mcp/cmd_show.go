@@ -8,6 +8,7 @@ import (
 func (c *cli) show(args []string) int {
 	fs := c.newFlags("show")
 	asJSON := fs.Bool("json", false, "print as JSON")
+	asMarkdown := fs.Bool("markdown", false, "print a saved plan as a summary for a pull-request comment (Markdown)")
 	pool := fs.String("rendered", "", "print this pool's rendered Ignition config (with -json: the whole rendered object)")
 	var lf loadFlags
 	lf.register(fs, false)
@@ -16,6 +17,17 @@ func (c *cli) show(args []string) int {
 		return 1
 	}
 	v := views.NewShow(*asJSON, c.stdout, c.color(&lf))
+	if *asMarkdown {
+		// As terraform show, a plan is shown only from a plan file: there is no plan to
+		// summarise without one (and none is made here, which would need the lock).
+		switch {
+		case *asJSON || *pool != "":
+			return c.errorf("-markdown shows a saved plan; it does not go with -json or -rendered")
+		case len(pos) != 1:
+			return c.errorf("usage: mcp show -markdown PLANFILE (save a plan with mcp plan -out=PLANFILE)")
+		}
+		v = views.NewShowMarkdown(c.stdout)
+	}
 	if *pool != "" {
 		ws := c.load(&lf)
 		if ws == nil {
@@ -31,7 +43,7 @@ func (c *cli) show(args []string) int {
 		return 0
 	}
 	if len(pos) != 1 {
-		return c.errorf("usage: mcp show [-json] PLANFILE  or  mcp show -rendered POOL")
+		return c.errorf("usage: mcp show [-json|-markdown] PLANFILE  or  mcp show -rendered POOL")
 	}
 	pf, err := planfile.Read(c.path(pos[0]))
 	if err != nil {

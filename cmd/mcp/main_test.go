@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/engine/state/localstate"
+	"github.com/mcpfleet/mcp/internal/quickstarttest"
 )
 
 // mcp runs the CLI in-process in dir and returns its exit code and output.
@@ -31,15 +31,7 @@ func mcp(t *testing.T, dir string, args ...string) (int, string, string) {
 // simulated durations set to zero.
 func quickstart(t *testing.T) string {
 	t.Helper()
-	dst := filepath.Join(t.TempDir(), "qs")
-	if err := os.CopyFS(dst, os.DirFS("../../examples/quickstart")); err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dst, "main.hcl")
-	b, _ := os.ReadFile(p)
-	b = regexp.MustCompile(`(drain|reboot)_duration = "[^"]*"`).ReplaceAll(b, []byte(`${1}_duration = "0s"`))
-	os.WriteFile(p, b, 0o644)
-	return dst
+	return quickstarttest.Copy(t, "../../examples/quickstart", "0s", "0s")
 }
 
 func TestQuickstartPlanApplyConverges(t *testing.T) {

@@ -10,6 +10,7 @@
 //	nodeexec, cmd/mcp-agent         the node side: no HCL, no go-cty, no kubectl, no old Ignition
 //	                                specs; mcp-agent reaches the API through nodeclient alone
 //	model                           plain data: imports nothing of mcp and no language
+//	cmd/mcp, cmd/mcp-agent          no OPA, no terraform-json (test-only, in examples/ci)
 package layering
 
 import (
@@ -63,6 +64,9 @@ var Rules = []Rule{
 	{Of: []string{"cmd/mcp-agent"},
 		Forbid: []string{"k8s.io/client-go/kubernetes/..."},
 		Why:    "the agent asks for its Node alone (providers/kubernetes/nodeclient): the typed Clientset registers every API group, ~10 MB on every node"},
+	{Of: []string{"cmd/mcp", "cmd/mcp-agent"},
+		Forbid: []string{"github.com/open-policy-agent/...", "github.com/hashicorp/terraform-json/..."},
+		Why:    "OPA and terraform-json check mcp's plan JSON in examples/ci's tests; the binaries write that JSON themselves"},
 	{Of: []string{"model"},
 		Forbid: []string{Module + "/...", "github.com/hashicorp/hcl/...", "github.com/zclconf/go-cty/..."},
 		Why:    "the model is plain data every package may import"},

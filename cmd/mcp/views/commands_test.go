@@ -6,16 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/engine/planfile"
+	"github.com/mcpfleet/mcp/internal/golden"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -85,19 +83,7 @@ func TestCommandViews(t *testing.T) {
 					t.Fatal(err)
 				}
 				got := now.ReplaceAllString(b.String(), `"@timestamp":"NOW"$1`)
-				path := filepath.Join("testdata", name+".golden")
-				if *update {
-					if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				want, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if d := cmp.Diff(string(want), got); d != "" {
-					t.Errorf("%s (-want +got):\n%s", path, d)
-				}
+				golden.Check(t, filepath.Join("testdata", name+".golden"), got, *update)
 			})
 		}
 	}

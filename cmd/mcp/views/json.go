@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/model"
@@ -18,6 +19,9 @@ type Meta struct {
 	FleetFingerprint string
 	ConfigDir        string
 	Version          string
+	Created          time.Time // when the plan was made; zero: not known
+	// Variables are the configuration's variables' values (JSON), by name.
+	Variables        map[string]json.RawMessage
 	Refresh          *model.RefreshStats
 	Targets, Exclude []string
 }
@@ -27,14 +31,22 @@ type Meta struct {
 const JSONFormatVersion = "1.2"
 
 type jsonPlan struct {
-	FormatVersion   string           `json:"format_version"`
-	MCPVersion      string           `json:"mcp_version"`
-	Applyable       bool             `json:"applyable"`
-	Complete        bool             `json:"complete"`
-	Errored         bool             `json:"errored"`
-	ResourceChanges []resourceChange `json:"resource_changes"`
-	ResourceDrift   []resourceChange `json:"resource_drift"`
-	MCP             jsonMeta         `json:"mcp"`
+	FormatVersion string `json:"format_version"`
+	MCPVersion    string `json:"mcp_version"`
+	Applyable     bool   `json:"applyable"`
+	Complete      bool   `json:"complete"`
+	Errored       bool   `json:"errored"`
+	// Timestamp is when the plan was made (RFC 3339, UTC), as Terraform's.
+	Timestamp string `json:"timestamp,omitempty"`
+	// Variables are the values the plan was made with, as Terraform's: {"NAME": {"value": …}}.
+	Variables       map[string]jsonVariable `json:"variables,omitempty"`
+	ResourceChanges []resourceChange        `json:"resource_changes"`
+	ResourceDrift   []resourceChange        `json:"resource_drift"`
+	MCP             jsonMeta                `json:"mcp"`
+}
+
+type jsonVariable struct {
+	Value json.RawMessage `json:"value"`
 }
 
 type resourceChange struct {
@@ -111,13 +123,24 @@ type jsonMeta struct {
 // JSONPlan renders the plan as JSON: pools first (by name), then nodes in plan order.
 func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 	out := jsonPlan{FormatVersion: JSONFormatVersion, MCPVersion: meta.Version, Applyable: p.HasChanges(),
-		Complete: true, ResourceChanges: []resourceChange{}, ResourceDrift: []resourceChange{},
+		Complete: complete(p, meta.Targets), ResourceChanges: []resourceChange{}, ResourceDrift: []resourceChange{},
 		MCP: jsonMeta{Lineage: meta.Lineage, Serial: meta.Serial, FleetFingerprint: meta.FleetFingerprint,
 			ConfigDir: meta.ConfigDir, Summary: PlanSummary(p), Pools: p.Pools, Unmanaged: nonNil(p.Unmanaged),
 			Refresh: meta.Refresh, Targets: meta.Targets, Exclude: meta.Exclude}}
+	out.Variables = make(map[string]jsonVariable, len(meta.Variables)) // none: omitted
+	for name, v := range meta.Variables {
+		out.Variables[name] = jsonVariable{Value: v}
+	}
+	if !meta.Created.IsZero() {
+		out.Timestamp = meta.Created.UTC().Format(time.RFC3339)
+	}
 	for _, pp := range p.Pools {
 		act := "no-op"
-		if pp.ReRendered && !pp.PointerKept {
+		switch {
+		case !pp.ReRendered || pp.PointerKept:
+		case pp.Previous == "":
+			act = "create" // as Terraform's: nothing in the state before (before is null)
+		default:
 			act = "update"
 		}
 		var before any
@@ -158,10 +181,28 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 	return json.Marshal(out) // compact, as terraform show -json: plans can be large
 }
 
+// complete is Terraform's "complete": applying the plan leaves nothing for the next plan
+// to do — false with -target, or when nodes are deferred (paused pool, no budget left).
+func complete(p *planner.Plan, targets []string) bool {
+	if len(targets) > 0 {
+		return false
+	}
+	for i := range p.Nodes {
+		if p.Nodes[i].Deferred {
+			return false
+		}
+	}
+	return true
+}
+
 // writeJSONPlan writes a plan file's plan as one line of JSON.
 func writeJSONPlan(w io.Writer, pf *planfile.File) error {
-	b, err := JSONPlan(pf.Plan, Meta{Lineage: pf.Lineage, Serial: pf.Serial, FleetFingerprint: pf.FleetFingerprint,
-		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion, Refresh: pf.Refresh, Targets: pf.Targets, Exclude: pf.Exclude})
+	vars := make(map[string]json.RawMessage, len(pf.Variables))
+	for name, v := range pf.Variables {
+		vars[name] = v.Value
+	}
+	b, err := JSONPlan(pf.Plan, Meta{Variables: vars, Lineage: pf.Lineage, Serial: pf.Serial, FleetFingerprint: pf.FleetFingerprint,
+		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion, Created: pf.Created, Refresh: pf.Refresh, Targets: pf.Targets, Exclude: pf.Exclude})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -50,6 +51,18 @@ func (v showHuman) Rendered(r *model.Rendered) error {
 	b.WriteByte('\n')
 	_, err := v.w.Write(b.Bytes())
 	return err
+}
+
+// NewShowMarkdown returns mcp show -markdown's view: a saved plan as a summary for a
+// pull-request comment (Markdown). It shows plans only.
+func NewShowMarkdown(w io.Writer) Show { return showMarkdown{w} }
+
+type showMarkdown struct{ w io.Writer }
+
+func (v showMarkdown) Plan(pf *planfile.File) error { return Markdown(v.w, pf) }
+
+func (showMarkdown) Rendered(*model.Rendered) error {
+	return errors.New("-markdown shows a saved plan, not a rendered config")
 }
 
 type showJSON struct{ w io.Writer }

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -299,7 +298,7 @@ func PlanSummary(p *planner.Plan) string {
 		}
 		return "No changes. The fleet matches the configuration."
 	}
-	nodes, reboot, blocked, deferred, pools, waiting, driftOnly := 0, 0, 0, 0, 0, 0, 0
+	nodes, reboot, nblocked, deferred, pools, waiting, driftOnly := 0, 0, 0, 0, 0, 0, 0
 	for _, n := range p.Nodes {
 		if !n.Changed() {
 			continue
@@ -312,8 +311,8 @@ func PlanSummary(p *planner.Plan) string {
 			reboot++
 		}
 		switch {
-		case slices.ContainsFunc(n.Blockers, func(b planner.Blocker) bool { return b.Kind != planner.BlockPDBWait }):
-			blocked++
+		case hasBlock(n.Blockers):
+			nblocked++
 		case len(n.Blockers) > 0: // pdb-waits only: it waits, it is not blocked
 			waiting++
 		}
@@ -328,7 +327,7 @@ func PlanSummary(p *planner.Plan) string {
 	}
 	s := fmt.Sprintf("Plan: %s (%d reboot, %d in place), %s, %d blocked",
 		plural(nodes, "%d node to update", "%d nodes to update"), reboot, nodes-reboot,
-		plural(pools, "%d pool re-rendered", "%d pools re-rendered"), blocked)
+		plural(pools, "%d pool re-rendered", "%d pools re-rendered"), nblocked)
 	if waiting > 0 {
 		s += fmt.Sprintf(", %d waiting on a PodDisruptionBudget", waiting)
 	}

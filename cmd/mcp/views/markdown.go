@@ -1,0 +1,294 @@
+package views
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mcpfleet/mcp/engine/planfile"
+	"github.com/mcpfleet/mcp/planner"
+)
+
+// foldAfter is the longest list a markdown summary shows open; a longer one is folded in
+// <details>, so that a rollout of a thousand nodes stays a comment a reviewer can read.
+// A fold lists at most foldMax entries: GitHub refuses a comment over 65,536 characters,
+// and mcp show PLANFILE lists every node.
+const (
+	foldAfter = 8
+	foldMax   = 100
+)
+
+// Markdown writes a saved plan as a summary fit for a pull-request comment (mcp show
+// -markdown): the summary line and what the plan was made from; a table of pools with
+// their rendered configs and how many nodes update in place, drain or reboot; then, per
+// pool with something to say, its nodes grouped by what they do, and its blockers, waits,
+// holds, drift and warnings, named as the human plan names them. Lists longer than
+// foldAfter are folded. Step reasons are left to mcp show: the summary is for review.
+func Markdown(out io.Writer, pf *planfile.File) error {
+	w := bufio.NewWriter(out)
+	p := pf.Plan
+	fmt.Fprintf(w, "### mcp plan\n\n**%s**\n", mdEscape(PlanSummary(p)))
+	if made := madeLine(pf); made != "" {
+		fmt.Fprintf(w, "\n%s\n", made)
+	}
+	if len(pf.Targets) > 0 {
+		fmt.Fprintf(w, "\n> **Warning: %s** (%s): this plan may not show every change the configuration asks for.\n",
+			targetPlanTitle, codeList(pf.Targets))
+	}
+	if len(p.Unmanaged) > 0 {
+		fmt.Fprintf(w, "\n**Note:** no pool selects %s.\n", codeList(p.Unmanaged))
+	}
+	byPool := nodesByPool(p)
+	if p.HasChanges() {
+		mdPoolTable(w, p, byPool)
+	}
+	for _, pp := range p.Pools {
+		mdPool(w, pp, byPool[pp.Name])
+	}
+	return w.Flush()
+}
+
+// madeLine says when and from what the plan was made, with what the plan file records.
+func madeLine(pf *planfile.File) string {
+	var parts []string
+	if !pf.Created.IsZero() {
+		parts = append(parts, "Made "+pf.Created.UTC().Format("2006-01-02 15:04 UTC"))
+	}
+	if pf.MCPVersion != "" {
+		parts = append(parts, "mcp "+pf.MCPVersion)
+	}
+	if pf.Lineage != "" || pf.Serial > 0 {
+		parts = append(parts, fmt.Sprintf("state serial %d", pf.Serial))
+	}
+	if pf.FleetFingerprint != "" {
+		parts = append(parts, "fleet `"+short(pf.FleetFingerprint, 12)+"`")
+	}
+	if len(pf.Exclude) > 0 {
+		parts = append(parts, "excluded "+codeList(pf.Exclude))
+	}
+	return strings.Join(parts, " · ")
+}
+
+// mdCounts is one pool's row of the table.
+type mdCounts struct{ inPlace, drain, reboot, blocked, drifted int }
+
+func countPool(nodes []*planner.NodePlan) mdCounts {
+	var c mdCounts
+	for _, n := range nodes {
+		if len(n.Drift) > 0 || n.DriftUnlisted > 0 {
+			c.drifted++
+		}
+		if !n.Changed() {
+			continue
+		}
+		switch nodeKind(n) {
+		case symReboot:
+			c.reboot++
+		case symDrain:
+			c.drain++
+		default:
+			c.inPlace++
+		}
+		if hasBlock(n.Blockers) {
+			c.blocked++
+		}
+	}
+	return c
+}
+
+func mdPoolTable(w *bufio.Writer, p *planner.Plan, byPool map[string][]*planner.NodePlan) {
+	fmt.Fprintf(w, "\n| pool | rendered config | nodes | `%s` in place | `%s` drain | `%s` reboot | blocked | drifted |\n",
+		symInPlace, symDrain, symReboot)
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|")
+	for _, pp := range p.Pools {
+		c := countPool(byPool[pp.Name])
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %d | %d |\n", pp.Name, mdRendered(pp), pp.Size,
+			c.inPlace, c.drain, c.reboot, c.blocked, c.drifted)
+	}
+}
+
+// mdRendered is the pool's rendered config as the table shows it: its name is the digest
+// of its content, so a reviewer sees whether two plans render the same.
+func mdRendered(pp planner.PoolPlan) string {
+	switch {
+	case !pp.ReRendered:
+		return "`" + pp.Rendered + "` (unchanged)"
+	case pp.PointerKept:
+		return "`" + pp.Rendered + "` (not targeted: boot pointer stays)"
+	case pp.Previous == "":
+		return "`" + pp.Rendered + "` (new)"
+	}
+	return "`" + pp.Previous + "` → `" + pp.Rendered + "`"
+}
+
+// mdPool writes a pool's section: its changing nodes grouped by kind and steps, then its
+// notes. A pool with nothing to show has no section (its table row says it all).
+func mdPool(w *bufio.Writer, pp planner.PoolPlan, nodes []*planner.NodePlan) {
+	groups := groupNodes(nodes)
+	notes := poolNotes(pp, nodes)
+	if len(groups) == 0 && len(notes) == 0 {
+		return
+	}
+	head := fmt.Sprintf("**pool.%s** · max_unavailable %d", pp.Name, pp.MaxUnavailable)
+	if pp.Waves > 0 {
+		head += " · " + plural(pp.Waves, "%d wave", "%d waves")
+	}
+	if pp.Paused {
+		head += " · paused"
+	}
+	fmt.Fprintf(w, "\n%s\n\n", head)
+	for _, g := range groups {
+		what := fmt.Sprintf("`%s` %s", g.sym, g.label)
+		if len(g.nodes) <= foldAfter {
+			fmt.Fprintf(w, "- %s: %s — %s\n", what, strings.Join(g.nodes, ", "), mdEscape(g.steps))
+			continue
+		}
+		fmt.Fprintf(w, "- %s, %d nodes — %s\n", what, len(g.nodes), mdEscape(g.steps))
+		fold(w, fmt.Sprintf("%d nodes", len(g.nodes)), strings.Join(capList(g.nodes), ", "))
+	}
+	for _, n := range notes {
+		if len(n.items) <= foldAfter {
+			for _, it := range n.items {
+				fmt.Fprintf(w, "- %s: %s\n", n.label, it)
+			}
+			continue
+		}
+		fmt.Fprintf(w, "- %s: %d\n", n.label, len(n.items))
+		fold(w, fmt.Sprintf("%d %s", len(n.items), n.label), "- "+strings.Join(capList(n.items), "\n  - "))
+	}
+}
+
+// capList keeps the first foldMax items, and says how many it left out.
+func capList(items []string) []string {
+	if len(items) <= foldMax {
+		return items
+	}
+	return append(items[:foldMax:foldMax], fmt.Sprintf("and %d more (mcp show PLANFILE lists them all)", len(items)-foldMax))
+}
+
+// fold writes body folded in <details> under the list item before it.
+func fold(w *bufio.Writer, summary, body string) {
+	fmt.Fprintf(w, "  <details><summary>%s</summary>\n\n  %s\n\n  </details>\n", summary, body)
+}
+
+// mdGroup is nodes of a pool that do the same: same kind of change, same steps, and
+// deferred or not.
+type mdGroup struct {
+	sym, label, steps string
+	nodes             []string
+}
+
+func groupNodes(nodes []*planner.NodePlan) []mdGroup {
+	var groups []mdGroup
+	at := map[string]int{}
+	// Reboots first, then drains, then in place: the order of what a reviewer weighs.
+	for _, sym := range []string{symReboot, symDrain, symInPlace} {
+		for _, n := range nodes {
+			if !n.Changed() || nodeKind(n) != sym {
+				continue
+			}
+			label := kindLabel[sym]
+			if n.Deferred {
+				label += " (deferred: not in this apply)"
+			}
+			steps := describeSteps(n)
+			key := label + "\x00" + steps
+			i, ok := at[key]
+			if !ok {
+				i = len(groups)
+				at[key] = i
+				groups = append(groups, mdGroup{sym: sym, label: label, steps: steps})
+			}
+			groups[i].nodes = append(groups[i].nodes, "`"+n.Name+"`")
+		}
+	}
+	return groups
+}
+
+var kindLabel = map[string]string{symReboot: "drain and reboot", symDrain: "drain, no reboot", symInPlace: "in place"}
+
+// nodeKind is the node's change symbol, as the human plan marks it.
+func nodeKind(n *planner.NodePlan) string { return painter(false).symbol(n) }
+
+// mdNote is one kind of note in a pool: its label, as the human plan writes it, and its
+// lines.
+type mdNote struct {
+	label string
+	items []string
+}
+
+// poolNotes collects a pool's blockers, waits, holds, nodes out of service, drift and
+// warnings, each kind in one list.
+func poolNotes(pp planner.PoolPlan, nodes []*planner.NodePlan) []mdNote {
+	var blockedN, waits, held, out, drift, warns []string
+	for _, b := range pp.Blockers {
+		blockedN = append(blockedN, mdEscape(b.Message))
+	}
+	for _, n := range nodes {
+		addr := "`node." + n.Name + "`: "
+		for _, b := range n.Blockers {
+			if b.Kind == planner.BlockPDBWait {
+				waits = append(waits, addr+mdEscape(b.Message))
+			} else {
+				blockedN = append(blockedN, addr+mdEscape(b.Message))
+			}
+		}
+		switch {
+		case n.Held != "" && n.Condition != "":
+			held = append(held, addr+mdEscape(n.Held)+"; no steps; "+mdEscape(n.Condition)+", counts against max_unavailable")
+		case n.Held != "":
+			held = append(held, addr+mdEscape(n.Held)+"; no steps")
+		case n.Condition != "":
+			out = append(out, addr+mdEscape(n.Condition))
+		}
+		for _, d := range n.Drift {
+			drift = append(drift, addr+mdEscape(d.String()))
+		}
+		if n.DriftUnlisted > 0 {
+			drift = append(drift, addr+fmt.Sprintf("and %d more paths, not listed", n.DriftUnlisted))
+		}
+		for _, wn := range n.Warnings {
+			warns = append(warns, addr+mdEscape(wn))
+		}
+	}
+	var notes []mdNote
+	for _, n := range []mdNote{{"blocked", blockedN}, {"waits", waits}, {"held", held},
+		{"out of service", out}, {"drift", drift}, {"warning", warns}} {
+		if len(n.items) > 0 {
+			notes = append(notes, n)
+		}
+	}
+	if pp.Untargeted > 0 {
+		notes = append(notes, mdNote{"not targeted", []string{plural(pp.Untargeted, "%d node", "%d nodes")}})
+	}
+	return notes
+}
+
+// hasBlock reports whether a node's blockers hold one that is not just a wait
+// (PlanSummary's count of blocked nodes).
+func hasBlock(bs []planner.Blocker) bool {
+	for _, b := range bs {
+		if b.Kind != planner.BlockPDBWait {
+			return true
+		}
+	}
+	return false
+}
+
+func codeList(items []string) string {
+	return "`" + strings.Join(items, "`, `") + "`"
+}
+
+// mdEscape keeps free text (messages, reasons, paths) from being read as markdown or HTML.
+var mdEscaper = strings.NewReplacer(`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`,
+	"<", "&lt;", ">", "&gt;", "|", `\|`, "~", `\~`, "\n", " ")
+
+func mdEscape(s string) string { return mdEscaper.Replace(s) }
+
+func short(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
