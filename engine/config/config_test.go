@@ -175,23 +175,7 @@ config "x" {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			write(t, dir, "base.hcl", "provider \"local\" { fleet = \"f\" }\npool \"worker\" {}\n")
-			write(t, dir, "main.hcl", tt.src)
-			_, diags := Load(dir, Options{})
-			var found *hcl.Diagnostic
-			for _, d := range diags {
-				if d.Summary == tt.summary {
-					found = d
-				}
-			}
-			if found == nil {
-				t.Fatalf("no %q diagnostic; got %v", tt.summary, diags)
-			}
-			s := found.Subject
-			if s == nil || filepath.Base(s.Filename) != "main.hcl" || s.Start.Line != tt.line || s.Start.Column != tt.col {
-				t.Errorf("%q at %v, want main.hcl line %d column %d", tt.summary, s, tt.line, tt.col)
-			}
+			found := diagAt(t, "provider \"local\" { fleet = \"f\" }\npool \"worker\" {}\n", tt.src, tt.summary, tt.line, tt.col)
 			if tt.name == "duplicate pool" && !strings.Contains(found.Detail, "base.hcl:2,6") {
 				t.Errorf("duplicate does not name the first declaration: %s", found.Detail)
 			}
@@ -311,4 +295,28 @@ func TestProviderDurations(t *testing.T) {
 		!strings.Contains(diags[0].Detail, "reboot_duration") {
 		t.Fatalf("diags: %v", diags)
 	}
+}
+
+// diagAt loads base.hcl and main.hcl (src) and returns the diagnostic summarised summary,
+// failing the test unless there is one and it is at main.hcl line:col.
+func diagAt(t *testing.T, base, src, summary string, line, col int) *hcl.Diagnostic {
+	t.Helper()
+	dir := t.TempDir()
+	write(t, dir, "base.hcl", base)
+	write(t, dir, "main.hcl", src)
+	_, diags := Load(dir, Options{})
+	var found *hcl.Diagnostic
+	for _, d := range diags {
+		if d.Summary == summary {
+			found = d
+		}
+	}
+	if found == nil {
+		t.Fatalf("no %q diagnostic; got %v", summary, diags)
+	}
+	s := found.Subject
+	if s == nil || filepath.Base(s.Filename) != "main.hcl" || s.Start.Line != line || s.Start.Column != col {
+		t.Errorf("%q at %v, want main.hcl line %d column %d", summary, s, line, col)
+	}
+	return found
 }

@@ -1,12 +1,10 @@
 package config
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcpfleet/mcp/model"
 )
@@ -97,23 +95,7 @@ func TestPacingErrorsHavePlaces(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			write(t, dir, "base.hcl", "provider \"local\" { fleet = \"f\" }\n")
-			write(t, dir, "main.hcl", tt.src)
-			_, diags := Load(dir, Options{})
-			var found *hcl.Diagnostic
-			for _, d := range diags {
-				if d.Summary == tt.summary {
-					found = d
-				}
-			}
-			if found == nil {
-				t.Fatalf("no %q diagnostic; got %v", tt.summary, diags)
-			}
-			s := found.Subject
-			if s == nil || filepath.Base(s.Filename) != "main.hcl" || s.Start.Line != tt.line || s.Start.Column != tt.col {
-				t.Errorf("%q at %v, want main.hcl line %d column %d", tt.summary, s, tt.line, tt.col)
-			}
+			diagAt(t, "provider \"local\" { fleet = \"f\" }\n", tt.src, tt.summary, tt.line, tt.col)
 		})
 	}
 }
