@@ -71,6 +71,8 @@ const (
 	DriftMode    DriftKind = "mode"
 	DriftType    DriftKind = "type" // e.g. a symlink or directory where a file belongs
 	DriftMask    DriftKind = "mask"
+	// DriftOwner: the file's uid:gid are not its user and group (resolved on the node).
+	DriftOwner DriftKind = "owner"
 	// DriftUnlistedKind marks a path restored because the node reported more drift than
 	// it listed: it may or may not have drifted.
 	DriftUnlistedKind DriftKind = "unlisted"

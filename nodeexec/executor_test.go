@@ -303,3 +303,37 @@ func TestCheckBeforeUpdate(t *testing.T) {
 		t.Errorf("drift the plan restores was refused: %v", err)
 	}
 }
+
+// A file whose owner is not its config's user and group, as resolved in the node's own
+// etc/passwd and etc/group, has drifted; a write restores the owner.
+func TestVerifyReportsOwnerDrift(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("owners are set, and so checked, only as root")
+	}
+	root := t.TempDir()
+	makeTree(t, root, tree{
+		"etc/passwd": {Content: "root:x:0:0::/root:/bin/sh\nchrony:x:994:992::/var/lib/chrony:/sbin/nologin\n", Mode: 0o644},
+		"etc/group":  {Content: "root:x:0:\nchrony:x:992:\n", Mode: 0o644},
+		"etc/c.conf": {Content: "x", Mode: 0o644},
+	})
+	to := &model.Rendered{Files: []model.File{{Path: "/etc/c.conf", Mode: 0o644, Contents: []byte("x"), User: "chrony", Group: "chrony"}}}
+	e := &Executor{Root: root, Host: &RecordingHost{}}
+	drift, err := e.Verify(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(drift) != 1 || drift[0].Kind != model.DriftOwner || drift[0].Expected != "994:992 (chrony:chrony)" || drift[0].Found != "0:0" {
+		t.Fatalf("drift = %+v, want the owner 994:992 where 0:0 is", drift)
+	}
+	if err := e.Run(context.Background(), to, to, model.Step{Kind: model.StepWrite, Target: "/etc/c.conf"}); err != nil {
+		t.Fatal(err)
+	}
+	if drift, err := e.Verify(to); err != nil || len(drift) != 0 {
+		t.Errorf("after the write: %+v, %v", drift, err)
+	}
+	// A name the node does not know is not drift (the write would fail, not drift).
+	to.Files[0].User = "nobody-here"
+	if drift, err := e.Verify(to); err != nil || len(drift) != 0 {
+		t.Errorf("unresolvable owner: %+v, %v", drift, err)
+	}
+}

@@ -24,6 +24,7 @@ const (
 	DriftMode    = model.DriftMode
 	DriftType    = model.DriftType
 	DriftMask    = model.DriftMask
+	DriftOwner   = model.DriftOwner
 )
 
 // DriftError reports drift: after an update (verify), or before one (the disk no longer
@@ -58,6 +59,9 @@ func (e *Executor) Verify(target *model.Rendered) ([]Drift, error) {
 		d, err := checkFile(r, f.Path, f.Contents, fs.FileMode(f.Mode))
 		if err != nil {
 			return nil, err
+		}
+		if len(d) == 0 {
+			d = checkOwner(r, f.Path, f.User, f.Group)
 		}
 		out = append(out, d...)
 	}
@@ -157,6 +161,40 @@ func checkFile(d *dirs, p string, want []byte, mode fs.FileMode) ([]Drift, error
 		out = append(out, Drift{Path: p, Kind: DriftMode, Expected: fmt.Sprintf("%04o", mode.Perm()), Found: fmt.Sprintf("%04o", st.Mode().Perm())})
 	}
 	return out, nil
+}
+
+// checkOwner reports a file whose owner is not the config's user and group, resolved in
+// the node's own etc/passwd and etc/group. As the writer (chownNamed), it holds only a
+// process running as root to owners, and names that do not resolve to nothing.
+func checkOwner(d *dirs, p, user, group string) []Drift {
+	if (user == "" && group == "") || os.Geteuid() != 0 {
+		return nil
+	}
+	r, rel := d.in(p)
+	st, err := r.Lstat(rel)
+	if err != nil {
+		return nil
+	}
+	uid, gid, ok := fileOwner(st)
+	if !ok {
+		return nil
+	}
+	wantUID, wantGID := uid, gid
+	if user != "" {
+		if wantUID, err = lookupID(d.root, "etc/passwd", user); err != nil {
+			return nil
+		}
+	}
+	if group != "" {
+		if wantGID, err = lookupID(d.root, "etc/group", group); err != nil {
+			return nil
+		}
+	}
+	if uid == wantUID && gid == wantGID {
+		return nil
+	}
+	return []Drift{{Path: p, Kind: DriftOwner, Expected: fmt.Sprintf("%d:%d (%s:%s)", wantUID, wantGID, user, group),
+		Found: fmt.Sprintf("%d:%d", uid, gid)}}
 }
 
 // CheckBeforeUpdate compares the disk with the config the node runs (from) before an
