@@ -72,8 +72,9 @@ func (p *Provider) WaitHealthy(ctx context.Context, node string, timeout time.Du
 	}
 	// Most nodes' DaemonSet pods are Ready by the time the node is: one list says so, and
 	// only a node whose pods are not gets a watch (a list again, then the watch).
-	sel := fields.OneTermEqualSelector("spec.nodeName", node).String()
-	if list, lerr := p.client.CoreV1().Pods(metav1.NamespaceAll).List(tctx, metav1.ListOptions{FieldSelector: sel}); lerr == nil {
+	lw := p.podListWatch(node)
+	if obj, lerr := lw.ListWithContextFunc(tctx, metav1.ListOptions{}); lerr == nil {
+		list := obj.(*corev1.PodList)
 		for i := range list.Items {
 			note(&list.Items[i], false)
 		}
@@ -82,7 +83,7 @@ func (p *Provider) WaitHealthy(ctx context.Context, node string, timeout time.Du
 		}
 		clear(pods)
 	}
-	_, err = watchtools.UntilWithSync(quiet, p.podListWatch(node), &corev1.Pod{},
+	_, err = watchtools.UntilWithSync(quiet, lw, &corev1.Pod{},
 		func(store cache.Store) (bool, error) {
 			for _, obj := range store.List() {
 				note(obj, false)

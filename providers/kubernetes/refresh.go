@@ -187,7 +187,7 @@ func pdbOf(b *policyv1.PodDisruptionBudget) model.PDB {
 // watch of the nodes (ShareWatches), with no request; while that watch is failing, or
 // without one, from a paged LIST of the nodes.
 func (p *Provider) ObserveNodes(ctx context.Context, names []string) ([]model.Node, error) {
-	if h := p.sharedHub(); h != nil && h.sync(ctx) == nil && !h.failingNow() {
+	if h := p.currentHub(ctx); h != nil {
 		nodes, err := h.observe(names)
 		if err != nil {
 			return nil, err

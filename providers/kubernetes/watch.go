@@ -48,19 +48,15 @@ func (p *Provider) ShareWatches(ctx context.Context) (stop func()) {
 // nodes is the hub for node: the shared one while ShareWatches is on, else one of its own
 // that watches only node, to be stopped by the caller (release).
 func (p *Provider) nodes(ctx context.Context, node string) (h *nodeHub, release func()) {
-	p.hubMu.Lock()
-	defer p.hubMu.Unlock()
-	if p.hubCtx != nil {
-		if p.hub == nil || p.hub.dead() {
-			p.hub = p.startHub(p.hubCtx, "")
-		}
-		return p.hub, func() {}
+	if h := p.sharedHub(); h != nil {
+		return h, func() {}
 	}
 	h = p.startHub(ctx, node)
 	return h, h.stop
 }
 
-// sharedHub is the shared hub when ShareWatches is on and it is working, else nil.
+// sharedHub is the shared hub while ShareWatches is on (made anew when the last one was
+// lost), else nil.
 func (p *Provider) sharedHub() *nodeHub {
 	p.hubMu.Lock()
 	defer p.hubMu.Unlock()
@@ -73,10 +69,19 @@ func (p *Provider) sharedHub() *nodeHub {
 	return p.hub
 }
 
+// currentHub is the shared hub when what it holds is current: it has its first list and
+// its lists and watches are not failing. Else nil, and the caller asks the API server.
+func (p *Provider) currentHub(ctx context.Context) *nodeHub {
+	if h := p.sharedHub(); h != nil && h.sync(ctx) == nil && !h.failingNow() {
+		return h
+	}
+	return nil
+}
+
 // readNode is the node as it is now: from the shared watch while it works (a copy: the
 // caller may change it), else a GET.
 func (p *Provider) readNode(ctx context.Context, node string) (*corev1.Node, error) {
-	if h := p.sharedHub(); h != nil && h.sync(ctx) == nil && !h.failingNow() {
+	if h := p.currentHub(ctx); h != nil {
 		if n := h.get(node); n != nil {
 			return n.DeepCopy(), nil
 		}
@@ -191,7 +196,7 @@ func (h *nodeHub) dead() bool {
 	return h.lost != nil
 }
 
-// failingNow is the hub's last failure while its lists and watches fail, else nil: what it
+// failingNow says whether the hub's lists and watches are failing (or it is lost): what it
 // holds may be old then.
 func (h *nodeHub) failingNow() bool {
 	h.mu.Lock()
