@@ -13,6 +13,8 @@ type Desired struct {
 	IgnitionVersion string
 	Pools           []Pool   // sorted by name
 	Configs         []Config // sorted by name (the merge order)
+	// BootImages are the boot_image blocks, sorted by name.
+	BootImages []BootImageDef
 	// Dir is the directory the configuration was loaded from; relative paths in
 	// provider and state blocks are relative to it.
 	Dir string
@@ -114,12 +116,6 @@ const (
 
 // Reports reports whether drift is only reported, not restored.
 func (o OnDrift) Reports() bool { return o == OnDriftReport }
-
-// BootImage is a pool's boot-image policy.
-type BootImage struct {
-	Policy string // "managed" (default) or "pinned"
-	Image  string // for pinned
-}
 
 // IntOrPercent is max_unavailable: an absolute count or a percentage of the pool.
 type IntOrPercent struct {

@@ -13,6 +13,9 @@ type Fleet struct {
 	Nodes []Node `json:"nodes"` // sorted by name
 	Pods  []Pod  `json:"pods,omitempty"`
 	PDBs  []PDB  `json:"pdbs,omitempty"`
+	// Templates are the machine templates that create nodes (Kubernetes: MachineSets and
+	// Cluster API infrastructure templates), sorted by ID; the local fleet has none.
+	Templates []MachineTemplate `json:"templates,omitempty"`
 }
 
 // Node is one observed node.

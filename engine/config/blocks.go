@@ -39,7 +39,7 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 		}
 		name := b.Labels[0]
 		p := model.Pool{Name: name, MaxUnavailable: model.IntOrPercent{Value: 1}, DeclRange: hclpos.From(b.DefRange),
-			NodeSelector: map[string]string{"node-role.kubernetes.io/" + name: ""}, BootImage: model.BootImage{Policy: "managed"},
+			NodeSelector: map[string]string{"node-role.kubernetes.io/" + name: ""}, BootImage: model.BootImage{Policy: model.BootImageManaged, Skew: model.SkewWarn},
 			Pacing: model.Pacing{MaxFailures: 1}}
 		content, d := b.Body.Content(poolSchema)
 		diags = append(diags, d...)
@@ -76,7 +76,11 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 		for _, bb := range content.Blocks {
 			switch bb.Type {
 			case "boot_image":
-				bi, d := l.bootImage(bb)
+				if p.BootImage.Declared {
+					diags = append(diags, duplicate("boot_image block", "", bb.DefRange, *hclpos.Subject(p.BootImage.DeclRange)))
+					continue
+				}
+				bi, d := l.bootImage(name, bb)
 				diags = append(diags, d...)
 				p.BootImage = bi
 			case "health_check":
@@ -148,28 +152,6 @@ func (l *loader) maxUnavailable(a *hcl.Attribute) (model.IntOrPercent, hcl.Diagn
 		return model.IntOrPercent{Value: n}, diags
 	}
 	return model.IntOrPercent{Value: 1}, append(diags, bad)
-}
-
-func (l *loader) bootImage(b *hcl.Block) (model.BootImage, hcl.Diagnostics) {
-	bi := model.BootImage{Policy: "managed"}
-	content, diags := b.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "policy"}, {Name: "image"}}})
-	if a := content.Attributes["policy"]; a != nil {
-		v, d := l.str(a)
-		diags = append(diags, d...)
-		if v != "managed" && v != "pinned" && !d.HasErrors() {
-			diags = append(diags, errAt(a.Expr.Range(), "Invalid boot image policy", fmt.Sprintf("policy %q: use \"managed\" or \"pinned\".", v)))
-		}
-		bi.Policy = v
-	}
-	if a := content.Attributes["image"]; a != nil {
-		v, d := l.str(a)
-		diags = append(diags, d...)
-		bi.Image = v
-	}
-	if bi.Policy == "pinned" && bi.Image == "" {
-		diags = append(diags, errAt(b.DefRange, "Pinned boot image without an image", `policy = "pinned" needs image = "…".`))
-	}
-	return bi, diags
 }
 
 // onDrift reads a pool's on_drift: "restore" or "report".

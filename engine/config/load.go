@@ -48,7 +48,7 @@ type Result struct {
 var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "mcp"}, {Type: "provider", LabelNames: []string{"type"}}, {Type: "state"},
 	{Type: "variable", LabelNames: []string{"name"}}, {Type: "pool", LabelNames: []string{"name"}},
-	{Type: "config", LabelNames: []string{"name"}},
+	{Type: "config", LabelNames: []string{"name"}}, {Type: "boot_image", LabelNames: []string{"name"}},
 }}
 
 // Load reads the configuration in dir. The Result is non-nil whenever files were parsed,
@@ -88,6 +88,7 @@ func Load(dir string, opts Options) (*Result, hcl.Diagnostics) {
 	diags = append(diags, l.settings(blocks.OfType("mcp"))...)
 	diags = append(diags, l.provider(blocks.OfType("provider"))...)
 	diags = append(diags, l.state(blocks.OfType("state"))...)
+	diags = append(diags, l.bootImages(blocks.OfType("boot_image"))...)
 	diags = append(diags, l.pools(blocks.OfType("pool"))...)
 	diags = append(diags, l.configs(blocks.OfType("config"))...)
 	res.Desired = l.d

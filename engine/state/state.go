@@ -29,6 +29,9 @@ type State struct {
 	Serial  int64  `json:"serial"`
 	// Pointers maps a pool to the rendered config a node of the pool boots now.
 	Pointers map[string]string `json:"pointers,omitempty"`
+	// BootImages maps a pool to the boot image apply last made its new nodes boot (its
+	// machine templates' and `mcp fleet add`'s): what a plan's boot_image resources change.
+	BootImages map[string]model.BootImageDef `json:"boot_images,omitempty"`
 	// Journal holds, per node, the steps an unfinished apply completed.
 	Journal map[string]model.JournalEntry `json:"journal,omitempty"`
 	// Rendered holds the rendered configs by name. Backends may store them apart from the
@@ -53,6 +56,7 @@ func newLineage() string {
 func (s *State) Clone() *State {
 	c := *s
 	c.Pointers = maps.Clone(s.Pointers)
+	c.BootImages = maps.Clone(s.BootImages) // the values' Images maps are never changed in place
 	c.Journal = make(map[string]model.JournalEntry, len(s.Journal))
 	for k, v := range s.Journal {
 		v.Done = slices.Clone(v.Done)

@@ -1,0 +1,187 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcpfleet/mcp/internal/hclpos"
+	"github.com/mcpfleet/mcp/model"
+)
+
+var bootImageDefSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "os_image", Required: true}, {Name: "images"}}}
+
+// bootImages reads the boot_image "NAME" blocks: an OS image and its images per platform.
+// Two blocks of one OS image are refused: a managed pool picks its block by OS image.
+func (l *loader) bootImages(blocks hcl.Blocks) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	names := newLabels("boot_image")
+	byOS := map[string]hcl.Range{}
+	for _, b := range blocks {
+		if d := names.declare(b); d != nil {
+			diags = append(diags, d)
+			continue
+		}
+		bi := model.BootImageDef{Name: b.Labels[0], DeclRange: hclpos.From(b.DefRange)}
+		content, d := b.Body.Content(bootImageDefSchema)
+		diags = append(diags, d...)
+		if a := content.Attributes["os_image"]; a != nil {
+			v, d := l.str(a)
+			diags = append(diags, d...)
+			switch {
+			case d.HasErrors():
+			case v == "":
+				diags = append(diags, errAt(a.Expr.Range(), "Empty os_image", fmt.Sprintf("boot_image %q needs the OS image it boots.", bi.Name)))
+			default:
+				if prev, ok := byOS[v]; ok {
+					diags = append(diags, errAt(a.Expr.Range(), "Two boot images of one OS image",
+						fmt.Sprintf("boot_image %q boots os_image %q, as the boot_image at %s does: a managed pool picks its boot image by OS image, so each OS image may have one.", bi.Name, v, posOf(prev))))
+				}
+				byOS[v] = a.Expr.Range()
+			}
+			bi.OSImage = v
+		}
+		if a := content.Attributes["images"]; a != nil {
+			m, d := l.strMap(a)
+			diags = append(diags, d...)
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				if strings.TrimSpace(m[k]) == "" {
+					diags = append(diags, errAt(a.Expr.Range(), "Empty boot image", fmt.Sprintf("boot_image %q: images[%q] is empty.", bi.Name, k)))
+				}
+			}
+			bi.Images = m
+		}
+		l.d.BootImages = append(l.d.BootImages, bi)
+	}
+	slices.SortFunc(l.d.BootImages, func(a, b model.BootImageDef) int { return strings.Compare(a.Name, b.Name) })
+	return diags
+}
+
+var poolBootImageSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "policy"}, {Name: "image"}, {Name: "skew"}},
+	Blocks:     []hcl.BlockHeaderSchema{{Type: "machine_templates"}},
+}
+
+// bootImage reads a pool's boot_image block. image is a reference, boot_image.NAME, to a
+// block bootImages read (so a typo is an error here, not a node that boots nothing).
+func (l *loader) bootImage(pool string, b *hcl.Block) (model.BootImage, hcl.Diagnostics) {
+	bi := model.BootImage{Policy: model.BootImageManaged, Skew: model.SkewWarn, Declared: true, DeclRange: hclpos.From(b.DefRange)}
+	content, diags := b.Body.Content(poolBootImageSchema)
+	if a := content.Attributes["policy"]; a != nil {
+		v, d := l.str(a)
+		diags = append(diags, d...)
+		switch p := model.BootImagePolicy(v); {
+		case d.HasErrors():
+		case p == model.BootImageManaged || p == model.BootImagePinned:
+			bi.Policy = p
+		default:
+			diags = append(diags, errAt(a.Expr.Range(), "Invalid boot image policy",
+				fmt.Sprintf("policy %q: use \"managed\" (the boot_image of the pool's OS image) or \"pinned\" (with image = boot_image.NAME).", v)))
+		}
+	}
+	if a := content.Attributes["skew"]; a != nil {
+		v, d := l.str(a)
+		diags = append(diags, d...)
+		switch s := model.SkewPolicy(v); {
+		case d.HasErrors():
+		case s == model.SkewWarn || s == model.SkewEnforce:
+			bi.Skew = s
+		default:
+			diags = append(diags, errAt(a.Expr.Range(), "Invalid skew",
+				fmt.Sprintf("skew %q: use \"warn\" (show it) or \"enforce\" (refuse to apply while new nodes would boot another OS image than the pool's).", v)))
+		}
+	}
+	image := content.Attributes["image"]
+	if image != nil {
+		name, d := l.bootImageRef(image)
+		diags = append(diags, d...)
+		bi.Image = name
+	}
+	switch {
+	case bi.Policy == model.BootImagePinned && image == nil:
+		diags = append(diags, errAt(b.DefRange, "Pinned boot image without an image",
+			fmt.Sprintf("Pool %q: policy = \"pinned\" needs image = boot_image.NAME.", pool)))
+	case bi.Policy == model.BootImageManaged && image != nil:
+		diags = append(diags, errAt(image.NameRange, "Image of a managed boot image",
+			fmt.Sprintf("Pool %q: a managed boot image is the boot_image of the pool's OS image; to choose one, set policy = \"pinned\".", pool)))
+	}
+	for i, bb := range content.Blocks {
+		if i > 0 {
+			diags = append(diags, duplicate("machine_templates block", "", bb.DefRange, content.Blocks[0].DefRange))
+			continue
+		}
+		sel, d := l.templateSelection(bb)
+		diags = append(diags, d...)
+		bi.Templates = sel
+	}
+	return bi, diags
+}
+
+// bootImageRef reads image = boot_image.NAME.
+func (l *loader) bootImageRef(a *hcl.Attribute) (string, hcl.Diagnostics) {
+	bad := errAt(a.Expr.Range(), "Invalid boot image reference",
+		fmt.Sprintf("image must name a boot_image block, as boot_image.NAME (declared: %s).", l.bootImageNames()))
+	t, d := hcl.AbsTraversalForExpr(a.Expr)
+	if d.HasErrors() || len(t) != 2 || t.RootName() != "boot_image" {
+		return "", hcl.Diagnostics{bad}
+	}
+	attr, ok := t[1].(hcl.TraverseAttr)
+	if !ok {
+		return "", hcl.Diagnostics{bad}
+	}
+	if l.d.BootImageDef(attr.Name) == nil {
+		return "", hcl.Diagnostics{errAt(a.Expr.Range(), "Unknown boot image",
+			fmt.Sprintf("boot_image.%s is not declared (declared: %s).", attr.Name, l.bootImageNames()))}
+	}
+	return attr.Name, nil
+}
+
+func (l *loader) bootImageNames() string {
+	if len(l.d.BootImages) == 0 {
+		return "none"
+	}
+	var s []string
+	for _, b := range l.d.BootImages {
+		s = append(s, "boot_image."+b.Name)
+	}
+	return strings.Join(s, ", ")
+}
+
+var templateSelectionSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "selection"}, {Name: "match_labels"}}}
+
+// templateSelection reads machine_templates { selection = "all" | "partial", match_labels }.
+func (l *loader) templateSelection(b *hcl.Block) (*model.TemplateSelection, hcl.Diagnostics) {
+	s := &model.TemplateSelection{Mode: model.TemplatesAll, DeclRange: hclpos.From(b.DefRange)}
+	content, diags := b.Body.Content(templateSelectionSchema)
+	if a := content.Attributes["selection"]; a != nil {
+		v, d := l.str(a)
+		diags = append(diags, d...)
+		switch m := model.TemplateMode(v); {
+		case d.HasErrors():
+		case m == model.TemplatesAll || m == model.TemplatesPartial:
+			s.Mode = m
+		default:
+			diags = append(diags, errAt(a.Expr.Range(), "Invalid selection",
+				fmt.Sprintf("selection %q: use \"all\" (every template that makes the pool's nodes) or \"partial\" (those with match_labels).", v)))
+		}
+	}
+	labels := content.Attributes["match_labels"]
+	if labels != nil {
+		m, d := l.strMap(labels)
+		diags = append(diags, d...)
+		s.MatchLabels = m
+	}
+	switch {
+	case s.Mode == model.TemplatesPartial && len(s.MatchLabels) == 0 && labels == nil:
+		diags = append(diags, errAt(b.DefRange, "Partial selection without labels", `selection = "partial" needs match_labels = { … }.`))
+	case s.Mode == model.TemplatesPartial && len(s.MatchLabels) == 0:
+		diags = append(diags, errAt(labels.Expr.Range(), "Empty match_labels", `selection = "partial" needs at least one label.`))
+	case s.Mode == model.TemplatesAll && labels != nil:
+		diags = append(diags, errAt(labels.NameRange, "Labels of an \"all\" selection",
+			`match_labels selects only with selection = "partial"; with "all" it would be ignored.`))
+	}
+	return s, diags
+}
