@@ -105,3 +105,13 @@ type GateError struct {
 func (e *GateError) Error() string {
 	return fmt.Sprintf("health gate %q did not pass: %s", e.Gate, e.Output)
 }
+
+// TemplatePatcher is implemented by providers whose fleets have machine templates
+// (providers/kubernetes: MachineSets and Cluster API infrastructure templates, observed in
+// Refresh as Fleet.Templates). Apply calls it for each template the plan updates.
+type TemplatePatcher interface {
+	// SetTemplateImage sets the boot image of template t from from to to, changing only
+	// its image field (t.Field), and only if the field still holds from: a template changed
+	// since it was observed is an error naming it and what it holds now, not overwritten.
+	SetTemplateImage(ctx context.Context, t model.MachineTemplate, from, to string) error
+}
