@@ -181,6 +181,10 @@ type MachineTemplate struct {
 	// Unsupported says why mcp cannot manage this template's image ("" when it can):
 	// an unknown platform, no image field found.
 	Unsupported string `json:"unsupported,omitempty"`
+	// LastError is why the API server last refused to set the template's image (an
+	// admission webhook's message), as apply recorded it on the template; "" after a set
+	// that succeeded. A template whose image is the wanted one is reconciled whatever it says.
+	LastError string `json:"last_error,omitempty"`
 }
 
 // ID names the template as "Kind/namespace/name".

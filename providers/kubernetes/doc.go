@@ -7,6 +7,13 @@
 //   - Refresh (refresh.go) makes a constant number of requests whatever the fleet's size:
 //     one paged LIST (500 a page) each of nodes, pods (all namespaces, bound, not finished)
 //     and policy/v1 PodDisruptionBudgets. Nothing is read per node.
+//   - Machine templates (templates.go, platforms.go) are read in the same refresh through
+//     the dynamic client: one paged LIST each of machine.openshift.io/v1beta1 MachineSets
+//     and cluster.x-k8s.io/v1beta1 MachineDeployments (all namespaces; a resource the
+//     API server does not serve has none), and one GET per infrastructure template the
+//     MachineDeployments name (its resource found by discovery, once). SetTemplateImage
+//     (templatepatch.go) sets one template's image with a JSON patch that tests the old
+//     value: nothing else of the object is written.
 //   - Cordon and Uncordon (cordon.go) use k8s.io/kubectl/pkg/drain's cordon helper.
 //   - Drain (drain.go) uses k8s.io/kubectl/pkg/drain to choose the pods (DaemonSet pods
 //     kept, mirror pods skipped, owner-less pods and emptyDir pods evicted) and to evict them

@@ -10,9 +10,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
 
 	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
@@ -76,7 +80,11 @@ func (o Options) deleteEmptyDirData() bool {
 
 // Provider is a Kubernetes cluster seen through its API server.
 type Provider struct {
-	client   k8s.Interface
+	client k8s.Interface
+	// dyn reads and patches machine templates (CRDs); mapper finds the resource of an
+	// infrastructure template's kind. Both nil: the provider sees no machine templates.
+	dyn      dynamic.Interface
+	mapper   meta.RESTMapper
 	host     string // the API server's URL ("" for NewForClient)
 	o        Options
 	requests *atomic.Int64 // nil when the client was handed in (NewForClient)
@@ -119,15 +127,28 @@ func New(cfg *rest.Config, opts Options) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
 	}
-	p := NewForClient(c, opts)
+	d, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes dynamic client for %s: %w", cfg.Host, err)
+	}
+	// Discovery is asked only when a MachineDeployment names an infrastructure template,
+	// once per command (the mapper caches it).
+	m := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Discovery()))
+	p := NewForClients(c, d, m, opts)
 	p.requests, p.host = n, cfg.Host
 	return p, nil
 }
 
 // NewForClient builds the provider on a client made elsewhere (a fake clientset in unit
-// tests). Its requests are not counted.
+// tests). Its requests are not counted, and it sees no machine templates.
 func NewForClient(c k8s.Interface, opts Options) *Provider {
-	return &Provider{client: c, o: opts.withDefaults()}
+	return NewForClients(c, nil, nil, opts)
+}
+
+// NewForClients is NewForClient with the clients that read and patch machine templates:
+// a dynamic client, and a RESTMapper for the kinds of Cluster API infrastructure templates.
+func NewForClients(c k8s.Interface, d dynamic.Interface, m meta.RESTMapper, opts Options) *Provider {
+	return &Provider{client: c, dyn: d, mapper: m, o: opts.withDefaults()}
 }
 
 // FromAttrs builds the provider from the HCL block provider "kubernetes" { kubeconfig,

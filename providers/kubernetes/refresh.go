@@ -30,8 +30,9 @@ const activePods = "spec.nodeName!=,status.phase!=" + string(corev1.PodSucceeded
 	",status.phase!=" + string(corev1.PodFailed)
 
 // Refresh lists nodes, pods and PodDisruptionBudgets, one paged LIST each (run side by
-// side), whatever the number of nodes. Nodes are sorted by name, pods by namespace/name,
-// PDBs by namespace/name.
+// side), whatever the number of nodes, and the machine templates (templates.go: MachineSets
+// and MachineDeployments, one paged LIST each, and a GET per infrastructure template).
+// Nodes are sorted by name, pods by namespace/name, PDBs by namespace/name, templates by ID.
 func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 	f := &model.Fleet{Nodes: []model.Node{}}
 	g, ctx := errgroup.WithContext(ctx)
@@ -67,6 +68,10 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 				f.PDBs = append(f.PDBs, pdbOf(obj.(*policyv1.PodDisruptionBudget)))
 				return nil
 			})
+	})
+	g.Go(func() (err error) {
+		f.Templates, err = p.templates(ctx)
+		return err
 	})
 	if err := g.Wait(); err != nil {
 		return nil, err

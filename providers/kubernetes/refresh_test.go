@@ -109,7 +109,8 @@ func TestRefreshListsOnce(t *testing.T) {
 }
 
 // Against an HTTP server that pages as the API server does, Refresh asks for pages of 500
-// and Requests counts every request: ceil(nodes/500) + ceil(pods/500) + 1.
+// and Requests counts every request: ceil(nodes/500) + ceil(pods/500) + 1, and one list
+// each of MachineSets and MachineDeployments (which this server does not serve: 404, none).
 func TestRefreshPagesAndCounts(t *testing.T) {
 	srv := newPagingServer(1200, 1001)
 	defer srv.Close()
@@ -124,7 +125,7 @@ func TestRefreshPagesAndCounts(t *testing.T) {
 	if len(f.Nodes) != 1200 || len(f.Pods) != 1001 {
 		t.Fatalf("refresh saw %d nodes, %d pods; want 1200, 1001", len(f.Nodes), len(f.Pods))
 	}
-	if got, want := p.Requests(), int64(3+3+1); got != want {
+	if got, want := p.Requests(), int64(3+3+1+2); got != want {
 		t.Errorf("Requests() = %d, want %d", got, want)
 	}
 	if p.APIRequests() != p.Requests() {

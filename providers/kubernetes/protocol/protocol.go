@@ -50,6 +50,12 @@ const (
 	KernelArgs = Prefix + "kernel-args"
 )
 
+// BootImageError is the annotation apply writes on a machine template (a MachineSet, a
+// Cluster API infrastructure template) whose image the API server refused to set: the
+// server's message. A later set that succeeds removes it. It is not part of the agent
+// protocol: no agent reads it; mcp status shows it (model.MachineTemplate.LastError).
+const BootImageError = Prefix + "boot-image-error"
+
 // MaxDrift bounds the drift entries an annotation carries (annotations are small).
 const MaxDrift = 20
 
