@@ -118,6 +118,10 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 			rule("", "pods/eviction", "create"),
 			rule("policy", "poddisruptionbudgets", "get", "list"),
 			rule("apps", "daemonsets", "get"),
+			rule("machine.openshift.io", "machinesets", "get", "list", "patch"),
+			rule("cluster.x-k8s.io", "machinedeployments", "get", "list"),
+			{APIGroups: []string{"infrastructure.cluster.x-k8s.io"}, Verbs: []string{"get", "patch"},
+				Resources: []string{"awsmachinetemplates", "azuremachinetemplates", "dockermachinetemplates", "gcpmachinetemplates", "vspheremachinetemplates"}},
 		},
 		"Role mcp-system/mcp-apply": {rule("", "secrets", all...), rule("coordination.k8s.io", "leases", all...)},
 	}
