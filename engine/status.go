@@ -6,7 +6,8 @@ import (
 	"github.com/mcpfleet/mcp/planner"
 )
 
-// Status observes the fleet once and reads the state, and computes each pool's status.
+// Status observes the fleet once and reads the state, and computes each pool's status and
+// each machine template's.
 // It takes no lock and changes nothing: it is for watching a rollout another run is
 // making, as `oc get mcp` is. It checks no disk for drift (that is the plan's job and costs
 // a read of every managed file).
@@ -19,7 +20,12 @@ func (w *Workspace) Status(ctx context.Context) (*planner.Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	return planner.MakeStatus(w.Desired, st.Pointers, fleet)
+	s, err := planner.MakeStatus(w.Desired, st.Pointers, fleet)
+	if err != nil {
+		return nil, err
+	}
+	s.Templates = planner.MakeTemplateStatus(w.Desired, w.Rendered, st.BootImages, fleet.Templates)
+	return s, nil
 }
 
 // Drift refreshes the fleet — with each node's disk, kernel arguments and OS image checked

@@ -15,6 +15,8 @@ import (
 type Status struct {
 	Pools []PoolStatus
 	Nodes []NodeStatus // by pool (configuration order), then name; unmanaged nodes last
+	// Templates are the machine templates (MakeTemplateStatus), by ID.
+	Templates []TemplateStatus
 }
 
 // PoolStatus is one pool's counts. A node counts once in Machines and in any of the

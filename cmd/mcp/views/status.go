@@ -15,7 +15,7 @@ import (
 
 // StatusFormatVersion is the version of `mcp status -json` (docs/status.md). A new field
 // is a minor change; a changed or removed one a major change.
-const StatusFormatVersion = "1.0"
+const StatusFormatVersion = "1.1"
 
 // Status is what mcp status shows, once or at each refresh of -watch.
 type Status interface {
@@ -55,6 +55,10 @@ func (v *statusHuman) Status(s *planner.Status, at time.Time) error {
 		nodeTable(&b, s)
 	} else {
 		poolTable(&b, s)
+		if len(s.Templates) > 0 {
+			b.WriteString("\n")
+			templateTable(&b, s)
+		}
 	}
 	defer func() { v.shown++ }()
 	switch {
@@ -108,6 +112,17 @@ func poolTable(w io.Writer, s *planner.Status) {
 	t.Render()
 }
 
+// templateTable lists the machine templates: their image and whether it is their pool's
+// boot image.
+func templateTable(w io.Writer, s *planner.Status) {
+	t := tablewriter.NewWriter(w)
+	t.Header("TEMPLATE", "POOL", "PLATFORM", "IMAGE", "STATUS", "REASON")
+	for _, ts := range s.Templates {
+		t.Append(ts.Template.ID(), dash(ts.Pool), dash(ts.Template.Platform), dash(ts.Template.Image), string(ts.State), ts.Reason)
+	}
+	t.Render()
+}
+
 // nodeTable lists each node with the config it runs → the one it was told to move to.
 func nodeTable(w io.Writer, s *planner.Status) {
 	t := tablewriter.NewWriter(w)
@@ -144,6 +159,25 @@ type jsonStatus struct {
 	ObservedAt    time.Time        `json:"observed_at"`
 	Pools         []jsonPoolStatus `json:"pools"`
 	Nodes         []jsonNodeStatus `json:"nodes"`
+	// Templates came in 1.1.
+	Templates []jsonTemplateStatus `json:"templates"`
+}
+
+type jsonTemplateStatus struct {
+	ID          string `json:"id"`
+	Kind        string `json:"kind"`
+	APIVersion  string `json:"api_version"`
+	Namespace   string `json:"namespace"`
+	Name        string `json:"name"`
+	Owner       string `json:"owner"`
+	Pool        string `json:"pool"`
+	Platform    string `json:"platform"`
+	Field       string `json:"field"`
+	Image       string `json:"image"`
+	BootImage   string `json:"boot_image"`
+	WantedImage string `json:"wanted_image"`
+	Status      string `json:"status"`
+	Reason      string `json:"reason"`
 }
 
 type jsonPoolStatus struct {
@@ -174,7 +208,7 @@ type jsonNodeStatus struct {
 // line by line.
 func (v *statusJSON) Status(s *planner.Status, at time.Time) error {
 	js := jsonStatus{FormatVersion: StatusFormatVersion, ObservedAt: at.UTC(),
-		Pools: []jsonPoolStatus{}, Nodes: []jsonNodeStatus{}}
+		Pools: []jsonPoolStatus{}, Nodes: []jsonNodeStatus{}, Templates: []jsonTemplateStatus{}}
 	for _, p := range s.Pools {
 		js.Pools = append(js.Pools, jsonPoolStatus{Name: p.Name, Config: p.Config, Machines: p.Machines,
 			Updated: p.Updated, Updating: p.Updating, Degraded: p.Degraded, Held: p.Held, Ready: p.Ready, Paused: p.Paused})
@@ -183,6 +217,12 @@ func (v *statusJSON) Status(s *planner.Status, at time.Time) error {
 		js.Nodes = append(js.Nodes, jsonNodeStatus{Name: n.Name, Pool: n.Pool, CurrentConfig: n.Current,
 			DesiredConfig: n.Desired, State: n.State, Reason: n.Reason, Held: n.Held, HoldReason: n.HoldReason,
 			Condition: n.Condition})
+	}
+	for _, ts := range s.Templates {
+		t := ts.Template
+		js.Templates = append(js.Templates, jsonTemplateStatus{ID: t.ID(), Kind: t.Kind, APIVersion: t.APIVersion,
+			Namespace: t.Namespace, Name: t.Name, Owner: t.Owner, Pool: ts.Pool, Platform: t.Platform, Field: t.Field,
+			Image: t.Image, BootImage: ts.BootImage, WantedImage: ts.Wanted, Status: string(ts.State), Reason: ts.Reason})
 	}
 	b, err := json.Marshal(js)
 	if err != nil {

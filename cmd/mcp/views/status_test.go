@@ -2,10 +2,14 @@ package views
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
 
@@ -42,5 +46,52 @@ func TestStatusRedrawFitsTheTerminal(t *testing.T) {
 	v.Status(s, at)
 	if !strings.HasPrefix(b.String(), "\x1b[H") {
 		t.Errorf("the second redraw: %q", b.String())
+	}
+}
+
+// Machine templates get a table after the pools' when there are any, and always a list in
+// -json (format 1.1).
+func TestStatusTemplates(t *testing.T) {
+	tm := model.MachineTemplate{Kind: "MachineSet", APIVersion: "machine.openshift.io/v1beta1", Namespace: "openshift-machine-api",
+		Name: "w-a", Platform: "aws", Field: "spec.template.spec.providerSpec.value.ami.id", Image: "ami-1"}
+	s := &planner.Status{Pools: []planner.PoolStatus{{Name: "worker", Machines: 1}},
+		Templates: []planner.TemplateStatus{{Template: tm, Pool: "worker", BootImage: "rhcos-9", Wanted: "ami-2",
+			State: planner.TemplateLagging, Reason: "boot_image.rhcos-9's aws image is ami-2"}}}
+	var b bytes.Buffer
+	if err := NewStatus(StatusOptions{}, &b).Status(s, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"TEMPLATE", "REASON", "MachineSet/openshift-machine-api/w-a", "ami-1", "lagging", "boot_image.rhcos-9's aws image is ami-2"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "MACHINES") > strings.Index(out, "TEMPLATE") {
+		t.Errorf("the templates table comes before the pools':\n%s", out)
+	}
+	b.Reset()
+	NewStatus(StatusOptions{}, &b).Status(&planner.Status{Pools: s.Pools}, time.Now())
+	if strings.Contains(b.String(), "TEMPLATE") {
+		t.Errorf("a templates table with no templates:\n%s", b.String())
+	}
+
+	b.Reset()
+	if err := NewStatus(StatusOptions{JSON: true}, &b).Status(s, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		FormatVersion string           `json:"format_version"`
+		Templates     []map[string]any `json:"templates"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{{"id": "MachineSet/openshift-machine-api/w-a", "kind": "MachineSet", "api_version": "machine.openshift.io/v1beta1",
+		"namespace": "openshift-machine-api", "name": "w-a", "owner": "", "pool": "worker", "platform": "aws",
+		"field": "spec.template.spec.providerSpec.value.ami.id", "image": "ami-1", "boot_image": "rhcos-9", "wanted_image": "ami-2",
+		"status": "lagging", "reason": "boot_image.rhcos-9's aws image is ami-2"}}
+	if doc.FormatVersion != "1.1" || !cmp.Equal(want, doc.Templates) {
+		t.Errorf("-json: version %s, templates %s", doc.FormatVersion, cmp.Diff(want, doc.Templates))
 	}
 }
