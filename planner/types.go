@@ -18,7 +18,7 @@ type Input struct {
 	Pointers map[string]string
 	// BootImages is the state's boot image per pool (what apply last made new nodes boot).
 	BootImages map[string]model.BootImageDef
-	Fleet    *model.Fleet
+	Fleet      *model.Fleet
 	// Journal is the progress of an apply that did not finish, by node name.
 	Journal map[string]model.JournalEntry
 	// Targets limits the rollout to these pools and nodes ("pool.NAME", "node.NAME"; none:

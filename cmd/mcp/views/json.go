@@ -57,7 +57,7 @@ type resourceChange struct {
 	// Index is the key of a resource of a map (a machine template's "Kind/namespace/name").
 	Index  any    `json:"index,omitempty"`
 	Change change `json:"change"`
-	MCP     any    `json:"mcp,omitempty"` // *nodeMeta in resource_changes, *driftMeta in resource_drift
+	MCP    any    `json:"mcp,omitempty"` // *nodeMeta in resource_changes, *driftMeta in resource_drift
 }
 
 // driftMeta is mcp's detail of a resource_drift entry: whether the plan restores it.
