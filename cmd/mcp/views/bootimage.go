@@ -1,6 +1,7 @@
 package views
 
 import (
+	"bufio"
 	"cmp"
 	"fmt"
 	"io"
@@ -171,4 +172,35 @@ func bootImageDiff(from, to *model.BootImageDef) string {
 		}
 	}
 	return strings.Join(s, ", ")
+}
+
+// mdBootImages is the markdown summary's part for boot images: per pool worth showing, the
+// change, the templates to update or degraded, the skew and a refusal.
+func mdBootImages(w *bufio.Writer, p *planner.Plan) {
+	for i := range p.BootImages {
+		b := &p.BootImages[i]
+		if !bootImageWorthShowing(b) {
+			continue
+		}
+		line := "`boot_image." + b.To.Name + "`"
+		if b.Changed && !b.Kept {
+			line = "`" + bootImageName(b.From) + "` → " + line
+		}
+		fmt.Fprintf(w, "\n#### Boot image of `%s`: %s (%s, skew %s)\n\n", b.Pool, line, b.Policy, b.Skew)
+		if n := countTemplates(b, planner.TemplateUpdate); n > 0 && !b.Kept {
+			fmt.Fprintf(w, "- %s to update\n", plural(n, "%d machine template", "%d machine templates"))
+		}
+		for _, t := range b.Degraded() {
+			fmt.Fprintf(w, "- **degraded:** `%s`: %s\n", t.Template.ID(), mdEscape(t.Reason))
+		}
+		if b.FirstBootPivot {
+			fmt.Fprintf(w, "- **skew:** new nodes boot OS image `%s` and pivot to `%s` at first boot\n", b.To.OSImage, b.OSImage)
+		}
+		if len(b.Lagging) > 0 {
+			fmt.Fprintf(w, "- **skew:** left on another OS image: %s\n", codeList(b.Lagging))
+		}
+		if b.Refused != "" {
+			fmt.Fprintf(w, "- **refused:** %s\n", mdEscape(b.Refused))
+		}
+	}
 }
