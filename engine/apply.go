@@ -59,6 +59,9 @@ const (
 	EventHeld EventKind = "held"
 	// EventChecking: a node's steps are done and its health gates run.
 	EventChecking EventKind = "checking"
+	// EventTemplate: a machine template's boot image was set (Reason: "ID: from → to"),
+	// or could not be (Err).
+	EventTemplate EventKind = "template"
 )
 
 // Event is one progress report of an apply.
@@ -105,6 +108,9 @@ func (w *Workspace) Apply(ctx context.Context, st *state.State, pf *planfile.Fil
 
 // carryOut does plan, re-derived from the configuration, state and fleet by Apply.
 func (w *Workspace) carryOut(ctx context.Context, st *state.State, plan *planner.Plan, opts ApplyOptions) (*ApplyResult, error) {
+	if err := refuse(plan); err != nil {
+		return nil, err
+	}
 	a := newApplier(w, st, plan, opts)
 	if a.opts.NoWait {
 		a.closed = a.closedPools()
@@ -139,8 +145,11 @@ type applier struct {
 	running map[string]chan struct{} // nodes started by this apply; closed when they end
 
 	// closed: with NoWait, the pools whose windows were all closed when apply started, each
-	// with why it is not started.
+	// with why it is not started; and pools with skew = "enforce" whose templates could not
+	// be set (publishBootImages).
 	closed map[string]error
+	// bootErrs are the machine templates publish could not set.
+	bootErrs []error
 }
 
 func newApplier(w *Workspace, st *state.State, p *planner.Plan, opts ApplyOptions) *applier {
@@ -178,6 +187,7 @@ func (a *applier) publish(ctx context.Context) error {
 	for name, r := range a.plan.Rendered {
 		a.st.Rendered[name] = r
 	}
+	a.publishBootImages(ctx)
 	for _, pp := range a.plan.Pools {
 		if !pp.Paused && !pp.PointerKept && a.closed[pp.Name] == nil { // kept: outside -target
 			a.st.Pointers[pp.Name] = pp.Rendered
@@ -208,7 +218,7 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 	}
 	var resMu sync.Mutex
 	global := make(chan struct{}, a.opts.Parallelism)
-	var errs []error
+	errs := append([]error(nil), a.bootErrs...)
 	var wg sync.WaitGroup
 	for _, pp := range a.plan.Pools {
 		var nodes []planner.NodePlan

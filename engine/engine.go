@@ -221,7 +221,7 @@ func (w *Workspace) planWith(st *state.State, fleet *model.Fleet, fp string, tar
 func (w *Workspace) planAt(st *state.State, fleet *model.Fleet, fp string, targets, exclude []string, now time.Time) (*planfile.File, error) {
 	p, err := planner.MakePlan(planner.Input{
 		Desired: w.Desired, Rendered: w.Rendered, Known: st.Rendered,
-		Pointers: st.Pointers, Fleet: fleet, Journal: st.Journal, Now: now,
+		Pointers: st.Pointers, BootImages: st.BootImages, Fleet: fleet, Journal: st.Journal, Now: now,
 		Targets: targets, Exclude: exclude,
 	})
 	if err != nil {

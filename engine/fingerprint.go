@@ -55,6 +55,9 @@ func encodeFleet(w io.Writer, f *model.Fleet) error {
 	if err := list(`,"pdbs":`, len(f.PDBs), false, true, func(i int) any { return &f.PDBs[i] }); err != nil {
 		return err
 	}
+	if err := list(`,"templates":`, len(f.Templates), false, true, func(i int) any { return &f.Templates[i] }); err != nil {
+		return err
+	}
 	bw.WriteString("}\n")
 	return bw.Flush()
 }

@@ -119,7 +119,9 @@ func (d *Desired) BootImageDef(name string) *BootImageDef {
 // boot_image block, or the configuration declares boot_image blocks (then every pool is
 // managed by default). A configuration with neither leaves boot images alone, as before
 // boot images existed.
-func (d *Desired) ManagesBootImage(p *Pool) bool { return p.BootImage.Declared || len(d.BootImages) > 0 }
+func (d *Desired) ManagesBootImage(p *Pool) bool {
+	return p.BootImage.Declared || len(d.BootImages) > 0
+}
 
 // ResolveBootImage is the boot_image block the pool's new nodes boot, given the pool's
 // OS image (its rendered config's): pinned, the block it names; managed, the block whose

@@ -69,6 +69,9 @@ func MakePlan(in Input) (*Plan, error) {
 		}
 		pdbWaves(p, slots, podsByNode, in.Fleet.PDBs, ready)
 	}
+	if p.BootImages, err = planBootImages(in, p.Pools, p.Nodes); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

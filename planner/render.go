@@ -59,6 +59,7 @@ func Render(d *model.Desired) (map[string]*model.Rendered, hcl.Diagnostics) {
 		r.Ignition = ign
 		r.Name = r.ContentName()
 		out[r.Pool] = r
+		diags = append(diags, bootImageDiags(d, &d.Pools[i], r.OSImage)...)
 	}
 	return out, append(overrides.diags(), diags...)
 }
@@ -214,4 +215,27 @@ func indexAfter(path, prefix string) (int, bool) {
 	}
 	i, err := strconv.Atoi(rest[:end])
 	return i, err == nil
+}
+
+// bootImageDiags checks that the pool's boot image resolves against its OS image (known
+// only once its configs are merged): a managed pool needs the boot_image of its OS image.
+// Pinned to another OS image is skew, not an error: the plan shows it (and refuses it with
+// skew = "enforce").
+func bootImageDiags(d *model.Desired, p *model.Pool, osImage string) hcl.Diagnostics {
+	if _, err := d.ResolveBootImage(p, osImage); err != nil {
+		at := p.DeclRange
+		if p.BootImage.Declared {
+			at = p.BootImage.DeclRange
+		}
+		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No boot image for the pool",
+			Detail: capitalizeFirst(err.Error()) + ".", Subject: hclpos.Subject(at)}}
+	}
+	return nil
+}
+
+func capitalizeFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

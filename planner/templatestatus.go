@@ -13,24 +13,24 @@ import (
 type TemplateState string
 
 const (
-	// TemplateReconciled: its image is its pool's boot image on its platform.
-	TemplateReconciled TemplateState = "reconciled"
-	// TemplateLagging: it holds another image; the next apply sets it.
-	TemplateLagging TemplateState = "lagging"
-	// TemplateDegraded: mcp cannot set its image — its kind or image field is not
+	// TemplateStateReconciled: its image is its pool's boot image on its platform.
+	TemplateStateReconciled TemplateState = "reconciled"
+	// TemplateStateLagging: it holds another image; the next apply sets it.
+	TemplateStateLagging TemplateState = "lagging"
+	// TemplateStateDegraded: mcp cannot set its image — its kind or image field is not
 	// supported, the pool's boot image has no image for its platform, the boot image cannot
-	// be resolved, two pools manage it, or the API server refused apply's last set.
-	TemplateDegraded TemplateState = "degraded"
-	// TemplateUnmanaged: no pool manages its image (mcp leaves it as it is).
-	TemplateUnmanaged TemplateState = "unmanaged"
+	// be resolved, another pool manages it too, or the API server refused apply's last set.
+	TemplateStateDegraded TemplateState = "degraded"
+	// TemplateStateUnmanaged: no pool manages its image (mcp leaves it as it is).
+	TemplateStateUnmanaged TemplateState = "unmanaged"
 )
 
 // TemplateStatus is one machine template's row in mcp status.
 type TemplateStatus struct {
 	Template model.MachineTemplate
-	// Pool is the pool that manages its image; when none does, the pool whose nodes it
-	// makes, if any ("" when no pool's node_selector matches its nodes' labels). Several
-	// pools (degraded) are joined with ", ".
+	// Pool is the pool that manages its image (the first in configuration order when
+	// several do: apply sets that one's); when none does, the pool whose nodes it makes, if
+	// any ("" when no pool's node_selector matches its nodes' labels).
 	Pool string
 	// BootImage names the pool's boot_image block and Wanted is its image on the template's
 	// platform ("" when not known).
@@ -43,7 +43,8 @@ type TemplateStatus struct {
 // MakeTemplateStatus computes each machine template's status, in the order given. A pool
 // manages a template when the pool's boot image is managed, the template makes its nodes
 // (model.MachineTemplate.MakesNodesFor) and its machine_templates block selects the
-// template's labels — the rule plan and apply follow. The wanted image is that of the boot
+// template's labels — the rule plan and apply follow; its image is judged by the plan's
+// own rule (planTemplate). The wanted image is that of the boot
 // image apply last applied to the pool (applied, the state's boot images); before any,
 // that of the boot image the configuration resolves for the pool's OS image (rendered: the
 // configuration's rendered config of each pool).
@@ -70,50 +71,46 @@ func templateStatus(d *model.Desired, rendered map[string]*model.Rendered, appli
 			managers = append(managers, p)
 		}
 	}
-	switch {
-	case len(managers) == 0:
-		ts.State = TemplateUnmanaged
+	if len(managers) == 0 {
+		ts.State = TemplateStateUnmanaged
 		ts.Reason = "no pool's node_selector matches the labels of the nodes it makes"
 		if len(makers) > 0 {
 			p := makers[0]
 			ts.Pool, ts.Reason = p.Name, unmanagedReason(d, p)
 		}
 		return ts
-	case len(managers) > 1:
-		var names []string
-		for _, p := range managers {
-			names = append(names, p.Name)
-		}
-		ts.Pool, ts.State = strings.Join(names, ", "), TemplateDegraded
-		ts.Reason = fmt.Sprintf("more than one pool manages it (%s: their node_selectors all match its nodes' labels); "+
-			"one image field cannot follow several pools", ts.Pool)
-		return ts
 	}
+	// The first pool (in configuration order) is the one whose image apply sets, as the
+	// plan decides (planBootImages); the others' plans show it degraded.
 	p := managers[0]
 	ts.Pool = p.Name
-	if t.Unsupported != "" {
-		ts.State, ts.Reason = TemplateDegraded, t.Unsupported
-		return ts
-	}
 	bi, err := poolBootImage(d, p, rendered, applied)
-	if err != nil {
-		ts.State, ts.Reason = TemplateDegraded, err.Error()
+	if err != nil && t.Unsupported == "" {
+		ts.State, ts.Reason = TemplateStateDegraded, err.Error()
 		return ts
 	}
-	ts.BootImage = bi.Name
-	want, ok := bi.ImageFor(t.Platform)
+	if bi == nil {
+		bi = &model.BootImageDef{}
+	}
+	tp := planTemplate(&t, bi) // the plan's own rule: unsupported, no image for the platform, no-op, update
+	ts.BootImage, ts.Wanted = bi.Name, tp.To
 	switch {
-	case !ok:
-		ts.State = TemplateDegraded
-		ts.Reason = fmt.Sprintf("boot_image.%s has no image for platform %q (images: %s)", bi.Name, t.Platform, platformList(bi))
-	case t.Image == want:
-		ts.Wanted, ts.State = want, TemplateReconciled
+	case tp.Action == TemplateDegraded:
+		ts.State, ts.Reason = TemplateStateDegraded, tp.Reason
+	case len(managers) > 1:
+		var others []string
+		for _, o := range managers[1:] {
+			others = append(others, o.Name)
+		}
+		ts.State = TemplateStateDegraded
+		ts.Reason = fmt.Sprintf("pool %s manages it too (apply sets pool %s's image): make the pools' machine_templates selections exclusive",
+			strings.Join(others, ", "), p.Name)
+	case tp.Action == TemplateNoOp:
+		ts.State = TemplateStateReconciled
 	case t.LastError != "":
-		ts.Wanted, ts.State = want, TemplateDegraded
-		ts.Reason = "apply's last set of its image was refused: " + t.LastError
+		ts.State, ts.Reason = TemplateStateDegraded, "apply's last set of its image was refused: "+t.LastError
 	default:
-		ts.Wanted, ts.State = want, TemplateLagging
-		ts.Reason = fmt.Sprintf("boot_image.%s's %s image is %s", bi.Name, t.Platform, want)
+		ts.State, ts.Reason = TemplateStateLagging, fmt.Sprintf("boot_image.%s's %s image is %s", bi.Name, t.Platform, tp.To)
 	}
 	return ts
 }
@@ -148,11 +145,4 @@ func poolBootImage(d *model.Desired, p *model.Pool, rendered map[string]*model.R
 		err = fmt.Errorf("pool %s's boot image is not managed", p.Name)
 	}
 	return bi, err
-}
-
-func platformList(bi *model.BootImageDef) string {
-	if ps := bi.Platforms(); len(ps) > 0 {
-		return strings.Join(ps, ", ")
-	}
-	return "none"
 }

@@ -65,19 +65,19 @@ func TestMakeTemplateStatus(t *testing.T) {
 		return TemplateStatus{Template: templates[i], Pool: pool, BootImage: bootImage, Wanted: wanted, State: state, Reason: reason}
 	}
 	want := []TemplateStatus{
-		row(0, "worker", "new", "ami-2", TemplateReconciled, ""),
-		row(1, "worker", "new", "ami-2", TemplateLagging, "boot_image.new's aws image is ami-2"),
-		row(2, "worker", "", "", TemplateUnmanaged, "pool worker's machine_templates selects templates labelled mcp=on"),
-		row(3, "worker", "new", "", TemplateDegraded, `boot_image.new has no image for platform "azure" (images: aws, gcp)`),
-		row(4, "worker", "", "", TemplateDegraded, "its AMI is not given by ami.id"),
-		row(5, "worker", "new", "ami-2", TemplateDegraded, "apply's last set of its image was refused: admission webhook denied the request"),
-		row(6, "infra", "old", "ami-1", TemplateLagging, "boot_image.old's aws image is ami-1"),
-		row(7, "edge", "", "", TemplateUnmanaged, "pool edge manages no machine templates (its boot_image has no machine_templates block)"),
-		row(8, "", "", "", TemplateUnmanaged, "no pool's node_selector matches the labels of the nodes it makes"),
-		row(9, "worker, infra", "", "", TemplateDegraded,
-			"more than one pool manages it (worker, infra: their node_selectors all match its nodes' labels); one image field cannot follow several pools"),
-		row(10, "gpu", "new", "g-2", TemplateLagging, "boot_image.new's gcp image is g-2"),
-		row(11, "lost", "", "", TemplateDegraded, `pool "lost" has a managed boot image, and no boot_image block has its OS image "os:9" `+
+		row(0, "worker", "new", "ami-2", TemplateStateReconciled, ""),
+		row(1, "worker", "new", "ami-2", TemplateStateLagging, "boot_image.new's aws image is ami-2"),
+		row(2, "worker", "", "", TemplateStateUnmanaged, "pool worker's machine_templates selects templates labelled mcp=on"),
+		row(3, "worker", "new", "", TemplateStateDegraded, `boot_image.new has no image for platform "azure" (images: aws, gcp)`),
+		row(4, "worker", "new", "", TemplateStateDegraded, "its AMI is not given by ami.id"),
+		row(5, "worker", "new", "ami-2", TemplateStateDegraded, "apply's last set of its image was refused: admission webhook denied the request"),
+		row(6, "infra", "old", "ami-1", TemplateStateLagging, "boot_image.old's aws image is ami-1"),
+		row(7, "edge", "", "", TemplateStateUnmanaged, "pool edge manages no machine templates (its boot_image has no machine_templates block)"),
+		row(8, "", "", "", TemplateStateUnmanaged, "no pool's node_selector matches the labels of the nodes it makes"),
+		row(9, "worker", "new", "ami-2", TemplateStateDegraded,
+			"pool infra manages it too (apply sets pool worker's image): make the pools' machine_templates selections exclusive"),
+		row(10, "gpu", "new", "g-2", TemplateStateLagging, "boot_image.new's gcp image is g-2"),
+		row(11, "lost", "", "", TemplateStateDegraded, `pool "lost" has a managed boot image, and no boot_image block has its OS image "os:9" `+
 			`(known: boot_image.new (os_image "os:2"), boot_image.old (os_image "os:1")); declare a boot_image with os_image = "os:9", or pin one (policy = "pinned")`),
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -87,14 +87,14 @@ func TestMakeTemplateStatus(t *testing.T) {
 	// What apply last applied to a pool wins over what the configuration says now: the
 	// templates are reconciled with the state, and the plan shows the change to come.
 	got = MakeTemplateStatus(d, rendered, map[string]model.BootImageDef{"infra": d.BootImages[0]}, templates[6:7])
-	if got[0].State != TemplateReconciled || got[0].BootImage != "new" {
+	if got[0].State != TemplateStateReconciled || got[0].BootImage != "new" {
 		t.Errorf("infra with boot_image.new applied: %+v", got[0])
 	}
 
 	// A configuration with no boot_image blocks manages none.
 	plain := desired(model.Pool{Name: "worker"})
 	got = MakeTemplateStatus(plain, nil, nil, templates[:1])
-	if got[0].State != TemplateUnmanaged || got[0].Reason != "pool worker's boot image is not managed (no boot_image blocks)" {
+	if got[0].State != TemplateStateUnmanaged || got[0].Reason != "pool worker's boot image is not managed (no boot_image blocks)" {
 		t.Errorf("no boot images: %+v", got[0])
 	}
 }

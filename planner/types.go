@@ -16,7 +16,9 @@ type Input struct {
 	Known map[string]*model.Rendered
 	// Pointers is the state's boot-server pointer per pool (the last rendered config applied).
 	Pointers map[string]string
-	Fleet    *model.Fleet
+	// BootImages is the state's boot image per pool (what apply last made new nodes boot).
+	BootImages map[string]model.BootImageDef
+	Fleet      *model.Fleet
 	// Journal is the progress of an apply that did not finish, by node name.
 	Journal map[string]model.JournalEntry
 	// Targets limits the rollout to these pools and nodes ("pool.NAME", "node.NAME"; none:
@@ -38,6 +40,8 @@ type Plan struct {
 	Nodes []NodePlan `json:"nodes"`
 	// Unmanaged names nodes that no pool selects.
 	Unmanaged []string `json:"unmanaged,omitempty"`
+	// BootImages are the boot images of the pools that manage one, in pool order.
+	BootImages []BootImagePlan `json:"boot_images,omitempty"`
 	// Rendered holds each pool's new rendered config, by name, so that a saved plan carries
 	// exactly what apply will write.
 	Rendered map[string]*model.Rendered `json:"rendered"`
@@ -174,6 +178,11 @@ func (p *Plan) HasChanges() bool {
 			return true
 		}
 	}
+	for i := range p.BootImages {
+		if p.BootImages[i].Changes() {
+			return true
+		}
+	}
 	return false
 }
 
@@ -188,6 +197,11 @@ func (p *Plan) HasConfigChanges() bool {
 	}
 	for _, pp := range p.Pools {
 		if pp.ReRendered && !pp.PointerKept {
+			return true
+		}
+	}
+	for i := range p.BootImages {
+		if p.BootImages[i].Changes() {
 			return true
 		}
 	}

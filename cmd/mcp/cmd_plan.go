@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine"
@@ -38,6 +39,11 @@ func (c *cli) plan(args []string) int {
 			return c.errorf("%v", err)
 		}
 		v.Saved(*out)
+	}
+	if r := pf.Plan.Refusals(); len(r) > 0 {
+		// As a failed precondition in Terraform: the plan is shown (and saved) for review,
+		// and the run fails, since apply will refuse it.
+		return c.errorf("apply will refuse this plan: %s", strings.Join(r, "; "))
 	}
 	if *detailed && pf.Plan.HasConfigChanges() {
 		return 2

@@ -54,8 +54,10 @@ type resourceChange struct {
 	Mode    string `json:"mode"`
 	Type    string `json:"type"`
 	Name    string `json:"name"`
-	Change  change `json:"change"`
-	MCP     any    `json:"mcp,omitempty"` // *nodeMeta in resource_changes, *driftMeta in resource_drift
+	// Index is the key of a resource of a map (a machine template's "Kind/namespace/name").
+	Index  any    `json:"index,omitempty"`
+	Change change `json:"change"`
+	MCP    any    `json:"mcp,omitempty"` // *nodeMeta in resource_changes, *driftMeta in resource_drift
 }
 
 // driftMeta is mcp's detail of a resource_drift entry: whether the plan restores it.
@@ -113,6 +115,8 @@ type jsonMeta struct {
 	Summary          string             `json:"summary"`
 	Pools            []planner.PoolPlan `json:"pools"`
 	Unmanaged        []string           `json:"unmanaged"`
+	// BootImages are the pools' boot images (planner.BootImagePlan), when any pool manages one.
+	BootImages []planner.BootImagePlan `json:"boot_images,omitempty"`
 	// Refresh is what the refresh observed and cost; absent in a plan saved without it.
 	Refresh *model.RefreshStats `json:"refresh,omitempty"`
 	// Targets and Exclude are the plan's -target and -exclude.
@@ -125,7 +129,7 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 	out := jsonPlan{FormatVersion: JSONFormatVersion, MCPVersion: meta.Version, Applyable: p.HasChanges(),
 		Complete: complete(p, meta.Targets), ResourceChanges: []resourceChange{}, ResourceDrift: []resourceChange{},
 		MCP: jsonMeta{Lineage: meta.Lineage, Serial: meta.Serial, FleetFingerprint: meta.FleetFingerprint,
-			ConfigDir: meta.ConfigDir, Summary: PlanSummary(p), Pools: p.Pools, Unmanaged: nonNil(p.Unmanaged),
+			ConfigDir: meta.ConfigDir, Summary: PlanSummary(p), Pools: p.Pools, Unmanaged: nonNil(p.Unmanaged), BootImages: p.BootImages,
 			Refresh: meta.Refresh, Targets: meta.Targets, Exclude: meta.Exclude}}
 	out.Variables = make(map[string]jsonVariable, len(meta.Variables)) // none: omitted
 	for name, v := range meta.Variables {
@@ -167,6 +171,7 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 				Deferred: n.Deferred, Condition: n.Condition, Blockers: nonNilB(n.Blockers), Warnings: nonNil(n.Warnings),
 				Held: n.Held, Untargeted: n.Untargeted, Canary: n.Canary, DriftOnly: n.DriftOnly}})
 	}
+	out.ResourceChanges = append(out.ResourceChanges, bootImageChanges(p)...)
 	onDrift := map[string]model.OnDrift{}
 	for _, pp := range p.Pools {
 		onDrift[pp.Name] = cmp.Or(pp.OnDrift, model.OnDriftRestore)

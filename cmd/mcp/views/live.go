@@ -83,6 +83,10 @@ func NewLiveProgress(w io.Writer, color bool, plan *planner.Plan) *LiveProgress 
 // goroutines call the decorators, which take l.mu, while they hold a bar.
 func (l *LiveProgress) Event(e engine.Event) {
 	var after []func()
+	if e.Kind == engine.EventTemplate { // before the pools' lines: publish sets templates first
+		io.WriteString(l.p, templateLine(l.c, e))
+		return
+	}
 	l.mu.Lock()
 	lp := l.pool[e.Pool]
 	if l.done || lp == nil { // lp nil: a pool the plan changes nothing in

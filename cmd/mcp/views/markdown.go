@@ -46,6 +46,7 @@ func Markdown(out io.Writer, pf *planfile.File) error {
 	for _, pp := range p.Pools {
 		mdPool(w, pp, byPool[pp.Name])
 	}
+	mdBootImages(w, p)
 	return w.Flush()
 }
 

@@ -74,6 +74,8 @@ func (h *humanProgress) Event(e engine.Event) {
 		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.yellow(e.Reason))
 	case engine.EventWaiting:
 		fmt.Fprintf(h.w, "pool.%s: %s before node.%s: %s\n", e.Pool, h.c.yellow("waiting"), e.Node, e.Reason)
+	case engine.EventTemplate:
+		io.WriteString(h.w, templateLine(h.c, e))
 	}
 }
 
@@ -134,6 +136,8 @@ func (j *jsonProgress) Event(e engine.Event) {
 		s := e.Step
 		je.Step = &s
 		je.Message = fmt.Sprintf("node.%s: %s %s", e.Node, e.Step, e.Kind)
+	} else if e.Kind == engine.EventTemplate {
+		je.Message = strings.TrimSuffix(templateLine(painter(false), e), "\n")
 	} else if e.Node == "" { // a pool's event
 		je.Message = fmt.Sprintf("pool.%s: %s", e.Pool, e.Kind)
 	} else {
@@ -153,4 +157,12 @@ func (j *jsonProgress) Summary(s ApplySummary) {
 	defer j.mu.Unlock()
 	j.enc.Encode(jsonEvent{Level: level, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Type: "apply_summary",
 		Message: fmt.Sprintf("Apply: %d updated, %d failed, %d not started", s.Updated, s.Failed, s.Deferred), Summary: &s})
+}
+
+// templateLine reports a machine template's boot image set, or not.
+func templateLine(c painter, e engine.Event) string {
+	if e.Err != nil {
+		return fmt.Sprintf("machine_template.%s: %s %s: %v\n", e.Pool, e.Reason, c.red("failed"), e.Err)
+	}
+	return fmt.Sprintf("machine_template.%s: %s %s\n", e.Pool, e.Reason, c.green("set"))
 }

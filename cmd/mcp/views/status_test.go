@@ -56,7 +56,7 @@ func TestStatusTemplates(t *testing.T) {
 		Name: "w-a", Platform: "aws", Field: "spec.template.spec.providerSpec.value.ami.id", Image: "ami-1"}
 	s := &planner.Status{Pools: []planner.PoolStatus{{Name: "worker", Machines: 1}},
 		Templates: []planner.TemplateStatus{{Template: tm, Pool: "worker", BootImage: "rhcos-9", Wanted: "ami-2",
-			State: planner.TemplateLagging, Reason: "boot_image.rhcos-9's aws image is ami-2"}}}
+			State: planner.TemplateStateLagging, Reason: "boot_image.rhcos-9's aws image is ami-2"}}}
 	var b bytes.Buffer
 	if err := NewStatus(StatusOptions{}, &b).Status(s, time.Now()); err != nil {
 		t.Fatal(err)

@@ -79,6 +79,7 @@ func humanPlan(w *bufio.Writer, p *planner.Plan, o HumanOptions) error {
 			fmt.Fprintln(w)
 			writeDriftNote(w, c, p)
 		}
+		writeBootImages(w, c, p)
 		return nil
 	}
 	if p.Drifted() != nil {
@@ -93,6 +94,7 @@ func humanPlan(w *bufio.Writer, p *planner.Plan, o HumanOptions) error {
 	for _, pp := range p.Pools {
 		writePool(w, c, pp, byPool[pp.Name], o.Verbose)
 	}
+	writeBootImages(w, c, p)
 	writeNotes(w, c, p)
 	_, err := fmt.Fprintf(w, "\n%s\n", c.bold(PlanSummary(p)))
 	return err
@@ -339,6 +341,21 @@ func PlanSummary(p *planner.Plan) string {
 	}
 	if driftOnly > 0 {
 		s += fmt.Sprintf(", %d only restoring drift", driftOnly)
+	}
+	images, templates := 0, 0
+	for i := range p.BootImages {
+		if b := &p.BootImages[i]; b.Changes() {
+			if b.Changed {
+				images++
+			}
+			templates += countTemplates(b, planner.TemplateUpdate)
+		}
+	}
+	if images > 0 {
+		s += ", " + plural(images, "%d boot image changed", "%d boot images changed")
+	}
+	if templates > 0 {
+		s += ", " + plural(templates, "%d machine template to update", "%d machine templates to update")
 	}
 	return s + "."
 }
