@@ -143,8 +143,8 @@ func comparable(u *unstructured.Unstructured) map[string]any {
 // AWSMachineTemplate CRDs, the provider observes the machine templates (the platform's
 // image field, the labels of the nodes they make, a MachineDeployment's infrastructure
 // template through its infrastructureRef), sets an image with a patch that changes only
-// that field, and refuses a stale set without changing anything; mcp status, as the
-// mcp-apply identity of deploy/, shows each template's state.
+// that field, and refuses a stale set without changing anything; then plan, apply and
+// status as deploy/'s mcp-apply (planApplyTemplates).
 func TestKubeMachineTemplates(t *testing.T) {
 	ctx := context.Background()
 	env := k8senv.Start(t, k8senv.Options{})
@@ -274,20 +274,28 @@ func TestKubeMachineTemplates(t *testing.T) {
 		}
 	}
 
-	// mcp status as mcp-apply (deploy/'s RBAC): the worker pool manages the templates
-	// labelled managed; infra's pool manages none; worker-gcp's platform has no image.
+	planApplyTemplates(t, env, dyn)
+}
+
+// planApplyTemplates is the end-to-end part: as mcp-apply (deploy/'s RBAC), with a
+// boot_image and a worker pool that manages the templates labelled managed, mcp status
+// shows them lagging, mcp plan lists their changes, mcp apply patches exactly those (only
+// their image fields) and leaves the others untouched, and mcp status then shows them
+// reconciled.
+func planApplyTemplates(t *testing.T, env *k8senv.Env, dyn dynamic.Interface) {
+	ctx := context.Background()
 	applyManifests(t, env, deploy.Manifests)
 	kc := env.KubeconfigFor(t, "mcp-system", "mcp-apply")
 	dir := t.TempDir()
 	hcl := kubeMain + `
-boot_image "rhcos-2" {
-  os_image = "quay.io/os:2"
-  images   = { aws = "ami-new" }
+boot_image "rhcos-3" {
+  os_image = "quay.io/os:3"
+  images   = { aws = "ami-v3", gcp = "projects/rhcos-cloud/global/images/rhcos-v3" }
 }
 
 pool "worker" {
   node_selector = { "node-role.kubernetes.io/worker" = "" }
-  os_image      = "quay.io/os:2"
+  os_image      = "quay.io/os:3"
   boot_image {
     machine_templates {
       selection    = "partial"
@@ -298,38 +306,109 @@ pool "worker" {
 
 pool "infra" {
   node_selector = { "node-role.kubernetes.io/infra" = "" }
-  os_image      = "quay.io/os:2"
+  os_image      = "quay.io/os:3"
 }
 `
 	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(hcl), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := execMCP(t, dir, kc, "status", "-json")
-	var st struct {
-		FormatVersion string `json:"format_version"`
-		Templates     []struct {
-			ID, Pool, Status, Reason string
-		} `json:"templates"`
+	status := func() map[string]string {
+		t.Helper()
+		out := execMCP(t, dir, kc, "status", "-json")
+		var st struct {
+			FormatVersion string `json:"format_version"`
+			Templates     []struct {
+				ID, Pool, Status, Reason string
+			} `json:"templates"`
+		}
+		if err := json.Unmarshal(out, &st); err != nil || st.FormatVersion != "1.1" {
+			t.Fatalf("mcp status -json: %v\n%s", err, out)
+		}
+		got := map[string]string{}
+		for _, ts := range st.Templates {
+			got[ts.ID] = ts.Pool + " " + ts.Status
+		}
+		return got
 	}
-	if err := json.Unmarshal(cmd, &st); err != nil {
-		t.Fatalf("mcp status -json: %v\n%s", err, cmd)
+	selected := []struct {
+		id    string
+		gvr   schema.GroupVersionResource
+		ns    string
+		field []string
+		to    string
+	}{
+		{"AWSMachineTemplate/" + capiNamespace + "/workers-v1", awsTemplates, capiNamespace,
+			[]string{"spec", "template", "spec", "ami", "id"}, "ami-v3"},
+		{"MachineSet/" + msNamespace + "/worker-a", machineSets, msNamespace,
+			[]string{"spec", "template", "spec", "providerSpec", "value", "ami", "id"}, "ami-v3"},
+		{"MachineSet/" + msNamespace + "/worker-gcp", machineSets, msNamespace, nil, "projects/rhcos-cloud/global/images/rhcos-v3"},
 	}
-	got := map[string]string{}
-	for _, ts := range st.Templates {
-		got[ts.ID] = ts.Pool + " " + ts.Status
+	others := []string{"MachineSet/" + msNamespace + "/infra-a", "MachineSet/" + msNamespace + "/worker-b"}
+	wantStatus := func(selectedState string) map[string]string {
+		m := map[string]string{others[0]: "infra unmanaged", others[1]: "worker unmanaged"}
+		for _, s := range selected {
+			m[s.id] = "worker " + selectedState
+		}
+		return m
 	}
-	wantStatus := map[string]string{
-		"AWSMachineTemplate/" + capiNamespace + "/workers-v1": "worker reconciled",
-		"MachineSet/" + msNamespace + "/infra-a":              "infra unmanaged",
-		"MachineSet/" + msNamespace + "/worker-a":             "worker reconciled",
-		"MachineSet/" + msNamespace + "/worker-b":             "worker unmanaged",
-		"MachineSet/" + msNamespace + "/worker-gcp":           "worker degraded",
+	if d := cmp.Diff(wantStatus("lagging"), status()); d != "" {
+		t.Errorf("mcp status before apply (-want +got):\n%s", d)
 	}
-	if st.FormatVersion != "1.1" || !cmp.Equal(wantStatus, got) {
-		t.Errorf("mcp status templates (format %s) (-want +got):\n%s", st.FormatVersion, cmp.Diff(wantStatus, got))
+
+	plan := string(execMCP(t, dir, kc, "plan", "-no-color"))
+	for _, s := range selected {
+		if !regexp.MustCompile(`(?m)` + regexp.QuoteMeta(s.id) + `\s.*→ ` + regexp.QuoteMeta(s.to) + `\s*$`).MatchString(plan) {
+			t.Errorf("the plan does not set %s to %s:\n%s", s.id, s.to, plan)
+		}
 	}
-	if table := string(execMCP(t, dir, kc, "status")); !strings.Contains(table, "TEMPLATE") ||
-		!regexp.MustCompile(`(?m)MachineSet/`+msNamespace+`/worker-gcp\s*[│|]\s*worker\s*[│|]\s*gcp\s*[│|].*degraded\s*[│|]\s*boot_image.rhcos-2 has no image for platform "gcp"`).MatchString(table) {
+	for _, id := range others {
+		if strings.Contains(plan, id) {
+			t.Errorf("the plan names %s, which no pool manages:\n%s", id, plan)
+		}
+	}
+
+	all := func() map[string]*unstructured.Unstructured {
+		out := map[string]*unstructured.Unstructured{}
+		for _, gvr := range []schema.GroupVersionResource{machineSets, awsTemplates} {
+			l, err := dyn.Resource(gvr).Namespace(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range l.Items {
+				u := &l.Items[i]
+				out[u.GetKind()+"/"+u.GetNamespace()+"/"+u.GetName()] = u
+			}
+		}
+		return out
+	}
+	before := all()
+	if out := execMCP(t, dir, kc, "apply", "-auto-approve", "-no-color"); !strings.Contains(string(out), "Apply complete") {
+		t.Logf("mcp apply:\n%s", out)
+	}
+	after := all()
+	for _, s := range selected {
+		want := before[s.id].DeepCopy()
+		if s.field == nil { // the GCP MachineSet's boot disk, disks[0]
+			disks, _, _ := unstructured.NestedSlice(want.Object, "spec", "template", "spec", "providerSpec", "value", "disks")
+			disks[0].(map[string]any)["image"] = s.to
+			unstructured.SetNestedSlice(want.Object, disks, "spec", "template", "spec", "providerSpec", "value", "disks")
+		} else {
+			unstructured.SetNestedField(want.Object, s.to, s.field...)
+		}
+		if d := cmp.Diff(comparable(want), comparable(after[s.id])); d != "" {
+			t.Errorf("%s after apply (-want +got):\n%s", s.id, d)
+		}
+	}
+	for _, id := range others {
+		if before[id].GetResourceVersion() != after[id].GetResourceVersion() {
+			t.Errorf("apply wrote %s, which no pool manages:\n%s", id, cmp.Diff(comparable(before[id]), comparable(after[id])))
+		}
+	}
+	if d := cmp.Diff(wantStatus("reconciled"), status()); d != "" {
+		t.Errorf("mcp status after apply (-want +got):\n%s", d)
+	}
+	if table := string(execMCP(t, dir, kc, "status")); !regexp.MustCompile(`(?m)MachineSet/` + msNamespace +
+		`/worker-a\s*[│|]\s*worker\s*[│|]\s*aws\s*[│|]\s*ami-v3\s*[│|]\s*reconciled`).MatchString(table) {
 		t.Errorf("mcp status:\n%s", table)
 	}
 }
