@@ -32,6 +32,10 @@ const (
 // DefaultHealthCheckTimeout is a health_check's timeout when the block gives none.
 const DefaultHealthCheckTimeout = 5 * time.Minute
 
+// MaxCommandCheckTimeout bounds a command check's timeout, and so one run of its command
+// on a node.
+const MaxCommandCheckTimeout = 24 * time.Hour
+
 // URLFor is HTTPGet for one node.
 func (h HealthCheck) URLFor(name, address string) string {
 	return strings.NewReplacer(NodeNameVar, name, NodeAddressVar, address).Replace(h.HTTPGet)

@@ -46,8 +46,6 @@ const (
 	// maxRequestBytes bounds a request (two names escaped at 6 bytes a character, a run
 	// id); twice that bounds a report.
 	maxRequestBytes = 16 << 10
-	// MaxCheckTimeout bounds a command check's timeout (and so one run of it).
-	MaxCheckTimeout = 24 * time.Hour
 )
 
 // CheckRun is the engine's request: run the check named Check of pool Pool once, under the
@@ -174,8 +172,8 @@ func (c CommandCheck) Validate() error {
 		return fmt.Errorf("check %q: %d bytes of arguments, more than %d", c.Name, n, maxArgBytes)
 	}
 	d, err := time.ParseDuration(c.Timeout)
-	if err != nil || d <= 0 || d > MaxCheckTimeout {
-		return fmt.Errorf("check %q: timeout %.40q is not a duration between 0 and %s", c.Name, c.Timeout, MaxCheckTimeout)
+	if err != nil || d <= 0 || d > model.MaxCommandCheckTimeout {
+		return fmt.Errorf("check %q: timeout %.40q is not a duration between 0 and %s", c.Name, c.Timeout, model.MaxCommandCheckTimeout)
 	}
 	return nil
 }

@@ -229,7 +229,7 @@ func FuzzDecodeChecks(f *testing.F) {
 		}
 		for _, checks := range pc {
 			for _, c := range checks {
-				if len(c.Command) == 0 || !strings.HasPrefix(c.Command[0], "/") || c.TimeoutDuration() <= 0 || c.TimeoutDuration() > MaxCheckTimeout ||
+				if len(c.Command) == 0 || !strings.HasPrefix(c.Command[0], "/") || c.TimeoutDuration() <= 0 || c.TimeoutDuration() > model.MaxCommandCheckTimeout ||
 					slices.ContainsFunc(c.Command, func(a string) bool { return strings.ContainsRune(a, 0) }) {
 					t.Fatalf("accepted %+v", c)
 				}
