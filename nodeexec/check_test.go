@@ -3,6 +3,7 @@ package nodeexec
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,5 +89,41 @@ func TestRunCheckStopped(t *testing.T) {
 	got := RunCheck(ctx, Check{Argv: []string{"/bin/sh", "-c", "sleep 30"}, Timeout: time.Minute, Root: t.TempDir()})
 	if got.Passed() || !strings.HasPrefix(got.Error, "stopped: ") {
 		t.Errorf("RunCheck with a cancelled context = %+v", got)
+	}
+}
+
+// TestRunCheckChroot: with Chroot the command runs inside that directory — the host's root
+// for an agent in a container — with "/" as its working directory and MCP_NODE_ROOT. It
+// needs root (chroot(2)) and a Go toolchain to build a static program for the new root.
+func TestRunCheckChroot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chroot needs root")
+	}
+	host := t.TempDir()
+	src := filepath.Join(t.TempDir(), "main.go")
+	os.WriteFile(src, []byte(`package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	wd, _ := os.Getwd()
+	b, err := os.ReadFile("/etc/marker")
+	fmt.Printf("%s %s %s %q %v", wd, os.Getenv("MCP_NODE_ROOT"), os.Getenv("MCP_NODE"), b, err)
+}
+`), 0o644)
+	cmd := exec.Command("go", "build", "-o", filepath.Join(host, "usr/bin/probe"), src)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Skipf("building a static probe: %v\n%s", err, out)
+	}
+	os.MkdirAll(filepath.Join(host, "etc"), 0o755)
+	os.WriteFile(filepath.Join(host, "etc/marker"), []byte("host"), 0o644)
+	got := RunCheck(context.Background(), Check{Argv: []string{"/usr/bin/probe"}, Timeout: 10 * time.Second,
+		Node: "worker-1", Root: "/", Chroot: host})
+	if want := (model.CheckResult{Output: `/ / worker-1 "host" <nil>`}); got != want {
+		t.Errorf("RunCheck chrooted = %+v, want %+v", got, want)
 	}
 }
