@@ -91,6 +91,20 @@ type HealthGater interface {
 	NodeAddress(ctx context.Context, node string) (string, error)
 }
 
+// CommandChecker is implemented by providers that can run a pool's command health checks
+// (health_check { command = [...] }) on its nodes. Apply calls PublishChecks once, before
+// its first node, then RunCheck for each try of a command check after a node's steps.
+type CommandChecker interface {
+	// PublishChecks makes the command checks among checks (by pool) the ones each pool's
+	// nodes may run, and a pool given none keeps none: on Kubernetes it writes the Secret
+	// the agents read the commands from. An error names what could not be written.
+	PublishChecks(ctx context.Context, checks map[string][]model.HealthCheck) error
+	// RunCheck runs check, a command check of pool, once on node and returns what the
+	// command did. An error says the run could not be asked for or its answer not heard
+	// (the API refused, the node's agent did not answer).
+	RunCheck(ctx context.Context, node, pool string, check model.HealthCheck) (model.CheckResult, error)
+}
+
 // The built-in health gates.
 const (
 	GateReady      = "node-ready"     // the node's Ready condition is True
