@@ -105,3 +105,100 @@ config "50-x" {
 		t.Errorf("plan after both applies: %v (want exit 0, nothing left)\n%s", err, out)
 	}
 }
+
+const commandCheckHCL = `provider "local" {
+  fleet = "./fleet"
+}
+
+pool "worker" {
+  node_selector   = { "node-role.kubernetes.io/worker" = "" }
+  max_unavailable = 1
+  health_check "not-broken" {
+    command = ["/bin/sh", "-c", "test ! -e \"$MCP_NODE_ROOT/etc/broken\" || { echo \"$MCP_NODE: /etc/broken is there\"; exit 1; }"]
+    timeout = "1s"
+  }
+%s}
+
+config "50-x" {
+  pools = ["worker"]
+  file "/etc/x.conf" {
+    content   = "x\n"
+    on_change = ["none"]
+  }
+}
+`
+
+// A pool's command health check runs after each node's steps, on the local fleet in the
+// node's root with MCP_NODE_ROOT and MCP_NODE set. Failing on one node, it fails that node
+// with the check's name and the command's output, and its pool stops (max_failures 1): the
+// nodes after it are never touched. Once the command passes, the next apply resumes the
+// node (no step repeated) and finishes the pool. A check added later retargets no node.
+func TestCommandHealthCheckFailsItsNode(t *testing.T) {
+	dir := t.TempDir()
+	mcp := mcpBinary(t)
+	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=4", "-zones", "a").CombinedOutput(); err != nil {
+		t.Fatalf("fleet init: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(fmt.Sprintf(commandCheckHCL, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(dir, "fleet", "nodes", "worker-1", "root", "etc", "broken")
+	if err := os.MkdirAll(filepath.Dir(broken), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(broken, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(mcp, "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput()
+	if err == nil {
+		t.Fatalf("apply succeeded, want worker-1 to fail its command check:\n%s", out)
+	}
+	for _, want := range []string{
+		`node worker-1: health gate "not-broken" did not pass: ["/bin/sh" "-c"`,
+		`exit 1: worker-1: /etc/broken is there`,
+		"none exited 0 within 1s",
+		"Nodes: 1 updated, 1 failed, 2 not started",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("apply's output lacks %q:\n%s", want, out)
+		}
+	}
+	logs, err := local.ReadEvents(filepath.Join(dir, "fleet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range []string{"worker-2", "worker-3"} {
+		for _, e := range logs[node] {
+			if e.Kind == local.EventWorking || e.Kind == local.EventCordon {
+				t.Errorf("%s was touched (%s) after worker-1 failed its check in a stopped pool", node, e.Kind)
+			}
+		}
+	}
+	written := filepath.Join(dir, "fleet", "nodes", "worker-1", "root", "etc", "x.conf")
+	before, err := os.Stat(written)
+	if err != nil {
+		t.Fatalf("worker-1's steps did not run before its check: %v", err)
+	}
+
+	if err := os.Remove(broken); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(mcp, "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput(); err != nil {
+		t.Fatalf("apply after the check passes: %v\n%s", err, out)
+	}
+	after, err := os.Stat(written)
+	if err != nil || !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("worker-1's file was written again by the second apply (%v); its steps were done, only its check was left", err)
+	}
+	// Another check added to the converged pool changes no rendered config: nothing to do.
+	more := `  health_check "kubelet" {
+    command = ["/bin/true"]
+  }
+`
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(fmt.Sprintf(commandCheckHCL, more)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(mcp, "-chdir="+dir, "plan", "-detailed-exitcode", "-no-color").CombinedOutput(); err != nil {
+		t.Errorf("plan after a check was added: %v (want exit 0: no node retargeted)\n%s", err, out)
+	}
+}

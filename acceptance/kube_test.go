@@ -598,14 +598,35 @@ func TestKubeDeployRBAC(t *testing.T) {
 			}
 		}
 	}
+	// Of the Secrets, the agent may get the pools' command checks, by name, and no other:
+	// not the state, not a rendered config.
+	agent := env.ClientAs(t, "system:serviceaccount:mcp-system:mcp-agent", "system:serviceaccounts", "system:serviceaccounts:mcp-system")
+	for _, ch := range []struct {
+		verb, name string
+		allowed    bool
+	}{
+		{"get", protocol.HealthSecret, true}, {"update", protocol.HealthSecret, false}, {"patch", protocol.HealthSecret, false},
+		{"delete", protocol.HealthSecret, false}, {"get", protocol.StateSecret, false}, {"get", protocol.RenderedSecretName("rendered-worker-0123"), false},
+	} {
+		if got := selfCanNamed(t, agent, ch.verb, "", "secrets", ch.name, "mcp-system"); got != ch.allowed {
+			t.Errorf("mcp-agent: %s secret %s in mcp-system: allowed=%v, want %v", ch.verb, ch.name, got, ch.allowed)
+		}
+	}
 }
 
 // selfCan asks the apiserver whether the client's identity may do verb on the resource.
 func selfCan(t *testing.T, cs kubernetes.Interface, verb, group, resource, sub, ns string) bool {
 	t.Helper()
+	return selfCanNamed(t, cs, verb, group, resource+"/"+sub, "", ns)
+}
+
+// selfCanNamed is selfCan for the object name of resource (resource or resource/sub).
+func selfCanNamed(t *testing.T, cs kubernetes.Interface, verb, group, resource, name, ns string) bool {
+	t.Helper()
+	resource, sub, _ := strings.Cut(resource, "/")
 	r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(context.Background(), &authorizationv1.SelfSubjectAccessReview{
 		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Verb: verb, Group: group, Resource: resource, Subresource: sub, Namespace: ns}},
+			Verb: verb, Group: group, Resource: resource, Subresource: sub, Name: name, Namespace: ns}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,8 @@ import (
 	k8sjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 // objects decodes every document of every manifest with client-go's scheme: the universal
@@ -91,8 +93,8 @@ func TestManifestsDecode(t *testing.T) {
 		"ConfigMap mcp-system/mcp-server-config",
 		"DaemonSet mcp-system/mcp-agent", "Deployment mcp-system/mcp-server",
 		"Namespace /mcp-system",
-		"Role mcp-system/mcp-apply", "Role mcp-system/mcp-server",
-		"RoleBinding mcp-system/mcp-apply", "RoleBinding mcp-system/mcp-server",
+		"Role mcp-system/mcp-agent", "Role mcp-system/mcp-apply", "Role mcp-system/mcp-server",
+		"RoleBinding mcp-system/mcp-agent", "RoleBinding mcp-system/mcp-apply", "RoleBinding mcp-system/mcp-server",
 		"Service mcp-system/mcp-server",
 		"ServiceAccount mcp-system/mcp-agent", "ServiceAccount mcp-system/mcp-apply", "ServiceAccount mcp-system/mcp-server",
 	}
@@ -110,7 +112,10 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	}
 	all := []string{"create", "get", "list", "watch", "update", "patch", "delete"}
 	want := map[string][]rbacv1.PolicyRule{
-		"ClusterRole /mcp-agent":     {rule("", "nodes", "get", "list", "watch", "patch")},
+		"ClusterRole /mcp-agent": {rule("", "nodes", "get", "list", "watch", "patch")},
+		// The one Secret the agent reads, by name: the pools' command health checks.
+		"Role mcp-system/mcp-agent": {{APIGroups: []string{""}, Resources: []string{"secrets"},
+			ResourceNames: []string{protocol.HealthSecret}, Verbs: []string{"get"}}},
 		"Role mcp-system/mcp-server": {rule("", "secrets", "get", "list", "watch")},
 		"ClusterRole /mcp-apply": {
 			rule("", "nodes", "get", "list", "watch", "patch", "update"),

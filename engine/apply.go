@@ -180,10 +180,21 @@ func newApplier(w *Workspace, st *state.State, p *planner.Plan, opts ApplyOption
 	return &applier{w: w, st: st, plan: p, opts: opts}
 }
 
-// publish stores the plan's rendered configs, then moves the boot pointer of every pool
-// whose rollout starts, so that a node booting from now on gets the new config. Rendered
-// configs are written before any pointer names them.
+// publish gives the provider the pools' command health checks (providers.CommandChecker:
+// on Kubernetes, the Secret the agents read them from), then stores the plan's rendered
+// configs and moves the boot pointer of every pool whose rollout starts, so that a node
+// booting from now on gets the new config. Rendered configs are written before any pointer
+// names them. Nothing is changed when the checks cannot be published.
 func (a *applier) publish(ctx context.Context) error {
+	if cc, ok := a.w.Provider.(providers.CommandChecker); ok {
+		checks := make(map[string][]model.HealthCheck, len(a.plan.Pools))
+		for _, pp := range a.plan.Pools {
+			checks[pp.Name] = pp.HealthChecks
+		}
+		if err := cc.PublishChecks(ctx, checks); err != nil {
+			return fmt.Errorf("publishing the pools' command health checks: %w", err)
+		}
+	}
 	for name, r := range a.plan.Rendered {
 		a.st.Rendered[name] = r
 	}

@@ -44,13 +44,21 @@ func (a *applier) publishBootImages(ctx context.Context) {
 				failed = append(failed, fmt.Errorf("pool %s: machine template %s: %w", bp.Pool, tp.Template.ID(), err))
 			}
 		}
+		if bp.UserData != nil && bp.UserData.Action != planner.UserDataNoOp {
+			err := a.setUserData(ctx, bp)
+			a.emit(Event{Kind: EventTemplate, Pool: bp.Pool, Reason: fmt.Sprintf("Secret/%s/%s[%s]: user-data %s", bp.UserData.Namespace,
+				bp.UserData.Name, bp.UserData.Key, bp.UserData.Action), Err: err})
+			if err != nil {
+				failed = append(failed, fmt.Errorf("pool %s: user_data secret %s/%s: %w", bp.Pool, bp.UserData.Namespace, bp.UserData.Name, err))
+			}
+		}
 		if len(failed) > 0 {
 			a.bootErrs = append(a.bootErrs, failed...)
 			if bp.Skew == model.SkewEnforce {
 				if a.closed == nil {
 					a.closed = map[string]error{}
 				}
-				a.closed[bp.Pool] = fmt.Errorf("pool %s: not started: skew = \"enforce\", and %d of its machine templates could not be set to boot_image.%s",
+				a.closed[bp.Pool] = fmt.Errorf("pool %s: not started: skew = \"enforce\", and its new nodes' boot objects could not all be set (%d failed: machine templates, user-data Secret) to boot_image.%s",
 					bp.Pool, len(failed), bp.To.Name)
 			}
 			continue

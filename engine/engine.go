@@ -41,6 +41,10 @@ type Workspace struct {
 	// Targets and Exclude scope the plans Plan makes (-target, -exclude: see
 	// planner.Input); a saved plan is applied with its own.
 	Targets, Exclude []string
+
+	// pointers are the pools' pointer configs for their user_data Secrets, built at the
+	// last refresh (observeUserData).
+	pointers map[string][]byte
 }
 
 // Parts are the providers and state backends this build of mcp has, by the name a
@@ -175,6 +179,9 @@ func (w *Workspace) refresh(ctx context.Context, st *state.State) (*model.Fleet,
 	if err := w.diskDrift(ctx, st, fleet); err != nil {
 		return nil, err
 	}
+	if err := w.observeUserData(ctx, fleet); err != nil {
+		return nil, err
+	}
 	for i := range fleet.Nodes {
 		n := &fleet.Nodes[i]
 		if cur := st.Rendered[n.CurrentConfig]; cur != nil {
@@ -221,7 +228,7 @@ func (w *Workspace) planWith(st *state.State, fleet *model.Fleet, fp string, tar
 func (w *Workspace) planAt(st *state.State, fleet *model.Fleet, fp string, targets, exclude []string, now time.Time) (*planfile.File, error) {
 	p, err := planner.MakePlan(planner.Input{
 		Desired: w.Desired, Rendered: w.Rendered, Known: st.Rendered,
-		Pointers: st.Pointers, BootImages: st.BootImages, Fleet: fleet, Journal: st.Journal, Now: now,
+		Pointers: st.Pointers, BootImages: st.BootImages, UserData: w.pointerDigests(), Fleet: fleet, Journal: st.Journal, Now: now,
 		Targets: targets, Exclude: exclude,
 	})
 	if err != nil {

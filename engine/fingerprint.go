@@ -58,6 +58,9 @@ func encodeFleet(w io.Writer, f *model.Fleet) error {
 	if err := list(`,"templates":`, len(f.Templates), false, true, func(i int) any { return &f.Templates[i] }); err != nil {
 		return err
 	}
+	if err := list(`,"user_data":`, len(f.UserData), false, true, func(i int) any { return &f.UserData[i] }); err != nil {
+		return err
+	}
 	bw.WriteString("}\n")
 	return bw.Flush()
 }

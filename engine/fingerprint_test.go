@@ -17,7 +17,7 @@ func TestEncodeFleet(t *testing.T) {
 	for f := range reflect.TypeFor[model.Fleet]().Fields() {
 		fields = append(fields, f.Name+" "+string(f.Tag))
 	}
-	if want := []string{`Nodes json:"nodes"`, `Pods json:"pods,omitempty"`, `PDBs json:"pdbs,omitempty"`, `Templates json:"templates,omitempty"`}; !reflect.DeepEqual(fields, want) {
+	if want := []string{`Nodes json:"nodes"`, `Pods json:"pods,omitempty"`, `PDBs json:"pdbs,omitempty"`, `Templates json:"templates,omitempty"`, `UserData json:"user_data,omitempty"`}; !reflect.DeepEqual(fields, want) {
 		t.Fatalf("model.Fleet's fields are %q; encodeFleet writes %q: teach it the new ones", fields, want)
 	}
 	full := &model.Fleet{
@@ -30,6 +30,7 @@ func TestEncodeFleet(t *testing.T) {
 		PDBs: []model.PDB{{Namespace: "demo", Name: "web-pdb", Selector: map[string]string{"app": "web"}, MinAvailable: 1}},
 		Templates: []model.MachineTemplate{{Kind: "MachineSet", Namespace: "m", Name: "w-a", Platform: "gcp", Image: "projects/x/images/<a>",
 			NodeLabels: map[string]string{"node-role.kubernetes.io/worker": ""}}},
+		UserData: []model.UserDataObject{{Pool: "worker", Namespace: "m", Name: "worker-user-data", Key: "userData", Digest: "sha256:00"}},
 	}
 	for name, f := range map[string]*model.Fleet{
 		"full": full, "no pods or PDBs": {Nodes: full.Nodes}, "empty pods": {Nodes: full.Nodes, Pods: []model.Pod{}},

@@ -111,7 +111,7 @@ func (a *applier) gate(ctx context.Context, n planner.NodePlan) error {
 	// A node NotReady before its update is held to no more than it had: requiring it Ready
 	// would stop its pool behind a node that was broken before (it updates in its own slot,
 	// docs/decisions.md). Its pool's health checks still run.
-	g := health.Gates{Provider: a.w.Provider, ReadyTimeout: a.opts.HealthTimeout, SkipBuiltIn: n.NotReady}
+	g := health.Gates{Provider: a.w.Provider, ReadyTimeout: a.opts.HealthTimeout, SkipBuiltIn: n.NotReady, Pool: n.Pool}
 	// An interrupt ends the wait: the node's steps are done, and its open journal entry
 	// makes the next apply check its gates again.
 	if a.stop != nil {

@@ -66,6 +66,8 @@ type BootImage struct {
 	// Templates selects the machine templates (MachineSets, Cluster API infrastructure
 	// templates) whose boot image apply keeps at the pool's; nil: none are managed.
 	Templates *TemplateSelection
+	// UserData is the Secret of the pointer config apply keeps current; nil: none.
+	UserData *UserData
 	// Declared is true when the pool has a boot_image block.
 	Declared  bool
 	DeclRange Range
@@ -125,7 +127,8 @@ func (d *Desired) ManagesBootImage(p *Pool) bool {
 
 // ResolveBootImage is the boot_image block the pool's new nodes boot, given the pool's
 // OS image (its rendered config's): pinned, the block it names; managed, the block whose
-// os_image is osImage. Nil and no error when the pool's boot image is not managed.
+// os_image is osImage. Nil and no error when the pool's boot image is not managed, or
+// when the pool has no boot_image block and no OS image (nothing to follow).
 func (d *Desired) ResolveBootImage(p *Pool, osImage string) (*BootImageDef, error) {
 	if !d.ManagesBootImage(p) {
 		return nil, nil
@@ -135,6 +138,9 @@ func (d *Desired) ResolveBootImage(p *Pool, osImage string) (*BootImageDef, erro
 			return b, nil
 		}
 		return nil, fmt.Errorf("pool %q pins boot_image.%s, which is not declared (known: %s)", p.Name, p.BootImage.Image, d.bootImageList())
+	}
+	if osImage == "" && !p.BootImage.Declared {
+		return nil, nil // a pool that names no OS image and asks nothing has none to follow
 	}
 	if osImage == "" {
 		return nil, fmt.Errorf("pool %q has a managed boot image but no OS image (os_image) for it to follow; "+
@@ -201,4 +207,29 @@ func (t *MachineTemplate) MakesNodesFor(p *Pool) bool {
 		}
 	}
 	return true
+}
+
+// UserData is a pool's user_data block: the Secret that machine templates give new nodes
+// as user-data, which apply keeps holding the pool's pointer config (as `mcp pointer`
+// prints it: the boot server's URL for the pool, the CA to trust, the token to send).
+type UserData struct {
+	Namespace, Name string
+	Key             string // the Secret's data key; default "userData", as MachineSets read it
+	URL             string // the boot server's base URL
+	// CAFile and TokenFile are read when the pointer config is built (absolute paths).
+	CAFile, TokenFile string
+	DeclRange         Range
+}
+
+// SecretID names the Secret as "namespace/name".
+func (u *UserData) SecretID() string { return u.Namespace + "/" + u.Name }
+
+// UserDataObject is a user-data Secret as apply observed it.
+type UserDataObject struct {
+	Pool      string `json:"pool"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Key       string `json:"key"`
+	// Digest is "sha256:<hex>" of the key's value; "" when the Secret or the key is absent.
+	Digest string `json:"digest,omitempty"`
 }

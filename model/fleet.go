@@ -16,6 +16,8 @@ type Fleet struct {
 	// Templates are the machine templates that create nodes (Kubernetes: MachineSets and
 	// Cluster API infrastructure templates), sorted by ID; the local fleet has none.
 	Templates []MachineTemplate `json:"templates,omitempty"`
+	// UserData are the pools' user-data Secrets (user_data blocks), in pool order.
+	UserData []UserDataObject `json:"user_data,omitempty"`
 }
 
 // Node is one observed node.

@@ -30,6 +30,8 @@ type BootImagePlan struct {
 	Lagging []string `json:"lagging,omitempty"`
 	// Templates are the machine templates the pool manages (machine_templates), sorted by ID.
 	Templates []TemplatePlan `json:"templates,omitempty"`
+	// UserData is the pool's user-data Secret (user_data), nil without one.
+	UserData *UserDataPlan `json:"user_data,omitempty"`
 	// Kept is true when apply leaves the pool's boot image as it is (paused, or outside
 	// -target), as it leaves its boot pointer.
 	Kept bool `json:"kept,omitempty"`
@@ -37,6 +39,27 @@ type BootImagePlan struct {
 	// another OS image than the pool's); "" when it does not.
 	Refused string `json:"refused,omitempty"`
 }
+
+// UserDataPlan is what apply does to a pool's user-data Secret: make its key hold the
+// pool's pointer config. From and To are digests ("sha256:…"); From is "" when the Secret
+// or its key does not exist. The config itself (it may hold a token) is not in the plan.
+type UserDataPlan struct {
+	Namespace string         `json:"namespace"`
+	Name      string         `json:"name"`
+	Key       string         `json:"key"`
+	From      string         `json:"from,omitempty"`
+	To        string         `json:"to"`
+	Action    UserDataAction `json:"action"`
+}
+
+// UserDataAction is what apply does to a user-data Secret.
+type UserDataAction string
+
+const (
+	UserDataCreate UserDataAction = "create" // the Secret or its key is absent
+	UserDataUpdate UserDataAction = "update"
+	UserDataNoOp   UserDataAction = "no-op"
+)
 
 // TemplateAction is what apply does to a machine template.
 type TemplateAction string
@@ -63,7 +86,7 @@ func (b *BootImagePlan) Changes() bool {
 	if b.Kept {
 		return false
 	}
-	if b.Changed {
+	if b.Changed || (b.UserData != nil && b.UserData.Action != UserDataNoOp) {
 		return true
 	}
 	for _, t := range b.Templates {
@@ -108,6 +131,9 @@ func planBootImages(in Input, pools []PoolPlan, nodes []NodePlan) ([]BootImagePl
 		if err != nil {
 			return nil, err
 		}
+		if to == nil {
+			continue
+		}
 		bp := BootImagePlan{Pool: pool.Name, Policy: pool.BootImage.Policy, Skew: pool.BootImage.Skew,
 			To: to, OSImage: r.OSImage, FirstBootPivot: r.OSImage != "" && to.OSImage != r.OSImage}
 		if from, ok := in.BootImages[pool.Name]; ok {
@@ -139,6 +165,7 @@ func planBootImages(in Input, pools []PoolPlan, nodes []NodePlan) ([]BootImagePl
 			}
 			slices.SortFunc(bp.Templates, func(a, b TemplatePlan) int { return strings.Compare(a.Template.ID(), b.Template.ID()) })
 		}
+		bp.UserData = planUserData(in, pool)
 		bp.Refused = refusal(&bp)
 		out = append(out, bp)
 	}
@@ -211,4 +238,22 @@ func (p *Plan) Refusals() []string {
 		}
 	}
 	return out
+}
+
+// planUserData compares the pool's user-data Secret, as observed, with its pointer config.
+func planUserData(in Input, pool *model.Pool) *UserDataPlan {
+	u := pool.BootImage.UserData
+	if u == nil {
+		return nil
+	}
+	up := &UserDataPlan{Namespace: u.Namespace, Name: u.Name, Key: u.Key, To: in.UserData[pool.Name], Action: UserDataCreate}
+	for _, o := range in.Fleet.UserData {
+		if o.Pool == pool.Name && o.Digest != "" {
+			up.From, up.Action = o.Digest, UserDataUpdate
+		}
+	}
+	if up.From == up.To {
+		up.Action = UserDataNoOp
+	}
+	return up
 }

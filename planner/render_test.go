@@ -1,9 +1,11 @@
 package planner
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	v34 "github.com/coreos/ignition/v2/config/v3_4"
 
@@ -78,6 +80,21 @@ func TestRenderNameIsStable(t *testing.T) {
 	c2, _ := Render(d)
 	if c2["worker"].Name == a["worker"].Name {
 		t.Error("a content change kept the name")
+	}
+}
+
+// TestRenderNameIgnoresHealthChecks: a pool's health checks — a command run on the node
+// above all — are not part of its rendered config, so adding or changing one retargets no
+// node (docs/decisions.md, "Health gates and progress").
+func TestRenderNameIgnoresHealthChecks(t *testing.T) {
+	a, _ := Render(renderDesired())
+	d := renderDesired()
+	d.Pools[0].HealthChecks = []model.HealthCheck{
+		{Name: "kubelet", Command: []string{"/usr/bin/systemctl", "is-active", "kubelet"}, Timeout: time.Minute},
+		{Name: "app", HTTPGet: "http://${node.address}/", Timeout: time.Minute}}
+	b, _ := Render(d)
+	if a["worker"].Name != b["worker"].Name || !bytes.Equal(a["worker"].Ignition, b["worker"].Ignition) {
+		t.Errorf("health checks changed the rendered config: %s, %s", a["worker"].Name, b["worker"].Name)
 	}
 }
 

@@ -18,7 +18,10 @@ type Input struct {
 	Pointers map[string]string
 	// BootImages is the state's boot image per pool (what apply last made new nodes boot).
 	BootImages map[string]model.BootImageDef
-	Fleet      *model.Fleet
+	// UserData is the digest of the pointer config each pool's user_data Secret must hold
+	// (the engine builds it; Fleet.UserData has what the Secrets hold).
+	UserData map[string]string
+	Fleet    *model.Fleet
 	// Journal is the progress of an apply that did not finish, by node name.
 	Journal map[string]model.JournalEntry
 	// Targets limits the rollout to these pools and nodes ("pool.NAME", "node.NAME"; none:

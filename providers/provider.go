@@ -5,6 +5,8 @@ package providers
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -89,6 +91,20 @@ type HealthGater interface {
 	NodeAddress(ctx context.Context, node string) (string, error)
 }
 
+// CommandChecker is implemented by providers that can run a pool's command health checks
+// (health_check { command = [...] }) on its nodes. Apply calls PublishChecks once, before
+// its first node, then RunCheck for each try of a command check after a node's steps.
+type CommandChecker interface {
+	// PublishChecks makes the command checks among checks (by pool) the ones each pool's
+	// nodes may run, and a pool given none keeps none: on Kubernetes it writes the Secret
+	// the agents read the commands from. An error names what could not be written.
+	PublishChecks(ctx context.Context, checks map[string][]model.HealthCheck) error
+	// RunCheck runs check, a command check of pool, once on node and returns what the
+	// command did. An error says the run could not be asked for or its answer not heard
+	// (the API refused, the node's agent did not answer).
+	RunCheck(ctx context.Context, node, pool string, check model.HealthCheck) (model.CheckResult, error)
+}
+
 // The built-in health gates.
 const (
 	GateReady      = "node-ready"     // the node's Ready condition is True
@@ -114,4 +130,23 @@ type TemplatePatcher interface {
 	// its image field (t.Field), and only if the field still holds from: a template changed
 	// since it was observed is an error naming it and what it holds now, not overwritten.
 	SetTemplateImage(ctx context.Context, t model.MachineTemplate, from, to string) error
+}
+
+// UserDataStore is implemented by providers that hold the user-data Secrets machine
+// templates give new nodes (providers/kubernetes): a pool's user_data block names one, and
+// apply keeps it holding the pool's pointer config.
+type UserDataStore interface {
+	// UserData returns the value of the Secret's key; ok is false when the Secret or the
+	// key does not exist.
+	UserData(ctx context.Context, namespace, name, key string) (value []byte, ok bool, err error)
+	// SetUserData sets the Secret's key to value, creating the Secret if it does not
+	// exist, and only if the key's value still has the digest from ("" for absent): a
+	// Secret changed since it was observed is an error, not overwritten. Other keys are kept.
+	SetUserData(ctx context.Context, namespace, name, key string, value []byte, from string) error
+}
+
+// Digest is "sha256:<hex>" of b: how plans name the user-data they compare.
+func Digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }

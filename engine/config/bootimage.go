@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -62,7 +63,7 @@ func (l *loader) bootImages(blocks hcl.Blocks) hcl.Diagnostics {
 
 var poolBootImageSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "policy"}, {Name: "image"}, {Name: "skew"}},
-	Blocks:     []hcl.BlockHeaderSchema{{Type: "machine_templates"}},
+	Blocks:     []hcl.BlockHeaderSchema{{Type: "machine_templates"}, {Type: "user_data"}},
 }
 
 // bootImage reads a pool's boot_image block. image is a reference, boot_image.NAME, to a
@@ -108,14 +109,23 @@ func (l *loader) bootImage(pool string, b *hcl.Block) (model.BootImage, hcl.Diag
 		diags = append(diags, errAt(image.NameRange, "Image of a managed boot image",
 			fmt.Sprintf("Pool %q: a managed boot image is the boot_image of the pool's OS image; to choose one, set policy = \"pinned\".", pool)))
 	}
-	for i, bb := range content.Blocks {
-		if i > 0 {
-			diags = append(diags, duplicate("machine_templates block", "", bb.DefRange, content.Blocks[0].DefRange))
+	first := map[string]hcl.Range{}
+	for _, bb := range content.Blocks {
+		if prev, ok := first[bb.Type]; ok {
+			diags = append(diags, duplicate(bb.Type+" block", "", bb.DefRange, prev))
 			continue
 		}
-		sel, d := l.templateSelection(bb)
-		diags = append(diags, d...)
-		bi.Templates = sel
+		first[bb.Type] = bb.DefRange
+		switch bb.Type {
+		case "machine_templates":
+			sel, d := l.templateSelection(bb)
+			diags = append(diags, d...)
+			bi.Templates = sel
+		case "user_data":
+			u, d := l.userData(bb)
+			diags = append(diags, d...)
+			bi.UserData = u
+		}
 	}
 	return bi, diags
 }
@@ -184,4 +194,67 @@ func (l *loader) templateSelection(b *hcl.Block) (*model.TemplateSelection, hcl.
 			`match_labels selects only with selection = "partial"; with "all" it would be ignored.`))
 	}
 	return s, diags
+}
+
+var userDataSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "secret", Required: true}, {Name: "key"},
+	{Name: "url", Required: true}, {Name: "ca_file"}, {Name: "token_file"}}}
+
+// userData reads user_data { secret = "NS/NAME", key, url, ca_file, token_file }: the
+// Secret apply keeps holding the pool's pointer config. The files are read when the
+// pointer config is built, so that a renewed CA or token shows in the next plan.
+func (l *loader) userData(b *hcl.Block) (*model.UserData, hcl.Diagnostics) {
+	u := &model.UserData{Key: "userData", DeclRange: hclpos.From(b.DefRange)}
+	content, diags := b.Body.Content(userDataSchema)
+	for _, a := range sortedAttrs(content.Attributes) {
+		v, d := l.str(a)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			continue
+		}
+		switch a.Name {
+		case "secret":
+			ns, name, ok := strings.Cut(v, "/")
+			if !ok || !dnsLabel(ns) || !dnsSubdomain(name) {
+				diags = append(diags, errAt(a.Expr.Range(), "Invalid secret",
+					fmt.Sprintf("secret %q: want \"NAMESPACE/NAME\", as Kubernetes names them (e.g. \"openshift-machine-api/worker-user-data\").", v)))
+			}
+			u.Namespace, u.Name = ns, name
+		case "key":
+			if v == "" {
+				diags = append(diags, errAt(a.Expr.Range(), "Empty key", "key names the Secret's data key (default \"userData\")."))
+			}
+			u.Key = v
+		case "url":
+			if p, err := url.Parse(v); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+				diags = append(diags, errAt(a.Expr.Range(), "Invalid url", fmt.Sprintf("url %q: want the boot server's base URL, such as \"https://boot.example:8443\".", v)))
+			}
+			u.URL = v
+		case "ca_file":
+			u.CAFile = l.absPath(v)
+		case "token_file":
+			u.TokenFile = l.absPath(v)
+		}
+	}
+	return u, diags
+}
+
+// dnsLabel and dnsSubdomain are Kubernetes' rules for a namespace and a Secret's name.
+func dnsLabel(s string) bool {
+	return len(s) > 0 && len(s) <= 63 && dnsChars(s, false)
+}
+
+func dnsSubdomain(s string) bool {
+	return len(s) > 0 && len(s) <= 253 && dnsChars(s, true)
+}
+
+func dnsChars(s string, dots bool) bool {
+	for i, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+		case (r == '-' || (dots && r == '.')) && i > 0 && i < len(s)-1:
+		default:
+			return false
+		}
+	}
+	return true
 }

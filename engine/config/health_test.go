@@ -24,6 +24,10 @@ pool "worker" {
     http_get = "https://app.example.com/ready/${node.name}"
     timeout  = "30s"
   }
+  health_check "kubelet" {
+    command = ["/usr/bin/systemctl", "is-active", "kubelet"]
+    timeout = "2m"
+  }
 }
 `)
 	res, diags := Load(dir, Options{})
@@ -33,6 +37,7 @@ pool "worker" {
 	want := []model.HealthCheck{
 		{Name: "kube-proxy", HTTPGet: "http://${node.address}:10256/healthz?node=${node.name}", Timeout: model.DefaultHealthCheckTimeout},
 		{Name: "app", HTTPGet: "https://app.example.com/ready/${node.name}", Timeout: 30 * time.Second},
+		{Name: "kubelet", Command: []string{"/usr/bin/systemctl", "is-active", "kubelet"}, Timeout: 2 * time.Minute},
 	}
 	got := res.Desired.Pool("worker").HealthChecks
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(model.HealthCheck{}, "DeclRange")); diff != "" {
@@ -48,12 +53,43 @@ func TestHealthCheckErrors(t *testing.T) {
 		name, src, summary string
 		line, col          int
 	}{
-		{"command", `pool "p" {
-  health_check "x" { command = ["true"] }
-}`, "health_check command is not supported yet", 2, 22},
 		{"empty", `pool "p" {
   health_check "x" {}
 }`, "Empty health_check", 2, 3},
+		{"only a timeout", `pool "p" {
+  health_check "x" { timeout = "1m" }
+}`, "Empty health_check", 2, 3},
+		{"both", `pool "p" {
+  health_check "x" {
+    http_get = "http://${node.address}/"
+    command  = ["/bin/true"]
+  }
+}`, "Conflicting health_check", 4, 5},
+		{"both, command first", `pool "p" {
+  health_check "x" {
+    command  = ["/bin/true"]
+    http_get = "http://${node.address}/"
+  }
+}`, "Conflicting health_check", 4, 5},
+		{"relative program", `pool "p" {
+  health_check "x" { command = ["/bin/sh", "-c", "true"] }
+  health_check "y" { command = ["systemctl", "is-active", "kubelet"] }
+}`, "Invalid command", 3, 33},
+		{"empty command", `pool "p" {
+  health_check "x" { command = [] }
+}`, "Invalid command", 2, 32},
+		{"command not a list", `pool "p" {
+  health_check "x" { command = "/usr/bin/systemctl is-active kubelet" }
+}`, "Invalid command", 2, 32},
+		{"NUL in an argument", `pool "p" {
+  health_check "x" { command = ["/bin/echo", "a\u0000b"] }
+}`, "Invalid command", 2, 46},
+		{"command timeout too long", `pool "p" {
+  health_check "x" {
+    command = ["/bin/true"]
+    timeout = "48h"
+  }
+}`, "Invalid timeout", 4, 15},
 		{"not a URL", `pool "p" {
   health_check "x" { http_get = "localhost/healthz" }
 }`, "Invalid http_get", 2, 33},
@@ -88,8 +124,8 @@ func TestHealthCheckErrors(t *testing.T) {
 				if s == nil || filepath.Base(s.Filename) != "main.hcl" || s.Start.Line != tt.line || s.Start.Column != tt.col {
 					t.Errorf("%q at %v, want main.hcl:%d,%d", tt.summary, s, tt.line, tt.col)
 				}
-				if tt.name == "command" && !strings.Contains(d.Detail, "http_get") {
-					t.Errorf("the command diagnostic does not say what to use instead: %s", d.Detail)
+				if strings.HasPrefix(tt.name, "both") && !strings.Contains(d.Detail, "give one") {
+					t.Errorf("the conflict does not say what to do: %s", d.Detail)
 				}
 				return
 			}

@@ -1,7 +1,8 @@
 // Package health runs a node's health gates after its steps: the provider's (the node
 // Ready, its DaemonSet pods Ready; providers.HealthGater) and then the pool's health_check
-// blocks. A node counts as done only once they all pass; a gate that does not pass in its
-// timeout is a *providers.GateError naming it, with what it saw last.
+// blocks — an HTTP GET from this machine, or a command the provider runs on the node
+// (providers.CommandChecker). A node counts as done only once they all pass; a gate that
+// does not pass in its timeout is a *providers.GateError naming it, with what it saw last.
 package health
 
 import (
@@ -23,8 +24,6 @@ const (
 	DefaultInterval     = 2 * time.Second
 	// requestTimeout bounds one try of an HTTP check (the check's timeout bounds them all).
 	requestTimeout = 10 * time.Second
-	// outputLimit bounds the part of a failed answer's body kept for the error.
-	outputLimit = 512
 )
 
 // Gates checks nodes. The zero value takes the defaults; Provider may lack HealthGater (then
@@ -39,6 +38,8 @@ type Gates struct {
 	// SkipBuiltIn leaves out the provider's gates (for a node that was not Ready before its
 	// update); the pool's checks still run.
 	SkipBuiltIn bool
+	// Pool is the node's pool: its command checks are looked up under it on the node.
+	Pool string
 }
 
 // Check runs node's gates in order and returns the first that does not pass.
@@ -51,6 +52,12 @@ func (g *Gates) Check(ctx context.Context, node string, checks []model.HealthChe
 	}
 	address := ""
 	for _, c := range checks {
+		if len(c.Command) > 0 {
+			if err := g.command(ctx, node, c); err != nil {
+				return err
+			}
+			continue
+		}
 		if c.NeedsAddress() && address == "" {
 			if hg == nil {
 				return &providers.GateError{Gate: c.Name, Output: "its URL has ${node.address}, and this provider does not know nodes' addresses"}
@@ -75,14 +82,41 @@ func (g *Gates) httpGet(ctx context.Context, c model.HealthCheck, url string) er
 	if client == nil {
 		client = http.DefaultClient
 	}
+	// A try is not cut short by the check's deadline: its answer (a 500 and its body)
+	// says more than a deadline would. The deadline bounds when tries start.
+	return g.retry(ctx, c, "answered 2xx", func() string { return try(ctx, client, url, requestTimeout) })
+}
+
+// command has the provider run the command check on the node until it exits 0 or the
+// check's timeout passes. One run is bounded by the check's timeout too: the node kills it
+// then.
+func (g *Gates) command(ctx context.Context, node string, c model.HealthCheck) error {
+	cc, ok := g.Provider.(providers.CommandChecker)
+	if !ok {
+		return &providers.GateError{Gate: c.Name, Output: "it is a command, and this provider cannot run commands on its nodes"}
+	}
+	return g.retry(ctx, c, "exited 0", func() string {
+		res, err := cc.RunCheck(ctx, node, g.Pool, c)
+		switch {
+		case err != nil:
+			return err.Error()
+		case res.Passed():
+			return ""
+		}
+		return fmt.Sprintf("%q: %s", c.Command, res)
+	})
+}
+
+// retry calls once until it passes (returns "") or the check's timeout has passed, pausing
+// Interval between tries; the GateError then says what the last try saw. passed says what
+// a passing try does, for that error.
+func (g *Gates) retry(ctx context.Context, c model.HealthCheck, passed string, once func() string) error {
 	timeout := cmpOr(c.Timeout, model.DefaultHealthCheckTimeout)
 	deadline := time.Now().Add(timeout)
 	tries := 0
 	for {
 		tries++
-		// A try is not cut short by the check's deadline: its answer (a 500 and its body)
-		// says more than a deadline would. The deadline bounds when tries start.
-		last := try(ctx, client, url, requestTimeout)
+		last := once()
 		if last == "" {
 			return nil
 		}
@@ -92,7 +126,7 @@ func (g *Gates) httpGet(ctx context.Context, c model.HealthCheck, url string) er
 			if ctx.Err() != nil {
 				why = "before apply stopped waiting: " + context.Cause(ctx).Error()
 			}
-			return &providers.GateError{Gate: c.Name, Output: fmt.Sprintf("%s (%d tries, none answered 2xx %s)", last, tries, why)}
+			return &providers.GateError{Gate: c.Name, Output: fmt.Sprintf("%s (%d tries, none %s %s)", last, tries, passed, why)}
 		}
 		select {
 		case <-ctx.Done():
@@ -118,7 +152,7 @@ func try(ctx context.Context, client *http.Client, url string, timeout time.Dura
 		return fmt.Sprintf("GET %s: %v", url, err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, outputLimit))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, model.CheckOutputLimit))
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return ""
 	}

@@ -115,3 +115,67 @@ func TestSkipBuiltInStillRunsThePoolsChecks(t *testing.T) {
 		t.Errorf("provider gates waited %v, HTTP check asked %d times; want none and once", g.waited, asked)
 	}
 }
+
+// runner is a provider that runs command checks: results are its answers in turn (the last
+// one repeats), err fails every run.
+type runner struct {
+	gater
+	results []model.CheckResult
+	err     error
+	runs    []string // pool/node/check of each run
+}
+
+func (r *runner) PublishChecks(context.Context, map[string][]model.HealthCheck) error { return nil }
+
+func (r *runner) RunCheck(_ context.Context, node, pool string, c model.HealthCheck) (model.CheckResult, error) {
+	r.runs = append(r.runs, pool+"/"+node+"/"+c.Name)
+	if r.err != nil {
+		return model.CheckResult{}, r.err
+	}
+	res := r.results[min(len(r.runs), len(r.results))-1]
+	return res, nil
+}
+
+var kubelet = model.HealthCheck{Name: "kubelet", Command: []string{"/usr/bin/systemctl", "is-active", "kubelet"}, Timeout: 5 * time.Second}
+
+func TestCommandCheckRetriesUntilExit0(t *testing.T) {
+	r := &runner{results: []model.CheckResult{{ExitCode: 3, Output: "activating"}, {ExitCode: -1, Error: "killed after 5s"}, {ExitCode: 0}}}
+	gates := Gates{Provider: r, Interval: time.Millisecond, Pool: "worker"}
+	if err := gates.Check(context.Background(), "n-1", []model.HealthCheck{kubelet}); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(r.runs, ","); got != "worker/n-1/kubelet,worker/n-1/kubelet,worker/n-1/kubelet" {
+		t.Errorf("runs %s, want three of worker/n-1/kubelet", got)
+	}
+}
+
+func TestCommandCheckFailsWithItsNameAndOutput(t *testing.T) {
+	r := &runner{results: []model.CheckResult{{ExitCode: 3, Output: "inactive\n"}}}
+	gates := Gates{Provider: r, Interval: 10 * time.Millisecond, Pool: "worker"}
+	kubelet := kubelet
+	kubelet.Timeout = 100 * time.Millisecond
+	err := gates.Check(context.Background(), "n-1", []model.HealthCheck{kubelet})
+	var ge *providers.GateError
+	if !errors.As(err, &ge) || ge.Gate != "kubelet" {
+		t.Fatalf("err = %v, want a GateError of gate kubelet", err)
+	}
+	for _, want := range []string{`["/usr/bin/systemctl" "is-active" "kubelet"]: exit 3: inactive`, "none exited 0 within 100ms"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	// The provider's own failure (no answer from the agent) is what the gate saw last.
+	r = &runner{err: errors.New("node n-1: the agent did not answer run X")}
+	err = (&Gates{Provider: r, Interval: 10 * time.Millisecond}).Check(context.Background(), "n-1", []model.HealthCheck{kubelet})
+	if err == nil || !strings.Contains(err.Error(), "the agent did not answer run X") {
+		t.Errorf("err = %v, want the provider's error in the gate's", err)
+	}
+}
+
+func TestCommandNeedsACommandChecker(t *testing.T) {
+	gates := Gates{Provider: &gater{}}
+	err := gates.Check(context.Background(), "n-1", []model.HealthCheck{kubelet})
+	if err == nil || !strings.Contains(err.Error(), `health gate "kubelet"`) || !strings.Contains(err.Error(), "cannot run commands") {
+		t.Fatalf("err = %v, want gate kubelet refused: the provider runs no commands", err)
+	}
+}

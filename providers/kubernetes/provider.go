@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	k8s "k8s.io/client-go/kubernetes"
@@ -59,7 +61,14 @@ type Options struct {
 	// every list and watch of the node has failed for this long: the agent's reports cannot
 	// be read then. Only New's clients have the timeout (not NewForClient's).
 	RequestTimeout time.Duration
+	// Namespace is mcp's namespace (DefaultNamespace when empty), where the agents read
+	// what the engine writes for them: the pools' command health checks
+	// (protocol.HealthSecret).
+	Namespace string
 }
+
+// DefaultNamespace is Options.Namespace's default, the namespace of deploy/.
+const DefaultNamespace = "mcp-system"
 
 func (o Options) withDefaults() Options {
 	if o.NodeTimeout <= 0 {
@@ -70,6 +79,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
 	}
 	return o
 }
@@ -152,7 +164,7 @@ func NewForClients(c k8s.Interface, d dynamic.Interface, m meta.RESTMapper, opts
 }
 
 // FromAttrs builds the provider from the HCL block provider "kubernetes" { kubeconfig,
-// context, delete_emptydir_data, node_timeout, request_timeout }, with client-go's usual
+// context, delete_emptydir_data, node_timeout, request_timeout, namespace }, with client-go's usual
 // rules: the kubeconfig named (resolved against dir when relative), else $KUBECONFIG, else
 // ~/.kube/config; its current context unless context names another; and, when none of these
 // exists and mcp runs in a pod, the pod's service account (in-cluster config).
@@ -161,6 +173,11 @@ func FromAttrs(dir string, attrs map[string]string) (*Provider, error) {
 	for k, v := range attrs {
 		switch k {
 		case "kubeconfig", "context":
+		case "namespace":
+			if errs := validation.IsDNS1123Label(v); len(errs) > 0 {
+				return nil, fmt.Errorf("namespace: %q is not a namespace name: %s", v, strings.Join(errs, "; "))
+			}
+			opts.Namespace = v
 		case "delete_emptydir_data":
 			b, err := strconv.ParseBool(v)
 			if err != nil {
@@ -178,7 +195,7 @@ func FromAttrs(dir string, attrs map[string]string) (*Provider, error) {
 				opts.RequestTimeout = d
 			}
 		default:
-			return nil, fmt.Errorf("the kubernetes provider has no attribute %q (it takes kubeconfig, context, delete_emptydir_data, node_timeout and request_timeout)", k)
+			return nil, fmt.Errorf("the kubernetes provider has no attribute %q (it takes kubeconfig, context, delete_emptydir_data, node_timeout, request_timeout and namespace)", k)
 		}
 	}
 	kc := attrs["kubeconfig"]

@@ -47,15 +47,17 @@ func TestFromAttrs(t *testing.T) {
 		t.Errorf("context prod: host %s", h)
 	}
 	p, err := FromAttrs(dir, map[string]string{"kubeconfig": "kc.yaml", "delete_emptydir_data": "false", "node_timeout": "5m",
-		"request_timeout": "10s"})
+		"request_timeout": "10s", "namespace": "mcp-prod"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.o.DeleteEmptyDirData == nil || *p.o.DeleteEmptyDirData || p.o.NodeTimeout != 5*time.Minute || p.o.RequestTimeout != 10*time.Second {
-		t.Errorf("options %+v: want delete_emptydir_data false, node_timeout 5m, request_timeout 10s", p.o)
+	if p.o.DeleteEmptyDirData == nil || *p.o.DeleteEmptyDirData || p.o.NodeTimeout != 5*time.Minute || p.o.RequestTimeout != 10*time.Second ||
+		p.o.Namespace != "mcp-prod" {
+		t.Errorf("options %+v: want delete_emptydir_data false, node_timeout 5m, request_timeout 10s, namespace mcp-prod", p.o)
 	}
-	if p, err := FromAttrs(dir, map[string]string{"kubeconfig": "kc.yaml"}); err != nil || p.o.RequestTimeout != DefaultRequestTimeout {
-		t.Errorf("default request timeout: %v, %v", p.o.RequestTimeout, err)
+	if p, err := FromAttrs(dir, map[string]string{"kubeconfig": "kc.yaml"}); err != nil || p.o.RequestTimeout != DefaultRequestTimeout ||
+		p.o.Namespace != DefaultNamespace {
+		t.Errorf("default request timeout and namespace: %v, %q, %v", p.o.RequestTimeout, p.o.Namespace, err)
 	}
 	t.Setenv("KUBECONFIG", filepath.Join(dir, "kc.yaml"))
 	if h := host(map[string]string{"context": "prod"}); h != "https://prod.example:6443" {
@@ -71,6 +73,7 @@ func TestFromAttrs(t *testing.T) {
 		{map[string]string{"delete_emptydir_data": "maybe"}, `delete_emptydir_data: "maybe"`},
 		{map[string]string{"node_timeout": "-1m"}, `node_timeout: "-1m"`},
 		{map[string]string{"request_timeout": "0s"}, `request_timeout: "0s"`},
+		{map[string]string{"namespace": "MCP/System"}, `namespace: "MCP/System" is not a namespace name`},
 	} {
 		if _, err := FromAttrs(dir, c.attrs); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("FromAttrs(%v): %v, want an error with %q", c.attrs, err, c.want)

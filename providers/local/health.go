@@ -3,9 +3,12 @@ package local
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/providers"
 )
 
@@ -80,4 +83,24 @@ func (p *Provider) NodeAddress(ctx context.Context, node string) (string, error)
 		return r.Address, nil
 	}
 	return DefaultAddress, nil
+}
+
+var _ providers.CommandChecker = (*Provider)(nil)
+
+// PublishChecks has nothing to publish: the local fleet's nodes are directories, and apply
+// runs their command checks itself (RunCheck), from its plan.
+func (p *Provider) PublishChecks(context.Context, map[string][]model.HealthCheck) error { return nil }
+
+// RunCheck runs the command of check on this machine, as the local fleet simulates nodes
+// as directories: nodeexec.RunCheck with the node's root directory (absolute) as working
+// directory and MCP_NODE_ROOT, and its name as MCP_NODE. The node must exist.
+func (p *Provider) RunCheck(ctx context.Context, node, pool string, check model.HealthCheck) (model.CheckResult, error) {
+	if _, err := p.observeNode(node); err != nil {
+		return model.CheckResult{}, err
+	}
+	root, err := filepath.Abs(rootDir(p.o.Dir, node))
+	if err != nil {
+		return model.CheckResult{}, fmt.Errorf("node %s: %w", node, err)
+	}
+	return nodeexec.RunCheck(ctx, nodeexec.Check{Argv: check.Command, Timeout: check.Timeout, Node: node, Root: root}), nil
 }

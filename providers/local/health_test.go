@@ -3,10 +3,13 @@ package local
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/providertest"
 )
@@ -51,5 +54,31 @@ func TestHealthGates(t *testing.T) {
 
 	if a, err := p.NodeAddress(ctx, "w-0"); err != nil || a != DefaultAddress {
 		t.Errorf("address of w-0 = %q, %v; want %s", a, err, DefaultAddress)
+	}
+}
+
+// TestRunCheck: a command check runs on this machine in the node's root, with the node's
+// name and root in its environment; a node the fleet lacks is an error, not a result.
+func TestRunCheck(t *testing.T) {
+	dir := fixture(t, providertest.Standard())
+	p, err := New(Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	root, _ := filepath.Abs(filepath.Join(dir, "nodes", "w-1", "root"))
+	os.MkdirAll(filepath.Join(root, "etc"), 0o755)
+	os.WriteFile(filepath.Join(root, "etc", "broken"), nil, 0o644)
+	check := model.HealthCheck{Name: "not-broken", Timeout: 10 * time.Second,
+		Command: []string{"/bin/sh", "-c", `test ! -e "$MCP_NODE_ROOT/etc/broken" || { echo "$MCP_NODE broken in $(pwd)"; exit 4; }`}}
+	res, err := p.RunCheck(ctx, "w-1", "worker", check)
+	if err != nil || res.ExitCode != 4 || res.Output != "w-1 broken in "+root+"\n" {
+		t.Errorf("w-1: %+v, %v; want exit 4 naming w-1 and its root %s", res, err, root)
+	}
+	if res, err := p.RunCheck(ctx, "w-2", "worker", check); err != nil || !res.Passed() {
+		t.Errorf("w-2: %+v, %v; want passed", res, err)
+	}
+	if _, err := p.RunCheck(ctx, "nope", "worker", check); err == nil {
+		t.Error("a check on a node the fleet lacks ran")
 	}
 }

@@ -50,11 +50,12 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 	interval := fs.Duration("interval", 30*time.Second, "time between reconciles when not -once")
 	listen := fs.String("listen", "", "serve /healthz and /metrics on this address (e.g. :9101)")
 	hostKind := fs.String("host", "systemd", "how units and the OS are driven: systemd (D-Bus, rpm-ostree) or record (log only)")
-	osChroot := fs.String("os-chroot", "", "run the kernel-argument and OS-image commands chrooted here (e.g. /host in a container)")
+	osChroot := fs.String("os-chroot", "", "run the kernel-argument, OS-image and health-check commands chrooted here (e.g. /host in a container)")
 	allow := fs.String("allow", strings.Join(nodeexec.DefaultAllowed, ","), "path prefixes the agent may write")
 	bootID := fs.String("boot-id-file", "/proc/sys/kernel/random/boot_id", "where the running boot's id is read")
 	rebootWait := fs.Duration("reboot-wait", 10*time.Minute, "after asking for a reboot, report Degraded if the machine is still up this long")
 	node := fs.String("node", os.Getenv("NODE_NAME"), "run on Kubernetes as this Node's agent (default $NODE_NAME; unset: standalone)")
+	namespace := fs.String("namespace", "mcp-system", "with -node: mcp's namespace, where the pools' command health checks are read (Secret mcp-health-checks)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	inCluster := fs.Bool("in-cluster", false, "use the pod's service account (the default when no kubeconfig is found)")
 	if err := fs.Parse(args); err != nil {
@@ -71,7 +72,7 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 		if *once || *desired != "" {
 			return c.errorf("-once and -desired are for the standalone agent; with -node the Node's annotations say what to do")
 		}
-		return c.kubeAgent(kubeAgentFlags{node: *node, kubeconfig: *kubeconfig, inCluster: *inCluster, root: *root,
+		return c.kubeAgent(kubeAgentFlags{node: *node, namespace: *namespace, kubeconfig: *kubeconfig, inCluster: *inCluster, root: *root,
 			server: *server, hostKind: *hostKind, osChroot: *osChroot, allow: *allow, bootID: *bootID, listen: *listen,
 			interval: *interval, rebootWait: *rebootWait}, log)
 	}
@@ -117,9 +118,9 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 const ExitRebooting = 75
 
 type kubeAgentFlags struct {
-	node, kubeconfig, root, server, hostKind, osChroot, allow, bootID, listen string
-	inCluster                                                                 bool
-	interval, rebootWait                                                      time.Duration
+	node, namespace, kubeconfig, root, server, hostKind, osChroot, allow, bootID, listen string
+	inCluster                                                                            bool
+	interval, rebootWait                                                                 time.Duration
 }
 
 // kubeAgent is `mcp agent -node NAME`: the agent of a Kubernetes node (docs/kubernetes.md).
@@ -155,6 +156,8 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 	a := kagent.New(nodes, f.node, f.root, f.server, host)
 	a.Log, a.Interval, a.Agent.RebootWait, a.State.BootIDPath = log, f.interval, f.rebootWait, f.bootID
 	a.Agent.Exec.Allowed = strings.Split(f.allow, ",")
+	// Command health checks run in the host's root where its OS commands do.
+	a.Checks = &kagent.Checker{Secrets: nodes.Secrets(f.namespace), Namespace: f.namespace, Chroot: f.osChroot}
 	m := newAgentMetrics()
 	a.Observe = m.set
 	if f.listen != "" {

@@ -48,6 +48,10 @@ func writeBootImages(w io.Writer, c painter, p *planner.Plan) {
 		if n := countTemplates(b, planner.TemplateNoOp); n > 0 {
 			fmt.Fprintf(w, "  %s already on the pool's image\n", plural(n, "%d machine template", "%d machine templates"))
 		}
+		if u := b.UserData; u != nil && u.Action != planner.UserDataNoOp && !b.Kept {
+			fmt.Fprintf(w, "  %s user_data Secret %s/%s[%s]: %s the pointer config (%s)\n", c.yellow(symInPlace), u.Namespace, u.Name, u.Key,
+				u.Action, digestChange(u.From, u.To))
+		}
 		if b.FirstBootPivot {
 			fmt.Fprintf(w, "  %s new nodes boot boot_image.%s (OS image %s) and pivot to %s at first boot, before they join (one reboot)\n",
 				c.yellow("skew:"), b.To.Name, b.To.OSImage, b.OSImage)
@@ -65,7 +69,7 @@ func writeBootImages(w io.Writer, c painter, p *planner.Plan) {
 // bootImageWorthShowing: a boot image that changes, lags or is refused; a settled one is
 // left out, as unchanged nodes are.
 func bootImageWorthShowing(b *planner.BootImagePlan) bool {
-	return b.Changed || b.FirstBootPivot || len(b.Lagging) > 0 || b.Refused != "" || len(b.Degraded()) > 0 || b.Changes()
+	return b.Changed || b.FirstBootPivot || (b.UserData != nil && b.UserData.Action != planner.UserDataNoOp) || len(b.Lagging) > 0 || b.Refused != "" || len(b.Degraded()) > 0 || b.Changes()
 }
 
 func bootImageName(b *model.BootImageDef) string {
@@ -131,6 +135,18 @@ func bootImageChanges(p *planner.Plan) []resourceChange {
 		}
 		out = append(out, resourceChange{Address: "boot_image." + b.Pool, Mode: "managed", Type: "mcp_boot_image", Name: b.Pool,
 			Change: change{Actions: []string{act}, Before: before, After: bootImageValue{Name: b.To.Name, OSImage: b.To.OSImage, Images: b.To.Images}}})
+		if u := b.UserData; u != nil {
+			act := string(u.Action)
+			if b.Kept {
+				act = "no-op"
+			}
+			var before any
+			if u.From != "" {
+				before = userDataValue{Secret: u.Namespace + "/" + u.Name, Key: u.Key, Digest: u.From}
+			}
+			out = append(out, resourceChange{Address: "user_data." + b.Pool, Mode: "managed", Type: "mcp_user_data", Name: b.Pool,
+				Change: change{Actions: []string{act}, Before: before, After: userDataValue{Secret: u.Namespace + "/" + u.Name, Key: u.Key, Digest: u.To}}})
+		}
 		for _, tp := range b.Templates {
 			act, after := "no-op", tp.From
 			if tp.Action == planner.TemplateUpdate && !b.Kept {
@@ -203,4 +219,26 @@ func mdBootImages(w *bufio.Writer, p *planner.Plan) {
 			fmt.Fprintf(w, "- **refused:** %s\n", mdEscape(b.Refused))
 		}
 	}
+}
+
+// digestChange is "sha256:1a2b3c4d… → sha256:5e6f…", short, as people compare them.
+func digestChange(from, to string) string {
+	short := func(d string) string {
+		if d == "" {
+			return "(none)"
+		}
+		if len(d) > len("sha256:")+12 {
+			return d[:len("sha256:")+12] + "…"
+		}
+		return d
+	}
+	return short(from) + " → " + short(to)
+}
+
+// userDataValue is a user-data Secret resource's before and after in the plan JSON: the
+// digest of its key's value (the value may hold a token: it is not in the plan).
+type userDataValue struct {
+	Secret string `json:"secret"`
+	Key    string `json:"key"`
+	Digest string `json:"digest"`
 }

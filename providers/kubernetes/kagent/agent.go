@@ -3,8 +3,11 @@
 // id), fetches the rendered configs from the boot server, runs exactly the handed-over
 // steps through nodeexec.Agent — the code every provider runs — and reports through the
 // Node's annotations (NodeState). When no hand-over is waiting it checks the disk against
-// the current config every Interval and reports the drift. It writes nothing to the cluster
-// but its own Node's annotations. The protocol is described in docs/kubernetes.md.
+// the current config every Interval and reports the drift. After an update the engine may
+// ask it to run one of the pool's command health checks (Check): the request names the
+// check, and the command is read from the Secret the engine wrote (protocol.HealthSecret),
+// never from the Node. It reads nothing else from the cluster and writes nothing but its
+// own Node's annotations. The protocol is described in docs/kubernetes.md.
 package kagent
 
 import (
@@ -61,10 +64,14 @@ type Agent struct {
 	Log      *slog.Logger
 	// Observe, when set, sees the node's state and drift after each pass (for metrics).
 	Observe func(state string, drifted int, err error)
+	// Checks runs the engine's command health checks; nil: every request is answered
+	// "not run".
+	Checks *Checker
 
 	mu      sync.Mutex
 	configs map[string]*model.Rendered // fetched rendered configs (immutable)
 	ran     string                     // the last update id this process ran
+	checked string                     // the last check run id this process answered
 }
 
 // New builds the agent of node for root: host performs the non-file effects.
@@ -135,6 +142,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		if check && !ran {
 			a.CheckDrift(ctx, node)
 		}
+		a.Check(ctx, node)
 	}
 }
 

@@ -1,7 +1,8 @@
-// Package nodeclient is a client of the Kubernetes API for Node objects alone, for the agent
-// that runs on every node. client-go's typed Clientset registers every API group of
-// Kubernetes at start-up, which costs each node about 10 MB of memory for types the agent
-// never uses; this client knows core/v1 only and talks through client-go's REST client.
+// Package nodeclient is a client of the Kubernetes API for what the agent that runs on every
+// node asks: Node objects, and one Secret by name (the pools' command health checks).
+// client-go's typed Clientset registers every API group of Kubernetes at start-up, which
+// costs each node about 10 MB of memory for types the agent never uses; this client knows
+// core/v1 only and talks through client-go's REST client.
 package nodeclient
 
 import (
@@ -24,6 +25,12 @@ type Nodes interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*corev1.NodeList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Node, error)
+}
+
+// Secrets is the agent's one other read: a Secret of one namespace by name. A Clientset's
+// CoreV1().Secrets(namespace) (and its fake) is one too.
+type Secrets interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error)
 }
 
 // Client is Nodes over a REST client that knows core/v1 alone.
@@ -77,6 +84,20 @@ func (c *Client) Patch(ctx context.Context, name string, pt types.PatchType, dat
 	err := c.rest.Patch(pt).Resource("nodes").Name(name).SubResource(subresources...).
 		VersionedParams(&opts, c.params).Body(data).Do(ctx).Into(n)
 	return n, err
+}
+
+// Secrets gives the Secrets of namespace (get only).
+func (c *Client) Secrets(namespace string) Secrets { return secrets{c: c, ns: namespace} }
+
+type secrets struct {
+	c  *Client
+	ns string
+}
+
+func (s secrets) Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error) {
+	sec := &corev1.Secret{}
+	err := s.c.rest.Get().Namespace(s.ns).Resource("secrets").Name(name).VersionedParams(&opts, s.c.params).Do(ctx).Into(sec)
+	return sec, err
 }
 
 // timeout is a list or watch's own server-side timeout, as the typed client sets it.

@@ -64,7 +64,8 @@ const (
 	// ManagedBy labels every object mcp creates (app.kubernetes.io/managed-by=mcp).
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedByValue = "mcp"
-	// KindLabel says what an object holds: "state", "state-chunk", "rendered".
+	// KindLabel says what an object holds: "state", "state-chunk", "rendered",
+	// "health-checks" (KindHealthChecks).
 	KindLabel = Prefix + "kind"
 	// RenderedLabel carries the rendered config's name on its Secret.
 	RenderedLabel = Prefix + "rendered"

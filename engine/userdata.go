@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/providers"
+)
+
+// pointerConfigs builds, per pool with a user_data block, the pointer config its Secret
+// must hold: the bytes `mcp pointer POOL -url URL -ca CA -token-file TOKEN` prints. The CA
+// and token files are read now, so a renewed one shows in this plan.
+func (w *Workspace) pointerConfigs() (map[string][]byte, error) {
+	out := map[string][]byte{}
+	if w.Desired == nil {
+		return out, nil
+	}
+	for i := range w.Desired.Pools {
+		p := &w.Desired.Pools[i]
+		u := p.BootImage.UserData
+		if u == nil {
+			continue
+		}
+		o := bootsrv.PointerOptions{URL: u.URL, Pool: p.Name}
+		if u.CAFile != "" {
+			b, err := os.ReadFile(u.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("pool %s: user_data ca_file: %w", p.Name, err)
+			}
+			o.CAPEM = b
+		}
+		if u.TokenFile != "" {
+			b, err := os.ReadFile(u.TokenFile)
+			if err != nil {
+				return nil, fmt.Errorf("pool %s: user_data token_file: %w", p.Name, err)
+			}
+			if o.Token = strings.TrimRight(string(b), "\r\n "); o.Token == "" {
+				return nil, fmt.Errorf("pool %s: user_data token_file %s is empty", p.Name, u.TokenFile)
+			}
+		}
+		b, err := bootsrv.Pointer(o)
+		if err != nil {
+			return nil, fmt.Errorf("pool %s: user_data: %w", p.Name, err)
+		}
+		out[p.Name] = b
+	}
+	return out, nil
+}
+
+// observeUserData reads each user_data Secret into the fleet (its digest), and keeps the
+// pointer configs to write in w.pointers. A user_data block needs a provider that holds
+// Secrets.
+func (w *Workspace) observeUserData(ctx context.Context, fleet *model.Fleet) error {
+	want, err := w.pointerConfigs()
+	if err != nil || len(want) == 0 {
+		w.pointers = want
+		return err
+	}
+	store, ok := w.Provider.(providers.UserDataStore)
+	if !ok {
+		return fmt.Errorf("user_data needs a provider that holds Secrets (kubernetes); provider %q has none", w.Desired.Provider.Type)
+	}
+	for i := range w.Desired.Pools {
+		u := w.Desired.Pools[i].BootImage.UserData
+		if u == nil {
+			continue
+		}
+		v, ok, err := store.UserData(ctx, u.Namespace, u.Name, u.Key)
+		if err != nil {
+			return fmt.Errorf("pool %s: reading user_data secret %s: %w", w.Desired.Pools[i].Name, u.SecretID(), err)
+		}
+		obj := model.UserDataObject{Pool: w.Desired.Pools[i].Name, Namespace: u.Namespace, Name: u.Name, Key: u.Key}
+		if ok {
+			obj.Digest = providers.Digest(v)
+		}
+		fleet.UserData = append(fleet.UserData, obj)
+	}
+	w.pointers = want
+	return nil
+}
+
+// pointerDigests are the digests of w.pointers, by pool, for the planner.
+func (w *Workspace) pointerDigests() map[string]string {
+	out := make(map[string]string, len(w.pointers))
+	for pool, b := range w.pointers {
+		out[pool] = providers.Digest(b)
+	}
+	return out
+}
+
+// setUserData writes a pool's pointer config into its Secret, if the plan changes it.
+func (a *applier) setUserData(ctx context.Context, bp *planner.BootImagePlan) error {
+	ud := bp.UserData
+	if ud == nil || ud.Action == planner.UserDataNoOp {
+		return nil
+	}
+	b := a.w.pointers[bp.Pool]
+	if b == nil || providers.Digest(b) != ud.To {
+		return errors.New("its pointer config is not the one planned") // rederive makes this unreachable
+	}
+	store, ok := a.w.Provider.(providers.UserDataStore)
+	if !ok {
+		return errors.New("this provider holds no Secrets")
+	}
+	return store.SetUserData(ctx, ud.Namespace, ud.Name, ud.Key, b, ud.From)
+}
