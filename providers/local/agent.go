@@ -124,6 +124,15 @@ func (h *host) Pivot(_ context.Context, image string) error {
 	return h.p.update(h.node, func(r *record) { r.OSImage = image })
 }
 
+// BootedImage is the OS image node.json reports the node runs.
+func (h *host) BootedImage(context.Context) (string, error) {
+	r, err := h.p.observeNode(h.node)
+	if err != nil {
+		return "", err
+	}
+	return r.OSImage, nil
+}
+
 func contains(s []string, v string) bool {
 	for _, x := range s {
 		if x == v {
