@@ -193,6 +193,10 @@ func eventDetail(e local.Event) string {
 		d = e.Reason
 	case local.EventDrain:
 		d = "evicted " + strings.Join(e.Pods, ", ")
+	case local.EventFirstBoot:
+		d = fmt.Sprintf("from %s with the served config of %s", e.OSImage, e.DesiredConfig)
+	case local.EventPivot:
+		d = fmt.Sprintf("to %s (for %s), from the next boot", e.OSImage, e.DesiredConfig)
 	case local.EventReboot:
 		d = fmt.Sprintf("into %s, boot id %.8s → %.8s, ", e.DesiredConfig, e.BootID, e.NextBootID)
 		if e.Until.IsZero() {
