@@ -102,6 +102,25 @@ func TestIgnitionBootsFromServe(t *testing.T) {
 	if len(r.Files) != 4 {
 		t.Errorf("the worker config has %d files, want 4", len(r.Files))
 	}
+	checkFirstBootRecord(t, S, r)
+}
+
+// checkFirstBootRecord: the served config's first-boot record is in the root Ignition
+// wrote, mode 0600, naming the pool's rendered config and its OS image.
+func checkFirstBootRecord(t *testing.T, S string, r *model.Rendered) {
+	t.Helper()
+	p := filepath.Join(S, model.FirstBootPath)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("the first-boot record: %v", err)
+	}
+	rec, err := model.ParseFirstBoot(b)
+	if err != nil || rec != model.FirstBootOf(r) {
+		t.Errorf("first-boot record %+v (%v), want %+v", rec, err, model.FirstBootOf(r))
+	}
+	if st, _ := os.Stat(p); st.Mode().Perm() != model.FirstBootMode {
+		t.Errorf("first-boot record mode %o, want %o", st.Mode().Perm(), model.FirstBootMode)
+	}
 }
 
 // applyQuickstart applies a copy of the quickstart, with simulated durations of zero and

@@ -27,7 +27,7 @@ func slowQuickstart(t *testing.T) string { return localQuickstart(t, "200ms", "1
 // directory, with the local fleet's simulated drain and reboot durations set.
 func localQuickstart(t *testing.T, drain, reboot string) string {
 	t.Helper()
-	return quickstarttest.Copy(t, "../examples/quickstart", "200ms", "1s")
+	return quickstarttest.Copy(t, "../examples/quickstart", drain, reboot)
 }
 
 // startApply starts `mcp apply -auto-approve` in dir.

@@ -3,6 +3,7 @@ package bootsrv
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -469,4 +470,64 @@ func FuzzAccept(f *testing.F) {
 			t.Errorf("accept %q: body %v and reason %q", accept, b != nil, why)
 		}
 	})
+}
+
+// TestFirstBootRecordServed: every spec a pool's config is served in carries the first-boot
+// record (model.FirstBoot) naming the pool's rendered config and OS image, as a file its
+// parser takes; the rendered config itself is served unchanged, under its content's name.
+// A config that writes the record's path itself is refused.
+func TestFirstBootRecordServed(t *testing.T) {
+	d := &model.Desired{Pools: []model.Pool{{Name: "worker", OSImage: "quay.io/example/os:2"}},
+		Configs: []model.Config{{Name: "10-x", Pools: []string{"worker"},
+			Files: []model.File{{Path: "/etc/motd", Mode: 0o644, Contents: []byte("hi\n")}}}}}
+	out, diags := planner.Render(d)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	r := out["worker"]
+	s := serverWith(t, r)
+	want := model.FirstBoot{Rendered: r.Name, OSImage: "quay.io/example/os:2"}
+	for m := 0; m <= 6; m++ {
+		accept := fmt.Sprintf("application/vnd.coreos.ignition+json;version=3.%d.0", m)
+		rec := get(t, s, "GET", "/config/worker", "Accept", accept)
+		if rec.Code != 200 {
+			t.Fatalf("spec 3.%d: %d %s", m, rec.Code, rec.Body)
+		}
+		cfg, _, err := v36.ParseCompatibleVersion(rec.Body.Bytes())
+		if err != nil {
+			t.Fatalf("spec 3.%d: %v", m, err)
+		}
+		var found bool
+		for _, f := range cfg.Storage.Files {
+			if f.Path != model.FirstBootPath {
+				continue
+			}
+			found = true
+			b64, ok := strings.CutPrefix(*f.Contents.Source, "data:;base64,")
+			raw, err := base64.StdEncoding.DecodeString(b64)
+			if !ok || err != nil {
+				t.Fatalf("spec 3.%d: record source %q", m, *f.Contents.Source)
+			}
+			got, err := model.ParseFirstBoot(raw)
+			if err != nil || got != want || *f.Mode != model.FirstBootMode || !*f.Overwrite {
+				t.Errorf("spec 3.%d: record %+v (%v), mode %o, want %+v mode %o", m, got, err, *f.Mode, want, model.FirstBootMode)
+			}
+		}
+		if !found {
+			t.Errorf("spec 3.%d: no %s in %s", m, model.FirstBootPath, rec.Body)
+		}
+	}
+	rec := get(t, s, "GET", "/rendered/"+r.Name)
+	var back model.Rendered
+	if err := json.Unmarshal(rec.Body.Bytes(), &back); err != nil || back.CheckName() != nil ||
+		strings.Contains(rec.Body.String(), "firstboot") {
+		t.Errorf("the rendered config served changed: %v %s", err, rec.Body)
+	}
+
+	own := &model.Rendered{Name: "rendered-worker-0", Pool: "worker",
+		Ignition: []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"` + model.FirstBootPath + `","contents":{"source":"data:,x"}}]}}`)}
+	if _, err := Build(1, map[string]string{"worker": own.Name}, map[string]*model.Rendered{own.Name: own}); err == nil ||
+		!strings.Contains(err.Error(), "where the boot server puts the first-boot record") {
+		t.Errorf("a config writing the record's path: %v", err)
+	}
 }

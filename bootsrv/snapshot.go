@@ -1,5 +1,6 @@
 // Package bootsrv is `mcp serve`: it serves each pool's Ignition config to booting nodes
-// (GET|HEAD /config/<pool>, with spec negotiation from the Accept header) and the immutable
+// (GET|HEAD /config/<pool>, with spec negotiation from the Accept header, and with the
+// first-boot record, model.FirstBoot, added) and the immutable
 // rendered configs to agents (/rendered/<name>). Everything served is prepared ahead into an
 // immutable Snapshot that is swapped atomically when the state changes: nothing is rendered
 // or marshalled on the request path, and no request sees a half-updated config.
@@ -8,6 +9,7 @@ package bootsrv
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -94,6 +96,26 @@ func Build(serial int64, pointers map[string]string, rendered map[string]*model.
 	return s, nil
 }
 
+// IgnitionAccept is the Accept header the Ignition client sends that reads the newest spec
+// the server knows (Ignition v2.27.0 sends this one): what `mcp fleet add` asks with, as a
+// booting node would.
+var IgnitionAccept = ignitionType + ";version=" + ignspec.Newest().Version + ", */*;q=0.1"
+
+// PoolConfig is the body GET /config/<pool> answers a client sending accept: the same
+// prepared bytes. A pool the snapshot lacks, and an Accept no spec of the config suits
+// (the 406's reason), are errors.
+func (s *Snapshot) PoolConfig(pool, accept string) ([]byte, error) {
+	pc := s.pools[pool]
+	if pc == nil {
+		return nil, fmt.Errorf("no boot config for pool %q: the state has no pointer for it", pool)
+	}
+	b, why := pc.negotiate(accept)
+	if b == nil {
+		return nil, fmt.Errorf("pool %s: %s", pool, why)
+	}
+	return b.data, nil
+}
+
 // preparePool writes r's Ignition config in every 3.x spec whose parser takes it without
 // dropping anything (an "unused key" means the spec cannot express a field). The config is
 // decoded and encoded once; each spec's parser then checks that encoding with its version.
@@ -109,6 +131,9 @@ func preparePool(pool string, r *model.Rendered) (*poolConfig, error) {
 	pc := &poolConfig{name: pool, rendered: r.Name, native: -1, byMinor: map[int]*body{}, why: map[int]string{}}
 	if v, _ := ign["version"].(string); strings.HasPrefix(v, "3.") {
 		fmt.Sscanf(v, "3.%d.0", &pc.native)
+	}
+	if err := addFirstBoot(doc, r); err != nil {
+		return nil, err
 	}
 	encode, err := versioned(doc, ign)
 	if err != nil {
@@ -131,6 +156,38 @@ func preparePool(pool string, r *model.Rendered) (*poolConfig, error) {
 			r.Name, specs[len(specs)-1].Minor, newest, pc.why[newest])
 	}
 	return pc, nil
+}
+
+// addFirstBoot adds the first-boot record (model.FirstBoot) to the Ignition config doc of
+// r: a file at model.FirstBootPath that tells the node's agent which rendered config it
+// boots and the pool's OS image. It goes into what is served, not into r, whose name is a
+// hash of its content. A file in storage.files is in every 3.x spec, so the record changes
+// no spec's verdict; each spec's parser still checks the bytes with it.
+func addFirstBoot(doc map[string]any, r *model.Rendered) error {
+	storage, ok := doc["storage"].(map[string]any)
+	if doc["storage"] != nil && !ok {
+		return fmt.Errorf("rendered config %s: its Ignition storage section is not an object", r.Name)
+	}
+	if storage == nil {
+		storage = map[string]any{}
+		doc["storage"] = storage
+	}
+	files, ok := storage["files"].([]any)
+	if storage["files"] != nil && !ok {
+		return fmt.Errorf("rendered config %s: its Ignition storage.files is not a list", r.Name)
+	}
+	for _, f := range files {
+		if m, _ := f.(map[string]any); m != nil && m["path"] == model.FirstBootPath {
+			return fmt.Errorf("rendered config %s writes %s, where the boot server puts the first-boot record", r.Name, model.FirstBootPath)
+		}
+	}
+	storage["files"] = append(files, map[string]any{
+		"path":      model.FirstBootPath,
+		"mode":      model.FirstBootMode,
+		"overwrite": true,
+		"contents":  map[string]any{"source": "data:;base64," + base64.StdEncoding.EncodeToString(model.FirstBootOf(r).Encode())},
+	})
+	return nil
 }
 
 // versioned encodes doc, whose ignition section is ign, once, and returns what gives that

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/mcpfleet/mcp/model"
@@ -12,8 +13,8 @@ import (
 )
 
 // preparedBefore is what preparePool served before it encoded once: for each spec, the
-// config decoded, its version set, marshalled and parsed; the bodies by minor, the reasons
-// by minor, and the error.
+// config decoded, the first-boot record added, its version set, marshalled and parsed; the
+// bodies by minor, the reasons by minor, and the error.
 func preparedBefore(r *model.Rendered) (map[int][]byte, map[int]string, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(r.Ignition, &doc); err != nil {
@@ -22,6 +23,9 @@ func preparedBefore(r *model.Rendered) (map[int][]byte, map[int]string, error) {
 	ign, _ := doc["ignition"].(map[string]any)
 	if ign == nil {
 		return nil, nil, fmt.Errorf("rendered config %s: Ignition config without an ignition section", r.Name)
+	}
+	if err := addFirstBoot(doc, r); err != nil {
+		return nil, nil, err
 	}
 	bodies, why := map[int][]byte{}, map[int]string{}
 	for _, sp := range specs {
@@ -129,5 +133,30 @@ func TestVersionedIsEncodingWithTheVersion(t *testing.T) {
 				t.Errorf("%s in %s: %s, want %s", sp.Version, ign, got, want)
 			}
 		}
+	}
+}
+
+// TestPoolConfigIsWhatIsServed: Snapshot.PoolConfig gives the bytes /config/<pool> answers
+// for the same Accept header, and says why when there are none.
+func TestPoolConfigIsWhatIsServed(t *testing.T) {
+	r := rendered(t, "infra", "x\n", "nosmt")
+	s := serverWith(t, r)
+	snap := s.Current()
+	for _, accept := range []string{IgnitionAccept, "application/vnd.coreos.ignition+json;version=3.4.0", ""} {
+		got, err := snap.PoolConfig("infra", accept)
+		rec := get(t, s, "GET", "/config/infra", "Accept", accept)
+		if err != nil || !bytes.Equal(got, rec.Body.Bytes()) {
+			t.Errorf("Accept %q: %v\n%s\nserved\n%s", accept, err, got, rec.Body)
+		}
+	}
+	if _, err := snap.PoolConfig("infra", "application/vnd.coreos.ignition+json;version=3.2.0"); err == nil ||
+		!strings.Contains(err.Error(), "needs spec 3.3.0") {
+		t.Errorf("a spec that cannot express it: %v", err)
+	}
+	if _, err := snap.PoolConfig("worker", IgnitionAccept); err == nil || !strings.Contains(err.Error(), "no pointer") {
+		t.Errorf("an unknown pool: %v", err)
+	}
+	if IgnitionAccept != ign36 {
+		t.Errorf("IgnitionAccept = %q, want what Ignition v2.27.0 sends, %q", IgnitionAccept, ign36)
 	}
 }

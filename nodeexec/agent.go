@@ -135,14 +135,18 @@ func (a *Agent) judgePending(from, target *model.Rendered, steps []model.Step, d
 	return steps, 0, nil
 }
 
-// finish reports Done, then removes the pending record if there is one: a crash between
-// the two repeats an idempotent report (the record is judged again by the next update or
-// Resume).
+// finish reports Done, then removes the pending record if there is one, and the
+// first-boot record (the node runs a config now): a crash between the two repeats an
+// idempotent report (the pending record is judged again by the next update or Resume; a
+// first-boot record on a node that runs a config is removed by FirstBoot).
 func (a *Agent) finish(current string) error {
 	if err := a.State.Done(current); err != nil {
 		return err
 	}
-	return a.removePending()
+	if err := a.removePending(); err != nil {
+		return err
+	}
+	return a.removeFirstBoot()
 }
 
 func nameOf(r *model.Rendered) string {

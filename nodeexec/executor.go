@@ -24,8 +24,13 @@ type Host interface {
 	// SetKernelArgs makes each of add present and each of remove absent; arguments
 	// already as asked are left as they are.
 	SetKernelArgs(ctx context.Context, add, remove []string) error
+	// Pivot makes image the OS the machine boots next (rpm-ostree rebase): it takes
+	// effect at the reboot that follows.
 	Pivot(ctx context.Context, image string) error
 	Reboot(ctx context.Context) error
+	// BootedImage is the OS image the running boot runs, as pools name images; "" when it
+	// runs none (a machine booted from an ostree commit, not a container image).
+	BootedImage(ctx context.Context) (string, error)
 }
 
 // DefaultAllowed are the path prefixes mcp manages: configuration and state, never the OS.

@@ -16,6 +16,9 @@ type RecordingHost struct {
 	Fail string
 	// OnCall, when set, sees each call as it is made.
 	OnCall func(call string) error
+	// Booted is the OS image BootedImage reports (a read, not recorded). A pivot does not
+	// change it: it takes effect at a boot, and the recording host does not boot.
+	Booted string
 }
 
 func (h *RecordingHost) record(call string) error {
@@ -52,6 +55,13 @@ func (h *RecordingHost) Pivot(_ context.Context, image string) error {
 	return h.record("pivot " + image)
 }
 func (h *RecordingHost) Reboot(context.Context) error { return h.record("reboot") }
+
+// BootedImage reports Booted.
+func (h *RecordingHost) BootedImage(context.Context) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.Booted, nil
+}
 
 // Recorded returns a copy of the calls so far.
 func (h *RecordingHost) Recorded() []string {

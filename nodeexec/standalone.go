@@ -36,10 +36,10 @@ type Status struct {
 	Updated time.Time     `json:"updated"`
 }
 
-// Standalone is `mcp agent` without a cluster: it reads the desired config name (a flag or
-// DesiredPath), fetches the rendered config from the boot server, derives the steps with
-// the planner's one derivation, and runs them through an Agent, recording its state in the
-// root.
+// Standalone is `mcp agent` without a cluster: it finishes a first boot (Agent.FirstBoot),
+// reads the desired config name (a flag or DesiredPath), fetches the rendered config from
+// the boot server, derives the steps with the planner's one derivation, and runs them
+// through an Agent, recording its state in the root.
 type Standalone struct {
 	Agent      *Agent
 	Server     string // boot server base URL; GET {Server}/rendered/{name}
@@ -60,14 +60,17 @@ func NewStandalone(root, server string, host Host) *Standalone {
 	return s
 }
 
-// Reconcile does one pass: finish an update a reboot interrupted, then move to the desired
-// config if the node is not on it. It returns the status it reported.
+// Reconcile does one pass: finish an update a reboot interrupted, then a first boot, then
+// move to the desired config if the node is not on it. It returns the status it reported.
 func (s *Standalone) Reconcile(ctx context.Context) (Status, error) {
 	if err := s.load(); err != nil {
 		return s.status, err
 	}
 	logStep := func(st model.Step) { s.Log.Info("step done", "step", st.String()) }
 	if resumed, err := s.Agent.Resume(ctx, logStep); resumed || err != nil {
+		return s.status, err
+	}
+	if ran, err := s.Agent.FirstBoot(ctx, nameOrNone(s.current), s.firstBootFetch, logStep); ran || err != nil {
 		return s.status, err
 	}
 	desired, err := s.desired()
@@ -96,6 +99,24 @@ func (s *Standalone) Reconcile(ctx context.Context) (Status, error) {
 	s.Log.Info("updating", "from", nameOf(s.current), "to", target.Name, "steps", len(todo))
 	err = s.Agent.Update(ctx, s.current, target, todo, logStep)
 	return s.status, err
+}
+
+// firstBootFetch fetches the config the first-boot record names, which the update then
+// runs to (Done takes it from target).
+func (s *Standalone) firstBootFetch(ctx context.Context, name string) (*model.Rendered, error) {
+	s.Log.Info("first boot", "config", name)
+	r, err := s.fetch(ctx, name)
+	if err == nil {
+		s.target = r
+	}
+	return r, err
+}
+
+func nameOrNone(r *model.Rendered) string {
+	if r == nil {
+		return ""
+	}
+	return r.Name
 }
 
 func (s *Standalone) desired() (string, error) {

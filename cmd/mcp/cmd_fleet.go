@@ -15,6 +15,7 @@ import (
 )
 
 const fleetUsage = "mcp fleet init DIR -nodes worker=4,infra=2 [-zones a,b,c] [-workloads]\n" +
+	"       " + fleetAddUsage + "\n" +
 	"       mcp fleet set [-fleet DIR] NODE key=value…\n       mcp fleet list [-fleet DIR]\n" +
 	"       mcp fleet events [-fleet DIR] [NODE]"
 
@@ -24,10 +25,12 @@ func (c *cli) fleet(args []string) int {
 	}
 	switch args[0] {
 	case "-h", "-help", "--help":
-		fmt.Fprintln(c.stderr, "Usage: "+fleetUsage+"\n\nRun mcp fleet <init|set|list|events> -h for their flags.")
+		fmt.Fprintln(c.stderr, "Usage: "+fleetUsage+"\n\nRun mcp fleet <init|add|set|list|events> -h for their flags.")
 		return 0
 	case "init":
 		return c.fleetInit(args[1:])
+	case "add":
+		return c.fleetAdd(args[1:])
 	case "set":
 		return c.fleetSet(args[1:])
 	case "list":
@@ -35,7 +38,7 @@ func (c *cli) fleet(args []string) int {
 	case "events":
 		return c.fleetEvents(args[1:])
 	}
-	return c.errorf("unknown fleet command %q: want init, set, list or events", args[0])
+	return c.errorf("unknown fleet command %q: want init, add, set, list or events", args[0])
 }
 
 func (c *cli) fleetInit(args []string) int {
@@ -193,6 +196,10 @@ func eventDetail(e local.Event) string {
 		d = e.Reason
 	case local.EventDrain:
 		d = "evicted " + strings.Join(e.Pods, ", ")
+	case local.EventFirstBoot:
+		d = fmt.Sprintf("from %s with the served config of %s", e.OSImage, e.DesiredConfig)
+	case local.EventPivot:
+		d = fmt.Sprintf("to %s (for %s), from the next boot", e.OSImage, e.DesiredConfig)
 	case local.EventReboot:
 		d = fmt.Sprintf("into %s, boot id %.8s → %.8s, ", e.DesiredConfig, e.BootID, e.NextBootID)
 		if e.Until.IsZero() {

@@ -79,7 +79,7 @@ func init() {
 		{"drift", "Report how each node differs from the config it runs (no lock, no changes); -every for periodic runs", (*cli).drift},
 		{"status", "Show each pool's machine counts, or each node's (-nodes); -watch follows a rollout", (*cli).status},
 		{"graph", "Print a plan's action graph in Graphviz DOT (pools, waves, steps, blockers)", (*cli).graph},
-		{"fleet", "Create or change a local fleet (init, set, list)", (*cli).fleet},
+		{"fleet", "Create or change a local fleet (init, add, set, list, events)", (*cli).fleet},
 		{"serve", "Serve Ignition configs to booting nodes and agents (see docs/boot-server.md)", (*cli).serve},
 		{"pointer", "Print the Ignition pointer config that makes a node boot from mcp serve", (*cli).pointer},
 		{"agent", "Run the node executor on this node (see docs/agent.md)", (*cli).agent},

@@ -5,6 +5,7 @@ package systemdhost
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -13,18 +14,23 @@ import (
 	"github.com/coreos/go-systemd/v22/dbus"
 )
 
-// Commands are the programs that change kernel arguments and the OS image. Each is an
-// argv; "{image}" is replaced by the image, and kernel-argument changes are appended as
-// --append=ARG / --delete=ARG (rpm-ostree's and bootc's spelling).
+// Commands are the programs that change kernel arguments and the OS image, and the one
+// that says which image is booted. Each is an argv; "{image}" is replaced by the image, and
+// kernel-argument changes are appended as --append=ARG / --delete=ARG (rpm-ostree's and
+// bootc's spelling).
 type Commands struct {
 	Kargs []string // default: rpm-ostree kargs
 	Pivot []string // default: rpm-ostree rebase ostree-unverified-registry:{image}
+	// Status prints rpm-ostree's status as JSON (default: rpm-ostree status --json): the
+	// booted deployment's container-image-reference is the booted image.
+	Status []string
 }
 
 // DefaultCommands are those of Fedora CoreOS / RHCOS.
 var DefaultCommands = Commands{
-	Kargs: []string{"rpm-ostree", "kargs"},
-	Pivot: []string{"rpm-ostree", "rebase", "ostree-unverified-registry:{image}"},
+	Kargs:  []string{"rpm-ostree", "kargs"},
+	Pivot:  []string{"rpm-ostree", "rebase", "ostree-unverified-registry:{image}"},
+	Status: []string{"rpm-ostree", "status", "--json"},
 }
 
 // Host talks to one systemd manager.
@@ -37,6 +43,9 @@ type Host struct {
 	// Run executes a command; tests replace it with a recorder (the tools do not exist
 	// on machines other than the nodes).
 	Run func(ctx context.Context, argv []string) error
+	// Output executes a command that changes nothing and returns its standard output
+	// (the status command); tests replace it too.
+	Output func(ctx context.Context, argv []string) ([]byte, error)
 }
 
 // New connects to the system manager (DBUS_SYSTEM_BUS_ADDRESS is honoured).
@@ -45,7 +54,18 @@ func New(ctx context.Context) (*Host, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to systemd over D-Bus: %w", err)
 	}
-	return &Host{Conn: c, Commands: DefaultCommands, Run: runCommand}, nil
+	return &Host{Conn: c, Commands: DefaultCommands, Run: runCommand, Output: commandOutput}, nil
+}
+
+func commandOutput(ctx context.Context, argv []string) ([]byte, error) {
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return out, nil
 }
 
 func runCommand(ctx context.Context, argv []string) error {
@@ -171,18 +191,103 @@ func (h *Host) Pivot(ctx context.Context, image string) error {
 	return h.run(ctx, argv)
 }
 
-func (h *Host) run(ctx context.Context, argv []string) error {
-	if len(argv) == 0 {
-		return errors.New("no command configured")
+// BootedImage reads the booted deployment's container-image-reference from the status
+// command (in the host's root when Chroot is set) and returns the image it names (see
+// ImageOfReference). A booted deployment with no container image reference — a machine
+// booted from an ostree commit, as boot images older than container-native ones are —
+// reports "": it runs no pool's image.
+func (h *Host) BootedImage(ctx context.Context) (string, error) {
+	argv, err := h.argv(h.Commands.Status)
+	if err != nil {
+		return "", fmt.Errorf("reading the booted OS image: %w", err)
 	}
-	if h.Chroot != "" {
-		argv = append([]string{"chroot", h.Chroot}, argv...)
+	out := h.Output
+	if out == nil {
+		out = commandOutput
+	}
+	b, err := out(ctx, argv)
+	if err != nil {
+		return "", fmt.Errorf("reading the booted OS image: %w", err)
+	}
+	return BootedImageOf(b)
+}
+
+// BootedImageOf reads `rpm-ostree status --json` output: the image of the booted
+// deployment's container-image-reference ("" when it has none).
+func BootedImageOf(status []byte) (string, error) {
+	var st struct {
+		Deployments []struct {
+			Booted    bool   `json:"booted"`
+			Reference string `json:"container-image-reference"`
+		} `json:"deployments"`
+	}
+	if err := json.Unmarshal(status, &st); err != nil {
+		return "", fmt.Errorf("reading the booted OS image: rpm-ostree status: %w", err)
+	}
+	for _, d := range st.Deployments {
+		if d.Booted {
+			return ImageOfReference(d.Reference), nil
+		}
+	}
+	return "", errors.New("reading the booted OS image: rpm-ostree status lists no booted deployment")
+}
+
+// ImageOfReference is the image an ostree container image reference names, as pools name
+// images: "ostree-unverified-registry:IMAGE", "ostree-remote-registry:REMOTE:IMAGE",
+// "ostree-unverified-image:docker://IMAGE", "ostree-remote-image:REMOTE:docker://IMAGE",
+// "ostree-image-signed:docker://IMAGE" all give IMAGE. An image of another transport keeps
+// it ("oci:/path"), and so never equals a registry image. (The MCO reads this field too,
+// cutting at its first colon, which leaves "docker://…" and the remote's name in.)
+func ImageOfReference(ref string) string {
+	kind, rest, ok := strings.Cut(ref, ":")
+	if !ok {
+		return ref
+	}
+	switch kind {
+	case "ostree-unverified-registry":
+		return rest
+	case "ostree-remote-registry":
+		if _, img, ok := strings.Cut(rest, ":"); ok {
+			return img
+		}
+		return rest
+	case "ostree-remote-image":
+		if _, img, ok := strings.Cut(rest, ":"); ok {
+			rest = img
+		}
+	case "ostree-unverified-image", "ostree-image-signed":
+	default:
+		return ref
+	}
+	for _, transport := range []string{"docker://", "registry:"} {
+		if img, ok := strings.CutPrefix(rest, transport); ok {
+			return img
+		}
+	}
+	return rest
+}
+
+func (h *Host) run(ctx context.Context, argv []string) error {
+	argv, err := h.argv(argv)
+	if err != nil {
+		return err
 	}
 	run := h.Run
 	if run == nil {
 		run = runCommand
 	}
 	return run(ctx, argv)
+}
+
+// argv is a command as run: chrooted when Chroot is set.
+func (h *Host) argv(argv []string) ([]string, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("no command configured")
+	}
+	if h.Chroot != "" {
+		argv = append([]string{"chroot", h.Chroot}, argv...)
+	}
+	return argv, nil
 }
 
 // Reboot starts reboot.target irreversibly. login1's Reboot drops its error, so the

@@ -25,16 +25,21 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 		}
 		return fmt.Errorf("node %s: %s: the agent cannot start: %w", node, first, err)
 	}
-	a := &nodeexec.Agent{
+	if err := p.agent(node).Update(ctx, from, target, steps, done); err != nil {
+		return fmt.Errorf("node %s: %w", node, err)
+	}
+	return nil
+}
+
+// agent is the node's agent: the same nodeexec.Agent a real node runs, against the node's
+// root, reporting in node.json, through the simulated Host.
+func (p *Provider) agent(node string) *nodeexec.Agent {
+	return &nodeexec.Agent{
 		Exec: &nodeexec.Executor{Root: rootDir(p.o.Dir, node), Host: &host{p: p, node: node},
 			Inject: p.injectWrite(node), NoSync: true},
 		State:      nodeState{p: p, node: node},
 		RebootWait: time.Second,
 	}
-	if err := a.Update(ctx, from, target, steps, done); err != nil {
-		return fmt.Errorf("node %s: %w", node, err)
-	}
-	return nil
 }
 
 // nodeState reports the agent's state in node.json.
@@ -64,7 +69,8 @@ func (s nodeState) BootID() (string, error) {
 }
 
 // host is the local node's Host: unit operations are recorded in host.log; kernel
-// arguments and the OS image are recorded in node.json as a real node would report them.
+// arguments and the OS image are recorded in node.json as a real node would report them
+// (an OS image from the reboot after its pivot on).
 type host struct {
 	p    *Provider
 	node string
@@ -117,11 +123,26 @@ func (h *host) SetKernelArgs(_ context.Context, add, remove []string) error {
 	})
 }
 
+// Pivot stages image: the machine runs it from its next boot (endReboot), as rpm-ostree
+// boots a staged deployment at the next reboot. The pivot is in the event log.
 func (h *host) Pivot(_ context.Context, image string) error {
 	if err := h.log("pivot", image); err != nil {
 		return err
 	}
-	return h.p.update(h.node, func(r *record) { r.OSImage = image })
+	_, err := h.p.updateNode(h.node, func(r *record) ([]Event, error) {
+		r.StagedOSImage = image
+		return []Event{{Kind: EventPivot, OSImage: image, DesiredConfig: r.DesiredConfig}}, nil
+	})
+	return err
+}
+
+// BootedImage is the OS image node.json reports the node runs (not one a pivot staged).
+func (h *host) BootedImage(context.Context) (string, error) {
+	r, err := h.p.observeNode(h.node)
+	if err != nil {
+		return "", err
+	}
+	return r.OSImage, nil
 }
 
 func contains(s []string, v string) bool {

@@ -40,10 +40,15 @@ const (
 	EventDegraded EventKind = "degraded"
 	EventReboot   EventKind = "reboot"
 	EventDrain    EventKind = "drain"
+	// EventFirstBoot: the machine was made and first booted (mcp fleet add), from OSImage
+	// with the served config of DesiredConfig.
+	EventFirstBoot EventKind = "firstboot"
+	// EventPivot: OSImage was staged; the machine runs it from its next boot.
+	EventPivot EventKind = "pivot"
 )
 
 var eventKinds = []EventKind{EventCordon, EventUncordon, EventNotReady, EventReady, EventWorking,
-	EventDone, EventDegraded, EventReboot, EventDrain}
+	EventDone, EventDegraded, EventReboot, EventDrain, EventFirstBoot, EventPivot}
 
 // Event is one line of a node's events.jsonl.
 type Event struct {
@@ -52,7 +57,8 @@ type Event struct {
 	Kind EventKind `json:"event"`
 	// Seq numbers a node's events from 1 in the order they were made.
 	Seq int64 `json:"seq"`
-	// DesiredConfig: working; reboot (the config it reboots into).
+	// DesiredConfig: working; reboot (the config it reboots into); pivot (the config the
+	// image is for); firstboot (the config whose served Ignition the machine booted with).
 	DesiredConfig string `json:"desired_config,omitempty"`
 	CurrentConfig string `json:"current_config,omitempty"` // done
 	Reason        string `json:"reason,omitempty"`         // degraded
@@ -62,6 +68,8 @@ type Event struct {
 	NextBootID string    `json:"next_boot_id,omitempty"`
 	Until      time.Time `json:"until,omitzero"`
 	Pods       []string  `json:"pods,omitempty"` // drain: namespace/name of the pods evicted
+	// OSImage: firstboot (the image booted from); pivot (the image staged).
+	OSImage string `json:"os_image,omitempty"`
 	// Recovered: appended by a later writer, the one that made it having been killed
 	// after writing node.json. Most events keep the time they were stamped with before the
 	// change; an uncordon or ready, stamped only once its change is written, carries the

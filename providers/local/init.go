@@ -104,7 +104,15 @@ func Init(dir string, spec InitSpec) error {
 
 // writeNode writes a new node's directory, root and node.json, without syncing them.
 func writeNode(dir string, n *model.Node) error {
-	root := rootDir(dir, n.Name)
+	if err := writeRoot(rootDir(dir, n.Name)); err != nil {
+		return err
+	}
+	return writePlain(nodeFile(dir, n.Name), n)
+}
+
+// writeRoot writes a new machine's root as its image brings it: etc and var, and the
+// image's users and groups.
+func writeRoot(root string) error {
 	for _, d := range []string{"etc", "var"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			return err
@@ -118,7 +126,7 @@ func writeNode(dir string, n *model.Node) error {
 			return err
 		}
 	}
-	return writePlain(nodeFile(dir, n.Name), n)
+	return nil
 }
 
 // writePlain writes v as JSON, as writeJSON does, but in place and without a sync: for a

@@ -28,6 +28,9 @@ type record struct {
 	// first reader after RebootingUntil sees it back, and records it.
 	RebootingUntil time.Time `json:"rebooting_until,omitzero"`
 	NextBootID     string    `json:"next_boot_id,omitempty"`
+	// StagedOSImage is the OS image a pivot staged: the machine runs it (os_image) from
+	// its next boot on, as rpm-ostree's staged deployment is booted at the next reboot.
+	StagedOSImage string `json:"staged_os_image,omitempty"`
 	// Address is where apply reaches the node for health checks' ${node.address}
 	// (DefaultAddress when empty: the simulated machines live on this one).
 	Address string `json:"address,omitempty"`
@@ -58,10 +61,13 @@ func (r *record) completeReboot(now time.Time) time.Time {
 	return back
 }
 
-// endReboot brings the machine up with its new boot id.
+// endReboot brings the machine up with its new boot id, on the OS image a pivot staged.
 func (r *record) endReboot() {
 	r.Ready, r.BootID = true, r.NextBootID
 	r.RebootingUntil, r.NextBootID = time.Time{}, ""
+	if r.StagedOSImage != "" {
+		r.OSImage, r.StagedOSImage = r.StagedOSImage, ""
+	}
 }
 
 // checkName refuses a node name that is not one directory name: names come from the

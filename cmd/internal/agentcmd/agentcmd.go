@@ -51,6 +51,7 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 	listen := fs.String("listen", "", "serve /healthz and /metrics on this address (e.g. :9101)")
 	hostKind := fs.String("host", "systemd", "how units and the OS are driven: systemd (D-Bus, rpm-ostree) or record (log only)")
 	osChroot := fs.String("os-chroot", "", "run the kernel-argument, OS-image and health-check commands chrooted here (e.g. /host in a container)")
+	booted := fs.String("booted-image", "", "with -host=record: the OS image the machine booted (for the first boot's pivot; default none)")
 	allow := fs.String("allow", strings.Join(nodeexec.DefaultAllowed, ","), "path prefixes the agent may write")
 	bootID := fs.String("boot-id-file", "/proc/sys/kernel/random/boot_id", "where the running boot's id is read")
 	rebootWait := fs.Duration("reboot-wait", 10*time.Minute, "after asking for a reboot, report Degraded if the machine is still up this long")
@@ -73,10 +74,13 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 			return c.errorf("-once and -desired are for the standalone agent; with -node the Node's annotations say what to do")
 		}
 		return c.kubeAgent(kubeAgentFlags{node: *node, namespace: *namespace, kubeconfig: *kubeconfig, inCluster: *inCluster, root: *root,
-			server: *server, hostKind: *hostKind, osChroot: *osChroot, allow: *allow, bootID: *bootID, listen: *listen,
+			server: *server, hostKind: *hostKind, osChroot: *osChroot, booted: *booted, allow: *allow, bootID: *bootID, listen: *listen,
 			interval: *interval, rebootWait: *rebootWait}, log)
 	}
-	host, closeHost, err := newHost(c.ctx, *hostKind, *osChroot, log)
+	if *booted != "" && *hostKind != "record" {
+		return c.errorf("-booted-image is for -host=record; a real host says which image it booted")
+	}
+	host, closeHost, err := newHost(c.ctx, *hostKind, *osChroot, *booted, log)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -118,9 +122,9 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 const ExitRebooting = 75
 
 type kubeAgentFlags struct {
-	node, namespace, kubeconfig, root, server, hostKind, osChroot, allow, bootID, listen string
-	inCluster                                                                            bool
-	interval, rebootWait                                                                 time.Duration
+	node, namespace, kubeconfig, root, server, hostKind, osChroot, booted, allow, bootID, listen string
+	inCluster                                                                                    bool
+	interval, rebootWait                                                                         time.Duration
 }
 
 // kubeAgent is `mcp agent -node NAME`: the agent of a Kubernetes node (docs/kubernetes.md).
@@ -138,7 +142,7 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 	var host nodeexec.Host
 	if f.hostKind == "record" {
 		// The simulated machine goes down when asked to reboot: the agent stops, exit 75.
-		host = &nodeexec.RecordingHost{OnCall: func(call string) error {
+		host = &nodeexec.RecordingHost{Booted: f.booted, OnCall: func(call string) error {
 			log.Info("host", "call", call)
 			if call == "reboot" {
 				cancel()
@@ -146,7 +150,10 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 			return nil
 		}}
 	} else {
-		h, closeHost, err := newHost(ctx, f.hostKind, f.osChroot, log)
+		if f.booted != "" {
+			return c.errorf("-booted-image is for -host=record; a real host says which image it booted")
+		}
+		h, closeHost, err := newHost(ctx, f.hostKind, f.osChroot, "", log)
 		if err != nil {
 			return c.errorf("%v", err)
 		}
@@ -177,7 +184,7 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 	return 0
 }
 
-func newHost(ctx context.Context, kind, osChroot string, log *slog.Logger) (nodeexec.Host, func(), error) {
+func newHost(ctx context.Context, kind, osChroot, booted string, log *slog.Logger) (nodeexec.Host, func(), error) {
 	switch kind {
 	case "systemd":
 		h, err := systemdhost.New(ctx)
@@ -187,7 +194,7 @@ func newHost(ctx context.Context, kind, osChroot string, log *slog.Logger) (node
 		h.Chroot = osChroot
 		return h, h.Close, nil
 	case "record":
-		return &nodeexec.RecordingHost{OnCall: func(call string) error {
+		return &nodeexec.RecordingHost{Booted: booted, OnCall: func(call string) error {
 			log.Info("host", "call", call)
 			return nil
 		}}, func() {}, nil

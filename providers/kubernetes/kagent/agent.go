@@ -90,6 +90,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := a.Resume(ctx); errors.Is(err, nodeexec.ErrRebooting) {
 		return err
 	}
+	if err := a.FirstBoot(ctx); errors.Is(err, nodeexec.ErrRebooting) {
+		return err
+	} else if err != nil {
+		a.Log.Error("first boot", "err", err.Error())
+	}
 	sel := fields.OneTermEqualSelector("metadata.name", a.Node).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -147,8 +152,11 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // Resume finishes an update a reboot interrupted (nodeexec.Agent.Resume), reporting under
-// the update id recorded before the reboot.
+// the update id recorded before the reboot. A first boot that rebooted is finished here.
 func (a *Agent) Resume(ctx context.Context) error {
+	if _, err := a.firstBootCurrent(ctx); err != nil {
+		a.Log.Error("first boot", "err", err.Error())
+	}
 	rec := a.readUpdate()
 	a.State.Begin(rec.UpdateID, rec.ProgressAtBoot)
 	resumed, err := a.Agent.Resume(ctx, a.stepDone)
@@ -165,6 +173,48 @@ func (a *Agent) Resume(ctx context.Context) error {
 	}
 	a.Log.Info("resumed after reboot", "update", rec.UpdateID)
 	return nil
+}
+
+// FirstBoot runs the agent's first-boot path (nodeexec.Agent.FirstBoot) when the root holds
+// the first-boot record and the Node reports no current config: its reports carry no update
+// id (no hand-over asked for it), and its Done sets current-config — and desired-config,
+// when the engine has written none — to the config the node was booted with. Run it after
+// Resume. It returns nodeexec.ErrRebooting when the node goes down for the pivot's reboot.
+func (a *Agent) FirstBoot(ctx context.Context) error {
+	current, err := a.firstBootCurrent(ctx)
+	if err != nil {
+		return err
+	}
+	ran, err := a.Agent.FirstBoot(ctx, current, a.fetch, a.stepDone)
+	if !ran {
+		return err
+	}
+	a.observe(err)
+	if err == nil {
+		a.Log.Info("first boot done")
+		a.CheckDrift(ctx, nil)
+	}
+	return err
+}
+
+// firstBootCurrent is, when the root holds the first-boot record, the Node's current
+// config ("" when it reports none: a first boot); it also readies the reports of a first
+// boot (NodeState.SetFirstBoot). With no record it asks nothing of the API.
+func (a *Agent) firstBootCurrent(ctx context.Context) (string, error) {
+	rec, err := a.Agent.Exec.ReadFirstBoot()
+	if err != nil || rec == nil {
+		return "", err
+	}
+	node, err := a.Nodes.Get(ctx, a.Node, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("first boot: reading node %s: %w", a.Node, err)
+	}
+	current := node.Annotations[protocol.CurrentConfig]
+	if current == "" && node.Annotations[protocol.DesiredConfig] == "" {
+		a.State.SetFirstBoot(rec.Rendered)
+	}
+	a.State.Begin("", 0)
+	return current, nil
 }
 
 // Reconcile does what the node's annotations ask: it runs the hand-over when its update id

@@ -305,3 +305,100 @@ func TestRebootResumesUnderTheUpdateID(t *testing.T) {
 		t.Error("the resumed update ran again")
 	}
 }
+
+// bootedWith writes into root what Ignition writes from the served config of r: its files
+// and the first-boot record.
+func bootedWith(t *testing.T, root string, r *model.Rendered) {
+	t.Helper()
+	for _, f := range r.Files {
+		os.MkdirAll(filepath.Join(root, filepath.Dir(f.Path)), 0o755)
+		if err := os.WriteFile(filepath.Join(root, f.Path), f.Contents, os.FileMode(f.Mode)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(root, nodeexec.StateDir), 0o755)
+	if err := os.WriteFile(filepath.Join(root, nodeexec.FirstBootPath), model.FirstBootOf(r).Encode(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A first boot on Kubernetes from an older image: the agent pivots and goes down for the
+// reboot (reporting Working under no update id); the agent that starts after boot reports
+// Done with current-config and desired-config both on the config the node was booted with,
+// and the config's OS image. No hand-over is needed, and none is run.
+func TestFirstBootReportsCurrentAndDesired(t *testing.T) {
+	client, p := cluster(t, nil)
+	url := serveRendered(t, chrony)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	host := &nodeexec.RecordingHost{Booted: "quay.io/fcos@sha256:0", OnCall: func(call string) error {
+		if call == "reboot" {
+			cancel()
+		}
+		return nil
+	}}
+	a, root := newAgent(t, client, url, host)
+	bootedWith(t, root, chrony)
+	if err := a.Run(ctx); !errors.Is(err, nodeexec.ErrRebooting) {
+		t.Fatalf("Run: %v, want ErrRebooting", err)
+	}
+	if got := strings.Join(host.Recorded(), ";"); got != "pivot "+chrony.OSImage+";reboot" {
+		t.Errorf("host calls %s", got)
+	}
+	if w := p.get()[0]; w[protocol.State] != model.StateWorking || w[protocol.ObservedUpdateID] != "" || w[protocol.DesiredConfig] != "" {
+		t.Errorf("first report %v, want Working under no update id", w)
+	}
+	os.WriteFile(a.State.BootIDPath, []byte("boot-2\n"), 0o644)
+	b := New(client.CoreV1().Nodes(), nodeName, root, url, &nodeexec.RecordingHost{Booted: chrony.OSImage})
+	b.State.BootIDPath = a.State.BootIDPath
+	if err := b.Resume(context.Background()); err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	ann := getNode(t, client).Annotations
+	if ann[protocol.CurrentConfig] != chrony.Name || ann[protocol.DesiredConfig] != chrony.Name ||
+		ann[protocol.State] != model.StateDone || ann[protocol.OSImage] != chrony.OSImage || ann[protocol.ObservedUpdateID] != "" {
+		t.Errorf("annotations after boot: %v", ann)
+	}
+	if _, ok, _ := protocol.ReadHandover(ann); ok {
+		t.Errorf("the first report reads as a hand-over: %v", ann)
+	}
+	if _, err := os.Stat(filepath.Join(root, nodeexec.FirstBootPath)); !os.IsNotExist(err) {
+		t.Errorf("first-boot record after Done: %v", err)
+	}
+	n := len(p.get())
+	if err := b.FirstBoot(context.Background()); err != nil || len(p.get()) != n {
+		t.Errorf("FirstBoot after the first boot: %v, patches %v", err, p.get()[n:])
+	}
+}
+
+// A first boot on the pool's image: no pivot, no reboot, Done at once. A desired-config
+// the engine wrote is the engine's: the first report leaves it.
+func TestFirstBootOnThePoolsImage(t *testing.T) {
+	for _, engineDesired := range []string{"", "rendered-worker-b"} {
+		ann := map[string]string{}
+		if engineDesired != "" {
+			ann[protocol.DesiredConfig] = engineDesired
+		}
+		client, _ := cluster(t, ann)
+		host := &nodeexec.RecordingHost{Booted: chrony.OSImage}
+		a, root := newAgent(t, client, serveRendered(t, chrony), host)
+		bootedWith(t, root, chrony)
+		if err := a.Resume(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.FirstBoot(context.Background()); err != nil {
+			t.Fatalf("FirstBoot: %v", err)
+		}
+		got := getNode(t, client).Annotations
+		want := engineDesired
+		if want == "" {
+			want = chrony.Name
+		}
+		if got[protocol.CurrentConfig] != chrony.Name || got[protocol.State] != model.StateDone || got[protocol.DesiredConfig] != want {
+			t.Errorf("engine's desired %q: annotations %v", engineDesired, got)
+		}
+		if len(host.Recorded()) != 0 {
+			t.Errorf("host calls %v, want none", host.Recorded())
+		}
+	}
+}

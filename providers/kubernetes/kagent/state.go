@@ -38,6 +38,9 @@ type NodeState struct {
 	mu       sync.Mutex
 	updateID string // the update the reports are about (protocol.ObservedUpdateID)
 	progress int    // its steps finished
+	// firstBoot is the config of a first boot whose Done also reports it as the desired
+	// config (the engine has set none): SetFirstBoot.
+	firstBoot string
 }
 
 var _ nodeexec.NodeState = (*NodeState)(nil)
@@ -54,6 +57,16 @@ func (s *NodeState) UpdateID() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.updateID
+}
+
+// SetFirstBoot makes a Done on config also set the node's desired-config annotation to it:
+// after a first boot the node's first report says current = desired, as the MCO's daemon
+// sets both from the node-annotations file its first boot leaves. The agent sets it only
+// when the engine has written no desired-config, which is the engine's otherwise.
+func (s *NodeState) SetFirstBoot(config string) {
+	s.mu.Lock()
+	s.firstBoot = config
+	s.mu.Unlock()
 }
 
 // Working reports that the node moves to desired under the update begun: progress 0.
@@ -80,6 +93,12 @@ func (s *NodeState) StepDone(model.Step) error {
 func (s *NodeState) Done(current string) error {
 	ann := s.withUpdate(map[string]any{protocol.CurrentConfig: current, protocol.State: model.StateDone,
 		protocol.Reason: ""})
+	s.mu.Lock()
+	firstBoot := s.firstBoot == current
+	s.mu.Unlock()
+	if firstBoot {
+		ann[protocol.DesiredConfig] = current
+	}
 	if s.Config != nil {
 		if r := s.Config(current); r != nil {
 			if r.OSImage != "" {
@@ -93,7 +112,13 @@ func (s *NodeState) Done(current string) error {
 			ann[protocol.KernelArgs] = string(b)
 		}
 	}
-	return s.patch(ann)
+	if err := s.patch(ann); err != nil {
+		return err
+	}
+	if firstBoot {
+		s.SetFirstBoot("")
+	}
+	return nil
 }
 
 // Degraded reports that the update failed for reason.

@@ -1,0 +1,47 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// FirstBootPath is where the boot server's served config puts the first-boot record in a
+// new node's root (docs/boot-server.md): the agent's first-boot path reads it.
+const FirstBootPath = "/var/lib/mcp/firstboot.json"
+
+// FirstBootMode is the record's file mode: like the agent's own records beside it
+// (current.json, pending.json), for root only.
+const FirstBootMode = 0o600
+
+// FirstBoot is the first-boot record: which rendered config the node's Ignition config came
+// from, and the OS image the pool runs. It is added to the served config, not to the
+// rendered config (whose name is a hash of its content), so the config it names does not
+// contain it.
+type FirstBoot struct {
+	// Rendered names the rendered config the node was booted with.
+	Rendered string `json:"rendered"`
+	// OSImage is that config's OS image ("": the pool has none, and nothing is pivoted).
+	OSImage string `json:"os_image,omitempty"`
+}
+
+// FirstBootOf is the record of a node booted with r.
+func FirstBootOf(r *Rendered) FirstBoot { return FirstBoot{Rendered: r.Name, OSImage: r.OSImage} }
+
+// Encode is the record's file content: its JSON and a newline.
+func (f FirstBoot) Encode() []byte {
+	b, _ := json.Marshal(f) // two strings: cannot fail
+	return append(b, '\n')
+}
+
+// ParseFirstBoot reads a record, refusing one that names no rendered config.
+func ParseFirstBoot(b []byte) (FirstBoot, error) {
+	var f FirstBoot
+	if err := json.Unmarshal(b, &f); err != nil {
+		return FirstBoot{}, fmt.Errorf("%s is not a first-boot record: %w", FirstBootPath, err)
+	}
+	if !strings.HasPrefix(f.Rendered, "rendered-") || strings.ContainsAny(f.Rendered, "/ ") {
+		return FirstBoot{}, fmt.Errorf("%s names %q, not a rendered config", FirstBootPath, f.Rendered)
+	}
+	return f, nil
+}
