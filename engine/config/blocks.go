@@ -156,16 +156,13 @@ func (l *loader) maxUnavailable(a *hcl.Attribute) (model.IntOrPercent, hcl.Diagn
 
 // onDrift reads a pool's on_drift: "restore" or "report".
 func (l *loader) onDrift(a *hcl.Attribute) (model.OnDrift, hcl.Diagnostics) {
-	v, d := l.str(a)
-	if d.HasErrors() {
+	v, ok, d := enum(l, a, "Invalid on_drift",
+		"on_drift %q: use \"restore\" (plan the steps that put drift back) or \"report\" (show it, plan nothing).",
+		model.OnDriftRestore, model.OnDriftReport)
+	if !ok {
 		return model.OnDriftRestore, d
 	}
-	switch o := model.OnDrift(v); o {
-	case model.OnDriftRestore, model.OnDriftReport:
-		return o, d
-	}
-	return model.OnDriftRestore, append(d, errAt(a.Expr.Range(), "Invalid on_drift",
-		fmt.Sprintf("on_drift %q: use \"restore\" (plan the steps that put drift back) or \"report\" (show it, plan nothing).", v)))
+	return v, d
 }
 
 var configSchema = &hcl.BodySchema{

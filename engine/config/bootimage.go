@@ -72,27 +72,21 @@ func (l *loader) bootImage(pool string, b *hcl.Block) (model.BootImage, hcl.Diag
 	bi := model.BootImage{Policy: model.BootImageManaged, Skew: model.SkewWarn, Declared: true, DeclRange: hclpos.From(b.DefRange)}
 	content, diags := b.Body.Content(poolBootImageSchema)
 	if a := content.Attributes["policy"]; a != nil {
-		v, d := l.str(a)
+		v, ok, d := enum(l, a, "Invalid boot image policy",
+			"policy %q: use \"managed\" (the boot_image of the pool's OS image) or \"pinned\" (with image = boot_image.NAME).",
+			model.BootImageManaged, model.BootImagePinned)
 		diags = append(diags, d...)
-		switch p := model.BootImagePolicy(v); {
-		case d.HasErrors():
-		case p == model.BootImageManaged || p == model.BootImagePinned:
-			bi.Policy = p
-		default:
-			diags = append(diags, errAt(a.Expr.Range(), "Invalid boot image policy",
-				fmt.Sprintf("policy %q: use \"managed\" (the boot_image of the pool's OS image) or \"pinned\" (with image = boot_image.NAME).", v)))
+		if ok {
+			bi.Policy = v
 		}
 	}
 	if a := content.Attributes["skew"]; a != nil {
-		v, d := l.str(a)
+		v, ok, d := enum(l, a, "Invalid skew",
+			"skew %q: use \"warn\" (show it) or \"enforce\" (refuse to apply while new nodes would boot another OS image than the pool's).",
+			model.SkewWarn, model.SkewEnforce)
 		diags = append(diags, d...)
-		switch s := model.SkewPolicy(v); {
-		case d.HasErrors():
-		case s == model.SkewWarn || s == model.SkewEnforce:
-			bi.Skew = s
-		default:
-			diags = append(diags, errAt(a.Expr.Range(), "Invalid skew",
-				fmt.Sprintf("skew %q: use \"warn\" (show it) or \"enforce\" (refuse to apply while new nodes would boot another OS image than the pool's).", v)))
+		if ok {
+			bi.Skew = v
 		}
 	}
 	image := content.Attributes["image"]
@@ -167,15 +161,12 @@ func (l *loader) templateSelection(b *hcl.Block) (*model.TemplateSelection, hcl.
 	s := &model.TemplateSelection{Mode: model.TemplatesAll, DeclRange: hclpos.From(b.DefRange)}
 	content, diags := b.Body.Content(templateSelectionSchema)
 	if a := content.Attributes["selection"]; a != nil {
-		v, d := l.str(a)
+		v, ok, d := enum(l, a, "Invalid selection",
+			"selection %q: use \"all\" (every template that makes the pool's nodes) or \"partial\" (those with match_labels).",
+			model.TemplatesAll, model.TemplatesPartial)
 		diags = append(diags, d...)
-		switch m := model.TemplateMode(v); {
-		case d.HasErrors():
-		case m == model.TemplatesAll || m == model.TemplatesPartial:
-			s.Mode = m
-		default:
-			diags = append(diags, errAt(a.Expr.Range(), "Invalid selection",
-				fmt.Sprintf("selection %q: use \"all\" (every template that makes the pool's nodes) or \"partial\" (those with match_labels).", v)))
+		if ok {
+			s.Mode = v
 		}
 	}
 	labels := content.Attributes["match_labels"]
@@ -257,4 +248,17 @@ func dnsChars(s string, dots bool) bool {
 		}
 	}
 	return true
+}
+
+// enum reads a string attribute that must be one of allowed; detail (a format with the
+// value given) says what the choices mean.
+func enum[T ~string](l *loader, a *hcl.Attribute, summary, detail string, allowed ...T) (T, bool, hcl.Diagnostics) {
+	v, d := l.str(a)
+	if d.HasErrors() {
+		return "", false, d
+	}
+	if slices.Contains(allowed, T(v)) {
+		return T(v), true, d
+	}
+	return "", false, append(d, errAt(a.Expr.Range(), summary, fmt.Sprintf(detail, v)))
 }
