@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -301,6 +302,11 @@ pool "worker" {
       selection    = "partial"
       match_labels = { "` + managedLabel + `" = "managed" }
     }
+    user_data {
+      secret     = "` + msNamespace + `/worker-user-data"
+      url        = "https://boot.example:8443"
+      token_file = "boot-token"
+    }
   }
 }
 
@@ -312,6 +318,25 @@ pool "infra" {
 	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(hcl), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "boot-token"), []byte("t0k3n\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The user-data Secret lives beside the MachineSets: mcp-apply is given the rights the
+	// docs name (get, create, update on Secrets there), as an operator would.
+	rbac := `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: mcp-user-data, namespace: ` + msNamespace + `}
+rules:
+- {apiGroups: [""], resources: [secrets], verbs: [get, create, update]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: mcp-user-data, namespace: ` + msNamespace + `}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: mcp-user-data}
+subjects:
+- {kind: ServiceAccount, name: mcp-apply, namespace: mcp-system}
+`
+	applyManifests(t, env, fstest.MapFS{"user-data-rbac.yaml": {Data: []byte(rbac)}})
 	status := func() map[string]string {
 		t.Helper()
 		out := execMCP(t, dir, kc, "status", "-json")
@@ -366,6 +391,12 @@ pool "infra" {
 			t.Errorf("the plan names %s, which no pool manages:\n%s", id, plan)
 		}
 	}
+	if want := "user_data Secret " + msNamespace + "/worker-user-data[userData]: create the pointer config"; !strings.Contains(plan, want) {
+		t.Errorf("the plan lacks %q:\n%s", want, plan)
+	}
+	if strings.Contains(plan, "t0k3n") {
+		t.Errorf("the plan shows the token:\n%s", plan)
+	}
 
 	all := func() map[string]*unstructured.Unstructured {
 		out := map[string]*unstructured.Unstructured{}
@@ -406,6 +437,19 @@ pool "infra" {
 	}
 	if d := cmp.Diff(wantStatus("reconciled"), status()); d != "" {
 		t.Errorf("mcp status after apply (-want +got):\n%s", d)
+	}
+	secret, err := env.Client.CoreV1().Secrets(msNamespace).Get(ctx, "worker-user-data", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ud := string(secret.Data["userData"])
+	for _, want := range []string{`"source": "https://boot.example:8443/config/worker"`, `"value": "Bearer t0k3n"`} {
+		if !strings.Contains(ud, want) {
+			t.Errorf("user-data Secret lacks %s:\n%s", want, ud)
+		}
+	}
+	if again := string(execMCP(t, dir, kc, "plan", "-no-color")); strings.Contains(again, "user_data") {
+		t.Errorf("after apply the plan still changes the user-data Secret:\n%s", again)
 	}
 	if table := string(execMCP(t, dir, kc, "status")); !regexp.MustCompile(`(?m)MachineSet/` + msNamespace +
 		`/worker-a\s*[│|]\s*worker\s*[│|]\s*aws\s*[│|]\s*ami-v3\s*[│|]\s*reconciled`).MatchString(table) {
