@@ -252,17 +252,37 @@ func TestFleetAddKilledDuringFirstBootReboot(t *testing.T) {
 // reboot and asks for it — and is killed with SIGKILL while the machine goes down. The
 // agent that starts after boot (a new boot id) finishes the first boot: Done on the pool's
 // config in current.json, no pivot and no reboot of its own, both records gone.
+//
+// With `mcp serve -first-boot-agent`, as the unit that runs before kubelet does: the agent
+// is given no boot server (the record embeds the config), and Ignition wrote the unit.
 func TestFirstBootAgentKilledAroundItsReboot(t *testing.T) {
+	t.Run("fetched from the server", func(t *testing.T) { firstBootKilledAroundItsReboot(t, false) })
+	t.Run("first-boot unit, config embedded", func(t *testing.T) { firstBootKilledAroundItsReboot(t, true) })
+}
+
+func firstBootKilledAroundItsReboot(t *testing.T, unit bool) {
 	ign := ignitionClient(t)
 	dir := bootImagesQuickstart(t, "0s")
-	url := startServe(t, dir)
+	var serveArgs []string
+	if unit {
+		serveArgs = []string{"-first-boot-agent", "/usr/local/bin/mcp-agent"}
+	}
+	url := startServe(t, dir, serveArgs...)
 	_, ptr, _ := readLocalState(t, dir)
 	S := firstBoot(t, ign, url+"/config/worker")
 	bootID := filepath.Join(t.TempDir(), "boot_id")
 	os.WriteFile(bootID, []byte("boot-1\n"), 0o644)
+	args := []string{"-root", S, "-server", url}
+	if unit {
+		b, err := os.ReadFile(filepath.Join(S, "etc/systemd/system/mcp-firstboot.service"))
+		if err != nil || !strings.Contains(string(b), "ExecStart=/usr/local/bin/mcp-agent -root / -once") {
+			t.Fatalf("Ignition did not write the first-boot unit: %v\n%s", err, b)
+		}
+		args = []string{"-root", S} // what the unit runs: no server
+	}
 	agent := func() *exec.Cmd {
-		return exec.Command(agentBinary(t), "-root", S, "-server", url, "-host=record", "-booted-image", fcos40,
-			"-boot-id-file", bootID, "-once", "-reboot-wait", "1m")
+		return exec.Command(agentBinary(t), append(args, "-host=record", "-booted-image", fcos40,
+			"-boot-id-file", bootID, "-once", "-reboot-wait", "1m")...)
 	}
 
 	first := agent()

@@ -29,9 +29,9 @@ func ignitionClient(t *testing.T) string {
 }
 
 // startServe runs the real `mcp serve` on a free loopback port and returns its base URL.
-func startServe(t *testing.T, dir string) string {
+func startServe(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(mcpBinary(t), "serve", "-listen", "127.0.0.1:0", "-poll", "50ms")
+	cmd := exec.Command(mcpBinary(t), append([]string{"serve", "-listen", "127.0.0.1:0", "-poll", "50ms"}, args...)...)
 	cmd.Dir = dir
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {

@@ -28,6 +28,8 @@ type Source interface {
 type FileSource struct {
 	Path string
 	Read func(ctx context.Context) (serial int64, pointers map[string]string, rendered map[string]*model.Rendered, err error)
+	// Options are the snapshots' (BuildWith).
+	Options BuildOptions
 }
 
 func (l FileSource) Token() (string, error) {
@@ -50,7 +52,7 @@ func (l FileSource) Load(ctx context.Context) (*Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Build(serial, pointers, rendered)
+	return BuildWith(serial, pointers, rendered, l.Options)
 }
 
 // Follow keeps the server on the source's latest snapshot, checking every interval until

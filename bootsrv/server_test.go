@@ -361,7 +361,7 @@ func TestHammerWhilePointersMove(t *testing.T) {
 	var vmu sync.Mutex
 	publish := func(i int) {
 		r := rendered(t, "worker", fmt.Sprintf("version %d\n", i))
-		pc, err := preparePool("p", r)
+		pc, err := preparePool("p", r, BuildOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -457,7 +457,7 @@ func FuzzServePath(f *testing.F) {
 }
 
 func FuzzAccept(f *testing.F) {
-	pc, err := preparePool("infra", rendered(f, "infra", "x", "nosmt"))
+	pc, err := preparePool("infra", rendered(f, "infra", "x", "nosmt"), BuildOptions{})
 	if err != nil {
 		f.Fatal(err)
 	}

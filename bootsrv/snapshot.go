@@ -74,6 +74,58 @@ type Snapshot struct {
 // to a rendered config that is missing is an error: the store writes rendered configs
 // before pointers, so this means a damaged store, and the old snapshot stays in service.
 func Build(serial int64, pointers map[string]string, rendered map[string]*model.Rendered) (*Snapshot, error) {
+	return BuildWith(serial, pointers, rendered, BuildOptions{})
+}
+
+// BuildOptions change what the pools' served configs carry beside the rendered config.
+type BuildOptions struct {
+	// FirstBootAgent, when set, is the path of mcp-agent on the pools' boot images: each
+	// served config then also has the unit FirstBootUnit, which runs that agent's first
+	// boot before kubelet starts, and its first-boot record embeds the rendered config (the
+	// agent then needs no boot server, CA or token). Off, a new node's first boot is run
+	// by the agent once it runs (the DaemonSet's, after the node joined).
+	FirstBootAgent string
+}
+
+// FirstBootUnit is the unit BuildOptions.FirstBootAgent adds to the served configs.
+const FirstBootUnit = "mcp-firstboot.service"
+
+// CheckFirstBootAgent refuses a path the unit's ExecStart could not hold as it is.
+func CheckFirstBootAgent(path string) error {
+	if !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \t\n\\\"'%$;") {
+		return fmt.Errorf("first-boot agent %q: want an absolute path without spaces, quotes, %%, $ or backslashes", path)
+	}
+	return nil
+}
+
+// firstBootUnit is the first-boot unit's contents: the agent's standalone first boot
+// (pivot and reboot when the machine booted another OS image than its pool's), before
+// kubelet — which Requires it, so a node whose first boot failed does not join, as the
+// MCO's machine-config-daemon-firstboot.service. Once the record is gone (Done), its
+// condition skips it, and a skipped unit does not stop kubelet.
+func firstBootUnit(agent string) string {
+	return "[Unit]\n" +
+		"Description=mcp first boot: the pool's OS image and config before the node joins\n" +
+		"ConditionPathExists=" + model.FirstBootPath + "\n" +
+		"Wants=network-online.target\n" +
+		"After=network-online.target\n" +
+		"Before=kubelet.service\n\n" +
+		"[Service]\n" +
+		"Type=oneshot\n" +
+		"RemainAfterExit=yes\n" +
+		"ExecStart=" + agent + " -root / -once\n\n" +
+		"[Install]\n" +
+		"WantedBy=multi-user.target\n" +
+		"RequiredBy=kubelet.service\n"
+}
+
+// BuildWith is Build with options.
+func BuildWith(serial int64, pointers map[string]string, rendered map[string]*model.Rendered, o BuildOptions) (*Snapshot, error) {
+	if o.FirstBootAgent != "" {
+		if err := CheckFirstBootAgent(o.FirstBootAgent); err != nil {
+			return nil, err
+		}
+	}
 	s := &Snapshot{Serial: serial, pools: map[string]*poolConfig{}, rendered: map[string]*body{}}
 	for name, r := range rendered {
 		b, err := json.Marshal(r)
@@ -87,7 +139,7 @@ func Build(serial int64, pointers map[string]string, rendered map[string]*model.
 		if r == nil {
 			return nil, fmt.Errorf("pool %s points at rendered config %s, which the store lacks", pool, name)
 		}
-		pc, err := preparePool(pool, r)
+		pc, err := preparePool(pool, r, o)
 		if err != nil {
 			return nil, fmt.Errorf("pool %s: %w", pool, err)
 		}
@@ -119,7 +171,7 @@ func (s *Snapshot) PoolConfig(pool, accept string) ([]byte, error) {
 // preparePool writes r's Ignition config in every 3.x spec whose parser takes it without
 // dropping anything (an "unused key" means the spec cannot express a field). The config is
 // decoded and encoded once; each spec's parser then checks that encoding with its version.
-func preparePool(pool string, r *model.Rendered) (*poolConfig, error) {
+func preparePool(pool string, r *model.Rendered, o BuildOptions) (*poolConfig, error) {
 	var doc map[string]any
 	if err := json.Unmarshal(r.Ignition, &doc); err != nil {
 		return nil, fmt.Errorf("rendered config %s has no valid Ignition config: %w", r.Name, err)
@@ -132,7 +184,7 @@ func preparePool(pool string, r *model.Rendered) (*poolConfig, error) {
 	if v, _ := ign["version"].(string); strings.HasPrefix(v, "3.") {
 		fmt.Sscanf(v, "3.%d.0", &pc.native)
 	}
-	if err := addFirstBoot(doc, r); err != nil {
+	if err := addFirstBoot(doc, r, o); err != nil {
 		return nil, err
 	}
 	encode, err := versioned(doc, ign)
@@ -163,7 +215,7 @@ func preparePool(pool string, r *model.Rendered) (*poolConfig, error) {
 // boots and the pool's OS image. It goes into what is served, not into r, whose name is a
 // hash of its content. A file in storage.files is in every 3.x spec, so the record changes
 // no spec's verdict; each spec's parser still checks the bytes with it.
-func addFirstBoot(doc map[string]any, r *model.Rendered) error {
+func addFirstBoot(doc map[string]any, r *model.Rendered, o BuildOptions) error {
 	storage, ok := doc["storage"].(map[string]any)
 	if doc["storage"] != nil && !ok {
 		return fmt.Errorf("rendered config %s: its Ignition storage section is not an object", r.Name)
@@ -181,12 +233,37 @@ func addFirstBoot(doc map[string]any, r *model.Rendered) error {
 			return fmt.Errorf("rendered config %s writes %s, where the boot server puts the first-boot record", r.Name, model.FirstBootPath)
 		}
 	}
+	rec := model.FirstBootOf(r)
+	if o.FirstBootAgent != "" {
+		rec.Config = r
+	}
 	storage["files"] = append(files, map[string]any{
 		"path":      model.FirstBootPath,
 		"mode":      model.FirstBootMode,
 		"overwrite": true,
-		"contents":  map[string]any{"source": "data:;base64," + base64.StdEncoding.EncodeToString(model.FirstBootOf(r).Encode())},
+		"contents":  map[string]any{"source": "data:;base64," + base64.StdEncoding.EncodeToString(rec.Encode())},
 	})
+	if o.FirstBootAgent == "" {
+		return nil
+	}
+	systemd, ok := doc["systemd"].(map[string]any)
+	if doc["systemd"] != nil && !ok {
+		return fmt.Errorf("rendered config %s: its Ignition systemd section is not an object", r.Name)
+	}
+	if systemd == nil {
+		systemd = map[string]any{}
+		doc["systemd"] = systemd
+	}
+	units, ok := systemd["units"].([]any)
+	if systemd["units"] != nil && !ok {
+		return fmt.Errorf("rendered config %s: its Ignition systemd.units is not a list", r.Name)
+	}
+	for _, u := range units {
+		if m, _ := u.(map[string]any); m != nil && m["name"] == FirstBootUnit {
+			return fmt.Errorf("rendered config %s has a unit %s, which the boot server adds (-first-boot-agent)", r.Name, FirstBootUnit)
+		}
+	}
+	systemd["units"] = append(units, map[string]any{"name": FirstBootUnit, "enabled": true, "contents": firstBootUnit(o.FirstBootAgent)})
 	return nil
 }
 

@@ -24,7 +24,7 @@ func preparedBefore(r *model.Rendered) (map[int][]byte, map[int]string, error) {
 	if ign == nil {
 		return nil, nil, fmt.Errorf("rendered config %s: Ignition config without an ignition section", r.Name)
 	}
-	if err := addFirstBoot(doc, r); err != nil {
+	if err := addFirstBoot(doc, r, BuildOptions{}); err != nil {
 		return nil, nil, err
 	}
 	bodies, why := map[int][]byte{}, map[int]string{}
@@ -78,7 +78,7 @@ func TestPreparedAsBefore(t *testing.T) {
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {
 			bodies, why, err := preparedBefore(r)
-			pc, gotErr := preparePool("p", r)
+			pc, gotErr := preparePool("p", r, BuildOptions{})
 			if fmt.Sprint(gotErr) != fmt.Sprint(err) {
 				t.Fatalf("error %v, before %v", gotErr, err)
 			}

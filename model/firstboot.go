@@ -23,6 +23,10 @@ type FirstBoot struct {
 	Rendered string `json:"rendered"`
 	// OSImage is that config's OS image ("": the pool has none, and nothing is pivoted).
 	OSImage string `json:"os_image,omitempty"`
+	// Config is the rendered config itself, when the boot server embeds it (mcp serve
+	// -first-boot-agent): the first-boot unit's agent then needs no boot server, its URL,
+	// CA or token (what the MCO's encapsulated machine config is for).
+	Config *Rendered `json:"config,omitempty"`
 }
 
 // FirstBootOf is the record of a node booted with r.
@@ -30,7 +34,7 @@ func FirstBootOf(r *Rendered) FirstBoot { return FirstBoot{Rendered: r.Name, OSI
 
 // Encode is the record's file content: its JSON and a newline.
 func (f FirstBoot) Encode() []byte {
-	b, _ := json.Marshal(f) // two strings: cannot fail
+	b, _ := json.Marshal(f) // strings, and a config that was marshalled before: cannot fail
 	return append(b, '\n')
 }
 
@@ -42,6 +46,14 @@ func ParseFirstBoot(b []byte) (FirstBoot, error) {
 	}
 	if !strings.HasPrefix(f.Rendered, "rendered-") || strings.ContainsAny(f.Rendered, "/ ") {
 		return FirstBoot{}, fmt.Errorf("%s names %q, not a rendered config", FirstBootPath, f.Rendered)
+	}
+	if c := f.Config; c != nil {
+		if c.Name != f.Rendered || c.OSImage != f.OSImage {
+			return FirstBoot{}, fmt.Errorf("%s names %s (OS image %q) and holds %s (OS image %q)", FirstBootPath, f.Rendered, f.OSImage, c.Name, c.OSImage)
+		}
+		if err := c.CheckName(); err != nil {
+			return FirstBoot{}, fmt.Errorf("%s: %w", FirstBootPath, err)
+		}
 	}
 	return f, nil
 }

@@ -101,10 +101,16 @@ func (s *Standalone) Reconcile(ctx context.Context) (Status, error) {
 	return s.status, err
 }
 
-// firstBootFetch fetches the config the first-boot record names, which the update then
-// runs to (Done takes it from target).
+// firstBootFetch gives the config the first-boot record names — embedded in it, or fetched
+// from the boot server — which the update then runs to (Done takes it from target).
 func (s *Standalone) firstBootFetch(ctx context.Context, name string) (*model.Rendered, error) {
 	s.Log.Info("first boot", "config", name)
+	// The boot server may have embedded the config in the record (the first-boot unit's
+	// case, run before the node joins): no server to reach, no CA or token to hold.
+	if rec, err := s.Agent.Exec.ReadFirstBoot(); err == nil && rec != nil && rec.Config != nil && rec.Config.Name == name {
+		s.target = rec.Config
+		return rec.Config, nil
+	}
 	r, err := s.fetch(ctx, name)
 	if err == nil {
 		s.target = r

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpfleet/mcp/bootsrv"
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/engine/state/localstate"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubesource"
 )
 
 // serve runs the boot server (docs/boot-server.md).
@@ -27,6 +28,7 @@ func (c *cli) serve(args []string) int {
 	keyFile := fs.String("tls-key", "", "the certificate's key")
 	tokenFile := fs.String("token-file", "", "require this bearer token on /config and /rendered")
 	poll := fs.Duration("poll", 500*time.Millisecond, "how often to check the state for changes")
+	agent := fs.String("first-boot-agent", "", "add to every served config a unit that runs this mcp-agent's first boot before kubelet, and embed the rendered config in the first-boot record (e.g. /usr/local/bin/mcp-agent on the boot images)")
 	var lf loadFlags
 	lf.register(fs, false)
 	if _, err := c.parse(fs, args); err != nil {
@@ -34,11 +36,24 @@ func (c *cli) serve(args []string) int {
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
+	if *agent != "" {
+		if err := bootsrv.CheckFirstBootAgent(*agent); err != nil {
+			return c.errorf("-first-boot-agent: %v", err)
+		}
+	}
 	src, where, err := c.bootSource(ctx, &lf, *statePath)
 	if errors.Is(err, errDiagnosed) {
 		return 1
 	} else if err != nil {
 		return c.errorf("%v", err)
+	}
+	opts := bootsrv.BuildOptions{FirstBootAgent: *agent}
+	switch s := src.(type) {
+	case bootsrv.FileSource:
+		s.Options = opts
+		src = s
+	case *kubesource.Source:
+		s.Options = opts
 	}
 	log := slog.New(slog.NewJSONHandler(c.stderr, nil))
 	reg := prometheus.NewRegistry()

@@ -33,6 +33,8 @@ type Source struct {
 	synced  cache.InformerSynced
 	lister  listersv1.SecretNamespaceLister
 	gen     atomic.Int64
+	// Options are the snapshots' (bootsrv.BuildWith); set before Start.
+	Options bootsrv.BuildOptions
 }
 
 var _ bootsrv.Source = (*Source)(nil)
@@ -101,7 +103,7 @@ func (s *Source) Load(ctx context.Context) (*bootsrv.Snapshot, error) {
 	}
 	head, err := s.lister.Get(protocol.StateSecret)
 	if apierrors.IsNotFound(err) {
-		return bootsrv.Build(0, nil, rendered)
+		return bootsrv.BuildWith(0, nil, rendered, s.Options)
 	}
 	if err != nil {
 		return nil, err
@@ -116,5 +118,5 @@ func (s *Source) Load(ctx context.Context) (*bootsrv.Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state in secret %s/%s: %w", s.ns, protocol.StateSecret, err)
 	}
-	return bootsrv.Build(st.Serial, st.Pointers, rendered)
+	return bootsrv.BuildWith(st.Serial, st.Pointers, rendered, s.Options)
 }
