@@ -49,7 +49,7 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 	once := fs.Bool("once", false, "reconcile once and exit (non-zero when the node is Degraded)")
 	interval := fs.Duration("interval", 30*time.Second, "time between reconciles when not -once")
 	listen := fs.String("listen", "", "serve /healthz and /metrics on this address (e.g. :9101)")
-	hostKind := fs.String("host", "systemd", "how units and the OS are driven: systemd (D-Bus, rpm-ostree) or record (log only)")
+	hostKind := fs.String("host", "systemd", "how units and the OS are driven: systemd (D-Bus, rpm-ostree) or record (log only; enabling links units in -root as systemctl would)")
 	osChroot := fs.String("os-chroot", "", "run the kernel-argument and OS-image commands chrooted here (e.g. /host in a container)")
 	allow := fs.String("allow", strings.Join(nodeexec.DefaultAllowed, ","), "path prefixes the agent may write")
 	bootID := fs.String("boot-id-file", "/proc/sys/kernel/random/boot_id", "where the running boot's id is read")
@@ -75,7 +75,7 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 			server: *server, hostKind: *hostKind, osChroot: *osChroot, allow: *allow, bootID: *bootID, listen: *listen,
 			interval: *interval, rebootWait: *rebootWait}, log)
 	}
-	host, closeHost, err := newHost(c.ctx, *hostKind, *osChroot, log)
+	host, closeHost, err := newHost(c.ctx, *hostKind, *root, *osChroot, log)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -137,7 +137,7 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 	var host nodeexec.Host
 	if f.hostKind == "record" {
 		// The simulated machine goes down when asked to reboot: the agent stops, exit 75.
-		host = &nodeexec.RecordingHost{OnCall: func(call string) error {
+		host = &nodeexec.RecordingHost{Root: f.root, OnCall: func(call string) error {
 			log.Info("host", "call", call)
 			if call == "reboot" {
 				cancel()
@@ -145,7 +145,7 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 			return nil
 		}}
 	} else {
-		h, closeHost, err := newHost(ctx, f.hostKind, f.osChroot, log)
+		h, closeHost, err := newHost(ctx, f.hostKind, f.root, f.osChroot, log)
 		if err != nil {
 			return c.errorf("%v", err)
 		}
@@ -174,7 +174,10 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 	return 0
 }
 
-func newHost(ctx context.Context, kind, osChroot string, log *slog.Logger) (nodeexec.Host, func(), error) {
+// newHost is the Host -host names. The record host stands in for a machine with no
+// systemd: it logs each call, and makes and removes units' enablement links in root as
+// systemctl would, so that drift checks read what an enable did.
+func newHost(ctx context.Context, kind, root, osChroot string, log *slog.Logger) (nodeexec.Host, func(), error) {
 	switch kind {
 	case "systemd":
 		h, err := systemdhost.New(ctx)
@@ -184,7 +187,7 @@ func newHost(ctx context.Context, kind, osChroot string, log *slog.Logger) (node
 		h.Chroot = osChroot
 		return h, h.Close, nil
 	case "record":
-		return &nodeexec.RecordingHost{OnCall: func(call string) error {
+		return &nodeexec.RecordingHost{Root: root, OnCall: func(call string) error {
 			log.Info("host", "call", call)
 			return nil
 		}}, func() {}, nil
