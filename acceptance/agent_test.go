@@ -255,3 +255,38 @@ func TestAgentRebootProtocol(t *testing.T) {
 		t.Errorf("a reboot that never happens: err %v, status %+v\n%s", err, status(t, root2), out)
 	}
 }
+
+// TestAgentRecordHostLinksUnits: the record host (a machine with no systemd) enables a unit
+// as systemctl --root would, by linking it in the node root, so the agent's drift check
+// finds the unit enabled after the update, and reports it when the link is removed.
+func TestAgentRecordHostLinksUnits(t *testing.T) {
+	bin := mcpBinary(t)
+	on := true
+	target := &model.Rendered{Name: "rendered-w-unit", Units: []model.Unit{{Name: "mcp-web.service", Enabled: &on,
+		Contents: "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n",
+		OnChange: []model.Policy{{Kind: model.PolicyRestart, Unit: "mcp-web.service"}}}}}
+	url := serveRendered(t, target)
+	root, bootID := scratchRoot(t)
+	agent := func() {
+		t.Helper()
+		if out, err := exec.Command(bin, "agent", "-once", "-host=record", "-root", root, "-server", url,
+			"-desired", target.Name, "-boot-id-file", bootID).CombinedOutput(); err != nil {
+			t.Fatalf("agent: %v\n%s", err, out)
+		}
+	}
+	agent()
+	wants := filepath.Join(root, "etc/systemd/system/multi-user.target.wants/mcp-web.service")
+	if l, err := os.Readlink(wants); err != nil || l != "/etc/systemd/system/mcp-web.service" {
+		t.Fatalf("wants-link after the update: %q %v", l, err)
+	}
+	agent() // on its config: checks drift
+	if st := status(t, root); st.State != model.StateDone || len(st.Drift) != 0 {
+		t.Fatalf("status after the update: %+v", st)
+	}
+	os.Remove(wants)
+	agent()
+	if st := status(t, root); len(st.Drift) != 1 || st.Drift[0].Kind != model.DriftEnabled ||
+		st.Drift[0].Path != "/etc/systemd/system/mcp-web.service" || st.Drift[0].Expected != "enabled" {
+		t.Errorf("status after the link was removed: %+v", st)
+	}
+}

@@ -236,6 +236,111 @@ func TestExecutorWithRealSystemd(t *testing.T) {
 	}
 }
 
+// TestEnablementDriftWithRealSystemd: the disk check's verdict on whether a unit is
+// enabled agrees with the real manager's own (its UnitFileState, what systemctl is-enabled
+// says), when the manager made the links — on the update, and when it enabled and disabled
+// units behind mcp's back — and a plan's restore, through systemdhost's EnableUnitFiles and
+// DisableUnitFiles, puts enablement back. The manager's unit directory is the node root's
+// etc/systemd/system, so it links there as a system manager would in that root.
+func TestEnablementDriftWithRealSystemd(t *testing.T) {
+	root := t.TempDir()
+	unitDir := filepath.Join(root, "etc/systemd/system")
+	os.MkdirAll(unitDir, 0o755)
+	m := startSystemd(t, "SYSTEMD_UNIT_PATH="+unitDir+":", "MCP_USER_UNIT_DIR="+unitDir)
+	t.Setenv("DBUS_SYSTEM_BUS_ADDRESS", m.Bus)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	h, err := systemdhost.New(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	on, off := true, false
+	none := []model.Policy{{Kind: model.PolicyNone}}
+	cfg := &model.Rendered{Name: "rendered-w-1", Units: []model.Unit{
+		{Name: "mcp-web.service", Enabled: &on, OnChange: none,
+			Contents: "[Service]\nType=oneshot\nExecStart=/bin/true\n[Install]\nWantedBy=default.target\nAlias=mcp-www.service\n"},
+		{Name: "mcp-off.service", Enabled: &off, OnChange: none,
+			Contents: "[Service]\nType=oneshot\nExecStart=/bin/true\n[Install]\nWantedBy=default.target\n"}}}
+	ex := &nodeexec.Executor{Root: root, Host: h}
+	a := &nodeexec.Agent{Exec: ex, State: &memState{}, RebootWait: time.Second}
+	states := func() string {
+		t.Helper()
+		if err := h.DaemonReload(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, u := range cfg.Units {
+			p, err := h.Conn.GetUnitPropertyContext(ctx, u.Name, "UnitFileState")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, u.Name+"="+fmt.Sprint(p.Value.Value()))
+		}
+		return strings.Join(out, " ")
+	}
+	kinds := func() string {
+		t.Helper()
+		drift, err := ex.Verify(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, d := range drift {
+			out = append(out, d.String())
+		}
+		return strings.Join(out, "; ")
+	}
+	const asConfigured = "mcp-web.service=enabled mcp-off.service=disabled"
+
+	if err := a.Update(ctx, nil, cfg, steps.Derive(nil, cfg), func(model.Step) {}); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	if got := states(); got != asConfigured {
+		t.Errorf("systemd after the update: %s, want %s", got, asConfigured)
+	}
+	if l, err := os.Readlink(filepath.Join(unitDir, "default.target.wants/mcp-web.service")); err != nil {
+		t.Errorf("the manager made no wants-link in the node root: %v", err)
+	} else {
+		t.Logf("the manager's link: default.target.wants/mcp-web.service → %s", l)
+	}
+	if got := kinds(); got != "" {
+		t.Errorf("drift right after the update: %s", got)
+	}
+
+	// Behind mcp's back, through the manager itself: systemctl disable mcp-web, enable mcp-off.
+	if _, err := h.Conn.DisableUnitFilesContext(ctx, []string{"mcp-web.service"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.Conn.EnableUnitFilesContext(ctx, []string{"mcp-off.service"}, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := states(); got != "mcp-web.service=disabled mcp-off.service=enabled" {
+		t.Fatalf("systemd after the drift: %s", got)
+	}
+	drift, err := ex.Verify(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "/etc/systemd/system/mcp-web.service: enabled (expected enabled, found disabled (no default.target.wants/mcp-web.service, no mcp-www.service)); " +
+		"/etc/systemd/system/mcp-off.service: enabled (expected disabled, found enabled (default.target.wants/mcp-off.service))"
+	if got := kinds(); got != want {
+		t.Errorf("drift:\n got %s\nwant %s", got, want)
+	}
+
+	// The plan's restore: each unit written again, which asks the manager to link.
+	restore := steps.Restore(nil, drift, cfg)
+	if err := a.Update(ctx, cfg, cfg, restore, func(model.Step) {}); err != nil {
+		t.Fatalf("restore (%v): %v", restore, err)
+	}
+	if got := states(); got != asConfigured {
+		t.Errorf("systemd after the restore: %s, want %s", got, asConfigured)
+	}
+	if got := kinds(); got != "" {
+		t.Errorf("drift after the restore: %s", got)
+	}
+}
+
 // memState is a NodeState in memory.
 type memState struct{ state, current, reason string }
 

@@ -76,6 +76,9 @@ const (
 	DriftMode    DriftKind = "mode"
 	DriftType    DriftKind = "type" // e.g. a symlink or directory where a file belongs
 	DriftMask    DriftKind = "mask"
+	// DriftEnabled: a unit's enablement links in /etc/systemd/system disagree with its
+	// enabled (Path the unit's; Expected "enabled" or "disabled", Found what the links say).
+	DriftEnabled DriftKind = "enabled"
 	// DriftOwner: the file's uid:gid are not its user and group (resolved on the node).
 	DriftOwner DriftKind = "owner"
 	// DriftUnlistedKind marks a path restored because the node reported more drift than

@@ -52,10 +52,10 @@ type Executor struct {
 	// nodes set it (docs/fleet-format.md); a real node must not.
 	NoSync bool
 
-	// What Rollback restores: each changed path's prior state, in change order.
-	undo    []undo
-	saved   map[string]bool
-	enabled []enableUndo
+	// What Rollback restores: each changed path's prior state and each unit enabled or
+	// disabled, in change order.
+	undo  []undo
+	saved map[string]bool
 }
 
 // Run performs one node step moving the node from `from` (nil: nothing managed yet) to
@@ -119,10 +119,10 @@ func (e *Executor) write(ctx context.Context, from, target *model.Rendered, name
 		return fmt.Errorf("write %s: neither the target nor the current config has it", name)
 	}
 	if u := target.Unit(name); u != nil {
-		return e.writeUnit(ctx, r, from.Unit(name), u)
+		return e.writeUnit(ctx, r, target, from.Unit(name), u)
 	}
 	if old := from.Unit(name); old != nil {
-		return e.removeUnit(ctx, r, old)
+		return e.removeUnit(ctx, r, from, old)
 	}
 	return fmt.Errorf("write %s: neither the target nor the current config has it", name)
 }

@@ -75,7 +75,8 @@ func (e *Executor) remove(r *os.Root, p string) error {
 
 func unitPath(name string) string { return UnitDir + "/" + name }
 
-func (e *Executor) writeUnit(ctx context.Context, r *os.Root, old, u *model.Unit) error {
+// writeUnit writes u of target, whose previous version (nil: none) is old.
+func (e *Executor) writeUnit(ctx context.Context, r *os.Root, target *model.Rendered, old, u *model.Unit) error {
 	p := unitPath(u.Name)
 	rel, err := e.check(p)
 	if err != nil {
@@ -120,12 +121,44 @@ func (e *Executor) writeUnit(ctx context.Context, r *os.Root, old, u *model.Unit
 			}
 		}
 	}
-	if u.Enabled != nil && (old == nil || old.Enabled == nil || *old.Enabled != *u.Enabled) {
-		if err := e.Host.EnableUnit(ctx, u.Name, *u.Enabled); err != nil {
+	if u.Enabled == nil {
+		return nil
+	}
+	// The host is asked when the config changes enabled, or when the links disagree with
+	// it (drift, or an update that did not finish): writing a unit makes it as its config
+	// says, links included.
+	changed := old == nil || old.Enabled == nil || *old.Enabled != *u.Enabled
+	var links []string
+	if !u.Mask {
+		d, l, err := checkEnabled(r, u.Name, *u.Enabled, target)
+		if err != nil {
+			return fmt.Errorf("write unit %s: %w", u.Name, err)
+		}
+		changed, links = changed || d != nil, l
+	}
+	if !changed {
+		return nil
+	}
+	return e.enable(ctx, r, u.Name, *u.Enabled, links)
+}
+
+// enable asks the host to enable or disable unit, after saving the links it may change
+// (relative to UnitDir) so that Rollback puts each back exactly as it was, after asking the
+// host for the opposite (which also undoes what the links do not show, such as Also=).
+func (e *Executor) enable(ctx context.Context, r *os.Root, unit string, on bool, links []string) error {
+	for _, l := range links {
+		rel, err := e.check(UnitDir + "/" + l)
+		if err != nil {
 			return err
 		}
-		e.enabled = append(e.enabled, enableUndo{u.Name, *u.Enabled})
+		if err := e.save(r, rel); err != nil {
+			return fmt.Errorf("enablement of %s: %w", unit, err)
+		}
 	}
+	if err := e.Host.EnableUnit(ctx, unit, on); err != nil {
+		return err
+	}
+	e.undo = append(e.undo, undo{unit: unit, enabled: on})
 	return nil
 }
 
@@ -138,12 +171,15 @@ func hasDropin(ds []model.Dropin, name string) bool {
 	return false
 }
 
-func (e *Executor) removeUnit(ctx context.Context, r *os.Root, old *model.Unit) error {
+func (e *Executor) removeUnit(ctx context.Context, r *os.Root, from *model.Rendered, old *model.Unit) error {
 	if old.Enabled != nil && *old.Enabled {
-		if err := e.Host.EnableUnit(ctx, old.Name, false); err != nil {
+		_, links, err := checkEnabled(r, old.Name, false, from)
+		if err != nil {
+			return fmt.Errorf("remove unit %s: %w", old.Name, err)
+		}
+		if err := e.enable(ctx, r, old.Name, false, links); err != nil {
 			return err
 		}
-		e.enabled = append(e.enabled, enableUndo{old.Name, false})
 	}
 	for _, d := range old.Dropins {
 		if err := e.remove(r, unitPath(old.Name)+".d/"+d.Name); err != nil {
@@ -157,6 +193,14 @@ func (e *Executor) replaceSymlink(r *os.Root, rel, target string) error {
 	if err := r.MkdirAll(path.Dir(rel), 0o755); err != nil {
 		return err
 	}
+	if err := symlinkAtomic(r, rel, target); err != nil {
+		return err
+	}
+	return e.syncDir(r, path.Dir(rel))
+}
+
+// symlinkAtomic replaces rel by a link to target: a new link beside it, renamed over it.
+func symlinkAtomic(r *os.Root, rel, target string) error {
 	var rb [6]byte
 	rand.Read(rb[:])
 	tmp := path.Join(path.Dir(rel), "."+path.Base(rel)+".mcp-"+hex.EncodeToString(rb[:]))
@@ -167,7 +211,7 @@ func (e *Executor) replaceSymlink(r *os.Root, rel, target string) error {
 		r.Remove(tmp)
 		return err
 	}
-	return e.syncDir(r, path.Dir(rel))
+	return nil
 }
 
 // chownNamed sets the owner when running as root and the names resolve in the root's own

@@ -19,6 +19,9 @@ type RecordingHost struct {
 	// Booted is the OS image BootedImage reports (a read, not recorded). A pivot does not
 	// change it: it takes effect at a boot, and the recording host does not boot.
 	Booted string
+	// Root, when set, is the node root whose enablement links EnableUnit makes and removes
+	// as systemctl would (LinkUnit); otherwise enabling is only recorded.
+	Root string
 }
 
 func (h *RecordingHost) record(call string) error {
@@ -43,10 +46,14 @@ func (h *RecordingHost) RestartUnit(_ context.Context, u string) error {
 	return h.record("restart " + u)
 }
 func (h *RecordingHost) EnableUnit(_ context.Context, u string, enable bool) error {
+	call := "disable " + u
 	if enable {
-		return h.record("enable " + u)
+		call = "enable " + u
 	}
-	return h.record("disable " + u)
+	if err := h.record(call); err != nil || h.Root == "" {
+		return err
+	}
+	return LinkUnit(h.Root, u, enable)
 }
 func (h *RecordingHost) SetKernelArgs(_ context.Context, add, remove []string) error {
 	return h.record("kargs +" + strings.Join(add, ",") + " -" + strings.Join(remove, ","))

@@ -10,7 +10,8 @@ import (
 	"syscall"
 )
 
-// undo is the state of one path before the executor first changed it.
+// undo is the state of one path before the executor first changed it, or (unit set) a
+// unit the executor enabled or disabled.
 type undo struct {
 	rel      string
 	absent   bool
@@ -18,16 +19,13 @@ type undo struct {
 	content  []byte
 	mode     fs.FileMode
 	uid, gid int
-}
 
-// enableUndo is a unit whose enablement the executor changed.
-type enableUndo struct {
 	unit    string
-	enabled bool // what it was set to
+	enabled bool // what the unit was set to
 }
 
 // Begin starts a new update: Rollback will restore the state as it is now.
-func (e *Executor) Begin() { e.undo, e.saved, e.enabled = nil, nil, nil }
+func (e *Executor) Begin() { e.undo, e.saved = nil, nil }
 
 // save records rel's state before its first change since Begin, so that
 // Rollback can restore it exactly (content, mode, owner, or absence).
@@ -65,9 +63,13 @@ func (e *Executor) save(r *os.Root, rel string) error {
 	return nil
 }
 
-// Rollback restores every path the executor changed to its exact prior state, newest
-// change first, reverts unit enablement, and reloads systemd when units changed. It is for
-// a failed update before its reboot: the node goes back to the config it ran.
+// Rollback undoes every change since Begin, newest first: each path the executor changed
+// back to its exact prior state, each unit it enabled disabled and the reverse; then it
+// reloads systemd when units changed. It is for a failed update before its reboot: the node
+// goes back to the config it ran. Undoing newest first puts a unit's file back before it is
+// enabled again, and disables a unit before its file goes; the links an enablement changed
+// were saved before it, so they are restored after the host's reversal, exactly as they
+// were (a unit partly enabled before stays so).
 func (e *Executor) Rollback(ctx context.Context) error {
 	r, err := os.OpenRoot(e.Root)
 	if err != nil {
@@ -78,14 +80,16 @@ func (e *Executor) Rollback(ctx context.Context) error {
 	units := false
 	for i := len(e.undo) - 1; i >= 0; i-- {
 		u := e.undo[i]
+		if u.unit != "" {
+			units = true
+			if err := e.Host.EnableUnit(ctx, u.unit, !u.enabled); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
 		units = units || strings.HasPrefix("/"+u.rel, UnitDir+"/")
 		if err := e.restore(r, u); err != nil {
 			errs = append(errs, fmt.Errorf("restoring /%s: %w", u.rel, err))
-		}
-	}
-	for i := len(e.enabled) - 1; i >= 0; i-- {
-		if err := e.Host.EnableUnit(ctx, e.enabled[i].unit, !e.enabled[i].enabled); err != nil {
-			errs = append(errs, err)
 		}
 	}
 	if units {
@@ -93,7 +97,7 @@ func (e *Executor) Rollback(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	e.undo, e.saved, e.enabled = nil, nil, nil
+	e.undo, e.saved = nil, nil
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("rollback: %w", err)
 	}

@@ -46,7 +46,8 @@ func (e *DriftError) Error() string {
 	return "on-disk state differs from the config: " + strings.Join(parts, "; ")
 }
 
-// Verify compares the root with target's files and units.
+// Verify compares the root with target's files and units: their contents, modes, owners,
+// masks, and the enablement links of units with an enabled (enabled.go).
 func (e *Executor) Verify(target *model.Rendered) ([]Drift, error) {
 	root, err := os.OpenRoot(e.Root)
 	if err != nil {
@@ -84,6 +85,15 @@ func (e *Executor) Verify(target *model.Rendered) ([]Drift, error) {
 				return nil, err
 			}
 			out = append(out, d...)
+		}
+		if u.Enabled != nil && !u.Mask {
+			d, _, err := checkEnabled(r.root, u.Name, *u.Enabled, target)
+			if err != nil {
+				return nil, fmt.Errorf("verify %s: %w", p, err)
+			}
+			if d != nil {
+				out = append(out, *d)
+			}
 		}
 	}
 	return out, nil

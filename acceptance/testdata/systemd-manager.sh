@@ -28,7 +28,15 @@ while IFS=: read -r _ ctrls path; do
     *) echo "containment failed: hierarchy '$ctrls' is at '$path', not in $name; refusing to start systemd" >&2; exit 3 ;;
   esac
 done <<< "$(cat /proc/self/cgroup)"
-mkdir -p "$B/run" "$B/config/systemd/user" "$B/home"; chmod 700 "$B/run"; : > "$B/console.log"
+mkdir -p "$B/run" "$B/config/systemd" "$B/home"; chmod 700 "$B/run"; : > "$B/console.log"
+# MCP_USER_UNIT_DIR, when set, becomes the manager's own unit directory (where enable makes
+# its links): a node root's etc/systemd/system, so that the manager links where a system
+# manager would in that root.
+if [ -n "${MCP_USER_UNIT_DIR:-}" ]; then
+  ln -s "$MCP_USER_UNIT_DIR" "$B/config/systemd/user"
+else
+  mkdir -p "$B/config/systemd/user"
+fi
 export B
 exec unshare --mount --propagation private /bin/bash -c '
   mount -t tmpfs -o mode=755 tmpfs /run/systemd

@@ -335,6 +335,17 @@ func TestDriftEveryServesMetrics(t *testing.T) {
 	expect("drift gone from the metrics", map[string]float64{`mcp_drift_nodes{pool="worker"}`: 0, `mcp_drift_nodes{pool="infra"}`: 0,
 		`mcp_drift_paths{pool="worker"}`: 0})
 
+	// An enabled unit whose link is gone is a difference like any other.
+	wants := filepath.Join(dir, "fleet/nodes/worker-3/root/etc/systemd/system/multi-user.target.wants/node-exporter.service")
+	if err := os.Remove(wants); err != nil {
+		t.Fatal(err)
+	}
+	expect("a unit's enablement in the metrics", map[string]float64{`mcp_drift_nodes{pool="worker"}`: 1, `mcp_drift_paths{pool="worker"}`: 1})
+	if err := os.Symlink("/etc/systemd/system/node-exporter.service", wants); err != nil {
+		t.Fatal(err)
+	}
+	expect("enablement drift gone from the metrics", map[string]float64{`mcp_drift_nodes{pool="worker"}`: 0, `mcp_drift_paths{pool="worker"}`: 0})
+
 	// A failed run is counted; the gauges keep the last good run's values.
 	node := filepath.Join(dir, "fleet/nodes/worker-3/node.json")
 	nodeJSON, _ := os.ReadFile(node)

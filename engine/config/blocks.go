@@ -12,6 +12,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpfleet/mcp/internal/hclpos"
+	"github.com/mcpfleet/mcp/internal/unitinstall"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -335,13 +336,14 @@ func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
 	}
 	content, d := b.Body.Content(unitSchema)
 	diags = append(diags, d...)
+	var enabled *hcl.Attribute
 	for _, a := range sortedAttrs(content.Attributes) {
 		var d hcl.Diagnostics
 		switch a.Name {
 		case "enabled":
 			var e bool
 			e, d = l.boolean(a)
-			u.Enabled = &e
+			u.Enabled, enabled = &e, a
 		case "mask":
 			u.Mask, d = l.boolean(a)
 		case "contents":
@@ -373,7 +375,36 @@ func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
 	if u.Contents == "" && len(u.Dropins) == 0 && !u.Mask && u.Enabled == nil {
 		diags = append(diags, errAt(b.DefRange, "Empty unit", fmt.Sprintf("Unit %q sets nothing: give contents, a dropin, mask or enabled.", u.Name)))
 	}
+	if d := notInstallable(&u, enabled); d != nil {
+		diags = append(diags, d)
+	}
 	return u, diags
+}
+
+// notInstallable refuses enabled = true on a unit whose contents (with its drop-ins) have
+// no [Install] section that links it from anything: systemctl enable does nothing for it,
+// so enabled could never be true on the node (Ignition only warns). A unit without
+// contents is the OS's: what it installs is known on the node only.
+func notInstallable(u *model.Unit, enabled *hcl.Attribute) *hcl.Diagnostic {
+	if enabled == nil || u.Enabled == nil || !*u.Enabled || u.Contents == "" || u.Mask {
+		return nil
+	}
+	files := []string{u.Contents}
+	for _, d := range u.Dropins {
+		files = append(files, d.Contents)
+	}
+	info, err := unitinstall.Parse(files...)
+	if err != nil || info.Installable(u.Name) {
+		return nil // contents that do not parse are the Ignition validation's to report
+	}
+	what := "no [Install] section naming what to link it from (WantedBy=, RequiredBy=, UpheldBy=, Alias= or Also=)"
+	if unitinstall.IsTemplate(u.Name) && len(info.WantedBy)+len(info.RequiredBy)+len(info.UpheldBy)+len(info.Alias)+len(info.Also) > 0 {
+		what = "no DefaultInstance= in its [Install] section, and a template is enabled only as an instance (name it \"" +
+			strings.Replace(u.Name, "@.", "@INSTANCE.", 1) + "\")"
+	}
+	return errAt(enabled.Expr.Range(), "Unit cannot be enabled", fmt.Sprintf(
+		"Unit %q is enabled, but its contents have %s: systemctl enable would link nothing, so it could never be enabled on a node. "+
+			"Add the [Install] section, or drop enabled (a unit another pulls in, with Wants= or as a dependency, needs none).", u.Name, what))
 }
 
 // unitNameProblem says what is wrong with a unit's name ("" when nothing is).

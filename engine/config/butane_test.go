@@ -144,3 +144,17 @@ func TestButaneProblemsAreDiagnosed(t *testing.T) {
 		})
 	}
 }
+
+// An enabled unit of a Butane config with nothing to install is Ignition's warning, shown
+// at the butane attribute (an HCL unit block gets an error): the node can link nothing for
+// it, and drift checks find nothing to check.
+func TestButaneEnabledWithoutInstallWarns(t *testing.T) {
+	_, diags := Load(butaneConfig(t, `file("worker.bu")`, map[string]string{"worker.bu": workerBu}), Options{})
+	for _, d := range diags {
+		if d.Severity == hcl.DiagWarning && strings.Contains(d.Detail, `"hello.service" is enabled, but has no install section`) &&
+			d.Subject != nil && d.Subject.Start.Line == 5 {
+			return
+		}
+	}
+	t.Errorf("no warning about hello.service's missing [Install] at main.hcl:5; got %v", diags)
+}

@@ -170,6 +170,20 @@ config "x" {
   pools = ["worker"]
   unit "foo" { contents = "x" }
 }`, "Invalid unit name", 3, 8},
+		{"enabled without [Install]", `config "x" {
+  pools = ["worker"]
+  unit "a.service" {
+    contents = "[Service]\nExecStart=/bin/a\n"
+    enabled  = true
+  }
+}`, "Unit cannot be enabled", 5, 16},
+		{"template enabled without an instance", `config "x" {
+  pools = ["worker"]
+  unit "a@.service" {
+    contents = "[Service]\nExecStart=/bin/a %i\n[Install]\nWantedBy=multi-user.target\n"
+    enabled  = true
+  }
+}`, "Unit cannot be enabled", 5, 16},
 		{"unknown attribute", `pool "p" { colour = "red" }`, "Unsupported argument", 1, 12},
 		{"bad on_drift", "pool \"p\" {\n  on_drift = \"ignore\"\n}", "Invalid on_drift", 2, 14},
 	}
@@ -319,4 +333,34 @@ func diagAt(t *testing.T, base, src, summary string, line, col int) *hcl.Diagnos
 		t.Errorf("%q at %v, want main.hcl line %d column %d", summary, s, line, col)
 	}
 	return found
+}
+
+// enabled = true is refused only on contents that link nothing: an [Install] section in a
+// drop-in counts, as does a template's DefaultInstance, and a unit without contents (the
+// OS's own) or disabled is not read.
+func TestEnabledUnitsThatCanBeEnabled(t *testing.T) {
+	for name, unit := range map[string]string{
+		"drop-in installs": `unit "a.service" {
+    contents = "[Service]\nExecStart=/bin/a\n"
+    enabled  = true
+    dropin "10-install.conf" { contents = "[Install]\nWantedBy=multi-user.target\n" }
+  }`,
+		"template with a default instance": `unit "a@.service" {
+    contents = "[Service]\nExecStart=/bin/a %i\n[Install]\nWantedBy=multi-user.target\nDefaultInstance=x\n"
+    enabled  = true
+  }`,
+		"the OS's unit": `unit "chronyd.service" { enabled = true }`,
+		"disabled, no [Install]": `unit "a.service" {
+    contents = "[Service]\nExecStart=/bin/a\n"
+    enabled  = false
+  }`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "main.hcl", "provider \"local\" { fleet = \"f\" }\npool \"worker\" {}\nconfig \"x\" {\n  pools = [\"worker\"]\n  "+unit+"\n}\n")
+			if _, diags := Load(dir, Options{}); diags.HasErrors() {
+				t.Error(diags)
+			}
+		})
+	}
 }

@@ -68,9 +68,10 @@ func (s nodeState) BootID() (string, error) {
 	return r.BootID, nil
 }
 
-// host is the local node's Host: unit operations are recorded in host.log; kernel
-// arguments and the OS image are recorded in node.json as a real node would report them
-// (an OS image from the reboot after its pivot on).
+// host is the local node's Host: unit operations are recorded in host.log, and enabling
+// makes the unit's links in the node's root; kernel arguments and the OS image are recorded
+// in node.json as a real node would report them (an OS image from the reboot after its
+// pivot on).
 type host struct {
 	p    *Provider
 	node string
@@ -96,11 +97,17 @@ func (h *host) RestartUnit(_ context.Context, u string) error {
 	return h.log("restart", u)
 }
 
+// EnableUnit makes or removes the unit's links in the node's root as systemctl would
+// (nodeexec.LinkUnit: enablement is the links, which drift checks read) and records it.
 func (h *host) EnableUnit(_ context.Context, u string, on bool) error {
+	op := "disable"
 	if on {
-		return h.log("enable", u)
+		op = "enable"
 	}
-	return h.log("disable", u)
+	if err := nodeexec.LinkUnit(rootDir(h.p.o.Dir, h.node), u, on); err != nil {
+		return err
+	}
+	return h.log(op, u)
 }
 
 func (h *host) SetKernelArgs(_ context.Context, add, remove []string) error {

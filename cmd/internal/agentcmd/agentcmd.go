@@ -49,7 +49,7 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 	once := fs.Bool("once", false, "reconcile once and exit (non-zero when the node is Degraded)")
 	interval := fs.Duration("interval", 30*time.Second, "time between reconciles when not -once")
 	listen := fs.String("listen", "", "serve /healthz and /metrics on this address (e.g. :9101)")
-	hostKind := fs.String("host", "systemd", "how units and the OS are driven: systemd (D-Bus, rpm-ostree) or record (log only)")
+	hostKind := fs.String("host", "systemd", "how units and the OS are driven: systemd (D-Bus, rpm-ostree) or record (log only; enabling links units in -root as systemctl would)")
 	osChroot := fs.String("os-chroot", "", "run the kernel-argument, OS-image and health-check commands chrooted here (e.g. /host in a container)")
 	booted := fs.String("booted-image", "", "with -host=record: the OS image the machine booted (for the first boot's pivot; default none)")
 	allow := fs.String("allow", strings.Join(nodeexec.DefaultAllowed, ","), "path prefixes the agent may write")
@@ -80,7 +80,7 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 	if *booted != "" && *hostKind != "record" {
 		return c.errorf("-booted-image is for -host=record; a real host says which image it booted")
 	}
-	host, closeHost, err := newHost(c.ctx, *hostKind, *osChroot, *booted, log)
+	host, closeHost, err := newHost(c.ctx, *hostKind, *root, *osChroot, *booted, log)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -142,7 +142,7 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 	var host nodeexec.Host
 	if f.hostKind == "record" {
 		// The simulated machine goes down when asked to reboot: the agent stops, exit 75.
-		host = &nodeexec.RecordingHost{Booted: f.booted, OnCall: func(call string) error {
+		host = &nodeexec.RecordingHost{Root: f.root, Booted: f.booted, OnCall: func(call string) error {
 			log.Info("host", "call", call)
 			if call == "reboot" {
 				cancel()
@@ -153,7 +153,7 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 		if f.booted != "" {
 			return c.errorf("-booted-image is for -host=record; a real host says which image it booted")
 		}
-		h, closeHost, err := newHost(ctx, f.hostKind, f.osChroot, "", log)
+		h, closeHost, err := newHost(ctx, f.hostKind, f.root, f.osChroot, "", log)
 		if err != nil {
 			return c.errorf("%v", err)
 		}
@@ -184,7 +184,10 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 	return 0
 }
 
-func newHost(ctx context.Context, kind, osChroot, booted string, log *slog.Logger) (nodeexec.Host, func(), error) {
+// newHost is the Host -host names. The record host stands in for a machine with no
+// systemd: it logs each call, and makes and removes units' enablement links in root as
+// systemctl would, so that drift checks read what an enable did.
+func newHost(ctx context.Context, kind, root, osChroot, booted string, log *slog.Logger) (nodeexec.Host, func(), error) {
 	switch kind {
 	case "systemd":
 		h, err := systemdhost.New(ctx)
@@ -194,7 +197,7 @@ func newHost(ctx context.Context, kind, osChroot, booted string, log *slog.Logge
 		h.Chroot = osChroot
 		return h, h.Close, nil
 	case "record":
-		return &nodeexec.RecordingHost{Booted: booted, OnCall: func(call string) error {
+		return &nodeexec.RecordingHost{Root: root, Booted: booted, OnCall: func(call string) error {
 			log.Info("host", "call", call)
 			return nil
 		}}, func() {}, nil
