@@ -270,6 +270,11 @@ func firstBootKilledAroundItsReboot(t *testing.T, unit bool) {
 	url := startServe(t, dir, serveArgs...)
 	_, ptr, _ := readLocalState(t, dir)
 	S := firstBoot(t, ign, url+"/config/worker")
+	// What systemd does at a machine's first boot, after Ignition and before any unit of
+	// the boot (the agent's first-boot unit among them): apply the presets Ignition left.
+	if out, err := exec.Command("systemctl", "--root="+S, "preset-all").CombinedOutput(); err != nil {
+		t.Fatalf("systemctl --root preset-all: %v\n%s", err, out)
+	}
 	bootID := filepath.Join(t.TempDir(), "boot_id")
 	os.WriteFile(bootID, []byte("boot-1\n"), 0o644)
 	args := []string{"-root", S, "-server", url}
@@ -277,6 +282,12 @@ func firstBootKilledAroundItsReboot(t *testing.T, unit bool) {
 		b, err := os.ReadFile(filepath.Join(S, "etc/systemd/system/mcp-firstboot.service"))
 		if err != nil || !strings.Contains(string(b), "ExecStart=/usr/local/bin/mcp-agent -root / -once") {
 			t.Fatalf("Ignition did not write the first-boot unit: %v\n%s", err, b)
+		}
+		// systemd's own preset made kubelet require it: the node does not join before it.
+		if l, err := os.Readlink(filepath.Join(S, "etc/systemd/system/kubelet.service.requires/mcp-firstboot.service")); err != nil {
+			t.Errorf("preset-all did not make kubelet require the first-boot unit: %v", err)
+		} else if !strings.HasSuffix(l, "/mcp-firstboot.service") {
+			t.Errorf("kubelet.service.requires/mcp-firstboot.service → %s", l)
 		}
 		args = []string{"-root", S} // what the unit runs: no server
 	}

@@ -121,6 +121,9 @@ func (p *Provider) makeNode(spec AddSpec) (err error) {
 	if err != nil {
 		return fmt.Errorf("node %s: Ignition's first boot: %w", spec.Name, err)
 	}
+	if err := presetAll(root); err != nil {
+		return fmt.Errorf("node %s: systemd's first boot: %w", spec.Name, err)
+	}
 	rec, err := (&nodeexec.Executor{Root: root}).ReadFirstBoot()
 	if err == nil && rec == nil {
 		err = fmt.Errorf("the served config has no first-boot record (%s): it is not mcp serve's", model.FirstBootPath)

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/vincent-petithory/dataurl"
 
 	"github.com/mcpfleet/mcp/internal/ignspec"
+	"github.com/mcpfleet/mcp/nodeexec"
 )
 
 // ignite does to a new node's root what Ignition does on a machine's first boot with the
@@ -372,3 +374,27 @@ func ownerID(r *os.Root, db string, id *int, name *string) (int, error) {
 }
 
 func boolOf(b *bool) bool { return b != nil && *b }
+
+// presetAll does what systemd does at a machine's first boot with the preset file Ignition
+// left (systemctl preset-all, before any unit of the boot runs): it enables and disables
+// the units it names, making or removing their links as systemctl would — so the agent's
+// first boot finds units enabled as the config says, as it does on a machine.
+func presetAll(root string) error {
+	b, err := os.ReadFile(filepath.Join(root, presetFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for line := range strings.Lines(string(b)) {
+		verb, unit, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok || (verb != "enable" && verb != "disable") {
+			continue
+		}
+		if err := nodeexec.LinkUnit(root, unit, verb == "enable"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
