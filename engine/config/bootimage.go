@@ -71,24 +71,12 @@ var poolBootImageSchema = &hcl.BodySchema{
 func (l *loader) bootImage(pool string, b *hcl.Block) (model.BootImage, hcl.Diagnostics) {
 	bi := model.BootImage{Policy: model.BootImageManaged, Skew: model.SkewWarn, Declared: true, DeclRange: hclpos.From(b.DefRange)}
 	content, diags := b.Body.Content(poolBootImageSchema)
-	if a := content.Attributes["policy"]; a != nil {
-		v, ok, d := enum(l, a, "Invalid boot image policy",
-			"policy %q: use \"managed\" (the boot_image of the pool's OS image) or \"pinned\" (with image = boot_image.NAME).",
-			model.BootImageManaged, model.BootImagePinned)
-		diags = append(diags, d...)
-		if ok {
-			bi.Policy = v
-		}
-	}
-	if a := content.Attributes["skew"]; a != nil {
-		v, ok, d := enum(l, a, "Invalid skew",
-			"skew %q: use \"warn\" (show it) or \"enforce\" (refuse to apply while new nodes would boot another OS image than the pool's).",
-			model.SkewWarn, model.SkewEnforce)
-		diags = append(diags, d...)
-		if ok {
-			bi.Skew = v
-		}
-	}
+	diags = append(diags, setEnum(l, content.Attributes, "policy", &bi.Policy, "Invalid boot image policy",
+		"policy %q: use \"managed\" (the boot_image of the pool's OS image) or \"pinned\" (with image = boot_image.NAME).",
+		model.BootImageManaged, model.BootImagePinned)...)
+	diags = append(diags, setEnum(l, content.Attributes, "skew", &bi.Skew, "Invalid skew",
+		"skew %q: use \"warn\" (show it) or \"enforce\" (refuse to apply while new nodes would boot another OS image than the pool's).",
+		model.SkewWarn, model.SkewEnforce)...)
 	image := content.Attributes["image"]
 	if image != nil {
 		name, d := l.bootImageRef(image)
@@ -160,15 +148,9 @@ var templateSelectionSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 func (l *loader) templateSelection(b *hcl.Block) (*model.TemplateSelection, hcl.Diagnostics) {
 	s := &model.TemplateSelection{Mode: model.TemplatesAll, DeclRange: hclpos.From(b.DefRange)}
 	content, diags := b.Body.Content(templateSelectionSchema)
-	if a := content.Attributes["selection"]; a != nil {
-		v, ok, d := enum(l, a, "Invalid selection",
-			"selection %q: use \"all\" (every template that makes the pool's nodes) or \"partial\" (those with match_labels).",
-			model.TemplatesAll, model.TemplatesPartial)
-		diags = append(diags, d...)
-		if ok {
-			s.Mode = v
-		}
-	}
+	diags = append(diags, setEnum(l, content.Attributes, "selection", &s.Mode, "Invalid selection",
+		"selection %q: use \"all\" (every template that makes the pool's nodes) or \"partial\" (those with match_labels).",
+		model.TemplatesAll, model.TemplatesPartial)...)
 	labels := content.Attributes["match_labels"]
 	if labels != nil {
 		m, d := l.strMap(labels)
@@ -248,6 +230,19 @@ func dnsChars(s string, dots bool) bool {
 		}
 	}
 	return true
+}
+
+// setEnum sets *dst from the attribute name, when it is there and one of allowed.
+func setEnum[T ~string](l *loader, attrs hcl.Attributes, name string, dst *T, summary, detail string, allowed ...T) hcl.Diagnostics {
+	a := attrs[name]
+	if a == nil {
+		return nil
+	}
+	v, ok, d := enum(l, a, summary, detail, allowed...)
+	if ok {
+		*dst = v
+	}
+	return d
 }
 
 // enum reads a string attribute that must be one of allowed; detail (a format with the
