@@ -72,17 +72,7 @@ config "50-x" {
 			t.Errorf("apply's output lacks %q:\n%s", want, out)
 		}
 	}
-	logs, err := local.ReadEvents(filepath.Join(dir, "fleet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, node := range []string{"worker-2", "worker-3"} {
-		for _, e := range logs[node] {
-			if e.Kind == local.EventWorking || e.Kind == local.EventCordon {
-				t.Errorf("%s was touched (%s) after worker-1 failed its gate in a stopped pool", node, e.Kind)
-			}
-		}
-	}
+	assertUntouched(t, dir, "after worker-1 failed its gate in a stopped pool", "worker-2", "worker-3")
 	// worker-1's steps ran: its file is written. A second apply must not write it again.
 	written := filepath.Join(dir, "fleet", "nodes", "worker-1", "root", "etc", "x.conf")
 	before, err := os.Stat(written)
@@ -163,17 +153,7 @@ func TestCommandHealthCheckFailsItsNode(t *testing.T) {
 			t.Errorf("apply's output lacks %q:\n%s", want, out)
 		}
 	}
-	logs, err := local.ReadEvents(filepath.Join(dir, "fleet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, node := range []string{"worker-2", "worker-3"} {
-		for _, e := range logs[node] {
-			if e.Kind == local.EventWorking || e.Kind == local.EventCordon {
-				t.Errorf("%s was touched (%s) after worker-1 failed its check in a stopped pool", node, e.Kind)
-			}
-		}
-	}
+	assertUntouched(t, dir, "after worker-1 failed its check in a stopped pool", "worker-2", "worker-3")
 	written := filepath.Join(dir, "fleet", "nodes", "worker-1", "root", "etc", "x.conf")
 	before, err := os.Stat(written)
 	if err != nil {
@@ -200,5 +180,22 @@ func TestCommandHealthCheckFailsItsNode(t *testing.T) {
 	}
 	if out, err := exec.Command(mcp, "-chdir="+dir, "plan", "-detailed-exitcode", "-no-color").CombinedOutput(); err != nil {
 		t.Errorf("plan after a check was added: %v (want exit 0: no node retargeted)\n%s", err, out)
+	}
+}
+
+// assertUntouched fails the test for each of nodes its event log shows started or
+// cordoned; why says when they should not have been.
+func assertUntouched(t *testing.T, dir, why string, nodes ...string) {
+	t.Helper()
+	logs, err := local.ReadEvents(filepath.Join(dir, "fleet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range nodes {
+		for _, e := range logs[node] {
+			if e.Kind == local.EventWorking || e.Kind == local.EventCordon {
+				t.Errorf("%s was touched (%s) %s", node, e.Kind, why)
+			}
+		}
 	}
 }
