@@ -97,6 +97,17 @@ func (b *BootImagePlan) Changes() bool {
 	return false
 }
 
+// Count is how many of the pool's templates apply does a to.
+func (b *BootImagePlan) Count(a TemplateAction) int {
+	n := 0
+	for _, t := range b.Templates {
+		if t.Action == a {
+			n++
+		}
+	}
+	return n
+}
+
 // Degraded lists the templates mcp cannot bring to the pool's image.
 func (b *BootImagePlan) Degraded() []TemplatePlan {
 	var out []TemplatePlan

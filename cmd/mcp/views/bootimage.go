@@ -45,7 +45,7 @@ func writeBootImages(w io.Writer, c painter, p *planner.Plan) {
 		if len(t.rows) > 1 {
 			t.write(w)
 		}
-		if n := countTemplates(b, planner.TemplateNoOp); n > 0 {
+		if n := b.Count(planner.TemplateNoOp); n > 0 {
 			fmt.Fprintf(w, "  %s already on the pool's image\n", plural(n, "%d machine template", "%d machine templates"))
 		}
 		if u := b.UserData; u != nil && u.Action != planner.UserDataNoOp && !b.Kept {
@@ -69,7 +69,7 @@ func writeBootImages(w io.Writer, c painter, p *planner.Plan) {
 // bootImageWorthShowing: a boot image that changes, lags or is refused; a settled one is
 // left out, as unchanged nodes are.
 func bootImageWorthShowing(b *planner.BootImagePlan) bool {
-	return b.Changed || b.FirstBootPivot || (b.UserData != nil && b.UserData.Action != planner.UserDataNoOp) || len(b.Lagging) > 0 || b.Refused != "" || len(b.Degraded()) > 0 || b.Changes()
+	return b.Changed || b.FirstBootPivot || (b.UserData != nil && b.UserData.Action != planner.UserDataNoOp) || len(b.Lagging) > 0 || b.Refused != "" || b.Count(planner.TemplateDegraded) > 0 || b.Changes()
 }
 
 func bootImageName(b *model.BootImageDef) string {
@@ -89,16 +89,6 @@ func platformList(b *model.BootImageDef) string {
 		return ""
 	}
 	return " (" + strings.Join(s, ", ") + ")"
-}
-
-func countTemplates(b *planner.BootImagePlan, a planner.TemplateAction) int {
-	n := 0
-	for _, t := range b.Templates {
-		if t.Action == a {
-			n++
-		}
-	}
-	return n
 }
 
 // bootImageValue is a boot_image resource's before and after in the plan JSON.
@@ -203,7 +193,7 @@ func mdBootImages(w *bufio.Writer, p *planner.Plan) {
 			line = "`" + bootImageName(b.From) + "` → " + line
 		}
 		fmt.Fprintf(w, "\n#### Boot image of `%s`: %s (%s, skew %s)\n\n", b.Pool, line, b.Policy, b.Skew)
-		if n := countTemplates(b, planner.TemplateUpdate); n > 0 && !b.Kept {
+		if n := b.Count(planner.TemplateUpdate); n > 0 && !b.Kept {
 			fmt.Fprintf(w, "- %s to update\n", plural(n, "%d machine template", "%d machine templates"))
 		}
 		for _, t := range b.Degraded() {

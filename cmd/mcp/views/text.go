@@ -348,7 +348,7 @@ func PlanSummary(p *planner.Plan) string {
 			if b.Changed {
 				images++
 			}
-			templates += countTemplates(b, planner.TemplateUpdate)
+			templates += b.Count(planner.TemplateUpdate)
 		}
 	}
 	if images > 0 {
