@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,8 +107,14 @@ func TestPublishChecksRefused(t *testing.T) {
 }
 
 // agentAnswers plays the node's agent: each check request on node is answered with res.
+// The answer is patched again every 20ms until a newer request supersedes it or the test
+// ends, as a real agent's report stays on the Node: the fake clientset's watch does not
+// replay what changed between its list and its watch (a real apiserver's does), so one
+// patch could fall in that gap on a loaded machine and never be seen.
 func agentAnswers(t *testing.T, c *fake.Clientset, node string, res model.CheckResult) *[]protocol.CheckRun {
 	var runs []protocol.CheckRun
+	var mu sync.Mutex
+	latest := ""
 	c.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		pa := a.(k8stesting.PatchAction)
 		if pa.GetName() != node || !strings.Contains(string(pa.GetPatch()), protocol.CheckRequest) {
@@ -123,13 +130,28 @@ func agentAnswers(t *testing.T, c *fake.Clientset, node string, res model.CheckR
 		if !ok || err != nil {
 			t.Errorf("request %v, %v", ok, err)
 		}
+		mu.Lock()
 		runs = append(runs, run)
+		latest = run.RunID
+		mu.Unlock()
+		rep, _ := protocol.CheckReport{RunID: run.RunID, Check: run.Check, CheckResult: res}.Annotations()
+		body, _ := protocol.AnnotationsPatch(rep)
 		go func() {
-			time.Sleep(20 * time.Millisecond)
-			rep, _ := protocol.CheckReport{RunID: run.RunID, Check: run.Check, CheckResult: res}.Annotations()
-			body, _ := protocol.AnnotationsPatch(rep)
-			if _, err := c.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
-				t.Error(err)
+			for {
+				select {
+				case <-t.Context().Done():
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+				mu.Lock()
+				current := latest == run.RunID
+				mu.Unlock()
+				if !current {
+					return
+				}
+				if _, err := c.CoreV1().Nodes().Patch(t.Context(), node, types.MergePatchType, body, metav1.PatchOptions{}); err != nil && t.Context().Err() == nil {
+					t.Error(err)
+				}
 			}
 		}()
 		return false, nil, nil
