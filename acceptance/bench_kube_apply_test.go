@@ -162,7 +162,10 @@ func BenchmarkKubeApply(b *testing.B) {
 	fmt.Fprintf(&s, "Per node the rollout patches its hand-over and lists its pods (the DaemonSet gate; a watch\n")
 	fmt.Fprintf(&s, "only while one is not Ready). The start-of-node budget checks, the look for an earlier hand-over,\n")
 	fmt.Fprintf(&s, "the waits for the agents and the Ready gates read one shared watch of the nodes\n")
-	fmt.Fprintf(&s, "(providers/kubernetes/watch.go). mcp's client allows 200 requests a second.\n")
+	fmt.Fprintf(&s, "(providers/kubernetes/watch.go). mcp's client allows 200 requests a second. The agent\n")
+	fmt.Fprintf(&s, "reports a step's progress off the steps' path, and the last step's progress goes out with\n")
+	fmt.Fprintf(&s, "Done in one patch (kagent.NodeState): 3 patches per update where there were 4, none of\n")
+	fmt.Fprintf(&s, "them in the way of the next step.\n")
 	if err := benchdoc.WriteSection("../docs/benchmarks.md", "kube-apply", s.String()); err != nil {
 		b.Fatal(err)
 	}
@@ -269,7 +272,8 @@ func (a *benchAgents) run(ctx context.Context, b *testing.B) {
 }
 
 func (a *benchAgents) answer(ctx context.Context, b *testing.B, node string, h protocol.Handover) {
-	s := &kagent.NodeState{Nodes: a.client.CoreV1().Nodes(), Node: node}
+	s := &kagent.NodeState{Nodes: a.client.CoreV1().Nodes(), Node: node,
+		ProgressError: func(err error) { b.Errorf("agent of %s: %v", node, err) }}
 	s.Begin(h.UpdateID, 0)
 	if err := s.Working(h.Desired); err != nil {
 		b.Errorf("agent of %s: %v", node, err)
@@ -282,9 +286,7 @@ func (a *benchAgents) answer(ctx context.Context, b *testing.B, node string, h p
 			return
 		case <-time.After(per):
 		}
-		if err := s.StepDone(st); err != nil {
-			b.Errorf("agent of %s: %v", node, err)
-		}
+		s.StepDone(st)
 	}
 	if len(h.Steps) == 0 {
 		time.Sleep(per)

@@ -182,6 +182,10 @@ func (a *Agent) reboot(ctx context.Context, from, target *model.Rendered, rest [
 	if err := a.writePending(&p); err != nil {
 		return a.Degrade(fmt.Errorf("recording the pending reboot: %w", err))
 	}
+	// Reports sent off the steps' path (kagent's progress) go out before the machine does.
+	if f, ok := a.State.(interface{ Flush() error }); ok {
+		_ = f.Flush() // progress only: Done after the boot carries it again
+	}
 	if err := a.Exec.Run(ctx, from, target, s); err != nil {
 		if ctx.Err() != nil {
 			// Stopped while the machine reboots: it comes back all the same, and the

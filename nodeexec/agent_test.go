@@ -190,3 +190,33 @@ func TestResumeRedoesAnUnhappenedRebootOnce(t *testing.T) {
 		t.Errorf("second resume: %v, reboots %d", err, f.reboots())
 	}
 }
+
+// flushingState is a fakeState whose reports are sent off the path (kagent's progress):
+// Flush is recorded, and so is the reboot, in one sequence.
+type flushingState struct {
+	fakeState
+	seq *[]string
+}
+
+func (s *flushingState) Flush() error { *s.seq = append(*s.seq, "flush"); return nil }
+
+// A report sent off the steps' path goes out before the machine goes down for a reboot.
+func TestRebootFlushesReportsFirst(t *testing.T) {
+	f := newResumeFixture(t)
+	var seq []string
+	st := &flushingState{fakeState: fakeState{boot: "boot-1"}, seq: &seq}
+	f.agent.State = st
+	f.host.OnCall = func(call string) error {
+		seq = append(seq, call)
+		if call == "reboot" {
+			st.boot += "+"
+		}
+		return nil
+	}
+	if _, err := f.update(f.steps); err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.Index(seq, "reboot"); i < 1 || seq[i-1] != "flush" {
+		t.Errorf("host calls and flushes %v: want a flush right before the reboot", seq)
+	}
+}

@@ -78,7 +78,8 @@ type Agent struct {
 func New(nodes nodeclient.Nodes, node, root, server string, host nodeexec.Host) *Agent {
 	a := &Agent{Nodes: nodes, Node: node, Server: server, HTTP: &http.Client{Timeout: 30 * time.Second},
 		Interval: time.Minute, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), configs: map[string]*model.Rendered{}}
-	a.State = &NodeState{Nodes: nodes, Node: node, Config: a.configFor}
+	a.State = &NodeState{Nodes: nodes, Node: node, Config: a.configFor,
+		ProgressError: func(err error) { a.Log.Error("reporting progress", "err", err.Error()) }}
 	a.Agent = &nodeexec.Agent{Exec: &nodeexec.Executor{Root: root, Host: host}, State: a.State, RebootWait: 10 * time.Minute}
 	return a
 }
@@ -307,9 +308,7 @@ func (a *Agent) CheckDrift(ctx context.Context, node *corev1.Node) {
 
 func (a *Agent) stepDone(s model.Step) {
 	a.Log.Info("step done", "step", s.String())
-	if err := a.State.StepDone(s); err != nil {
-		a.Log.Error("reporting progress", "err", err.Error())
-	}
+	a.State.StepDone(s)
 }
 
 func (a *Agent) observe(err error) {

@@ -34,10 +34,17 @@ type NodeState struct {
 	Config func(name string) *model.Rendered
 	// PatchTimeout bounds each patch with its retries (default 1 minute).
 	PatchTimeout time.Duration
+	// ProgressError is told when a progress report (StepDone) could not be made; the
+	// update goes on, and the next report carries the progress.
+	ProgressError func(error)
 
+	// send orders the reports: each patch is made holding it, so a progress report in
+	// flight reaches the API server before a later report is sent.
+	send     sync.Mutex
 	mu       sync.Mutex
 	updateID string // the update the reports are about (protocol.ObservedUpdateID)
 	progress int    // its steps finished
+	queued   bool   // a progress report is waiting to be sent
 	// firstBoot is the config of a first boot whose Done also reports it as the desired
 	// config (the engine has set none): SetFirstBoot.
 	firstBoot string
@@ -48,7 +55,7 @@ var _ nodeexec.NodeState = (*NodeState)(nil)
 // Begin starts the reports of update id, progress counting from progress.
 func (s *NodeState) Begin(id string, progress int) {
 	s.mu.Lock()
-	s.updateID, s.progress = id, progress
+	s.updateID, s.progress, s.queued = id, progress, false
 	s.mu.Unlock()
 }
 
@@ -71,27 +78,54 @@ func (s *NodeState) SetFirstBoot(config string) {
 
 // Working reports that the node moves to desired under the update begun: progress 0.
 func (s *NodeState) Working(desired string) error {
+	s.send.Lock()
+	defer s.send.Unlock()
 	s.mu.Lock()
-	s.progress = 0
+	s.progress, s.queued = 0, false
 	s.mu.Unlock()
 	return s.patch(s.withUpdate(map[string]any{protocol.State: model.StateWorking, protocol.Reason: "",
 		protocol.Progress: "0"}))
 }
 
-// StepDone counts a finished step and reports the progress; a failed report is returned
-// for logging only (the update goes on).
-func (s *NodeState) StepDone(model.Step) error {
+// StepDone counts a finished step and reports the progress off the caller's path: the next
+// step does not wait for the API server. Reports stay in order, and a progress report not
+// yet sent when a later one is made is folded into it (every report carries the progress),
+// so the last step's report usually goes out with Done in one patch.
+func (s *NodeState) StepDone(model.Step) {
 	s.mu.Lock()
 	s.progress++
-	p := s.progress
+	s.queued = true
 	s.mu.Unlock()
-	return s.patch(s.withUpdate(map[string]any{protocol.Progress: strconv.Itoa(p)}))
+	go func() {
+		if err := s.Flush(); err != nil && s.ProgressError != nil {
+			s.ProgressError(err)
+		}
+	}()
+}
+
+// Flush sends the progress report waiting to be sent, if any, and returns once every
+// report made before it has reached the API server: before the machine goes down.
+func (s *NodeState) Flush() error {
+	s.send.Lock()
+	defer s.send.Unlock()
+	s.mu.Lock()
+	if !s.queued {
+		s.mu.Unlock()
+		return nil
+	}
+	s.queued = false
+	// Read with queued: a report of one update is never sent under the next one's id.
+	ann := s.withUpdateLocked(map[string]any{})
+	s.mu.Unlock()
+	return s.patch(ann)
 }
 
 // Done reports that the node runs current, with its OS image and kernel arguments when
 // the agent holds that config.
 func (s *NodeState) Done(current string) error {
-	ann := s.withUpdate(map[string]any{protocol.CurrentConfig: current, protocol.State: model.StateDone,
+	s.send.Lock()
+	defer s.send.Unlock()
+	ann := s.report(map[string]any{protocol.CurrentConfig: current, protocol.State: model.StateDone,
 		protocol.Reason: ""})
 	s.mu.Lock()
 	firstBoot := s.firstBoot == current
@@ -123,7 +157,18 @@ func (s *NodeState) Done(current string) error {
 
 // Degraded reports that the update failed for reason.
 func (s *NodeState) Degraded(reason string) error {
-	return s.patch(s.withUpdate(map[string]any{protocol.State: model.StateDegraded, protocol.Reason: reason}))
+	s.send.Lock()
+	defer s.send.Unlock()
+	return s.patch(s.report(map[string]any{protocol.State: model.StateDegraded, protocol.Reason: reason}))
+}
+
+// report is withUpdate for a report that carries the progress: a progress report still
+// waiting is folded into it. The caller holds send.
+func (s *NodeState) report(ann map[string]any) map[string]any {
+	s.mu.Lock()
+	s.queued = false
+	s.mu.Unlock()
+	return s.withUpdate(ann)
 }
 
 // BootID reads the running boot's id.
@@ -153,6 +198,10 @@ func (s *NodeState) ReportDrift(node map[string]string, d []model.Drift) error {
 func (s *NodeState) withUpdate(ann map[string]any) map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.withUpdateLocked(ann)
+}
+
+func (s *NodeState) withUpdateLocked(ann map[string]any) map[string]any {
 	if s.updateID != "" {
 		ann[protocol.ObservedUpdateID] = s.updateID
 		if _, ok := ann[protocol.Progress]; !ok {
