@@ -71,9 +71,12 @@ func (p *Provider) WaitHealthy(ctx context.Context, node string, timeout time.Du
 		return true
 	}
 	// Most nodes' DaemonSet pods are Ready by the time the node is: one list says so, and
-	// only a node whose pods are not gets a watch (a list again, then the watch).
+	// only a node whose pods are not gets a watch (a list again, then the watch). The list
+	// is served from the API server's watch cache (resourceVersion 0, as an informer's
+	// first list is): as fresh as the watch that said the node is Ready, without the
+	// round trip to etcd a consistent list waits for.
 	lw := p.podListWatch(node)
-	if obj, lerr := lw.ListWithContextFunc(tctx, metav1.ListOptions{}); lerr == nil {
+	if obj, lerr := lw.ListWithContextFunc(tctx, metav1.ListOptions{ResourceVersion: "0"}); lerr == nil {
 		list := obj.(*corev1.PodList)
 		for i := range list.Items {
 			note(&list.Items[i], false)
