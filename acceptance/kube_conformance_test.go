@@ -21,7 +21,7 @@ import (
 // TestKubeProviderConformance runs the provider conformance suite, which the local provider
 // passes too, against the Kubernetes provider on a real apiserver: the disruption
 // controller's PDB status, the eviction API's refusals, and real agents answering the
-// hand-over.
+// hand-over and running the command checks apply published.
 func TestKubeProviderConformance(t *testing.T) {
 	bin := mcpBinary(t)
 	providertest.Run(t, func(t *testing.T, f providertest.Fixture) providers.Provider {
@@ -44,6 +44,7 @@ func TestKubeProviderConformance(t *testing.T) {
 				return int(p.Status.CurrentHealthy) == want
 			})
 		}
+		env.EnsureNamespace(t, kubernetes.DefaultNamespace) // where the command checks' Secret goes
 		p, err := kubernetes.New(env.RESTConfig, kubernetes.Options{})
 		if err != nil {
 			t.Fatal(err)

@@ -19,7 +19,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kagent"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 	"github.com/mcpfleet/mcp/providers/providertest"
 )
@@ -84,7 +86,8 @@ func fakeCluster(t *testing.T, f providertest.Fixture) *fake.Clientset {
 	c.PrependWatchReactor("nodes", func(a k8stesting.Action) (bool, watch.Interface, error) {
 		w, err := c.Tracker().Watch(a.GetResource(), a.GetNamespace())
 		if node, ok := a.(k8stesting.WatchAction).GetWatchRestrictions().Fields.RequiresExactMatch("metadata.name"); ok {
-			go fakeAgent(t, c, node) // RunNodeSteps watches after handing over: answer now
+			go fakeAgent(t, c, node)  // RunNodeSteps watches after handing over: answer now
+			go checkAgent(t, c, node) // as RunCheck does after asking
 		}
 		return true, w, err
 	})
@@ -160,4 +163,17 @@ func fakeAgent(t *testing.T, c *fake.Clientset, node string) {
 	}
 	base[protocol.State], base[protocol.CurrentConfig] = model.StateDone, h.Desired
 	report(base)
+}
+
+// checkAgent answers a command check waiting on the node with the agent's own code
+// (kagent's Check: the command looked up in the Secret the provider published, and run).
+func checkAgent(t *testing.T, c *fake.Clientset, node string) {
+	n, err := c.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("agent on %s: %v", node, err)
+		return
+	}
+	a := kagent.New(c.CoreV1().Nodes(), node, t.TempDir(), "", &nodeexec.RecordingHost{})
+	a.Checks = &kagent.Checker{Secrets: c.CoreV1().Secrets(DefaultNamespace), Namespace: DefaultNamespace}
+	a.Check(context.Background(), n)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,20 +88,56 @@ func (p *Provider) NodeAddress(ctx context.Context, node string) (string, error)
 
 var _ providers.CommandChecker = (*Provider)(nil)
 
-// PublishChecks has nothing to publish: the local fleet's nodes are directories, and apply
-// runs their command checks itself (RunCheck), from its plan.
-func (p *Provider) PublishChecks(context.Context, map[string][]model.HealthCheck) error { return nil }
+// PublishChecks keeps the pools' command checks: RunCheck runs only those, by name, as an
+// agent on Kubernetes runs only what apply published in its Secret. A pool given none
+// keeps none.
+func (p *Provider) PublishChecks(_ context.Context, checks map[string][]model.HealthCheck) error {
+	p.checksMu.Lock()
+	defer p.checksMu.Unlock()
+	if p.checks == nil {
+		p.checks = map[string][]model.HealthCheck{}
+	}
+	for pool, cs := range checks {
+		var cmds []model.HealthCheck
+		for _, c := range cs {
+			if len(c.Command) > 0 {
+				c.Command = slices.Clone(c.Command)
+				cmds = append(cmds, c)
+			}
+		}
+		p.checks[pool] = cmds
+	}
+	return nil
+}
+
+// published is pool's command check of that name, as PublishChecks was given it.
+func (p *Provider) published(pool, name string) (model.HealthCheck, bool) {
+	p.checksMu.Lock()
+	defer p.checksMu.Unlock()
+	for _, c := range p.checks[pool] {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return model.HealthCheck{}, false
+}
 
 // RunCheck runs the command of check on this machine, as the local fleet simulates nodes
 // as directories: nodeexec.RunCheck with the node's root directory (absolute) as working
-// directory and MCP_NODE_ROOT, and its name as MCP_NODE. The node must exist.
+// directory and MCP_NODE_ROOT, and its name as MCP_NODE. The node must exist. The command
+// run is the one published for the pool under check's name (PublishChecks); a name not
+// published runs nothing and is answered with why.
 func (p *Provider) RunCheck(ctx context.Context, node, pool string, check model.HealthCheck) (model.CheckResult, error) {
 	if _, err := p.observeNode(node); err != nil {
 		return model.CheckResult{}, err
+	}
+	c, ok := p.published(pool, check.Name)
+	if !ok {
+		return model.CheckResult{ExitCode: -1, Error: fmt.Sprintf("pool %q has no command check %q published: nothing run", pool, check.Name)}, nil
 	}
 	root, err := filepath.Abs(rootDir(p.o.Dir, node))
 	if err != nil {
 		return model.CheckResult{}, fmt.Errorf("node %s: %w", node, err)
 	}
-	return nodeexec.RunCheck(ctx, nodeexec.Check{Argv: check.Command, Timeout: check.Timeout, Node: node, Root: root}), nil
+	return nodeexec.RunCheck(ctx, nodeexec.Check{Argv: c.Command, Timeout: c.Timeout, Node: node, Root: root}), nil
 }

@@ -71,6 +71,9 @@ func TestRunCheck(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "etc", "broken"), nil, 0o644)
 	check := model.HealthCheck{Name: "not-broken", Timeout: 10 * time.Second,
 		Command: []string{"/bin/sh", "-c", `test ! -e "$MCP_NODE_ROOT/etc/broken" || { echo "$MCP_NODE broken in $(pwd)"; exit 4; }`}}
+	if err := p.PublishChecks(ctx, map[string][]model.HealthCheck{"worker": {check}}); err != nil {
+		t.Fatal(err)
+	}
 	res, err := p.RunCheck(ctx, "w-1", "worker", check)
 	if err != nil || res.ExitCode != 4 || res.Output != "w-1 broken in "+root+"\n" {
 		t.Errorf("w-1: %+v, %v; want exit 4 naming w-1 and its root %s", res, err, root)

@@ -39,6 +39,9 @@ type Provider struct {
 	// see each other's evictions.
 	mu    sync.Mutex
 	cache *cache
+
+	checksMu sync.Mutex
+	checks   map[string][]model.HealthCheck // the command checks PublishChecks gave, by pool
 }
 
 var (

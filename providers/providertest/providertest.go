@@ -5,6 +5,10 @@ package providertest
 
 import (
 	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -150,6 +154,44 @@ func Run(t *testing.T, newProvider func(t *testing.T, f Fixture) providers.Provi
 		// w-0 is Ready, and so is its DaemonSet pod.
 		if err := g.WaitHealthy(ctx, "w-0", 30*time.Second); err != nil {
 			t.Fatal(err)
+		}
+	})
+	t.Run("CommandChecksRunOnlyWhatWasPublished", func(t *testing.T) {
+		p := newProvider(t, Standard())
+		cc, ok := p.(providers.CommandChecker)
+		if !ok {
+			t.Skip("the provider runs no command checks (providers.CommandChecker)")
+		}
+		marker := filepath.Join(t.TempDir(), "ran")
+		probe := model.HealthCheck{Name: "probe", Timeout: 30 * time.Second,
+			Command: []string{"/bin/sh", "-c", `echo "probe on $MCP_NODE"; exit 3`}}
+		if err := cc.PublishChecks(ctx, map[string][]model.HealthCheck{"worker": {probe}}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := cc.RunCheck(ctx, "w-0", "worker", probe)
+		if err != nil || res.ExitCode != 3 || res.Output != "probe on w-0\n" || res.Error != "" {
+			t.Errorf("probe on w-0: %+v, %v; want exit 3 and its output", res, err)
+		}
+		// A name the pool was not given runs nothing, whatever command the caller holds:
+		// what runs is what was published.
+		forged := model.HealthCheck{Name: "forged", Timeout: 30 * time.Second, Command: []string{"/usr/bin/touch", marker}}
+		res, err = cc.RunCheck(ctx, "w-0", "worker", forged)
+		if err != nil || res.ExitCode != -1 || !strings.Contains(res.Error, "forged") {
+			t.Errorf("an unpublished check: %+v, %v; want not run, naming it", res, err)
+		}
+		swapped := model.HealthCheck{Name: "probe", Timeout: 30 * time.Second, Command: []string{"/usr/bin/touch", marker}}
+		if res, err := cc.RunCheck(ctx, "w-1", "worker", swapped); err != nil || res.ExitCode != 3 || res.Output != "probe on w-1\n" {
+			t.Errorf("probe named with another command: %+v, %v; want the published command's exit 3", res, err)
+		}
+		if _, err := os.Stat(marker); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("a command that was never published ran (%s: %v)", marker, err)
+		}
+		// Published again with none for the pool: the pool keeps none.
+		if err := cc.PublishChecks(ctx, map[string][]model.HealthCheck{"worker": nil}); err != nil {
+			t.Fatal(err)
+		}
+		if res, err := cc.RunCheck(ctx, "w-2", "worker", probe); err != nil || res.ExitCode != -1 || res.Error == "" {
+			t.Errorf("probe after the pool's checks were withdrawn: %+v, %v; want not run", res, err)
 		}
 	})
 	t.Run("RunNodeSteps", func(t *testing.T) {
