@@ -166,9 +166,9 @@ func (s *NodeState) Degraded(reason string) error {
 // waiting is folded into it. The caller holds send.
 func (s *NodeState) report(ann map[string]any) map[string]any {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.queued = false
-	s.mu.Unlock()
-	return s.withUpdate(ann)
+	return s.withUpdateLocked(ann)
 }
 
 // BootID reads the running boot's id.
