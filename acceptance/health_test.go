@@ -60,34 +60,10 @@ config "50-x" {
 	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(hcl), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(mcp, "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput()
-	if err == nil {
-		t.Fatalf("apply succeeded, want worker-1 to fail its health gate:\n%s", out)
-	}
-	for _, want := range []string{
+	failGateThenHeal(t, mcp, dir, []string{
 		`node worker-1: health gate "app" did not pass: GET http://127.0.0.1:` + port + `/healthz/worker-1: 500 Internal Server Error: app on worker-1 is broken`,
 		"Nodes: 1 updated, 1 failed, 2 not started",
-	} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("apply's output lacks %q:\n%s", want, out)
-		}
-	}
-	assertUntouched(t, dir, "after worker-1 failed its gate in a stopped pool", "worker-2", "worker-3")
-	// worker-1's steps ran: its file is written. A second apply must not write it again.
-	written := filepath.Join(dir, "fleet", "nodes", "worker-1", "root", "etc", "x.conf")
-	before, err := os.Stat(written)
-	if err != nil {
-		t.Fatalf("worker-1's steps did not run before its gate: %v", err)
-	}
-
-	healed.Store(true)
-	if out, err := exec.Command(mcp, "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput(); err != nil {
-		t.Fatalf("apply after the check passes: %v\n%s", err, out)
-	}
-	after, err := os.Stat(written)
-	if err != nil || !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
-		t.Errorf("worker-1's file was written again by the second apply (%v); its steps were done, only its gate was left", err)
-	}
+	}, func() { healed.Store(true) })
 	if asked.Load() == 0 {
 		t.Error("the health check was never asked")
 	}
@@ -139,37 +115,16 @@ func TestCommandHealthCheckFailsItsNode(t *testing.T) {
 	if err := os.WriteFile(broken, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(mcp, "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput()
-	if err == nil {
-		t.Fatalf("apply succeeded, want worker-1 to fail its command check:\n%s", out)
-	}
-	for _, want := range []string{
+	failGateThenHeal(t, mcp, dir, []string{
 		`node worker-1: health gate "not-broken" did not pass: ["/bin/sh" "-c"`,
 		`exit 1: worker-1: /etc/broken is there`,
 		"none exited 0 within 1s",
 		"Nodes: 1 updated, 1 failed, 2 not started",
-	} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("apply's output lacks %q:\n%s", want, out)
+	}, func() {
+		if err := os.Remove(broken); err != nil {
+			t.Fatal(err)
 		}
-	}
-	assertUntouched(t, dir, "after worker-1 failed its check in a stopped pool", "worker-2", "worker-3")
-	written := filepath.Join(dir, "fleet", "nodes", "worker-1", "root", "etc", "x.conf")
-	before, err := os.Stat(written)
-	if err != nil {
-		t.Fatalf("worker-1's steps did not run before its check: %v", err)
-	}
-
-	if err := os.Remove(broken); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(mcp, "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput(); err != nil {
-		t.Fatalf("apply after the check passes: %v\n%s", err, out)
-	}
-	after, err := os.Stat(written)
-	if err != nil || !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
-		t.Errorf("worker-1's file was written again by the second apply (%v); its steps were done, only its check was left", err)
-	}
+	})
 	// Another check added to the converged pool changes no rendered config: nothing to do.
 	more := `  health_check "kubelet" {
     command = ["/bin/true"]
@@ -180,6 +135,37 @@ func TestCommandHealthCheckFailsItsNode(t *testing.T) {
 	}
 	if out, err := exec.Command(mcp, "-chdir="+dir, "plan", "-detailed-exitcode", "-no-color").CombinedOutput(); err != nil {
 		t.Errorf("plan after a check was added: %v (want exit 0: no node retargeted)\n%s", err, out)
+	}
+}
+
+// failGateThenHeal runs apply on dir's fleet of four workers (max_unavailable 1) and wants
+// it to fail worker-1 at a health gate, with each of wants in its output and worker-2 and
+// worker-3 untouched (the pool stopped). After heal, a second apply must pass without
+// writing worker-1's file again: its steps were done, only its gate was left.
+func failGateThenHeal(t *testing.T, mcp, dir string, wants []string, heal func()) {
+	t.Helper()
+	out, err := exec.Command(mcp, "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput()
+	if err == nil {
+		t.Fatalf("apply succeeded, want worker-1 to fail its health gate:\n%s", out)
+	}
+	for _, want := range wants {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("apply's output lacks %q:\n%s", want, out)
+		}
+	}
+	assertUntouched(t, dir, "after worker-1 failed its gate in a stopped pool", "worker-2", "worker-3")
+	written := filepath.Join(dir, "fleet", "nodes", "worker-1", "root", "etc", "x.conf")
+	before, err := os.Stat(written)
+	if err != nil {
+		t.Fatalf("worker-1's steps did not run before its gate: %v", err)
+	}
+	heal()
+	if out, err := exec.Command(mcp, "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput(); err != nil {
+		t.Fatalf("apply after the gate passes: %v\n%s", err, out)
+	}
+	after, err := os.Stat(written)
+	if err != nil || !os.SameFile(before, after) || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("worker-1's file was written again by the second apply (%v); its steps were done, only its gate was left", err)
 	}
 }
 
