@@ -121,7 +121,8 @@ func sortedAttrs(m hcl.Attributes) []*hcl.Attribute {
 	return out
 }
 
-// maxUnavailable reads a whole number >= 1 or "N%" with 1 <= N <= 100.
+// maxUnavailable reads a whole number >= 1 or "N%" with 1 <= N <= 100; nothing else (a
+// number in a string is refused, as Kubernetes' IntOrString refuses it).
 func (l *loader) maxUnavailable(a *hcl.Attribute) (model.IntOrPercent, hcl.Diagnostics) {
 	v, diags := l.eval(a)
 	if v == cty.NilVal {
@@ -146,11 +147,15 @@ func (l *loader) maxUnavailable(a *hcl.Attribute) (model.IntOrPercent, hcl.Diagn
 			}
 			return model.IntOrPercent{Value: n, Percent: true}, diags
 		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return model.IntOrPercent{Value: 1}, append(diags, bad)
+		// As Kubernetes' IntOrString: a string is a percentage, never a count. "50" could
+		// be a typo for "50%", and a count of 50 reboots a small pool at once.
+		if _, err := strconv.Atoi(strings.TrimSpace(s)); err == nil {
+			return model.IntOrPercent{Value: 1}, append(diags, errAt(a.Expr.Range(), "Invalid max_unavailable",
+				fmt.Sprintf("max_unavailable = %q is a string without %%: a string must be a percentage such as \"%s%%\"; "+
+					"a number of nodes is written without quotes (max_unavailable = %s; a variable giving it needs type = number).",
+					s, strings.TrimSpace(s), strings.TrimSpace(s))))
 		}
-		return model.IntOrPercent{Value: n}, diags
+		return model.IntOrPercent{Value: 1}, append(diags, bad)
 	}
 	return model.IntOrPercent{Value: 1}, append(diags, bad)
 }

@@ -150,6 +150,9 @@ config "x" {
 }`, "Invalid mode", 5, 15},
 		{"bad percent", `pool "p" { max_unavailable = "150%" }`, "Invalid max_unavailable", 1, 30},
 		{"zero", `pool "p" { max_unavailable = 0 }`, "Invalid max_unavailable", 1, 30},
+		// As Kubernetes' IntOrString: a count in a string is refused, not taken as nodes.
+		{"count in a string", `pool "p" { max_unavailable = "50" }`, "Invalid max_unavailable", 1, 30},
+		{"spaced count in a string", `pool "p" { max_unavailable = " 2" }`, "Invalid max_unavailable", 1, 30},
 		{"bad drain timeout", `pool "p" { drain_timeout = "soon" }`, "Invalid drain_timeout", 1, 28},
 		{"bad policy", `config "x" {
   pools = ["worker"]
@@ -192,6 +195,9 @@ config "x" {
 			found := diagAt(t, "provider \"local\" { fleet = \"f\" }\npool \"worker\" {}\n", tt.src, tt.summary, tt.line, tt.col)
 			if tt.name == "duplicate pool" && !strings.Contains(found.Detail, "base.hcl:2,6") {
 				t.Errorf("duplicate does not name the first declaration: %s", found.Detail)
+			}
+			if tt.name == "count in a string" && !strings.Contains(found.Detail, `max_unavailable = "50" is a string without %: a string must be a percentage such as "50%"`) {
+				t.Errorf("a count in a string is not explained: %s", found.Detail)
 			}
 		})
 	}
