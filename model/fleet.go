@@ -47,10 +47,31 @@ type Node struct {
 	// DriftUnlisted counts drifted paths the report does not list (the Kubernetes
 	// annotation carries the first protocol.MaxDrift).
 	DriftUnlisted int `json:"drift_unlisted,omitempty"`
+	// PendingReboot is an update the node's agent rebooted into and has not finished, as
+	// recorded on the node before the reboot (nil: none, or the provider does not say).
+	// With BootID it tells whether that reboot happened (RebootedInto).
+	PendingReboot *PendingReboot `json:"pending_reboot,omitempty"`
 	// Hold is the value of the node's HoldKey annotation (Kubernetes; a local fleet's
 	// node.json "hold"): the node is kept out of rollouts. A label of that key does the
 	// same; HoldReason reads both.
 	Hold string `json:"hold,omitempty"`
+}
+
+// PendingReboot is what a node's agent records before it reboots into an update.
+type PendingReboot struct {
+	Config string `json:"config"`  // the rendered config the node rebooted into
+	BootID string `json:"boot_id"` // the boot it rebooted from
+}
+
+// RebootedInto reports whether the node shows that it rebooted into config for an update
+// not finished yet: its agent's pending record names config and its boot id is no longer
+// the one the record was made in. It returns the boot ids, for people.
+func (n *Node) RebootedInto(config string) (before, now string, ok bool) {
+	p := n.PendingReboot
+	if p == nil || p.Config != config || n.BootID == "" || p.BootID == "" || p.BootID == n.BootID {
+		return "", "", false
+	}
+	return p.BootID, n.BootID, true
 }
 
 // HoldKey is the annotation or label that keeps a node out of rollouts; its value says why.

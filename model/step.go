@@ -81,6 +81,10 @@ type Step struct {
 	// Reason says why the step is needed. It is for people reading the plan only: nothing
 	// decides anything on it.
 	Reason string `json:"reason"`
+	// Evidence is set only on a step the node's agent reports done, never on a planned one:
+	// what the node showed of it (a reboot's old and new boot ids), or that it had happened
+	// before this run. For people only, as Reason.
+	Evidence string `json:"evidence,omitempty"`
 }
 
 func (s Step) String() string {

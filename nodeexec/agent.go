@@ -127,7 +127,9 @@ func (a *Agent) judgePending(from, target *model.Rendered, steps []model.Step, d
 		return steps, max(p.Attempts, 1), nil
 	}
 	if i := slices.IndexFunc(steps, func(s model.Step) bool { return s.Kind == model.StepReboot }); i >= 0 {
+		// Reported done with what shows it: they ran under an earlier update, not this one.
 		for _, s := range steps[:i+1] {
+			s.Evidence = fmt.Sprintf("already happened: the node rebooted into %s since (boot id %s → %s)", target.Name, p.BootID, boot)
 			done(s)
 		}
 		steps = steps[i+1:]
@@ -195,6 +197,7 @@ func (a *Agent) reboot(ctx context.Context, from, target *model.Rendered, rest [
 		return a.Degrade(fmt.Errorf("%s: %w", s, err))
 	}
 	if now, err := a.State.BootID(); err == nil && now != boot {
+		s.Evidence = fmt.Sprintf("boot id %s → %s", boot, now)
 		done(s) // a simulated reboot: the machine is back already
 		_, err := a.Resume(ctx, done)
 		return err
@@ -252,8 +255,20 @@ func (a *Agent) writePending(p *pending) error {
 	return a.Exec.writeAtomic(r, PendingPath, b, 0o600)
 }
 
-func (a *Agent) readPending() (*pending, error) {
-	r, err := os.OpenRoot(a.Exec.Root)
+// PendingReboot is the update the root's agent recorded before a reboot and has not
+// finished (nil: none): what a provider reports of the node (model.Node.PendingReboot).
+func (e *Executor) PendingReboot() (*model.PendingReboot, error) {
+	p, err := readPending(e.Root)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	return &model.PendingReboot{Config: p.Target.Name, BootID: p.BootID}, nil
+}
+
+func (a *Agent) readPending() (*pending, error) { return readPending(a.Exec.Root) }
+
+func readPending(root string) (*pending, error) {
+	r, err := os.OpenRoot(root)
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func MakePlan(in Input) (*Plan, error) {
 		}
 	}
 	// Nodes of a pool mostly share their current config: derive each (from, to) once.
-	memo := map[[2]string]derived{}
+	memo := map[deriveKey]derived{}
 	in.memo = memo
 	var slots []poolSlots // per pool, for pdbWaves
 	podsByNode := map[string][]*model.Pod{}
@@ -255,9 +255,12 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
 	return poolSlots{slots, first}
 }
 
-// planNode derives one node's steps: from its current config to the pool's target, or the
-// rest of an interrupted apply's steps when the journal has them; and, unless the pool's
-// on_drift is "report", the steps that restore the node's drift.
+// planNode derives one node's steps from what it reports — the config it runs, its drift,
+// its kernel arguments and OS image, the reboot its agent recorded — to the pool's target;
+// and, unless the pool's on_drift is "report", the steps that restore its drift. The
+// journal of an interrupted apply only says what was in flight (the node is resumed, and
+// uncordoned if that apply cordoned it); it never says a step may be skipped: a node
+// rolled back after a failure, or whose files were lost since, gets its whole update.
 func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered) NodePlan {
 	np := NodePlan{Name: n.Name, Pool: pool.Name, Zone: n.Zone, From: n.CurrentConfig, To: target.Name, Action: NodeNoOp,
 		Condition: Condition(n), NotReady: !n.Ready}
@@ -268,35 +271,54 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 	resuming = resuming && j.Target == target.Name
 	np.Drift, np.DriftUnlisted = n.Drift, n.DriftUnlisted
 	drift := restorable(&np, n, pool.OnDrift, target)
-	if n.CurrentConfig == target.Name && !resuming {
-		if len(drift) > 0 {
+	host := steps.HostOf(n)
+	if n.CurrentConfig == target.Name {
+		np.Steps = steps.Restore(nil, drift, target, host)
+		if len(np.Steps) > 0 {
 			np.Action, np.DriftOnly = NodeUpdate, true
-			np.Steps = steps.Restore(nil, drift, target)
-			np.Reboot = hasStep(np.Steps, model.StepReboot)
 		}
+		if n.State == model.StateDegraded && !hasNodeStep(np.Steps) {
+			// Degraded on the config it runs (a health gate it failed, a verify that found
+			// the host not as its config asks): verified again and gated, not left there.
+			np.Action, np.DriftOnly = NodeUpdate, false
+			np.Steps = append([]model.Step{{Kind: model.StepVerify,
+				Reason: "node is Degraded on " + target.Name + ": verify it and check its health gates again"}}, np.Steps...)
+		}
+		if resuming {
+			// The node reported it runs target; the apply that moved it stopped before it
+			// ended: uncordon it if that apply cordoned it, and check its health again.
+			np.Action, np.DriftOnly = NodeResume, false
+			if n.Unschedulable && slices.Contains(j.Done, model.Step{Kind: model.StepCordon}.Key()) &&
+				!hasStep(np.Steps, model.StepUncordon) {
+				np.Steps = append(np.Steps, model.Step{Kind: model.StepUncordon,
+					Reason: "the interrupted apply cordoned the node, and it runs " + target.Name})
+			}
+		}
+		np.Reboot = hasStep(np.Steps, model.StepReboot)
 		return np
 	}
 	if pool.OnDrift.Reports() && slices.ContainsFunc(n.Drift, func(d model.Drift) bool { return !d.OnHost() }) {
 		np.Warnings = append(np.Warnings, `on_drift = "report": the drift is not restored, and the node's agent `+
 			"refuses to update over drift on a path its steps do not write")
 	}
-	from := n.CurrentConfig
-	if resuming {
-		from = j.From
-	}
-	todo, warn := stepsFrom(in, from, target)
+	todo, warn := stepsFrom(in, n.CurrentConfig, target, host)
 	if warn != "" {
 		np.Warnings = append(np.Warnings, warn)
 	}
 	np.Action = NodeUpdate
-	todo = steps.Restore(todo, drift, target)
+	todo = steps.Restore(todo, drift, target, host)
 	if resuming {
 		np.Action = NodeResume
-		todo = slices.DeleteFunc(slices.Clone(todo), func(s model.Step) bool {
-			return slices.Contains(j.Done, s.Key()) || (n.CurrentConfig == target.Name && s.Kind.OnNode())
-		})
-		// With no step left the node still resumes: apply then records its config, ends its
-		// journal entry and clears what an interrupted agent left.
+	}
+	if before, now, ok := n.RebootedInto(target.Name); ok {
+		// The node's own record says it rebooted into target since its steps up to the
+		// reboot ran (they all ran before the record was made): those are not run again,
+		// and the plan says what happened instead.
+		if i := slices.IndexFunc(todo, func(s model.Step) bool { return s.Kind == model.StepReboot }); i >= 0 {
+			np.Happened = fmt.Sprintf("rebooted into %s already (boot id %s → %s): %d steps up to the reboot are done",
+				target.Name, before, now, i+1)
+			todo = slices.Clone(todo[i+1:])
+		}
 	}
 	np.Steps = todo
 	np.Reboot = hasStep(todo, model.StepReboot)
@@ -330,14 +352,21 @@ type derived struct {
 	warn  string
 }
 
-// stepsFrom derives the steps from the config named from, once per (from, to): the result
-// is shared, so callers must not change it in place.
-func stepsFrom(in Input, from string, target *model.Rendered) ([]model.Step, string) {
-	key := [2]string{from, target.Name}
+// deriveKey is what a derivation depends on: the configs, and what the host reports of its
+// image and kernel arguments (nodes of a pool mostly report the same).
+type deriveKey struct {
+	from, to, image, kargs string
+	kargsKnown             bool
+}
+
+// stepsFrom derives the steps from the config named from, once per deriveKey: the result is
+// shared, so callers must not change it in place.
+func stepsFrom(in Input, from string, target *model.Rendered, h steps.Host) ([]model.Step, string) {
+	key := deriveKey{from, target.Name, h.OSImage, strings.Join(h.KernelArgs, "\x00"), h.KernelArgs != nil}
 	if d, ok := in.memo[key]; ok {
 		return d.steps, d.warn
 	}
-	steps, warn := deriveSteps(in, from, target)
+	steps, warn := deriveSteps(in, from, target, h)
 	if in.memo != nil {
 		in.memo[key] = derived{steps, warn}
 	}
@@ -346,19 +375,23 @@ func stepsFrom(in Input, from string, target *model.Rendered) ([]model.Step, str
 
 // deriveSteps derives the steps from the config named from. An unknown config forces a
 // full rewrite and a reboot: mcp cannot know what differs.
-func deriveSteps(in Input, from string, target *model.Rendered) ([]model.Step, string) {
+func deriveSteps(in Input, from string, target *model.Rendered, h steps.Host) ([]model.Step, string) {
 	if from == "" {
-		return steps.Derive(nil, target), ""
+		return steps.DeriveOn(nil, target, h), ""
 	}
 	old := in.Known[from]
 	if old == nil && in.Rendered[target.Pool] != nil && in.Rendered[target.Pool].Name == from {
 		old = in.Rendered[target.Pool]
 	}
 	if old != nil {
-		return steps.Derive(old, target), ""
+		return steps.DeriveOn(old, target, h), ""
 	}
 	why := fmt.Sprintf("current config %s is unknown to the state; rewriting everything and rebooting", from)
 	return steps.Rewrite(target, why), "current config " + from + " is unknown to the state; rewriting all and rebooting"
+}
+
+func hasNodeStep(steps []model.Step) bool {
+	return slices.ContainsFunc(steps, func(s model.Step) bool { return s.Kind.OnNode() })
 }
 
 func hasStep(steps []model.Step, k model.StepKind) bool {

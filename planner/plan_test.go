@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -116,29 +117,125 @@ func TestMakePlanTwoPoolsSelectNode(t *testing.T) {
 	}
 }
 
-func TestMakePlanResumesJournal(t *testing.T) {
+// A resumed node's steps come from what it reports, never from the journal: the journal
+// says an update was in flight (the node resumes; an uncordon is owed), not which steps
+// may be skipped.
+func TestMakePlanResumesFromTheNode(t *testing.T) {
 	old := &model.Rendered{Name: "rendered-worker-old", Pool: "worker"}
 	tg := target("worker", file("/etc/a", "x"))
+	all := []string{"cordon", "drain", "write /etc/a", "reboot", "verify", "uncordon"}
+	plan := func(n model.Node, done ...string) NodePlan {
+		t.Helper()
+		p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker"}),
+			Rendered: map[string]*model.Rendered{"worker": tg}, Known: map[string]*model.Rendered{old.Name: old},
+			Fleet:   &model.Fleet{Nodes: []model.Node{n}},
+			Journal: map[string]model.JournalEntry{"w-0": {From: old.Name, Target: tg.Name, Done: done}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Nodes[0]
+	}
+	base := node("w-0", "worker", "a", 0)
+	base.CurrentConfig, base.Unschedulable, base.BootID = old.Name, true, "boot-1"
+
+	// Still on its old config, its writes journaled: the whole update again (writes are
+	// idempotent; a file lost since, or rolled back, is written).
+	np := plan(base, "cordon", "drain", "write /etc/a")
+	if d := cmp.Diff(all, keys(np.Steps)); d != "" || np.Action != NodeResume || np.Happened != "" {
+		t.Errorf("resume on the old config %s (-want +got):\n%s", np.Action, d)
+	}
+	// Rolled back after a failed step, Degraded on its old config: the same.
+	rolled := base
+	rolled.State, rolled.Reason = model.StateDegraded, "restart x: failed (rolled back to rendered-worker-old)"
+	if np := plan(rolled, "cordon", "drain", "write /etc/a"); !cmp.Equal(all, keys(np.Steps)) {
+		t.Errorf("rolled back node's steps %v, want the whole update", keys(np.Steps))
+	}
+	// Its agent recorded a reboot into the target, and its boot id changed since: the steps
+	// up to the reboot are done — the node says so — and the plan says what happened.
+	rebooted := base
+	rebooted.State, rebooted.BootID = model.StateWorking, "boot-2"
+	rebooted.PendingReboot = &model.PendingReboot{Config: tg.Name, BootID: "boot-1"}
+	np = plan(rebooted, "cordon", "drain", "write /etc/a")
+	if d := cmp.Diff([]string{"verify", "uncordon"}, keys(np.Steps)); d != "" || np.Reboot ||
+		!strings.Contains(np.Happened, "rebooted into "+tg.Name+" already (boot id boot-1 → boot-2)") {
+		t.Errorf("rebooted node: steps (-want +got):\n%s\nhappened %q", d, np.Happened)
+	}
+	// The same record with the boot id unchanged: the reboot did not happen; it is planned.
+	rebooted.BootID = "boot-1"
+	if np := plan(rebooted); !cmp.Equal(all, keys(np.Steps)) || np.Happened != "" {
+		t.Errorf("unhappened reboot: steps %v, happened %q", keys(np.Steps), np.Happened)
+	}
+	// A record for another config says nothing about this update.
+	rebooted.BootID, rebooted.PendingReboot.Config = "boot-2", "rendered-worker-other"
+	if np := plan(rebooted); !cmp.Equal(all, keys(np.Steps)) {
+		t.Errorf("another config's record: steps %v", keys(np.Steps))
+	}
+	// It reports the target (rebooted, verified, Done) but was not uncordoned: uncordon,
+	// owed because the journal says this update cordoned it.
+	finished := base
+	finished.CurrentConfig = tg.Name
+	if np := plan(finished, all[:5]...); !cmp.Equal([]string{"uncordon"}, keys(np.Steps)) || np.Action != NodeResume {
+		t.Errorf("left-over uncordon: %s %v", np.Action, keys(np.Steps))
+	}
+	// Cordoned by someone else (the journal has no cordon): not uncordoned; its gates are
+	// checked again (a resume with no steps).
+	if np := plan(finished, "write /etc/a"); len(np.Steps) != 0 || np.Action != NodeResume {
+		t.Errorf("node cordoned by another: %s %v", np.Action, keys(np.Steps))
+	}
+}
+
+// A node Degraded on the config it runs (a health gate it failed) is not left there: it is
+// verified and gated again.
+func TestMakePlanDegradedOnTargetIsVerified(t *testing.T) {
+	tg := target("worker", file("/etc/a", "x"))
 	n := node("w-0", "worker", "a", 0)
-	n.CurrentConfig = old.Name
-	n.Unschedulable = true
-	in := Input{Desired: desired(model.Pool{Name: "worker"}),
-		Rendered: map[string]*model.Rendered{"worker": tg}, Known: map[string]*model.Rendered{old.Name: old},
-		Fleet:   &model.Fleet{Nodes: []model.Node{n}},
-		Journal: map[string]model.JournalEntry{"w-0": {From: old.Name, Target: tg.Name, Done: []string{"cordon", "drain", "write /etc/a"}}}}
-	p, err := MakePlan(in)
+	n.CurrentConfig, n.State, n.Reason = tg.Name, model.StateDegraded, `health gate "http" did not pass`
+	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker"}),
+		Rendered: map[string]*model.Rendered{"worker": tg}, Fleet: &model.Fleet{Nodes: []model.Node{n}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff([]string{"reboot", "verify", "uncordon"}, keys(p.Nodes[0].Steps)); d != "" || p.Nodes[0].Action != NodeResume {
-		t.Errorf("resume %s steps (-want +got):\n%s", p.Nodes[0].Action, d)
+	np := p.Nodes[0]
+	if !cmp.Equal([]string{"verify"}, keys(np.Steps)) || np.Action != NodeUpdate || np.DriftOnly || !p.HasConfigChanges() {
+		t.Errorf("Degraded on its target: %s %v drift-only %v", np.Action, keys(np.Steps), np.DriftOnly)
 	}
-	// The node finished its node steps (rebooted, reported) but was not uncordoned.
-	in.Fleet.Nodes[0].CurrentConfig = tg.Name
-	in.Journal["w-0"] = model.JournalEntry{From: old.Name, Target: tg.Name, Done: []string{"cordon", "drain", "write /etc/a", "reboot", "verify"}}
-	p, _ = MakePlan(in)
-	if d := cmp.Diff([]string{"uncordon"}, keys(p.Nodes[0].Steps)); d != "" {
-		t.Errorf("left-over uncordon (-want +got):\n%s", d)
+}
+
+// A node that already runs the target's OS image gets no pivot, and one that has its
+// kernel arguments no kargs step: nor the reboot they would bring (the MCO compares with
+// the booted image too). A node that reports neither gets both.
+func TestMakePlanNoDisruptionTheNodeDoesNotNeed(t *testing.T) {
+	old := &model.Rendered{Name: "rendered-worker-old", Pool: "worker", KernelArgs: []string{"a"}}
+	tg := target("worker", file("/etc/a", "x", "none"))
+	tg.OSImage, tg.KernelArgs = "quay.io/os:2", []string{"a", "nosmt"}
+	plan := func(n model.Node) NodePlan {
+		t.Helper()
+		n.CurrentConfig = old.Name
+		p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker"}),
+			Rendered: map[string]*model.Rendered{"worker": tg}, Known: map[string]*model.Rendered{old.Name: old},
+			Fleet: &model.Fleet{Nodes: []model.Node{n}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Nodes[0]
+	}
+	n := node("w-0", "worker", "a", 0)
+	if np := plan(n); !np.Reboot || !slices.Contains(keys(np.Steps), "pivot") || !slices.Contains(keys(np.Steps), "kargs") {
+		t.Errorf("a node reporting nothing: %v", keys(np.Steps))
+	}
+	n.OSImage, n.KernelArgs = "quay.io/os:2", []string{"a", "nosmt", "quiet"}
+	if np := plan(n); !cmp.Equal([]string{"write /etc/a"}, keys(np.Steps)) || np.Reboot {
+		t.Errorf("a node running the image with the arguments: %v", keys(np.Steps))
+	}
+	n.OSImage = "quay.io/os:1"
+	if np := plan(n); !cmp.Equal([]string{"cordon", "drain", "write /etc/a", "pivot", "reboot", "verify", "uncordon"}, keys(np.Steps)) {
+		t.Errorf("another image, the arguments there: %v", keys(np.Steps))
+	}
+	// An argument the update removes, still on the node: kargs.
+	old.KernelArgs = []string{"a", "gone"}
+	n.OSImage, n.KernelArgs = "quay.io/os:2", []string{"a", "nosmt", "gone"}
+	if np := plan(n); !slices.Contains(keys(np.Steps), "kargs") {
+		t.Errorf("a removed argument still there: %v", keys(np.Steps))
 	}
 }
 

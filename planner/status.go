@@ -27,8 +27,12 @@ type PoolStatus struct {
 	// the pool's rollout starts); "" before the first apply.
 	Config   string
 	Machines int
-	// Updated: the node runs Config and its agent is not Working or Degraded on another.
+	// Updated: the node runs Config, its agent reports Done (not Working, not Degraded),
+	// and what it reports of itself matches Config: no drift of its files, units, kernel
+	// arguments or OS image.
 	Updated int
+	// Drifted: the node runs Config and is settled, but differs from it (its drift).
+	Drifted int
 	// Updating: the node's agent is Working, or it was told to move to a config it does
 	// not run yet (the "updating" of Condition).
 	Updating int
@@ -51,11 +55,16 @@ type NodeStatus struct {
 	Reason           string
 	Held             bool
 	HoldReason       string
+	// Drift is how the node differs from the config it runs (its disk, kernel arguments,
+	// OS image), and DriftUnlisted the differences it reported without listing them.
+	Drift         []model.Drift
+	DriftUnlisted int
 	// Condition says how the node is out of service ("" when in service): see Condition.
 	Condition string
 }
 
-// MakeStatus computes the status of the pools of d over fleet; pointers are the state's
+// MakeStatus computes the status of the pools of d over fleet (refreshed with each node's
+// drift: what it reports of itself against the config it runs); pointers are the state's
 // boot pointers by pool. It fails only on an ambiguous fleet (a node in two pools), as
 // MakePlan does.
 func MakeStatus(d *model.Desired, pointers map[string]string, fleet *model.Fleet) (*Status, error) {
@@ -78,6 +87,8 @@ func MakeStatus(d *model.Desired, pointers map[string]string, fleet *model.Fleet
 				ps.Degraded++
 			case updating:
 				ps.Updating++
+			case ps.Config != "" && n.CurrentConfig == ps.Config && len(n.Drift)+n.DriftUnlisted > 0:
+				ps.Drifted++
 			case ps.Config != "" && n.CurrentConfig == ps.Config:
 				ps.Updated++
 				if cond == "" {
@@ -104,7 +115,7 @@ func MakeStatus(d *model.Desired, pointers map[string]string, fleet *model.Fleet
 
 func nodeStatus(n *model.Node, pool string) NodeStatus {
 	ns := NodeStatus{Name: n.Name, Pool: pool, Current: n.CurrentConfig, Desired: n.DesiredConfig,
-		State: n.State, Reason: n.Reason, Condition: Condition(n)}
+		State: n.State, Reason: n.Reason, Condition: Condition(n), Drift: n.Drift, DriftUnlisted: n.DriftUnlisted}
 	if ns.Desired == "" {
 		ns.Desired = ns.Current
 	}

@@ -32,7 +32,7 @@ type Input struct {
 	// at it. The planner reads no clock.
 	Now time.Time
 
-	memo map[[2]string]derived // set by MakePlan
+	memo map[deriveKey]derived // set by MakePlan
 }
 
 // Plan is the result of planning: per pool and per node what will happen.
@@ -117,7 +117,8 @@ type NodeAction string
 const (
 	NodeNoOp   NodeAction = "no-op"
 	NodeUpdate NodeAction = "update"
-	// NodeResume finishes the steps an interrupted apply left.
+	// NodeResume finishes an update an interrupted apply started: its steps are derived
+	// from what the node reports, as any update's, and its health gates run again.
 	NodeResume NodeAction = "resume"
 )
 
@@ -162,6 +163,9 @@ type NodePlan struct {
 	Untargeted bool `json:"untargeted,omitempty"`
 	// Canary is true for the pool's canary nodes: apply updates them alone, first.
 	Canary bool `json:"canary,omitempty"`
+	// Happened says what the node shows of its update already done (it rebooted into the
+	// target under an interrupted apply): those steps are not in Steps. For people only.
+	Happened string `json:"happened,omitempty"`
 }
 
 // Changed reports whether the node has anything to do: steps, or (when only on_change

@@ -27,21 +27,60 @@ var defaultPolicy = []model.Policy{{Kind: model.PolicyReboot}}
 // supersededByReboot are the steps a reboot makes needless: it restarts everything.
 var supersededByReboot = []model.StepKind{model.StepDaemonReload, model.StepReload, model.StepRestart}
 
+// Host is what a node reports it runs. It decides whether kernel-argument and OS-image
+// steps are needed at all: a node that already runs the target's image gets no pivot, and
+// one whose arguments are already as the target asks gets no kargs step — nor the reboot
+// either would bring. The zero value is a node that reports nothing: steps then follow
+// from the configs alone.
+type Host struct {
+	OSImage    string   // "": not reported
+	KernelArgs []string // nil: not reported
+}
+
+// HostOf is what n reports it runs.
+func HostOf(n *model.Node) Host { return Host{OSImage: n.OSImage, KernelArgs: n.KernelArgs} }
+
+// runs reports whether the host is known to run image.
+func (h Host) runs(image string) bool { return h.OSImage != "" && h.OSImage == image }
+
+// hasArgs reports whether the host is known to have every argument of want and none of
+// gone.
+func (h Host) hasArgs(want, gone []string) bool {
+	if h.KernelArgs == nil {
+		return false
+	}
+	for _, a := range want {
+		if !slices.Contains(h.KernelArgs, a) {
+			return false
+		}
+	}
+	for _, a := range gone {
+		if slices.Contains(h.KernelArgs, a) {
+			return false
+		}
+	}
+	return true
+}
+
 // Derive derives the ordered steps that move a node from old (nil: nothing managed yet) to
 // new. It is the one derivation of steps: plan, apply and the node agent all use it.
-func Derive(old, new *model.Rendered) []model.Step {
+func Derive(old, new *model.Rendered) []model.Step { return DeriveOn(old, new, Host{}) }
+
+// DeriveOn is Derive for a node whose host reports h: what the host already runs needs
+// no step (Host).
+func DeriveOn(old, new *model.Rendered, h Host) []model.Step {
 	if old == nil {
 		old = &model.Rendered{}
 	}
 	var b stepSet
 	diffFiles(&b, old, new)
 	diffUnits(&b, old, new)
-	if added, removed := model.DiffArgs(old.KernelArgs, new.KernelArgs); len(added)+len(removed) > 0 {
+	if added, removed := model.DiffArgs(old.KernelArgs, new.KernelArgs); len(added)+len(removed) > 0 && !h.hasArgs(new.KernelArgs, removed) {
 		why := "kernel arguments " + describeArgs(added, removed)
 		b.add(model.StepKargs, "", why)
 		b.policy(model.Policy{Kind: model.PolicyReboot}, why)
 	}
-	if new.OSImage != "" && old.OSImage != new.OSImage {
+	if new.OSImage != "" && old.OSImage != new.OSImage && !h.runs(new.OSImage) {
 		why := fmt.Sprintf("os image %s → %s", orNone(old.OSImage), new.OSImage)
 		b.add(model.StepPivot, "", why)
 		b.policy(model.Policy{Kind: model.PolicyReboot}, why)
@@ -219,8 +258,9 @@ func (b *stepSet) steps() []model.Step {
 // Restore adds to steps what it takes to put drift back as target has it: a write of each
 // drifted file or unit target manages, with that file's or unit's on_change policies; a
 // kargs step and a reboot for drifted kernel arguments; a pivot and a reboot for a drifted
-// OS image — drift becomes a planned action, not a dead end.
-func Restore(steps []model.Step, drift []model.Drift, target *model.Rendered) []model.Step {
+// OS image — drift becomes a planned action, not a dead end. Kernel arguments or an image
+// the host h already has as target asks need no restoring (Host).
+func Restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h Host) []model.Step {
 	if len(drift) == 0 {
 		return steps
 	}
@@ -234,6 +274,9 @@ func Restore(steps []model.Step, drift []model.Drift, target *model.Rendered) []
 		case model.DriftUnlistedKind:
 			why = fmt.Sprintf("restore %s (the node reported more drift than it listed)", d.Path)
 		case model.DriftKernelArgs:
+			if h.hasArgs(target.KernelArgs, nil) {
+				continue // drift from the config it runs, but as the target has them
+			}
 			// The node's kernel arguments go through the same step as a config change:
 			// kargs makes every argument of target present, then a reboot applies them.
 			why = fmt.Sprintf("restore drifted kernel arguments (expected %q, found %q)", d.Expected, d.Found)
@@ -241,6 +284,9 @@ func Restore(steps []model.Step, drift []model.Drift, target *model.Rendered) []
 			b.policy(model.Policy{Kind: model.PolicyReboot}, why)
 			continue
 		case model.DriftOSImage:
+			if target.OSImage == "" || h.runs(target.OSImage) {
+				continue // the target names no image, or the one the node runs
+			}
 			why = fmt.Sprintf("restore drifted os image %s → %s", orNone(d.Found), target.OSImage)
 			b.add(model.StepPivot, "", why)
 			b.policy(model.Policy{Kind: model.PolicyReboot}, why)

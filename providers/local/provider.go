@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/providers"
 )
 
@@ -45,9 +46,10 @@ type Provider struct {
 }
 
 var (
-	_ providers.Provider      = (*Provider)(nil)
-	_ providers.NodeObserver  = (*Provider)(nil)
-	_ providers.DriftReporter = (*Provider)(nil)
+	_ providers.Provider       = (*Provider)(nil)
+	_ providers.NodeObserver   = (*Provider)(nil)
+	_ providers.DriftReporter  = (*Provider)(nil)
+	_ providers.DegradedMarker = (*Provider)(nil)
 )
 
 // New opens the fleet in o.Dir.
@@ -124,6 +126,9 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 						nodes[i].KernelArgs = []string{}
 					}
 					in.node(&nodes[i])
+					err = p.pendingReboot(&nodes[i])
+				}
+				if err == nil {
 					pods[i], err = readPods(p.o.Dir, names[i])
 				}
 				errs[i] = err
@@ -155,6 +160,22 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 		f.PDBs = append(f.PDBs, pdbStatus(s, f.Pods))
 	}
 	return f, nil
+}
+
+// pendingReboot reads, for a node whose agent reports it is working on an update or that
+// it failed one, the reboot that agent recorded on the node (nodeexec.PendingPath): with
+// the boot id, it shows whether a reboot of an unfinished update happened. A node Done has
+// none, and its root is not read for it.
+func (p *Provider) pendingReboot(n *model.Node) error {
+	if n.State != model.StateWorking && n.State != model.StateDegraded {
+		return nil
+	}
+	pr, err := (&nodeexec.Executor{Root: rootDir(p.o.Dir, n.Name)}).PendingReboot()
+	if err != nil {
+		return fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	n.PendingReboot = pr
+	return nil
 }
 
 // pdbStatus computes a PDB's status from the pods: healthy = selected, ready, not evicted.
@@ -256,4 +277,10 @@ func appendLog(path string, v any) error {
 	defer f.Close()
 	_, err = f.Write(append(b, '\n'))
 	return err
+}
+
+// MarkDegraded records in node.json that the node is Degraded for reason (a health gate it
+// did not pass): its next update clears it, as its agent's own report would.
+func (p *Provider) MarkDegraded(ctx context.Context, node, reason string) error {
+	return p.update(node, func(r *record) { r.State, r.Reason = model.StateDegraded, reason })
 }
