@@ -59,6 +59,9 @@ const (
 	EventHeld EventKind = "held"
 	// EventChecking: a node's steps are done and its health gates run.
 	EventChecking EventKind = "checking"
+	// EventUnconfirmed: a node's steps are done, and apply stopped waiting for its health
+	// gates (Err says why): neither updated nor failed.
+	EventUnconfirmed EventKind = "unconfirmed"
 	// EventTemplate: a machine template's boot image was set (Reason: "ID: from → to"),
 	// or could not be (Err).
 	EventTemplate EventKind = "template"
@@ -77,16 +80,81 @@ type Event struct {
 	Reason string
 }
 
-// ApplyResult sums up an apply.
+// ApplyResult sums up an apply. Each node the plan changes is in exactly one list.
 type ApplyResult struct {
-	Updated  []string // nodes that reached their target
-	Failed   []string
-	Skipped  []string // not started: their pool stopped, no budget in time, or apply was interrupted
-	Deferred []string // deferred by the plan (paused pool, no budget)
+	// Updated nodes reached their target: every step done, the node reported it runs the
+	// target, verified, and passed its health gates.
+	Updated []string
+	// Failed nodes: a step failed, the node reported Degraded, or a health gate did not
+	// pass (the node is then marked Degraded on itself: providers.DegradedMarker).
+	Failed []string
+	// Unconfirmed nodes finished every step and report the target, but apply stopped
+	// waiting for their health gates (interrupted, or the state lock lost): neither
+	// updated nor failed; the next apply checks their gates again.
+	Unconfirmed []string
+	// Skipped nodes were not started: their pool stopped, no room in the budget in time,
+	// put on hold, a window closed, or apply was interrupted.
+	Skipped []string
+	// Deferred nodes were deferred by the plan: their pool is paused, or there was no room
+	// in its budget when the plan was made.
+	Deferred []string
 	Elapsed  time.Duration
 	// APIRequests is the number of API requests the rollout made (after the refresh and the
 	// plan); -1: the provider does not count them (providers.RequestCounter).
 	APIRequests int64
+}
+
+// ErrNotStarted is wrapped by the errors that only say why planned nodes were not started
+// (no room in the budget in time, a closed maintenance window): an apply whose errors are
+// all of this kind did nothing wrong, but is not complete (Outcome).
+var ErrNotStarted = errors.New("not started")
+
+// notStarted wraps err as ErrNotStarted.
+func notStarted(err error) error { return &notStartedError{err} }
+
+type notStartedError struct{ err error }
+
+func (e *notStartedError) Error() string        { return e.err.Error() }
+func (e *notStartedError) Unwrap() error        { return e.err }
+func (e *notStartedError) Is(target error) bool { return target == ErrNotStarted }
+
+// OutcomeKind is how an apply ended, as its exit code says it.
+type OutcomeKind int
+
+const (
+	// Complete: every node change the plan included is done and verified.
+	Complete OutcomeKind = iota
+	// Incomplete: nothing failed, but planned node changes were not done — deferred
+	// (a paused pool, no room in the budget), not started (budget wait, hold, window), or
+	// their health not confirmed. Running apply again continues.
+	Incomplete
+	// Failed: a node failed, or apply itself did (lock, state, interruption).
+	Failed
+)
+
+// Outcome classifies an apply from its result and error.
+func Outcome(res *ApplyResult, err error) OutcomeKind {
+	switch {
+	case res == nil || len(res.Failed) > 0 || (err != nil && !onlyNotStarted(err)):
+		return Failed
+	case err != nil || len(res.Skipped)+len(res.Deferred)+len(res.Unconfirmed) > 0:
+		return Incomplete
+	}
+	return Complete
+}
+
+// onlyNotStarted reports whether every error joined in err is ErrNotStarted.
+func onlyNotStarted(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs := j.Unwrap()
+		for _, e := range errs {
+			if !onlyNotStarted(e) {
+				return false
+			}
+		}
+		return len(errs) > 0
+	}
+	return errors.Is(err, ErrNotStarted)
 }
 
 // Apply carries out a plan. The caller holds the state lock and passes the state it read
@@ -263,6 +331,7 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 			defer resMu.Unlock()
 			res.Updated = append(res.Updated, pr.Updated...)
 			res.Failed = append(res.Failed, pr.Failed...)
+			res.Unconfirmed = append(res.Unconfirmed, pr.Unconfirmed...)
 			res.Skipped = append(res.Skipped, pr.Skipped...)
 			errs = append(errs, pr.errs...)
 		}()

@@ -104,29 +104,55 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 }
 
 // gate runs the node's health gates (engine/health) after its last step. A gate that does
-// not pass fails the node; its journal entry stays open, so the next apply resumes the node
-// with no step left and checks its gates again rather than counting it done.
+// not pass fails the node, and the node is marked Degraded on itself with the gate's word
+// (providers.DegradedMarker), so that status and the next plan read the failure from the
+// node: the next plan verifies it and checks its gates again. A gate apply stopped waiting
+// for (interrupted, or the lock lost) neither passes nor fails: the node is unconfirmed,
+// its journal entry stays open, and the next apply checks its gates again.
 func (a *applier) gate(ctx context.Context, n planner.NodePlan) error {
 	a.emit(Event{Kind: EventChecking, Node: n.Name, Pool: n.Pool})
 	// A node NotReady before its update is held to no more than it had: requiring it Ready
 	// would stop its pool behind a node that was broken before (it updates in its own slot,
 	// docs/decisions.md). Its pool's health checks still run.
 	g := health.Gates{Provider: a.w.Provider, ReadyTimeout: a.opts.HealthTimeout, SkipBuiltIn: n.NotReady, Pool: n.Pool}
-	// An interrupt ends the wait: the node's steps are done, and its open journal entry
-	// makes the next apply check its gates again.
+	gctx := ctx
 	if a.stop != nil {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
+		gctx, cancel = context.WithCancel(ctx)
 		defer cancel()
 		stop := context.AfterFunc(a.stop, cancel)
 		defer stop()
 	}
-	if err := g.Check(ctx, n.Name, a.healthChecks(n.Pool)); err != nil {
-		err = fmt.Errorf("node %s: %w", n.Name, err)
-		a.emit(Event{Kind: EventNodeFailed, Node: n.Name, Pool: n.Pool, Err: err})
+	err := g.Check(gctx, n.Name, a.healthChecks(n.Pool))
+	switch {
+	case err == nil:
+		return nil
+	case gctx.Err() != nil && ctx.Err() == nil:
+		err = &unconfirmedError{node: n.Name, why: context.Cause(a.stop), last: err}
+		a.emit(Event{Kind: EventUnconfirmed, Node: n.Name, Pool: n.Pool, Err: err})
 		return err
 	}
-	return nil
+	err = fmt.Errorf("node %s: %w", n.Name, err)
+	if m, ok := a.w.Provider.(providers.DegradedMarker); ok {
+		if merr := m.MarkDegraded(context.WithoutCancel(ctx), n.Name, err.Error()); merr != nil {
+			err = fmt.Errorf("%w; and marking it Degraded failed: %v", err, merr)
+		}
+	}
+	a.emit(Event{Kind: EventNodeFailed, Node: n.Name, Pool: n.Pool, Err: err})
+	return err
+}
+
+// unconfirmedError: a node's steps are all done, and apply stopped waiting for its health
+// gates before they passed or failed.
+type unconfirmedError struct {
+	node string
+	why  error // why apply stopped
+	last error // what the gate saw last
+}
+
+func (e *unconfirmedError) Error() string {
+	return fmt.Sprintf("node %s: every step done and the node reports its target, but its health gates were not confirmed: "+
+		"apply stopped waiting (%v); last seen: %v; the next apply checks them again", e.node, e.why, e.last)
 }
 
 func (a *applier) healthChecks(pool string) []model.HealthCheck {

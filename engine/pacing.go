@@ -43,8 +43,8 @@ func (a *applier) closedPools() map[string]error {
 			continue
 		}
 		if open, _, next := planner.WindowState(ws, now); !open {
-			out[pp.Name] = fmt.Errorf("pool %s: not started (-no-wait): its maintenance window is closed (%s); next opening %s: run mcp apply then, or without -no-wait to wait for it",
-				pp.Name, describeWindows(ws), whenFrom(next, now))
+			out[pp.Name] = notStarted(fmt.Errorf("pool %s: not started (-no-wait): its maintenance window is closed (%s); next opening %s: run mcp apply then, or without -no-wait to wait for it",
+				pp.Name, describeWindows(ws), whenFrom(next, now)))
 		}
 	}
 	return out
@@ -104,7 +104,7 @@ func (r *poolRun) waitWindow(node string) error {
 			return nil
 		}
 		if next.IsZero() { // windows without days (the configuration refuses them)
-			return fmt.Errorf("pool %s: node %s and the rest not started: its maintenance windows never open", r.pp.Name, node)
+			return notStarted(fmt.Errorf("pool %s: node %s and the rest not started: its maintenance windows never open", r.pp.Name, node))
 		}
 		if !next.Equal(said) {
 			r.a.emit(Event{Kind: EventWaiting, Pool: r.pp.Name, Node: node,

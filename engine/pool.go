@@ -174,6 +174,15 @@ func (r *poolRun) finished(node string, err error) {
 	<-r.global
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var unconfirmed *unconfirmedError
+	if errors.As(err, &unconfirmed) {
+		// Not a failure: its steps are done; the next apply checks its gates again.
+		delete(r.busy, node)
+		r.wake()
+		r.pr.Unconfirmed = append(r.pr.Unconfirmed, node)
+		r.pr.errs = append(r.pr.errs, err)
+		return
+	}
 	if err != nil {
 		delete(r.busy, node)
 		r.wake()
@@ -278,8 +287,8 @@ func (r *poolRun) waitRoom(node string, patience time.Duration) error {
 		}
 		wait := min(r.a.opts.BudgetPoll, time.Until(deadline))
 		if wait <= 0 {
-			return fmt.Errorf("pool %s: node %s and the rest not started: no room in the budget within %s: %s",
-				r.pp.Name, node, patience, why)
+			return notStarted(fmt.Errorf("pool %s: node %s and the rest not started: no room in the budget within %s: %s",
+				r.pp.Name, node, patience, why))
 		}
 		select {
 		case <-r.ctx.Done():

@@ -9,14 +9,15 @@ import (
 // Status observes the fleet once and reads the state, and computes each pool's status and
 // each machine template's.
 // It takes no lock and changes nothing: it is for watching a rollout another run is
-// making, as `oc get mcp` is. It checks no disk for drift (that is the plan's job and costs
-// a read of every managed file).
+// making, as `oc get mcp` is. It refreshes as plan does, with each node's drift, so that
+// a node counts as updated only when what it reports of itself matches its config (on
+// the local fleet that reads every managed file).
 func (w *Workspace) Status(ctx context.Context) (*planner.Status, error) {
 	st, err := w.ReadState(ctx)
 	if err != nil {
 		return nil, err
 	}
-	fleet, err := w.observe(ctx)
+	fleet, err := w.refresh(ctx, st)
 	if err != nil {
 		return nil, err
 	}

@@ -91,6 +91,14 @@ type HealthGater interface {
 	NodeAddress(ctx context.Context, node string) (string, error)
 }
 
+// DegradedMarker is implemented by providers that can record on a node an outcome the
+// engine judged: a health gate the node did not pass after its steps. The node then
+// reports Degraded with reason, as if its agent had, so that status, drift and the next
+// plan read the failure from the node itself; the node's next update clears it.
+type DegradedMarker interface {
+	MarkDegraded(ctx context.Context, node, reason string) error
+}
+
 // CommandChecker is implemented by providers that can run a pool's command health checks
 // (health_check { command = [...] }) on its nodes. Apply calls PublishChecks once, before
 // its first node, then RunCheck for each try of a command check after a node's steps.

@@ -76,6 +76,7 @@ func (p *Provider) WaitHealthy(ctx context.Context, node string, timeout time.Du
 	// first list is): as fresh as the watch that said the node is Ready, without the
 	// round trip to etcd a consistent list waits for.
 	lw := p.podListWatch(node)
+	var listed map[string]string // what the first list saw, for the error if the watch sees nothing
 	if obj, lerr := lw.ListWithContextFunc(tctx, metav1.ListOptions{ResourceVersion: "0"}); lerr == nil {
 		list := obj.(*corev1.PodList)
 		for i := range list.Items {
@@ -84,6 +85,7 @@ func (p *Provider) WaitHealthy(ctx context.Context, node string, timeout time.Du
 		if allReady() {
 			return nil
 		}
+		listed = maps.Clone(pods)
 		clear(pods)
 	}
 	_, err = watchtools.UntilWithSync(quiet, lw, &corev1.Pod{},
@@ -98,16 +100,27 @@ func (p *Provider) WaitHealthy(ctx context.Context, node string, timeout time.Du
 			return allReady(), nil
 		})
 	if err != nil {
-		var out []string
-		for _, key := range slices.Sorted(maps.Keys(pods)) {
-			if pods[key] != "" {
-				out = append(out, key+" "+pods[key])
-			}
-		}
-		return gateError(ctx, tctx, providers.GateDaemonSets,
-			fmt.Sprintf("DaemonSet pods on node %s not Ready: %s", node, strings.Join(out, ", ")), err, timeout)
+		return gateError(ctx, tctx, providers.GateDaemonSets, notReadyPods(node, pods, listed), err, timeout)
 	}
 	return nil
+}
+
+// notReadyPods names the node's DaemonSet pods last seen not Ready: as the watch saw them,
+// else (it never synced: the API server stopped answering) as the first list did.
+func notReadyPods(node string, pods, listed map[string]string) string {
+	if len(pods) == 0 {
+		pods = listed
+	}
+	var out []string
+	for _, key := range slices.Sorted(maps.Keys(pods)) {
+		if pods[key] != "" {
+			out = append(out, key+" "+pods[key])
+		}
+	}
+	if len(out) == 0 {
+		return fmt.Sprintf("DaemonSet pods on node %s not confirmed Ready: the API server gave no list of the node's pods", node)
+	}
+	return fmt.Sprintf("DaemonSet pods on node %s not Ready: %s", node, strings.Join(out, ", "))
 }
 
 // gateError says why a wait of gate ended without passing.
