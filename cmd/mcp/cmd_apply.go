@@ -98,20 +98,21 @@ func (c *cli) apply(args []string) int {
 	if live != nil {
 		live.Stop() // before anything else is printed
 	}
-	if res != nil {
-		progress.Summary(views.SummaryOf(res, err))
-		if len(pf.Targets) > 0 {
-			v.Targeted()
-		}
+	if res == nil {
+		return c.errorf("%v", err)
 	}
-	if err != nil {
-		if res == nil {
-			return c.errorf("%v", err)
-		}
-		return 1
+	progress.Summary(views.SummaryOf(res, err))
+	v.LeftOut(views.LeftOutOf(pf.Plan))
+	if len(pf.Targets) > 0 {
+		v.Targeted()
 	}
-	return 0
+	return applyExitCode[engine.Outcome(res, err)]
 }
+
+// applyExitCode: 0 only when every node change the plan included is done and verified; 2
+// when nothing failed but some were not done (not started, deferred, not confirmed): run
+// apply again; 1 when a node or apply itself failed.
+var applyExitCode = map[engine.OutcomeKind]int{engine.Complete: 0, engine.Incomplete: 2, engine.Failed: 1}
 
 // approve asks for "yes" on a terminal; without one it refuses, as Terraform does.
 func (c *cli) approve(v views.Apply) (int, bool) {

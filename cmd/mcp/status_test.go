@@ -32,7 +32,7 @@ func TestStatusTablesAndWatch(t *testing.T) {
 			Machines, Updated, Ready, Updating int
 		}
 	}
-	if err := json.Unmarshal([]byte(out), &s); code != 0 || err != nil || s.FormatVersion != "1.1" || len(s.Pools) != 2 {
+	if err := json.Unmarshal([]byte(out), &s); code != 0 || err != nil || s.FormatVersion != "1.2" || len(s.Pools) != 2 {
 		t.Fatalf("status -json: %d %v %s\n%s", code, err, errOut, out)
 	}
 	for _, p := range s.Pools {

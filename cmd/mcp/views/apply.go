@@ -17,6 +17,9 @@ type Apply interface {
 	Cancelled()
 	// Targeted warns that a plan made with -target may have left changes out.
 	Targeted()
+	// LeftOut warns, at the end, of the nodes the plan itself kept out: held, excluded,
+	// untargeted.
+	LeftOut(nodes []LeftOutNode)
 	Progress
 }
 

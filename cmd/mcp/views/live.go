@@ -34,6 +34,7 @@ type livePool struct {
 	name             string
 	total, finished  int
 	updating, failed int
+	unconfirmed      int    // steps done, health gates not confirmed
 	waiting          string // why its next node waits ("" when it does not)
 	waitSince        time.Time
 	stopped          bool
@@ -109,7 +110,7 @@ func (l *LiveProgress) Event(e engine.Event) {
 		if e.Kind == engine.EventChecking {
 			n.doing = "health gates"
 		}
-	case engine.EventNodeDone, engine.EventNodeFailed:
+	case engine.EventNodeDone, engine.EventNodeFailed, engine.EventUnconfirmed:
 		if n := l.node[e.Node]; n != nil {
 			delete(l.node, e.Node)
 			lp.updating--
@@ -119,9 +120,14 @@ func (l *LiveProgress) Event(e engine.Event) {
 		}
 		lp.finished++
 		after = append(after, func() { lp.bar.IncrBy(1) })
-		if e.Kind == engine.EventNodeFailed {
+		switch e.Kind {
+		case engine.EventNodeFailed:
 			lp.failed++
 			msg := fmt.Sprintf("node.%s: %s: %v\n", e.Node, l.c.red("failed"), e.Err)
+			after = append(after, func() { io.WriteString(l.p, msg) })
+		case engine.EventUnconfirmed:
+			lp.unconfirmed++
+			msg := fmt.Sprintf("node.%s: %s\n", e.Node, l.c.yellow("steps done, health gates not confirmed"))
 			after = append(after, func() { io.WriteString(l.p, msg) })
 		}
 	case engine.EventWaiting:
@@ -144,12 +150,15 @@ func (l *LiveProgress) Event(e engine.Event) {
 func (l *LiveProgress) poolStatus(lp *livePool) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	parts := []string{fmt.Sprintf("%d/%d done", lp.finished-lp.failed, lp.total)}
+	parts := []string{fmt.Sprintf("%d/%d done", lp.finished-lp.failed-lp.unconfirmed, lp.total)}
 	if lp.updating > 0 {
 		parts = append(parts, fmt.Sprintf("%d updating", lp.updating))
 	}
 	if lp.failed > 0 {
 		parts = append(parts, l.c.red(fmt.Sprintf("%d failed", lp.failed)))
+	}
+	if lp.unconfirmed > 0 {
+		parts = append(parts, l.c.yellow(fmt.Sprintf("%d not confirmed", lp.unconfirmed)))
 	}
 	if lp.stopped {
 		parts = append(parts, l.c.red("stopped"))

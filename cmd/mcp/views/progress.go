@@ -14,9 +14,15 @@ import (
 
 // ApplySummary closes an apply's output.
 type ApplySummary struct {
+	// Outcome is "complete", "incomplete" (nothing failed, but planned node changes were
+	// not done: exit 2) or "failed" (exit 1): engine.Outcome.
+	Outcome                   string
 	Updated, Failed, Deferred int
-	Failures                  []string
-	Elapsed                   time.Duration
+	// Unconfirmed counts nodes whose steps are done and whose health gates apply stopped
+	// waiting for.
+	Unconfirmed int `json:",omitempty"`
+	Failures    []string
+	Elapsed     time.Duration
 	// APIRequests: what the rollout cost the API server (only from providers that count).
 	APIRequests int64 `json:",omitempty"`
 }
@@ -24,13 +30,16 @@ type ApplySummary struct {
 // SummaryOf sums up an apply from its result and the error it returned, one failure a
 // line of the error.
 func SummaryOf(res *engine.ApplyResult, err error) ApplySummary {
-	s := ApplySummary{Updated: len(res.Updated), Failed: len(res.Failed),
-		Deferred: len(res.Deferred) + len(res.Skipped), Elapsed: res.Elapsed, APIRequests: max(res.APIRequests, 0)}
+	s := ApplySummary{Outcome: outcomeNames[engine.Outcome(res, err)], Updated: len(res.Updated), Failed: len(res.Failed),
+		Deferred: len(res.Deferred) + len(res.Skipped), Unconfirmed: len(res.Unconfirmed), Elapsed: res.Elapsed,
+		APIRequests: max(res.APIRequests, 0)}
 	if err != nil {
 		s.Failures = strings.Split(err.Error(), "\n")
 	}
 	return s
 }
+
+var outcomeNames = map[engine.OutcomeKind]string{engine.Complete: "complete", engine.Incomplete: "incomplete", engine.Failed: "failed"}
 
 // Progress shows an apply as it happens.
 type Progress interface {
@@ -57,13 +66,15 @@ func (h *humanProgress) Event(e engine.Event) {
 	case engine.EventStepStart:
 		fmt.Fprintf(h.w, "%s: %s…\n", addr, e.Step)
 	case engine.EventStepDone:
-		fmt.Fprintf(h.w, "%s: %s done (%s)\n", addr, e.Step, e.Elapsed.Round(time.Millisecond))
+		fmt.Fprintf(h.w, "%s: %s\n", addr, doneLine(e))
 	case engine.EventStepFailed:
 		fmt.Fprintf(h.w, "%s: %s %s: %v\n", addr, e.Step, h.c.red("failed"), e.Err)
 	case engine.EventNodeDone:
 		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.green("updated"))
 	case engine.EventNodeFailed:
 		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.red("failed"))
+	case engine.EventUnconfirmed:
+		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.yellow("steps done, health gates not confirmed"))
 	case engine.EventPoolStopped:
 		if e.Reason != "" {
 			fmt.Fprintf(h.w, "pool.%s: %s: %s\n", e.Pool, h.c.red("not started"), e.Reason)
@@ -88,14 +99,40 @@ func (h *humanProgress) Summary(s ApplySummary) {
 			fmt.Fprintf(h.w, "  %s\n", f)
 		}
 	}
-	line := fmt.Sprintf("Apply complete! Nodes: %d updated, %d failed, %d not started. (%s)",
-		s.Updated, s.Failed, s.Deferred, s.Elapsed.Round(time.Millisecond))
-	if s.Failed > 0 || len(s.Failures) > 0 {
-		line = strings.Replace(line, "Apply complete!", "Apply failed.", 1)
-		fmt.Fprintf(h.w, "\n%s\n", h.c.red(line))
-		return
+	counts := fmt.Sprintf("Nodes: %d updated, %d failed, %d not started", s.Updated, s.Failed, s.Deferred)
+	if s.Unconfirmed > 0 {
+		counts += fmt.Sprintf(", %d not confirmed", s.Unconfirmed)
 	}
-	fmt.Fprintf(h.w, "\n%s\n", h.c.green(line))
+	took := s.Elapsed.Round(time.Millisecond)
+	switch s.outcome() {
+	case "failed":
+		fmt.Fprintf(h.w, "\n%s\n", h.c.red(fmt.Sprintf("Apply failed. %s. (%s)", counts, took)))
+	case "incomplete":
+		fmt.Fprintf(h.w, "\n%s\n", h.c.yellow(fmt.Sprintf("Apply incomplete: %s; run mcp apply again to continue. (%s)", counts, took)))
+	default:
+		fmt.Fprintf(h.w, "\n%s\n", h.c.green(fmt.Sprintf("Apply complete! %s. (%s)", counts, took)))
+	}
+}
+
+// outcome is Outcome, or for a summary made without it, what its counts say.
+func (s ApplySummary) outcome() string {
+	switch {
+	case s.Outcome != "":
+		return s.Outcome
+	case s.Failed > 0 || len(s.Failures) > 0:
+		return "failed"
+	case s.Deferred+s.Unconfirmed > 0:
+		return "incomplete"
+	}
+	return "complete"
+}
+
+// doneLine says a step is done, with what the node showed of it (model.Step.Evidence).
+func doneLine(e engine.Event) string {
+	if e.Step.Evidence != "" {
+		return fmt.Sprintf("%s done: %s (%s)", e.Step, e.Step.Evidence, e.Elapsed.Round(time.Millisecond))
+	}
+	return fmt.Sprintf("%s done (%s)", e.Step, e.Elapsed.Round(time.Millisecond))
 }
 
 type jsonProgress struct {
@@ -149,14 +186,15 @@ func (j *jsonProgress) Event(e engine.Event) {
 }
 
 func (j *jsonProgress) Summary(s ApplySummary) {
-	level := "info"
-	if s.Failed > 0 || len(s.Failures) > 0 {
-		level = "error"
+	s.Outcome = s.outcome()
+	level := map[string]string{"failed": "error", "incomplete": "warn"}[s.Outcome]
+	if level == "" {
+		level = "info"
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.enc.Encode(jsonEvent{Level: level, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Type: "apply_summary",
-		Message: fmt.Sprintf("Apply: %d updated, %d failed, %d not started", s.Updated, s.Failed, s.Deferred), Summary: &s})
+		Message: fmt.Sprintf("Apply %s: %d updated, %d failed, %d not started", s.Outcome, s.Updated, s.Failed, s.Deferred), Summary: &s})
 }
 
 // templateLine reports a machine template's boot image set, or not.

@@ -10,12 +10,13 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
 
 // StatusFormatVersion is the version of `mcp status -json` (docs/status.md). A new field
 // is a minor change; a changed or removed one a major change.
-const StatusFormatVersion = "1.1"
+const StatusFormatVersion = "1.2"
 
 // Status is what mcp status shows, once or at each refresh of -watch.
 type Status interface {
@@ -104,10 +105,10 @@ func (v *statusHuman) height() int {
 // poolTable is `oc get mcp`'s table with mcp's counts.
 func poolTable(w io.Writer, s *planner.Status) {
 	t := tablewriter.NewWriter(w)
-	t.Header("NAME", "CONFIG", "MACHINES", "UPDATED", "UPDATING", "DEGRADED", "HELD", "READY", "PAUSED")
+	t.Header("NAME", "CONFIG", "MACHINES", "UPDATED", "UPDATING", "DEGRADED", "DRIFTED", "HELD", "READY", "PAUSED")
 	for _, p := range s.Pools {
 		t.Append(p.Name, dash(p.Config), fmt.Sprint(p.Machines), fmt.Sprint(p.Updated), fmt.Sprint(p.Updating),
-			fmt.Sprint(p.Degraded), fmt.Sprint(p.Held), fmt.Sprint(p.Ready), fmt.Sprint(p.Paused))
+			fmt.Sprint(p.Degraded), fmt.Sprint(p.Drifted), fmt.Sprint(p.Held), fmt.Sprint(p.Ready), fmt.Sprint(p.Paused))
 	}
 	t.Render()
 }
@@ -139,9 +140,22 @@ func nodeTable(w io.Writer, s *planner.Status) {
 				held += ": " + n.HoldReason
 			}
 		}
-		t.Append(n.Name, dash(n.Pool), config, dash(n.State), n.Reason, held, n.Condition)
+		t.Append(n.Name, dash(n.Pool), config, dash(n.State), nodeReason(n), held, n.Condition)
 	}
 	t.Render()
+}
+
+// nodeReason is the agent's reason, and how the node differs from its config.
+func nodeReason(n planner.NodeStatus) string {
+	why := n.Reason
+	if k := len(n.Drift) + n.DriftUnlisted; k > 0 {
+		d := fmt.Sprintf("drift: %d differences", k)
+		if k == 1 && len(n.Drift) == 1 {
+			d = "drift: " + n.Drift[0].String()
+		}
+		why = strings.TrimPrefix(why+"; "+d, "; ")
+	}
+	return why
 }
 
 func dash(s string) string {
@@ -187,6 +201,7 @@ type jsonPoolStatus struct {
 	Updated  int    `json:"updated"`
 	Updating int    `json:"updating"`
 	Degraded int    `json:"degraded"`
+	Drifted  int    `json:"drifted"` // 1.2
 	Held     int    `json:"held"`
 	Ready    int    `json:"ready"`
 	Paused   bool   `json:"paused"`
@@ -202,6 +217,9 @@ type jsonNodeStatus struct {
 	Held          bool   `json:"held"`
 	HoldReason    string `json:"hold_reason"`
 	Condition     string `json:"condition"`
+	// Drift came in 1.2: how the node differs from the config it runs.
+	Drift         []model.Drift `json:"drift"`
+	DriftUnlisted int           `json:"drift_unlisted"`
 }
 
 // Status writes one document on one line, so that -watch gives a stream a tool can read
@@ -211,12 +229,12 @@ func (v *statusJSON) Status(s *planner.Status, at time.Time) error {
 		Pools: []jsonPoolStatus{}, Nodes: []jsonNodeStatus{}, Templates: []jsonTemplateStatus{}}
 	for _, p := range s.Pools {
 		js.Pools = append(js.Pools, jsonPoolStatus{Name: p.Name, Config: p.Config, Machines: p.Machines,
-			Updated: p.Updated, Updating: p.Updating, Degraded: p.Degraded, Held: p.Held, Ready: p.Ready, Paused: p.Paused})
+			Updated: p.Updated, Updating: p.Updating, Degraded: p.Degraded, Drifted: p.Drifted, Held: p.Held, Ready: p.Ready, Paused: p.Paused})
 	}
 	for _, n := range s.Nodes {
 		js.Nodes = append(js.Nodes, jsonNodeStatus{Name: n.Name, Pool: n.Pool, CurrentConfig: n.Current,
 			DesiredConfig: n.Desired, State: n.State, Reason: n.Reason, Held: n.Held, HoldReason: n.HoldReason,
-			Condition: n.Condition})
+			Condition: n.Condition, Drift: append([]model.Drift{}, n.Drift...), DriftUnlisted: n.DriftUnlisted})
 	}
 	for _, ts := range s.Templates {
 		t := ts.Template

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/mcpfleet/mcp/planner"
 )
 
 // Terraform's words for -target, which mcp's targeting follows: it is for exceptional use.
@@ -42,4 +44,51 @@ func (v applyJSON) Targeted() {
 	json.NewEncoder(v.approval.w).Encode(map[string]any{"@level": "warn", "@message": "Warning: " + targetApplyTitle,
 		"@timestamp": time.Now().UTC().Format(time.RFC3339Nano), "type": "diagnostic",
 		"diagnostic": map[string]string{"severity": "warning", "summary": targetApplyTitle, "detail": targetApplyDetail}})
+}
+
+// LeftOutNode is a node the plan left as it is although its config changes, and why.
+type LeftOutNode struct{ Name, Why string }
+
+// LeftOutOf lists the plan's nodes that were kept out of it — held, excluded, untargeted —
+// whatever they need: the plan gave them no steps, so apply can say nothing of them.
+func LeftOutOf(p *planner.Plan) []LeftOutNode {
+	var out []LeftOutNode
+	for _, n := range p.Nodes {
+		switch {
+		case n.Held != "":
+			out = append(out, LeftOutNode{n.Name, "held: " + n.Held})
+		case n.Untargeted:
+			out = append(out, LeftOutNode{n.Name, "not targeted"})
+		}
+	}
+	return out
+}
+
+const leftOutTitle = "Nodes left as they are"
+
+func leftOutDetail(nodes []LeftOutNode) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "The plan kept %d nodes out of this apply; they were not changed, whatever the configuration asks of them:\n", len(nodes))
+	for _, n := range nodes {
+		fmt.Fprintf(&b, "  node.%s (%s)\n", n.Name, n.Why)
+	}
+	b.WriteString("Release the hold, or plan without -target or -exclude, and run mcp apply again to update them.")
+	return b.String()
+}
+
+// LeftOut warns of the nodes the plan left out, as Targeted warns of -target.
+func (v applyHuman) LeftOut(nodes []LeftOutNode) {
+	if len(nodes) > 0 {
+		warning(v.text.w, painter(v.text.color), leftOutTitle, leftOutDetail(nodes))
+	}
+}
+
+// LeftOut writes the warning as a diagnostic line.
+func (v applyJSON) LeftOut(nodes []LeftOutNode) {
+	if len(nodes) == 0 {
+		return
+	}
+	json.NewEncoder(v.approval.w).Encode(map[string]any{"@level": "warn", "@message": "Warning: " + leftOutTitle,
+		"@timestamp": time.Now().UTC().Format(time.RFC3339Nano), "type": "diagnostic",
+		"diagnostic": map[string]string{"severity": "warning", "summary": leftOutTitle, "detail": leftOutDetail(nodes)}})
 }

@@ -148,6 +148,9 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 		if n.Condition != "" {
 			t.add("", "", "", "", c.yellow("condition: ")+n.Condition+ownSlot(n))
 		}
+		if n.Happened != "" {
+			t.add("", "", "", "", c.yellow("happened: ")+n.Happened)
+		}
 		for _, b := range n.Blockers {
 			if b.Kind == planner.BlockPDBWait {
 				t.add("", "", "", "", c.yellow("waits: ")+b.Message)
@@ -204,7 +207,7 @@ func writeHeld(w io.Writer, c painter, n *planner.NodePlan) {
 // describeSteps summarises a changing node's steps.
 func describeSteps(n *planner.NodePlan) string {
 	if n.Action == planner.NodeResume && len(n.Steps) == 0 {
-		return "finish the interrupted update (every step is done)"
+		return "check its health gates again (the interrupted update's steps are done)"
 	}
 	return SummarizeSteps(n.Steps)
 }
@@ -239,7 +242,7 @@ func hasKind(steps []model.Step, k model.StepKind) bool {
 // SummarizeSteps lists steps briefly: "cordon, drain, write 2 files, write 1 unit, reboot".
 func SummarizeSteps(steps []model.Step) string {
 	if len(steps) == 0 {
-		return "record new config (only on_change policies differ)"
+		return "record new config (nothing on the node changes)"
 	}
 	var parts []string
 	files, units := 0, 0
