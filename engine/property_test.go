@@ -24,12 +24,17 @@ import (
 
 // TestPropertyBudgetAndPlanFidelity plans and applies random fleets — pools of random
 // sizes, zones, budgets and policies, nodes NotReady, cordoned, Degraded or mid-update
-// before apply starts, paused pools, PodDisruptionBudgets, and nodes whose write, restart,
-// drain or reboot fails or never comes back — through the real planner and engine against
-// a simulated fleet. At every moment apply takes a node out of service, its pool must stay
-// within max_unavailable; every changing node must be updated, failed, not started or
-// deferred, and the steps it went through must be the plan's (all of them, or a prefix up
-// to a failure). MCP_PROPERTY_CASES overrides the number of cases (default 10,000).
+// before apply starts (some rolled back after an earlier failure, their journal saying
+// their writes were done), paused pools, PodDisruptionBudgets, nodes whose write, restart,
+// drain, reboot or health gate fails or whose reboot never comes back, nodes put on hold
+// mid-apply — through the real planner and engine against a simulated fleet whose nodes
+// have a disk. At every moment apply takes a node out of service, its pool must stay
+// within max_unavailable; every changing node must be updated, failed, unconfirmed, not
+// started or deferred, and the steps it went through must be the plan's (all of them, or
+// a prefix up to a failure). Judged from the nodes: every node apply reports updated has
+// the target's file on its disk and reports the target, Done; an apply that says it is
+// complete is followed by a plan with no changes and no drift. MCP_PROPERTY_CASES
+// overrides the number of cases (default 10,000).
 func TestPropertyBudgetAndPlanFidelity(t *testing.T) {
 	cases := 10000
 	if v, err := strconv.Atoi(os.Getenv("MCP_PROPERTY_CASES")); err == nil {
@@ -75,7 +80,8 @@ func TestPropertyBudgetAndPlanFidelity(t *testing.T) {
 		t.Error(f)
 	}
 	t.Logf("%d cases in %s: %v", cases, time.Since(start).Round(time.Millisecond), stats)
-	for _, k := range []string{"updated", "failed", "skipped", "deferred", "own-slot", "resumed"} {
+	for _, k := range []string{"updated", "failed", "skipped", "deferred", "own-slot", "resumed", "rolled-back",
+		"gate-failed", "held-mid-apply", "complete"} {
 		if stats[k] == 0 {
 			t.Errorf("no case had a node %s: the generator does not reach it", k)
 		}
@@ -98,7 +104,7 @@ func runCase(sim *simFleet, w *Workspace, st *state.State, stats map[string]int)
 	}
 	outcome := map[string]string{}
 	for kind, names := range map[string][]string{"updated": res.Updated, "failed": res.Failed,
-		"skipped": res.Skipped, "deferred": res.Deferred} {
+		"skipped": res.Skipped, "deferred": res.Deferred, "unconfirmed": res.Unconfirmed} {
 		for _, n := range names {
 			if o, dup := outcome[n]; dup {
 				return fmt.Errorf("node %s both %s and %s", n, o, kind)
@@ -140,10 +146,80 @@ func runCase(sim *simFleet, w *Workspace, st *state.State, stats map[string]int)
 			}
 		}
 	}
-	if len(res.Failed)+len(res.Skipped) > 0 && applyErr == nil {
-		return errors.New("nodes failed or were not started, and apply returned no error")
+	if len(res.Failed) > 0 && applyErr == nil {
+		return errors.New("nodes failed, and apply returned no error")
+	}
+	if err := sim.judgeUpdated(res.Updated, pf.Plan); err != nil {
+		return err
+	}
+	stats["rolled-back"] += sim.rolledBack
+	stats["gate-failed"] += sim.gateFailed
+	stats["held-mid-apply"] += len(sim.heldMidApply())
+	if Outcome(res, applyErr) != Complete {
+		return nil
+	}
+	stats["complete"]++
+	// Complete: the fleet is as the configuration asks, from its own word.
+	again, err := w.Plan(ctx, st)
+	if err != nil {
+		return fmt.Errorf("plan after a complete apply: %w", err)
+	}
+	for _, np := range again.Plan.Nodes {
+		if np.Changed() || len(np.Drift) > 0 {
+			return fmt.Errorf("apply said complete, and the next plan has node %s: %s %v, drift %v", np.Name, np.Action, keys(np.Steps), np.Drift)
+		}
 	}
 	return nil
+}
+
+func keys(steps []model.Step) []string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, s.Key())
+	}
+	return out
+}
+
+// judgeUpdated checks every node apply reports updated from the node itself: its disk has
+// the target's file, and it reports the target and Done.
+func (s *simFleet) judgeUpdated(updated []string, p *planner.Plan) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, name := range updated {
+		n := s.nodes[name]
+		tg := p.Rendered[s.targetOf(p, name)]
+		if tg == nil {
+			return fmt.Errorf("updated node %s has no target in the plan", name)
+		}
+		if got, want := s.disk[name], string(tg.Files[0].Contents); got != want {
+			return fmt.Errorf("node %s reported updated, and its /etc/x holds %q, not the target's %q", name, got, want)
+		}
+		if n.CurrentConfig != tg.Name || n.State != model.StateDone {
+			return fmt.Errorf("node %s reported updated, and it reports %s on %s", name, n.State, n.CurrentConfig)
+		}
+	}
+	return nil
+}
+
+func (s *simFleet) targetOf(p *planner.Plan, node string) string {
+	for _, np := range p.Nodes {
+		if np.Name == node {
+			return np.To
+		}
+	}
+	return ""
+}
+
+func (s *simFleet) heldMidApply() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for name, held := range s.holdAt {
+		if held < 0 {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 func isPrefix(got, planned string) bool {
@@ -154,7 +230,8 @@ func isPrefix(got, planned string) bool {
 func randomCase(seed uint64) (*simFleet, *Workspace, *state.State) {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	sim := &simFleet{rng: rng, nodes: map[string]*model.Node{}, pool: map[string]string{}, max: map[string]int{},
-		fail: map[string]string{}, trace: map[string][]string{}, evicted: map[string]bool{}}
+		fail: map[string]string{}, trace: map[string][]string{}, evicted: map[string]bool{}, disk: map[string]string{},
+		holdAt: map[string]int{}, known: map[string]*model.Rendered{}}
 	d := &model.Desired{}
 	st := state.New()
 	rendered := map[string]*model.Rendered{}
@@ -179,14 +256,17 @@ func randomCase(seed uint64) (*simFleet, *Workspace, *state.State) {
 		tg.Name = tg.ContentName()
 		rendered[name] = tg
 		st.Rendered[old.Name] = old
+		sim.known[old.Name], sim.known[tg.Name] = old, tg
 		size := rng.IntN(13)
 		for i := range size {
 			n := &model.Node{Name: fmt.Sprintf("%s-%02d", name, i), Labels: map[string]string{"role": name, "app": "web"},
 				Zone: string(rune('a' + rng.IntN(3))), Ready: rng.IntN(8) != 0, Unschedulable: rng.IntN(10) == 0,
 				Created: time.Unix(int64(rng.IntN(1000)), 0).UTC(), CurrentConfig: old.Name, State: model.StateDone}
-			switch rng.IntN(12) {
+			sim.disk[n.Name] = "old"
+			switch rng.IntN(13) {
 			case 0:
 				n.CurrentConfig = tg.Name
+				sim.disk[n.Name] = "new"
 			case 1:
 				n.State, n.Reason = model.StateDegraded, "earlier failure"
 			case 2:
@@ -197,12 +277,29 @@ func randomCase(seed uint64) (*simFleet, *Workspace, *state.State) {
 					n.Unschedulable = true
 					st.Journal[n.Name] = model.JournalEntry{From: old.Name, Target: tg.Name, Done: []string{"cordon"}}
 				}
+			case 4:
+				// An earlier apply wrote the file, then a later step failed and the node's
+				// agent rolled it back: the journal still lists the write as done.
+				var done []string
+				for _, s := range steps.Derive(old, tg) {
+					if s.Kind == model.StepReboot {
+						break
+					}
+					done = append(done, s.Key())
+				}
+				n.State, n.Reason = model.StateDegraded, "restart x.service: failed (rolled back to "+old.Name+")"
+				n.Unschedulable = slices.Contains(done, "cordon")
+				st.Journal[n.Name] = model.JournalEntry{From: old.Name, Target: tg.Name, Done: done}
+				sim.rolledBack++
 			}
 			sim.nodes[n.Name] = n
 			sim.order = append(sim.order, n.Name)
 			sim.pool[n.Name] = name
 			if rng.IntN(6) == 0 {
-				sim.fail[n.Name] = []string{"write /etc/x", "restart x.service", "drain", "reboot", "reboot-hang"}[rng.IntN(5)]
+				sim.fail[n.Name] = []string{"write /etc/x", "restart x.service", "drain", "reboot", "reboot-hang", "gate"}[rng.IntN(6)]
+			}
+			if rng.IntN(15) == 0 {
+				sim.holdAt[n.Name] = 1 + rng.IntN(3) // put on hold at its pool's Nth look
 			}
 		}
 		sim.max[name] = pool.MaxUnavailable.Resolve(size)
@@ -232,6 +329,13 @@ type simFleet struct {
 	pdb        *model.PDB
 	evicted    map[string]bool // node -> its pod is evicted
 	violations []string
+	// disk is each node's /etc/x ("" when absent): the node's own word on what it runs.
+	disk  map[string]string
+	known map[string]*model.Rendered // rendered configs by name, for the nodes' rollbacks
+	// holdAt puts a node on hold at the Nth look at it (-1 once done).
+	holdAt     map[string]int
+	rolledBack int
+	gateFailed int
 }
 
 var _ providers.NodeObserver = (*simFleet)(nil)
@@ -303,9 +407,47 @@ func (s *simFleet) ObserveNodes(_ context.Context, names []string) ([]model.Node
 	defer s.mu.Unlock()
 	o := make([]model.Node, 0, len(names))
 	for _, name := range names {
+		if k := s.holdAt[name]; k > 0 {
+			if s.holdAt[name] = k - 1; k == 1 {
+				s.nodes[name].Hold, s.holdAt[name] = "put on hold mid-apply", -1
+			}
+		}
 		o = append(o, *s.nodes[name])
 	}
 	return o, nil
+}
+
+// Drift compares the node's disk with current, as a node's agent would.
+func (s *simFleet) Drift(_ context.Context, node string, current *model.Rendered) ([]model.Drift, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if want := string(current.Files[0].Contents); s.disk[node] != want {
+		return []model.Drift{{Path: "/etc/x", Kind: model.DriftContent, Expected: want, Found: s.disk[node]}}, nil
+	}
+	return nil, nil
+}
+
+// WaitHealthy fails the node's gate when it was given that fault.
+func (s *simFleet) WaitHealthy(_ context.Context, node string, _ time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail[node] == "gate" {
+		return &providers.GateError{Gate: providers.GateReady, Output: "injected gate failure"}
+	}
+	return nil
+}
+
+func (s *simFleet) NodeAddress(context.Context, string) (string, error) { return "127.0.0.1", nil }
+
+// MarkDegraded records a failed gate on the node. It is not a change that takes the node
+// out of service (no budget check): the gate found it unhealthy while apply still held
+// its slot, and the pool stops after it.
+func (s *simFleet) MarkDegraded(_ context.Context, node, reason string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nodes[node].State, s.nodes[node].Reason = model.StateDegraded, reason
+	s.gateFailed++
+	return nil
 }
 
 func (s *simFleet) Cordon(_ context.Context, node string) error {
@@ -339,24 +481,48 @@ func (s *simFleet) Drain(ctx context.Context, node string, _ providers.DrainOpti
 	return nil
 }
 
+// RunNodeSteps plays the node's agent: writes change its disk; a step failing before the
+// reboot rolls the disk back to what it held and reports Degraded; verify compares the
+// disk with target.
 func (s *simFleet) RunNodeSteps(_ context.Context, node string, _, target *model.Rendered, steps []model.Step, done func(model.Step)) error {
 	s.change(node, func(n *model.Node) { n.State, n.DesiredConfig = model.StateWorking, target.Name })
+	s.mu.Lock()
+	before := s.disk[node]
+	s.mu.Unlock()
+	rebooted := false
 	for _, st := range steps {
 		runtime.Gosched()
 		if st.Kind == model.StepReboot {
 			s.change(node, func(n *model.Node) { n.Ready = false })
 			runtime.Gosched()
 		}
-		if err := s.record(node, st.Key()); err != nil {
+		err := s.record(node, st.Key())
+		if err == nil && st.Kind == model.StepVerify {
+			if d, _ := s.Drift(context.Background(), node, target); len(d) > 0 {
+				err = fmt.Errorf("verify: %v", d)
+			}
+		}
+		if err != nil {
+			s.mu.Lock()
+			if !rebooted && st.Kind != model.StepReboot {
+				s.disk[node] = before // the agent's rollback
+			}
+			s.mu.Unlock()
 			s.change(node, func(n *model.Node) { n.State, n.Reason = model.StateDegraded, err.Error() })
 			return err
 		}
-		if st.Kind == model.StepReboot {
+		switch st.Kind {
+		case model.StepWrite:
+			s.mu.Lock()
+			s.disk[node] = string(target.Files[0].Contents)
+			s.mu.Unlock()
+		case model.StepReboot:
+			rebooted = true
 			s.change(node, func(n *model.Node) { n.Ready = true })
 		}
 		done(st)
 	}
-	s.change(node, func(n *model.Node) { n.State, n.CurrentConfig = model.StateDone, target.Name })
+	s.change(node, func(n *model.Node) { n.State, n.CurrentConfig, n.Reason = model.StateDone, target.Name, "" })
 	return nil
 }
 

@@ -78,6 +78,8 @@ type Report struct {
 	MaxOut, Budget map[string]int
 	// StateChecks counts the reads of the state after a kill, all of which succeeded.
 	StateChecks int
+	// RootsChecked counts the nodes whose root and node.json were read at the end.
+	RootsChecked int
 	Elapsed     time.Duration
 	Problems    []string
 }
@@ -92,6 +94,7 @@ func (r *Report) String() string {
 	fmt.Fprintf(&b, "double reboots for one rendered config: %d\n", r.DoubleReboots)
 	fmt.Fprintf(&b, "nodes left cordoned: %d\n", len(r.LeftCordoned))
 	fmt.Fprintf(&b, "state read after every kill: %d of %d ok\n", r.StateChecks, r.Kills)
+	fmt.Fprintf(&b, "nodes read at the end (root file, node.json): %d\n", r.RootsChecked)
 	for _, p := range sortedKeys(r.Budget) {
 		verdict := "ok"
 		if r.MaxOut[p] > r.Budget[p] {
@@ -200,6 +203,7 @@ func (h *harness) killOne(ctx context.Context) error {
 		return err
 	}
 	h.rep.Runs++
+	started := time.Now()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	select {
@@ -212,6 +216,11 @@ func (h *harness) killOne(ctx context.Context) error {
 	<-exited
 	h.kills = append(h.kills, time.Now())
 	h.rep.Kills++
+	problems, err := AuditReboots(h.fleet(), out.String(), started, time.Now())
+	if err != nil {
+		return err
+	}
+	h.rep.Problems = append(h.rep.Problems, problems...)
 	h.o.Log("kill %d after %s", h.rep.Kills, delay.Round(time.Millisecond))
 	if err := h.checkState(ctx); err != nil {
 		h.rep.Problems = append(h.rep.Problems, fmt.Sprintf("after kill %d: %v", h.rep.Kills, err))
@@ -292,8 +301,9 @@ func (r Runner) UnlockDead() error {
 }
 
 // Converge runs apply until the plan is empty, at most max times. It returns the applies
-// run and those that failed (each with its output's end); err when the plan does not read
-// or is still not empty.
+// run and those that failed (each with its output's end), and among them the claims an
+// apply made that the fleet's records do not back (AuditReboots); err when the plan does
+// not read or is still not empty. An apply that exits 0 must leave the plan empty.
 func (r Runner) Converge(max int, log func(string, ...any)) (runs int, failed []error, err error) {
 	for {
 		changes, err := r.PlanChanges()
@@ -304,10 +314,19 @@ func (r Runner) Converge(max int, log func(string, ...any)) (runs int, failed []
 			return runs, failed, fmt.Errorf("the plan is not empty after %d re-runs", runs)
 		}
 		runs++
-		_, err = r.Run("apply", "-auto-approve", "-no-color", "-budget-wait=2m")
+		var problems []string
+		_, err = r.auditRun(&problems, "apply", "-auto-approve", "-no-color", "-budget-wait=2m")
 		log("re-run %d: %v", runs, err)
 		if err != nil {
 			failed = append(failed, fmt.Errorf("re-run %d failed: %w", runs, err))
+		}
+		for _, p := range problems {
+			failed = append(failed, fmt.Errorf("re-run %d: %s", runs, p))
+		}
+		if err == nil {
+			if changes, perr := r.PlanChanges(); perr == nil && changes {
+				failed = append(failed, fmt.Errorf("re-run %d exited 0, and the plan or drift still shows changes", runs))
+			}
 		}
 	}
 }

@@ -2,12 +2,16 @@ package chaos
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/local"
 )
 
@@ -19,7 +23,38 @@ func (h *harness) judge() error {
 	if err != nil {
 		return fmt.Errorf("reading the fleet's event logs: %w", err)
 	}
-	return judgeLogs(h.rep, logs, h.kills)
+	if err := judgeLogs(h.rep, logs, h.kills); err != nil {
+		return err
+	}
+	return h.judgeRoots()
+}
+
+// judgeRoots reads each node itself once the plan is empty: its root holds the last
+// generation's file, and its node.json says it runs a config, Done, schedulable and Ready.
+func (h *harness) judgeRoots() error {
+	want := fmt.Sprintf("generation %d\n", h.gen)
+	dirs, err := filepath.Glob(filepath.Join(h.fleet(), "nodes", "*"))
+	if err != nil {
+		return err
+	}
+	for _, dir := range dirs {
+		name := filepath.Base(dir)
+		b, err := os.ReadFile(filepath.Join(dir, "root", "etc", "chaos.conf"))
+		if err != nil || string(b) != want {
+			h.rep.Problems = append(h.rep.Problems, fmt.Sprintf("node %s: /etc/chaos.conf holds %q (%v), not %q", name, b, err, want))
+		}
+		var n model.Node
+		b, err = os.ReadFile(filepath.Join(dir, "node.json"))
+		if err == nil {
+			err = json.Unmarshal(b, &n)
+		}
+		if err != nil || n.State != model.StateDone || n.Unschedulable || !n.Ready || n.CurrentConfig == "" {
+			h.rep.Problems = append(h.rep.Problems, fmt.Sprintf("node %s: state %s %q, cordoned %v, ready %v, config %q (%v)",
+				name, n.State, n.Reason, n.Unschedulable, n.Ready, n.CurrentConfig, err))
+		}
+	}
+	h.rep.RootsChecked = len(dirs)
+	return nil
 }
 
 // Judge checks event logs (local.ReadEvents) against the promises, with budget giving
