@@ -67,7 +67,7 @@ func (h *RecordingHost) SetKernelArgs(_ context.Context, add, remove []string) e
 	if err := h.record("kargs +" + strings.Join(add, ",") + " -" + strings.Join(remove, ",")); err != nil || !h.simulated() {
 		return err
 	}
-	return h.stage(func(st *stagedDeployment) { st.KernelArgs = withArgs(st.KernelArgs, add, remove) })
+	return h.stage(func(st *stagedDeployment) { st.KernelArgs = WithArgs(st.KernelArgs, add, remove) })
 }
 func (h *RecordingHost) Pivot(_ context.Context, image string) error {
 	if err := h.record("pivot " + image); err != nil || !h.simulated() {

@@ -37,7 +37,7 @@ const (
 type stagedDeployment struct {
 	BootID     string   `json:"boot_id"` // the boot it was staged in
 	OSImage    string   `json:"os_image,omitempty"`
-	KernelArgs []string `json:"kernel_args"`
+	KernelArgs []string `json:"kernel_args"` // nil: the command line is not known, and stays so
 }
 
 // simulated says whether the host keeps a machine.
@@ -55,7 +55,10 @@ func (h *RecordingHost) machineDir() (*os.Root, error) {
 // MachineRollback, discards it), and returns the running kernel's arguments and image.
 // The caller holds h.machine.
 func (h *RecordingHost) look() (kargs []string, image string, err error) {
-	r, err := h.machineDir()
+	r, err := os.OpenRoot(h.Machine)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, h.Booted, nil // a machine nobody described or changed yet
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -97,8 +100,10 @@ func (h *RecordingHost) boot(r *os.Root, st *stagedDeployment) error {
 				return err
 			}
 		}
-		if err := atomicfile.WriteIn(r, MachineCmdline, []byte(FormatCmdline(st.KernelArgs)+"\n"), 0o644); err != nil {
-			return err
+		if st.KernelArgs != nil {
+			if err := atomicfile.WriteIn(r, MachineCmdline, []byte(FormatCmdline(st.KernelArgs)+"\n"), 0o644); err != nil {
+				return err
+			}
 		}
 	} else if err != nil {
 		return err
@@ -132,9 +137,6 @@ func (h *RecordingHost) stage(change func(*stagedDeployment)) error {
 		st = &stagedDeployment{BootID: boot, OSImage: image, KernelArgs: kargs}
 	}
 	change(st)
-	if st.KernelArgs == nil {
-		st.KernelArgs = []string{}
-	}
 	b, err := json.Marshal(st)
 	if err != nil {
 		return err
@@ -157,9 +159,10 @@ func readStaged(r *os.Root) (*stagedDeployment, error) {
 	return st, nil
 }
 
-// withArgs is args with each of add present (appended when missing) and each of remove
-// absent, as rpm-ostree kargs --append-if-missing/--delete-if-present leaves them.
-func withArgs(args, add, remove []string) []string {
+// WithArgs is args with each of remove absent and each of add present (appended when
+// missing), as rpm-ostree kargs --append-if-missing/--delete-if-present leaves them: what
+// a kargs call stages on a simulated machine.
+func WithArgs(args, add, remove []string) []string {
 	out := []string{}
 	for _, a := range args {
 		if !slices.Contains(remove, a) {

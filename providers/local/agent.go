@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -123,20 +122,7 @@ func (h *host) SetKernelArgs(_ context.Context, add, remove []string) error {
 		if n.StagedKernelArgs != nil {
 			base = *n.StagedKernelArgs
 		}
-		var out []string
-		for _, a := range base {
-			if !slices.Contains(remove, a) {
-				out = append(out, a)
-			}
-		}
-		for _, a := range add {
-			if !slices.Contains(out, a) {
-				out = append(out, a)
-			}
-		}
-		if out == nil {
-			out = []string{}
-		}
+		out := nodeexec.WithArgs(base, add, remove)
 		n.StagedKernelArgs = &out
 		return nil, nil
 	})

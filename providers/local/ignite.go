@@ -13,8 +13,8 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"slices"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
