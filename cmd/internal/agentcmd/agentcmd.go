@@ -226,7 +226,7 @@ func newAgentMetrics() *agentMetrics {
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_agent_reconciles_total",
 			Help: "Reconcile passes by result."}, []string{"result"}),
 		degraded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcp_agent_degraded", Help: "1 when the node is Degraded."}),
-		drift:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcp_agent_drifted_paths", Help: "Managed paths that differ from the current config."}),
+		drift:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcp_agent_drifted_paths", Help: "Managed paths that differ from the current config, and its kernel arguments and OS image when the host runs others."}),
 	}
 	m.reg.MustRegister(m.reconciles, m.degraded, m.drift)
 	return m
