@@ -273,7 +273,7 @@ func (a *benchAgents) run(ctx context.Context, b *testing.B) {
 
 func (a *benchAgents) answer(ctx context.Context, b *testing.B, node string, h protocol.Handover) {
 	s := &kagent.NodeState{Nodes: a.client.CoreV1().Nodes(), Node: node,
-		ProgressError: func(err error) { b.Errorf("agent of %s: %v", node, err) }}
+		ReportError: func(err error) { b.Errorf("agent of %s: %v", node, err) }}
 	s.Begin(h.UpdateID, 0)
 	if err := s.Working(h.Desired); err != nil {
 		b.Errorf("agent of %s: %v", node, err)

@@ -118,30 +118,6 @@ const (
 	DriftPathOSImage    = "os_image"
 )
 
-// HostDrift compares what the node reports of its kernel arguments and OS image with
-// current, the config it runs. A value the node does not report (OSImage "", KernelArgs
-// nil) is not compared: an unknown is not drift. Kernel arguments the config does not name
-// are left alone (the MCO too manages only its own).
-func HostDrift(n *Node, current *Rendered) []Drift {
-	var out []Drift
-	if n.KernelArgs != nil {
-		var missing []string
-		for _, a := range current.KernelArgs {
-			if !slices.Contains(n.KernelArgs, a) {
-				missing = append(missing, a)
-			}
-		}
-		if len(missing) > 0 {
-			out = append(out, Drift{Path: DriftPathKernelArgs, Kind: DriftKernelArgs,
-				Expected: strings.Join(current.KernelArgs, " "), Found: strings.Join(n.KernelArgs, " ")})
-		}
-	}
-	if n.OSImage != "" && current.OSImage != "" && n.OSImage != current.OSImage {
-		out = append(out, Drift{Path: DriftPathOSImage, Kind: DriftOSImage, Expected: current.OSImage, Found: n.OSImage})
-	}
-	return out
-}
-
 // Drift is one difference between a node's disk and a rendered config.
 type Drift struct {
 	Path     string    `json:"path"`

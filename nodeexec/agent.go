@@ -50,6 +50,9 @@ type pending struct {
 	// Attempts counts the reboots asked for under this record: a reboot that did not
 	// happen is asked for once more, then the node is Degraded.
 	Attempts int `json:"attempts,omitempty"`
+	// FromKernelArgs are From's kernel arguments: verify after the reboot checks that those
+	// the update removed are gone.
+	FromKernelArgs []string `json:"from_kernel_args,omitempty"`
 }
 
 // maxRebootAttempts bounds the reboots asked for into one update when the boot id does
@@ -179,7 +182,7 @@ func (a *Agent) reboot(ctx context.Context, from, target *model.Rendered, rest [
 	}
 	p := pending{Target: target, BootID: boot, Steps: rest, Since: time.Now().UTC(), Attempts: attempts + 1}
 	if from != nil {
-		p.From = from.Name
+		p.From, p.FromKernelArgs = from.Name, from.KernelArgs
 	}
 	if err := a.writePending(&p); err != nil {
 		return a.Degrade(fmt.Errorf("recording the pending reboot: %w", err))
@@ -224,17 +227,17 @@ func (a *Agent) Resume(ctx context.Context, done func(model.Step)) (bool, error)
 	if err != nil {
 		return true, a.Degrade(fmt.Errorf("reading boot id: %w", err))
 	}
+	from := &model.Rendered{Name: p.From, KernelArgs: p.FromKernelArgs}
+	if p.From == "" {
+		from = nil
+	}
 	if boot == p.BootID {
-		from := &model.Rendered{Name: p.From}
-		if p.From == "" {
-			from = nil
-		}
 		// A record from before attempts were counted asked once; reboot gives up after the
 		// last attempt.
 		return true, a.reboot(ctx, from, p.Target, p.Steps, model.Step{Kind: model.StepReboot}, max(p.Attempts, 1), done)
 	}
 	for _, s := range p.Steps {
-		if err := a.Exec.Run(ctx, nil, p.Target, s); err != nil {
+		if err := a.Exec.Run(ctx, from, p.Target, s); err != nil {
 			return true, a.Degrade(fmt.Errorf("after reboot: %s: %w", s, err))
 		}
 		done(s)

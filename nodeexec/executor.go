@@ -31,6 +31,10 @@ type Host interface {
 	// BootedImage is the OS image the running boot runs, as pools name images; "" when it
 	// runs none (a machine booted from an ostree commit, not a container image).
 	BootedImage(ctx context.Context) (string, error)
+	// KernelArgs are the arguments the running kernel was booted with (/proc/cmdline, read
+	// by ParseCmdline); nil when the host cannot say. A kargs step changes them from the
+	// next boot on, not at once.
+	KernelArgs(ctx context.Context) ([]string, error)
 }
 
 // DefaultAllowed are the path prefixes mcp manages: configuration and state, never the OS.
@@ -89,7 +93,7 @@ func (e *Executor) Run(ctx context.Context, from, target *model.Rendered, step m
 	case model.StepReboot:
 		return e.Host.Reboot(ctx)
 	case model.StepVerify:
-		drift, err := e.Verify(target)
+		drift, err := e.CheckNode(ctx, from, target)
 		if err != nil {
 			return err
 		}

@@ -56,7 +56,7 @@ func without(tr tree, paths ...string) tree {
 }
 
 // firstBootNode is a node on its first boot: a root, a machine whose reboots give a new
-// boot id, and the configs its server has.
+// boot id and boot what a pivot staged, and the configs its server has.
 type firstBootNode struct {
 	root    string
 	state   *fakeState
@@ -66,8 +66,8 @@ type firstBootNode struct {
 }
 
 func newFirstBootNode(t *testing.T, before tree, booted string, configs ...*model.Rendered) *firstBootNode {
-	n := &firstBootNode{root: t.TempDir(), state: &fakeState{boot: "boot-1"}, host: &RecordingHost{Booted: booted},
-		configs: map[string]*model.Rendered{}}
+	n := &firstBootNode{root: t.TempDir(), state: &fakeState{boot: "boot-1"}, configs: map[string]*model.Rendered{}}
+	n.host = &RecordingHost{Booted: booted, Machine: t.TempDir(), BootID: n.state.BootID}
 	for _, r := range configs {
 		n.configs[r.Name] = r
 	}
@@ -302,12 +302,13 @@ func TestStandaloneFirstBoot(t *testing.T) {
 	makeTree(t, root, ignitionWrote(cfg))
 	bootID := filepath.Join(t.TempDir(), "boot_id")
 	os.WriteFile(bootID, []byte("boot-1\n"), 0o644)
-	host := &RecordingHost{Booted: "quay.io/os:1", OnCall: func(c string) error {
-		if c == "reboot" {
-			os.WriteFile(bootID, []byte("boot-2\n"), 0o644) // the machine comes back
-		}
-		return nil
-	}}
+	host := &RecordingHost{Booted: "quay.io/os:1", Machine: t.TempDir(), BootID: func() (string, error) { return ReadBootID(bootID) },
+		OnCall: func(c string) error {
+			if c == "reboot" {
+				os.WriteFile(bootID, []byte("boot-2\n"), 0o644) // the machine comes back
+			}
+			return nil
+		}}
 	s := NewStandalone(root, srv.URL, host)
 	s.BootIDPath, s.Agent.RebootWait = bootID, time.Second
 	st, err := s.Reconcile(context.Background())

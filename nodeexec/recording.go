@@ -8,7 +8,9 @@ import (
 )
 
 // RecordingHost records the Host calls it gets instead of performing them, for tests and
-// for machines with no systemd (the local provider).
+// for machines with no systemd. With a Machine and a BootID it also stands in for the
+// machine's OS (recordmachine.go): kernel arguments and pivots are staged there and booted
+// when the boot id changes, and what the running boot runs is read from there.
 type RecordingHost struct {
 	mu    sync.Mutex
 	Calls []string
@@ -16,12 +18,18 @@ type RecordingHost struct {
 	Fail string
 	// OnCall, when set, sees each call as it is made.
 	OnCall func(call string) error
-	// Booted is the OS image BootedImage reports (a read, not recorded). A pivot does not
-	// change it: it takes effect at a boot, and the recording host does not boot.
+	// Booted is the OS image BootedImage reports (a read, not recorded) while the machine
+	// has no MachineBootedImage: the image it was first booted from.
 	Booted string
 	// Root, when set, is the node root whose enablement links EnableUnit makes and removes
 	// as systemctl would (LinkUnit); otherwise enabling is only recorded.
 	Root string
+	// Machine, with BootID, is the directory where the host keeps the machine it stands in
+	// for (recordmachine.go); a change of BootID's answer is a boot.
+	Machine string
+	BootID  func() (string, error)
+
+	machine sync.Mutex // the machine's files
 }
 
 func (h *RecordingHost) record(call string) error {
@@ -56,18 +64,41 @@ func (h *RecordingHost) EnableUnit(_ context.Context, u string, enable bool) err
 	return LinkUnit(h.Root, u, enable)
 }
 func (h *RecordingHost) SetKernelArgs(_ context.Context, add, remove []string) error {
-	return h.record("kargs +" + strings.Join(add, ",") + " -" + strings.Join(remove, ","))
+	if err := h.record("kargs +" + strings.Join(add, ",") + " -" + strings.Join(remove, ",")); err != nil || !h.simulated() {
+		return err
+	}
+	return h.stage(func(st *stagedDeployment) { st.KernelArgs = WithArgs(st.KernelArgs, add, remove) })
 }
 func (h *RecordingHost) Pivot(_ context.Context, image string) error {
-	return h.record("pivot " + image)
+	if err := h.record("pivot " + image); err != nil || !h.simulated() {
+		return err
+	}
+	return h.stage(func(st *stagedDeployment) { st.OSImage = image })
 }
 func (h *RecordingHost) Reboot(context.Context) error { return h.record("reboot") }
 
-// BootedImage reports Booted.
+// BootedImage reports the machine's MachineBootedImage, else Booted.
 func (h *RecordingHost) BootedImage(context.Context) (string, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.Booted, nil
+	if !h.simulated() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.Booted, nil
+	}
+	h.machine.Lock()
+	defer h.machine.Unlock()
+	_, image, err := h.look()
+	return image, err
+}
+
+// KernelArgs reports the machine's MachineCmdline; nil when there is none, or no machine.
+func (h *RecordingHost) KernelArgs(context.Context) ([]string, error) {
+	if !h.simulated() {
+		return nil, nil
+	}
+	h.machine.Lock()
+	defer h.machine.Unlock()
+	kargs, _, err := h.look()
+	return kargs, err
 }
 
 // Recorded returns a copy of the calls so far.

@@ -78,7 +78,7 @@ func (s *Standalone) Reconcile(ctx context.Context) (Status, error) {
 		return s.status, err
 	}
 	if s.current != nil && s.current.Name == desired {
-		drift, err := s.Agent.Exec.Verify(s.current)
+		drift, err := s.Agent.Exec.CheckNode(ctx, nil, s.current)
 		s.status.Drift = drift
 		return s.status, errors.Join(err, s.save())
 	}
@@ -248,10 +248,7 @@ func (st *standaloneState) Degraded(reason string) error {
 	return (*Standalone)(st).save()
 }
 
-func (st *standaloneState) BootID() (string, error) {
-	b, err := os.ReadFile(st.BootIDPath)
-	return strings.TrimSpace(string(b)), err
-}
+func (st *standaloneState) BootID() (string, error) { return ReadBootID(st.BootIDPath) }
 
 // Sweep removes temporary files an interrupted write left in the directories of target's
 // files (names ".<base>.tmp-<hex>"): atomic writes leave nothing half-written at a managed

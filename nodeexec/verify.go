@@ -2,6 +2,7 @@ package nodeexec
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -43,7 +44,27 @@ func (e *DriftError) Error() string {
 		return fmt.Sprintf("the disk has drifted from %s, and the plan does not restore it: %s; "+
 			"refusing to update over it (restore the files, or make a config manage them)", e.Config, strings.Join(parts, "; "))
 	}
-	return "on-disk state differs from the config: " + strings.Join(parts, "; ")
+	return "the node differs from the config: " + strings.Join(parts, "; ")
+}
+
+// CheckNode compares the node with target as the verify step does: the disk (Verify), and
+// what the host says the running boot runs — every kernel argument of target present,
+// each that the update from `from` (nil: nothing managed) removed absent, target's OS image
+// booted (model.CheckHost). A host that cannot say is not compared.
+func (e *Executor) CheckNode(ctx context.Context, from, target *model.Rendered) ([]Drift, error) {
+	drift, err := e.Verify(target)
+	if err != nil {
+		return nil, err
+	}
+	kargs, image, err := ObserveHost(ctx, e.Host)
+	if err != nil {
+		return nil, fmt.Errorf("verify: reading what the host runs: %w", err)
+	}
+	var removed []string
+	if from != nil {
+		_, removed = model.DiffArgs(from.KernelArgs, target.KernelArgs)
+	}
+	return append(drift, model.CheckHost(kargs, image, target, removed)...), nil
 }
 
 // Verify compares the root with target's files and units: their contents, modes, owners,

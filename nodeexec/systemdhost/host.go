@@ -1,37 +1,74 @@
 // Package systemdhost performs a node's non-file effects on a real machine: systemd over
 // D-Bus (go-systemd, the …Context methods) and the OS through configurable commands
-// (rpm-ostree by default). It implements nodeexec.Host.
+// (rpm-ostree by default, or bootc's), and reads what the running boot runs: its kernel
+// arguments from /proc/cmdline, its OS image from the OS tool's status. It implements
+// nodeexec.Host.
 package systemdhost
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 
 	"github.com/coreos/go-systemd/v22/dbus"
+
+	"github.com/mcpfleet/mcp/nodeexec"
 )
 
 // Commands are the programs that change kernel arguments and the OS image, and the one
 // that says which image is booted. Each is an argv; "{image}" is replaced by the image, and
-// kernel-argument changes are appended as --append=ARG / --delete=ARG (rpm-ostree's and
-// bootc's spelling).
+// kernel-argument changes are appended as --append-if-missing=ARG / --delete-if-present=ARG
+// (rpm-ostree's spelling).
 type Commands struct {
 	Kargs []string // default: rpm-ostree kargs
 	Pivot []string // default: rpm-ostree rebase ostree-unverified-registry:{image}
-	// Status prints rpm-ostree's status as JSON (default: rpm-ostree status --json): the
-	// booted deployment's container-image-reference is the booted image.
+	// Status prints the OS tool's status as JSON (default: rpm-ostree status --json), and
+	// Booted reads the booted image from it (default: BootedImageOf).
 	Status []string
+	Booted func(status []byte) (string, error)
 }
 
-// DefaultCommands are those of Fedora CoreOS / RHCOS.
+// DefaultCommands are those of Fedora CoreOS / RHCOS: rpm-ostree's.
 var DefaultCommands = Commands{
 	Kargs:  []string{"rpm-ostree", "kargs"},
 	Pivot:  []string{"rpm-ostree", "rebase", "ostree-unverified-registry:{image}"},
 	Status: []string{"rpm-ostree", "status", "--json"},
+	Booted: BootedImageOf,
 }
+
+// BootcCommands are those of a host that runs bootc: the image is switched and read with
+// bootc. bootc has no command that changes the kernel arguments of a deployment (they come
+// from the image's /usr/lib/bootc/kargs.d); its hosts carry rpm-ostree, whose kargs edits
+// the same ostree deployments, so kernel arguments are rpm-ostree's here too.
+var BootcCommands = Commands{
+	Kargs:  []string{"rpm-ostree", "kargs"},
+	Pivot:  []string{"bootc", "switch", "{image}"},
+	Status: []string{"bootc", "status", "--format=json"},
+	Booted: BootcBootedImageOf,
+}
+
+// CommandsFor gives the commands of an OS tool: "rpm-ostree" (the default: Fedora CoreOS,
+// RHCOS) or "bootc". Which one a host runs is the operator's word (the agent's -os-tool):
+// bootc's own documentation says a host cannot be told to be one or the other, since both
+// drive the same ostree deployments.
+func CommandsFor(tool string) (Commands, error) {
+	switch tool {
+	case "", "rpm-ostree":
+		return DefaultCommands, nil
+	case "bootc":
+		return BootcCommands, nil
+	}
+	return Commands{}, fmt.Errorf("OS tool %q: want rpm-ostree or bootc", tool)
+}
+
+// DefaultCmdline is where the running kernel's command line is read. A container shares
+// its host's kernel, so an agent in a pod reads the host's here, with no chroot.
+const DefaultCmdline = "/proc/cmdline"
 
 // Host talks to one systemd manager.
 type Host struct {
@@ -46,6 +83,9 @@ type Host struct {
 	// Output executes a command that changes nothing and returns its standard output
 	// (the status command); tests replace it too.
 	Output func(ctx context.Context, argv []string) ([]byte, error)
+	// Cmdline is the file the running kernel's arguments are read from (default
+	// DefaultCmdline).
+	Cmdline string
 }
 
 // New connects to the system manager (DBUS_SYSTEM_BUS_ADDRESS is honoured).
@@ -209,7 +249,21 @@ func (h *Host) BootedImage(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading the booted OS image: %w", err)
 	}
-	return BootedImageOf(b)
+	booted := h.Commands.Booted
+	if booted == nil {
+		booted = BootedImageOf
+	}
+	return booted(b)
+}
+
+// KernelArgs reads the running kernel's arguments from Cmdline (nodeexec.ParseCmdline).
+func (h *Host) KernelArgs(context.Context) ([]string, error) {
+	p := cmp.Or(h.Cmdline, DefaultCmdline)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading the kernel arguments: %w", err)
+	}
+	return nodeexec.ParseCmdline(string(b)), nil
 }
 
 // BootedImageOf reads `rpm-ostree status --json` output: the image of the booted
@@ -230,6 +284,46 @@ func BootedImageOf(status []byte) (string, error) {
 		}
 	}
 	return "", errors.New("reading the booted OS image: rpm-ostree status lists no booted deployment")
+}
+
+// BootcBootedImageOf reads `bootc status --format=json` output (a BootcHost object): the
+// image of status.booted, as pools name images — the registry transport's image as it is,
+// another transport's with it in front ("containers-storage:IMAGE", "oci:/path"). A host
+// whose booted deployment bootc does not manage (status.booted null) is an error: it is
+// not a bootc host. A booted deployment with no image (an ostree commit) reports "".
+func BootcBootedImageOf(status []byte) (string, error) {
+	var st struct {
+		Kind   string `json:"kind"`
+		Status struct {
+			Booted *struct {
+				Image *struct {
+					Image struct {
+						Image     string `json:"image"`
+						Transport string `json:"transport"`
+					} `json:"image"`
+				} `json:"image"`
+			} `json:"booted"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(status, &st); err != nil {
+		return "", fmt.Errorf("reading the booted OS image: bootc status: %w", err)
+	}
+	if st.Kind != "BootcHost" {
+		return "", fmt.Errorf("reading the booted OS image: bootc status printed a %q, not a BootcHost", st.Kind)
+	}
+	b := st.Status.Booted
+	if b == nil {
+		return "", errors.New("reading the booted OS image: bootc status has no booted deployment (status.booted is null): the host does not boot through bootc; run the agent with -os-tool=rpm-ostree")
+	}
+	if b.Image == nil {
+		return "", nil
+	}
+	switch ref := b.Image.Image; ref.Transport {
+	case "registry", "":
+		return ref.Image, nil
+	default:
+		return ref.Transport + ":" + ref.Image, nil
+	}
 }
 
 // ImageOfReference is the image an ostree container image reference names, as pools name

@@ -2,7 +2,10 @@ package systemdhost
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -75,5 +78,83 @@ func TestImageOfReference(t *testing.T) {
 		if got := ImageOfReference(ref); got != want {
 			t.Errorf("ImageOfReference(%q) = %q, want %q", ref, got, want)
 		}
+	}
+}
+
+// TestBootedImageOfTheTools: the booted image read from each OS tool's real status output
+// (testdata: rpm-ostree's of a Fedora CoreOS node with an update staged; bootc's of a
+// CentOS bootc host switching streams), through the command -os-tool chooses.
+func TestBootedImageOfTheTools(t *testing.T) {
+	for tool, tc := range map[string]struct {
+		file string
+		argv []string
+		want string
+	}{
+		"rpm-ostree": {"rpm-ostree-status.json", []string{"chroot", "/host", "rpm-ostree", "status", "--json"}, "quay.io/fedora/fedora-coreos:stable"},
+		"bootc":      {"bootc-status.json", []string{"chroot", "/host", "bootc", "status", "--format=json"}, "quay.io/centos-bootc/centos-bootc:stream9"},
+	} {
+		status, err := os.ReadFile(filepath.Join("testdata", tc.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmds, err := CommandsFor(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ran []string
+		h := &Host{Commands: cmds, Chroot: "/host", Output: func(_ context.Context, argv []string) ([]byte, error) {
+			ran = argv
+			return status, nil
+		}}
+		if got, err := h.BootedImage(context.Background()); err != nil || got != tc.want {
+			t.Errorf("%s: booted image %q, %v; want %q (the booted deployment's, not the staged one's)", tool, got, err, tc.want)
+		}
+		if !slices.Equal(ran, tc.argv) {
+			t.Errorf("%s: ran %q, want %q", tool, ran, tc.argv)
+		}
+	}
+	if _, err := CommandsFor("dnf"); err == nil {
+		t.Error("an unknown OS tool was taken")
+	}
+}
+
+func TestBootcBootedImageOf(t *testing.T) {
+	for status, want := range map[string]string{
+		`{"kind":"BootcHost","status":{"booted":{"image":{"image":{"image":"quay.io/os:1","transport":"registry"},"imageDigest":"sha256:1"}}}}`:               "quay.io/os:1",
+		`{"kind":"BootcHost","status":{"booted":{"image":{"image":{"image":"localhost/os:dev","transport":"containers-storage"},"imageDigest":"sha256:1"}}}}`: "containers-storage:localhost/os:dev",
+		`{"kind":"BootcHost","status":{"booted":{"image":null,"ostree":{"checksum":"ab"}}}}`:                                                                  "",
+	} {
+		if got, err := BootcBootedImageOf([]byte(status)); err != nil || got != want {
+			t.Errorf("%s: %q %v, want %q", status, got, err, want)
+		}
+	}
+	for bad, says := range map[string]string{
+		`{"apiVersion":"org.containers.bootc/v1","kind":"BootcHost","status":{"booted":null}}`: "-os-tool=rpm-ostree",
+		`{"kind":"Something"}`: "not a BootcHost",
+		`deployments: []`:      "bootc status",
+	} {
+		if _, err := BootcBootedImageOf([]byte(bad)); err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("%s: %v, want an error saying %q", bad, err, says)
+		}
+	}
+}
+
+// TestKernelArgs: the running kernel's arguments from a real Fedora CoreOS /proc/cmdline:
+// the boot loader's BOOT_IMAGE= left out, a quoted value whole.
+func TestKernelArgs(t *testing.T) {
+	h := &Host{Cmdline: filepath.Join("testdata", "cmdline")}
+	got, err := h.KernelArgs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"rw", "mitigations=auto,nosmt",
+		"ostree=/ostree/boot.1/fedora-coreos/126b00a51488ea02ebc861dd33d413eb58f3287fd75646e8d215e46d88f81197/0",
+		"ignition.platform.id=qemu", "console=tty0", "console=ttyS0,115200n8", "root=UUID=34bfd606-f2cd-43f9-9b54-9e62aec79722",
+		"rootflags=prjquota", "boot=UUID=a0bed1a7-d1b0-4674-8117-713b2f1bff75", "nosmt", "dyndbg=file drivers/usb/* +p"}
+	if !slices.Equal(got, want) {
+		t.Errorf("kernel args\n%q\nwant\n%q", got, want)
+	}
+	if _, err := (&Host{Cmdline: filepath.Join(t.TempDir(), "none")}).KernelArgs(context.Background()); err == nil {
+		t.Error("an unreadable command line gave no error")
 	}
 }

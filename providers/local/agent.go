@@ -69,9 +69,9 @@ func (s nodeState) BootID() (string, error) {
 }
 
 // host is the local node's Host: unit operations are recorded in host.log, and enabling
-// makes the unit's links in the node's root; kernel arguments and the OS image are recorded
-// in node.json as a real node would report them (an OS image from the reboot after its
-// pivot on).
+// makes the unit's links in the node's root; kernel arguments and the OS image are staged
+// in node.json by kargs and pivot steps and run from the next boot on (endReboot), as
+// ostree stages a deployment; node.json's kernel_args and os_image are what runs now.
 type host struct {
 	p    *Provider
 	node string
@@ -110,24 +110,23 @@ func (h *host) EnableUnit(_ context.Context, u string, on bool) error {
 	return h.log(op, u)
 }
 
+// SetKernelArgs stages the arguments: the machine boots with them from its next boot on
+// (endReboot), as rpm-ostree kargs changes the deployment booted next. A second call before
+// the boot changes what is staged.
 func (h *host) SetKernelArgs(_ context.Context, add, remove []string) error {
 	if err := h.log("kargs", "+"+strings.Join(add, ","), "-"+strings.Join(remove, ",")); err != nil {
 		return err
 	}
-	return h.p.update(h.node, func(n *record) {
-		var out []string
-		for _, a := range n.KernelArgs {
-			if !contains(remove, a) {
-				out = append(out, a)
-			}
+	_, err := h.p.updateNode(h.node, func(n *record) ([]Event, error) {
+		base := n.KernelArgs
+		if n.StagedKernelArgs != nil {
+			base = *n.StagedKernelArgs
 		}
-		for _, a := range add {
-			if !contains(out, a) {
-				out = append(out, a)
-			}
-		}
-		n.KernelArgs = out
+		out := nodeexec.WithArgs(base, add, remove)
+		n.StagedKernelArgs = &out
+		return nil, nil
 	})
+	return err
 }
 
 // Pivot stages image: the machine runs it from its next boot (endReboot), as rpm-ostree
@@ -152,19 +151,24 @@ func (h *host) BootedImage(context.Context) (string, error) {
 	return r.OSImage, nil
 }
 
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
+// KernelArgs are the arguments node.json reports the node runs (not those a kargs step
+// staged); a local node always knows them, none being an empty list.
+func (h *host) KernelArgs(context.Context) ([]string, error) {
+	r, err := h.p.observeNode(h.node)
+	if err != nil {
+		return nil, err
 	}
-	return false
+	if r.KernelArgs == nil {
+		return []string{}, nil
+	}
+	return r.KernelArgs, nil
 }
 
 // Reboot simulates one: node.json records that the machine is down until now +
 // RebootDuration and the boot id it comes back with, so that it comes back on time
 // whether or not this process lives to see it; Reboot then waits for it, NodeTimeout at
-// most. With fault.reboot=hang the machine never comes back by itself.
+// most. With fault.reboot=hang the machine never comes back by itself; with
+// fault.reboot=rollback it comes back on what it ran before (endReboot).
 func (h *host) Reboot(ctx context.Context) error {
 	if err := h.log("reboot"); err != nil {
 		return err
@@ -172,7 +176,7 @@ func (h *host) Reboot(ctx context.Context) error {
 	start := time.Now()
 	_, err := h.p.updateNode(h.node, func(r *record) ([]Event, error) {
 		e := Event{Kind: EventReboot, BootID: r.BootID, DesiredConfig: r.DesiredConfig, NextBootID: newBootID()}
-		if r.Faults.Reboot == "" {
+		if r.Faults.Reboot != rebootHang {
 			e.Until = time.Now().Add(h.p.o.RebootDuration)
 		}
 		r.Ready, r.NextBootID, r.RebootingUntil = false, e.NextBootID, e.Until

@@ -2,6 +2,8 @@ package local
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/mcpfleet/mcp/model"
 )
@@ -12,31 +14,40 @@ import (
 type faults struct {
 	Write   string `json:"write,omitempty"`   // a write step on this path or unit (* for any) fails
 	Restart string `json:"restart,omitempty"` // a restart of this unit (* for any) fails
-	Reboot  string `json:"reboot,omitempty"`  // "hang": a reboot never comes back
+	Reboot  string `json:"reboot,omitempty"`  // rebootHang or rebootRollback
 	Drain   string `json:"drain,omitempty"`   // "pdb": evictions are refused as by a PodDisruptionBudget
 }
+
+// The values of fault.reboot.
+const (
+	rebootHang = "hang" // a reboot never comes back
+	// rebootRollback: a reboot comes back on the OS image and kernel arguments the machine
+	// ran before, the staged ones discarded, as a deployment that failed to boot is rolled
+	// back (greenboot, the boot counting of bootupd).
+	rebootRollback = "rollback"
+)
 
 // setFault sets one fault, or with del removes it.
 func setFault(f *faults, kind, value string, del bool) error {
 	var field *string
-	only := "" // the one value the fault takes, if it takes one
+	var only []string // the values the fault takes, if it takes only some
 	switch kind {
 	case "write":
 		field = &f.Write
 	case "restart":
 		field = &f.Restart
 	case "reboot":
-		field, only = &f.Reboot, "hang"
+		field, only = &f.Reboot, []string{rebootHang, rebootRollback}
 	case "drain":
-		field, only = &f.Drain, "pdb"
+		field, only = &f.Drain, []string{"pdb"}
 	default:
-		return fmt.Errorf("fault.%s: no such fault (want fault.write=PATH|*, fault.restart=UNIT|*, fault.reboot=hang or fault.drain=pdb)", kind)
+		return fmt.Errorf("fault.%s: no such fault (want fault.write=PATH|*, fault.restart=UNIT|*, fault.reboot=hang|rollback or fault.drain=pdb)", kind)
 	}
 	switch {
 	case del:
 		*field = ""
-	case only != "" && value != only:
-		return fmt.Errorf("fault.%s: want %s, not %q", kind, only, value)
+	case only != nil && !slices.Contains(only, value):
+		return fmt.Errorf("fault.%s: want %s, not %q", kind, strings.Join(only, " or "), value)
 	case value == "":
 		return fmt.Errorf("fault.%s: want a value (* for any)", kind)
 	default:

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,5 +130,59 @@ func TestSetFaultsChecksEveryKeyFirst(t *testing.T) {
 	b, _ := os.ReadFile(nodeFile(dir, "worker-0"))
 	if strings.Contains(string(b), "faults") {
 		t.Errorf("node.json keeps an empty faults object:\n%s", b)
+	}
+}
+
+// A kargs step stages the arguments and a pivot the image: node.json's kernel_args and
+// os_image, what the machine runs, change at the reboot, and verify after it reads them.
+func TestKargsAndPivotTakeEffectAtTheReboot(t *testing.T) {
+	p, dir := newFleet(t, 1, Options{})
+	ctx := context.Background()
+	target := &model.Rendered{Name: "rendered-worker-k", KernelArgs: []string{"nosmt"}, OSImage: "quay.io/fedora/fedora-coreos:42"}
+	if err := p.RunNodeSteps(ctx, "worker-0", nil, target, []model.Step{{Kind: model.StepKargs}, {Kind: model.StepPivot}}, func(model.Step) {}); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := readRecord(dir, "worker-0")
+	if len(r.KernelArgs) != 0 || r.OSImage != DefaultOSImage || r.StagedKernelArgs == nil || !slices.Equal(*r.StagedKernelArgs, []string{"nosmt"}) {
+		t.Errorf("before the reboot: runs %q on %s, staged %v; want the staged ones not yet run", r.KernelArgs, r.OSImage, r.StagedKernelArgs)
+	}
+	if err := p.RunNodeSteps(ctx, "worker-0", nil, target, []model.Step{{Kind: model.StepReboot}, {Kind: model.StepVerify}}, func(model.Step) {}); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = readRecord(dir, "worker-0")
+	if !slices.Equal(r.KernelArgs, []string{"nosmt"}) || r.OSImage != target.OSImage || r.StagedKernelArgs != nil || r.StagedOSImage != "" || r.State != model.StateDone {
+		t.Errorf("after the reboot: runs %q on %s (staged %v %q), %s; want the staged ones, Done", r.KernelArgs, r.OSImage, r.StagedKernelArgs, r.StagedOSImage, r.State)
+	}
+}
+
+// fault.reboot=rollback: the reboot comes back on the image and kernel arguments the node
+// ran before, and verify marks the node Degraded, with what it expected and what it found.
+func TestFaultRebootRollback(t *testing.T) {
+	p, dir := newFleet(t, 2, Options{})
+	set(t, dir, "worker-1", "kernel_args=quiet")
+	set(t, dir, "worker-1", "fault.reboot=rollback")
+	from := &model.Rendered{Name: "rendered-worker-q", KernelArgs: []string{"quiet"}, OSImage: DefaultOSImage}
+	target := &model.Rendered{Name: "rendered-worker-k", KernelArgs: []string{"nosmt"}, OSImage: "quay.io/fedora/fedora-coreos:42"}
+	steps := []model.Step{{Kind: model.StepKargs}, {Kind: model.StepPivot}, {Kind: model.StepReboot}, {Kind: model.StepVerify}}
+	err := p.RunNodeSteps(context.Background(), "worker-1", from, target, steps, func(model.Step) {})
+	if err == nil {
+		t.Fatal("a reboot into the old deployment verified")
+	}
+	r, _ := readRecord(dir, "worker-1")
+	if !slices.Equal(r.KernelArgs, []string{"quiet"}) || r.OSImage != DefaultOSImage || r.StagedKernelArgs != nil || r.StagedOSImage != "" {
+		t.Errorf("after the rolled back reboot: runs %q on %s (staged %v %q); want what it ran before, nothing staged",
+			r.KernelArgs, r.OSImage, r.StagedKernelArgs, r.StagedOSImage)
+	}
+	for _, want := range []string{"after reboot: verify", "kernel_args: kernel-args (expected nosmt (without quiet), found quiet)",
+		"os_image: os-image (expected quay.io/fedora/fedora-coreos:42, found " + DefaultOSImage + ")"} {
+		if r.State != model.StateDegraded || !strings.Contains(r.Reason, want) {
+			t.Errorf("node %s: %q; want Degraded saying %q", r.State, r.Reason, want)
+		}
+	}
+	if k := kinds(events(t, dir, "worker-1")); k != "working pivot reboot not-ready ready degraded" {
+		t.Errorf("events: %s", k)
+	}
+	if r.CurrentConfig == target.Name {
+		t.Error("the node reports the config it failed to boot into")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -71,7 +72,7 @@ func ignite(root string, raw []byte) ([]string, error) {
 	}
 	var kargs []string
 	for _, a := range cfg.KernelArguments.ShouldExist {
-		if !contains(kargs, string(a)) {
+		if !slices.Contains(kargs, string(a)) {
 			kargs = append(kargs, string(a))
 		}
 	}

@@ -31,6 +31,9 @@ type record struct {
 	// StagedOSImage is the OS image a pivot staged: the machine runs it (os_image) from
 	// its next boot on, as rpm-ostree's staged deployment is booted at the next reboot.
 	StagedOSImage string `json:"staged_os_image,omitempty"`
+	// StagedKernelArgs are the kernel arguments a kargs step staged (nil: none staged; an
+	// empty list: none at all): the machine boots with them from its next boot on.
+	StagedKernelArgs *[]string `json:"staged_kernel_args,omitempty"`
 	// Address is where apply reaches the node for health checks' ${node.address}
 	// (DefaultAddress when empty: the simulated machines live on this one).
 	Address string `json:"address,omitempty"`
@@ -61,13 +64,21 @@ func (r *record) completeReboot(now time.Time) time.Time {
 	return back
 }
 
-// endReboot brings the machine up with its new boot id, on the OS image a pivot staged.
+// endReboot brings the machine up with its new boot id, on the OS image and kernel
+// arguments a pivot and a kargs step staged — or, with fault.reboot=rollback, on those it
+// ran before: the staged deployment failed and was rolled back, and is gone.
 func (r *record) endReboot() {
 	r.Ready, r.BootID = true, r.NextBootID
 	r.RebootingUntil, r.NextBootID = time.Time{}, ""
-	if r.StagedOSImage != "" {
-		r.OSImage, r.StagedOSImage = r.StagedOSImage, ""
+	if r.Faults.Reboot != rebootRollback {
+		if r.StagedOSImage != "" {
+			r.OSImage = r.StagedOSImage
+		}
+		if r.StagedKernelArgs != nil {
+			r.KernelArgs = *r.StagedKernelArgs
+		}
 	}
+	r.StagedOSImage, r.StagedKernelArgs = "", nil
 }
 
 // checkName refuses a node name that is not one directory name: names come from the

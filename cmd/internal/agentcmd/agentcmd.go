@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -51,7 +52,9 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 	listen := fs.String("listen", "", "serve /healthz and /metrics on this address (e.g. :9101)")
 	hostKind := fs.String("host", "systemd", "how units and the OS are driven: systemd (D-Bus, rpm-ostree) or record (log only; enabling links units in -root as systemctl would)")
 	osChroot := fs.String("os-chroot", "", "run the kernel-argument, OS-image and health-check commands chrooted here (e.g. /host in a container)")
-	booted := fs.String("booted-image", "", "with -host=record: the OS image the machine booted (for the first boot's pivot; default none)")
+	osTool := fs.String("os-tool", "rpm-ostree", "with -host=systemd: the host's OS tool, rpm-ostree (Fedora CoreOS, RHCOS) or bootc: it pivots and says which image is booted")
+	cmdline := fs.String("cmdline", systemdhost.DefaultCmdline, "with -host=systemd: where the running kernel's arguments are read")
+	booted := fs.String("booted-image", "", "with -host=record: the OS image the machine was first booted from (default none; its pivots are booted from ROOT/"+nodeexec.MachineDir+")")
 	allow := fs.String("allow", strings.Join(nodeexec.DefaultAllowed, ","), "path prefixes the agent may write")
 	bootID := fs.String("boot-id-file", "/proc/sys/kernel/random/boot_id", "where the running boot's id is read")
 	rebootWait := fs.Duration("reboot-wait", 10*time.Minute, "after asking for a reboot, report Degraded if the machine is still up this long")
@@ -74,13 +77,14 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 			return c.errorf("-once and -desired are for the standalone agent; with -node the Node's annotations say what to do")
 		}
 		return c.kubeAgent(kubeAgentFlags{node: *node, namespace: *namespace, kubeconfig: *kubeconfig, inCluster: *inCluster, root: *root,
-			server: *server, hostKind: *hostKind, osChroot: *osChroot, booted: *booted, allow: *allow, bootID: *bootID, listen: *listen,
-			interval: *interval, rebootWait: *rebootWait}, log)
+			server: *server, allow: *allow, listen: *listen, interval: *interval, rebootWait: *rebootWait,
+			host: hostFlags{kind: *hostKind, root: *root, osChroot: *osChroot, osTool: *osTool, cmdline: *cmdline, booted: *booted, bootID: *bootID}}, log)
 	}
 	if *booted != "" && *hostKind != "record" {
 		return c.errorf("-booted-image is for -host=record; a real host says which image it booted")
 	}
-	host, closeHost, err := newHost(c.ctx, *hostKind, *root, *osChroot, *booted, log)
+	host, closeHost, err := newHost(c.ctx, hostFlags{kind: *hostKind, root: *root, osChroot: *osChroot, osTool: *osTool,
+		cmdline: *cmdline, booted: *booted, bootID: *bootID}, log, nil)
 	if err != nil {
 		return c.errorf("%v", err)
 	}
@@ -122,9 +126,15 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 const ExitRebooting = 75
 
 type kubeAgentFlags struct {
-	node, namespace, kubeconfig, root, server, hostKind, osChroot, booted, allow, bootID, listen string
-	inCluster                                                                                    bool
-	interval, rebootWait                                                                         time.Duration
+	node, namespace, kubeconfig, root, server, allow, listen string
+	inCluster                                                bool
+	interval, rebootWait                                     time.Duration
+	host                                                     hostFlags
+}
+
+// hostFlags say which Host the agent drives (newHost).
+type hostFlags struct {
+	kind, root, osChroot, osTool, cmdline, booted, bootID string
 }
 
 // kubeAgent is `mcp agent -node NAME`: the agent of a Kubernetes node (docs/kubernetes.md).
@@ -139,32 +149,20 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
-	var host nodeexec.Host
-	if f.hostKind == "record" {
-		// The simulated machine goes down when asked to reboot: the agent stops, exit 75.
-		host = &nodeexec.RecordingHost{Root: f.root, Booted: f.booted, OnCall: func(call string) error {
-			log.Info("host", "call", call)
-			if call == "reboot" {
-				cancel()
-			}
-			return nil
-		}}
-	} else {
-		if f.booted != "" {
-			return c.errorf("-booted-image is for -host=record; a real host says which image it booted")
-		}
-		h, closeHost, err := newHost(ctx, f.hostKind, f.root, f.osChroot, "", log)
-		if err != nil {
-			return c.errorf("%v", err)
-		}
-		defer closeHost()
-		host = h
+	if f.host.booted != "" && f.host.kind != "record" {
+		return c.errorf("-booted-image is for -host=record; a real host says which image it booted")
 	}
+	// The record host's machine goes down when asked to reboot: the agent stops, exit 75.
+	host, closeHost, err := newHost(ctx, f.host, log, cancel)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
+	defer closeHost()
 	a := kagent.New(nodes, f.node, f.root, f.server, host)
-	a.Log, a.Interval, a.Agent.RebootWait, a.State.BootIDPath = log, f.interval, f.rebootWait, f.bootID
+	a.Log, a.Interval, a.Agent.RebootWait, a.State.BootIDPath = log, f.interval, f.rebootWait, f.host.bootID
 	a.Agent.Exec.Allowed = strings.Split(f.allow, ",")
 	// Command health checks run in the host's root where its OS commands do.
-	a.Checks = &kagent.Checker{Secrets: nodes.Secrets(f.namespace), Namespace: f.namespace, Chroot: f.osChroot}
+	a.Checks = &kagent.Checker{Secrets: nodes.Secrets(f.namespace), Namespace: f.namespace, Chroot: f.host.osChroot}
 	m := newAgentMetrics()
 	a.Observe = m.set
 	if f.listen != "" {
@@ -185,24 +183,35 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 }
 
 // newHost is the Host -host names. The record host stands in for a machine with no
-// systemd: it logs each call, and makes and removes units' enablement links in root as
-// systemctl would, so that drift checks read what an enable did.
-func newHost(ctx context.Context, kind, root, osChroot, booted string, log *slog.Logger) (nodeexec.Host, func(), error) {
-	switch kind {
+// systemd: it logs each call, makes and removes units' enablement links in root as
+// systemctl would (drift checks read them), and keeps the machine's booted and staged
+// deployments in ROOT/run/mcp-record (nodeexec.MachineDir), booted at a change of the
+// boot id; reboot, when set, is called when it is asked to reboot (the machine goes down).
+func newHost(ctx context.Context, f hostFlags, log *slog.Logger, reboot func()) (nodeexec.Host, func(), error) {
+	switch f.kind {
 	case "systemd":
+		cmds, err := systemdhost.CommandsFor(f.osTool)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-os-tool: %w", err)
+		}
 		h, err := systemdhost.New(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
-		h.Chroot = osChroot
+		h.Chroot, h.Commands, h.Cmdline = f.osChroot, cmds, f.cmdline
 		return h, h.Close, nil
 	case "record":
-		return &nodeexec.RecordingHost{Root: root, Booted: booted, OnCall: func(call string) error {
-			log.Info("host", "call", call)
-			return nil
-		}}, func() {}, nil
+		return &nodeexec.RecordingHost{Root: f.root, Booted: f.booted, Machine: filepath.Join(f.root, nodeexec.MachineDir),
+			BootID: func() (string, error) { return nodeexec.ReadBootID(f.bootID) },
+			OnCall: func(call string) error {
+				log.Info("host", "call", call)
+				if call == "reboot" && reboot != nil {
+					reboot()
+				}
+				return nil
+			}}, func() {}, nil
 	}
-	return nil, nil, fmt.Errorf("-host %q: want systemd or record", kind)
+	return nil, nil, fmt.Errorf("-host %q: want systemd or record", f.kind)
 }
 
 type agentMetrics struct {
@@ -217,7 +226,7 @@ func newAgentMetrics() *agentMetrics {
 		reconciles: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mcp_agent_reconciles_total",
 			Help: "Reconcile passes by result."}, []string{"result"}),
 		degraded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcp_agent_degraded", Help: "1 when the node is Degraded."}),
-		drift:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcp_agent_drifted_paths", Help: "Managed paths that differ from the current config."}),
+		drift:    prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcp_agent_drifted_paths", Help: "Managed paths that differ from the current config, and its kernel arguments and OS image when the host runs others."}),
 	}
 	m.reg.MustRegister(m.reconciles, m.degraded, m.drift)
 	return m

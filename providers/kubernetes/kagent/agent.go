@@ -78,8 +78,8 @@ type Agent struct {
 func New(nodes nodeclient.Nodes, node, root, server string, host nodeexec.Host) *Agent {
 	a := &Agent{Nodes: nodes, Node: node, Server: server, HTTP: &http.Client{Timeout: 30 * time.Second},
 		Interval: time.Minute, Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), configs: map[string]*model.Rendered{}}
-	a.State = &NodeState{Nodes: nodes, Node: node, Config: a.configFor,
-		ProgressError: func(err error) { a.Log.Error("reporting progress", "err", err.Error()) }}
+	a.State = &NodeState{Nodes: nodes, Node: node, Host: host,
+		ReportError: func(err error) { a.Log.Error("report", "err", err.Error()) }}
 	a.Agent = &nodeexec.Agent{Exec: &nodeexec.Executor{Root: root, Host: host}, State: a.State, RebootWait: 10 * time.Minute}
 	return a
 }
@@ -124,8 +124,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	go inf.RunWithContext(ctx)
 	tick := time.NewTicker(a.Interval)
 	defer tick.Stop()
+	// The first pass checks too: the node's report of what its host runs is not left to
+	// wait an Interval after the agent starts.
+	first := true
 	for {
-		check := false
+		check := first
 		select {
 		case <-ctx.Done():
 			return nil
@@ -138,6 +141,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		if !ok || node == nil {
 			continue
 		}
+		first = false
 		ran, err := a.Reconcile(ctx, node)
 		if errors.Is(err, nodeexec.ErrRebooting) {
 			return err
@@ -276,8 +280,12 @@ func (a *Agent) update(ctx context.Context, h protocol.Handover, herr error, cur
 	return err
 }
 
-// CheckDrift compares the disk with the node's current config and reports the drift; node
-// (nil: fetch it) gives the current config's name and the drift already reported.
+// CheckDrift compares the node with its current config — the disk, and what the host
+// says the running boot runs (nodeexec.ObserveHost, model.CheckHost) — and reports the
+// disk's drift and the host's word in the Node's annotations, where the engine compares
+// them (model.HostDrift); node (nil: fetch it) gives the current config's name and what is
+// reported already. A node with no current config still reports what its host runs: a
+// plan for its first config reads the image it boots.
 func (a *Agent) CheckDrift(ctx context.Context, node *corev1.Node) {
 	if node == nil {
 		n, err := a.Nodes.Get(ctx, a.Node, metav1.GetOptions{})
@@ -287,22 +295,36 @@ func (a *Agent) CheckDrift(ctx context.Context, node *corev1.Node) {
 		}
 		node = n
 	}
+	o, err := a.State.Observe()
+	if err != nil {
+		a.Log.Error("drift check", "err", err.Error())
+	}
 	name := node.Annotations[protocol.CurrentConfig]
 	if name == "" {
+		if err := a.State.ReportHost(node.Annotations, o); err != nil {
+			a.Log.Error("drift check", "err", err.Error())
+		}
 		return
 	}
 	r, err := a.fetch(ctx, name)
+	var d []model.Drift
 	if err == nil {
-		var d []model.Drift
-		if d, err = a.Agent.Exec.Verify(r); err == nil {
-			err = a.State.ReportDrift(node.Annotations, d)
-			if a.Observe != nil {
-				a.Observe(node.Annotations[protocol.State], len(d), nil)
-			}
-		}
+		d, err = a.Agent.Exec.Verify(r)
+	}
+	if err == nil {
+		err = a.State.ReportDrift(node.Annotations, d, o)
 	}
 	if err != nil {
 		a.Log.Error("drift check", "current", name, "err", err.Error())
+		return
+	}
+	// The agent's own count (the engine compares the reported values itself).
+	host := model.CheckHost(o.KernelArgs, o.OSImage, r, nil)
+	for _, h := range host {
+		a.Log.Warn("drift", "current", name, "drift", h.String())
+	}
+	if a.Observe != nil {
+		a.Observe(node.Annotations[protocol.State], len(d)+len(host), nil)
 	}
 }
 
@@ -343,19 +365,6 @@ func (a *Agent) fetch(ctx context.Context, name string) (*model.Rendered, error)
 		}
 	}
 	return nil, err
-}
-
-// configFor gives the rendered config name for a report: the cached one, else one quick
-// fetch (after a reboot the agent holds nothing yet), else nil.
-func (a *Agent) configFor(name string) *model.Rendered {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	r, err := a.fetchOnce(ctx, name)
-	if err != nil {
-		a.Log.Warn("os image and kernel arguments not reported", "config", name, "err", err.Error())
-		return nil
-	}
-	return r
 }
 
 // fetchOnce gives the cached config, else fetches it once and caches it.

@@ -121,6 +121,33 @@ func newAgent(t *testing.T, client *fake.Clientset, url string, host nodeexec.Ho
 	return a, root
 }
 
+// machine makes host stand in for the node's machine, kept in root as `mcp agent
+// -host=record` keeps it (nodeexec.MachineDir), booted with image ("": Booted) and the
+// kernel command line cmdline; it returns the machine's directory.
+func machine(t *testing.T, host *nodeexec.RecordingHost, root string, a *Agent, image, cmdline string) string {
+	t.Helper()
+	r := recordHost(root, a)
+	host.Root, host.Machine, host.BootID = r.Root, r.Machine, r.BootID
+	write := func(name, s string) {
+		if err := os.WriteFile(filepath.Join(host.Machine, name), []byte(s+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(host.Machine, 0o755)
+	write(nodeexec.MachineCmdline, cmdline)
+	if image != "" {
+		write(nodeexec.MachineBootedImage, image)
+	}
+	return host.Machine
+}
+
+// recordHost is the recording host of a's node, keeping its machine in root.
+func recordHost(root string, a *Agent) *nodeexec.RecordingHost {
+	path := a.State.BootIDPath
+	return &nodeexec.RecordingHost{Root: root, Machine: filepath.Join(root, nodeexec.MachineDir),
+		BootID: func() (string, error) { return nodeexec.ReadBootID(path) }}
+}
+
 func getNode(t *testing.T, client *fake.Clientset) *corev1.Node {
 	t.Helper()
 	n, err := client.CoreV1().Nodes().Get(context.Background(), nodeName, metav1.GetOptions{})
@@ -152,13 +179,14 @@ var chrony = &model.Rendered{Name: "rendered-worker-a", OSImage: "quay.io/fcos@s
 }}
 
 // A hand-over on the Node: the agent writes the files into the root and reports Working,
-// progress after each step, then Done under the observed update id; then the drift check
-// reports no drift.
+// progress after each step, then Done under the observed update id with what the host
+// says it runs; then the drift check reports no drift.
 func TestHandoverRunsAndReports(t *testing.T) {
 	steps := nodeSteps(&model.Rendered{OSImage: chrony.OSImage}, chrony)
 	client, p := cluster(t, handover(t, protocol.Handover{Desired: chrony.Name, Steps: steps, UpdateID: "u1"}))
 	host := &nodeexec.RecordingHost{}
 	a, root := newAgent(t, client, serveRendered(t, chrony), host)
+	machine(t, host, root, a, chrony.OSImage, "BOOT_IMAGE=(hd0,gpt3)/vmlinuz root=UUID=34bf console=ttyS0")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	errc := make(chan error, 1)
@@ -175,7 +203,7 @@ func TestHandoverRunsAndReports(t *testing.T) {
 	if rep != want {
 		t.Errorf("report %+v, want %+v", rep, want)
 	}
-	if ann[protocol.KernelArgs] != `[]` || ann[protocol.OSImage] != chrony.OSImage || ann[protocol.Drift] != "[]" || ann[protocol.DriftCount] != "0" {
+	if ann[protocol.KernelArgs] != `["root=UUID=34bf","console=ttyS0"]` || ann[protocol.OSImage] != chrony.OSImage || ann[protocol.Drift] != "[]" || ann[protocol.DriftCount] != "0" {
 		t.Errorf("kernel args %q, drift %q count %q", ann[protocol.KernelArgs], ann[protocol.Drift], ann[protocol.DriftCount])
 	}
 	for _, f := range chrony.Files {
@@ -281,6 +309,7 @@ func TestRebootResumesUnderTheUpdateID(t *testing.T) {
 		return nil
 	}}
 	a, root := newAgent(t, client, url, host)
+	machine(t, host, root, a, "", "root=UUID=34bf quiet")
 	if err := a.Run(ctx); !errors.Is(err, nodeexec.ErrRebooting) {
 		t.Fatalf("Run: %v, want ErrRebooting", err)
 	}
@@ -294,7 +323,7 @@ func TestRebootResumesUnderTheUpdateID(t *testing.T) {
 	}
 	// Boot: a new boot id, a new agent process.
 	os.WriteFile(a.State.BootIDPath, []byte("boot-2\n"), 0o644)
-	b := New(client.CoreV1().Nodes(), nodeName, root, url, &nodeexec.RecordingHost{})
+	b := New(client.CoreV1().Nodes(), nodeName, root, url, recordHost(root, a))
 	b.State.BootIDPath = a.State.BootIDPath
 	if err := b.Resume(context.Background()); err != nil {
 		t.Fatalf("Resume: %v", err)
@@ -304,7 +333,8 @@ func TestRebootResumesUnderTheUpdateID(t *testing.T) {
 	if rep != want {
 		t.Errorf("report after boot %+v, want %+v", rep, want)
 	}
-	if k := getNode(t, client).Annotations[protocol.KernelArgs]; k != `["nosmt"]` {
+	// What the machine booted with: its own arguments, and the one the kargs step staged.
+	if k := getNode(t, client).Annotations[protocol.KernelArgs]; k != `["root=UUID=34bf","quiet","nosmt"]` {
 		t.Errorf("kernel args after boot %q", k)
 	}
 	if _, err := os.Stat(filepath.Join(root, nodeexec.PendingPath)); !os.IsNotExist(err) {

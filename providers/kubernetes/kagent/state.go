@@ -4,9 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"maps"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,14 +28,15 @@ type NodeState struct {
 	Node  string
 	// BootIDPath is read by BootID (default /proc/sys/kernel/random/boot_id).
 	BootIDPath string
-	// Config, when set, gives the rendered config of that name if the agent holds it
-	// (nil if not); Done then reports its OS image and kernel arguments.
-	Config func(name string) *model.Rendered
+	// Host, when set, is asked what the running boot runs: Done and ReportDrift report its
+	// OS image and kernel arguments (the node's word, not the config's).
+	Host nodeexec.Host
 	// PatchTimeout bounds each patch with its retries (default 1 minute).
 	PatchTimeout time.Duration
-	// ProgressError is told when a progress report (StepDone) could not be made; the
-	// update goes on, and the next report carries the progress.
-	ProgressError func(error)
+	// ReportError is told of what a report could not carry: a progress report (StepDone)
+	// not made — the update goes on, and the next report carries the progress —, or a host
+	// that could not say what it runs (Done reports both unknown).
+	ReportError func(error)
 
 	// send orders the reports: each patch is made holding it, so a progress report in
 	// flight reaches the API server before a later report is sent.
@@ -97,8 +97,8 @@ func (s *NodeState) StepDone(model.Step) {
 	s.queued = true
 	s.mu.Unlock()
 	go func() {
-		if err := s.Flush(); err != nil && s.ProgressError != nil {
-			s.ProgressError(err)
+		if err := s.Flush(); err != nil && s.ReportError != nil {
+			s.ReportError(err)
 		}
 	}()
 }
@@ -120,8 +120,8 @@ func (s *NodeState) Flush() error {
 	return s.patch(ann)
 }
 
-// Done reports that the node runs current, with its OS image and kernel arguments when
-// the agent holds that config.
+// Done reports that the node runs current, with the OS image and kernel arguments the
+// host says it runs.
 func (s *NodeState) Done(current string) error {
 	s.send.Lock()
 	defer s.send.Unlock()
@@ -133,19 +133,11 @@ func (s *NodeState) Done(current string) error {
 	if firstBoot {
 		ann[protocol.DesiredConfig] = current
 	}
-	if s.Config != nil {
-		if r := s.Config(current); r != nil {
-			if r.OSImage != "" {
-				ann[protocol.OSImage] = r.OSImage
-			}
-			kargs := r.KernelArgs
-			if kargs == nil {
-				kargs = []string{}
-			}
-			b, _ := json.Marshal(kargs)
-			ann[protocol.KernelArgs] = string(b)
-		}
+	o, err := s.Observe()
+	if err != nil && s.ReportError != nil {
+		s.ReportError(err)
 	}
+	maps.Copy(ann, s.observed(nil, o))
 	if err := s.patch(ann); err != nil {
 		return err
 	}
@@ -172,26 +164,76 @@ func (s *NodeState) report(ann map[string]any) map[string]any {
 }
 
 // BootID reads the running boot's id.
-func (s *NodeState) BootID() (string, error) {
-	p := s.BootIDPath
-	if p == "" {
-		p = "/proc/sys/kernel/random/boot_id"
+func (s *NodeState) BootID() (string, error) { return nodeexec.ReadBootID(s.BootIDPath) }
+
+// ReportDrift writes the drift annotations (protocol.EncodeDrift) and the host's word o
+// (Observe), each only when the node (its annotations) does not already carry that value;
+// nothing when it carries them all.
+func (s *NodeState) ReportDrift(node map[string]string, d []model.Drift, o Observation) error {
+	drift, count := protocol.EncodeDrift(d)
+	ann := s.observed(node, o)
+	if node[protocol.Drift] != drift || node[protocol.DriftCount] != count {
+		ann[protocol.Drift], ann[protocol.DriftCount] = drift, count
 	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return "", fmt.Errorf("reading boot id: %w", err)
-	}
-	return strings.TrimSpace(string(b)), nil
+	return s.patchIfAny(ann)
 }
 
-// ReportDrift writes the drift annotations (protocol.EncodeDrift) unless the node already
-// carries these values.
-func (s *NodeState) ReportDrift(node map[string]string, d []model.Drift) error {
-	drift, count := protocol.EncodeDrift(d)
-	if node != nil && node[protocol.Drift] == drift && node[protocol.DriftCount] == count {
+// ReportHost is ReportDrift for a node whose disk was not checked (it runs no config).
+func (s *NodeState) ReportHost(node map[string]string, o Observation) error {
+	return s.patchIfAny(s.observed(node, o))
+}
+
+func (s *NodeState) patchIfAny(ann map[string]any) error {
+	if len(ann) == 0 {
 		return nil
 	}
-	return s.patch(map[string]any{protocol.Drift: drift, protocol.DriftCount: count})
+	return s.patch(ann)
+}
+
+// Observation is the host's word on what the running boot runs.
+type Observation struct {
+	KernelArgs []string // nil: unknown
+	OSImage    string   // "": unknown, or no container image
+}
+
+// Observe asks the host what the running boot runs (nodeexec.ObserveHost); an error leaves
+// both unknown. With no Host nothing is known.
+func (s *NodeState) Observe() (Observation, error) {
+	if s.Host == nil {
+		return Observation{}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kargs, image, err := nodeexec.ObserveHost(ctx, s.Host)
+	if err != nil {
+		return Observation{}, fmt.Errorf("reading what the host runs: %w", err)
+	}
+	return Observation{KernelArgs: kargs, OSImage: image}, nil
+}
+
+// observed is the os-image and kernel-args annotations of o, less those the node (its
+// annotations; nil: not known) already carries. What the host cannot say is removed (a
+// JSON null): an older value is not left standing as the node's word.
+func (s *NodeState) observed(node map[string]string, o Observation) map[string]any {
+	ann := map[string]any{}
+	if s.Host == nil {
+		return ann
+	}
+	kargs := ""
+	if o.KernelArgs != nil {
+		b, _ := json.Marshal(o.KernelArgs)
+		kargs = string(b)
+	}
+	for key, value := range map[string]string{protocol.OSImage: o.OSImage, protocol.KernelArgs: kargs} {
+		cur, ok := node[key]
+		switch {
+		case value == "" && (ok || node == nil):
+			ann[key] = nil
+		case value != "" && (!ok || cur != value):
+			ann[key] = value
+		}
+	}
+	return ann
 }
 
 // withUpdate adds the observed update id and progress to a report.

@@ -27,7 +27,7 @@ func TestProgressReportsStayInOrder(t *testing.T) {
 	// flight when the next is made, and would land after it if nothing kept the order.
 	nodes := slowNodes{Nodes: client.CoreV1().Nodes()}
 	s := &NodeState{Nodes: nodes, Node: nodeName,
-		ProgressError: func(err error) { t.Errorf("progress report: %v", err) }}
+		ReportError: func(err error) { t.Errorf("progress report: %v", err) }}
 
 	s.Begin("u1", 0)
 	if err := s.Working("rendered-a"); err != nil {
