@@ -189,7 +189,6 @@ func TestKubeRebootIntoTheWrongImageDegrades(t *testing.T) {
 // pivot and no reboot, and apply does not reboot them: the Node's reported image is what
 // counts, not the config's (which named none).
 func TestKubePoolImageAlreadyBootedPlansNoReboot(t *testing.T) {
-	t.Skip("needs the planner's rule that a node already running the pool's image gets no pivot (issue 21, the planner/engine side): remove this skip once it is merged")
 	const noImage = `
 pool "worker" {
   node_selector   = { "node-role.kubernetes.io/worker" = "" }

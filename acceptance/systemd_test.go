@@ -329,7 +329,7 @@ func TestEnablementDriftWithRealSystemd(t *testing.T) {
 	}
 
 	// The plan's restore: each unit written again, which asks the manager to link.
-	restore := steps.Restore(nil, drift, cfg)
+	restore := steps.Restore(nil, drift, cfg, steps.Host{})
 	if err := a.Update(ctx, cfg, cfg, restore, func(model.Step) {}); err != nil {
 		t.Fatalf("restore (%v): %v", restore, err)
 	}
