@@ -25,7 +25,8 @@ func TestProgressReportsStayInOrder(t *testing.T) {
 	// Slow patches, the first progress report slowest, delayed before the fake clientset
 	// (which takes its patches one at a time): a report sent off the path is still in
 	// flight when the next is made, and would land after it if nothing kept the order.
-	nodes := slowNodes{Nodes: client.CoreV1().Nodes()}
+	hold := make(chan struct{})
+	nodes := slowNodes{Nodes: client.CoreV1().Nodes(), hold: hold}
 	s := &NodeState{Nodes: nodes, Node: nodeName,
 		ReportError: func(err error) { t.Errorf("progress report: %v", err) }}
 
@@ -33,14 +34,22 @@ func TestProgressReportsStayInOrder(t *testing.T) {
 	if err := s.Working("rendered-a"); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	s.StepDone(model.Step{Kind: model.StepWrite})
-	time.Sleep(10 * time.Millisecond) // its report is in flight
-	s.StepDone(model.Step{Kind: model.StepWrite})
-	s.StepDone(model.Step{Kind: model.StepWrite})
-	if d := time.Since(start); d > 40*time.Millisecond {
-		t.Errorf("three StepDones took %v: they waited for the API server", d)
+	time.Sleep(10 * time.Millisecond) // its report is in flight, held at the API server
+	returned := make(chan struct{})
+	go func() {
+		s.StepDone(model.Step{Kind: model.StepWrite})
+		s.StepDone(model.Step{Kind: model.StepWrite})
+		close(returned)
+	}()
+	// The API server answers nothing until hold is closed: StepDones that waited for it
+	// would never return.
+	select {
+	case <-returned:
+	case <-time.After(time.Minute):
+		t.Fatal("StepDone waited for the API server")
 	}
+	close(hold)
 	if err := s.Done("rendered-a"); err != nil {
 		t.Fatal(err)
 	}
@@ -106,13 +115,20 @@ func TestProgressReportsStayInOrder(t *testing.T) {
 	}
 }
 
-// slowNodes delays each patch, the progress reports of progress 1 most.
-type slowNodes struct{ nodeclient.Nodes }
+// slowNodes delays each patch, the progress reports of progress 1 most; those wait for
+// hold (when set) to be closed first.
+type slowNodes struct {
+	nodeclient.Nodes
+	hold <-chan struct{}
+}
 
 func (n slowNodes) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*corev1.Node, error) {
 	delay := 5 * time.Millisecond
 	if strings.Contains(string(data), `"`+protocol.Progress+`":"1"`) && !strings.Contains(string(data), `"`+protocol.State+`"`) {
 		delay = 60 * time.Millisecond
+		if n.hold != nil {
+			<-n.hold
+		}
 	}
 	time.Sleep(delay)
 	return n.Nodes.Patch(ctx, name, pt, data, opts, sub...)
