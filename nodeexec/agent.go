@@ -258,7 +258,7 @@ func (a *Agent) readPending() (*pending, error) {
 		return nil, err
 	}
 	defer r.Close()
-	b, err := r.ReadFile(PendingPath)
+	b, err := ReadRecord(r, PendingPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

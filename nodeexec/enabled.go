@@ -88,7 +88,7 @@ func installOf(r *os.Root, name string, cfg *model.Rendered) (inst install, ok b
 func fromDisk(r *os.Root, name string) (string, []string, error) {
 	for _, dir := range unitSearch {
 		rel := dir + "/" + name
-		b, err := r.ReadFile(rel)
+		b, err := readManaged(r, rel)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -133,7 +133,7 @@ func diskDropins(r *os.Root, units ...string) ([]string, error) {
 			if !strings.HasSuffix(e.Name(), ".conf") || e.IsDir() {
 				continue
 			}
-			b, err := r.ReadFile(dir + "/" + e.Name())
+			b, err := readManaged(r, dir+"/"+e.Name())
 			if err != nil {
 				return nil, fmt.Errorf("reading drop-in /%s/%s: %w", dir, e.Name(), err)
 			}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner/steps"
 )
@@ -163,7 +164,7 @@ func FetchRendered(ctx context.Context, client *http.Client, server, name string
 		return nil, fmt.Errorf("fetching %s: %s", url, resp.Status)
 	}
 	r := new(model.Rendered)
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(r); err != nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, model.MaxRenderedSize)).Decode(r); err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", url, err)
 	}
 	if r.Name != name {
@@ -178,7 +179,7 @@ func (s *Standalone) readFile(rel string) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
-	return r.ReadFile(rel)
+	return ReadRecord(r, rel)
 }
 
 func (s *Standalone) writeJSON(rel string, v any) error {
@@ -248,10 +249,7 @@ func (st *standaloneState) Degraded(reason string) error {
 	return (*Standalone)(st).save()
 }
 
-func (st *standaloneState) BootID() (string, error) {
-	b, err := os.ReadFile(st.BootIDPath)
-	return strings.TrimSpace(string(b)), err
-}
+func (st *standaloneState) BootID() (string, error) { return ReadBootID(st.BootIDPath) }
 
 // Sweep removes temporary files an interrupted write left in the directories of target's
 // files (names ".<base>.tmp-<hex>"): atomic writes leave nothing half-written at a managed
@@ -284,7 +282,7 @@ func (e *Executor) Sweep(target *model.Rendered) error {
 			return err
 		}
 		for _, n := range names {
-			if strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp-") {
+			if atomicfile.IsTemp(n) {
 				if err := r.Remove(path.Join(d, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return err
 				}

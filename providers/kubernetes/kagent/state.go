@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -177,11 +175,7 @@ func (s *NodeState) BootID() (string, error) {
 	if p == "" {
 		p = "/proc/sys/kernel/random/boot_id"
 	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return "", fmt.Errorf("reading boot id: %w", err)
-	}
-	return strings.TrimSpace(string(b)), nil
+	return nodeexec.ReadBootID(p)
 }
 
 // ReportDrift writes the drift annotations (protocol.EncodeDrift) unless the node already

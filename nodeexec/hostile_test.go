@@ -1,0 +1,84 @@
+package nodeexec
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcp/model"
+)
+
+// promptly runs f and fails the test if it has not returned within 10 s: opening a FIFO
+// for reading waits for a writer forever, which is the failure looked for.
+func promptly(t *testing.T, what string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: still blocked after 10s", what)
+		return nil
+	}
+}
+
+func fifo(t *testing.T, p string) {
+	t.Helper()
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	os.Remove(p)
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSpecialFilesInARootAreRefused: a FIFO where the agent reads in a node's root — the
+// account database a file's owner is resolved in, its own records, the boot id — is an
+// error naming the file at once, not an agent blocked for ever; a link to /dev/zero at a
+// managed path is drift, not a read without end.
+func TestSpecialFilesInARootAreRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("owners are resolved, and so etc/passwd read, only as root")
+	}
+	root := t.TempDir()
+	makeTree(t, root, tree{"etc/group": {Content: "root:x:0:\n", Mode: 0o644}})
+	fifo(t, filepath.Join(root, "etc/passwd"))
+	to := &model.Rendered{Files: []model.File{{Path: "/etc/c.conf", Mode: 0o644, Contents: []byte("x"), User: "core"}}}
+	e := &Executor{Root: root, Host: &RecordingHost{}}
+	err := promptly(t, "write", func() error {
+		return e.Run(context.Background(), nil, to, model.Step{Kind: model.StepWrite, Target: "/etc/c.conf"})
+	})
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(root, "etc/passwd")+" is a named pipe (FIFO), not a regular file") {
+		t.Fatalf("write with a FIFO for etc/passwd: %v", err)
+	}
+	if err := promptly(t, "verify", func() error { _, err := e.Verify(to); return err }); err != nil {
+		t.Errorf("verify with a FIFO for etc/passwd: %v", err)
+	}
+
+	for _, rel := range []string{PendingPath, FirstBootPath} {
+		fifo(t, filepath.Join(root, rel))
+	}
+	a := &Agent{Exec: e}
+	if err := promptly(t, "pending record", func() error { _, err := a.readPending(); return err }); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("pending record: %v", err)
+	}
+	if err := promptly(t, "first-boot record", func() error { _, err := e.ReadFirstBoot(); return err }); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("first-boot record: %v", err)
+	}
+	bootID := filepath.Join(t.TempDir(), "boot_id")
+	fifo(t, bootID)
+	if err := promptly(t, "boot id", func() error { _, err := ReadBootID(bootID); return err }); err == nil || !strings.Contains(err.Error(), bootID+" is a named pipe") {
+		t.Errorf("boot id: %v", err)
+	}
+
+	os.Remove(filepath.Join(root, "etc/c.conf"))
+	os.Symlink("/dev/zero", filepath.Join(root, "etc/c.conf"))
+	drift, err := e.Verify(&model.Rendered{Files: []model.File{{Path: "/etc/c.conf", Mode: 0o644, Contents: []byte("x")}}})
+	if err != nil || len(drift) != 1 || drift[0].Kind != model.DriftType {
+		t.Errorf("a link to /dev/zero at a managed path: %+v, %v; want type drift", drift, err)
+	}
+}
