@@ -20,6 +20,9 @@ import (
 	"time"
 )
 
+// MaxCredential bounds a certificate, key, CA bundle or token file: a few KiB each.
+const MaxCredential = 1 << 20
+
 // ErrTooLarge is wrapped by the error for a file past the bound.
 var ErrTooLarge = errors.New("more than mcp reads")
 
