@@ -134,6 +134,35 @@ func TestDeepTemplateAndVarRefused(t *testing.T) {
 	}
 }
 
+// TestDeepVarOfTypeAnyRefused: a variable of type any takes an HCL expression from -var
+// and MCP_VAR_, as Terraform's does, held to the nesting bound of configuration files (it
+// was taken as a string of 60,000 brackets); an untyped variable takes a string, in which
+// brackets are text, as in a quoted string of a configuration file.
+func TestDeepVarOfTypeAnyRefused(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "main.hcl", "provider \"local\" { fleet = \"f\" }\n"+
+		"variable \"a\" {\n  type = any\n}\nvariable \"e\" {\n  type = any\n}\nvariable \"s\" {}\n"+
+		"pool \"worker\" {\n  node_selector = { x = jsonencode([var.a, var.e, var.s]) }\n}\n")
+	deep := strings.Repeat("[", 60000) + strings.Repeat("]", 60000)
+	diags := loadWithin(t, dir, Options{Vars: []string{"a=" + deep, "s=" + deep}, Environ: []string{"MCP_VAR_e=" + deep}})
+	var all []string
+	for _, d := range diags {
+		all = append(all, d.Error())
+	}
+	for _, want := range []string{"-var a:1,101-", "environment variable MCP_VAR_e:1,101-"} {
+		if !strings.Contains(strings.Join(all, "\n"), want) {
+			t.Errorf("no nesting error at %s; got\n%s", want, strings.Join(all, "\n"))
+		}
+	}
+	if strings.Contains(strings.Join(all, "\n"), "-var s") {
+		t.Errorf("the untyped variable's string was refused:\n%s", strings.Join(all, "\n"))
+	}
+	_, diags = Load(dir, Options{Vars: []string{`a={ servers = ["x", "y"] }`, "e=[1]", "s=[not, an, expression"}})
+	if diags.HasErrors() {
+		t.Errorf("shallow values: %v", diags)
+	}
+}
+
 func TestOversizedConfigurationRefused(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "main.hcl", "provider \"local\" { fleet = \"f\" }\n# "+strings.Repeat("x", maxFileSize)+"\n")
