@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/internal/unitinstall"
 	"github.com/mcpfleet/mcp/model"
 )
@@ -158,7 +159,7 @@ func sortedValues(m map[string]string) []string {
 
 // readDir lists dir, nothing when it does not exist.
 func readDir(r *os.Root, dir string) ([]fs.DirEntry, error) {
-	f, err := r.Open(dir)
+	f, err := boundedfile.OpenDirIn(r, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

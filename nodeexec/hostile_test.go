@@ -75,6 +75,15 @@ func TestSpecialFilesInARootAreRefused(t *testing.T) {
 		t.Errorf("boot id: %v", err)
 	}
 
+	// A FIFO where a managed file's directory is: listed for a killed write's temporary
+	// files, it is refused at once.
+	fifo(t, filepath.Join(root, "etc/d"))
+	if err := promptly(t, "sweep", func() error {
+		return e.Sweep(&model.Rendered{Files: []model.File{{Path: "/etc/d/a.conf", Mode: 0o644}}})
+	}); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("sweep of a FIFO directory: %v", err)
+	}
+
 	os.Remove(filepath.Join(root, "etc/c.conf"))
 	os.Symlink("/dev/zero", filepath.Join(root, "etc/c.conf"))
 	drift, err := e.Verify(&model.Rendered{Files: []model.File{{Path: "/etc/c.conf", Mode: 0o644, Contents: []byte("x")}}})

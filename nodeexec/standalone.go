@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/internal/atomicfile"
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner/steps"
 )
@@ -269,7 +270,7 @@ func (e *Executor) Sweep(target *model.Rendered) error {
 		dirs[strings.TrimPrefix(unitPath(u.Name), "/")+".d"] = true
 	}
 	for d := range dirs {
-		f, err := r.Open(d)
+		f, err := boundedfile.OpenDirIn(r, d)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -109,14 +109,9 @@ func ReadIn(r *os.Root, name string, max int64) ([]byte, error) {
 	})
 }
 
-// ReadDir is os.ReadDir (entries sorted by name) with the directory opened so that
-// anything else at path — a FIFO, a device — is refused at once instead of blocking.
+// ReadDir is os.ReadDir (entries sorted by name) with the directory opened by OpenDir.
 func ReadDir(path string) ([]fs.DirEntry, error) {
-	var f *os.File
-	err := whileLeased(func() (err error) {
-		f, err = os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
-		return err
-	})
+	f, err := OpenDir(path)
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +119,17 @@ func ReadDir(path string) ([]fs.DirEntry, error) {
 	ents, err := f.ReadDir(-1)
 	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return ents, err
+}
+
+// OpenDir opens a directory so that anything else at path — a FIFO, a device — is
+// refused at once (ENOTDIR) instead of blocking the open.
+func OpenDir(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+}
+
+// OpenDirIn is OpenDir for name inside r.
+func OpenDirIn(r *os.Root, name string) (*os.File, error) {
+	return r.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
 }
 
 // ReadLimit reads the rest of a stream already open (a journal, a decompressor) up to max

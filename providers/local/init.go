@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -56,7 +57,7 @@ func ParsePoolSizes(s string) ([]PoolSize, error) {
 // fleet.json — what makes the directory a fleet — is written (atomically): a fleet is
 // complete or is not one, without two fsyncs per node.
 func Init(dir string, spec InitSpec) error {
-	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+	if ents, err := boundedfile.ReadDir(dir); err == nil && len(ents) > 0 {
 		return fmt.Errorf("fleet directory %s is not empty", dir)
 	}
 	if len(spec.Zones) == 0 {
