@@ -7,25 +7,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
+	"github.com/mcpfleet/mcp/internal/within"
 	"github.com/mcpfleet/mcp/model"
 )
-
-// promptly runs f and fails the test if it has not returned within 10 s: opening a FIFO
-// for reading waits for a writer forever, which is the failure looked for.
-func promptly(t *testing.T, what string, f func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: still blocked after 10s", what)
-		return nil
-	}
-}
 
 func fifo(t *testing.T, p string) {
 	t.Helper()
@@ -49,13 +34,13 @@ func TestSpecialFilesInARootAreRefused(t *testing.T) {
 	fifo(t, filepath.Join(root, "etc/passwd"))
 	to := &model.Rendered{Files: []model.File{{Path: "/etc/c.conf", Mode: 0o644, Contents: []byte("x"), User: "core"}}}
 	e := &Executor{Root: root, Host: &RecordingHost{}}
-	err := promptly(t, "write", func() error {
+	err := within.Call(t, "write", func() error {
 		return e.Run(context.Background(), nil, to, model.Step{Kind: model.StepWrite, Target: "/etc/c.conf"})
 	})
 	if err == nil || !strings.Contains(err.Error(), filepath.Join(root, "etc/passwd")+" is a named pipe (FIFO), not a regular file") {
 		t.Fatalf("write with a FIFO for etc/passwd: %v", err)
 	}
-	if err := promptly(t, "verify", func() error { _, err := e.Verify(to); return err }); err != nil {
+	if err := within.Call(t, "verify", func() error { _, err := e.Verify(to); return err }); err != nil {
 		t.Errorf("verify with a FIFO for etc/passwd: %v", err)
 	}
 
@@ -63,22 +48,22 @@ func TestSpecialFilesInARootAreRefused(t *testing.T) {
 		fifo(t, filepath.Join(root, rel))
 	}
 	a := &Agent{Exec: e}
-	if err := promptly(t, "pending record", func() error { _, err := a.readPending(); return err }); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+	if err := within.Call(t, "pending record", func() error { _, err := a.readPending(); return err }); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("pending record: %v", err)
 	}
-	if err := promptly(t, "first-boot record", func() error { _, err := e.ReadFirstBoot(); return err }); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+	if err := within.Call(t, "first-boot record", func() error { _, err := e.ReadFirstBoot(); return err }); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("first-boot record: %v", err)
 	}
 	bootID := filepath.Join(t.TempDir(), "boot_id")
 	fifo(t, bootID)
-	if err := promptly(t, "boot id", func() error { _, err := ReadBootID(bootID); return err }); err == nil || !strings.Contains(err.Error(), bootID+" is a named pipe") {
+	if err := within.Call(t, "boot id", func() error { _, err := ReadBootID(bootID); return err }); err == nil || !strings.Contains(err.Error(), bootID+" is a named pipe") {
 		t.Errorf("boot id: %v", err)
 	}
 
 	// A FIFO where a managed file's directory is: listed for a killed write's temporary
 	// files, it is refused at once.
 	fifo(t, filepath.Join(root, "etc/d"))
-	if err := promptly(t, "sweep", func() error {
+	if err := within.Call(t, "sweep", func() error {
 		return e.Sweep(&model.Rendered{Files: []model.File{{Path: "/etc/d/a.conf", Mode: 0o644}}})
 	}); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("sweep of a FIFO directory: %v", err)

@@ -6,29 +6,23 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/mcpfleet/mcp/internal/within"
 )
 
-// mcpWithin is mcp, failed when the command has not returned within 10 s: opening a FIFO
-// for reading waits for a writer forever, which is the failure looked for.
+// mcpWithin is mcp under within's deadline: opening a FIFO for reading waits for a writer
+// forever, which is the failure looked for.
 func mcpWithin(t *testing.T, dir string, args ...string) (int, string, string) {
 	t.Helper()
 	type result struct {
 		code        int
 		out, errOut string
 	}
-	done := make(chan result, 1)
-	go func() {
+	r := within.Call(t, "mcp "+strings.Join(args, " "), func() result {
 		code, out, errOut := mcp(t, dir, args...)
-		done <- result{code, out, errOut}
-	}()
-	select {
-	case r := <-done:
-		return r.code, r.out, r.errOut
-	case <-time.After(10 * time.Second):
-		t.Fatalf("mcp %s: still running after 10s", strings.Join(args, " "))
-		return 0, "", ""
-	}
+		return result{code, out, errOut}
+	})
+	return r.code, r.out, r.errOut
 }
 
 // TestCredentialFilesAreReadBounded: a CA or token file that is a FIFO or a link to

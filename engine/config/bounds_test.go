@@ -6,27 +6,20 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcpfleet/mcp/internal/within"
 )
 
 // loadWithin runs Load and fails the test if it does not return in time: a FIFO must not
 // block it.
 func loadWithin(t *testing.T, dir string, opts Options) hcl.Diagnostics {
 	t.Helper()
-	done := make(chan hcl.Diagnostics, 1)
-	go func() {
+	return within.Call(t, "Load", func() hcl.Diagnostics {
 		_, diags := Load(dir, opts)
-		done <- diags
-	}()
-	select {
-	case d := <-done:
-		return d
-	case <-time.After(20 * time.Second):
-		t.Fatal("Load did not return")
-		return nil
-	}
+		return diags
+	})
 }
 
 func findDiag(diags hcl.Diagnostics, summary string) *hcl.Diagnostic {

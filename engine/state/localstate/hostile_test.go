@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/internal/within"
 )
 
 // storedState writes a state with a pointer and its rendered configs, and returns the
@@ -36,21 +37,6 @@ func storedState(t *testing.T) (*Local, string) {
 	return b, name
 }
 
-// within runs f and fails the test if it has not returned within 10 s: a read that blocks
-// (a FIFO opened for reading waits for a writer forever) is the failure looked for.
-func within(t *testing.T, what string, f func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: still blocked after 10s", what)
-		return nil
-	}
-}
-
 // TestSpecialFilesInTheStateAreRefused: a symlink to /dev/zero or a FIFO in the place of
 // any file of the local state — the state, its backup, a rendered config, the journal, the
 // lock — makes reading (or locking) the state fail at once with an error naming the file,
@@ -71,7 +57,7 @@ func TestSpecialFilesInTheStateAreRefused(t *testing.T) {
 				} else if err := os.Symlink("/dev/zero", p); err != nil {
 					t.Fatal(err)
 				}
-				err := within(t, "reading the state", func() error {
+				err := within.Call(t, "reading the state", func() error {
 					if file == "lock" {
 						_, err := b.Lock(ctx, state.NewLockInfo("plan", "test"))
 						return err
@@ -83,7 +69,7 @@ func TestSpecialFilesInTheStateAreRefused(t *testing.T) {
 					t.Fatalf("got %v, want an error naming %s as not a regular file", err, p)
 				}
 				if file == "journal" {
-					if err := within(t, "appending to the journal", func() error {
+					if err := within.Call(t, "appending to the journal", func() error {
 						return b.AppendJournal(ctx, state.JournalRecord{Node: "n", Target: name, Step: "write"})
 					}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 						t.Fatalf("append: %v, want an error saying the journal is not a regular file", err)
