@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -113,7 +114,7 @@ func (c *CertReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, e
 	if stamp == c.stamp && c.cert != nil {
 		return c.cert, nil
 	}
-	cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+	cert, err := loadKeyPair(c.CertFile, c.KeyFile)
 	if err != nil {
 		if c.cert != nil {
 			return c.cert, nil // a half-rotated pair: keep the old one until both are new
@@ -122,4 +123,17 @@ func (c *CertReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, e
 	}
 	c.cert, c.stamp = &cert, stamp
 	return c.cert, nil
+}
+
+// loadKeyPair is tls.LoadX509KeyPair with both files read as boundedfile reads them.
+func loadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	certPEM, err := boundedfile.Read(certFile, boundedfile.MaxCredential, 0)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	keyPEM, err := boundedfile.Read(keyFile, boundedfile.MaxCredential, 0)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.X509KeyPair(certPEM, keyPEM)
 }

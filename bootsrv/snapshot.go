@@ -134,12 +134,11 @@ func BuildWith(serial int64, pointers map[string]string, rendered map[string]*mo
 		}
 		s.rendered[name] = newBody(b, "application/json", renderedCaching, "")
 	}
+	if err := model.CheckPointers(pointers, rendered); err != nil {
+		return nil, err
+	}
 	for pool, name := range pointers {
-		r := rendered[name]
-		if r == nil {
-			return nil, fmt.Errorf("pool %s points at rendered config %s, which the store lacks", pool, name)
-		}
-		pc, err := preparePool(pool, r, o)
+		pc, err := preparePool(pool, rendered[name], o)
 		if err != nil {
 			return nil, fmt.Errorf("pool %s: %w", pool, err)
 		}

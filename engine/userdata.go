@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers"
@@ -29,14 +29,14 @@ func (w *Workspace) pointerConfigs() (map[string][]byte, error) {
 		}
 		o := bootsrv.PointerOptions{URL: u.URL, Pool: p.Name}
 		if u.CAFile != "" {
-			b, err := os.ReadFile(u.CAFile)
+			b, err := boundedfile.Read(u.CAFile, boundedfile.MaxCredential, 0)
 			if err != nil {
 				return nil, fmt.Errorf("pool %s: user_data ca_file: %w", p.Name, err)
 			}
 			o.CAPEM = b
 		}
 		if u.TokenFile != "" {
-			b, err := os.ReadFile(u.TokenFile)
+			b, err := boundedfile.Read(u.TokenFile, boundedfile.MaxCredential, 0)
 			if err != nil {
 				return nil, fmt.Errorf("pool %s: user_data token_file: %w", p.Name, err)
 			}

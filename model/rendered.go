@@ -54,6 +54,30 @@ func (r *Rendered) CheckName() error {
 	return nil
 }
 
+// MaxRenderedSize bounds a rendered config's JSON wherever it is read: stored in the
+// state, fetched by an agent, served to mcp fleet add, in a node's records. The
+// configuration files it is made of are at most 8 MiB each; a larger config is refused
+// when it is stored, since it could not be read back.
+const MaxRenderedSize = 64 << 20
+
+// CheckPointers refuses pool pointers that name a rendered config rendered lacks. A store
+// writes its rendered configs before the pointers to them, so such a pointer is damage (or
+// a hand edit, "../../etc/passwd" say): the boot server refuses to serve it and the state
+// readers to plan from it — one check for both.
+func CheckPointers(pointers map[string]string, rendered map[string]*Rendered) error {
+	pools := make([]string, 0, len(pointers))
+	for pool := range pointers {
+		pools = append(pools, pool)
+	}
+	slices.Sort(pools)
+	for _, pool := range pools {
+		if name := pointers[pool]; rendered[name] == nil {
+			return fmt.Errorf("pool %s points at rendered config %s, which the store lacks", pool, name)
+		}
+	}
+	return nil
+}
+
 // File returns the file at path, or nil.
 func (r *Rendered) File(path string) *File {
 	for i := range r.Files {

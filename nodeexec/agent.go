@@ -276,7 +276,7 @@ func readPending(root string) (*pending, error) {
 		return nil, err
 	}
 	defer r.Close()
-	b, err := r.ReadFile(PendingPath)
+	b, err := ReadRecord(r, PendingPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/internal/unitinstall"
 	"github.com/mcpfleet/mcp/model"
 )
@@ -88,7 +89,7 @@ func installOf(r *os.Root, name string, cfg *model.Rendered) (inst install, ok b
 func fromDisk(r *os.Root, name string) (string, []string, error) {
 	for _, dir := range unitSearch {
 		rel := dir + "/" + name
-		b, err := r.ReadFile(rel)
+		b, err := readManaged(r, rel)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -133,7 +134,7 @@ func diskDropins(r *os.Root, units ...string) ([]string, error) {
 			if !strings.HasSuffix(e.Name(), ".conf") || e.IsDir() {
 				continue
 			}
-			b, err := r.ReadFile(dir + "/" + e.Name())
+			b, err := readManaged(r, dir+"/"+e.Name())
 			if err != nil {
 				return nil, fmt.Errorf("reading drop-in /%s/%s: %w", dir, e.Name(), err)
 			}
@@ -158,7 +159,7 @@ func sortedValues(m map[string]string) []string {
 
 // readDir lists dir, nothing when it does not exist.
 func readDir(r *os.Root, dir string) ([]fs.DirEntry, error) {
-	f, err := r.Open(dir)
+	f, err := boundedfile.OpenDirIn(r, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/mcpfleet/mcp/internal/atomicfile"
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -223,14 +224,14 @@ func chownNamed(r *os.Root, rel, user, group string) error {
 	}
 	uid, gid := -1, -1
 	if user != "" {
-		id, err := lookupID(r, "etc/passwd", user)
+		id, err := LookupID(r, "etc/passwd", user)
 		if err != nil {
 			return err
 		}
 		uid = id
 	}
 	if group != "" {
-		id, err := lookupID(r, "etc/group", group)
+		id, err := LookupID(r, "etc/group", group)
 		if err != nil {
 			return err
 		}
@@ -239,8 +240,9 @@ func chownNamed(r *os.Root, rel, user, group string) error {
 	return r.Lchown(rel, uid, gid)
 }
 
-func lookupID(r *os.Root, db, name string) (int, error) {
-	b, err := r.ReadFile(db)
+// LookupID is the id of name in the root's account database db (etc/passwd or etc/group).
+func LookupID(r *os.Root, db, name string) (int, error) {
+	b, err := boundedfile.ReadIn(r, db, maxAccountDB)
 	if err != nil {
 		return 0, fmt.Errorf("resolving %q: %w", name, err)
 	}

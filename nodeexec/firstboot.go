@@ -96,7 +96,7 @@ func (e *Executor) ReadFirstBoot() (*model.FirstBoot, error) {
 		return nil, err
 	}
 	defer r.Close()
-	b, err := r.ReadFile(FirstBootPath)
+	b, err := ReadRecord(r, FirstBootPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -180,14 +180,4 @@ func WithArgs(args, add, remove []string) []string {
 // DefaultBootIDPath is where the running boot's id is read on Linux.
 const DefaultBootIDPath = "/proc/sys/kernel/random/boot_id"
 
-// ReadBootID reads the running boot's id from path (default DefaultBootIDPath).
-func ReadBootID(path string) (string, error) {
-	if path == "" {
-		path = DefaultBootIDPath
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("reading boot id: %w", err)
-	}
-	return strings.TrimSpace(string(b)), nil
-}
+

@@ -48,7 +48,7 @@ func (e *Executor) save(r *os.Root, rel string) error {
 			return err
 		}
 	case st.Mode().IsRegular():
-		if u.content, err = r.ReadFile(rel); err != nil {
+		if u.content, err = readManaged(r, rel); err != nil {
 			return err
 		}
 		u.mode = st.Mode().Perm()

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcp/internal/atomicfile"
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner/steps"
 )
@@ -163,7 +165,7 @@ func FetchRendered(ctx context.Context, client *http.Client, server, name string
 		return nil, fmt.Errorf("fetching %s: %s", url, resp.Status)
 	}
 	r := new(model.Rendered)
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(r); err != nil {
+	if err := json.NewDecoder(io.LimitReader(resp.Body, model.MaxRenderedSize)).Decode(r); err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", url, err)
 	}
 	if r.Name != name {
@@ -178,7 +180,7 @@ func (s *Standalone) readFile(rel string) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
-	return r.ReadFile(rel)
+	return ReadRecord(r, rel)
 }
 
 func (s *Standalone) writeJSON(rel string, v any) error {
@@ -268,7 +270,7 @@ func (e *Executor) Sweep(target *model.Rendered) error {
 		dirs[strings.TrimPrefix(unitPath(u.Name), "/")+".d"] = true
 	}
 	for d := range dirs {
-		f, err := r.Open(d)
+		f, err := boundedfile.OpenDirIn(r, d)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -281,7 +283,7 @@ func (e *Executor) Sweep(target *model.Rendered) error {
 			return err
 		}
 		for _, n := range names {
-			if strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp-") {
+			if atomicfile.IsTemp(n) {
 				if err := r.Remove(path.Join(d, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 					return err
 				}

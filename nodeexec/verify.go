@@ -12,6 +12,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -179,7 +180,10 @@ func checkFile(d *dirs, p string, want []byte, mode fs.FileMode) ([]Drift, error
 	if !st.Mode().IsRegular() {
 		return []Drift{{Path: p, Kind: DriftType, Expected: "regular file", Found: st.Mode().Type().String()}}, nil
 	}
-	got, err := r.ReadFile(rel)
+	got, err := readManaged(r, rel)
+	if errors.Is(err, boundedfile.ErrTooLarge) {
+		return []Drift{{Path: p, Kind: DriftContent, Expected: digest(want), Found: fmt.Sprintf("more than %d MiB", maxManaged>>20)}}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", p, err)
 	}
@@ -212,12 +216,12 @@ func checkOwner(d *dirs, p, user, group string) []Drift {
 	}
 	wantUID, wantGID := uid, gid
 	if user != "" {
-		if wantUID, err = lookupID(d.root, "etc/passwd", user); err != nil {
+		if wantUID, err = LookupID(d.root, "etc/passwd", user); err != nil {
 			return nil
 		}
 	}
 	if group != "" {
-		if wantGID, err = lookupID(d.root, "etc/group", group); err != nil {
+		if wantGID, err = LookupID(d.root, "etc/group", group); err != nil {
 			return nil
 		}
 	}

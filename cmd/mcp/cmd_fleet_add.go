@@ -158,7 +158,7 @@ func fetchServed(ctx context.Context, client *http.Client, server, pool string) 
 		return nil, fmt.Errorf("fetching the served config: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, model.MaxRenderedSize))
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", url, err)
 	}

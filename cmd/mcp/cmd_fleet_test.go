@@ -106,6 +106,10 @@ func TestFleetAdd(t *testing.T) {
 		{[]string{"new-1", "-pool", "nope"}, `pool "nope" is not in the configuration (pools: infra, worker)`},
 		{[]string{"new-1"}, "usage: mcp fleet add NODE -pool POOL"},
 		{[]string{"new-1", "-pool", "worker", "-server", "http://127.0.0.1:1"}, "fetching the served config"},
+		{[]string{".add-x", "-pool", "worker"}, `node name ".add-x"`},
+		{[]string{"UPPER", "-pool", "worker"}, `node name "UPPER"`},
+		{[]string{strings.Repeat("n", 300), "-pool", "worker"}, "must be no more than 253 characters"},
+		{[]string{"new-1", "-pool", "worker", "-zone", "../../z"}, `zone "../../z"`},
 	} {
 		if code, _, errOut := mcp(t, dir, append([]string{"fleet", "add"}, tt.args...)...); code != 1 || !strings.Contains(errOut, tt.want) {
 			t.Errorf("fleet add %v: exit %d, %s", tt.args, code, errOut)

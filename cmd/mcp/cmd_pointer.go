@@ -2,9 +2,9 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 )
 
 // pointer prints the Ignition pointer config (user-data) for a pool.
@@ -22,12 +22,12 @@ func (c *cli) pointer(args []string) int {
 	}
 	o := bootsrv.PointerOptions{URL: *url, Pool: pos[0]}
 	if *ca != "" {
-		if o.CAPEM, err = os.ReadFile(c.path(*ca)); err != nil {
+		if o.CAPEM, err = boundedfile.Read(c.path(*ca), boundedfile.MaxCredential, 0); err != nil {
 			return c.errorf("-ca: %v", err)
 		}
 	}
 	if *token != "" {
-		b, err := os.ReadFile(c.path(*token))
+		b, err := boundedfile.Read(c.path(*token), boundedfile.MaxCredential, 0)
 		if err != nil {
 			return c.errorf("-token-file: %v", err)
 		}

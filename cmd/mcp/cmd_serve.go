@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/mcpfleet/mcp/bootsrv"
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/engine/state/localstate"
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubesource"
 )
 
@@ -59,7 +59,7 @@ func (c *cli) serve(args []string) int {
 	reg := prometheus.NewRegistry()
 	srv := bootsrv.New(reg)
 	if *tokenFile != "" {
-		b, err := os.ReadFile(c.path(*tokenFile))
+		b, err := boundedfile.Read(c.path(*tokenFile), boundedfile.MaxCredential, 0)
 		if err != nil {
 			return c.errorf("-token-file: %v", err)
 		}

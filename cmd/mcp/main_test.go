@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/engine/state/localstate"
@@ -385,6 +386,39 @@ func TestForceUnlockOfDeadHolder(t *testing.T) {
 	code, out, errOut := mcp(t, dir, "force-unlock", info.ID)
 	if code != 0 || strings.Contains(out, "Do you really") {
 		t.Fatalf("force-unlock of a dead holder: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "mcp.state.lock")); !os.IsNotExist(err) {
+		t.Errorf("lock after force-unlock: %v", err)
+	}
+}
+
+// TestForceUnlockOfKilledUnreapedHolder: a holder SIGKILLed and not yet waited for by its
+// parent (a zombie, as when a script kills mcp apply and runs force-unlock next) is dead:
+// its lock is removed without asking.
+func TestForceUnlockOfKilledUnreapedHolder(t *testing.T) {
+	dir := quickstart(t)
+	holder := exec.Command("sleep", "60")
+	if err := holder.Start(); err != nil {
+		t.Skip(err)
+	}
+	defer holder.Wait()
+	info := state.NewLockInfo("apply", "test")
+	info.PID = holder.Process.Pid
+	raw, _ := json.Marshal(info)
+	if err := os.WriteFile(filepath.Join(dir, "mcp.state.lock"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	holder.Process.Kill()
+	stat := fmt.Sprintf("/proc/%d/stat", info.PID)
+	for i := 0; i < 1000; i++ { // the kill lands asynchronously
+		if b, _ := os.ReadFile(stat); strings.Contains(string(b), ") Z ") {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	code, out, errOut := mcp(t, dir, "force-unlock", info.ID)
+	if code != 0 || strings.Contains(out+errOut, "runs on this host") {
+		t.Fatalf("force-unlock of a killed, unreaped holder: exit %d, want 0 without asking\n%s%s", code, out, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "mcp.state.lock")); !os.IsNotExist(err) {
 		t.Errorf("lock after force-unlock: %v", err)

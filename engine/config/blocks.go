@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/mcpfleet/mcp/internal/hclpos"
 	"github.com/mcpfleet/mcp/internal/unitinstall"
@@ -39,6 +40,12 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 			continue
 		}
 		name := b.Labels[0]
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			diags = append(diags, errAt(b.LabelRanges[0], "Invalid pool name",
+				fmt.Sprintf("Pool %q: %s. A pool's name is part of its rendered configs' names (files of the state, "+
+					"Secrets) and of its default node-role label: a DNS-1123 label, such as \"worker\" or \"infra-2\".",
+					name, strings.Join(errs, "; "))))
+		}
 		p := model.Pool{Name: name, MaxUnavailable: model.IntOrPercent{Value: 1}, DeclRange: hclpos.From(b.DefRange),
 			NodeSelector: map[string]string{"node-role.kubernetes.io/" + name: ""}, BootImage: model.BootImage{Policy: model.BootImageManaged, Skew: model.SkewWarn},
 			Pacing: model.Pacing{MaxFailures: 1}}

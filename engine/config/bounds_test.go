@@ -6,27 +6,20 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcpfleet/mcp/internal/within"
 )
 
 // loadWithin runs Load and fails the test if it does not return in time: a FIFO must not
 // block it.
 func loadWithin(t *testing.T, dir string, opts Options) hcl.Diagnostics {
 	t.Helper()
-	done := make(chan hcl.Diagnostics, 1)
-	go func() {
+	return within.Call(t, "Load", func() hcl.Diagnostics {
 		_, diags := Load(dir, opts)
-		done <- diags
-	}()
-	select {
-	case d := <-done:
-		return d
-	case <-time.After(20 * time.Second):
-		t.Fatal("Load did not return")
-		return nil
-	}
+		return diags
+	})
 }
 
 func findDiag(diags hcl.Diagnostics, summary string) *hcl.Diagnostic {
@@ -131,6 +124,35 @@ func TestDeepTemplateAndVarRefused(t *testing.T) {
 		if !strings.Contains(strings.Join(all, "\n"), want) {
 			t.Errorf("no nesting error at %s; got\n%s", want, strings.Join(all, "\n"))
 		}
+	}
+}
+
+// TestDeepVarOfTypeAnyRefused: a variable of type any takes an HCL expression from -var
+// and MCP_VAR_, as Terraform's does, held to the nesting bound of configuration files (it
+// was taken as a string of 60,000 brackets); an untyped variable takes a string, in which
+// brackets are text, as in a quoted string of a configuration file.
+func TestDeepVarOfTypeAnyRefused(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "main.hcl", "provider \"local\" { fleet = \"f\" }\n"+
+		"variable \"a\" {\n  type = any\n}\nvariable \"e\" {\n  type = any\n}\nvariable \"s\" {}\n"+
+		"pool \"worker\" {\n  node_selector = { x = jsonencode([var.a, var.e, var.s]) }\n}\n")
+	deep := strings.Repeat("[", 60000) + strings.Repeat("]", 60000)
+	diags := loadWithin(t, dir, Options{Vars: []string{"a=" + deep, "s=" + deep}, Environ: []string{"MCP_VAR_e=" + deep}})
+	var all []string
+	for _, d := range diags {
+		all = append(all, d.Error())
+	}
+	for _, want := range []string{"-var a:1,101-", "environment variable MCP_VAR_e:1,101-"} {
+		if !strings.Contains(strings.Join(all, "\n"), want) {
+			t.Errorf("no nesting error at %s; got\n%s", want, strings.Join(all, "\n"))
+		}
+	}
+	if strings.Contains(strings.Join(all, "\n"), "-var s") {
+		t.Errorf("the untyped variable's string was refused:\n%s", strings.Join(all, "\n"))
+	}
+	_, diags = Load(dir, Options{Vars: []string{`a={ servers = ["x", "y"] }`, "e=[1]", "s=[not, an, expression"}})
+	if diags.HasErrors() {
+		t.Errorf("shallow values: %v", diags)
 	}
 }
 

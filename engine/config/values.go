@@ -17,6 +17,9 @@ type variable struct {
 	typ   cty.Type
 	decl  hcl.Range
 	value cty.Value
+	// expr: values from the command line and the environment are HCL expressions (a
+	// type other than string is declared, any included), not strings.
+	expr bool
 }
 
 func decodeVariable(b *hcl.Block) (*variable, hcl.Diagnostics) {
@@ -27,7 +30,7 @@ func decodeVariable(b *hcl.Block) (*variable, hcl.Diagnostics) {
 		t, d := typeexpr.TypeConstraint(a.Expr)
 		diags = append(diags, d...)
 		if !d.HasErrors() {
-			v.typ = t
+			v.typ, v.expr = t, t != cty.String
 		}
 	}
 	if a := content.Attributes["default"]; a != nil {
@@ -47,9 +50,10 @@ func decodeVariable(b *hcl.Block) (*variable, hcl.Diagnostics) {
 }
 
 // parseRaw reads a value given on the command line or in the environment: a string for
-// string (and untyped) variables, an HCL expression for the others — as Terraform does.
+// string and untyped variables, an HCL expression — held to the configuration's nesting
+// bound — for the others, `type = any` included, as Terraform does.
 func (v *variable) parseRaw(raw, src string) (cty.Value, hcl.Diagnostics) {
-	if v.typ == cty.String || v.typ == cty.DynamicPseudoType {
+	if !v.expr {
 		return cty.StringVal(raw), nil
 	}
 	if d := checkNesting([]byte(raw), src, false); d != nil {

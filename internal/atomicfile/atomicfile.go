@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 )
 
 // Write replaces the file at path atomically (see WriteIn).
@@ -36,9 +37,7 @@ func WriteIn(r *os.Root, rel string, data []byte, perm fs.FileMode) error {
 // outlives the process), but not against a crash of the machine.
 func ReplaceIn(r *os.Root, rel string, data []byte, perm fs.FileMode, sync bool) error {
 	dir := path.Dir(rel)
-	var rb [6]byte
-	rand.Read(rb[:])
-	tmp := path.Join(dir, "."+path.Base(rel)+".tmp-"+hex.EncodeToString(rb[:]))
+	tmp := tempName(rel)
 	f, err := r.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm.Perm())
 	if err != nil {
 		return err
@@ -70,6 +69,29 @@ func ReplaceIn(r *os.Root, rel string, data []byte, perm fs.FileMode, sync bool)
 		return nil
 	}
 	return SyncDir(r, dir)
+}
+
+// tempMark sits between a file's name and the random part of its temporary twin's:
+// ".<name>.tmp-<12 hex digits>".
+const tempMark = ".tmp-"
+
+// tempName is a new temporary twin's name for rel, in rel's directory.
+func tempName(rel string) string {
+	var rb [6]byte
+	rand.Read(rb[:])
+	return path.Join(path.Dir(rel), "."+path.Base(rel)+tempMark+hex.EncodeToString(rb[:]))
+}
+
+// IsTemp says whether name (a base name) is a temporary file ReplaceIn makes: one a
+// writer killed mid-write leaves behind, for whoever holds the directory's lock to sweep.
+func IsTemp(name string) bool {
+	i := strings.LastIndex(name, tempMark)
+	if !strings.HasPrefix(name, ".") || i < 2 {
+		return false
+	}
+	rnd := name[i+len(tempMark):]
+	_, err := hex.DecodeString(rnd)
+	return len(rnd) == 12 && err == nil
 }
 
 // SyncDir fsyncs a directory inside r, making a rename or removal in it durable.

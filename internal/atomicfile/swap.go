@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 )
 
 // Swap replaces the file at p with data, whole for every reader and against a killed
@@ -26,7 +28,9 @@ import (
 // renamed over p.
 func Swap(p string, data []byte, perm fs.FileMode) error {
 	twin := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".swap")
-	f, err := os.OpenFile(twin, os.O_WRONLY|os.O_CREATE|noFollow, perm)
+	// Without blocking and regular only: a FIFO put where the twin goes would block an
+	// open for writing until someone read it.
+	f, _, err := boundedfile.Open(twin, os.O_WRONLY|os.O_CREATE|noFollow, perm)
 	if err != nil {
 		return err
 	}

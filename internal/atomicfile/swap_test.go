@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcpfleet/mcp/internal/boundedfile"
+	"github.com/mcpfleet/mcp/internal/within"
 )
 
 // Plain readers racing a stream of swaps only ever see one whole version (without the
@@ -94,5 +95,23 @@ func TestSwapRefusesSymlinkedTwin(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(outside); string(b) != "keep" {
 		t.Errorf("the symlink's target was written: %q", b)
+	}
+}
+
+// TestSwapRefusesAFIFOTwin: a FIFO where the twin goes is refused at once, not opened for
+// writing (which waits for a reader for ever).
+func TestSwapRefusesAFIFOTwin(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "node.json")
+	os.WriteFile(p, []byte("old"), 0o644)
+	if err := syscall.Mkfifo(filepath.Join(dir, ".node.json.swap"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := within.Call(t, "swap", func() error { return Swap(p, []byte("new"), 0o644) })
+	if err == nil || !strings.Contains(err.Error(), "named pipe") {
+		t.Fatalf("swap with a FIFO twin: %v", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "old" {
+		t.Errorf("the file was changed: %q", b)
 	}
 }

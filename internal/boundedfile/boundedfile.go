@@ -1,18 +1,27 @@
-// Package boundedfile opens and reads files mcp takes as input — configurations, saved
-// plans, fleet files — which may be anything: only regular files, opened without blocking
-// (a FIFO without a writer would block the open forever), and never read past a bound (a
-// symlink to /dev/zero must be an error, not an exhausted memory).
+// Package boundedfile opens and reads every file mcp did not write in the same run — the
+// state and its lock and journal, configurations, saved plans, fleet files, a node root's
+// records and account databases, certificates and tokens — which may be anything: only
+// regular files, opened without blocking (a FIFO without a writer would block the open
+// forever), and never read past a bound (a symlink to /dev/zero must be an error, not an
+// exhausted memory). Read and Open take a path; ReadIn and OpenIn a name inside an
+// os.Root (a node's root), which they cannot leave.
 package boundedfile
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
+
+// MaxCredential bounds a certificate, key, CA bundle or token file: a few KiB each.
+const MaxCredential = 1 << 20
 
 // ErrTooLarge is wrapped by the error for a file past the bound.
 var ErrTooLarge = errors.New("more than mcp reads")
@@ -25,12 +34,48 @@ func Open(path string, flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error
 		f, err = os.OpenFile(path, flag|syscall.O_NONBLOCK, perm)
 		return err
 	})
-	if flag&syscall.O_NOFOLLOW != 0 && errors.Is(err, syscall.ELOOP) {
-		return nil, nil, fmt.Errorf("%s is a symbolic link, not a regular file", path)
-	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, openError(path, flag, err, func() (fs.FileInfo, error) { return os.Stat(path) })
 	}
+	return checkOpened(f, path)
+}
+
+// OpenIn is Open for name inside r; errors name the file as r.Name()/name.
+func OpenIn(r *os.Root, name string, flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error) {
+	var f *os.File
+	err := whileLeased(func() (err error) {
+		f, err = r.OpenFile(name, flag|syscall.O_NONBLOCK, perm)
+		return err
+	})
+	full := filepath.Join(r.Name(), name)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, nil, openError(full, flag, &fs.PathError{Op: "open", Path: full, Err: err},
+			func() (fs.FileInfo, error) { return r.Stat(name) })
+	}
+	return checkOpened(f, full)
+}
+
+// openError says plainly why an open failed where the file is the wrong kind: a link
+// refused by NoFollow, or a FIFO opened for writing without a reader (ENXIO, which a
+// non-blocking open gives instead of waiting for one).
+func openError(path string, flag int, err error, stat func() (fs.FileInfo, error)) error {
+	switch {
+	case flag&syscall.O_NOFOLLOW != 0 && errors.Is(err, syscall.ELOOP):
+		return fmt.Errorf("%s is a symbolic link, not a regular file", path)
+	case errors.Is(err, syscall.ENXIO):
+		if st, serr := stat(); serr == nil && !st.Mode().IsRegular() {
+			return fmt.Errorf("%s is %s, not a regular file", path, Describe(st.Mode()))
+		}
+	}
+	return err
+}
+
+// checkOpened refuses an opened file that fstat does not call a regular file.
+func checkOpened(f *os.File, path string) (*os.File, fs.FileInfo, error) {
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -41,6 +86,67 @@ func Open(path string, flag int, perm fs.FileMode) (*os.File, fs.FileInfo, error
 		return nil, nil, fmt.Errorf("%s is %s, not a regular file", path, Describe(st.Mode()))
 	}
 	return f, st, nil
+}
+
+// ReadIn is Read for name inside r, following links only within it; errors name the file
+// as r.Name()/name.
+func ReadIn(r *os.Root, name string, max int64) ([]byte, error) {
+	f, st, err := OpenIn(r, name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	full := filepath.Join(r.Name(), name)
+	if st.Size() > max {
+		return nil, tooLarge(full, st.Size(), max)
+	}
+	return readAll(full, st.Size(), max, nil, func(b []byte) (int, error) {
+		n, err := f.Read(b)
+		if errors.Is(err, io.EOF) {
+			err = nil
+		}
+		return n, err
+	})
+}
+
+// ReadDir is os.ReadDir (entries sorted by name) with the directory opened by OpenDir.
+func ReadDir(path string) ([]fs.DirEntry, error) {
+	f, err := OpenDir(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return ents, err
+}
+
+// OpenDir opens a directory so that anything else at path — a FIFO, a device — is
+// refused at once (ENOTDIR) instead of blocking the open.
+func OpenDir(path string) (*os.File, error) {
+	return os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+}
+
+// OpenDirIn is OpenDir for name inside r.
+func OpenDirIn(r *os.Root, name string) (*os.File, error) {
+	return r.OpenFile(name, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NONBLOCK, 0)
+}
+
+// ReadLimit reads the rest of a stream already open (a journal, a decompressor) up to max
+// bytes; more is an error naming what, wrapping ErrTooLarge.
+func ReadLimit(what string, r io.Reader, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s is larger than %s, %w", what, size(max), ErrTooLarge)
+	}
+	return b, nil
+}
+
+func tooLarge(path string, n, max int64) error {
+	return fmt.Errorf("%s is %d bytes, larger than %s, %w", path, n, size(max), ErrTooLarge)
 }
 
 // NoFollow is the flag that makes Open refuse a symbolic link.
@@ -71,22 +177,35 @@ func ReadBuf(path string, max int64, flag int, buf []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%s is %s, not a regular file", path, Describe(m))
 	}
 	if st.Size > max {
-		return nil, fmt.Errorf("%s is %d bytes, larger than %s, %w", path, st.Size, size(max), ErrTooLarge)
+		return nil, tooLarge(path, st.Size, max)
 	}
-	// One byte past the size: a read that does not fill it has reached the end (a regular
-	// file's read stops short only there), and a file that grew while being read is caught
-	// past the bound.
-	b := slices.Grow(buf[:0], int(st.Size)+1)
+	return readAll(path, st.Size, max, buf, func(b []byte) (int, error) {
+		for {
+			n, err := syscall.Read(fd, b)
+			if !errors.Is(err, syscall.EINTR) {
+				return n, err
+			}
+		}
+	})
+}
+
+// readAll reads a regular file of the size fstat gave through read, which returns 0 at
+// its end. One byte past the size: a read that does not fill it has reached the end (a
+// regular file's read stops short only there), and a file that grew while being read is
+// caught past the bound. Files of /proc say size 0 and are read on in 4 KiB steps.
+func readAll(path string, size0, max int64, buf []byte, read func([]byte) (int, error)) ([]byte, error) {
+	b := slices.Grow(buf[:0], int(size0)+1)
 	for {
 		if len(b) == cap(b) {
 			b = slices.Grow(b, 4096)
 		}
-		n, err := syscall.Read(fd, b[len(b):cap(b)])
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
+		n, err := read(b[len(b):cap(b)])
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, &fs.PathError{Op: "read", Path: path, Err: err})
+			var pe *fs.PathError
+			if !errors.As(err, &pe) {
+				err = &fs.PathError{Op: "read", Path: path, Err: err}
+			}
+			return nil, fmt.Errorf("reading %s: %w", path, err)
 		}
 		if n == 0 {
 			return b, nil

@@ -43,3 +43,72 @@ func TestRead(t *testing.T) {
 		t.Errorf("/dev/zero: %v", err)
 	}
 }
+
+// TestReadIn: inside a root as Read outside it — a FIFO or a device is refused at once,
+// naming the file by its full path, and a file past the bound is refused by its size.
+func TestReadIn(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "etc"), 0o755)
+	os.WriteFile(filepath.Join(dir, "etc/passwd"), []byte("root:x:0:0::/root:/bin/sh\n"), 0o644)
+	syscall.Mkfifo(filepath.Join(dir, "etc/group"), 0o644)
+	os.WriteFile(filepath.Join(dir, "big"), make([]byte, 5000), 0o644)
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if b, err := ReadIn(r, "etc/passwd", 100); err != nil || string(b) != "root:x:0:0::/root:/bin/sh\n" {
+		t.Errorf("passwd: %q, %v", b, err)
+	}
+	if _, err := ReadIn(r, "etc/group", 100); err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "etc/group")+" is a named pipe (FIFO), not a regular file") {
+		t.Errorf("fifo: %v", err)
+	}
+	if _, err := ReadIn(r, "big", 4096); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), filepath.Join(dir, "big")+" is 5000 bytes") {
+		t.Errorf("too large: %v", err)
+	}
+	if _, err := ReadIn(r, "none", 10); !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), filepath.Join(dir, "none")) {
+		t.Errorf("missing: %v", err)
+	}
+	if _, err := ReadIn(r, "../x", 10); err == nil {
+		t.Error("a name out of the root was read")
+	}
+	// Opened for writing, a FIFO without a reader fails at once (ENXIO); the error says why.
+	if _, _, err := OpenIn(r, "etc/group", os.O_WRONLY|os.O_APPEND, 0); err == nil || !strings.Contains(err.Error(), "is a named pipe (FIFO), not a regular file") {
+		t.Errorf("fifo for writing: %v", err)
+	}
+	if _, _, err := Open(filepath.Join(dir, "etc/group"), os.O_WRONLY|os.O_APPEND|os.O_CREATE|NoFollow, 0o644); err == nil || !strings.Contains(err.Error(), "is a named pipe (FIFO), not a regular file") {
+		t.Errorf("fifo for appending: %v", err)
+	}
+}
+
+// TestReadProcFile: files of /proc say size 0 and are read whole all the same.
+func TestReadProcFile(t *testing.T) {
+	b, err := Read("/proc/self/stat", 4096, 0)
+	if err != nil || !strings.Contains(string(b), ")") || b[len(b)-1] != '\n' {
+		t.Errorf("/proc/self/stat: %q, %v", b, err)
+	}
+}
+
+func TestReadLimit(t *testing.T) {
+	if b, err := ReadLimit("x", strings.NewReader("abc"), 3); err != nil || string(b) != "abc" {
+		t.Errorf("%q %v", b, err)
+	}
+	if _, err := ReadLimit("the data", strings.NewReader("abcd"), 3); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "the data is larger than 3 bytes") {
+		t.Errorf("%v", err)
+	}
+}
+
+func TestReadDir(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"b", "a", "c"} {
+		os.WriteFile(filepath.Join(dir, n), nil, 0o644)
+	}
+	ents, err := ReadDir(dir)
+	if err != nil || len(ents) != 3 || ents[0].Name() != "a" || ents[2].Name() != "c" {
+		t.Errorf("%v %v", ents, err)
+	}
+	syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644)
+	if _, err := ReadDir(filepath.Join(dir, "fifo")); !errors.Is(err, syscall.ENOTDIR) {
+		t.Errorf("fifo: %v", err)
+	}
+}

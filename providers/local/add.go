@@ -55,8 +55,13 @@ type AddResult struct {
 // finish: its agent starts again and finishes it (no second pivot or reboot once the
 // reboot happened). fetch gives the rendered configs.
 func (p *Provider) Add(ctx context.Context, spec AddSpec, fetch nodeexec.Fetch) (*AddResult, error) {
-	if err := checkName(spec.Name); err != nil {
+	if err := checkNodeName(spec.Name); err != nil {
 		return nil, err
+	}
+	if spec.Zone != "" {
+		if err := checkZone(spec.Zone); err != nil {
+			return nil, err
+		}
 	}
 	res := &AddResult{}
 	if _, err := os.Lstat(nodeDir(p.o.Dir, spec.Name)); err == nil {
@@ -99,12 +104,12 @@ func (p *Provider) unfinished(spec AddSpec) error {
 // makeNode makes the machine in a directory of its own and renames it into nodes/.
 func (p *Provider) makeNode(spec AddSpec) (err error) {
 	// A killed Add leaves its directory: not a node (it is not in nodes/), removed here.
-	if old, _ := filepath.Glob(filepath.Join(p.o.Dir, ".add-"+spec.Name+"-*")); len(old) > 0 {
+	if old, _ := filepath.Glob(filepath.Join(p.o.Dir, addDirPrefix(spec.Name)+"*")); len(old) > 0 {
 		for _, d := range old {
 			os.RemoveAll(d)
 		}
 	}
-	tmp, err := os.MkdirTemp(p.o.Dir, ".add-"+spec.Name+"-")
+	tmp, err := os.MkdirTemp(p.o.Dir, addDirPrefix(spec.Name))
 	if err != nil {
 		return fmt.Errorf("adding node %s: %w", spec.Name, err)
 	}

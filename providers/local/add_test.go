@@ -133,7 +133,11 @@ func TestAddRefusals(t *testing.T) {
 		want string
 	}{
 		{"exists", addSpec("worker-0", "quay.io/os:1", ign), `node "worker-0" exists`},
-		{"not a name", addSpec("../x", "quay.io/os:1", ign), "not a node name"},
+		{"not a name", addSpec("../x", "quay.io/os:1", ign), `node name "../x"`},
+		{"hidden", addSpec(".add-x", "quay.io/os:1", ign), `node name ".add-x"`},
+		{"upper case", addSpec("UPPER", "quay.io/os:1", ign), `node name "UPPER"`},
+		{"300 characters", addSpec(strings.Repeat("a", 300), "quay.io/os:1", ign), "must be no more than 253 characters"},
+		{"zone", withZone(addSpec("new-0", "quay.io/os:1", ign), "../../z"), `zone "../../z"`},
 		{"not Ignition", addSpec("new-0", "quay.io/os:1", []byte(`{"ignition":{"version":"2.2.0"}}`)), "not one Ignition takes"},
 		{"no record", addSpec("new-0", "quay.io/os:1", noRecord), "no first-boot record"},
 		{"remote contents", addSpec("new-0", "quay.io/os:1", remote), "inline data: sources only"},
@@ -153,6 +157,23 @@ func TestAddRefusals(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(nodeFile(dir, "worker-0")); string(after) != string(before) {
 		t.Errorf("worker-0 changed:\n%s", after)
+	}
+}
+
+func withZone(s AddSpec, zone string) AddSpec { s.Zone = zone; return s }
+
+// The longest node name Kubernetes allows, 253 characters, is added like any other (the
+// node is made aside in a directory named by a digest of it).
+func TestAddLongestName(t *testing.T) {
+	p, dir := newFleet(t, 1, Options{})
+	r, ign := poolConfig(t, "quay.io/os:2")
+	name := strings.Repeat("n", 253)
+	res, err := p.Add(context.Background(), addSpec(name, "quay.io/os:2", ign), fetchFrom(r))
+	if err != nil || res.Node.Name != name || res.Node.State != model.StateDone {
+		t.Fatalf("added: %+v, %v", res, err)
+	}
+	if names, _ := nodeNames(dir); !slices.Contains(names, name) {
+		t.Errorf("nodes: %v", names)
 	}
 }
 

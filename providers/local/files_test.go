@@ -7,23 +7,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-)
 
-// within fails the test if f does not return in time: the hostile files below used to
-// hang or exhaust memory, and must now be refused at once.
-func within(t *testing.T, f func() error) error {
-	t.Helper()
-	ch := make(chan error, 1)
-	go func() { ch <- f() }()
-	select {
-	case err := <-ch:
-		return err
-	case <-time.After(10 * time.Second):
-		t.Fatal("still reading after 10s")
-		return nil
-	}
-}
+	"github.com/mcpfleet/mcp/internal/within"
+)
 
 func TestHostileFleetFilesAreRefused(t *testing.T) {
 	cases := []struct {
@@ -55,7 +41,7 @@ func TestHostileFleetFilesAreRefused(t *testing.T) {
 			if err := c.make(path); err != nil {
 				t.Fatal(err)
 			}
-			err := within(t, func() error {
+			err := within.Call(t, "reading the fleet", func() error {
 				p, err := New(Options{Dir: dir})
 				if err == nil {
 					_, err = p.Refresh(context.Background())
@@ -84,12 +70,12 @@ func TestHostileFilesRefusedByWritersAndReadEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, _ := New(Options{Dir: dir})
-	err := within(t, func() error { return p.Cordon(context.Background(), "worker-0") })
+	err := within.Call(t, "reading the fleet", func() error { return p.Cordon(context.Background(), "worker-0") })
 	if err == nil || !strings.Contains(err.Error(), "events.jsonl is a named pipe") {
 		t.Errorf("cordon with a FIFO event log: %v", err)
 	}
 	os.WriteFile(nodeFile(dir, "worker-1"), []byte("{}"), 0o644)
-	err = within(t, func() error { return Set(dir, "worker-1", []string{"ready=false"}) })
+	err = within.Call(t, "reading the fleet", func() error { return Set(dir, "worker-1", []string{"ready=false"}) })
 	if err == nil || !strings.Contains(err.Error(), "no node name") {
 		t.Errorf("set on {}: %v", err)
 	}
@@ -111,7 +97,7 @@ func TestHostileFilesRefusedByWritersAndReadEvents(t *testing.T) {
 
 func within2[T any](t *testing.T, f func() (T, error)) (T, error) {
 	var v T
-	err := within(t, func() (err error) { v, err = f(); return err })
+	err := within.Call(t, "reading the fleet", func() (err error) { v, err = f(); return err })
 	return v, err
 }
 

@@ -9,19 +9,19 @@ import (
 	"errors"
 	"fmt"
 	"hash"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/vincent-petithory/dataurl"
 
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/internal/ignspec"
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 )
 
@@ -161,7 +161,7 @@ func igniteFile(r *os.Root, f types.File) error {
 	case exists && f.Contents.Source != nil:
 		return errors.New("it exists and overwrite is false")
 	case exists:
-		old, err := r.ReadFile(p)
+		old, err := boundedfile.ReadIn(r, p, model.MaxRenderedSize)
 		if err != nil {
 			return err
 		}
@@ -217,7 +217,7 @@ func resource(res types.Resource) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gzip: %w", err)
 		}
-		if data, err = io.ReadAll(z); err != nil {
+		if data, err = boundedfile.ReadLimit("the decompressed data", z, model.MaxRenderedSize); err != nil {
 			return nil, fmt.Errorf("gzip: %w", err)
 		}
 	}
@@ -277,6 +277,9 @@ func igniteLink(r *os.Root, l types.Link) error {
 
 // presetFile is where Ignition records units to enable or disable.
 const presetFile = "etc/systemd/system-preset/20-ignition.preset"
+
+// maxPreset bounds the preset file presetAll reads: a line per unit of a config.
+const maxPreset = 1 << 20
 
 func igniteUnits(r *os.Root, units []types.Unit) error {
 	var preset strings.Builder
@@ -359,19 +362,7 @@ func ownerID(r *os.Root, db string, id *int, name *string) (int, error) {
 	case name == nil || *name == "":
 		return -1, nil
 	}
-	b, err := r.ReadFile(db)
-	if err != nil {
-		return 0, fmt.Errorf("resolving %q: %w", *name, err)
-	}
-	for line := range strings.Lines(string(b)) {
-		f := strings.Split(strings.TrimSpace(line), ":")
-		if len(f) >= 3 && f[0] == *name {
-			if n, err := strconv.Atoi(f[2]); err == nil {
-				return n, nil
-			}
-		}
-	}
-	return 0, fmt.Errorf("%q is not in the node's /%s", *name, db)
+	return nodeexec.LookupID(r, db, *name)
 }
 
 func boolOf(b *bool) bool { return b != nil && *b }
@@ -381,7 +372,7 @@ func boolOf(b *bool) bool { return b != nil && *b }
 // the units it names, making or removing their links as systemctl would — so the agent's
 // first boot finds units enabled as the config says, as it does on a machine.
 func presetAll(root string) error {
-	b, err := os.ReadFile(filepath.Join(root, presetFile))
+	b, err := boundedfile.Read(filepath.Join(root, presetFile), maxPreset, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -56,11 +57,14 @@ func ParsePoolSizes(s string) ([]PoolSize, error) {
 // fleet.json — what makes the directory a fleet — is written (atomically): a fleet is
 // complete or is not one, without two fsyncs per node.
 func Init(dir string, spec InitSpec) error {
-	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+	if ents, err := boundedfile.ReadDir(dir); err == nil && len(ents) > 0 {
 		return fmt.Errorf("fleet directory %s is not empty", dir)
 	}
 	if len(spec.Zones) == 0 {
 		spec.Zones = []string{"a"}
+	}
+	if err := checkInitNames(spec); err != nil {
+		return err
 	}
 	if spec.OSImage == "" {
 		spec.OSImage = DefaultOSImage
@@ -100,6 +104,20 @@ func Init(dir string, spec InitSpec) error {
 		return fmt.Errorf("making fleet %s durable: %w", dir, err)
 	}
 	return writeJSON(filepath.Join(dir, "fleet.json"), ff)
+}
+
+// checkInitNames refuses pool names and zones a fleet cannot hold before anything is
+// written. A pool name that is a DNS-1123 label makes node names (<pool>-<i>) that are
+// DNS-1123 subdomains.
+func checkInitNames(spec InitSpec) error {
+	var errs []error
+	for _, p := range spec.Pools {
+		errs = append(errs, checkPoolName(p.Name))
+	}
+	for _, z := range spec.Zones {
+		errs = append(errs, checkZone(z))
+	}
+	return errors.Join(errs...)
 }
 
 // writeNode writes a new node's directory, root and node.json, without syncing them.
@@ -151,6 +169,9 @@ var setters = map[string]func(r *record, v string) error{
 	// hold is the mcpfleet.io/hold annotation a cluster would carry (free text; hold= lifts it).
 	"hold": func(r *record, v string) error { r.Hold = v; return nil },
 	"zone": func(r *record, v string) error {
+		if err := checkZone(v); err != nil {
+			return err
+		}
 		r.Zone = v
 		r.Labels["topology.kubernetes.io/zone"] = v
 		return nil

@@ -133,7 +133,7 @@ func readRecordInto(dir, name string, r *record, buf []byte) ([]byte, error) {
 
 // nodeNames lists the fleet's node directories.
 func nodeNames(dir string) ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(dir, "nodes"))
+	ents, err := boundedfile.ReadDir(filepath.Join(dir, "nodes"))
 	if err != nil {
 		return nil, fmt.Errorf("reading fleet %s: %w", dir, err)
 	}

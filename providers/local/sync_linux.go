@@ -1,14 +1,14 @@
 package local
 
 import (
-	"os"
-
 	"golang.org/x/sys/unix"
+
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 )
 
 // syncFS makes everything written to dir's filesystem durable (syncfs(2)).
 func syncFS(dir string) error {
-	d, err := os.Open(dir)
+	d, err := boundedfile.OpenDir(dir)
 	if err != nil {
 		return err
 	}

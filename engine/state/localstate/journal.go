@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"sync"
+
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 )
 
 // groupAppend appends lines to a file and fsyncs, for callers in several goroutines at
@@ -57,7 +59,9 @@ func (g *groupAppend) appendSync(path string, b []byte) error {
 		g.f = nil
 	}
 	if g.f == nil {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		// Without blocking (a FIFO there would block the open until someone reads it), and
+		// only a regular file: nothing else is a journal.
+		f, _, err := boundedfile.Open(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND|boundedfile.NoFollow, 0o644)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/internal/atomicfile"
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -28,6 +30,16 @@ type Local struct {
 	Path    string
 	journal groupAppend
 }
+
+// Bounds of the local state's files. What mcp writes stays far below them (a state of
+// 10,000 nodes mid-rollout is a few MiB); a larger file is damage, refused naming it, as is
+// anything but a regular file there (a FIFO, a device, a link to one). Rendered configs are
+// bounded by model.MaxRenderedSize.
+const (
+	maxStateSize   = 64 << 20  // mcp.state and mcp.state.backup
+	maxJournalSize = 256 << 20 // mcp.state.journal, read a line at a time
+	maxLockSize    = 64 << 10  // mcp.state.lock: a few hundred bytes of state.LockInfo
+)
 
 // FromConfig opens the local backend a state block names: its path (resolved against the
 // configuration's directory dir), by default dir/mcp.state.
@@ -67,6 +79,9 @@ func (l *Local) Read(ctx context.Context) (*state.State, error) {
 	if s.Rendered, err = l.readRendered(); err != nil {
 		return nil, err
 	}
+	if err := model.CheckPointers(s.Pointers, s.Rendered); err != nil {
+		return nil, fmt.Errorf("reading state %s: %w (%s): the state was damaged or edited%s", l.Path, err, l.renderedDir(), l.restoreHint())
+	}
 	if err := l.replayJournal(s); err != nil {
 		return nil, err
 	}
@@ -76,12 +91,15 @@ func (l *Local) Read(ctx context.Context) (*state.State, error) {
 // readHead reads the state file: absent is a fresh state with no lineage, present must be a
 // state.
 func (l *Local) readHead() (*state.State, error) {
-	b, err := os.ReadFile(l.Path)
+	if err := l.checkBackup(); err != nil {
+		return nil, err
+	}
+	b, err := boundedfile.Read(l.Path, maxStateSize, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return &state.State{Version: state.FormatVersion, Pointers: map[string]string{}}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading state %s: %w", l.Path, err)
+		return nil, fmt.Errorf("reading state: %w", err)
 	}
 	s, err := state.Unmarshal(b)
 	if err != nil {
@@ -90,9 +108,20 @@ func (l *Local) readHead() (*state.State, error) {
 	return s, nil
 }
 
+// checkBackup refuses a backup that is not a regular file: it is what a damaged state is
+// restored from, so it is not left for the moment it is needed.
+func (l *Local) checkBackup() error {
+	st, err := os.Stat(l.backupPath())
+	if err != nil || st.Mode().IsRegular() {
+		return nil
+	}
+	return fmt.Errorf("state backup %s is %s, not a regular file: remove it (the next write of the state makes a new one)",
+		l.backupPath(), boundedfile.Describe(st.Mode()))
+}
+
 // restoreHint says how to go back to the backup, when there is a good one.
 func (l *Local) restoreHint() string {
-	b, err := os.ReadFile(l.backupPath())
+	b, err := boundedfile.Read(l.backupPath(), maxStateSize, 0)
 	if err != nil {
 		return ""
 	}
@@ -109,12 +138,12 @@ func (l *Local) restoreHint() string {
 // terraform.tfstate.backup: written atomically and fsync'd like the state, with its mode.
 // A state that does not read is not kept, so the backup stays the last good state.
 func (l *Local) backup() error {
-	b, err := os.ReadFile(l.Path)
+	b, err := boundedfile.Read(l.Path, maxStateSize, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("backing up state %s: %w", l.Path, err)
+		return fmt.Errorf("backing up state: %w", err)
 	}
 	if _, err := state.Unmarshal(b); err != nil {
 		return nil
@@ -131,7 +160,7 @@ func (l *Local) backup() error {
 
 func (l *Local) readRendered() (map[string]*model.Rendered, error) {
 	out := map[string]*model.Rendered{}
-	ents, err := os.ReadDir(l.renderedDir())
+	ents, err := boundedfile.ReadDir(l.renderedDir())
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil
 	}
@@ -157,9 +186,9 @@ func (l *Local) readRendered() (map[string]*model.Rendered, error) {
 // pass for the config it was).
 func readRenderedFile(p, name string) (*model.Rendered, error) {
 	const fix = "delete it and run mcp apply to store it again"
-	b, err := os.ReadFile(p)
+	b, err := boundedfile.Read(p, model.MaxRenderedSize, 0)
 	if err != nil {
-		return nil, fmt.Errorf("reading rendered config %s: %w", p, err)
+		return nil, fmt.Errorf("reading rendered config: %w; %s", err, fix)
 	}
 	r := new(model.Rendered)
 	if err := json.Unmarshal(b, r); err != nil {
@@ -177,7 +206,7 @@ func readRenderedFile(p, name string) (*model.Rendered, error) {
 // replayJournal folds the journal's records into s. A torn last line (a crash mid-append)
 // is ignored: its step did not finish durably.
 func (l *Local) replayJournal(s *state.State) error {
-	f, err := os.Open(l.journalPath())
+	f, st, err := boundedfile.Open(l.journalPath(), os.O_RDONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -185,7 +214,11 @@ func (l *Local) replayJournal(s *state.State) error {
 		return fmt.Errorf("reading state journal: %w", err)
 	}
 	defer f.Close()
-	err = s.ReplayJournal(f)
+	if st.Size() > maxJournalSize {
+		return fmt.Errorf("reading state journal: %s is %d bytes, more than the %d MiB an apply's journal comes near; "+
+			"move it away (the next mcp plan then plans the steps it lists again)", l.journalPath(), st.Size(), maxJournalSize>>20)
+	}
+	err = s.ReplayJournal(io.LimitReader(f, maxJournalSize))
 	var je *state.JournalError
 	if errors.As(err, &je) {
 		return fmt.Errorf("state journal %s, %w; the journal lists the steps an interrupted "+
@@ -220,6 +253,10 @@ func (l *Local) Write(ctx context.Context, s *state.State) error {
 		if err != nil {
 			return fmt.Errorf("encoding rendered config %s: %w", n, err)
 		}
+		if len(b) > model.MaxRenderedSize {
+			return fmt.Errorf("storing rendered config %s: refusing %d bytes, more than a rendered config is read back (%d MiB)",
+				n, len(b), model.MaxRenderedSize>>20)
+		}
 		if err := atomicfile.Write(p, b, 0o644); err != nil {
 			return fmt.Errorf("storing rendered config %s: %w", n, err)
 		}
@@ -227,6 +264,9 @@ func (l *Local) Write(ctx context.Context, s *state.State) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding state: %w", err)
+	}
+	if len(b) >= maxStateSize {
+		return fmt.Errorf("writing state %s: refusing %d bytes, more than a state is read back (%d MiB)", l.Path, len(b), maxStateSize>>20)
 	}
 	if err := l.backup(); err != nil {
 		return err

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/internal/atomicfile"
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 )
 
 // lockCheckEvery is how often a holder of the local lock checks that its lock file is still
@@ -30,11 +32,13 @@ func (l *Local) Lock(ctx context.Context, info state.LockInfo) (state.Unlocker, 
 	if err := os.MkdirAll(filepath.Dir(l.lockPath()), 0o755); err != nil {
 		return nil, fmt.Errorf("locking state: %w", err)
 	}
+	// O_EXCL creates a new file or fails: it opens no FIFO, device or link already there.
 	f, err := os.OpenFile(l.lockPath(), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if errors.Is(err, fs.ErrExist) {
 		holder, rerr := l.readLock()
 		if rerr != nil {
-			return nil, fmt.Errorf("state is locked (%s), and its holder cannot be read: %w", l.lockPath(), rerr)
+			return nil, fmt.Errorf("state is locked (%s), and its holder cannot be read: %w; "+
+				"if no mcp runs on this state, remove the file", l.lockPath(), rerr)
 		}
 		return nil, &state.LockError{Holder: holder}
 	}
@@ -51,14 +55,31 @@ func (l *Local) Lock(ctx context.Context, info state.LockInfo) (state.Unlocker, 
 		os.Remove(l.lockPath())
 		return nil, fmt.Errorf("locking state: %w", err)
 	}
+	l.sweep()
 	u := &localLock{l: l, id: info.ID, stop: make(chan struct{}), done: make(chan struct{}), lostCh: make(chan struct{})}
 	go u.watch(lockCheckEvery)
 	return u, nil
 }
 
+// sweep removes the temporary files a writer killed mid-write left beside the state and its
+// rendered configs (atomicfile.IsTemp). It runs as the lock is taken: no writer that holds
+// the lock can be writing. It is tidying only — nothing reads a temporary file as a config
+// or a state — so what it cannot remove stays, without an error.
+func (l *Local) sweep() {
+	base := filepath.Base(l.Path)
+	for _, dir := range []string{filepath.Dir(l.Path), l.renderedDir()} {
+		ents, _ := boundedfile.ReadDir(dir)
+		for _, e := range ents {
+			if n := e.Name(); atomicfile.IsTemp(n) && (dir == l.renderedDir() || strings.HasPrefix(n, "."+base+".")) {
+				os.Remove(filepath.Join(dir, n))
+			}
+		}
+	}
+}
+
 func (l *Local) readLock() (state.LockInfo, error) {
 	var info state.LockInfo
-	b, err := os.ReadFile(l.lockPath())
+	b, err := boundedfile.Read(l.lockPath(), maxLockSize, 0)
 	if err != nil {
 		return info, err
 	}
@@ -179,8 +200,8 @@ func (l *Local) ForceUnlock(ctx context.Context, id string) error {
 }
 
 // state.LockStatus says who holds the lock file and whether it is alive: a holder on this host
-// (state.LockInfo.Who is user@host) is alive while its PID exists — kill(pid, 0) succeeds or is
-// refused with EPERM; a PID reused since counts as alive, which only makes force-unlock ask.
+// (state.LockInfo.Who is user@host) is alive while its PID runs (processRuns); a PID reused
+// since counts as alive, which only makes force-unlock ask.
 // A holder on another host, or a lock file being written, cannot be checked and counts as
 // alive.
 func (l *Local) LockStatus(ctx context.Context) (*state.LockStatus, error) {
@@ -200,8 +221,7 @@ func (l *Local) LockStatus(ctx context.Context) (*state.LockStatus, error) {
 	case holderHost == "" || holderHost != host:
 		st.Detail = fmt.Sprintf("it was taken on host %q, not this one (%q): whether process %d still runs there cannot be checked from here", holderHost, host, info.PID)
 	default:
-		err := syscall.Kill(info.PID, 0)
-		st.Alive = err == nil || errors.Is(err, syscall.EPERM)
+		st.Alive = processRuns(info.PID)
 		if st.Alive {
 			st.Detail = fmt.Sprintf("process %d runs on this host (%s)", info.PID, host)
 		} else {
@@ -209,4 +229,25 @@ func (l *Local) LockStatus(ctx context.Context) (*state.LockStatus, error) {
 		}
 	}
 	return st, nil
+}
+
+// processRuns says whether process pid runs: it exists — kill(pid, 0) succeeds or is refused
+// with EPERM — and is not a zombie. A process killed and not yet waited for by its parent
+// (mcp apply SIGKILLed by a script that has not reaped it) still has a PID, but is dead:
+// /proc/PID/stat gives its state Z (or X).
+func processRuns(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	b, err := boundedfile.Read(fmt.Sprintf("/proc/%d/stat", pid), 4<<10, 0)
+	if err != nil {
+		return true // no /proc: kill(pid, 0) is all there is to go by
+	}
+	// "PID (COMM) STATE …"; COMM may hold spaces and parentheses, so the state follows
+	// the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return true
+	}
+	return b[i+2] != 'Z' && b[i+2] != 'X'
 }

@@ -395,7 +395,7 @@ func (a *Agent) readUpdate() updateRecord {
 		return rec
 	}
 	defer r.Close()
-	b, err := r.ReadFile(UpdatePath)
+	b, err := nodeexec.ReadRecord(r, UpdatePath)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			a.Log.Error("reading the update record", "err", err.Error())
