@@ -59,13 +59,18 @@ func (c *cli) apply(args []string) int {
 	if ws == nil {
 		return 1
 	}
+	c.intr.setNotice("stopping before any node starts; the state lock is released")
 	st, ctx, unlock, code := c.readStateLocked(ws, &lf, "apply")
 	if st == nil {
 		return code
 	}
 	defer unlock()
 	ws.Targets, ws.Exclude = sf.targets, sf.exclude
-	v := views.NewApply(*asJSON, c.stdout, c.color(&lf))
+	// A closed stdout (`| head`, a closed terminal) does not stop the apply: its output is
+	// dropped from then on, and the exit code is still the apply's.
+	color, term := c.color(&lf), isTerminal(c.stdout)
+	out := &keepWriting{w: c.stdout, stderr: c.stderr, then: "the apply goes on without showing its progress there"}
+	v := views.NewApply(*asJSON, out, color)
 	pf := saved
 	if pf == nil {
 		if pf, err = ws.Plan(ctx, st); err != nil {
@@ -87,10 +92,11 @@ func (c *cli) apply(args []string) int {
 	// file, -json) it stays one line per event.
 	var progress views.Progress = v
 	var live *views.LiveProgress
-	if !*asJSON && isTerminal(c.stdout) {
-		live = views.NewLiveProgress(c.stdout, c.color(&lf), pf.Plan)
+	if !*asJSON && term {
+		live = views.NewLiveProgress(out, color, pf.Plan)
 		progress = live
 	}
+	c.intr.setNotice("finishing the nodes already started and starting no more; then the state is saved and the lock released")
 	res, err := ws.Apply(ctx, st, pf, engine.ApplyOptions{
 		Parallelism: *parallelism, DrainTimeout: *drainTimeout, DrainRetryDelay: *drainRetry,
 		BudgetWait: *budgetWait, HealthTimeout: *healthTimeout, Observer: progress.Event, NoWait: *noWait,
@@ -120,7 +126,17 @@ func (c *cli) approve(v views.Apply) (int, bool) {
 		return c.errorf("no terminal to ask for approval on; review the plan and run mcp apply -auto-approve, or save it with mcp plan -out=FILE and run mcp apply FILE"), false
 	}
 	v.AskApproval()
-	line, _ := bufio.NewReader(c.stdin).ReadString('\n')
+	// An interrupt at the question cancels, as "no" does (the read itself cannot be).
+	answer := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(c.stdin).ReadString('\n')
+		answer <- line
+	}()
+	var line string
+	select {
+	case line = <-answer:
+	case <-c.ctx.Done():
+	}
 	if strings.TrimSpace(line) != "yes" {
 		v.Cancelled()
 		return 1, false
