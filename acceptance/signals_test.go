@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcpfleet/mcp/internal/chaos"
 	"github.com/mcpfleet/mcp/model"
@@ -40,8 +43,7 @@ func (s stopTally) String() string {
 }
 
 // judge reads the fleet the moment apply has exited — no node cordoned or NotReady, the
-// state lock released — then re-runs apply until the plan is empty and judges the event
-// logs: each infra node rebooted once into its config, nothing left cordoned, budgets held.
+// state lock released — then re-runs apply until the plan is empty (converge).
 func (s *stopTally) judge(t *testing.T, dir, out string) {
 	t.Helper()
 	s.runs++
@@ -61,14 +63,26 @@ func (s *stopTally) judge(t *testing.T, dir, out string) {
 			t.Errorf("%s left NotReady once apply exited", n.Name)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "mcp.state.lock")); !os.IsNotExist(err) {
-		s.locks++
-		t.Errorf("the state lock is left once apply exited (%v)", err)
-	}
+	s.lockReleased(t, dir)
 	if t.Failed() {
 		t.Logf("the end of apply's output:\n%s", lastLines(out, 15))
 		return
 	}
+	s.converge(t, dir)
+}
+
+func (s *stopTally) lockReleased(t *testing.T, dir string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(dir, "mcp.state.lock")); !os.IsNotExist(err) {
+		s.locks++
+		t.Errorf("the state lock is left once apply exited (%v)", err)
+	}
+}
+
+// converge re-runs apply until the plan is empty and judges the event logs: each infra
+// node rebooted once into its config, nothing left cordoned, budgets held.
+func (s *stopTally) converge(t *testing.T, dir string) {
+	t.Helper()
 	runs, failed, err := chaos.Runner{MCP: mcpBinary(t), Dir: dir}.Converge(3, t.Logf)
 	if err != nil || len(failed) > 0 {
 		t.Fatalf("re-runs after the stop: %v %v", failed, err)
@@ -202,4 +216,73 @@ func TestHangupStopsApplyGracefully(t *testing.T) {
 		})
 	}
 	t.Log(tally)
+}
+
+// A second interrupt, given after the first was taken (more than a second later), quits at
+// once — and still releases the state lock, so the next apply needs no force-unlock; it
+// continues the node left mid-reboot without rebooting it again.
+func TestSecondInterruptForcesAndReleasesTheLock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	dir := localQuickstart(t, "100ms", "5s")
+	apply := exec.Command(mcpBinary(t), "-chdir="+dir, "apply", "-auto-approve", "-no-color")
+	var stderr lockedBuffer
+	apply.Stdout, apply.Stderr = io.Discard, &stderr
+	if err := apply.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitEvent(t, dir, func(e local.Event) bool { return e.Kind == local.EventReboot })
+	apply.Process.Signal(os.Interrupt)
+	waitUntil(t, time.Minute, func() bool { return strings.Contains(stderr.String(), "Interrupt received (interrupt)") },
+		func() string { return "the first interrupt was not taken:\n" + stderr.String() })
+	time.Sleep(1500 * time.Millisecond) // a person insisting, not the same burst
+	apply.Process.Signal(os.Interrupt)
+	apply.Wait()
+	if code := apply.ProcessState.ExitCode(); code != 130 || !strings.Contains(stderr.String(), "releasing the state lock and quitting now") {
+		t.Fatalf("the second interrupt: exit %d, want 130 at once\n%s", code, stderr.String())
+	}
+	// The node stopped mid-reboot is left as it was; the lock is not.
+	var tally stopTally
+	if tally.lockReleased(t, dir); !t.Failed() {
+		tally.converge(t, dir)
+	}
+}
+
+// Each long-running command says on an interrupt what it does — none of them starts nodes —
+// and ends with exit 0.
+func TestInterruptNoticesOfLongRunningCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	dir := signalQuickstart(t)
+	for _, tt := range []struct {
+		args   []string
+		ready  func(stdout, stderr string) bool
+		notice string
+	}{
+		{[]string{"serve", "-listen", "127.0.0.1:0"}, func(_, e string) bool { return strings.Contains(e, `"listening"`) },
+			"stopping the boot server"},
+		{[]string{"drift", "-every", "1h", "-listen", "127.0.0.1:0"}, func(o, _ string) bool { return o != "" },
+			"stopping the periodic drift runs"},
+		{[]string{"status", "-watch"}, func(o, _ string) bool { return o != "" }, "stopping the watch"},
+	} {
+		t.Run(tt.args[0], func(t *testing.T) {
+			cmd := exec.Command(mcpBinary(t), append([]string{"-chdir=" + dir}, tt.args...)...)
+			var stdout, stderr lockedBuffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			waitUntil(t, time.Minute, func() bool { return tt.ready(stdout.String(), stderr.String()) },
+				func() string { return "not started:\n" + stderr.String() })
+			cmd.Process.Signal(os.Interrupt)
+			err := cmd.Wait()
+			msg := stderr.String()
+			if err != nil || !strings.Contains(msg, "Interrupt received (interrupt): "+tt.notice) || strings.Contains(msg, "nodes") {
+				t.Errorf("mcp %s interrupted: %v\n%s", tt.args[0], err, msg)
+			}
+		})
+	}
 }
