@@ -19,11 +19,11 @@ func (c *cli) apply(args []string) int {
 	parallelism := fs.Int("parallelism", 10, "most nodes updating at once over all pools")
 	drainTimeout := fs.Duration("drain-timeout", 10*time.Minute, "give up a node's drain after this long")
 	drainRetry := fs.Duration("drain-retry-delay", 5*time.Second, "pause after an eviction a PodDisruptionBudget refused")
-	budgetWait := fs.Duration("budget-wait", 10*time.Minute, "give up starting a pool's next node after waiting this long for room in its max_unavailable")
+	budgetWait := fs.Duration("budget-wait", 10*time.Minute, "give up starting a pool's next node after waiting this long for room in its max_unavailable, or for its maintenance window to open again after closing mid-rollout")
 	var sf scopeFlags
 	sf.register(fs)
 	healthTimeout := fs.Duration("health-timeout", health.DefaultReadyTimeout, "fail a node that is not Ready with its DaemonSet pods Ready this long after its steps")
-	noWait := fs.Bool("no-wait", false, "do not wait for a closed maintenance window: leave such pools as they are and name their next opening (exit 1)")
+	noWait := fs.Bool("no-wait", false, "do not wait for a closed maintenance window: leave such pools as they are and name their next opening (exit 1); a window closing mid-rollout ends the pool's rollout")
 	var lf loadFlags
 	lf.register(fs, true)
 	pos, err := c.parse(fs, args)
