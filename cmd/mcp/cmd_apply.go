@@ -2,6 +2,9 @@ package main
 
 import (
 	"bufio"
+	"errors"
+	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -16,14 +19,10 @@ func (c *cli) apply(args []string) int {
 	fs := c.newFlags("apply")
 	auto := fs.Bool("auto-approve", false, "apply without asking for approval")
 	asJSON := fs.Bool("json", false, "print progress as JSON lines")
-	parallelism := fs.Int("parallelism", 10, "most nodes updating at once over all pools")
-	drainTimeout := fs.Duration("drain-timeout", 10*time.Minute, "give up a node's drain after this long")
-	drainRetry := fs.Duration("drain-retry-delay", 5*time.Second, "pause after an eviction a PodDisruptionBudget refused")
-	budgetWait := fs.Duration("budget-wait", 10*time.Minute, "give up starting a pool's next node after waiting this long for room in its max_unavailable, or for its maintenance window to open again after closing mid-rollout")
+	var opts engine.ApplyOptions
+	registerApplyOptions(fs, &opts)
 	var sf scopeFlags
 	sf.register(fs)
-	healthTimeout := fs.Duration("health-timeout", health.DefaultReadyTimeout, "fail a node that is not Ready with its DaemonSet pods Ready this long after its steps")
-	noWait := fs.Bool("no-wait", false, "do not wait for a closed maintenance window: leave such pools as they are and name their next opening (exit 1); a window closing mid-rollout ends the pool's rollout")
 	var lf loadFlags
 	lf.register(fs, true)
 	pos, err := c.parse(fs, args)
@@ -39,20 +38,8 @@ func (c *cli) apply(args []string) int {
 	}
 	var saved *planfile.File
 	if len(pos) == 1 {
-		if saved, err = planfile.Read(c.path(pos[0])); err != nil {
+		if saved, err = c.readSavedPlan(pos[0], &lf, &sf); err != nil {
 			return c.errorf("%v", err)
-		}
-		// As Terraform: a saved plan is applied with the variables it was made with.
-		if len(lf.vars) > 0 || len(lf.varFiles) > 0 {
-			return c.errorf("-var and -var-file cannot be given with a saved plan: it is applied with the values it was made with")
-		}
-		// As Terraform ("Can't change resource targeting when applying a saved plan"), but
-		// refused rather than ignored: the scope reviewed is the one applied.
-		if len(sf.targets) > 0 || len(sf.exclude) > 0 {
-			return c.errorf("-target and -exclude cannot be given with a saved plan: it is applied with the targets and exclusions it was made with; run mcp plan -target=… -out=FILE for another scope")
-		}
-		if lf.values, err = saved.VariableValues(); err != nil {
-			return c.errorf("loading plan %q: %v", pos[0], err)
 		}
 	}
 	ws := c.load(&lf)
@@ -97,10 +84,8 @@ func (c *cli) apply(args []string) int {
 		progress = live
 	}
 	c.intr.setNotice("finishing the nodes already started and starting no more; then the state is saved and the lock released")
-	res, err := ws.Apply(ctx, st, pf, engine.ApplyOptions{
-		Parallelism: *parallelism, DrainTimeout: *drainTimeout, DrainRetryDelay: *drainRetry,
-		BudgetWait: *budgetWait, HealthTimeout: *healthTimeout, Observer: progress.Event, NoWait: *noWait,
-	})
+	opts.Observer = progress.Event
+	res, err := ws.Apply(ctx, st, pf, opts)
 	if live != nil {
 		live.Stop() // before anything else is printed
 	}
@@ -117,6 +102,37 @@ func (c *cli) apply(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// registerApplyOptions makes apply's flags that tune the rollout set o.
+func registerApplyOptions(fs *flag.FlagSet, o *engine.ApplyOptions) {
+	fs.IntVar(&o.Parallelism, "parallelism", 10, "most nodes updating at once over all pools")
+	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 10*time.Minute, "give up a node's drain after this long")
+	fs.DurationVar(&o.DrainRetryDelay, "drain-retry-delay", 5*time.Second, "pause after an eviction a PodDisruptionBudget refused")
+	fs.DurationVar(&o.BudgetWait, "budget-wait", 10*time.Minute, "give up starting a pool's next node after waiting this long for room in its max_unavailable, or for its maintenance window to open again after closing mid-rollout")
+	fs.DurationVar(&o.HealthTimeout, "health-timeout", health.DefaultReadyTimeout, "fail a node that is not Ready with its DaemonSet pods Ready this long after its steps")
+	fs.BoolVar(&o.NoWait, "no-wait", false, "do not wait for a closed maintenance window: leave such pools as they are and name their next opening (exit 1); a window closing mid-rollout ends the pool's rollout")
+}
+
+// readSavedPlan reads the plan file apply was given, and takes its variables into lf.
+func (c *cli) readSavedPlan(path string, lf *loadFlags, sf *scopeFlags) (*planfile.File, error) {
+	saved, err := planfile.Read(c.path(path))
+	if err != nil {
+		return nil, err
+	}
+	// As Terraform: a saved plan is applied with the variables it was made with.
+	if len(lf.vars) > 0 || len(lf.varFiles) > 0 {
+		return nil, errors.New("-var and -var-file cannot be given with a saved plan: it is applied with the values it was made with")
+	}
+	// As Terraform ("Can't change resource targeting when applying a saved plan"), but
+	// refused rather than ignored: the scope reviewed is the one applied.
+	if len(sf.targets) > 0 || len(sf.exclude) > 0 {
+		return nil, errors.New("-target and -exclude cannot be given with a saved plan: it is applied with the targets and exclusions it was made with; run mcp plan -target=… -out=FILE for another scope")
+	}
+	if lf.values, err = saved.VariableValues(); err != nil {
+		return nil, fmt.Errorf("loading plan %q: %v", path, err)
+	}
+	return saved, nil
 }
 
 // approve asks for "yes" on a terminal; without one it refuses, as Terraform does.
