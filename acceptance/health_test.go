@@ -10,7 +10,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/mcpfleet/mcp/internal/proctable"
 	"github.com/mcpfleet/mcp/providers/local"
 )
 
@@ -183,5 +185,33 @@ func assertUntouched(t *testing.T, dir, why string, nodes ...string) {
 				t.Errorf("%s was touched (%s) %s", node, e.Kind, why)
 			}
 		}
+	}
+}
+
+// A command check that starts a background child and fails leaves nothing running, try
+// after try: apply fails the node at its gate, and the process table holds no process of
+// the check (its argv carries a marker) once apply has exited.
+func TestCommandCheckLeavesNoProcess(t *testing.T) {
+	dir := t.TempDir()
+	mcp := mcpBinary(t)
+	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=2", "-zones", "a").CombinedOutput(); err != nil {
+		t.Fatalf("fleet init: %v\n%s", err, out)
+	}
+	marker := fmt.Sprintf("mcp-check-leak-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() { proctable.KillMarked(marker) })
+	check := fmt.Sprintf(`  health_check "leaves-a-child" {
+    command = ["/bin/sh", "-c", "(sleep 300; : %s) & exit 1"]
+    timeout = "1s"
+  }
+`, marker)
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(fmt.Sprintf(commandCheckHCL, check)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(mcp, "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `node worker-0: health gate "leaves-a-child" did not pass`) {
+		t.Fatalf("apply: %v, want worker-0 failed at its gate:\n%s", err, out)
+	}
+	if !proctable.WaitGone(marker, 10*time.Second) {
+		t.Errorf("%d processes the check started still run after apply exited", len(proctable.Marked(marker)))
 	}
 }

@@ -1,7 +1,10 @@
 package acceptance
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcp/internal/chaos"
 	"github.com/mcpfleet/mcp/providers/local"
 )
 
@@ -211,5 +215,75 @@ func TestClosedWindowDefersThePool(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "mcp.state"))
 	if err == nil && strings.Contains(string(b), `"worker"`) {
 		t.Errorf("the worker pool's boot pointer moved although its rollout did not start:\n%s", b)
+	}
+}
+
+// A window that closes mid-rollout: the node started finishes (its health check holds it
+// until the window has closed), nothing more starts, the nodes left are named as not
+// started, no node is left cordoned and the lock is released — at once with -no-wait, and
+// without it when the next opening (tomorrow) is beyond -budget-wait. Before, apply waited
+// for the next opening holding the lock.
+func TestWindowClosingMidRolloutEndsApply(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a real window to close")
+	}
+	// Without -no-wait, -budget-wait bounds the wait for the next opening; it must outlast
+	// worker-0's check, as it bounds the wait for room in the budget too.
+	for _, flag := range []string{"-no-wait", "-budget-wait=2m"} {
+		t.Run(flag, func(t *testing.T) {
+			t.Parallel()
+			dir, mcp := pacedFleet(t, "3", "  max_unavailable = 1\n#window#")
+			// The window opened this minute and closes 20s from now: time enough for
+			// apply to start worker-0 in it on a loaded machine.
+			now := time.Now().UTC()
+			start := now.Truncate(time.Minute)
+			end := now.Add(20 * time.Second).Truncate(time.Second)
+			window := fmt.Sprintf(`  window {
+    days      = [%q]
+    start     = %q
+    duration  = %q
+    time_zone = "UTC"
+  }
+  health_check "after-the-window" {
+    command = ["/bin/sh", "-c", "while [ $(date +%%s) -le %d ]; do sleep 0.2; done"]
+    timeout = "5m"
+  }`, strings.ToLower(start.Weekday().String()[:3]), start.Format("15:04"), end.Sub(start).String(), end.Unix())
+			hcl := filepath.Join(dir, "main.hcl")
+			b, err := os.ReadFile(hcl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(hcl, bytes.Replace(b, []byte("#window#"), []byte(window), 1), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, mcp, "-chdir="+dir, "apply", "-auto-approve", "-no-color", flag).CombinedOutput()
+			if ctx.Err() != nil {
+				t.Fatalf("apply %s still waited 5 minutes after the window closed:\n%s", flag, lastLines(string(out), 15))
+			}
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() <= 0 ||
+				!strings.Contains(string(out), "pool worker: 2 nodes not started (worker-1, worker-2): its maintenance window closed during the rollout") {
+				t.Errorf("apply %s: %v, want a failure naming the nodes not started:\n%s", flag, err, lastLines(string(out), 15))
+			}
+			logs, err := local.ReadEvents(filepath.Join(dir, "fleet"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if last(logs["worker-0"], local.EventUncordon).IsZero() {
+				t.Errorf("worker-0, started in the window, did not finish: %v", logs["worker-0"])
+			}
+			for _, n := range []string{"worker-1", "worker-2"} {
+				if !first(logs[n], local.EventCordon).IsZero() || !first(logs[n], local.EventWorking).IsZero() {
+					t.Errorf("%s was started after the window closed: %v", n, logs[n])
+				}
+			}
+			if r := chaos.Judge(logs, map[string]int{"worker": 1}); len(r.LeftCordoned) > 0 || !r.OK() {
+				t.Errorf("from the event logs:\n%s", r)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "mcp.state.lock")); !os.IsNotExist(err) {
+				t.Errorf("the state lock is left (%v)", err)
+			}
+		})
 	}
 }

@@ -25,7 +25,8 @@ type ApplyOptions struct {
 	// BudgetWait bounds how long a node waits for its pool's budget, re-counted from a
 	// fresh observation of the pool before each node starts (default 10m); BudgetPoll is
 	// how often it looks again meanwhile (default 1s; a node of the pool finishing looks
-	// at once).
+	// at once). It bounds too the wait for a maintenance window that closed mid-rollout:
+	// when the next opening is further away, the pool's nodes left are not started.
 	BudgetWait, BudgetPoll time.Duration
 	// HealthTimeout bounds the wait, after a node's steps, for the node and its DaemonSet
 	// pods to be Ready (default 10m; engine/health).
@@ -34,7 +35,8 @@ type ApplyOptions struct {
 	Observer func(Event)
 	// NoWait: a pool whose maintenance windows are all closed when apply starts is not
 	// started at all (nor its boot pointer moved), and apply fails naming the next opening,
-	// instead of waiting for it.
+	// instead of waiting for it; a window that closes mid-rollout ends the pool's rollout
+	// at once (the nodes started finish; the others are not started).
 	NoWait bool
 	// Clock is the time pacing goes by: maintenance windows, canary soak, soak after each
 	// node. Nil: the real clock. Tests pass a fake one so that they wait for no real hours.

@@ -91,7 +91,10 @@ func nodeNames(nodes []planner.NodePlan) []string {
 
 // waitWindow returns once one of the pool's maintenance windows is open, waiting for the
 // next opening while they are all closed. A node of the pool that finishes meanwhile
-// wakes it to look whether the pool was halted.
+// wakes it to look whether the pool was halted. The first opening is waited for (running
+// apply without -no-wait asks for that); once the pool has had its window in this apply,
+// a window that closes ends the rollout (windowClosedError) unless the next opening comes
+// within BudgetWait — with NoWait, at once.
 func (r *poolRun) waitWindow(node string) error {
 	var said time.Time
 	for {
@@ -101,10 +104,14 @@ func (r *poolRun) waitWindow(node string) error {
 		now := r.clock().Now()
 		open, _, next := planner.WindowState(r.windows, now)
 		if open || len(r.windows) == 0 {
+			r.hadWindow = true
 			return nil
 		}
 		if next.IsZero() { // windows without days (the configuration refuses them)
 			return notStarted(fmt.Errorf("pool %s: node %s and the rest not started: its maintenance windows never open", r.pp.Name, node))
+		}
+		if err := r.mayWaitFor(next, now); err != nil {
+			return err
 		}
 		if !next.Equal(said) {
 			r.a.emit(Event{Kind: EventWaiting, Pool: r.pp.Name, Node: node,
@@ -118,6 +125,45 @@ func (r *poolRun) waitWindow(node string) error {
 		case <-r.clock().After(next.Sub(now)):
 		}
 	}
+}
+
+// mayWaitFor says whether the pool may wait until next, the next opening of its closed
+// windows: always before its first opening in this apply; after it, with NoWait never,
+// else only within BudgetWait.
+func (r *poolRun) mayWaitFor(next, now time.Time) error {
+	if !r.hadWindow && !r.a.opts.NoWait {
+		return nil
+	}
+	why := fmt.Sprintf("its maintenance window closed during the rollout (%s); next opening %s", describeWindows(r.windows), whenFrom(next, now))
+	switch {
+	case r.a.opts.NoWait:
+		return &windowClosedError{why + ": -no-wait: not waiting for it; run mcp apply then"}
+	case next.Sub(now) > r.a.opts.BudgetWait:
+		return &windowClosedError{fmt.Sprintf("%s, later than -budget-wait %s allows waiting: run mcp apply then",
+			why, model.ShortDuration(r.a.opts.BudgetWait))}
+	}
+	return nil
+}
+
+// windowClosedError: a window closed mid-rollout and apply may not wait for the next
+// opening; runPool names the nodes left (poolNotStarted).
+type windowClosedError struct{ why string }
+
+func (e *windowClosedError) Error() string { return e.why }
+
+// poolNotStarted is the error of a pool whose nodes rest are not started, naming them: an
+// ErrNotStarted.
+func poolNotStarted(pool string, rest []planner.NodePlan, why string) error {
+	names := nodeNames(rest)
+	const shown = 10
+	if len(names) > shown {
+		names = append(names[:shown], fmt.Sprintf("and %d more", len(names)-shown))
+	}
+	noun := "nodes"
+	if len(rest) == 1 {
+		noun = "node"
+	}
+	return notStarted(fmt.Errorf("pool %s: %d %s not started (%s): %s", pool, len(rest), noun, strings.Join(names, ", "), why))
 }
 
 // windowOpen reports whether the pool may start a node now (no windows: always).

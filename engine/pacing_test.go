@@ -180,7 +180,8 @@ func weekendWindow() []model.Window {
 }
 
 // Apply starts a pool's nodes only while a window is open: it waits for the opening, and
-// a node that would start after the window closed waits for the next one.
+// a node that would start after the window closed waits for the next one when -budget-wait
+// allows waiting that long.
 func TestApplyWaitsForTheWindow(t *testing.T) {
 	f := newFake(map[string]int{"worker": 3})
 	w, st := newTestWorkspace(t, f)
@@ -188,7 +189,9 @@ func TestApplyWaitsForTheWindow(t *testing.T) {
 	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
 	p.Pools[0].Soak = 40 * time.Minute          // worker-0 at 02:00, worker-1 at 02:40, worker-2 not before Sunday
 	tr := newClockTrace("2026-11-27T12:00:00Z") // a Friday
-	res, err := w.carryOut(context.Background(), st, p, tr.opts())
+	opts := tr.opts()
+	opts.BudgetWait = 24 * time.Hour // Saturday's window closes at 03:00, Sunday's opens at 02:00
+	res, err := w.carryOut(context.Background(), st, p, opts)
 	if err != nil || len(res.Updated) != 3 {
 		t.Fatalf("updated %v, error %v", res.Updated, err)
 	}
@@ -231,5 +234,51 @@ func TestApplyNoWaitLeavesAClosedPool(t *testing.T) {
 	st2, _ := w.Backend.Read(context.Background())
 	if _, moved := st2.Pointers["worker"]; moved || st2.Pointers["infra"] == "" {
 		t.Errorf("pointers %v: want worker's not moved, infra's moved", st2.Pointers)
+	}
+}
+
+// A window that closes mid-rollout ends the pool's rollout when apply may not wait for the
+// next opening — -no-wait, or an opening later than -budget-wait allows (the default 10m
+// among them): the node started finishes, nothing new starts, the nodes left are not
+// started, named in the error with the next opening, and apply returns at once instead of
+// waiting for Sunday.
+func TestApplyWindowClosingMidRollout(t *testing.T) {
+	sunday, _ := time.Parse(time.RFC3339, "2026-11-29T02:00:00Z")
+	for _, tt := range []struct {
+		name string
+		opts func(*ApplyOptions)
+		want string
+	}{
+		{"-no-wait", func(o *ApplyOptions) { o.NoWait = true }, "-no-wait: not waiting for it"},
+		{"-budget-wait=5s", func(o *ApplyOptions) { o.BudgetWait = 5 * time.Second }, "later than -budget-wait 5s allows waiting"},
+		{"default -budget-wait", func(*ApplyOptions) {}, "later than -budget-wait 10m allows waiting"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake(map[string]int{"worker": 4})
+			w, st := newTestWorkspace(t, f)
+			w.Desired = &model.Desired{Pools: []model.Pool{{Name: "worker", Windows: weekendWindow()}}}
+			p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
+			p.Pools[0].Soak = 40 * time.Minute          // worker-0 at 02:00, worker-1 at 02:40, worker-2 at 03:20: closed
+			tr := newClockTrace("2026-11-28T02:00:00Z") // Saturday, as the window opens
+			opts := tr.opts()
+			tt.opts(&opts)
+			res, err := w.carryOut(context.Background(), st, p, opts)
+			if err == nil || !strings.Contains(err.Error(), "pool worker: 2 nodes not started (worker-2, worker-3): its maintenance window closed during the rollout") ||
+				!strings.Contains(err.Error(), "next opening Sun 2026-11-29 02:00 UTC") || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want the nodes left, the closed window, the next opening and %q", err, tt.want)
+			}
+			if d := cmp.Diff([]string{"worker-0", "worker-1"}, res.Updated); d != "" {
+				t.Errorf("updated (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff([]string{"worker-2", "worker-3"}, res.Skipped); d != "" {
+				t.Errorf("skipped (-want +got):\n%s", d)
+			}
+			if len(f.trace["worker-2"])+len(f.trace["worker-3"]) > 0 {
+				t.Errorf("nodes not started were touched: %v", f.trace)
+			}
+			if now := tr.clock.Now(); !now.Before(sunday) {
+				t.Errorf("apply returned at %s: it waited for the next opening", now.Format(time.RFC3339))
+			}
+		})
 	}
 }

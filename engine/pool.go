@@ -32,6 +32,8 @@ type poolRun struct {
 	freed   chan struct{} // a node of the pool finished, or its soak ended
 	done    chan struct{} // closed when the pool's run ends
 
+	hadWindow bool // a window of the pool was seen open (waitWindow): later closings are bounded
+
 	mu       sync.Mutex
 	busy     map[string]string // started by this apply and not finished, or soaking: why
 	failures int
@@ -74,7 +76,10 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 				r.held(n.Name, err)
 				continue
 			}
-			if r.halted() {
+			var wc *windowClosedError
+			if errors.As(err, &wc) {
+				err = poolNotStarted(r.pp.Name, nodes[i:], wc.why)
+			} else if r.halted() {
 				err = nil // a failed node, or the interruption, is reported already
 			}
 			r.skip(nodes[i:], err)

@@ -21,7 +21,8 @@ const CheckPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 type Check struct {
 	// Argv is the command, run without a shell; Argv[0] must be an absolute path.
 	Argv []string
-	// Timeout bounds the run: the command and its process group are killed then.
+	// Timeout bounds the run: the command and its process group are killed then. The
+	// group is killed too when the command ends earlier, however it ends.
 	Timeout time.Duration
 	// Node is the node's name (MCP_NODE).
 	Node string
@@ -39,7 +40,8 @@ func CheckEnv(node, root string) []string {
 }
 
 // checkWaitDelay bounds how long a run waits, once the command has exited or been killed,
-// for whatever it started that still holds its output open.
+// for a process it started that still holds its output open: the command's process group
+// is killed as it ends (runAndEnd), so only one that left the group (setsid) can.
 const checkWaitDelay = 2 * time.Second
 
 // RunCheck runs c once and says what it did: its exit code and the first
@@ -64,7 +66,7 @@ func RunCheck(ctx context.Context, c Check) model.CheckResult {
 	if err := isolate(cmd, c.Chroot); err != nil {
 		return model.CheckResult{ExitCode: -1, Error: "not run: " + err.Error()}
 	}
-	err := cmd.Run()
+	err := runAndEnd(cmd)
 	res := model.CheckResult{ExitCode: -1, Output: out.String()}
 	var ee *exec.ExitError
 	switch {

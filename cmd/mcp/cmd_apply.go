@@ -2,6 +2,9 @@ package main
 
 import (
 	"bufio"
+	"errors"
+	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -16,14 +19,10 @@ func (c *cli) apply(args []string) int {
 	fs := c.newFlags("apply")
 	auto := fs.Bool("auto-approve", false, "apply without asking for approval")
 	asJSON := fs.Bool("json", false, "print progress as JSON lines")
-	parallelism := fs.Int("parallelism", 10, "most nodes updating at once over all pools")
-	drainTimeout := fs.Duration("drain-timeout", 10*time.Minute, "give up a node's drain after this long")
-	drainRetry := fs.Duration("drain-retry-delay", 5*time.Second, "pause after an eviction a PodDisruptionBudget refused")
-	budgetWait := fs.Duration("budget-wait", 10*time.Minute, "give up starting a pool's next node after waiting this long for room in its max_unavailable")
+	var opts engine.ApplyOptions
+	registerApplyOptions(fs, &opts)
 	var sf scopeFlags
 	sf.register(fs)
-	healthTimeout := fs.Duration("health-timeout", health.DefaultReadyTimeout, "fail a node that is not Ready with its DaemonSet pods Ready this long after its steps")
-	noWait := fs.Bool("no-wait", false, "do not wait for a closed maintenance window: leave such pools as they are and name their next opening (exit 1)")
 	var lf loadFlags
 	lf.register(fs, true)
 	pos, err := c.parse(fs, args)
@@ -39,33 +38,26 @@ func (c *cli) apply(args []string) int {
 	}
 	var saved *planfile.File
 	if len(pos) == 1 {
-		if saved, err = planfile.Read(c.path(pos[0])); err != nil {
+		if saved, err = c.readSavedPlan(pos[0], &lf, &sf); err != nil {
 			return c.errorf("%v", err)
-		}
-		// As Terraform: a saved plan is applied with the variables it was made with.
-		if len(lf.vars) > 0 || len(lf.varFiles) > 0 {
-			return c.errorf("-var and -var-file cannot be given with a saved plan: it is applied with the values it was made with")
-		}
-		// As Terraform ("Can't change resource targeting when applying a saved plan"), but
-		// refused rather than ignored: the scope reviewed is the one applied.
-		if len(sf.targets) > 0 || len(sf.exclude) > 0 {
-			return c.errorf("-target and -exclude cannot be given with a saved plan: it is applied with the targets and exclusions it was made with; run mcp plan -target=… -out=FILE for another scope")
-		}
-		if lf.values, err = saved.VariableValues(); err != nil {
-			return c.errorf("loading plan %q: %v", pos[0], err)
 		}
 	}
 	ws := c.load(&lf)
 	if ws == nil {
 		return 1
 	}
+	c.intr.setNotice("stopping before any node starts; the state lock is released")
 	st, ctx, unlock, code := c.readStateLocked(ws, &lf, "apply")
 	if st == nil {
 		return code
 	}
 	defer unlock()
 	ws.Targets, ws.Exclude = sf.targets, sf.exclude
-	v := views.NewApply(*asJSON, c.stdout, c.color(&lf))
+	// A closed stdout (`| head`, a closed terminal) does not stop the apply: its output is
+	// dropped from then on, and the exit code is still the apply's.
+	color, term := c.color(&lf), isTerminal(c.stdout)
+	out := &keepWriting{w: c.stdout, stderr: c.stderr, then: "the apply goes on without showing its progress there"}
+	v := views.NewApply(*asJSON, out, color)
 	pf := saved
 	if pf == nil {
 		if pf, err = ws.Plan(ctx, st); err != nil {
@@ -87,14 +79,13 @@ func (c *cli) apply(args []string) int {
 	// file, -json) it stays one line per event.
 	var progress views.Progress = v
 	var live *views.LiveProgress
-	if !*asJSON && isTerminal(c.stdout) {
-		live = views.NewLiveProgress(c.stdout, c.color(&lf), pf.Plan)
+	if !*asJSON && term {
+		live = views.NewLiveProgress(out, color, pf.Plan)
 		progress = live
 	}
-	res, err := ws.Apply(ctx, st, pf, engine.ApplyOptions{
-		Parallelism: *parallelism, DrainTimeout: *drainTimeout, DrainRetryDelay: *drainRetry,
-		BudgetWait: *budgetWait, HealthTimeout: *healthTimeout, Observer: progress.Event, NoWait: *noWait,
-	})
+	c.intr.setNotice("finishing the nodes already started and starting no more; then the state is saved and the lock released")
+	opts.Observer = progress.Event
+	res, err := ws.Apply(ctx, st, pf, opts)
 	if live != nil {
 		live.Stop() // before anything else is printed
 	}
@@ -114,6 +105,37 @@ func (c *cli) apply(args []string) int {
 // apply again; 1 when a node or apply itself failed.
 var applyExitCode = map[engine.OutcomeKind]int{engine.Complete: 0, engine.Incomplete: 2, engine.Failed: 1}
 
+// registerApplyOptions makes apply's flags that tune the rollout set o.
+func registerApplyOptions(fs *flag.FlagSet, o *engine.ApplyOptions) {
+	fs.IntVar(&o.Parallelism, "parallelism", 10, "most nodes updating at once over all pools")
+	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 10*time.Minute, "give up a node's drain after this long")
+	fs.DurationVar(&o.DrainRetryDelay, "drain-retry-delay", 5*time.Second, "pause after an eviction a PodDisruptionBudget refused")
+	fs.DurationVar(&o.BudgetWait, "budget-wait", 10*time.Minute, "give up starting a pool's next node after waiting this long for room in its max_unavailable, or for its maintenance window to open again after closing mid-rollout")
+	fs.DurationVar(&o.HealthTimeout, "health-timeout", health.DefaultReadyTimeout, "fail a node that is not Ready with its DaemonSet pods Ready this long after its steps")
+	fs.BoolVar(&o.NoWait, "no-wait", false, "do not wait for a closed maintenance window: leave such pools as they are and name their next opening (exit 2); a window closing mid-rollout ends the pool's rollout")
+}
+
+// readSavedPlan reads the plan file apply was given, and takes its variables into lf.
+func (c *cli) readSavedPlan(path string, lf *loadFlags, sf *scopeFlags) (*planfile.File, error) {
+	saved, err := planfile.Read(c.path(path))
+	if err != nil {
+		return nil, err
+	}
+	// As Terraform: a saved plan is applied with the variables it was made with.
+	if len(lf.vars) > 0 || len(lf.varFiles) > 0 {
+		return nil, errors.New("-var and -var-file cannot be given with a saved plan: it is applied with the values it was made with")
+	}
+	// As Terraform ("Can't change resource targeting when applying a saved plan"), but
+	// refused rather than ignored: the scope reviewed is the one applied.
+	if len(sf.targets) > 0 || len(sf.exclude) > 0 {
+		return nil, errors.New("-target and -exclude cannot be given with a saved plan: it is applied with the targets and exclusions it was made with; run mcp plan -target=… -out=FILE for another scope")
+	}
+	if lf.values, err = saved.VariableValues(); err != nil {
+		return nil, fmt.Errorf("loading plan %q: %v", path, err)
+	}
+	return saved, nil
+}
+
 // approve asks for "yes" on a terminal; without one it refuses, as Terraform does.
 func (c *cli) approve(v views.Apply) (int, bool) {
 	f, ok := c.stdin.(*os.File)
@@ -121,7 +143,17 @@ func (c *cli) approve(v views.Apply) (int, bool) {
 		return c.errorf("no terminal to ask for approval on; review the plan and run mcp apply -auto-approve, or save it with mcp plan -out=FILE and run mcp apply FILE"), false
 	}
 	v.AskApproval()
-	line, _ := bufio.NewReader(c.stdin).ReadString('\n')
+	// An interrupt at the question cancels, as "no" does (the read itself cannot be).
+	answer := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(c.stdin).ReadString('\n')
+		answer <- line
+	}()
+	var line string
+	select {
+	case line = <-answer:
+	case <-c.ctx.Done():
+	}
 	if strings.TrimSpace(line) != "yes" {
 		v.Cancelled()
 		return 1, false

@@ -55,6 +55,7 @@ func (c *cli) drift(args []string) int {
 // driftEvery runs a drift check every interval until interrupted; a failed run is printed
 // and counted, and the next one goes ahead.
 func (c *cli) driftEvery(ws *engine.Workspace, v views.Drift, every time.Duration, listen string) int {
+	c.intr.setNotice("stopping the periodic drift runs: the run in progress is abandoned and the metrics server closed; nothing was changed")
 	m := driftmetrics.New()
 	if listen != "" {
 		addr, stop, err := m.Serve(listen, func(err error) { fmt.Fprintf(c.stderr, "Error: metrics: %v\n", err) })

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine"
@@ -103,13 +104,22 @@ func (c *cli) readStateLocked(ws *engine.Workspace, lf *loadFlags, op string) (*
 				}
 			}()
 		}
+		// Released even when the run was interrupted, or forced to quit (signals.go): a
+		// held lock would block the next run.
+		var once sync.Once
+		release := func(ctx context.Context) {
+			once.Do(func() {
+				if err := u.Unlock(ctx); err != nil {
+					fmt.Fprintf(c.stderr, "Error: releasing the state lock: %v\n", err)
+				}
+			})
+		}
+		dropForce := c.intr.onForce(release)
 		unlock = func() {
 			close(stop)
 			cancel()
-			// Released even when the run was interrupted: a held lock would block the next.
-			if err := u.Unlock(context.WithoutCancel(c.ctx)); err != nil {
-				fmt.Fprintf(c.stderr, "Error: releasing the state lock: %v\n", err)
-			}
+			dropForce()
+			release(context.WithoutCancel(c.ctx))
 		}
 	}
 	st, err := ws.ReadState(ctx)

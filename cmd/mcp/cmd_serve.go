@@ -36,6 +36,7 @@ func (c *cli) serve(args []string) int {
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
+	c.intr.setNotice("stopping the boot server: no new connections; requests in flight get 5 seconds to finish")
 	if *agent != "" {
 		if err := bootsrv.CheckFirstBootAgent(*agent); err != nil {
 			return c.errorf("-first-boot-agent: %v", err)

@@ -43,6 +43,9 @@ func (c *cli) status(args []string) int {
 			return h
 		}
 	}
+	if *watch {
+		c.intr.setNotice("stopping the watch; nothing was changed")
+	}
 	v := views.NewStatus(o, c.stdout)
 	tick := time.NewTicker(statusInterval)
 	defer tick.Stop()

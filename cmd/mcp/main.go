@@ -10,11 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
-	"syscall"
 
 	// Maintenance windows name IANA time zones: a copy of the zone database comes with mcp
 	// for machines (and containers) without /usr/share/zoneinfo.
@@ -22,7 +20,8 @@ import (
 )
 
 func main() {
-	ctx, stop := interruptContext()
+	ctx, intr, stop := interruptContext()
+	processInterrupts = intr
 	// MCP_CPUPROFILE=FILE writes a CPU profile, for performance work.
 	if p := os.Getenv("MCP_CPUPROFILE"); p != "" {
 		if f, err := os.Create(p); err == nil {
@@ -35,22 +34,6 @@ func main() {
 	os.Exit(code)
 }
 
-// interruptContext is cancelled on the first SIGINT/SIGTERM, which lets apply finish the
-// nodes it started and start no more; a second signal exits at once.
-func interruptContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-ch
-		fmt.Fprintln(os.Stderr, "\nInterrupt received: finishing the nodes already started; interrupt again to quit at once.")
-		cancel()
-		<-ch
-		os.Exit(130)
-	}()
-	return ctx, func() { signal.Stop(ch); cancel() }
-}
-
 // cli carries the streams and the working directory of one invocation.
 type cli struct {
 	ctx    context.Context
@@ -59,6 +42,8 @@ type cli struct {
 	stderr io.Writer
 	dir    string // the configuration directory (-chdir)
 	helped bool   // the command only printed its usage, as -h asked
+	// intr says what an interrupt does (signals.go); nil when run is called by a test.
+	intr *interrupts
 }
 
 type command struct {
@@ -90,7 +75,7 @@ func init() {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := &cli{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, dir: "."}
+	c := &cli{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, dir: ".", intr: processInterrupts}
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		switch {
 		case strings.HasPrefix(args[0], "-chdir="):
