@@ -105,6 +105,8 @@ type nodeMeta struct {
 	Canary bool `json:"canary,omitempty"`
 	// DriftOnly: the steps only restore drift (no configuration change for the node).
 	DriftOnly bool `json:"drift_only,omitempty"`
+	// Happened says what the node shows of its update already done (steps not in steps).
+	Happened string `json:"happened,omitempty"`
 }
 
 type jsonMeta struct {
@@ -169,7 +171,7 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{act}, Before: before, After: nodeValue{RenderedConfig: n.To}},
 			MCP: &nodeMeta{Pool: n.Pool, Zone: n.Zone, Action: string(n.Action), Steps: steps, Reboot: n.Reboot, Wave: n.Wave,
 				Deferred: n.Deferred, Condition: n.Condition, Blockers: nonNilB(n.Blockers), Warnings: nonNil(n.Warnings),
-				Held: n.Held, Untargeted: n.Untargeted, Canary: n.Canary, DriftOnly: n.DriftOnly}})
+				Held: n.Held, Untargeted: n.Untargeted, Canary: n.Canary, DriftOnly: n.DriftOnly, Happened: n.Happened}})
 	}
 	out.ResourceChanges = append(out.ResourceChanges, bootImageChanges(p)...)
 	onDrift := map[string]model.OnDrift{}
