@@ -7,7 +7,6 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,9 +15,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/state"
@@ -30,9 +29,11 @@ type Options struct {
 	MCP  string // the mcp binary
 	Dir  string // an empty directory to work in
 	Seed uint64
-	// Kills is how many times apply is killed; MaxDelay bounds the (random) time from an
-	// apply's start to its kill.
+	// Kills is how many applies are disrupted, each by a fault drawn from Faults (all of
+	// AllFaults when empty); MaxDelay bounds the (random) time from an apply's start to
+	// its signal.
 	Kills    int
+	Faults   []Fault
 	MaxDelay time.Duration
 	// Pools are the pools and their sizes and budgets; zero: worker 50 (10%), infra 30 (3),
 	// storage 20 (1).
@@ -60,11 +61,22 @@ func (p Pool) Budget() int {
 	return max(1, n)
 }
 
+// hcl is MaxUnavailable as HCL: a percentage is a string, a count a number.
+func (p Pool) hcl() string {
+	if strings.HasSuffix(p.MaxUnavailable, "%") {
+		return strconv.Quote(p.MaxUnavailable)
+	}
+	return p.MaxUnavailable
+}
+
 // DefaultPools is the fleet: 100 nodes in 3 pools.
 var DefaultPools = []Pool{{"worker", 50, "10%"}, {"infra", 30, "3"}, {"storage", 20, "1"}}
 
 // Report is what a run saw.
 type Report struct {
+	// Disruptions counts the applies disrupted, Faults them by fault; Kills the SIGKILLs.
+	Disruptions int
+	Faults      map[Fault]int
 	Kills       int
 	Runs        int // applies started, killed ones included
 	ReRuns      int // applies after the last kill until the plan was empty
@@ -74,7 +86,8 @@ type Report struct {
 	Reboots       int
 	LeftCordoned  []string
 	// MaxOut is, per pool, the most nodes out of service (NotReady, cordoned, updating or
-	// Degraded) at one instant; Budget the pool's max_unavailable.
+	// Degraded) at an instant mcp took one out of service (a cordon, or an update in
+	// place starting); Budget the pool's max_unavailable.
 	MaxOut, Budget map[string]int
 	// StateChecks counts the reads of the state after a kill, all of which succeeded.
 	StateChecks int
@@ -89,8 +102,8 @@ func (r *Report) OK() bool { return len(r.Problems) == 0 }
 
 func (r *Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "kills %d, applies %d (re-runs after the last kill %d), rollouts %d, reboots %d, in %s\n",
-		r.Kills, r.Runs, r.ReRuns, r.Generations, r.Reboots, r.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(&b, "disrupted applies %d (%s), applies %d (re-runs after the last %d), rollouts %d, reboots %d, in %s\n",
+		r.Disruptions, r.faultCounts(), r.Runs, r.ReRuns, r.Generations, r.Reboots, r.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(&b, "double reboots for one rendered config: %d\n", r.DoubleReboots)
 	fmt.Fprintf(&b, "nodes left cordoned: %d\n", len(r.LeftCordoned))
 	fmt.Fprintf(&b, "state read after every kill: %d of %d ok\n", r.StateChecks, r.Kills)
@@ -108,7 +121,17 @@ func (r *Report) String() string {
 	return b.String()
 }
 
-// Run does the whole run: fleet, kills, convergence, judgement.
+func (r *Report) faultCounts() string {
+	var parts []string
+	for _, f := range AllFaults {
+		if n := r.Faults[f]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", f, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Run does the whole run: fleet, disrupted applies, convergence, judgement.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Pools == nil {
 		o.Pools = DefaultPools
@@ -116,18 +139,25 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Log == nil {
 		o.Log = func(string, ...any) {}
 	}
-	h := &harness{o: o, run: Runner{MCP: o.MCP, Dir: o.Dir}, rng: rand.New(rand.NewPCG(o.Seed, 0x6d6370)), rep: &Report{Budget: map[string]int{}}}
+	if len(o.Faults) == 0 {
+		o.Faults = AllFaults
+	}
+	h := &harness{o: o, run: Runner{MCP: o.MCP, Dir: o.Dir}, rng: rand.New(rand.NewPCG(o.Seed, 0x6d6370)),
+		rep: &Report{Budget: map[string]int{}, Faults: map[Fault]int{}}}
 	start := time.Now()
 	if err := h.setUp(); err != nil {
 		return nil, err
 	}
-	for h.rep.Kills < o.Kills {
+	for h.rep.Disruptions < o.Kills {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if err := h.killOne(ctx); err != nil {
+		if err := h.disruptOne(ctx); err != nil {
 			return h.rep, err
 		}
+	}
+	if err := h.putAllBack(); err != nil {
+		return h.rep, err
 	}
 	if err := h.converge(ctx); err != nil {
 		return h.rep, err
@@ -143,6 +173,9 @@ type harness struct {
 	run   Runner
 	gen   int         // the configuration's generation
 	kills []time.Time // when each killed apply was gone
+	// changed are the outside changes in force: node, the change, the change that undoes it.
+	changed [][3]string
+	round   []Fault // the faults left in this round
 }
 
 func (h *harness) fleet() string { return filepath.Join(h.o.Dir, "fleet") }
@@ -171,8 +204,8 @@ func (h *harness) nextGeneration() error {
 	var names []string
 	for _, p := range h.o.Pools {
 		names = append(names, strconv.Quote(p.Name))
-		fmt.Fprintf(&b, "pool %q {\n  node_selector = { \"node-role.kubernetes.io/%s\" = \"\" }\n  max_unavailable = %q\n}\n\n",
-			p.Name, p.Name, p.MaxUnavailable)
+		fmt.Fprintf(&b, "pool %q {\n  node_selector = { \"node-role.kubernetes.io/%s\" = \"\" }\n  max_unavailable = %s\n}\n\n",
+			p.Name, p.Name, p.hcl())
 	}
 	policy := "reboot"
 	if h.gen%2 == 0 {
@@ -185,9 +218,9 @@ func (h *harness) nextGeneration() error {
 	return os.WriteFile(filepath.Join(h.o.Dir, "main.hcl"), []byte(b.String()), 0o644)
 }
 
-// killOne starts an apply and SIGKILLs it after a random delay (or lets it finish first,
-// then starts a new rollout), then checks the state reads and frees the dead holder's lock.
-func (h *harness) killOne(ctx context.Context) error {
+// disruptOne starts a new rollout when the last is done, then disrupts one apply with a
+// fault drawn from Options.Faults.
+func (h *harness) disruptOne(ctx context.Context) error {
 	if changes, err := h.run.PlanChanges(); err != nil {
 		return err
 	} else if !changes {
@@ -195,38 +228,15 @@ func (h *harness) killOne(ctx context.Context) error {
 			return err
 		}
 	}
-	delay := time.Duration(h.rng.Int64N(int64(h.o.MaxDelay) + 1))
-	cmd := exec.CommandContext(ctx, h.o.MCP, "-chdir="+h.o.Dir, "apply", "-auto-approve", "-no-color", "-budget-wait=2m")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		return err
+	// Each fault once per round, in a seeded order: a short run still meets every fault.
+	if len(h.round) == 0 {
+		h.round = slices.Clone(h.o.Faults)
+		h.rng.Shuffle(len(h.round), func(i, j int) { h.round[i], h.round[j] = h.round[j], h.round[i] })
 	}
-	h.rep.Runs++
-	started := time.Now()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case err := <-exited:
-		h.o.Log("apply finished before its kill at %s (%v)", delay, err)
-		return nil // no kill this time: the next one kills a new rollout
-	case <-time.After(delay):
-	}
-	cmd.Process.Signal(syscall.SIGKILL)
-	<-exited
-	h.kills = append(h.kills, time.Now())
-	h.rep.Kills++
-	problems, err := AuditReboots(h.fleet(), out.String(), started, time.Now())
-	if err != nil {
-		return err
-	}
-	h.rep.Problems = append(h.rep.Problems, problems...)
-	h.o.Log("kill %d after %s", h.rep.Kills, delay.Round(time.Millisecond))
-	if err := h.checkState(ctx); err != nil {
-		h.rep.Problems = append(h.rep.Problems, fmt.Sprintf("after kill %d: %v", h.rep.Kills, err))
-		return err
-	}
-	return h.run.UnlockDead()
+	f := h.round[0]
+	h.round = h.round[1:]
+	h.rep.Disruptions++
+	return h.disrupt(ctx, f)
 }
 
 // checkState reads the state as mcp does: a kill must never leave it unreadable.

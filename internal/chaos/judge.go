@@ -23,10 +23,14 @@ func (h *harness) judge() error {
 	if err != nil {
 		return fmt.Errorf("reading the fleet's event logs: %w", err)
 	}
-	if err := judgeLogs(h.rep, logs, h.kills); err != nil {
-		return err
+	err = judgeLogs(h.rep, logs, h.kills)
+	if rerr := h.judgeRoots(); rerr != nil {
+		return rerr
 	}
-	return h.judgeRoots()
+	if err == nil && len(h.rep.Problems) > 0 {
+		err = fmt.Errorf("%d promises broken:\n%s", len(h.rep.Problems), strings.Join(h.rep.Problems, "\n"))
+	}
+	return err
 }
 
 // judgeRoots reads each node itself once the plan is empty: its root holds the last
@@ -100,7 +104,11 @@ func judgeLogs(r *Report, logs map[string][]local.Event, kills []time.Time) erro
 		case was && !now:
 			outNow[pool]--
 		}
-		if outNow[pool] > r.MaxOut[pool] {
+		// The budget binds mcp where it takes a node in service out of it — a cordon, or
+		// an agent starting an update in place — counting every node out of service then,
+		// whoever took it out. A node going NotReady or Degraded by itself (or by hand)
+		// is counted, not judged.
+		if !was && (e.Kind == local.EventCordon || e.Kind == local.EventWorking) && outNow[pool] > r.MaxOut[pool] {
 			r.MaxOut[pool] = outNow[pool]
 			if outNow[pool] > r.Budget[pool] {
 				r.Problems = append(r.Problems, fmt.Sprintf("pool %s: %d nodes out of service at %s (max_unavailable %d), when %s: %s; out: %s",
