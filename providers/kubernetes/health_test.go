@@ -54,3 +54,18 @@ func TestHealthGatesFromTheWatch(t *testing.T) {
 		t.Errorf("address of w-1 (none) = %v", err)
 	}
 }
+
+// A gate that ends before its watch saw any pod (the API server stopped answering) still
+// names the pods the first list saw not Ready — never an empty list.
+func TestNotReadyPodsNamesWhatWasSeen(t *testing.T) {
+	listed := map[string]string{"kube-system/ds-a": "(Running, Ready=False ContainersNotReady)", "kube-system/ds-b": ""}
+	if got := notReadyPods("w-0", map[string]string{}, listed); got != "DaemonSet pods on node w-0 not Ready: kube-system/ds-a (Running, Ready=False ContainersNotReady)" {
+		t.Errorf("after a list and no watch: %q", got)
+	}
+	if got := notReadyPods("w-0", map[string]string{"kube-system/ds-c": "(Pending, no Ready condition)"}, listed); !strings.Contains(got, "ds-c") || strings.Contains(got, "ds-a") {
+		t.Errorf("the watch's view comes first: %q", got)
+	}
+	if got := notReadyPods("w-0", nil, nil); !strings.Contains(got, "not confirmed Ready: the API server gave no list") {
+		t.Errorf("nothing seen: %q", got)
+	}
+}
