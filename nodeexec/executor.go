@@ -27,6 +27,10 @@ type Host interface {
 	// Pivot makes image the OS the machine boots next (rpm-ostree rebase): it takes
 	// effect at the reboot that follows.
 	Pivot(ctx context.Context, image string) error
+	// Unstage discards what kargs and pivot staged for the next boot (rpm-ostree cleanup
+	// -p), so that a rolled-back update does not take effect at the next reboot, whoever
+	// makes it.
+	Unstage(ctx context.Context) error
 	Reboot(ctx context.Context) error
 	// BootedImage is the OS image the running boot runs, as pools name images; "" when it
 	// runs none (a machine booted from an ostree commit, not a container image).
@@ -60,6 +64,8 @@ type Executor struct {
 	// disabled, in change order.
 	undo  []undo
 	saved map[string]bool
+	// staged: a kargs or pivot step ran since Begin (Rollback unstages).
+	staged bool
 }
 
 // Run performs one node step moving the node from `from` (nil: nothing managed yet) to
@@ -87,8 +93,10 @@ func (e *Executor) Run(ctx context.Context, from, target *model.Rendered, step m
 		// also restores arguments removed behind mcp's back (drift), and the Host adds only
 		// what is missing, so a step run twice (a resumed apply) changes nothing more.
 		_, remove := model.DiffArgs(from.KernelArgs, target.KernelArgs)
+		e.staged = true // asked for, even if it fails: Rollback discards what it left
 		return e.Host.SetKernelArgs(ctx, target.KernelArgs, remove)
 	case model.StepPivot:
+		e.staged = true
 		return e.Host.Pivot(ctx, target.OSImage)
 	case model.StepReboot:
 		return e.Host.Reboot(ctx)

@@ -179,3 +179,30 @@ type machineState struct {
 }
 
 func (s machineState) BootID() (string, error) { return s.m.BootID() }
+
+// An update that fails after its kargs step staged new kernel arguments (its pivot is
+// refused) is rolled back, and so is what it staged: the machine's next boot — whoever
+// reboots it — runs what it ran before, not the failed update's arguments.
+func TestRollbackDiscardsWhatWasStaged(t *testing.T) {
+	ctx := context.Background()
+	m := newRecordMachine(t, "os:1", "root=UUID=34bf quiet")
+	m.host.Fail = "pivot os:2"
+	target := &model.Rendered{Name: "rendered-x-2", KernelArgs: []string{"nosmt"}, OSImage: "os:2"}
+	e := &Executor{Root: m.root, Host: m.host, NoSync: true}
+	e.Begin()
+	for _, s := range []model.Step{{Kind: model.StepKargs}, {Kind: model.StepPivot}} {
+		if err := e.Run(ctx, nil, target, s); err != nil {
+			if rerr := e.Rollback(ctx); rerr != nil {
+				t.Fatal(rerr)
+			}
+			break
+		}
+	}
+	m.boot() // a reboot for any reason
+	if kargs, image := m.runs(t); !slices.Equal(kargs, []string{"root=UUID=34bf", "quiet"}) || image != "os:1" {
+		t.Errorf("after the rolled-back update and a boot: %q on %s, want what ran before", kargs, image)
+	}
+	if got := strings.Join(m.host.Recorded(), ";"); got != "kargs +nosmt -;pivot os:2;unstage" {
+		t.Errorf("calls %s", got)
+	}
+}

@@ -77,6 +77,14 @@ func (h *RecordingHost) Pivot(_ context.Context, image string) error {
 }
 func (h *RecordingHost) Reboot(context.Context) error { return h.record("reboot") }
 
+// Unstage discards the machine's staged deployment, as rpm-ostree cleanup -p does.
+func (h *RecordingHost) Unstage(context.Context) error {
+	if err := h.record("unstage"); err != nil || !h.simulated() {
+		return err
+	}
+	return h.unstage()
+}
+
 // BootedImage reports the machine's MachineBootedImage, else Booted.
 func (h *RecordingHost) BootedImage(context.Context) (string, error) {
 	if !h.simulated() {

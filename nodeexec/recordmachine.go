@@ -144,6 +144,21 @@ func (h *RecordingHost) stage(change func(*stagedDeployment)) error {
 	return atomicfile.WriteIn(r, MachineStaged, b, 0o644)
 }
 
+// unstage removes the staged deployment, if any.
+func (h *RecordingHost) unstage() error {
+	h.machine.Lock()
+	defer h.machine.Unlock()
+	r, err := h.machineDir()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.Remove(MachineStaged); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
 func readStaged(r *os.Root) (*stagedDeployment, error) {
 	b, err := r.ReadFile(MachineStaged)
 	if errors.Is(err, fs.ErrNotExist) {

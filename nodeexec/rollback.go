@@ -25,7 +25,7 @@ type undo struct {
 }
 
 // Begin starts a new update: Rollback will restore the state as it is now.
-func (e *Executor) Begin() { e.undo, e.saved = nil, nil }
+func (e *Executor) Begin() { e.undo, e.saved, e.staged = nil, nil, false }
 
 // save records rel's state before its first change since Begin, so that
 // Rollback can restore it exactly (content, mode, owner, or absence).
@@ -65,8 +65,8 @@ func (e *Executor) save(r *os.Root, rel string) error {
 
 // Rollback undoes every change since Begin, newest first: each path the executor changed
 // back to its exact prior state, each unit it enabled disabled and the reverse; then it
-// reloads systemd when units changed. It is for a failed update before its reboot: the node
-// goes back to the config it ran. Undoing newest first puts a unit's file back before it is
+// reloads systemd when units changed, and discards what kargs and pivot staged. It is for a
+// failed update before its reboot: the node goes back to the config it ran. Undoing newest first puts a unit's file back before it is
 // enabled again, and disables a unit before its file goes; the links an enablement changed
 // were saved before it, so they are restored after the host's reversal, exactly as they
 // were (a unit partly enabled before stays so).
@@ -97,7 +97,14 @@ func (e *Executor) Rollback(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	e.undo, e.saved = nil, nil
+	if e.staged {
+		// The kernel arguments or image it staged would take effect at the next reboot,
+		// however far off: the node would boot an update that failed.
+		if err := e.Host.Unstage(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("discarding the staged deployment: %w", err))
+		}
+	}
+	e.undo, e.saved, e.staged = nil, nil, false
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("rollback: %w", err)
 	}

@@ -31,14 +31,18 @@ type Commands struct {
 	// Booted reads the booted image from it (default: BootedImageOf).
 	Status []string
 	Booted func(status []byte) (string, error)
+	// Unstage discards the deployment staged for the next boot (default: rpm-ostree
+	// cleanup -p; bootc hosts carry rpm-ostree over the same ostree deployments).
+	Unstage []string
 }
 
 // DefaultCommands are those of Fedora CoreOS / RHCOS: rpm-ostree's.
 var DefaultCommands = Commands{
-	Kargs:  []string{"rpm-ostree", "kargs"},
-	Pivot:  []string{"rpm-ostree", "rebase", "ostree-unverified-registry:{image}"},
-	Status: []string{"rpm-ostree", "status", "--json"},
-	Booted: BootedImageOf,
+	Kargs:   []string{"rpm-ostree", "kargs"},
+	Pivot:   []string{"rpm-ostree", "rebase", "ostree-unverified-registry:{image}"},
+	Status:  []string{"rpm-ostree", "status", "--json"},
+	Booted:  BootedImageOf,
+	Unstage: []string{"rpm-ostree", "cleanup", "-p"},
 }
 
 // BootcCommands are those of a host that runs bootc: the image is switched and read with
@@ -46,10 +50,11 @@ var DefaultCommands = Commands{
 // from the image's /usr/lib/bootc/kargs.d); its hosts carry rpm-ostree, whose kargs edits
 // the same ostree deployments, so kernel arguments are rpm-ostree's here too.
 var BootcCommands = Commands{
-	Kargs:  []string{"rpm-ostree", "kargs"},
-	Pivot:  []string{"bootc", "switch", "{image}"},
-	Status: []string{"bootc", "status", "--format=json"},
-	Booted: BootcBootedImageOf,
+	Kargs:   []string{"rpm-ostree", "kargs"},
+	Pivot:   []string{"bootc", "switch", "{image}"},
+	Status:  []string{"bootc", "status", "--format=json"},
+	Booted:  BootcBootedImageOf,
+	Unstage: []string{"rpm-ostree", "cleanup", "-p"},
 }
 
 // CommandsFor gives the commands of an OS tool: "rpm-ostree" (the default: Fedora CoreOS,
@@ -229,6 +234,14 @@ func (h *Host) Pivot(ctx context.Context, image string) error {
 		argv[i] = strings.ReplaceAll(a, "{image}", image)
 	}
 	return h.run(ctx, argv)
+}
+
+// Unstage discards the deployment a kargs or pivot staged (rpm-ostree cleanup -p).
+func (h *Host) Unstage(ctx context.Context) error {
+	if len(h.Commands.Unstage) == 0 {
+		return errors.New("unstage: no command configured")
+	}
+	return h.run(ctx, h.Commands.Unstage)
 }
 
 // BootedImage reads the booted deployment's container-image-reference from the status

@@ -142,6 +142,14 @@ func (h *host) Pivot(_ context.Context, image string) error {
 	return err
 }
 
+// Unstage discards what kargs and pivot staged: the next boot runs what this one runs.
+func (h *host) Unstage(context.Context) error {
+	if err := h.log("unstage"); err != nil {
+		return err
+	}
+	return h.p.update(h.node, func(r *record) { r.StagedOSImage, r.StagedKernelArgs = "", nil })
+}
+
 // BootedImage is the OS image node.json reports the node runs (not one a pivot staged).
 func (h *host) BootedImage(context.Context) (string, error) {
 	r, err := h.p.observeNode(h.node)
