@@ -197,9 +197,9 @@ func TestClosedWindowDefersThePool(t *testing.T) {
 		t.Errorf("plan JSON: %v, want the window closed and next_opening %s:\n%s", err, next, js)
 	}
 	out, err := run(t, mcp, "-chdir="+dir, "apply", "-auto-approve", "-no-color", "-no-wait")
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 || !strings.Contains(out, "next opening "+opening) ||
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || !strings.Contains(out, "next opening "+opening) ||
 		!strings.Contains(out, "0 updated, 0 failed, 2 not started") {
-		t.Fatalf("apply -no-wait: %v, want exit 1 naming the next opening %s:\n%s", err, opening, out)
+		t.Fatalf("apply -no-wait: %v, want exit 2 (not started) naming the next opening %s:\n%s", err, opening, out)
 	}
 	logs, err := local.ReadEvents(filepath.Join(dir, "fleet"))
 	if err != nil {

@@ -288,11 +288,7 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 			// The node reported it runs target; the apply that moved it stopped before it
 			// ended: uncordon it if that apply cordoned it, and check its health again.
 			np.Action, np.DriftOnly = NodeResume, false
-			if n.Unschedulable && slices.Contains(j.Done, model.Step{Kind: model.StepCordon}.Key()) &&
-				!hasStep(np.Steps, model.StepUncordon) {
-				np.Steps = append(np.Steps, model.Step{Kind: model.StepUncordon,
-					Reason: "the interrupted apply cordoned the node, and it runs " + target.Name})
-			}
+			np.Steps = owedUncordon(np.Steps, n, j, target)
 		}
 		np.Reboot = hasStep(np.Steps, model.StepReboot)
 		return np
@@ -301,16 +297,19 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 		np.Warnings = append(np.Warnings, `on_drift = "report": the drift is not restored, and the node's agent `+
 			"refuses to update over drift on a path its steps do not write")
 	}
+	before, now, rebooted := n.RebootedInto(target.Name)
+	if rebooted {
+		// What the host runs now came from that reboot: the update is planned as it was,
+		// from the configs, and cut at the reboot below.
+		host = steps.Host{}
+	}
 	todo, warn := stepsFrom(in, n.CurrentConfig, target, host)
 	if warn != "" {
 		np.Warnings = append(np.Warnings, warn)
 	}
 	np.Action = NodeUpdate
 	todo = steps.Restore(todo, drift, target, host)
-	if resuming {
-		np.Action = NodeResume
-	}
-	if before, now, ok := n.RebootedInto(target.Name); ok {
+	if rebooted {
 		// The node's own record says it rebooted into target since its steps up to the
 		// reboot ran (they all ran before the record was made): those are not run again,
 		// and the plan says what happened instead.
@@ -320,9 +319,24 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 			todo = slices.Clone(todo[i+1:])
 		}
 	}
+	if resuming {
+		np.Action = NodeResume
+		todo = owedUncordon(todo, n, j, target)
+	}
 	np.Steps = todo
 	np.Reboot = hasStep(todo, model.StepReboot)
 	return np
+}
+
+// owedUncordon ends a resumed node's steps with an uncordon when the interrupted apply
+// cordoned it (its journal has the cordon), it is still cordoned, and nothing else
+// uncordons it.
+func owedUncordon(todo []model.Step, n *model.Node, j model.JournalEntry, target *model.Rendered) []model.Step {
+	if !n.Unschedulable || !slices.Contains(j.Done, model.Step{Kind: model.StepCordon}.Key()) || hasStep(todo, model.StepUncordon) {
+		return todo
+	}
+	return append(slices.Clone(todo), model.Step{Kind: model.StepUncordon,
+		Reason: "the interrupted apply of " + target.Name + " cordoned the node"})
 }
 
 // restorable is the drift the node's steps restore: none when the pool only reports drift;

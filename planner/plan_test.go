@@ -510,3 +510,28 @@ func keys(steps []model.Step) []string {
 	}
 	return out
 }
+
+// A node that rebooted into its target under a killed apply already boots the target's
+// kernel arguments: its plan is still the update cut at the reboot (verify, and the
+// uncordon the journal owes), not an update in place from what the host now runs.
+func TestMakePlanRebootedNodeWithItsNewKernelArgs(t *testing.T) {
+	old := &model.Rendered{Name: "rendered-infra-old", Pool: "infra", Files: []model.File{file("/etc/motd", "old", "none")}}
+	tg := target("infra", file("/etc/motd", "new", "none"))
+	tg.KernelArgs = []string{"nosmt"}
+	n := node("i-0", "infra", "a", 0)
+	n.CurrentConfig, n.Unschedulable, n.State, n.BootID = old.Name, true, model.StateWorking, "boot-2"
+	n.KernelArgs = []string{"nosmt"} // booted with what the kargs step staged
+	n.PendingReboot = &model.PendingReboot{Config: tg.Name, BootID: "boot-1"}
+	n.Drift = []model.Drift{{Path: "/etc/motd", Kind: model.DriftContent}} // written before the reboot
+	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "infra"}),
+		Rendered: map[string]*model.Rendered{"infra": tg}, Known: map[string]*model.Rendered{old.Name: old},
+		Fleet: &model.Fleet{Nodes: []model.Node{n}},
+		Journal: map[string]model.JournalEntry{"i-0": {From: old.Name, Target: tg.Name,
+			Done: []string{"cordon", "drain", "write /etc/motd", "kargs"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if np := p.Nodes[0]; !cmp.Equal([]string{"verify", "uncordon"}, keys(np.Steps)) || np.Happened == "" {
+		t.Errorf("steps %v, happened %q", keys(np.Steps), np.Happened)
+	}
+}

@@ -80,7 +80,10 @@ func (c *cli) apply(args []string) int {
 	var progress views.Progress = v
 	var live *views.LiveProgress
 	if !*asJSON && term {
-		live = views.NewLiveProgress(out, color, pf.Plan)
+		// The terminal itself, not the wrapper: the redrawing asks it for its size, and
+		// a terminal that goes away is a SIGHUP (or a write error the view ignores), not
+		// a closed pipe.
+		live = views.NewLiveProgress(c.stdout, color, pf.Plan)
 		progress = live
 	}
 	c.intr.setNotice("finishing the nodes already started and starting no more; then the state is saved and the lock released")
