@@ -38,7 +38,7 @@ var stepNames = [...]string{
 }
 
 func (k StepKind) String() string {
-	if int(k) < len(stepNames) && stepNames[k] != "" {
+	if k.Valid() {
 		return stepNames[k]
 	}
 	return fmt.Sprintf("StepKind(%d)", k)
@@ -53,6 +53,10 @@ func ParseStepKind(s string) (StepKind, error) {
 	}
 	return 0, fmt.Errorf("unknown step %q", s)
 }
+
+// Valid reports whether k is one of the kinds above (a kind added to the enum is valid
+// as soon as it has a name).
+func (k StepKind) Valid() bool { return int(k) < len(stepNames) && stepNames[k] != "" }
 
 // OnNode reports whether the node executor runs the step (the rest the engine runs
 // through the provider).

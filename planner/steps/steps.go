@@ -1,3 +1,8 @@
+// Package steps is the one derivation of a node's steps: from the rendered config it runs
+// (and what its host reports it runs) to a target, as a table of what each on_change
+// policy needs; the restore of drift; the rewrite of a node whose config is unknown. Plan,
+// apply and the node agent all use it, so what the plan shows is what runs. It is pure and
+// imports nothing but the model, so that the agent links it without the renderer.
 package steps
 
 import (

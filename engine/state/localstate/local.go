@@ -1,3 +1,8 @@
+// Package localstate is the local state backend (state { backend = "local" }, the
+// default): the state in one file written atomically beside a backup of the previous one,
+// rendered configs in a directory of their own, an append-only journal fsync'd per record,
+// and the lock a file naming its holder (pid, host, operation), whose liveness
+// force-unlock checks. Every file is read through internal/boundedfile.
 package localstate
 
 import (

@@ -169,7 +169,7 @@ func checkStep(s model.Step) error {
 	switch {
 	case s.Kind == 0:
 		return fmt.Errorf("no kind")
-	case s.Kind > model.StepUncordon:
+	case !s.Kind.Valid():
 		return fmt.Errorf("unknown step kind %d", s.Kind)
 	case !s.Kind.OnNode():
 		return fmt.Errorf("%s is not a node step: the engine runs it", s.Kind)
