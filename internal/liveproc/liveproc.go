@@ -34,6 +34,12 @@ func Self() Process {
 	return p
 }
 
+// Of is process pid of this machine, as another run would record it.
+func Of(pid int) (Process, error) {
+	start, err := startTime(pid)
+	return Process{Machine: Machine(), PID: pid, Start: start}, err
+}
+
 // Machine names this running kernel and PID namespace: its boot id and the PID
 // namespace's inode, or "" when /proc does not say.
 func Machine() string {
