@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/config"
+	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/internal/chaos"
 	"github.com/mcpfleet/mcp/internal/liveproc"
@@ -117,23 +118,29 @@ func load(t *testing.T, dir string) *Workspace {
 	return w
 }
 
+// planned reads the state and plans in w.
+func planned(t *testing.T, w *Workspace) (*state.State, *planfile.File) {
+	t.Helper()
+	st, err := w.ReadState(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := w.Plan(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, pf
+}
+
 // apply plans and applies in w as mcp apply -auto-approve does, and returns the result,
 // the error and the events.
 func apply(t *testing.T, w *Workspace, opts ApplyOptions) (*ApplyResult, error, []Event) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := w.ReadState(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := w.Plan(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, pf := planned(t, w)
 	var mu sync.Mutex
 	var evs []Event
 	opts.Observer = func(e Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }
-	res, err := w.Apply(ctx, st, pf, opts)
+	res, err := w.Apply(context.Background(), st, pf, opts)
 	return res, err, evs
 }
 
@@ -199,14 +206,7 @@ func TestNodeWorkedOnSinceThePlanIsNotStarted(t *testing.T) {
 	w := load(t, dir)
 	w.NoLock = true
 	ctx := context.Background()
-	st, err := w.ReadState(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := w.Plan(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, pf := planned(t, w)
 	other := model.Claim{Apply: "other", Host: "you@there", Machine: "elsewhere", PID: 1, Since: time.Now().UTC()}
 	other.Released = other.Since.Add(time.Second)
 	if _, err := w.Provider.(*local.Provider).Claim(ctx, "infra-1", other, func(model.Claim) (bool, string) { return false, "" }); err != nil {
