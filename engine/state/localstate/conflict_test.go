@@ -3,8 +3,10 @@ package localstate
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/mcpfleet/mcp/engine/state"
 )
@@ -70,5 +72,39 @@ func TestJournalRemovedByAnotherWriterIsOpenedAnew(t *testing.T) {
 	}
 	if got := st.Journal["worker-0"].Done; len(got) != 1 || got[0] != "drain" {
 		t.Errorf("journal after the removal: %v, want the record appended after it", got)
+	}
+}
+
+// The sweep of a killed writer's temporaries, as the lock is taken, waits for a live
+// writer (one that runs without the lock), whose temporary file is its write in progress.
+func TestSweepWaitsForAWriterWithoutTheLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcp.state")
+	l := &Local{Path: path}
+	tmp := filepath.Join(filepath.Dir(path), ".mcp.state.tmp-0123456789ab")
+	if err := os.WriteFile(tmp, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := l.lockWrites() // a writer mid-write
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked := make(chan error, 1)
+	go func() {
+		u, err := l.Lock(context.Background(), state.NewLockInfo("apply", "test"))
+		if err == nil {
+			defer u.Unlock(context.Background())
+		}
+		locked <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // give the sweep a chance to run early: it must not
+	if _, err := os.Stat(tmp); err != nil {
+		t.Fatalf("the sweep removed a live writer's temporary file: %v", err)
+	}
+	unlock()
+	if err := <-locked; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Errorf("the temporary file of a writer that is done is left: %v", err)
 	}
 }

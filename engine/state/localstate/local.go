@@ -247,6 +247,13 @@ func (l *Local) Write(ctx context.Context, s *state.State) error {
 	if err := os.MkdirAll(l.renderedDir(), 0o755); err != nil {
 		return fmt.Errorf("writing state: %w", err)
 	}
+	// From the first temporary file to the last rename: the sweep of a killed writer's
+	// temporaries (Lock) waits for a live writer, one run with -lock=false included.
+	unlock, err := l.lockWrites()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	names := make([]string, 0, len(s.Rendered))
 	for n := range s.Rendered {
 		names = append(names, n)
@@ -276,11 +283,6 @@ func (l *Local) Write(ctx context.Context, s *state.State) error {
 	if len(b) >= maxStateSize {
 		return fmt.Errorf("writing state %s: refusing %d bytes, more than a state is read back (%d MiB)", l.Path, len(b), maxStateSize>>20)
 	}
-	unlock, err := l.lockWrites()
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	if err := l.backup(); err != nil {
 		return err
 	}

@@ -62,10 +62,16 @@ func (l *Local) Lock(ctx context.Context, info state.LockInfo) (state.Unlocker, 
 }
 
 // sweep removes the temporary files a writer killed mid-write left beside the state and its
-// rendered configs (atomicfile.IsTemp). It runs as the lock is taken: no writer that holds
-// the lock can be writing. It is tidying only — nothing reads a temporary file as a config
+// rendered configs (atomicfile.IsTemp). It runs as the lock is taken, between writes: no
+// writer that holds the lock can be writing, and one that does not (apply -lock=false) is
+// waited for (lockWrites). It is tidying only — nothing reads a temporary file as a config
 // or a state — so what it cannot remove stays, without an error.
 func (l *Local) sweep() {
+	unlock, err := l.lockWrites()
+	if err != nil {
+		return
+	}
+	defer unlock()
 	base := filepath.Base(l.Path)
 	for _, dir := range []string{filepath.Dir(l.Path), l.renderedDir()} {
 		ents, _ := boundedfile.ReadDir(dir)
