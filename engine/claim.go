@@ -249,7 +249,7 @@ func (a *applier) claimer() (providers.Claimer, bool) {
 
 // take claims node for this apply. A live other apply's claim leaves the node not started
 // (a claimedError). Without the state lock, the pool is looked at again once the claim is
-// on the node (lookAgain): another apply may have claimed a node of the pool at the same
+// on the node (look): another apply may have claimed a node of the pool at the same
 // moment, and of two that did, at least one sees the other; when there is no room the
 // claim is given back as it was, and errNoRoom sends the node back to wait.
 func (r *poolRun) take(node string) error {
