@@ -250,10 +250,11 @@ func (r *poolRun) wake() {
 // no room is the slot given back while the pool is watched for room. One look per start
 // when there is room: a look reads every node of the pool.
 func (r *poolRun) admit(node string) error {
-	var backedOff time.Time
+	var backedOff time.Time // when node first gave its claim back (take)
 	for {
 		r.global <- struct{}{}
 		err := r.waitRoom(node, 0)
+		gaveBack := false
 		if err == nil && !r.halted() {
 			r.mu.Lock()
 			r.busy[node] = "updating"
@@ -264,18 +265,18 @@ func (r *poolRun) admit(node string) error {
 			r.mu.Lock()
 			delete(r.busy, node)
 			r.mu.Unlock()
-			if errors.Is(err, errNoRoom) {
-				// The claim was given back: another apply claimed in the pool at the same
-				// moment (each backs off) or holds the state lock.
-				if backedOff.IsZero() {
-					backedOff = time.Now()
-				}
-				err = r.backOff(node, backedOff)
+			if gaveBack = errors.Is(err, errNoRoom); gaveBack && backedOff.IsZero() {
+				backedOff = time.Now()
 			}
 		}
 		<-r.global
 		if r.halted() {
 			return errHalted
+		}
+		if gaveBack {
+			// The claim was given back: another apply claimed in the pool at the same
+			// moment (each backs off), or one that holds the state lock runs.
+			err = r.backOff(node, backedOff)
 		}
 		if !errors.Is(err, errNoRoom) {
 			return err
