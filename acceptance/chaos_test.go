@@ -2,7 +2,6 @@ package acceptance
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -12,7 +11,8 @@ import (
 // TestChaosKillsApply is the short run of the crash harness (make chaos runs 50): the real
 // mcp binary disrupted 10 times at seeded random moments while it rolls out a reboot to 100
 // local nodes in 3 pools — SIGKILL, SIGTERM, timeout's double SIGTERM, a terminal's SIGHUP,
-// a closed stdout, a special file where it reads, nodes changed from outside — then re-run
+// a closed stdout, a special file where it reads, nodes changed from outside, two applies
+// with -lock=false at once — then re-run
 // until the plan is empty. Judged from the fleet's own records: no double reboot, no node
 // left cordoned, no pool over its max_unavailable when mcp took a node out, every reboot
 // apply claimed in the node's event log, the lock released after every graceful stop, the
@@ -21,7 +21,7 @@ func TestChaosKillsApply(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the crash harness takes about a minute")
 	}
-	faults := slices.DeleteFunc(slices.Clone(chaos.AllFaults), func(f chaos.Fault) bool { return f == chaos.FaultNoLock })
+	faults := chaos.AllFaults
 	rep, err := chaos.Run(context.Background(), chaos.Options{MCP: mcpBinary(t), Dir: t.TempDir(), Seed: 10,
 		Kills: 10, Faults: faults, MaxDelay: 1500 * time.Millisecond, DrainDuration: 40 * time.Millisecond, RebootDuration: 150 * time.Millisecond,
 		Log: t.Logf})

@@ -30,10 +30,10 @@ func localQuickstart(t *testing.T, drain, reboot string) string {
 	return quickstarttest.Copy(t, "../examples/quickstart", drain, reboot)
 }
 
-// startApply starts `mcp apply -auto-approve` in dir.
-func startApply(t *testing.T, dir string) (*exec.Cmd, *bytes.Buffer) {
+// startApply starts `mcp apply -auto-approve [args]` in dir.
+func startApply(t *testing.T, dir string, args ...string) (*exec.Cmd, *bytes.Buffer) {
 	t.Helper()
-	cmd := exec.Command(mcpBinary(t), "-chdir="+dir, "apply", "-auto-approve", "-no-color")
+	cmd := exec.Command(mcpBinary(t), append([]string{"-chdir=" + dir, "apply", "-auto-approve", "-no-color"}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -20,11 +20,15 @@ import (
 )
 
 // signalRuns is how many times each way of stopping apply is tried (MCP_SIGNAL_RUNS).
-func signalRuns(t *testing.T) int {
+func signalRuns(t *testing.T) int { return runsFrom(t, "MCP_SIGNAL_RUNS") }
+
+// runsFrom is how many times a test that runs the real binary over and over runs its case:
+// 20, or the number in the environment variable env; none under -short.
+func runsFrom(t *testing.T, env string) int {
 	if testing.Short() {
 		t.Skip("runs the real binary many times")
 	}
-	if n, err := strconv.Atoi(os.Getenv("MCP_SIGNAL_RUNS")); err == nil && n > 0 {
+	if n, err := strconv.Atoi(os.Getenv(env)); err == nil && n > 0 {
 		return n
 	}
 	return 20

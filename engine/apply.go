@@ -59,6 +59,9 @@ const (
 	EventWaiting EventKind = "waiting"
 	// EventHeld: a node put on hold after the plan was made is not started (Reason says so).
 	EventHeld EventKind = "held"
+	// EventClaimed: a node another apply works on, or worked on since the plan was made,
+	// is not started (Reason names that apply).
+	EventClaimed EventKind = "claimed"
 	// EventChecking: a node's steps are done and its health gates run.
 	EventChecking EventKind = "checking"
 	// EventUnconfirmed: a node's steps are done, and apply stopped waiting for its health
@@ -164,11 +167,20 @@ func onlyNotStarted(err error) bool {
 // configuration, and a saved plan that is not exactly that is refused before anything
 // changes (rederive). Per-node failures are returned together; a failed node stops new
 // starts in its pool while other pools go on.
+//
+// Without the state lock (NoLock), the plan Plan just showed is carried out as it was made,
+// without a second refresh: another apply may be changing the fleet meanwhile, which would
+// make every overlap a refusal; each node is checked as it starts instead (its claim, its
+// pool's budget, a hold). A saved plan is derived again all the same.
 func (w *Workspace) Apply(ctx context.Context, st *state.State, pf *planfile.File, opts ApplyOptions) (*ApplyResult, error) {
+	if w.NoLock && pf == w.shown {
+		return w.carryOut(ctx, st, pf.Plan, opts)
+	}
 	fleet, err := w.refresh(ctx, st)
 	if err != nil {
 		return nil, err
 	}
+	w.noteClaims(fleet)
 	plan, err := w.rederive(st, fleet, pf)
 	if err != nil {
 		return nil, err
@@ -182,6 +194,8 @@ func (w *Workspace) carryOut(ctx context.Context, st *state.State, plan *planner
 		return nil, err
 	}
 	a := newApplier(w, st, plan, opts)
+	running.Store(a.id, true)
+	defer running.Delete(a.id)
 	if a.opts.NoWait {
 		a.closed = a.closedPools()
 	}
@@ -193,8 +207,7 @@ func (w *Workspace) carryOut(ctx context.Context, st *state.State, plan *planner
 		// Another run may hold the state now: writing ours over it would lose its work.
 		return res, errors.Join(runErr, fmt.Errorf("the state was not saved: %w; the steps that finished are in the journal, and the next plan shows what is left", cause))
 	}
-	st.Serial++
-	if err := w.Backend.Write(context.WithoutCancel(ctx), a.st); err != nil {
+	if err := a.writeState(context.WithoutCancel(ctx)); err != nil {
 		return res, errors.Join(runErr, fmt.Errorf("saving state after apply: %w", err))
 	}
 	*st = *a.st
@@ -213,6 +226,10 @@ type applier struct {
 
 	runMu   sync.Mutex
 	running map[string]chan struct{} // nodes started by this apply; closed when they end
+
+	id     string                 // this apply run, as its claims name it
+	claims map[string]model.Claim // this apply's claims on the nodes it works on (guarded by mu)
+	base   *state.State           // the state as last read or written, for writeState without the lock
 
 	// closed: with NoWait, the pools whose windows were all closed when apply started, each
 	// with why it is not started; and pools with skew = "enforce" whose templates could not
@@ -244,10 +261,11 @@ func newApplier(w *Workspace, st *state.State, p *planner.Plan, opts ApplyOption
 	if opts.Clock == nil {
 		opts.Clock = realClock{}
 	}
+	base := st.Clone() // as read: without a lineage when there was no state yet (state.Merge)
 	if st.Lineage == "" {
 		st.Lineage = state.New().Lineage
 	}
-	return &applier{w: w, st: st, plan: p, opts: opts}
+	return &applier{w: w, st: st, plan: p, opts: opts, id: newApplyID(), base: base}
 }
 
 // publish gives the provider the pools' command health checks (providers.CommandChecker:
@@ -274,8 +292,7 @@ func (a *applier) publish(ctx context.Context) error {
 			a.st.Pointers[pp.Name] = pp.Rendered
 		}
 	}
-	a.st.Serial++
-	if err := a.w.Backend.Write(ctx, a.st); err != nil {
+	if err := a.writeState(ctx); err != nil {
 		return fmt.Errorf("saving state before apply: %w", err)
 	}
 	return nil

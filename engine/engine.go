@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -41,6 +42,19 @@ type Workspace struct {
 	// Targets and Exclude scope the plans Plan makes (-target, -exclude: see
 	// planner.Input); a saved plan is applied with its own.
 	Targets, Exclude []string
+	// NoLock says the caller does not hold the state lock (apply -lock=false): apply then
+	// claims each node, and looks at its pool again, before its first step; its claims
+	// expire unless renewed; it writes the state over what it finds (docs/decisions.md,
+	// "One apply per node").
+	NoLock bool
+
+	lockID string // the state lock this workspace took (Lock)
+	// seen are the nodes' claims as the refresh of the last plan saw them (noteClaims);
+	// shown is the last plan Plan made.
+	seen    map[string]claimSeen
+	shown   *planfile.File
+	judgeMu sync.Mutex
+	judgeV  *claimJudge // judge()
 
 	// pointers are the pools' pointer configs for their user_data Secrets, built at the
 	// last refresh (observeUserData).
@@ -148,6 +162,8 @@ func (w *Workspace) Plan(ctx context.Context, st *state.State) (*planfile.File, 
 	}
 	pf.FleetFingerprint = digested
 	pf.Refresh = rs
+	w.noteClaims(fleet)
+	w.shown = pf
 	return pf, nil
 }
 
@@ -256,5 +272,10 @@ func (w *Workspace) ReadState(ctx context.Context) (*state.State, error) {
 
 // Lock takes the state lock for operation, waiting up to timeout for another holder.
 func (w *Workspace) Lock(ctx context.Context, operation string, timeout time.Duration) (state.Unlocker, error) {
-	return state.LockWait(ctx, w.Backend, state.NewLockInfo(operation, Version), timeout)
+	info := state.NewLockInfo(operation, Version)
+	u, err := state.LockWait(ctx, w.Backend, info, timeout)
+	if err == nil {
+		w.lockID = info.ID
+	}
+	return u, err
 }

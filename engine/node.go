@@ -54,6 +54,9 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 				}
 			})
 			if err != nil {
+				if away := claimedAway(n.Name, err); away != nil {
+					return away
+				}
 				failed := batch[min(k, len(batch)-1)]
 				return a.fail(ctx, n, failed, err, cordoned, touched)
 			}
@@ -76,6 +79,9 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 			err = fmt.Errorf("the engine does not run %s steps", s.Kind)
 		}
 		if err != nil {
+			if away := claimedAway(n.Name, err); away != nil {
+				return away
+			}
 			return a.fail(ctx, n, s, err, cordoned, touched)
 		}
 		if s.Kind == model.StepCordon {
@@ -92,6 +98,9 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 		// Nothing ran on the node, but it must still record its new config (a change of
 		// policies only, or a resumed node whose node steps were all done).
 		if err := a.w.Provider.RunNodeSteps(ctx, n.Name, from, target, nil, func(model.Step) {}); err != nil {
+			if away := claimedAway(n.Name, err); away != nil {
+				return away
+			}
 			return a.fail(ctx, n, model.Step{Kind: model.StepVerify}, err, cordoned, touched)
 		}
 	}

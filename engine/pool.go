@@ -76,6 +76,10 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 				r.held(n.Name, err)
 				continue
 			}
+			if errors.As(err, new(*claimedError)) {
+				r.claimed(n.Name, err)
+				continue
+			}
 			var wc *windowClosedError
 			if errors.As(err, &wc) {
 				err = poolNotStarted(r.pp.Name, nodes[i:], wc.why)
@@ -97,7 +101,7 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 			}
 			// A node that started finishes its steps even when apply is interrupted:
 			// stopping between a drain and an uncordon would leave it out of service.
-			r.finished(n.Name, a.runNode(context.WithoutCancel(ctx), n))
+			r.finished(n.Name, a.runClaimed(context.WithoutCancel(ctx), n))
 		})
 	}
 	wg.Wait()
@@ -172,11 +176,33 @@ func (r *poolRun) held(node string, why error) {
 	r.a.emit(Event{Kind: EventHeld, Pool: r.pp.Name, Node: node, Reason: why.Error()})
 }
 
+// claimed reports a node another apply works on, or worked on since the plan was made:
+// it is not started, and the pool goes on.
+func (r *poolRun) claimed(node string, why error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pr.Skipped = append(r.pr.Skipped, node)
+	r.pr.errs = append(r.pr.errs, why)
+	reason := why.Error()
+	if ce := new(*claimedError); errors.As(why, ce) {
+		reason = "not started: " + (*ce).why
+	}
+	r.a.emit(Event{Kind: EventClaimed, Pool: r.pp.Name, Node: node, Reason: reason})
+}
+
 // finished records a node's end and frees its global slot. Its budget slot frees at once,
 // or after the pool's soak when it succeeded; either wakes a node waiting for room. The
 // pool stops once max_failures nodes failed.
 func (r *poolRun) finished(node string, err error) {
 	<-r.global
+	if errors.As(err, new(*claimedError)) {
+		r.claimed(node, err)
+		r.mu.Lock()
+		delete(r.busy, node)
+		r.wake()
+		r.mu.Unlock()
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var unconfirmed *unconfirmedError
@@ -224,18 +250,33 @@ func (r *poolRun) wake() {
 // no room is the slot given back while the pool is watched for room. One look per start
 // when there is room: a look reads every node of the pool.
 func (r *poolRun) admit(node string) error {
+	var backedOff time.Time // when node first gave its claim back (take)
 	for {
 		r.global <- struct{}{}
 		err := r.waitRoom(node, 0)
+		gaveBack := false
 		if err == nil && !r.halted() {
 			r.mu.Lock()
 			r.busy[node] = "updating"
 			r.mu.Unlock()
-			return nil
+			if err = r.take(node); err == nil {
+				return nil
+			}
+			r.mu.Lock()
+			delete(r.busy, node)
+			r.mu.Unlock()
+			if gaveBack = errors.Is(err, errNoRoom); gaveBack && backedOff.IsZero() {
+				backedOff = time.Now()
+			}
 		}
 		<-r.global
 		if r.halted() {
 			return errHalted
+		}
+		if gaveBack {
+			// The claim was given back: another apply claimed in the pool at the same
+			// moment (each backs off), or one that holds the state lock runs.
+			err = r.backOff(node, backedOff)
 		}
 		if !errors.Is(err, errNoRoom) {
 			return err
@@ -267,19 +308,10 @@ func (r *poolRun) waitRoom(node string, patience time.Duration) error {
 		if r.halted() {
 			return errHalted
 		}
-		observed, err := r.a.observe(r.ctx, r.members)
+		room, why, err := r.look(node, false)
 		if err != nil {
-			if r.ctx.Err() != nil {
-				return r.ctx.Err()
-			}
-			return fmt.Errorf("pool %s: not starting node %s: observing the pool: %w", r.pp.Name, node, err)
-		}
-		if err := heldNow(node, observed); err != nil {
 			return err
 		}
-		r.mu.Lock()
-		room, why := planner.RoomFor(r.pp.MaxUnavailable, node, observed, r.busy)
-		r.mu.Unlock()
 		if room {
 			return nil
 		}
@@ -302,6 +334,38 @@ func (r *poolRun) waitRoom(node string, patience time.Duration) error {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// look observes node's pool once and says whether node may start now within its budget,
+// counting the nodes out of service, those this apply updates and those another live
+// apply holds; without the state lock, none may while an apply that holds it runs (fresh:
+// the lock is looked at now). An error says node must not start at all: the pool cannot
+// be observed, node was put on hold, or another apply works on it or did since the plan.
+func (r *poolRun) look(node string, fresh bool) (bool, string, error) {
+	observed, err := r.a.observe(r.ctx, r.members)
+	if err != nil {
+		if r.ctx.Err() != nil {
+			return false, "", r.ctx.Err()
+		}
+		return false, "", fmt.Errorf("pool %s: not starting node %s: observing the pool: %w", r.pp.Name, node, err)
+	}
+	if err := heldNow(node, observed); err != nil {
+		return false, "", err
+	}
+	if err := r.a.claimedSince(node, observed); err != nil {
+		return false, "", err
+	}
+	if r.a.w.NoLock {
+		if why := r.a.lockedApply(r.ctx, fresh); why != "" {
+			return false, why, nil
+		}
+	}
+	r.mu.Lock()
+	busy := r.a.othersClaims(r.busy, node, observed)
+	r.mu.Unlock()
+	delete(busy, node) // the node itself is counted apart (planner.RoomFor)
+	room, why := planner.RoomFor(r.pp.MaxUnavailable, node, observed, busy)
+	return room, why, nil
 }
 
 // observe reads the named nodes as they are now: through the provider's NodeObserver, or

@@ -55,6 +55,9 @@ type Node struct {
 	// node.json "hold"): the node is kept out of rollouts. A label of that key does the
 	// same; HoldReason reads both.
 	Hold string `json:"hold,omitempty"`
+	// Claim is the apply that works on the node, or the last that did (Claim.Released);
+	// nil when none ever did or the provider keeps no claims (providers.Claimer).
+	Claim *Claim `json:"claim,omitempty"`
 }
 
 // PendingReboot is what a node's agent records before it reboots into an update.

@@ -46,6 +46,9 @@ func (c *cli) apply(args []string) int {
 	if ws == nil {
 		return 1
 	}
+	if ws.NoLock = !lf.lock; ws.NoLock {
+		fmt.Fprint(c.stderr, lockFalseWarning)
+	}
 	c.intr.setNotice("stopping before any node starts; the state lock is released")
 	st, ctx, unlock, code := c.readStateLocked(ws, &lf, "apply")
 	if st == nil {
@@ -102,6 +105,15 @@ func (c *cli) apply(args []string) int {
 	}
 	return applyExitCode[engine.Outcome(res, err)]
 }
+
+// lockFalseWarning is printed by apply -lock=false (docs/decisions.md, "One apply per node").
+const lockFalseWarning = `Warning: -lock=false: this apply does not take the state lock.
+  Nodes stay safe: each is claimed on the node before its first step, so no two applies work
+  on one node, and none starts while an apply that holds the lock runs. The state is not:
+  another apply may write it meanwhile; this one writes its changes over what it finds, and
+  a pool that two applies move to different configs keeps the last one written. Use it only
+  when the lock cannot be taken.
+`
 
 // applyExitCode: 0 only when every node change the plan included is done and verified; 2
 // when nothing failed but some were not done (not started, deferred, not confirmed): run

@@ -200,6 +200,13 @@ func eventDetail(e local.Event) string {
 		d = fmt.Sprintf("from %s with the served config of %s", e.OSImage, e.DesiredConfig)
 	case local.EventPivot:
 		d = fmt.Sprintf("to %s (for %s), from the next boot", e.OSImage, e.DesiredConfig)
+	case local.EventClaim:
+		d = "by apply " + e.Apply
+		if e.TookOver != "" {
+			d += ", taken over from apply " + e.TookOver
+		}
+	case local.EventRelease:
+		d = "by apply " + e.Apply
 	case local.EventReboot:
 		d = fmt.Sprintf("into %s, boot id %.8s → %.8s, ", e.DesiredConfig, e.BootID, e.NextBootID)
 		if e.Until.IsZero() {

@@ -16,7 +16,7 @@ import (
 )
 
 // An apply leaves each node's story in its event log (infra-0's kernel arguments take a
-// reboot), and mcp fleet events prints it.
+// reboot, inside its claim by the apply), and mcp fleet events prints it.
 func TestFleetEvents(t *testing.T) {
 	dir := quickstart(t)
 	if code, out, errOut := mcp(t, dir, "apply", "-auto-approve", "-no-color"); code != 0 {
@@ -35,7 +35,7 @@ func TestFleetEvents(t *testing.T) {
 		}
 		kinds = append(kinds, m[1])
 	}
-	if got := strings.Join(kinds, " "); got != "cordon working reboot not-ready ready done uncordon" {
+	if got := strings.Join(kinds, " "); got != "claim cordon working reboot not-ready ready done uncordon release" {
 		t.Errorf("infra-0's events: %s\n%s", got, out)
 	}
 	if code, out, _ := mcp(t, dir, "fleet", "events"); code != 0 || !strings.Contains(out, "infra-1") {

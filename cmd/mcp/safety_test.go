@@ -149,3 +149,34 @@ config "60-y" {
 		})
 	}
 }
+
+// apply -lock=false is accepted, says on stderr what it gives up, takes no lock, and still
+// claims each node it works on (the fleet's records show the claims, all released).
+func TestApplyWithoutTheLockWarns(t *testing.T) {
+	dir := quickstart(t)
+	code, out, errOut := mcp(t, dir, "apply", "-auto-approve", "-no-color", "-lock=false")
+	if code != 0 || !strings.Contains(errOut, "Warning: -lock=false") || !strings.Contains(errOut, "the state lock") {
+		t.Fatalf("apply -lock=false: exit %d\n%s%s", code, out, errOut)
+	}
+	logs, err := local.ReadEvents(filepath.Join(dir, "fleet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for node, evs := range logs {
+		var claims, releases int
+		for _, e := range evs {
+			switch e.Kind {
+			case local.EventClaim:
+				claims++
+			case local.EventRelease:
+				releases++
+			}
+		}
+		if claims != 1 || releases != 1 {
+			t.Errorf("%s: %d claims and %d releases, want one of each", node, claims, releases)
+		}
+	}
+	if code, _, errOut := mcp(t, dir, "apply", "-auto-approve", "-no-color"); code != 0 || strings.Contains(errOut, "Warning") {
+		t.Errorf("apply with the lock: exit %d, %s", code, errOut)
+	}
+}

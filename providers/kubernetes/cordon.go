@@ -28,6 +28,13 @@ func (p *Provider) cordon(ctx context.Context, node string, desired bool) error 
 	if err != nil {
 		return fmt.Errorf("%s node %s: %w", verb, node, err)
 	}
+	if h := p.takePending(node); h != nil && desired {
+		// The apply's claim rides on the cordon (claim.go).
+		if err := p.writeClaim(ctx, node, h, []jsonOp{{Op: "add", Path: "/spec/unschedulable", Value: true}}); err != nil {
+			return fmt.Errorf("%s node %s: %w", verb, node, err)
+		}
+		return nil
+	}
 	if err := drain.RunCordonOrUncordon(&drain.Helper{Ctx: ctx, Client: p.client}, n, desired); err != nil {
 		return fmt.Errorf("%s node %s: %w", verb, node, err)
 	}

@@ -46,7 +46,12 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 		return fmt.Errorf("node %s: reading it before the hand-over: %w", node, err)
 	}
 	h, adopted := adoptable(cur, from, target.Name, steps)
-	if !adopted {
+	if adopted {
+		// Nothing is written to the node: its claim is written alone.
+		if err := p.writePending(ctx, node); err != nil {
+			return err
+		}
+	} else {
 		h = protocol.Handover{Desired: target.Name, Steps: steps, UpdateID: rand.Text()}
 		if err = p.handOver(ctx, node, h); err != nil {
 			return err
@@ -91,6 +96,13 @@ func (p *Provider) handOver(ctx context.Context, node string, h protocol.Handove
 	ann, err := h.Annotations()
 	if err != nil {
 		return fmt.Errorf("node %s: encoding the hand-over: %w", node, err)
+	}
+	if c := p.takePending(node); c != nil {
+		// The apply's claim rides on the hand-over (claim.go).
+		if err := p.writeClaim(ctx, node, c, annotationOps(ann)); err != nil {
+			return fmt.Errorf("node %s: handing over %s: %w", node, h.Desired, err)
+		}
+		return nil
 	}
 	patch, err := protocol.AnnotationsPatch(ann)
 	if err != nil {

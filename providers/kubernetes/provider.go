@@ -111,6 +111,10 @@ type Provider struct {
 	hubMu  sync.Mutex
 	hubCtx context.Context
 	hub    *nodeHub
+
+	// The claims this provider took, by node and apply (claim.go).
+	claimMu sync.Mutex
+	claims  map[[2]string]*heldClaim
 }
 
 var (

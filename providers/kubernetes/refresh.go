@@ -125,6 +125,7 @@ func nodeOf(n *corev1.Node) model.Node {
 		OSImage:       a[protocol.OSImage],
 		BootID:        n.Status.NodeInfo.BootID,
 	}
+	m.Claim, _, _ = protocol.ReadClaim(a)
 	// The annotation carries a reason in free text, which a label value cannot; a label of
 	// the key holds too (model.Node.HoldReason).
 	if why, ok := a[model.HoldKey]; ok {

@@ -45,10 +45,14 @@ const (
 	EventFirstBoot EventKind = "firstboot"
 	// EventPivot: OSImage was staged; the machine runs it from its next boot.
 	EventPivot EventKind = "pivot"
+	// EventClaim: Apply claimed the node (model.Claim), taking it over from TookOver, an
+	// apply judged gone, when it held it; EventRelease: Apply was done with it.
+	EventClaim   EventKind = "claim"
+	EventRelease EventKind = "release"
 )
 
 var eventKinds = []EventKind{EventCordon, EventUncordon, EventNotReady, EventReady, EventWorking,
-	EventDone, EventDegraded, EventReboot, EventDrain, EventFirstBoot, EventPivot}
+	EventDone, EventDegraded, EventReboot, EventDrain, EventFirstBoot, EventPivot, EventClaim, EventRelease}
 
 // Event is one line of a node's events.jsonl.
 type Event struct {
@@ -70,6 +74,9 @@ type Event struct {
 	Pods       []string  `json:"pods,omitempty"` // drain: namespace/name of the pods evicted
 	// OSImage: firstboot (the image booted from); pivot (the image staged).
 	OSImage string `json:"os_image,omitempty"`
+	// Apply: claim, release (the apply run); TookOver: claim (the apply that held it).
+	Apply    string `json:"apply,omitempty"`
+	TookOver string `json:"took_over,omitempty"`
 	// Recovered: appended by a later writer, the one that made it having been killed
 	// after writing node.json. Most events keep the time they were stamped with before the
 	// change; an uncordon or ready, stamped only once its change is written, carries the
@@ -103,6 +110,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 func derive(b, a *model.Node, now, back time.Time) []Event {
 	var evs []Event
 	add := func(e Event) { evs = append(evs, e) }
+	evs = deriveClaim(b.Claim, a.Claim, now)
 	if a.Unschedulable && !b.Unschedulable {
 		add(Event{Kind: EventCordon, Time: now})
 	}
@@ -126,6 +134,22 @@ func derive(b, a *model.Node, now, back time.Time) []Event {
 		add(Event{Kind: EventReady, Time: back})
 	}
 	return evs
+}
+
+// deriveClaim lists the events of a change of the node's claim from b to a: a claim by
+// another apply, or a held claim ended. A renewal (the same apply) is none.
+func deriveClaim(b, a *model.Claim, now time.Time) []Event {
+	switch {
+	case a.Held() && (!b.Held() || b.Apply != a.Apply):
+		e := Event{Kind: EventClaim, Time: now, Apply: a.Apply}
+		if b.Held() {
+			e.TookOver = b.Apply
+		}
+		return []Event{e}
+	case b.Held() && !a.Held():
+		return []Event{{Kind: EventRelease, Time: now, Apply: b.Apply}}
+	}
+	return nil
 }
 
 // eventLog is a node's events.jsonl, open for appending under the node's lock.

@@ -135,6 +135,9 @@ func (l *LiveProgress) Event(e engine.Event) {
 			lp.waitSince = e.Time
 		}
 		lp.waiting = fmt.Sprintf("node.%s: %s", e.Node, e.Reason)
+	case engine.EventClaimed:
+		msg := fmt.Sprintf("node.%s: %s\n", e.Node, l.c.yellow(e.Reason))
+		after = append(after, func() { io.WriteString(l.p, msg) })
 	case engine.EventPoolStopped:
 		lp.stopped, lp.waiting = true, ""
 		msg := fmt.Sprintf("pool.%s: %s: no more nodes of this pool start\n", e.Pool, l.c.red("stopped"))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/internal/liveproc"
 	"github.com/mcpfleet/mcp/internal/within"
 )
 
@@ -152,7 +153,7 @@ func TestZombieHolderIsDead(t *testing.T) {
 	cmd.Process.Kill()
 	// The kill lands asynchronously; until the child is reaped it stays a zombie.
 	deadline := time.Now().Add(10 * time.Second)
-	for processRuns(pid) && time.Now().Before(deadline) {
+	for liveproc.Runs(pid, 0) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if err := syscall.Kill(pid, 0); err != nil {

@@ -54,7 +54,7 @@ func (g *groupAppend) append(path string, line []byte) error {
 func (g *groupAppend) appendSync(path string, b []byte) error {
 	g.fmu.Lock()
 	defer g.fmu.Unlock()
-	if g.f != nil && g.path != path {
+	if g.f != nil && (g.path != path || !g.stillAt(path)) {
 		g.f.Close()
 		g.f = nil
 	}
@@ -76,6 +76,18 @@ func (g *groupAppend) appendSync(path string, b []byte) error {
 		g.f = nil
 	}
 	return err
+}
+
+// stillAt reports whether the file kept open is still the one at path: a state write of
+// another apply (one run with -lock=false) may have folded and removed it, and appends to
+// the removed file would be lost.
+func (g *groupAppend) stillAt(path string) bool {
+	open, err := g.f.Stat()
+	if err != nil {
+		return false
+	}
+	there, err := os.Lstat(path)
+	return err == nil && os.SameFile(open, there)
 }
 
 // close closes the file kept open, so that the next append opens the path again: before

@@ -34,6 +34,7 @@ import (
 type Local struct {
 	Path    string
 	journal groupAppend
+	last    seenState // mcp.state as last read or written here
 }
 
 // Bounds of the local state's files. What mcp writes stays far below them (a state of
@@ -101,11 +102,13 @@ func (l *Local) readHead() (*state.State, error) {
 	}
 	b, err := boundedfile.Read(l.Path, maxStateSize, 0)
 	if errors.Is(err, fs.ErrNotExist) {
+		l.last.note(nil, false)
 		return &state.State{Version: state.FormatVersion, Pointers: map[string]string{}}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading state: %w", err)
 	}
+	l.last.note(b, true)
 	s, err := state.Unmarshal(b)
 	if err != nil {
 		return nil, fmt.Errorf("reading state %s: %w%s", l.Path, err, l.restoreHint())
@@ -141,17 +144,22 @@ func (l *Local) restoreHint() string {
 
 // backup keeps the state about to be replaced as <path>.backup, as Terraform keeps
 // terraform.tfstate.backup: written atomically and fsync'd like the state, with its mode.
-// A state that does not read is not kept, so the backup stays the last good state.
+// A state that does not read is not kept, so the backup stays the last good state. A
+// state another writer put there since this backend read or wrote it is not replaced
+// (state.ErrConflict).
 func (l *Local) backup() error {
 	b, err := boundedfile.Read(l.Path, maxStateSize, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return l.last.check(l.Path, nil, false)
 	}
 	if err != nil {
 		return fmt.Errorf("backing up state: %w", err)
 	}
 	if _, err := state.Unmarshal(b); err != nil {
-		return nil
+		return nil // damage, not another writer's state: replaced, as before
+	}
+	if err := l.last.check(l.Path, b, true); err != nil {
+		return err
 	}
 	mode := fs.FileMode(0o644)
 	if fi, err := os.Stat(l.Path); err == nil {
@@ -244,6 +252,13 @@ func (l *Local) Write(ctx context.Context, s *state.State) error {
 	if err := os.MkdirAll(l.renderedDir(), 0o755); err != nil {
 		return fmt.Errorf("writing state: %w", err)
 	}
+	// From the first temporary file to the last rename: the sweep of a killed writer's
+	// temporaries (Lock) waits for a live writer, one run with -lock=false included.
+	unlock, err := l.lockWrites()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	names := make([]string, 0, len(s.Rendered))
 	for n := range s.Rendered {
 		names = append(names, n)
@@ -276,9 +291,11 @@ func (l *Local) Write(ctx context.Context, s *state.State) error {
 	if err := l.backup(); err != nil {
 		return err
 	}
-	if err := atomicfile.Write(l.Path, append(b, '\n'), 0o644); err != nil {
+	b = append(b, '\n')
+	if err := atomicfile.Write(l.Path, b, 0o644); err != nil {
 		return fmt.Errorf("writing state: %w", err)
 	}
+	l.last.note(b, true)
 	// The journal is folded into the state just written.
 	l.journal.close()
 	if err := os.Remove(l.journalPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {

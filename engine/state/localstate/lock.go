@@ -12,12 +12,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
+	"github.com/mcpfleet/mcp/internal/liveproc"
 )
 
 // lockCheckEvery is how often a holder of the local lock checks that its lock file is still
@@ -62,10 +62,16 @@ func (l *Local) Lock(ctx context.Context, info state.LockInfo) (state.Unlocker, 
 }
 
 // sweep removes the temporary files a writer killed mid-write left beside the state and its
-// rendered configs (atomicfile.IsTemp). It runs as the lock is taken: no writer that holds
-// the lock can be writing. It is tidying only — nothing reads a temporary file as a config
+// rendered configs (atomicfile.IsTemp). It runs as the lock is taken, between writes: no
+// writer that holds the lock can be writing, and one that does not (apply -lock=false) is
+// waited for (lockWrites). It is tidying only — nothing reads a temporary file as a config
 // or a state — so what it cannot remove stays, without an error.
 func (l *Local) sweep() {
+	unlock, err := l.lockWrites()
+	if err != nil {
+		return
+	}
+	defer unlock()
 	base := filepath.Base(l.Path)
 	for _, dir := range []string{filepath.Dir(l.Path), l.renderedDir()} {
 		ents, _ := boundedfile.ReadDir(dir)
@@ -200,7 +206,7 @@ func (l *Local) ForceUnlock(ctx context.Context, id string) error {
 }
 
 // state.LockStatus says who holds the lock file and whether it is alive: a holder on this host
-// (state.LockInfo.Who is user@host) is alive while its PID runs (processRuns); a PID reused
+// (state.LockInfo.Who is user@host) is alive while its PID runs (liveproc.Runs); a PID reused
 // since counts as alive, which only makes force-unlock ask.
 // A holder on another host, or a lock file being written, cannot be checked and counts as
 // alive.
@@ -221,7 +227,7 @@ func (l *Local) LockStatus(ctx context.Context) (*state.LockStatus, error) {
 	case holderHost == "" || holderHost != host:
 		st.Detail = fmt.Sprintf("it was taken on host %q, not this one (%q): whether process %d still runs there cannot be checked from here", holderHost, host, info.PID)
 	default:
-		st.Alive = processRuns(info.PID)
+		st.Alive = liveproc.Runs(info.PID, 0)
 		if st.Alive {
 			st.Detail = fmt.Sprintf("process %d runs on this host (%s)", info.PID, host)
 		} else {
@@ -229,25 +235,4 @@ func (l *Local) LockStatus(ctx context.Context) (*state.LockStatus, error) {
 		}
 	}
 	return st, nil
-}
-
-// processRuns says whether process pid runs: it exists — kill(pid, 0) succeeds or is refused
-// with EPERM — and is not a zombie. A process killed and not yet waited for by its parent
-// (mcp apply SIGKILLed by a script that has not reaped it) still has a PID, but is dead:
-// /proc/PID/stat gives its state Z (or X).
-func processRuns(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	b, err := boundedfile.Read(fmt.Sprintf("/proc/%d/stat", pid), 4<<10, 0)
-	if err != nil {
-		return true // no /proc: kill(pid, 0) is all there is to go by
-	}
-	// "PID (COMM) STATE …"; COMM may hold spaces and parentheses, so the state follows
-	// the last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return true
-	}
-	return b[i+2] != 'Z' && b[i+2] != 'X'
 }

@@ -75,7 +75,7 @@ const ChunkPrefix = protocol.StateSecret + "-chunk-"
 const DefaultNamespace = "mcp-system"
 
 // ErrConflict says that the head was changed by another writer since this backend read it.
-var ErrConflict = errors.New("the state was changed by another writer")
+var ErrConflict = state.ErrConflict
 
 // ManagedSelector selects every Secret this backend writes.
 func ManagedSelector() labels.Selector {

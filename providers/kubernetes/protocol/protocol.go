@@ -27,6 +27,9 @@ const (
 	// UpdateID names one hand-over; a new one makes the agent act even when DesiredConfig
 	// is unchanged (a retry after Degraded).
 	UpdateID = Prefix + "update-id"
+	// Claim is the JSON model.Claim of the apply that works on the node, or of the last
+	// that did (released). The agent does not read it.
+	Claim = Prefix + "claim"
 )
 
 // Node annotations written by the agent.
@@ -252,6 +255,29 @@ func DecodeDrift(s string) []model.Drift {
 		return nil
 	}
 	return d
+}
+
+// ReadClaim reads the Claim annotation: the claim (nil when there is none, or when it does
+// not read as one: then nothing holds the node), its raw value and whether it is there.
+func ReadClaim(ann map[string]string) (c *model.Claim, raw string, ok bool) {
+	raw, ok = ann[Claim]
+	if !ok {
+		return nil, "", false
+	}
+	c = new(model.Claim)
+	if len(raw) > maxClaimBytes || json.Unmarshal([]byte(raw), c) != nil || c.Apply == "" {
+		return nil, raw, true
+	}
+	return c, raw, true
+}
+
+// maxClaimBytes bounds a claim the engine reads: it writes a few hundred bytes.
+const maxClaimBytes = 4 << 10
+
+// EncodeClaim is the Claim annotation's value for c.
+func EncodeClaim(c model.Claim) string {
+	b, _ := json.Marshal(c) // plain strings, numbers and times: it cannot fail
+	return string(b)
 }
 
 // AnnotationsPatch is the JSON merge patch that sets ann on an object's annotations (a nil

@@ -1,0 +1,390 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"os/user"
+	"sync"
+	"time"
+
+	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/internal/liveproc"
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/providers"
+)
+
+// One apply per node (docs/decisions.md): before a node's first step apply claims it on the
+// node itself (providers.Claimer), and it starts no node another live apply holds, or
+// worked on since this apply's plan was made. Whether a claim's apply still runs is judged
+// here, from what the claim names.
+
+// claimTTL is how long a claim taken without the state lock stays live, for whoever cannot
+// check its process, unless its apply renews it (every claimRenew while it works on the node).
+const (
+	claimTTL   = 2 * time.Minute
+	claimRenew = 30 * time.Second
+)
+
+// lockLook is how long a look at the state lock is trusted when judging claims.
+const lockLook = time.Second
+
+// running holds the ids of this process's applies under way: a claim naming this process
+// is live while its apply is (tests run several applies in one process).
+var running sync.Map
+
+// claimJudge judges claims for a workspace.
+type claimJudge struct {
+	w    *Workspace
+	self liveproc.Process
+	host string // user@host
+
+	mu     sync.Mutex
+	gone   map[string]string // apply id → why it is gone: a gone apply does not come back
+	lockAt time.Time
+	lock   *state.LockStatus
+}
+
+// judge is the workspace's claim judge, made at first use.
+func (w *Workspace) judge() *claimJudge {
+	w.judgeMu.Lock()
+	defer w.judgeMu.Unlock()
+	if w.judgeV == nil {
+		w.judgeV = newClaimJudge(w)
+	}
+	return w.judgeV
+}
+
+func newClaimJudge(w *Workspace) *claimJudge {
+	host := "unknown"
+	if u, err := user.Current(); err == nil {
+		host = u.Username
+	}
+	if h, err := os.Hostname(); err == nil {
+		host += "@" + h
+	}
+	return &claimJudge{w: w, self: liveproc.Self(), host: host, gone: map[string]string{}}
+}
+
+// live says whether held's apply still runs, and how that was judged:
+//   - on this machine (its boot id and PID namespace), by its process: running, not a
+//     zombie, started when the claim says (not a reused PID); in this process, by its
+//     apply being under way;
+//   - elsewhere, taken under the state lock: while that lock is held — so never, for an
+//     apply that holds the lock itself (its holder gave it up or lost it);
+//   - elsewhere, taken without the lock: until it expires (its apply renews it).
+func (j *claimJudge) live(held model.Claim) (bool, string) {
+	if !held.Held() {
+		return false, "released"
+	}
+	j.mu.Lock()
+	why, gone := j.gone[held.Apply]
+	j.mu.Unlock()
+	if gone {
+		return false, why
+	}
+	live, why := j.judge(held)
+	if !live && (held.Machine == j.self.Machine && held.Machine != "" || held.Lock != "" && !j.w.NoLock) {
+		j.mu.Lock()
+		j.gone[held.Apply] = why
+		j.mu.Unlock()
+	}
+	return live, why
+}
+
+func (j *claimJudge) judge(held model.Claim) (bool, string) {
+	switch {
+	case held.Machine != "" && held.Machine == j.self.Machine && held.PID == j.self.PID:
+		if _, ok := running.Load(held.Apply); ok {
+			return true, "an apply of this process"
+		}
+		return false, "its apply in this process has ended"
+	case held.Machine != "" && held.Machine == j.self.Machine:
+		if liveproc.Runs(held.PID, held.Start) {
+			return true, fmt.Sprintf("process %d runs on this host", held.PID)
+		}
+		return false, fmt.Sprintf("process %d no longer runs on this host", held.PID)
+	case held.Lock != "" && !j.w.NoLock:
+		return false, fmt.Sprintf("it was taken under state lock %s, and this apply holds the lock now", held.Lock)
+	case held.Lock != "":
+		st, err := j.lockStatus(context.Background(), false)
+		if err != nil {
+			return true, fmt.Sprintf("taken under state lock %s, and the lock cannot be read: %v", held.Lock, err)
+		}
+		if st != nil && st.Holder.ID == held.Lock && st.Alive {
+			return true, fmt.Sprintf("its apply holds state lock %s", held.Lock)
+		}
+		return false, fmt.Sprintf("state lock %s, which it was taken under, is not held any more", held.Lock)
+	case time.Now().Before(held.Expires):
+		return true, fmt.Sprintf("taken on %s, whose processes cannot be checked from here; live until %s unless renewed",
+			held.Host, held.Expires.Local().Format(time.RFC3339))
+	}
+	return false, fmt.Sprintf("taken on %s without the state lock and not renewed since it expired", held.Host)
+}
+
+// lockStatus looks at the state lock (nil: not held; the backend cannot tell: nil too),
+// trusting a look made within lockLook unless fresh.
+func (j *claimJudge) lockStatus(ctx context.Context, fresh bool) (*state.LockStatus, error) {
+	insp, ok := j.w.Backend.(state.LockInspector)
+	if !ok {
+		return nil, nil
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if !fresh && time.Since(j.lockAt) < lockLook {
+		return j.lock, nil
+	}
+	st, err := insp.LockStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	j.lock, j.lockAt = st, time.Now()
+	return st, nil
+}
+
+// claimSeen is a node's claim as the refresh a plan was made from saw it.
+type claimSeen struct {
+	claim *model.Claim
+	live  bool
+	why   string
+}
+
+// noteClaims records the nodes' claims as fleet shows them, with whether their applies
+// ran then: the plan made from fleet is carried out only on nodes whose claim is still
+// that one, held by no live apply then (claimedSince).
+func (w *Workspace) noteClaims(fleet *model.Fleet) {
+	if _, ok := w.Provider.(providers.Claimer); !ok {
+		return
+	}
+	w.seen = make(map[string]claimSeen)
+	for i := range fleet.Nodes {
+		n := &fleet.Nodes[i]
+		if n.Claim == nil {
+			continue
+		}
+		s := claimSeen{claim: n.Claim}
+		s.live, s.why = w.judge().live(*n.Claim)
+		w.seen[n.Name] = s
+	}
+}
+
+// claimedError: a node not started because another apply works on it, or did since this
+// apply's plan was made.
+type claimedError struct{ node, why string }
+
+func (e *claimedError) Error() string { return fmt.Sprintf("node %s not started: %s", e.node, e.why) }
+
+// claimedSince checks node, as just observed, against its claim when the plan was made: a
+// claim held then by a live apply, or any other claim since, means another apply may have
+// worked on the node after the plan saw it, and its planned steps may be stale (a reboot
+// done twice); the node is not started.
+func (a *applier) claimedSince(node string, observed []model.Node) error {
+	for i := range observed {
+		n := &observed[i]
+		if n.Name != node || n.Claim != nil && n.Claim.Apply == a.id {
+			continue
+		}
+		seen := a.w.seen[node]
+		switch {
+		case seen.live:
+			return notStarted(&claimedError{node, fmt.Sprintf("%s held it when this apply's plan was made (%s): the plan's steps for it may be stale",
+				seen.claim, seen.why)})
+		case !n.Claim.Same(seen.claim) && n.Claim.Held():
+			why := "since this apply's plan was made"
+			if live, how := a.w.judge().live(*n.Claim); live {
+				why += "; it still runs (" + how + ")"
+			}
+			return notStarted(&claimedError{node, fmt.Sprintf("%s claimed it %s", n.Claim, why)})
+		case !n.Claim.Same(seen.claim):
+			return notStarted(&claimedError{node, fmt.Sprintf("apply %s worked on it since this apply's plan was made: the plan's steps for it may be stale",
+				n.Claim.Apply)})
+		}
+	}
+	return nil
+}
+
+// othersClaims adds to busy (a copy is returned) the nodes of observed, other than node,
+// that another live apply holds: they are about to be out of service, or are.
+func (a *applier) othersClaims(busy map[string]string, node string, observed []model.Node) map[string]string {
+	out := make(map[string]string, len(busy))
+	for k, v := range busy {
+		out[k] = v
+	}
+	for i := range observed {
+		n := &observed[i]
+		if n.Name == node || !n.Claim.Held() || n.Claim.Apply == a.id {
+			continue
+		}
+		if live, _ := a.w.judge().live(*n.Claim); live {
+			out[n.Name] = "claimed by apply " + n.Claim.Apply
+		}
+	}
+	return out
+}
+
+// newClaim is this apply's claim, taken now: without the state lock it expires unless
+// renewed.
+func (a *applier) newClaim() model.Claim {
+	j := a.w.judge()
+	c := model.Claim{Apply: a.id, Lock: a.w.lockID, Host: j.host, Machine: j.self.Machine, PID: j.self.PID,
+		Start: j.self.Start, Since: time.Now().UTC()}
+	if a.w.NoLock {
+		c.Lock, c.Expires = "", c.Since.Add(claimTTL)
+	}
+	return c
+}
+
+// newApplyID names one apply run.
+func newApplyID() string { return rand.Text() }
+
+// claimer is the provider's Claimer, if it keeps claims.
+func (a *applier) claimer() (providers.Claimer, bool) {
+	c, ok := a.w.Provider.(providers.Claimer)
+	return c, ok
+}
+
+// take claims node for this apply. A live other apply's claim leaves the node not started
+// (a claimedError). Without the state lock, the pool is looked at again once the claim is
+// on the node (look): another apply may have claimed a node of the pool at the same
+// moment, and of two that did, at least one sees the other; when there is no room the
+// claim is given back as it was, and errNoRoom sends the node back to wait.
+func (r *poolRun) take(node string) error {
+	cl, ok := r.a.claimer()
+	if !ok {
+		return nil
+	}
+	c := r.a.newClaim()
+	prev, err := cl.Claim(r.ctx, node, c, r.a.w.judge().live)
+	var ce *providers.ClaimedError
+	switch {
+	case errors.As(err, &ce):
+		return notStarted(&claimedError{node, fmt.Sprintf("%s works on it (%s)", &ce.Holder, ce.Why)})
+	case err != nil:
+		return notStarted(fmt.Errorf("pool %s: node %s not started: claiming it: %w", r.pp.Name, node, err))
+	}
+	r.a.keepClaim(node, c)
+	if !r.a.w.NoLock {
+		return nil
+	}
+	room, why, err := r.look(node, true)
+	if err == nil && room {
+		return nil
+	}
+	r.a.dropClaim(node)
+	if rerr := cl.Release(context.WithoutCancel(r.ctx), node, c, prev); rerr != nil {
+		err = errors.Join(err, rerr)
+	}
+	if err != nil {
+		return err
+	}
+	r.a.emit(Event{Kind: EventWaiting, Pool: r.pp.Name, Node: node, Reason: why})
+	return errNoRoom
+}
+
+// backOff pauses a node whose claim was given back for a random part of BudgetPoll, so
+// that two applies that claimed at one moment do not claim at one moment again. A node
+// that keeps backing off for BudgetWait is not started, nor the rest of its pool.
+func (r *poolRun) backOff(node string, since time.Time) error {
+	if time.Since(since) > r.a.opts.BudgetWait {
+		return notStarted(fmt.Errorf("pool %s: node %s and the rest not started: no room in the budget beside other applies within %s",
+			r.pp.Name, node, r.a.opts.BudgetWait))
+	}
+	select {
+	case <-r.ctx.Done():
+		return r.ctx.Err()
+	case <-time.After(mrand.N(r.a.opts.BudgetPoll/2 + 1)):
+	}
+	return errNoRoom
+}
+
+// lockedApply says why no node may start without the state lock now: an apply that holds
+// the lock runs (it counts every node out of service as it finds them, and may not see
+// this apply's claims in time), or the lock cannot be read. "" when none.
+func (a *applier) lockedApply(ctx context.Context, fresh bool) string {
+	st, err := a.w.judge().lockStatus(ctx, fresh)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("the state lock cannot be read (%v): with -lock=false no node starts until it shows no apply holds it", err)
+	case st == nil || !st.Alive || st.Holder.Operation != "apply":
+		return ""
+	}
+	h := st.Holder
+	return fmt.Sprintf("an apply that holds the state lock runs (%s, pid %d, lock ID %s; %s): with -lock=false no node starts beside it",
+		h.Who, h.PID, h.ID, st.Detail)
+}
+
+func (a *applier) keepClaim(node string, c model.Claim) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.claims == nil {
+		a.claims = map[string]model.Claim{}
+	}
+	a.claims[node] = c
+}
+
+func (a *applier) dropClaim(node string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.claims, node)
+}
+
+// runClaimed runs node n holding its claim: renewed while it works without the state lock,
+// released (kept on the node as a record) when it ends, whatever the outcome.
+func (a *applier) runClaimed(ctx context.Context, n planner.NodePlan) error {
+	cl, ok := a.claimer()
+	a.mu.Lock()
+	c, held := a.claims[n.Name]
+	a.mu.Unlock()
+	if !ok || !held {
+		return a.runNode(ctx, n)
+	}
+	stop := make(chan struct{})
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		if !a.w.NoLock {
+			return
+		}
+		t := time.NewTicker(claimRenew)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			// A renewal that fails is tried again at the next tick; one that finds the
+			// claim taken (it expired meanwhile) cannot stop the node's steps.
+			renew := c
+			renew.Expires = time.Now().UTC().Add(claimTTL)
+			if _, err := cl.Claim(ctx, n.Name, renew, a.w.judge().live); err == nil {
+				c = renew
+			}
+		}
+	}()
+	err := a.runNode(ctx, n)
+	close(stop)
+	<-renewed
+	a.dropClaim(n.Name)
+	done := c
+	done.Released = time.Now().UTC()
+	// A release that fails leaves the claim held, and live only while this process runs
+	// (or, taken without the lock, until it expires): the node's outcome stands.
+	_ = cl.Release(ctx, n.Name, c, &done)
+	return err
+}
+
+// claimedAway is a node's first write refused because another live apply took the node
+// (a provider that writes the claim with that write, which is always this run's first
+// write to the node): the node was not started, and is left to that apply as it is.
+func claimedAway(n string, err error) error {
+	var ce *providers.ClaimedError
+	if !errors.As(err, &ce) {
+		return nil
+	}
+	return notStarted(&claimedError{n, fmt.Sprintf("%s took it first (%s)", &ce.Holder, ce.Why)})
+}

@@ -1,0 +1,265 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcp/engine/config"
+	"github.com/mcpfleet/mcp/engine/planfile"
+	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/internal/chaos"
+	"github.com/mcpfleet/mcp/internal/liveproc"
+	"github.com/mcpfleet/mcp/internal/quickstarttest"
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/providers/local"
+)
+
+// lockView is a backend that only tells who holds the state lock.
+type lockView struct {
+	state.Backend
+	st *state.LockStatus
+}
+
+func (v lockView) LockStatus(context.Context) (*state.LockStatus, error) { return v.st, nil }
+
+// sleeper starts a process that runs until the test ends, and returns it as a claim would
+// record it.
+func sleeper(t *testing.T) (*exec.Cmd, liveproc.Process) {
+	t.Helper()
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	p, err := liveproc.Of(cmd.Process.Pid)
+	if err != nil || p.Machine == "" {
+		t.Skipf("no /proc to record a process by (%v)", err)
+	}
+	return cmd, p
+}
+
+// The rules by which a claim's apply is judged alive: its process on this machine (not a
+// zombie, not a reused PID); this process's applies by their being under way; elsewhere,
+// by the state lock it was taken under, or by its expiry.
+func TestClaimJudge(t *testing.T) {
+	self := liveproc.Self()
+	if self.Machine == "" {
+		t.Skip("no /proc to tell machines apart")
+	}
+	w := &Workspace{Backend: lockView{}}
+	here := func(apply string, p liveproc.Process) model.Claim {
+		return model.Claim{Apply: apply, Host: "me@here", Machine: p.Machine, PID: p.PID, Start: p.Start, Since: time.Now()}
+	}
+	cmd, child := sleeper(t)
+	elsewhere := model.Claim{Host: "you@there", Machine: "another-boot/pid:[1]", PID: child.PID, Since: time.Now()}
+	for _, tc := range []struct {
+		name   string
+		claim  model.Claim
+		noLock bool
+		lock   *state.LockStatus
+		want   bool
+	}{
+		{"released", func() model.Claim { c := here("r", child); c.Released = time.Now(); return c }(), false, nil, false},
+		{"another process, running", here("p1", child), false, nil, true},
+		{"another process's PID, reused", here("p2", liveproc.Process{Machine: child.Machine, PID: child.PID, Start: child.Start + 1}), false, nil, false},
+		{"this process, its apply under way", here("running", self), false, nil, true},
+		{"this process, its apply ended", here("ended", self), false, nil, false},
+		{"elsewhere, under a lock this apply holds now", func() model.Claim { c := elsewhere; c.Apply, c.Lock = "l1", "L"; return c }(), false, nil, false},
+		{"elsewhere, under the lock a live apply holds", func() model.Claim { c := elsewhere; c.Apply, c.Lock = "l2", "L"; return c }(), true,
+			&state.LockStatus{Holder: state.LockInfo{ID: "L", Operation: "apply"}, Alive: true}, true},
+		{"elsewhere, under a lock held by another now", func() model.Claim { c := elsewhere; c.Apply, c.Lock = "l3", "L"; return c }(), true,
+			&state.LockStatus{Holder: state.LockInfo{ID: "M", Operation: "apply"}, Alive: true}, false},
+		{"elsewhere, under a lock whose holder is gone", func() model.Claim { c := elsewhere; c.Apply, c.Lock = "l4", "L"; return c }(), true,
+			&state.LockStatus{Holder: state.LockInfo{ID: "L", Operation: "apply"}, Alive: false}, false},
+		{"elsewhere, without the lock, not expired", func() model.Claim { c := elsewhere; c.Apply, c.Expires = "e1", time.Now().Add(time.Minute); return c }(), false, nil, true},
+		{"elsewhere, without the lock, expired", func() model.Claim { c := elsewhere; c.Apply, c.Expires = "e2", time.Now().Add(-time.Second); return c }(), false, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w.NoLock = tc.noLock
+			w.Backend = lockView{st: tc.lock}
+			w.judgeV = nil // a judge per case: it trusts a look at the lock for a second
+			running.Store("running", true)
+			defer running.Delete("running")
+			if got, why := w.judge().live(tc.claim); got != tc.want || why == "" {
+				t.Errorf("live = %v (%s), want %v", got, why, tc.want)
+			}
+		})
+	}
+	// Killed and not yet reaped: a zombie is dead; and dead it stays.
+	w.NoLock, w.judgeV = false, nil
+	cmd.Process.Kill()
+	deadline := time.Now().Add(10 * time.Second)
+	for liveproc.Runs(child.PID, child.Start) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if live, why := w.judge().live(here("z", child)); live {
+		t.Errorf("a killed, unreaped holder: live (%s)", why)
+	}
+}
+
+// quickstart is a copy of the quickstart with short drains and reboots.
+func quickstart(t *testing.T) string {
+	return quickstarttest.Copy(t, "../examples/quickstart", "1ms", "100ms")
+}
+
+func load(t *testing.T, dir string) *Workspace {
+	t.Helper()
+	w, _, diags := Load(dir, config.Options{}, localParts)
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	return w
+}
+
+// planned reads the state and plans in w.
+func planned(t *testing.T, w *Workspace) (*state.State, *planfile.File) {
+	t.Helper()
+	st, err := w.ReadState(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := w.Plan(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, pf
+}
+
+// apply plans and applies in w as mcp apply -auto-approve does, and returns the result,
+// the error and the events.
+func apply(t *testing.T, w *Workspace, opts ApplyOptions) (*ApplyResult, error, []Event) {
+	t.Helper()
+	st, pf := planned(t, w)
+	var mu sync.Mutex
+	var evs []Event
+	opts.Observer = func(e Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }
+	res, err := w.Apply(context.Background(), st, pf, opts)
+	return res, err, evs
+}
+
+// A node a live apply holds is not started, and says who holds it; the apply goes on with
+// the pool's other nodes, counting the held node out of service, and ends incomplete, not
+// failed. A node whose holder is gone (killed) is taken over and updated.
+func TestClaimedNodeIsNotStarted(t *testing.T) {
+	dir := quickstart(t)
+	w := load(t, dir)
+	lp := w.Provider.(*local.Provider)
+	gone := func(model.Claim) (bool, string) { return false, "" }
+	_, live := sleeper(t)
+	dead, killed := sleeper(t)
+	dead.Process.Kill()
+	dead.Wait()
+	for node, p := range map[string]liveproc.Process{"worker-0": live, "worker-1": killed} {
+		c := model.Claim{Apply: "other-" + node, Host: "me@here", Machine: p.Machine, PID: p.PID, Start: p.Start, Since: time.Now().UTC()}
+		if _, err := lp.Claim(context.Background(), node, c, gone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err, evs := apply(t, w, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
+	if Outcome(res, err) != Incomplete || !errors.Is(err, ErrNotStarted) {
+		t.Fatalf("outcome %v, err %v; want incomplete", Outcome(res, err), err)
+	}
+	if len(res.Skipped) != 1 || res.Skipped[0] != "worker-0" || len(res.Updated) != 5 {
+		t.Errorf("skipped %v, updated %v; want worker-0 skipped, the other 5 updated", res.Skipped, res.Updated)
+	}
+	if !strings.Contains(err.Error(), "other-worker-0") || !strings.Contains(err.Error(), "runs on this host") {
+		t.Errorf("the error does not name the holder and why it is alive: %v", err)
+	}
+	var claimed int
+	for _, e := range evs {
+		if e.Kind == EventClaimed && e.Node == "worker-0" {
+			claimed++
+		}
+	}
+	if claimed != 1 {
+		t.Errorf("%d claimed events for worker-0, want 1", claimed)
+	}
+	logs, err := local.ReadEvents(filepath.Join(dir, "fleet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	took := false
+	for _, e := range logs["worker-1"] {
+		took = took || e.Kind == local.EventClaim && e.TookOver == "other-worker-1"
+	}
+	if !took {
+		t.Errorf("worker-1's claim by a killed apply was not taken over: %v", logs["worker-1"])
+	}
+	for _, e := range logs["worker-0"] {
+		if e.Kind == local.EventCordon || e.Kind == local.EventWorking {
+			t.Errorf("worker-0, held by a live apply, was worked on: %+v", e)
+		}
+	}
+}
+
+// Without the lock, apply carries out the plan it showed; a node another apply worked on
+// since (its claim changed) is not started: its planned steps may be stale.
+func TestNodeWorkedOnSinceThePlanIsNotStarted(t *testing.T) {
+	dir := quickstart(t)
+	w := load(t, dir)
+	w.NoLock = true
+	ctx := context.Background()
+	st, pf := planned(t, w)
+	other := model.Claim{Apply: "other", Host: "you@there", Machine: "elsewhere", PID: 1, Since: time.Now().UTC()}
+	other.Released = other.Since.Add(time.Second)
+	if _, err := w.Provider.(*local.Provider).Claim(ctx, "infra-1", other, func(model.Claim) (bool, string) { return false, "" }); err != nil {
+		t.Fatal(err)
+	}
+	res, err := w.Apply(ctx, st, pf, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
+	if Outcome(res, err) != Incomplete || len(res.Skipped) != 1 || res.Skipped[0] != "infra-1" ||
+		!strings.Contains(err.Error(), "since this apply's plan was made") {
+		t.Fatalf("skipped %v, err %v; want infra-1 not started, its claim changed since the plan", res.Skipped, err)
+	}
+}
+
+// rendezvous makes the first Claim of each of two applies wait until both are about to
+// claim: both looked at the pool, found room, and claim at the same moment.
+type rendezvous struct {
+	*local.Provider
+	wg   *sync.WaitGroup
+	once sync.Once
+}
+
+func (r *rendezvous) Claim(ctx context.Context, node string, c model.Claim, live providers.ClaimLive) (*model.Claim, error) {
+	r.once.Do(func() { r.wg.Done(); r.wg.Wait() })
+	return r.Provider.Claim(ctx, node, c, live)
+}
+
+// Two applies without the lock claim one node each of a pool whose budget is one, at the
+// same moment, each having found room. Each looks at the pool again once its claim is on
+// the node: at least one sees the other's, and backs off; never are both nodes out of service at once, and both
+// end updated, one after the other (judged from the nodes' event logs).
+func TestUnlockedAppliesBackOffWithinTheBudget(t *testing.T) {
+	dir := quickstart(t)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	var res [2]*ApplyResult
+	var errs [2]error
+	var run sync.WaitGroup
+	for i, node := range []string{"infra-0", "infra-1"} {
+		w := load(t, dir)
+		w.NoLock, w.Targets = true, []string{"node." + node}
+		w.Provider = &rendezvous{Provider: w.Provider.(*local.Provider), wg: &wg}
+		run.Go(func() { res[i], errs[i], _ = apply(t, w, ApplyOptions{BudgetPoll: 20 * time.Millisecond}) })
+	}
+	run.Wait()
+	for i := range res {
+		if Outcome(res[i], errs[i]) != Complete {
+			t.Errorf("apply %d: %+v, %v; want complete", i, res[i], errs[i])
+		}
+	}
+	logs, err := local.ReadEvents(filepath.Join(dir, "fleet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := chaos.Judge(logs, map[string]int{"infra": 1, "worker": 2}); !r.OK() || r.Reboots != 2 {
+		t.Errorf("from the event logs (want each infra node rebooted once, one at a time):\n%s", r)
+	}
+}

@@ -1,0 +1,52 @@
+package model
+
+import (
+	"fmt"
+	"time"
+)
+
+// Claim names the apply that works on a node. It is recorded on the node itself (a local
+// node's node.json, a Node's mcpfleet.io/claim annotation), taken before the node's first
+// step and checked in the same write, so that two applies never work on one node at once,
+// with the state lock or without it. When the apply is done with the node the claim stays
+// as a record, Released; whether an unreleased claim's apply still runs is judged from
+// what it names (docs/decisions.md, "One apply per node").
+type Claim struct {
+	// Apply names one run of mcp apply.
+	Apply string `json:"apply"`
+	// Lock is the state lock ID the apply holds ("" with -lock=false).
+	Lock string `json:"lock,omitempty"`
+	// Host is user@host of the apply, for people.
+	Host string `json:"host,omitempty"`
+	// Machine names the running kernel and PID namespace the apply's process is in (its
+	// boot id and PID namespace): only where they are the same does PID name that process.
+	Machine string `json:"machine,omitempty"`
+	PID     int    `json:"pid,omitempty"`
+	// Start is when the process started, in clock ticks after boot (/proc/PID/stat): a
+	// PID reused by another process has another.
+	Start uint64    `json:"start,omitempty"`
+	Since time.Time `json:"since"`
+	// Expires bounds a claim taken without the state lock, for whoever cannot check its
+	// process: its apply renews it while it works on the node.
+	Expires time.Time `json:"expires,omitzero"`
+	// Released is when the apply was done with the node: the claim is a record from then on.
+	Released time.Time `json:"released,omitzero"`
+}
+
+// Held reports whether the claim is not released.
+func (c *Claim) Held() bool { return c != nil && c.Apply != "" && c.Released.IsZero() }
+
+// Same reports whether a and b are one claim in one state (nil for none).
+func (a *Claim) Same(b *Claim) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Apply == b.Apply && a.Lock == b.Lock && a.Host == b.Host && a.Machine == b.Machine &&
+		a.PID == b.PID && a.Start == b.Start && a.Since.Equal(b.Since) && a.Expires.Equal(b.Expires) &&
+		a.Released.Equal(b.Released)
+}
+
+// String names the claim's apply for people: "apply 3KQ… (pid 4242 on root@build-1, since 10:58:06)".
+func (c *Claim) String() string {
+	return fmt.Sprintf("apply %s (pid %d on %s, since %s)", c.Apply, c.PID, c.Host, c.Since.Local().Format("15:04:05"))
+}

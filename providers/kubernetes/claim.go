@@ -1,0 +1,246 @@
+package kubernetes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+)
+
+var _ providers.Claimer = (*Provider)(nil)
+
+// A claim is the Node's protocol.Claim annotation, written by a JSON patch whose first
+// operation tests the annotation's value as it was judged: of two applies that judged the
+// node free, the API server lets one write and refuses the other's patch, and the
+// refused one reads the node again and judges the claim it finds (writeClaim). Under the
+// state lock the claim rides on the node's first write apply makes anyway — its cordon,
+// or its hand-over — so it costs no request; without the lock it is written at once (and
+// released by a write of its own).
+
+// heldClaim is a claim this provider took on a node.
+type heldClaim struct {
+	c    model.Claim
+	raw  string  // the annotation's value for c
+	old  *string // the annotation as Claim judged it (nil: absent)
+	bare bool    // the node had no annotations at all
+	live providers.ClaimLive
+	// pending: not written yet; the node's next write carries it (under the state lock).
+	pending bool
+}
+
+// Claim judges the node's claim as the node reads now (from the shared watch during an
+// apply) and takes it for c: at once without the state lock, waiting until the shared
+// watch shows it, so that what apply observes next is at least as new as the claim; under
+// the lock, with the node's next write (cordon, hand-over).
+func (p *Provider) Claim(ctx context.Context, node string, c model.Claim, live providers.ClaimLive) (*model.Claim, error) {
+	if mine := p.heldBy(node, c.Apply); mine != nil && !mine.pending {
+		// A renewal: the node has this apply's claim as last written, unless another
+		// apply took it since (then the test fails and the node is read again).
+		h := &heldClaim{c: c, raw: protocol.EncodeClaim(c), old: &mine.raw, live: live}
+		if err := p.writeClaim(ctx, node, h, nil); err != nil {
+			return &mine.c, err
+		}
+		p.keepClaim(node, h)
+		return &mine.c, nil
+	}
+	n, err := p.readNode(ctx, node)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: reading its claim: %w", node, err)
+	}
+	h := &heldClaim{c: c, raw: protocol.EncodeClaim(c), live: live}
+	prev, err := h.judge(node, n)
+	if err != nil {
+		return prev, err
+	}
+	if c.Lock != "" {
+		h.pending = true
+		p.keepClaim(node, h)
+		return prev, nil
+	}
+	if err := p.writeClaim(ctx, node, h, nil); err != nil {
+		return prev, err
+	}
+	p.keepClaim(node, h)
+	return prev, p.seen(ctx, node, h)
+}
+
+// judge reads n's claim into h (the value to test) and refuses a live other apply's.
+func (h *heldClaim) judge(node string, n *corev1.Node) (*model.Claim, error) {
+	cur, raw, ok := protocol.ReadClaim(n.Annotations)
+	h.old, h.bare = nil, n.Annotations == nil
+	if ok {
+		h.old = &raw
+	}
+	if cur.Held() && cur.Apply != h.c.Apply {
+		if live, why := h.live(*cur); live {
+			return cur, &providers.ClaimedError{Node: node, Holder: *cur, Why: why}
+		}
+	}
+	return cur, nil
+}
+
+// writeClaim patches h's claim onto the node together with ops, only if the claim
+// annotation is still h.old. When the patch is refused and the claim has changed, the
+// node is read again and its claim judged again: a live other apply's fails with a
+// *ClaimedError, anything else is tested anew. A refusal with the claim unchanged is the
+// error.
+func (p *Provider) writeClaim(ctx context.Context, node string, h *heldClaim, ops []jsonOp) error {
+	for attempt := 1; ; attempt++ {
+		patch, err := json.Marshal(append(h.ops(), ops...))
+		if err != nil {
+			return err
+		}
+		_, err = p.client.CoreV1().Nodes().Patch(ctx, node, types.JSONPatchType, patch, metav1.PatchOptions{})
+		if err == nil {
+			p.claimMu.Lock() // takePending reads it for other nodes
+			h.pending = false
+			p.claimMu.Unlock()
+			return nil
+		}
+		n, gerr := p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if gerr != nil || attempt == 5 {
+			return fmt.Errorf("node %s: writing its claim: %w", node, err)
+		}
+		if _, raw, ok := protocol.ReadClaim(n.Annotations); ok == (h.old != nil) && (!ok || raw == *h.old) && (n.Annotations == nil) == h.bare {
+			return fmt.Errorf("node %s: writing its claim: %w", node, err)
+		}
+		if _, err := h.judge(node, n); err != nil {
+			return err
+		}
+	}
+}
+
+// ops are the patch operations that take the claim: test that the annotation is as
+// judged (absent: null), then set it.
+func (h *heldClaim) ops() []jsonOp {
+	var ops []jsonOp
+	if h.bare {
+		ops = append(ops, jsonOp{Op: "test", Path: "/metadata/annotations"},
+			jsonOp{Op: "add", Path: "/metadata/annotations", Value: map[string]string{}})
+	}
+	var old any
+	if h.old != nil {
+		old = *h.old
+	}
+	return append(ops, jsonOp{Op: "test", Path: claimPath, Value: old}, jsonOp{Op: "add", Path: claimPath, Value: h.raw})
+}
+
+// jsonOp is one operation of a JSON patch (RFC 6902). Value is always written: a test of
+// null is a test that the member is absent.
+type jsonOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// claimPath is the claim annotation's JSON pointer ("/" in a key is "~1").
+var claimPath = "/metadata/annotations/" + strings.ReplaceAll(protocol.Claim, "/", "~1")
+
+// annotationOps are the operations that set ann's annotations (the node has annotations).
+func annotationOps(ann map[string]string) []jsonOp {
+	ops := make([]jsonOp, 0, len(ann))
+	for k, v := range ann {
+		ops = append(ops, jsonOp{Op: "add", Path: "/metadata/annotations/" + strings.ReplaceAll(k, "/", "~1"), Value: v})
+	}
+	return ops
+}
+
+// seen waits until the shared watch shows the node's claim past h.old — so the watch has
+// every change made before the claim — within the request timeout. Without a shared watch
+// every observation is a fresh LIST, and nothing needs waiting for.
+func (p *Provider) seen(ctx context.Context, node string, h *heldClaim) error {
+	hub := p.sharedHub()
+	if hub == nil {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, p.o.RequestTimeout)
+	defer cancel()
+	err := hub.wait(wctx, node, func(n *corev1.Node) (bool, error) {
+		if n == nil {
+			return false, nil
+		}
+		raw, ok := n.Annotations[protocol.Claim]
+		return ok && (h.old == nil || raw != *h.old), nil
+	})
+	if err != nil {
+		return fmt.Errorf("node %s: waiting for the watch of the nodes to show its claim: %w", node, err)
+	}
+	return nil
+}
+
+// keepClaim records h as this provider's claim on node for h's apply; takePending hands a
+// pending one to the node's next write. (One provider serves one apply; tests play two
+// applies with one.)
+func (p *Provider) keepClaim(node string, h *heldClaim) {
+	p.claimMu.Lock()
+	defer p.claimMu.Unlock()
+	if p.claims == nil {
+		p.claims = map[[2]string]*heldClaim{}
+	}
+	p.claims[[2]string{node, h.c.Apply}] = h
+}
+
+// heldBy is the claim this provider took on node for apply, nil when none.
+func (p *Provider) heldBy(node, apply string) *heldClaim {
+	p.claimMu.Lock()
+	defer p.claimMu.Unlock()
+	return p.claims[[2]string{node, apply}]
+}
+
+func (p *Provider) takePending(node string) *heldClaim {
+	p.claimMu.Lock()
+	defer p.claimMu.Unlock()
+	for k, h := range p.claims {
+		if k[0] == node && h.pending {
+			return h
+		}
+	}
+	return nil
+}
+
+// writePending writes node's pending claim alone (a step that writes nothing to the node,
+// such as an adopted hand-over, still needs the node claimed).
+func (p *Provider) writePending(ctx context.Context, node string) error {
+	if h := p.takePending(node); h != nil {
+		return p.writeClaim(ctx, node, h, nil)
+	}
+	return nil
+}
+
+// Release ends c on node. A claim not written yet is dropped; one taken under the state
+// lock is left on the node as the record of who worked on it last (it ends with the lock:
+// the next holder of the lock takes it over at once), which costs no request; one taken
+// without the lock is replaced by leave, only if the node still has it.
+func (p *Provider) Release(ctx context.Context, node string, c model.Claim, leave *model.Claim) error {
+	p.claimMu.Lock()
+	h := p.claims[[2]string{node, c.Apply}]
+	delete(p.claims, [2]string{node, c.Apply})
+	p.claimMu.Unlock()
+	if h == nil || h.pending || c.Lock != "" {
+		return nil
+	}
+	ops := []jsonOp{{Op: "test", Path: claimPath, Value: h.raw}, {Op: "remove", Path: claimPath}}
+	if leave != nil {
+		ops[1] = jsonOp{Op: "add", Path: claimPath, Value: protocol.EncodeClaim(*leave)}
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	if _, err := p.client.CoreV1().Nodes().Patch(ctx, node, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+		n, gerr := p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if gerr == nil && n.Annotations[protocol.Claim] != h.raw {
+			return nil // not ours any more: whoever has it keeps it
+		}
+		return fmt.Errorf("node %s: releasing its claim: %w", node, err)
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+)
+
+func alive(model.Claim) (bool, string) { return true, "alive in the test" }
+
+// patches are the node patches among c's actions: their types.
+func patches(c *fake.Clientset) []types.PatchType {
+	var out []types.PatchType
+	for _, a := range c.Actions() {
+		if p, ok := a.(k8stesting.PatchAction); ok && a.GetResource().Resource == "nodes" {
+			out = append(out, p.GetPatchType())
+		}
+	}
+	return out
+}
+
+func nodeClaim(t *testing.T, c *fake.Clientset, node string) (*model.Claim, bool) {
+	t.Helper()
+	n, err := c.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _, _ := protocol.ReadClaim(n.Annotations)
+	return cl, n.Spec.Unschedulable
+}
+
+// Under the state lock a claim costs no request of its own: it rides on the cordon (one
+// patch, the node having had no annotations at all), and its release writes nothing — it
+// ends with the lock.
+func TestClaimUnderTheLockRidesOnTheCordon(t *testing.T) {
+	c := fake.NewClientset(kNode("w-0", "a", true, nil))
+	p := NewForClient(c, Options{})
+	ctx := context.Background()
+	a := model.Claim{Apply: "a", Lock: "lock-a", Since: time.Now().UTC()}
+	if _, err := p.Claim(ctx, "w-0", a, alive); err != nil {
+		t.Fatal(err)
+	}
+	if ps := patches(c); len(ps) != 0 {
+		t.Fatalf("claiming under the lock patched the node: %v", ps)
+	}
+	if err := p.Cordon(ctx, "w-0"); err != nil {
+		t.Fatal(err)
+	}
+	if ps := patches(c); len(ps) != 1 || ps[0] != types.JSONPatchType {
+		t.Fatalf("the cordon: patches %v, want one JSON patch", ps)
+	}
+	if cl, cordoned := nodeClaim(t, c, "w-0"); !cl.Same(&a) || !cordoned {
+		t.Fatalf("after the cordon: claim %+v, cordoned %v", cl, cordoned)
+	}
+	c.ClearActions()
+	done := a
+	done.Released = time.Now().UTC()
+	if err := p.Release(ctx, "w-0", a, &done); err != nil || len(patches(c)) != 0 {
+		t.Errorf("releasing under the lock: %v, patches %v; want none", err, patches(c))
+	}
+	// Another apply without the lock finds it held while a's lock is (its judge says so).
+	b := model.Claim{Apply: "b", Since: time.Now().UTC(), Expires: time.Now().Add(time.Minute)}
+	if _, err := NewForClient(c, Options{}).Claim(ctx, "w-0", b, alive); !errors.Is(err, providers.ErrClaimed) {
+		t.Errorf("a second apply's claim: %v, want it refused", err)
+	}
+}
+
+// The hand-over carries the claim of a node that is not cordoned (an update in place):
+// one patch for both.
+func TestClaimUnderTheLockRidesOnTheHandover(t *testing.T) {
+	c, watching := watchedClient(t)
+	agent(t, c, watching, protocol.Report{State: model.StateDone, Progress: 2, Current: target.Name})
+	p := NewForClient(c, Options{NodeTimeout: 30 * time.Second})
+	a := model.Claim{Apply: "a", Lock: "lock-a", Since: time.Now().UTC()}
+	if _, err := p.Claim(context.Background(), "w-0", a, alive); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.RunNodeSteps(context.Background(), "w-0", nil, target, steps, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ps := patches(c); len(ps) != 1 || ps[0] != types.JSONPatchType {
+		t.Errorf("claim and hand-over: patches %v, want one JSON patch", ps)
+	}
+	if cl, _ := nodeClaim(t, c, "w-0"); !cl.Same(&a) {
+		t.Errorf("the node's claim %+v, want a's", cl)
+	}
+}
+
+// Without the lock the claim is a patch of its own, and so is its release, which keeps
+// the released record only while the node still has this claim.
+func TestClaimWithoutTheLock(t *testing.T) {
+	c := fake.NewClientset(kNode("w-0", "a", true, map[string]string{"other": "x"}))
+	p := NewForClient(c, Options{})
+	ctx := context.Background()
+	a := model.Claim{Apply: "a", Since: time.Now().UTC(), Expires: time.Now().Add(time.Minute).UTC()}
+	if _, err := p.Claim(ctx, "w-0", a, alive); err != nil {
+		t.Fatal(err)
+	}
+	if ps := patches(c); len(ps) != 1 {
+		t.Fatalf("claiming without the lock: patches %v, want one", ps)
+	}
+	renewed := a
+	renewed.Expires = a.Expires.Add(time.Minute)
+	if _, err := p.Claim(ctx, "w-0", renewed, alive); err != nil {
+		t.Fatal(err)
+	}
+	if cl, _ := nodeClaim(t, c, "w-0"); !cl.Same(&renewed) {
+		t.Fatalf("after the renewal: %+v", cl)
+	}
+	done := renewed
+	done.Released = time.Now().UTC()
+	if err := p.Release(ctx, "w-0", renewed, &done); err != nil {
+		t.Fatal(err)
+	}
+	if cl, _ := nodeClaim(t, c, "w-0"); !cl.Same(&done) {
+		t.Errorf("after the release: %+v, want the released record", cl)
+	}
+	if n, _ := c.CoreV1().Nodes().Get(ctx, "w-0", metav1.GetOptions{}); n.Annotations["other"] != "x" {
+		t.Errorf("other annotations were lost: %v", n.Annotations)
+	}
+}
