@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/kubectl/pkg/drain"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Cordon marks the node unschedulable (a no-op when it already is).
@@ -35,8 +36,21 @@ func (p *Provider) cordon(ctx context.Context, node string, desired bool) error 
 		}
 		return nil
 	}
-	if err := drain.RunCordonOrUncordon(&drain.Helper{Ctx: ctx, Client: p.client}, n, desired); err != nil {
+	if n.Spec.Unschedulable == desired {
+		return nil
+	}
+	if _, err := p.client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, cordonPatch(desired), metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("%s node %s: %w", verb, node, err)
 	}
 	return nil
+}
+
+// cordonPatch is the strategic merge patch kubectl cordon and uncordon send (what
+// k8s.io/kubectl/pkg/drain's RunCordonOrUncordon computes from the Node before and after):
+// it sets spec.unschedulable, or removes it, and nothing else.
+func cordonPatch(desired bool) []byte {
+	if desired {
+		return []byte(`{"spec":{"unschedulable":true}}`)
+	}
+	return []byte(`{"spec":{"unschedulable":null}}`)
 }

@@ -2,11 +2,15 @@ package kubernetes
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestCordonUncordon(t *testing.T) {
@@ -37,5 +41,31 @@ func TestCordonUncordon(t *testing.T) {
 	}
 	if err := p.Cordon(ctx, "nope"); err == nil || !strings.Contains(err.Error(), "cordon node nope") {
 		t.Errorf("cordon of a missing node: %v", err)
+	}
+}
+
+// The cordon and uncordon are kubectl's: a strategic merge patch of spec.unschedulable
+// alone, and no request when the node is already so.
+func TestCordonPatchIsKubectls(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset(kNode("w-0", "a", true, nil))
+	var patches []string
+	c.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		pa := a.(k8stesting.PatchAction)
+		patches = append(patches, fmt.Sprintf("%s %s", pa.GetPatchType(), pa.GetPatch()))
+		return false, nil, nil
+	})
+	p := NewForClient(c, Options{})
+	for _, step := range []func(context.Context, string) error{p.Cordon, p.Cordon, p.Uncordon, p.Uncordon} {
+		if err := step(ctx, "w-0"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{
+		`application/strategic-merge-patch+json {"spec":{"unschedulable":true}}`,
+		`application/strategic-merge-patch+json {"spec":{"unschedulable":null}}`,
+	}
+	if !slices.Equal(patches, want) {
+		t.Errorf("patches:\n%s\nwant\n%s", strings.Join(patches, "\n"), strings.Join(want, "\n"))
 	}
 }

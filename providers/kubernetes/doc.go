@@ -14,14 +14,18 @@
 //     MachineDeployments name (its resource found by discovery, once). SetTemplateImage
 //     (templatepatch.go) sets one template's image with a JSON patch that tests the old
 //     value: nothing else of the object is written.
-//   - Cordon and Uncordon (cordon.go) use k8s.io/kubectl/pkg/drain's cordon helper.
-//   - Drain (drain.go) uses k8s.io/kubectl/pkg/drain to choose the pods (DaemonSet pods
-//     kept, mirror pods skipped, owner-less pods and emptyDir pods evicted) and to evict them
-//     through the eviction API, so PodDisruptionBudgets are honoured by the API server. The
-//     retry of refused evictions is ours: the library of this version waits a fixed,
-//     uninterruptible 5s between attempts, and DrainOptions.RetryDelay must be honoured. A
-//     drain that cannot finish names the node, the pod and the PodDisruptionBudget with
-//     its numbers.
+//   - Cordon and Uncordon (cordon.go) send kubectl's strategic merge patch of
+//     spec.unschedulable (the cordon carries the apply's claim instead when it has one:
+//     claim.go).
+//   - Drain (drain.go) chooses the pods as kubectl drain --ignore-daemonsets --force does
+//     (drainpods.go: DaemonSet pods kept, mirror pods skipped, owner-less pods and emptyDir
+//     pods evicted) and evicts them through the eviction API, so PodDisruptionBudgets are
+//     honoured by the API server; refused evictions are retried every
+//     DrainOptions.RetryDelay, and an evicted pod is gone when it is deleted or replaced by
+//     one with another UID. A drain that cannot finish names the node, the pod and the
+//     PodDisruptionBudget with its numbers. This is kubectl's k8s.io/kubectl/pkg/drain
+//     written out, not imported: that package links kustomize and Go's plugin loader,
+//     which costs the mcp binary about a quarter of its size (docs/decisions.md, "Binary size").
 //   - RunNodeSteps (handover.go) writes a protocol.Handover on the node (one JSON merge
 //     patch) and watches that node until its agent reports Done on the target config
 //     (or Degraded, with its reason) for that hand-over's update ID. An earlier apply's

@@ -4,26 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/kubectl/pkg/drain"
 
 	"github.com/mcpfleet/mcp/providers"
 )
 
 // Drain evicts the node's pods as `kubectl drain --ignore-daemonsets --force
-// --delete-emptydir-data` would (the last one per Options.DeleteEmptyDirData), each pod with
-// its own grace period. Evictions the API server refuses (429: a PodDisruptionBudget allows
+// --delete-emptydir-data` would (the last one per Options.DeleteEmptyDirData; the pods are
+// chosen in drainpods.go), each pod with its own grace period. Evictions the API server refuses (429: a PodDisruptionBudget allows
 // no disruption now) are retried every opts.RetryDelay until opts.Timeout; the drain then
 // waits for the evicted pods to be gone, within the same timeout. Pods are evicted side by
 // side. The error names the node, each pod that blocked it and the PodDisruptionBudget that
@@ -38,27 +38,9 @@ func (p *Provider) Drain(ctx context.Context, node string, opts providers.DrainO
 	parent := ctx
 	ctx, cancel := context.WithTimeoutCause(ctx, opts.Timeout, drainTimeout(opts.Timeout))
 	defer cancel()
-	h := &drain.Helper{
-		Ctx:                 ctx,
-		Client:              p.client,
-		Force:               true, // evict pods without a controller too
-		GracePeriodSeconds:  -1,   // each pod's own terminationGracePeriodSeconds
-		IgnoreAllDaemonSets: true,
-		DeleteEmptyDirData:  p.o.deleteEmptyDirData(),
-		Timeout:             opts.Timeout,
-		ChunkSize:           p.o.PageSize,
-		Out:                 io.Discard,
-		ErrOut:              io.Discard,
-	}
-	list, errs := h.GetPodsForDeletion(node)
-	if len(errs) > 0 {
-		return fmt.Errorf("drain node %s: %w", node, errors.Join(errs...))
-	}
-	var pods []corev1.Pod
-	for _, pod := range list.Pods() {
-		if pod.Spec.NodeName == node { // the field selector does this on a real API server
-			pods = append(pods, pod)
-		}
+	pods, err := p.drainPods(ctx, node)
+	if err != nil {
+		return fmt.Errorf("drain node %s: %w", node, err)
 	}
 	if len(pods) == 0 {
 		return nil
@@ -68,11 +50,11 @@ func (p *Provider) Drain(ctx context.Context, node string, opts providers.DrainO
 		return fmt.Errorf("drain node %s: finding the eviction API: %w", node, err)
 	}
 
-	errs = make([]error, len(pods))
+	errs := make([]error, len(pods))
 	evicted := make([]bool, len(pods))
 	var wg sync.WaitGroup
 	for i := range pods {
-		wg.Go(func() { evicted[i], errs[i] = evict(ctx, h, gv, &pods[i], opts.RetryDelay) })
+		wg.Go(func() { evicted[i], errs[i] = p.evict(ctx, gv, &pods[i], opts.RetryDelay) })
 	}
 	wg.Wait()
 
@@ -119,16 +101,13 @@ func (e *refusedError) Error() string {
 }
 
 // evict evicts one pod (deletes it when the server has no eviction API), retrying refusals
-// every delay until ctx ends. It reports whether the pod is on its way out.
-func evict(ctx context.Context, h *drain.Helper, gv schema.GroupVersion, pod *corev1.Pod, delay time.Duration) (bool, error) {
+// every delay until ctx ends. It reports whether the pod is on its way out. A refusal is a
+// 429 (a PodDisruptionBudget allows no disruption now), or a 403 for a pod in a namespace
+// being deleted that is not itself being deleted yet — the cases kubectl drain retries.
+func (p *Provider) evict(ctx context.Context, gv schema.GroupVersion, pod *corev1.Pod, delay time.Duration) (bool, error) {
 	var last error
 	for {
-		var err error
-		if gv.Empty() {
-			err = h.DeletePod(*pod)
-		} else {
-			err = h.EvictPod(*pod, gv)
-		}
+		err := p.evictOnce(ctx, gv, pod)
 		switch {
 		case err == nil || apierrors.IsNotFound(err):
 			return true, nil
@@ -166,12 +145,35 @@ func (p *Provider) evictionVersion() (schema.GroupVersion, error) {
 	if p.evictionKnown {
 		return p.eviction, nil
 	}
-	gv, err := drain.CheckEvictionSupport(p.client)
+	// The pods/eviction subresource of core v1 names the group version of its Eviction kind.
+	list, err := p.client.Discovery().ServerResourcesForGroupVersion("v1")
 	if err != nil {
-		return gv, err
+		return schema.GroupVersion{}, err
+	}
+	var gv schema.GroupVersion
+	for _, r := range list.APIResources {
+		if r.Name == "pods/eviction" && r.Kind == "Eviction" && r.Group != "" && r.Version != "" {
+			gv = schema.GroupVersion{Group: r.Group, Version: r.Version}
+			break
+		}
 	}
 	p.eviction, p.evictionKnown = gv, true
 	return gv, nil
+}
+
+// evictOnce asks for pod's eviction in version gv of the policy group (policy/v1, or
+// v1beta1 on an API server older than 1.22), or deletes the pod when gv is empty. The pod
+// keeps its own terminationGracePeriodSeconds (kubectl's --grace-period=-1).
+func (p *Provider) evictOnce(ctx context.Context, gv schema.GroupVersion, pod *corev1.Pod) error {
+	meta := metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}
+	switch gv {
+	case schema.GroupVersion{}:
+		return p.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{})
+	case policyv1.SchemeGroupVersion:
+		return p.client.PolicyV1().Evictions(pod.Namespace).Evict(ctx, &policyv1.Eviction{ObjectMeta: meta, DeleteOptions: &metav1.DeleteOptions{}})
+	default:
+		return p.client.PolicyV1beta1().Evictions(pod.Namespace).Evict(ctx, &policyv1beta1.Eviction{ObjectMeta: meta, DeleteOptions: &metav1.DeleteOptions{}})
+	}
 }
 
 // waitGone waits, polling the node's pods every interval until ctx ends, for the evicted
