@@ -16,11 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	k8s "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubeclient"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
 )
 
@@ -92,7 +92,7 @@ func (o Options) deleteEmptyDirData() bool {
 
 // Provider is a Kubernetes cluster seen through its API server.
 type Provider struct {
-	client k8s.Interface
+	client kubeclient.Interface
 	// dyn reads and patches machine templates (CRDs); mapper finds the resource of an
 	// infrastructure template's kind. Both nil: the provider sees no machine templates.
 	dyn      dynamic.Interface
@@ -139,7 +139,7 @@ func New(cfg *rest.Config, opts Options) (*Provider, error) {
 	n := new(atomic.Int64)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{rt: rt, n: n} })
 	kubeconfig.WithRequestTimeout(cfg, opts.RequestTimeout)
-	c, err := k8s.NewForConfig(cfg)
+	c, err := kubeclient.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
 	}
@@ -157,13 +157,13 @@ func New(cfg *rest.Config, opts Options) (*Provider, error) {
 
 // NewForClient builds the provider on a client made elsewhere (a fake clientset in unit
 // tests). Its requests are not counted, and it sees no machine templates.
-func NewForClient(c k8s.Interface, opts Options) *Provider {
+func NewForClient(c kubeclient.Interface, opts Options) *Provider {
 	return NewForClients(c, nil, nil, opts)
 }
 
 // NewForClients is NewForClient with the clients that read and patch machine templates:
 // a dynamic client, and a RESTMapper for the kinds of Cluster API infrastructure templates.
-func NewForClients(c k8s.Interface, d dynamic.Interface, m meta.RESTMapper, opts Options) *Provider {
+func NewForClients(c kubeclient.Interface, d dynamic.Interface, m meta.RESTMapper, opts Options) *Provider {
 	return &Provider{client: c, dyn: d, mapper: m, o: opts.withDefaults()}
 }
 

@@ -13,26 +13,28 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/mcpfleet/mcp/bootsrv"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubeclient"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 // Source is a bootsrv.Source on the Secrets of one namespace.
 type Source struct {
-	ns      string
-	factory informers.SharedInformerFactory
-	synced  cache.InformerSynced
-	lister  listersv1.SecretNamespaceLister
-	gen     atomic.Int64
+	ns       string
+	informer cache.SharedIndexInformer
+	synced   cache.InformerSynced
+	lister   listersv1.SecretNamespaceLister
+	gen      atomic.Int64
 	// Options are the snapshots' (bootsrv.BuildWith); set before Start.
 	Options bootsrv.BuildOptions
 }
@@ -40,14 +42,25 @@ type Source struct {
 var _ bootsrv.Source = (*Source)(nil)
 
 // New returns a source on the mcp Secrets (app.kubernetes.io/managed-by=mcp) of namespace.
-// Start it before use.
-func New(cs kubernetes.Interface, namespace string) (*Source, error) {
-	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kubestate.ManagedSelector().String() }))
-	inf := f.Core().V1().Secrets()
-	s := &Source{ns: namespace, factory: f}
+// Start it before use. The informer is client-go's Secret informer, built here rather
+// than by an informer factory, whose methods reach every API group's informers
+// (kubeclient says why that matters).
+func New(cs kubeclient.Interface, namespace string) (*Source, error) {
+	secrets := cs.CoreV1().Secrets(namespace)
+	managed := kubestate.ManagedSelector().String()
+	inf := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = managed
+			return secrets.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = managed
+			return secrets.Watch(ctx, o)
+		},
+	}, &corev1.Secret{}, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	s := &Source{ns: namespace, informer: inf}
 	bump := func(any) { s.gen.Add(1) }
-	reg, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    bump,
 		UpdateFunc: func(_, n any) { bump(n) },
 		DeleteFunc: bump,
@@ -56,13 +69,13 @@ func New(cs kubernetes.Interface, namespace string) (*Source, error) {
 		return nil, err
 	}
 	s.synced = reg.HasSynced
-	s.lister = inf.Lister().Secrets(namespace)
+	s.lister = listersv1.NewSecretLister(inf.GetIndexer()).Secrets(namespace)
 	return s, nil
 }
 
 // Start runs the informer until ctx ends and waits (at most timeout) for its first list.
 func (s *Source) Start(ctx context.Context, timeout time.Duration) error {
-	s.factory.Start(ctx.Done())
+	go s.informer.RunWithContext(ctx)
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if !cache.WaitForCacheSync(wctx.Done(), s.synced) {

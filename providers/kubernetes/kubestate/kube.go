@@ -35,13 +35,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers/kubernetes/kubeclient"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
@@ -100,7 +100,7 @@ type Options struct {
 // Backend stores the state in a namespace. It remembers the head's resourceVersion from
 // its last read or write, so that Write refuses to overwrite a state it has not seen.
 type Backend struct {
-	cs   kubernetes.Interface
+	cs   kubeclient.Interface
 	ns   string
 	opts Options
 
@@ -113,7 +113,7 @@ type Backend struct {
 }
 
 // New returns a backend on the namespace through cs.
-func New(cs kubernetes.Interface, namespace string, opts Options) *Backend {
+func New(cs kubeclient.Interface, namespace string, opts Options) *Backend {
 	if opts.LeaseDuration <= 0 {
 		opts.LeaseDuration = 15 * time.Second
 	}
@@ -143,7 +143,7 @@ func Open(attrs map[string]string) (*Backend, error) {
 	// Every request has a deadline, so that an API server that stops answering fails the
 	// state's reads, writes and journal appends with a clear error instead of hanging.
 	kubeconfig.WithRequestTimeout(cfg, kubeconfig.DefaultRequestTimeout)
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := kubeclient.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes state backend: %w", err)
 	}
@@ -151,7 +151,7 @@ func Open(attrs map[string]string) (*Backend, error) {
 }
 
 // Client is the clientset the backend uses.
-func (b *Backend) Client() kubernetes.Interface { return b.cs }
+func (b *Backend) Client() kubeclient.Interface { return b.cs }
 
 // Namespace is the namespace the state lives in.
 func (b *Backend) Namespace() string { return b.ns }
