@@ -17,7 +17,7 @@ import (
 	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
-	"github.com/mcpfleet/mcp/planner/steps"
+	"github.com/mcpfleet/mcp/steps"
 )
 
 // Paths of a standalone agent's own state inside the root.
@@ -40,7 +40,7 @@ type Status struct {
 
 // Standalone is `mcp agent` without a cluster: it finishes a first boot (Agent.FirstBoot),
 // reads the desired config name (a flag or DesiredPath), fetches the rendered config from
-// the boot server, derives the steps with the planner's one derivation, and runs them
+// the boot server, derives the steps with the one derivation (package steps), and runs them
 // through an Agent, recording its state in the root.
 type Standalone struct {
 	Agent      *Agent

@@ -6,7 +6,7 @@
 //	engine, engine/{config,state,planfile}   know providers, backends and sources by interface
 //	providers/local, providers/kubernetes/…  concrete parts (kubernetes: all of client-go)
 //	bootsrv                         serves snapshots from a Source; no engine, no client-go
-//	planner, planner/steps          pure: no I/O, no network, no client-go
+//	planner, steps                  pure: no I/O, no network, no client-go
 //	nodeexec, cmd/mcp-agent         the node side: no HCL, no go-cty, no kubectl, no old Ignition
 //	                                specs; mcp-agent reaches the API through nodeclient alone
 //	model                           plain data: imports nothing of mcp and no language
@@ -48,10 +48,10 @@ var Rules = []Rule{
 	{Of: []string{"bootsrv"},
 		Forbid: []string{"k8s.io/client-go/...", Module + "/engine/..."},
 		Why:    "the boot server serves what a Source gives; the sources live with their backends"},
-	{Of: []string{"planner", "planner/steps"}, Direct: true,
+	{Of: []string{"planner", "steps"}, Direct: true,
 		Forbid: []string{"os", "os/exec", "io/fs", "io/ioutil", "net/...", "syscall"},
 		Why:    "the planner is pure: the same input gives the same plan, and it touches nothing"},
-	{Of: []string{"planner", "planner/steps"},
+	{Of: []string{"planner", "steps"},
 		Forbid: []string{"k8s.io/client-go/...", Module + "/providers/...", Module + "/engine/..."},
 		Why:    "the planner is pure: it reaches no cluster and no engine"},
 	{Of: []string{"nodeexec", "cmd/mcp-agent"},
