@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/bootsrv"
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/state"
 )
 
 const fleetAddUsage = "mcp fleet add NODE -pool POOL [-boot-image IMAGE] [-zone Z] [-server URL]"

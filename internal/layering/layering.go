@@ -3,7 +3,7 @@
 // and what they must not reach, directly or through any dependency:
 //
 //	cmd/mcp, cmd/mcp-agent          the composition roots: they alone name concrete parts
-//	engine, engine/{config,state,planfile}   know providers, backends and sources by interface
+//	engine, engine/{config,planfile}, state  know providers, backends and sources by interface
 //	providers/local, providers/kubernetes/…  concrete parts (kubernetes: all of client-go)
 //	bootsrv                         serves snapshots from a Source; no engine, no client-go
 //	planner, steps                  pure: no I/O, no network, no client-go
@@ -41,9 +41,9 @@ type Rule struct {
 
 // Rules are mcp's layering.
 var Rules = []Rule{
-	{Of: []string{"engine", "engine/config", "engine/state", "engine/planfile"},
+	{Of: []string{"engine", "engine/config", "engine/planfile", "state"},
 		Forbid: []string{Module + "/providers/local/...", Module + "/providers/kubernetes/...",
-			Module + "/engine/state/localstate/...", "k8s.io/client-go/...", "k8s.io/kubectl/..."},
+			Module + "/state/localstate/...", "k8s.io/client-go/...", "k8s.io/kubectl/..."},
 		Why: "the engine knows providers and state backends by their interfaces; cmd composes them"},
 	{Of: []string{"bootsrv"},
 		Forbid: []string{"k8s.io/client-go/...", Module + "/engine/..."},
