@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/bootsrv"
-	"github.com/mcpfleet/mcp/internal/quickstarttest"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/providers/local"
 	"github.com/mcpfleet/mcp/state/localstate"
+	"github.com/mcpfleet/mcp/testkit/quickstarttest"
 )
 
 // The OS images of the first-boot tests: the pools run fcos42; a node added from fcos40
