@@ -17,6 +17,7 @@ import (
 	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/nodeexec/bootclient"
 	"github.com/mcpfleet/mcp/steps"
 )
 
@@ -139,39 +140,7 @@ func (s *Standalone) desired() (string, error) {
 }
 
 func (s *Standalone) fetch(ctx context.Context, name string) (*model.Rendered, error) {
-	return FetchRendered(ctx, s.Client, s.Server, name)
-}
-
-// FetchRendered gets the rendered config name from a boot server: GET {server}/rendered/{name}
-// (immutable there). The answer must be that config. Every agent mode fetches through it.
-func FetchRendered(ctx context.Context, client *http.Client, server, name string) (*model.Rendered, error) {
-	if server == "" {
-		return nil, fmt.Errorf("fetching rendered config %s: no boot server URL given", name)
-	}
-	if client == nil {
-		client = http.DefaultClient
-	}
-	url := strings.TrimSuffix(server, "/") + "/rendered/" + name
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("fetching %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetching %s: %s", url, resp.Status)
-	}
-	r := new(model.Rendered)
-	if err := json.NewDecoder(io.LimitReader(resp.Body, model.MaxRenderedSize)).Decode(r); err != nil {
-		return nil, fmt.Errorf("fetching %s: %w", url, err)
-	}
-	if r.Name != name {
-		return nil, fmt.Errorf("fetching %s: the server answered with rendered config %q", url, r.Name)
-	}
-	return r, nil
+	return bootclient.FetchRendered(ctx, s.Client, s.Server, name)
 }
 
 func (s *Standalone) readFile(rel string) ([]byte, error) {
