@@ -1,4 +1,10 @@
-package nodeexec
+// Package standalone is the node agent without a cluster (`mcp agent -server URL`): it
+// finishes an update a reboot interrupted and a first boot, reads the desired config name
+// (a flag, or DesiredPath in the root), fetches the rendered config from the boot server
+// (bootclient), derives the steps with the one derivation (package steps) and runs them
+// through nodeexec.Agent — the code every provider runs —, recording what it runs and its
+// report as files in the root (docs/agent.md, "Standalone use").
+package standalone
 
 import (
 	"context"
@@ -10,23 +16,20 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path"
 	"strings"
 	"time"
 
-	"github.com/mcpfleet/mcp/internal/atomicfile"
-	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/nodeexec/bootclient"
 	"github.com/mcpfleet/mcp/steps"
 )
 
-// Paths of a standalone agent's own state inside the root.
+// Paths of a standalone agent's own records inside the root, beside the executor's.
 const (
-	StateDir    = "var/lib/mcp"
-	CurrentPath = StateDir + "/current.json" // the rendered config the node runs
-	StatusPath  = StateDir + "/status.json"  // the agent's report
-	DesiredPath = StateDir + "/desired"      // the rendered config to move to (one name)
+	CurrentPath = nodeexec.StateDir + "/current.json" // the rendered config the node runs
+	StatusPath  = nodeexec.StateDir + "/status.json"  // the agent's report
+	DesiredPath = nodeexec.StateDir + "/desired"      // the rendered config to move to (one name)
 )
 
 // Status is a standalone agent's report.
@@ -39,15 +42,12 @@ type Status struct {
 	Updated time.Time     `json:"updated"`
 }
 
-// Standalone is `mcp agent` without a cluster: it finishes a first boot (Agent.FirstBoot),
-// reads the desired config name (a flag or DesiredPath), fetches the rendered config from
-// the boot server, derives the steps with the one derivation (package steps), and runs them
-// through an Agent, recording its state in the root.
-type Standalone struct {
-	Agent      *Agent
-	Server     string // boot server base URL; GET {Server}/rendered/{name}
-	Desired    string // overrides DesiredPath
-	BootIDPath string // default /proc/sys/kernel/random/boot_id
+// Agent is `mcp agent` without a cluster, on one root.
+type Agent struct {
+	Agent      *nodeexec.Agent // its State is the agent's files in the root
+	Server     string          // boot server base URL; GET {Server}/rendered/{name}
+	Desired    string          // overrides DesiredPath
+	BootIDPath string          // default nodeexec.DefaultBootIDPath
 	Client     *http.Client
 	Log        *slog.Logger
 	current    *model.Rendered
@@ -55,17 +55,17 @@ type Standalone struct {
 	status     Status
 }
 
-// NewStandalone builds a standalone agent for the root.
-func NewStandalone(root, server string, host Host) *Standalone {
-	s := &Standalone{Server: strings.TrimSuffix(server, "/"), Client: &http.Client{Timeout: 30 * time.Second},
-		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), BootIDPath: "/proc/sys/kernel/random/boot_id"}
-	s.Agent = &Agent{Exec: &Executor{Root: root, Host: host}, State: (*standaloneState)(s), RebootWait: 10 * time.Minute}
+// New builds a standalone agent for the root.
+func New(root, server string, host nodeexec.Host) *Agent {
+	s := &Agent{Server: strings.TrimSuffix(server, "/"), Client: &http.Client{Timeout: 30 * time.Second},
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), BootIDPath: nodeexec.DefaultBootIDPath}
+	s.Agent = &nodeexec.Agent{Exec: &nodeexec.Executor{Root: root, Host: host}, State: (*nodeState)(s), RebootWait: 10 * time.Minute}
 	return s
 }
 
 // Reconcile does one pass: finish an update a reboot interrupted, then a first boot, then
 // move to the desired config if the node is not on it. It returns the status it reported.
-func (s *Standalone) Reconcile(ctx context.Context) (Status, error) {
+func (s *Agent) Reconcile(ctx context.Context) (Status, error) {
 	if err := s.load(); err != nil {
 		return s.status, err
 	}
@@ -99,14 +99,18 @@ func (s *Standalone) Reconcile(ctx context.Context) (Status, error) {
 		}
 	}
 	s.target = target
-	s.Log.Info("updating", "from", nameOf(s.current), "to", target.Name, "steps", len(todo))
+	from := "the unmanaged state"
+	if s.current != nil {
+		from = s.current.Name
+	}
+	s.Log.Info("updating", "from", from, "to", target.Name, "steps", len(todo))
 	err = s.Agent.Update(ctx, s.current, target, todo, logStep)
 	return s.status, err
 }
 
 // firstBootFetch gives the config the first-boot record names — embedded in it, or fetched
 // from the boot server — which the update then runs to (Done takes it from target).
-func (s *Standalone) firstBootFetch(ctx context.Context, name string) (*model.Rendered, error) {
+func (s *Agent) firstBootFetch(ctx context.Context, name string) (*model.Rendered, error) {
 	s.Log.Info("first boot", "config", name)
 	// The boot server may have embedded the config in the record (the first-boot unit's
 	// case, run before the node joins): no server to reach, no CA or token to hold.
@@ -128,7 +132,7 @@ func nameOrNone(r *model.Rendered) string {
 	return r.Name
 }
 
-func (s *Standalone) desired() (string, error) {
+func (s *Agent) desired() (string, error) {
 	if s.Desired != "" {
 		return s.Desired, nil
 	}
@@ -139,33 +143,28 @@ func (s *Standalone) desired() (string, error) {
 	return strings.TrimSpace(string(b)), err
 }
 
-func (s *Standalone) fetch(ctx context.Context, name string) (*model.Rendered, error) {
+func (s *Agent) fetch(ctx context.Context, name string) (*model.Rendered, error) {
 	return bootclient.FetchRendered(ctx, s.Client, s.Server, name)
 }
 
-func (s *Standalone) readFile(rel string) ([]byte, error) {
+func (s *Agent) readFile(rel string) ([]byte, error) {
 	r, err := os.OpenRoot(s.Agent.Exec.Root)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	return ReadRecord(r, rel)
+	return nodeexec.ReadRecord(r, rel)
 }
 
-func (s *Standalone) writeJSON(rel string, v any) error {
+func (s *Agent) writeJSON(rel string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	r, err := os.OpenRoot(s.Agent.Exec.Root)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	return s.Agent.Exec.writeAtomic(r, rel, b, 0o600)
+	return s.Agent.Exec.WriteRecord(rel, b)
 }
 
-func (s *Standalone) load() error {
+func (s *Agent) load() error {
 	b, err := s.readFile(CurrentPath)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -184,23 +183,23 @@ func (s *Standalone) load() error {
 	return nil
 }
 
-func (s *Standalone) save() error {
+func (s *Agent) save() error {
 	s.status.Updated = time.Now().UTC()
 	return s.writeJSON(StatusPath, &s.status)
 }
 
-// standaloneState is the NodeState of a standalone agent: files in the root.
-type standaloneState Standalone
+// nodeState is the nodeexec.NodeState of a standalone agent: files in the root.
+type nodeState Agent
 
-func (st *standaloneState) Working(desired string) error {
+func (st *nodeState) Working(desired string) error {
 	st.status.Desired, st.status.State, st.status.Reason = desired, model.StateWorking, ""
-	return (*Standalone)(st).save()
+	return (*Agent)(st).save()
 }
 
-func (st *standaloneState) Done(current string) error {
-	s := (*Standalone)(st)
-	if p, err := s.Agent.readPending(); err == nil && p != nil && p.Target.Name == current {
-		s.current = p.Target // after a reboot
+func (st *nodeState) Done(current string) error {
+	s := (*Agent)(st)
+	if p, err := s.Agent.Exec.PendingTarget(); err == nil && p != nil && p.Name == current {
+		s.current = p // after a reboot
 	} else if s.target != nil && s.target.Name == current {
 		s.current = s.target
 	} else {
@@ -213,51 +212,10 @@ func (st *standaloneState) Done(current string) error {
 	return s.save()
 }
 
-func (st *standaloneState) Degraded(reason string) error {
+func (st *nodeState) Degraded(reason string) error {
 	st.status.State, st.status.Reason = model.StateDegraded, reason
 	st.Log.Error("degraded", "reason", reason)
-	return (*Standalone)(st).save()
+	return (*Agent)(st).save()
 }
 
-func (st *standaloneState) BootID() (string, error) { return ReadBootID(st.BootIDPath) }
-
-// Sweep removes temporary files an interrupted write left in the directories of target's
-// files (names ".<base>.tmp-<hex>"): atomic writes leave nothing half-written at a managed
-// path, but a kill can leave the temporary file beside it.
-func (e *Executor) Sweep(target *model.Rendered) error {
-	r, err := os.OpenRoot(e.Root)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	dirs := map[string]bool{}
-	for _, f := range target.Files {
-		dirs[path.Dir(strings.TrimPrefix(f.Path, "/"))] = true
-	}
-	for _, u := range target.Units {
-		dirs[strings.TrimPrefix(UnitDir, "/")] = true
-		dirs[strings.TrimPrefix(unitPath(u.Name), "/")+".d"] = true
-	}
-	for d := range dirs {
-		f, err := boundedfile.OpenDirIn(r, d)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		names, err := f.Readdirnames(-1)
-		f.Close()
-		if err != nil {
-			return err
-		}
-		for _, n := range names {
-			if atomicfile.IsTemp(n) {
-				if err := r.Remove(path.Join(d, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return err
-				}
-			}
-		}
-	}
-	return nil
-}
+func (st *nodeState) BootID() (string, error) { return nodeexec.ReadBootID(st.BootIDPath) }
