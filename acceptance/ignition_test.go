@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/engine/state/localstate"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/state/localstate"
 )
 
 // ignitionClient is the real, unmodified Ignition client built by `make bin/ignition`.

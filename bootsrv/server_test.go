@@ -20,10 +20,10 @@ import (
 	v36 "github.com/coreos/ignition/v2/config/v3_6"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/engine/state/localstate"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/state/localstate"
 )
 
 // rendered renders a pool's config through the real planner.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/state"
 )
 
 const goodLine = `{"node":"w-1","from":"r-a","target":"r-b","step":"cordon"}` + "\n"

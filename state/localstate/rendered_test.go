@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/state"
 
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
