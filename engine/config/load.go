@@ -178,7 +178,7 @@ func (l *loader) provider(blocks hcl.Blocks) hcl.Diagnostics {
 			{Name: "drain_duration"}, {Name: "reboot_duration"}, {Name: "node_timeout"}}}
 	case "kubernetes":
 		schema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "kubeconfig"}, {Name: "context"},
-			{Name: "delete_emptydir_data"}, {Name: "node_timeout"}, {Name: "request_timeout"}, {Name: "namespace"}}}
+			{Name: "delete_emptydir_data"}, {Name: "evict_unreplicated"}, {Name: "node_timeout"}, {Name: "request_timeout"}, {Name: "namespace"}}}
 	default:
 		return append(diags, errAt(b.LabelRanges[0], "Unknown provider",
 			fmt.Sprintf("Provider %q is not one mcp knows: use \"local\" or \"kubernetes\".", p.Type)))

@@ -2,13 +2,16 @@ package kubernetes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 )
@@ -67,5 +70,32 @@ func TestCordonPatchIsKubectls(t *testing.T) {
 	}
 	if !slices.Equal(patches, want) {
 		t.Errorf("patches:\n%s\nwant\n%s", strings.Join(patches, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// cordonPatch is what kubectl computes: the two-way strategic merge patch between the Node
+// before and after (k8s.io/kubectl/pkg/drain's CordonHelper), whatever else the Node holds.
+func TestCordonPatchIsTheTwoWayMergePatch(t *testing.T) {
+	for _, desired := range []bool{true, false} {
+		before := kNode("w-0", "a", true, map[string]string{"mcp.example/state": "Done"})
+		before.Spec.Unschedulable = !desired
+		before.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule}}
+		after := before.DeepCopy()
+		after.Spec.Unschedulable = desired
+		old, err := json.Marshal(before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur, err := json.Marshal(after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := strategicpatch.CreateTwoWayMergePatch(old, cur, &corev1.Node{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cordonPatch(desired); string(got) != string(want) {
+			t.Errorf("cordon to %v: patch %s, kubectl's %s", desired, got, want)
+		}
 	}
 }

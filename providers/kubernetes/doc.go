@@ -17,9 +17,10 @@
 //   - Cordon and Uncordon (cordon.go) send kubectl's strategic merge patch of
 //     spec.unschedulable (the cordon carries the apply's claim instead when it has one:
 //     claim.go).
-//   - Drain (drain.go) chooses the pods as kubectl drain --ignore-daemonsets --force does
-//     (drainpods.go: DaemonSet pods kept, mirror pods skipped, owner-less pods and emptyDir
-//     pods evicted) and evicts them through the eviction API, so PodDisruptionBudgets are
+//   - Drain (drain.go) chooses the pods as kubectl drain --ignore-daemonsets does
+//     (drainpods.go: DaemonSet pods kept, mirror pods skipped, emptyDir pods and pods
+//     without a controller evicted or refused per Options, as --delete-emptydir-data and
+//     --force decide) and evicts them through the eviction API, so PodDisruptionBudgets are
 //     honoured by the API server; refused evictions are retried every
 //     DrainOptions.RetryDelay, and an evicted pod is gone when it is deleted or replaced by
 //     one with another UID. A drain that cannot finish names the node, the pod and the

@@ -22,8 +22,9 @@ import (
 )
 
 // Drain evicts the node's pods as `kubectl drain --ignore-daemonsets --force
-// --delete-emptydir-data` would (the last one per Options.DeleteEmptyDirData; the pods are
-// chosen in drainpods.go), each pod with its own grace period. Evictions the API server refuses (429: a PodDisruptionBudget allows
+// --delete-emptydir-data` would (the last two per Options.EvictUnreplicated and
+// Options.DeleteEmptyDirData; the pods are chosen in drainpods.go), each pod with its own
+// grace period. Evictions the API server refuses (429: a PodDisruptionBudget allows
 // no disruption now) are retried every opts.RetryDelay until opts.Timeout; the drain then
 // waits for the evicted pods to be gone, within the same timeout. Pods are evicted side by
 // side. The error names the node, each pod that blocked it and the PodDisruptionBudget that

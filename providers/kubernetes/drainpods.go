@@ -16,17 +16,21 @@ import (
 )
 
 // The pods a drain evicts are chosen as k8s.io/kubectl/pkg/drain (v0.34) chooses them for
-// `kubectl drain --ignore-daemonsets --force [--delete-emptydir-data]`, its filters applied
-// in its order, the first that does not evict deciding:
+// `kubectl drain --ignore-daemonsets [--force] [--delete-emptydir-data]`, its filters
+// applied in its order, the first that does not evict deciding:
 //
 //  1. a pod whose controller is an apps/v1 DaemonSet and that has not finished stays (the
-//     DaemonSet would put it back), unless that DaemonSet is gone: then it is evicted;
+//     DaemonSet would put it back), unless that DaemonSet is gone: then it is evicted when
+//     the provider's EvictUnreplicated allows (kubectl's --force), and blocks the drain
+//     otherwise; a DaemonSet that cannot be read blocks it too;
 //  2. a mirror pod (the kubelet's own copy of a static pod) stays;
 //  3. a pod with an emptyDir volume that has not finished blocks the drain when the
-//     provider's DeleteEmptyDirData is false;
-//  4. everything else is evicted, with a controller or without (kubectl's --force), a
-//     finished pod too.
+//     provider's DeleteEmptyDirData is false (kubectl's --delete-emptydir-data);
+//  4. a pod without a controller that has not finished blocks the drain when the
+//     provider's EvictUnreplicated is false (kubectl's --force);
+//  5. everything else is evicted, a finished pod too.
 //
+// A drain that pods block evicts nothing, and its error names them all, by reason.
 // docs/decisions.md ("Binary size") says why this is not kubectl's package.
 
 // podVerdict is what a drain does with one pod of its node.
@@ -79,13 +83,16 @@ func (p *Provider) drainPods(ctx context.Context, node string) ([]corev1.Pod, er
 // drainVerdict applies the filters above to one pod; why says why a pod is refused.
 func (p *Provider) drainVerdict(ctx context.Context, pod *corev1.Pod) (v podVerdict, why string) {
 	finished := pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-	if ref := metav1.GetControllerOf(pod); ref != nil && !finished && isDaemonSet(ref) {
+	ref := metav1.GetControllerOf(pod)
+	if ref != nil && !finished && isDaemonSet(ref) {
 		_, err := p.client.AppsV1().DaemonSets(pod.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 		switch {
 		case err == nil:
 			return keepPod, ""
-		case !apierrors.IsNotFound(err): // an orphan is evicted; anything else is not known
+		case !apierrors.IsNotFound(err): // an orphan may be evicted; anything else is not known
 			return refusePod, fmt.Sprintf("pods whose DaemonSet cannot be read (%v)", err)
+		case !p.o.evictUnreplicated():
+			return refusePod, "pods whose DaemonSet is gone (the provider's evict_unreplicated is false)"
 		}
 	}
 	if _, ok := pod.Annotations[corev1.MirrorPodAnnotationKey]; ok {
@@ -93,6 +100,9 @@ func (p *Provider) drainVerdict(ctx context.Context, pod *corev1.Pod) (v podVerd
 	}
 	if !finished && !p.o.deleteEmptyDirData() && slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.EmptyDir != nil }) {
 		return refusePod, "pods with emptyDir volumes (the provider's delete_emptydir_data is false)"
+	}
+	if !finished && ref == nil && !p.o.evictUnreplicated() {
+		return refusePod, "pods that declare no controller (the provider's evict_unreplicated is false)"
 	}
 	return evictPod, ""
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -256,4 +258,115 @@ func evictionVersionOf(o runtime.Object) string {
 		return "v1beta1"
 	}
 	return fmt.Sprintf("%T", o)
+}
+
+// With EvictUnreplicated false (kubectl drain without --force) a running pod without a
+// controller, and a DaemonSet's pod whose DaemonSet is gone, stop the drain before
+// anything is evicted, each named under its reason; a finished bare pod is evicted.
+func TestDrainUnreplicatedRefusedWhenNotAllowed(t *testing.T) {
+	done := kPod("demo", "done", "w-0", "", nil)
+	done.Status.Phase = corev1.PodSucceeded
+	c, log := evictingCluster(t, kNode("w-0", "a", true, nil), done,
+		kPod("demo", "bare", "w-0", "", nil),
+		kPod("kube-system", "orphan", "w-0", "DaemonSet/gone", nil),
+		kPod("demo", "web-0", "w-0", "ReplicaSet/web", nil))
+	err := NewForClient(c, Options{EvictUnreplicated: ptr(false)}).Drain(context.Background(), "w-0", providers.DrainOptions{Timeout: time.Second})
+	want := "drain node w-0: cannot evict pods that declare no controller (the provider's evict_unreplicated is false): demo/bare; " +
+		"cannot evict pods whose DaemonSet is gone (the provider's evict_unreplicated is false): kube-system/orphan"
+	if err == nil || err.Error() != want {
+		t.Errorf("drain error:\n got %v\nwant %s", err, want)
+	}
+	if got := log.names(); len(got) != 0 {
+		t.Errorf("a refused drain evicted %v", got)
+	}
+
+	// Without those two, the drain goes through: the finished bare pod is evicted.
+	for _, name := range []string{"bare", "orphan"} {
+		ns := "demo"
+		if name == "orphan" {
+			ns = "kube-system"
+		}
+		if err := c.Tracker().Delete(podsR, ns, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := NewForClient(c, Options{EvictUnreplicated: ptr(false)}).Drain(context.Background(), "w-0", providers.DrainOptions{Timeout: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if got := log.names(); !slices.Equal(got, []string{"demo/done", "demo/web-0"}) {
+		t.Errorf("evicted %v, want the finished bare pod and the ReplicaSet's", got)
+	}
+}
+
+// namespaceTerminating is the API server's refusal of an eviction in a namespace being
+// deleted.
+func namespaceTerminating(ns, pod string) error {
+	err := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, pod,
+		fmt.Errorf("unable to create new content in namespace %s because it is being terminated", ns))
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+		Type: corev1.NamespaceTerminatingCause, Message: "namespace " + ns + " is being terminated", Field: "metadata.namespace"})
+	return err
+}
+
+// In a namespace being deleted evictions are refused with a 403. A pod already being
+// deleted is not evicted again: the drain waits for it to go. One not yet being deleted
+// is retried like a PDB's refusal (kubectl's), and the error gives the API server's
+// reason, not a budget, even when a budget selects the pod.
+func TestDrainNamespaceTerminating(t *testing.T) {
+	for _, deleting := range []bool{true, false} {
+		pod := kPod("old", "api-0", "w-0", "ReplicaSet/api", map[string]string{"app": "api"})
+		if deleting {
+			pod.DeletionTimestamp = ptr(metav1.Now())
+		}
+		c, _ := evictingCluster(t, kNode("w-0", "a", true, nil), pod,
+			kPDB("old", "api-pdb", map[string]string{"app": "api"}, intstr.FromInt32(1), 1, 1, 0))
+		var attempts atomic.Int32
+		c.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if a.GetSubresource() != "eviction" {
+				return false, nil, nil
+			}
+			attempts.Add(1)
+			return true, nil, namespaceTerminating("old", "api-0")
+		})
+		if deleting { // the kubelet finishes the pod off a little later
+			time.AfterFunc(100*time.Millisecond, func() { _ = c.Tracker().Delete(podsR, "old", "api-0") })
+		}
+		err := NewForClient(c, Options{}).Drain(context.Background(), "w-0", providers.DrainOptions{Timeout: 2 * time.Second, RetryDelay: 20 * time.Millisecond})
+		switch {
+		case deleting && err != nil:
+			t.Errorf("pod being deleted: %v", err)
+		case deleting && attempts.Load() != 1:
+			t.Errorf("pod being deleted: %d eviction requests, want 1 (then a wait)", attempts.Load())
+		case !deleting && (err == nil || !strings.Contains(err.Error(), "eviction of old/api-0 refused: ") ||
+			!strings.Contains(err.Error(), "being terminated") || strings.Contains(err.Error(), "PodDisruptionBudget")):
+			t.Errorf("pod not being deleted: %v; want the API server's refusal, retried until the timeout", err)
+		case !deleting && attempts.Load() < 2:
+			t.Errorf("pod not being deleted: %d eviction requests, want retries", attempts.Load())
+		}
+	}
+}
+
+// An eviction failing otherwise (here a 500) is not retried: the drain fails at once,
+// naming the pod, and the other pods' evictions still go through.
+func TestDrainEvictionErrorNotRetried(t *testing.T) {
+	c, log := evictingCluster(t, kNode("w-0", "a", true, nil),
+		kPod("demo", "web-0", "w-0", "ReplicaSet/web", nil), kPod("demo", "broken", "w-0", "ReplicaSet/broken", nil))
+	var attempts atomic.Int32
+	c.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" || a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction).Name != "broken" {
+			return false, nil, nil
+		}
+		attempts.Add(1)
+		return true, nil, apierrors.NewInternalError(errors.New("etcd is sad"))
+	})
+	err := NewForClient(c, Options{}).Drain(context.Background(), "w-0", providers.DrainOptions{Timeout: 10 * time.Second, RetryDelay: 10 * time.Millisecond})
+	if err == nil || !strings.HasPrefix(err.Error(), "drain node w-0: eviction of demo/broken: ") || !strings.Contains(err.Error(), "etcd is sad") {
+		t.Errorf("drain error %v", err)
+	}
+	if n := attempts.Load(); n != 1 { // a retry every 10ms for 10s would make hundreds
+		t.Errorf("%d eviction requests for demo/broken, want 1", n)
+	}
+	if got := log.names(); !slices.Equal(got, []string{"demo/web-0"}) {
+		t.Errorf("evicted %v, want demo/web-0", got)
+	}
 }

@@ -49,6 +49,12 @@ type Options struct {
 	// reboots the node, which loses nothing an emptyDir is meant to keep, and refusing such
 	// pods would block most real drains. Set it to false to make a drain fail on them.
 	DeleteEmptyDirData *bool
+	// EvictUnreplicated lets a drain evict pods that no controller would put back — pods
+	// without a controller, and pods of a DaemonSet that is gone —, as `kubectl drain
+	// --force` does. nil means true, as the Machine Config Operator's drain has it: one bare
+	// pod would otherwise stop every rollout over its node. Set it to false to make a
+	// drain fail on them, naming them, so that their owners move them first.
+	EvictUnreplicated *bool
 	// NodeTimeout bounds how long RunNodeSteps waits for the node's agent to report Done
 	// (DefaultNodeTimeout when zero). The caller's context bounds it too.
 	NodeTimeout time.Duration
@@ -88,6 +94,10 @@ func (o Options) withDefaults() Options {
 
 func (o Options) deleteEmptyDirData() bool {
 	return o.DeleteEmptyDirData == nil || *o.DeleteEmptyDirData
+}
+
+func (o Options) evictUnreplicated() bool {
+	return o.EvictUnreplicated == nil || *o.EvictUnreplicated
 }
 
 // Provider is a Kubernetes cluster seen through its API server.
@@ -168,10 +178,11 @@ func NewForClients(c kubeclient.Interface, d dynamic.Interface, m meta.RESTMappe
 }
 
 // FromAttrs builds the provider from the HCL block provider "kubernetes" { kubeconfig,
-// context, delete_emptydir_data, node_timeout, request_timeout, namespace }, with client-go's usual
-// rules: the kubeconfig named (resolved against dir when relative), else $KUBECONFIG, else
-// ~/.kube/config; its current context unless context names another; and, when none of these
-// exists and mcp runs in a pod, the pod's service account (in-cluster config).
+// context, delete_emptydir_data, evict_unreplicated, node_timeout, request_timeout,
+// namespace }, with client-go's usual rules: the kubeconfig named (resolved against dir
+// when relative), else $KUBECONFIG, else ~/.kube/config; its current context unless
+// context names another; and, when none of these exists and mcp runs in a pod, the pod's
+// service account (in-cluster config).
 func FromAttrs(dir string, attrs map[string]string) (*Provider, error) {
 	var opts Options
 	for k, v := range attrs {
@@ -182,12 +193,16 @@ func FromAttrs(dir string, attrs map[string]string) (*Provider, error) {
 				return nil, fmt.Errorf("namespace: %q is not a namespace name: %s", v, strings.Join(errs, "; "))
 			}
 			opts.Namespace = v
-		case "delete_emptydir_data":
+		case "delete_emptydir_data", "evict_unreplicated":
 			b, err := strconv.ParseBool(v)
 			if err != nil {
-				return nil, fmt.Errorf("delete_emptydir_data: %q is not true or false", v)
+				return nil, fmt.Errorf("%s: %q is not true or false", k, v)
 			}
-			opts.DeleteEmptyDirData = &b
+			if k == "delete_emptydir_data" {
+				opts.DeleteEmptyDirData = &b
+			} else {
+				opts.EvictUnreplicated = &b
+			}
 		case "node_timeout", "request_timeout":
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
@@ -199,7 +214,7 @@ func FromAttrs(dir string, attrs map[string]string) (*Provider, error) {
 				opts.RequestTimeout = d
 			}
 		default:
-			return nil, fmt.Errorf("the kubernetes provider has no attribute %q (it takes kubeconfig, context, delete_emptydir_data, node_timeout, request_timeout and namespace)", k)
+			return nil, fmt.Errorf("the kubernetes provider has no attribute %q (it takes kubeconfig, context, delete_emptydir_data, evict_unreplicated, node_timeout, request_timeout and namespace)", k)
 		}
 	}
 	kc := attrs["kubeconfig"]

@@ -46,18 +46,19 @@ func TestFromAttrs(t *testing.T) {
 	if h := host(map[string]string{"kubeconfig": filepath.Join(dir, "kc.yaml"), "context": "prod"}); h != "https://prod.example:6443" {
 		t.Errorf("context prod: host %s", h)
 	}
-	p, err := FromAttrs(dir, map[string]string{"kubeconfig": "kc.yaml", "delete_emptydir_data": "false", "node_timeout": "5m",
-		"request_timeout": "10s", "namespace": "mcp-prod"})
+	p, err := FromAttrs(dir, map[string]string{"kubeconfig": "kc.yaml", "delete_emptydir_data": "false", "evict_unreplicated": "false",
+		"node_timeout": "5m", "request_timeout": "10s", "namespace": "mcp-prod"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.o.DeleteEmptyDirData == nil || *p.o.DeleteEmptyDirData || p.o.NodeTimeout != 5*time.Minute || p.o.RequestTimeout != 10*time.Second ||
+	if p.o.deleteEmptyDirData() || p.o.evictUnreplicated() || p.o.NodeTimeout != 5*time.Minute || p.o.RequestTimeout != 10*time.Second ||
 		p.o.Namespace != "mcp-prod" {
-		t.Errorf("options %+v: want delete_emptydir_data false, node_timeout 5m, request_timeout 10s, namespace mcp-prod", p.o)
+		t.Errorf("options %+v: want delete_emptydir_data and evict_unreplicated false, node_timeout 5m, request_timeout 10s, namespace mcp-prod", p.o)
 	}
 	if p, err := FromAttrs(dir, map[string]string{"kubeconfig": "kc.yaml"}); err != nil || p.o.RequestTimeout != DefaultRequestTimeout ||
-		p.o.Namespace != DefaultNamespace {
-		t.Errorf("default request timeout and namespace: %v, %q, %v", p.o.RequestTimeout, p.o.Namespace, err)
+		p.o.Namespace != DefaultNamespace || !p.o.deleteEmptyDirData() || !p.o.evictUnreplicated() {
+		t.Errorf("defaults: request timeout %v, namespace %q, delete_emptydir_data %v, evict_unreplicated %v, %v",
+			p.o.RequestTimeout, p.o.Namespace, p.o.deleteEmptyDirData(), p.o.evictUnreplicated(), err)
 	}
 	t.Setenv("KUBECONFIG", filepath.Join(dir, "kc.yaml"))
 	if h := host(map[string]string{"context": "prod"}); h != "https://prod.example:6443" {
@@ -71,6 +72,7 @@ func TestFromAttrs(t *testing.T) {
 		{map[string]string{"kubeconfig": "missing.yaml"}, "missing.yaml"},
 		{map[string]string{"fleet": "x"}, `no attribute "fleet"`},
 		{map[string]string{"delete_emptydir_data": "maybe"}, `delete_emptydir_data: "maybe"`},
+		{map[string]string{"evict_unreplicated": "yes please"}, `evict_unreplicated: "yes please"`},
 		{map[string]string{"node_timeout": "-1m"}, `node_timeout: "-1m"`},
 		{map[string]string{"request_timeout": "0s"}, `request_timeout: "0s"`},
 		{map[string]string{"namespace": "MCP/System"}, `namespace: "MCP/System" is not a namespace name`},

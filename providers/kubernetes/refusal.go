@@ -15,11 +15,14 @@ import (
 // describeRefusal says who refused r's eviction: "eviction of demo/db-0 refused by
 // PodDisruptionBudget demo/db-pdb (needs 1 healthy, has 1)". The budgets are those of the
 // pod's namespace whose selector matches the pod's labels, with the numbers of their
-// status now. When none matches (or they cannot be read) the API server's own message is
-// given.
+// status now. When none matches (or they cannot be read), or the refusal was not a
+// budget's (a 403 in a namespace being deleted), the API server's own message is given.
 func (p *Provider) describeRefusal(ctx context.Context, r *refusedError) string {
 	pod := r.pod
 	head := fmt.Sprintf("eviction of %s/%s refused", pod.Namespace, pod.Name)
+	if !apierrors.IsTooManyRequests(r.last) {
+		return head + ": " + serverReason(r.last)
+	}
 	var by []string
 	pdbs, err := p.client.PolicyV1().PodDisruptionBudgets(pod.Namespace).List(ctx, metav1.ListOptions{})
 	if err == nil {
