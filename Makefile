@@ -6,7 +6,7 @@ MCP     := $(BIN)/mcp
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X github.com/mcpfleet/mcp/engine.Version=$(VERSION)
 
-.PHONY: all build test vet chaos fuzz fuzz-short bin/ignition bin/k8s bin/kubectl graphviz demo bench bench-plan bench-apply bench-rollout bench-agent bench-serve bench-kube clean
+.PHONY: all build test vet chaos fuzz fuzz-short bin/ignition bin/k8s bin/kubectl graphviz demo bench bench-plan bench-apply bench-rollout bench-agent bench-serve bench-kube bench-size clean
 
 all: build
 
@@ -70,7 +70,12 @@ demo: build
 	MCP=$(MCP) bash scripts/demo.sh
 
 # Benchmarks; results go to docs/benchmarks.md with the machine described.
-bench: bench-plan bench-apply bench-rollout bench-agent bench-serve bench-kube
+bench: bench-size bench-plan bench-apply bench-rollout bench-agent bench-serve bench-kube
+
+# mcp and mcp-agent built unstripped and stripped, in a temporary directory: their sizes,
+# failing when a stripped one is over its target (mcp 60 MB, mcp-agent 20 MB).
+bench-size:
+	GO=$(GO) $(GO) run ./scripts/benchsize -mcp-ldflags "$(LDFLAGS)" -out docs/benchmarks.md
 
 # mcp plan on generated fleets of 10,000 and 100,000 nodes.
 bench-plan: build
