@@ -1,5 +1,5 @@
 // Command mcp-agent is `mcp agent` alone: the node agent, without the engine, the boot
-// server or kubectl's drain, so that the process on every node is small (the DaemonSet in
+// server, HCL or Butane, so that the process on every node is small (the DaemonSet in
 // deploy/ runs it; docs/agent.md).
 package main
 

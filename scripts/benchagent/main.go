@@ -88,7 +88,7 @@ func main() {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Node agent\n\nMeasured %s by `make bench` (scripts/benchagent), %d runs each, medians.\n\n", time.Now().UTC().Format("2006-01-02"), *runs)
 	fmt.Fprintf(&b, "- Drift check: `nodeexec.Executor.Verify` of %d managed files of %d bytes (content compared byte for byte — digests are computed only to report a difference —, mode and type, through os.Root, each directory opened once), against `sha256sum` over the same files in the same run (its time includes starting the process, about a millisecond).\n", *files, *size)
-	fmt.Fprintf(&b, "- Idle RSS: a real `mcp-agent -host=record -listen 127.0.0.1:0` process (the lean agent binary the DaemonSet runs) after its first reconcile, from /proc/PID/status (VmRSS); and the same agent run as `mcp agent` from the all-in-one binary, whose engine, boot server and kubectl drain (with kustomize and Go's plugin loader, which makes the linker export every symbol) the node does not need.\n\n")
+	fmt.Fprintf(&b, "- Idle RSS: a real `mcp-agent -host=record -listen 127.0.0.1:0` process (the lean agent binary the DaemonSet runs) after its first reconcile, from /proc/PID/status (VmRSS); and the same agent run as `mcp agent` from the all-in-one binary, whose engine, boot server, HCL and Butane the node does not need.\n\n")
 	fmt.Fprintf(&b, "| measure | result | target |\n|---|---|---|\n")
 	fmt.Fprintf(&b, "| drift check, %d files | %v | |\n", *files, mv.Round(100*time.Microsecond))
 	fmt.Fprintf(&b, "| sha256sum, same files | %v | |\n", ms.Round(100*time.Microsecond))

@@ -1,7 +1,7 @@
 // Package agentcmd is the node agent's command line (docs/agent.md, docs/kubernetes.md),
 // shared by `mcp agent` and the lean `mcp-agent` binary that the DaemonSet runs: that one
-// links none of the engine, kubectl's drain (which drags in kustomize and Go's plugin
-// loader) or the boot server, so each node pays only for the agent.
+// links none of the engine, the Kubernetes provider, HCL, Butane or the boot server, so
+// each node pays only for the agent.
 package agentcmd
 
 import (
