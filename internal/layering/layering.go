@@ -28,6 +28,7 @@
 //	cmd/mcp, cmd/mcp-agent          no OPA, no terraform-json (test-only, in examples/ci)
 //	cmd/mcp, cmd/mcp-agent          no Go plugin loader, no kubectl, cli-runtime or kustomize
 //	cmd/mcp                         no typed Clientset, no informer factory: kubeclient's groups
+//	cmd/mcp-agent                   no text/template: the linker's dead-code elimination stays whole
 package layering
 
 import (
@@ -88,6 +89,10 @@ var Rules = []Rule{
 	{Of: []string{"cmd/mcp", "cmd/mcp-agent"},
 		Forbid: []string{"github.com/open-policy-agent/...", "github.com/hashicorp/terraform-json/..."},
 		Why:    "OPA and terraform-json check mcp's plan JSON in examples/ci's tests; the binaries write that JSON themselves"},
+	{Of: []string{"cmd/mcp-agent"},
+		Forbid: []string{"text/template", "html/template"},
+		Why: "a template calls methods by a name known only at run time, so the linker keeps every exported method of " +
+			"every type the binary links (mcp's case, through Butane): the agent keeps its dead-code elimination"},
 	{Of: []string{"cmd/mcp", "cmd/mcp-agent"},
 		Forbid: []string{"plugin", "k8s.io/kubectl/...", "k8s.io/cli-runtime/...", "sigs.k8s.io/kustomize/..."},
 		Why: "a binary that links Go's plugin loader (kustomize's, through kubectl and cli-runtime) keeps every method of " +
