@@ -53,16 +53,25 @@ func evictingCluster(t *testing.T, objs ...runtime.Object) (*fake.Clientset, *ev
 	}}
 	log := &evictionLog{}
 	c.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "eviction" {
+		ev := log.record(a)
+		if ev == nil {
 			return false, nil, nil
 		}
-		ev := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
-		log.mu.Lock()
-		log.evictions = append(log.evictions, ev)
-		log.mu.Unlock()
 		return true, nil, c.Tracker().Delete(podsR, ev.Namespace, ev.Name)
 	})
 	return c, log
+}
+
+// record logs a's eviction and returns it, or returns nil when a is not an eviction.
+func (l *evictionLog) record(a k8stesting.Action) *policyv1.Eviction {
+	if a.GetVerb() != "create" || a.GetSubresource() != "eviction" {
+		return nil
+	}
+	ev := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
+	l.mu.Lock()
+	l.evictions = append(l.evictions, ev)
+	l.mu.Unlock()
+	return ev
 }
 
 // TestDrainChoosesPodsAsKubectl: the pods evicted and kept are kubectl drain's with
@@ -179,13 +188,10 @@ func TestDrainWaitsForEvictedPodsToGo(t *testing.T) {
 	for _, replace := range []bool{true, false} {
 		c, log := evictingCluster(t, kNode("w-0", "a", true, nil), kPod("demo", "db-0", "w-0", "StatefulSet/db", nil))
 		c.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-			if a.GetSubresource() != "eviction" {
+			ev := log.record(a)
+			if ev == nil {
 				return false, nil, nil
 			}
-			ev := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
-			log.mu.Lock()
-			log.evictions = append(log.evictions, ev)
-			log.mu.Unlock()
 			if !replace { // accepted, but the pod is still terminating
 				return true, nil, nil
 			}
