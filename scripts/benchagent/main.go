@@ -49,6 +49,7 @@ func main() {
 		paths = append(paths, full)
 	}
 	ex := &nodeexec.Executor{Root: root}
+	load := benchdoc.LoadAverage()
 	var verify, sums []time.Duration
 	for i := 0; i < *runs; i++ {
 		t0 := time.Now()
@@ -86,7 +87,9 @@ func main() {
 		return "NOT met"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "## Node agent\n\nMeasured %s by `make bench` (scripts/benchagent), %d runs each, medians.\n\n", time.Now().UTC().Format("2006-01-02"), *runs)
+	fmt.Fprintf(&b, "## Node agent\n\nMeasured %s by `make bench` (scripts/benchagent), %d runs each, medians. "+
+		"Load: %s, the 1-minute load average before the runs (the machine's cores are shared; the drift check and sha256sum alternate run by run, so their ratio suffers less from it than either time).\n\n",
+		time.Now().UTC().Format("2006-01-02"), *runs, load)
 	fmt.Fprintf(&b, "- Drift check: `nodeexec.Executor.Verify` of %d managed files of %d bytes (content compared byte for byte — digests are computed only to report a difference —, mode and type, through os.Root, each directory opened once), against `sha256sum` over the same files in the same run (its time includes starting the process, about a millisecond).\n", *files, *size)
 	fmt.Fprintf(&b, "- Idle RSS: a real `mcp-agent -host=record -listen 127.0.0.1:0` process (the lean agent binary the DaemonSet runs) after its first reconcile, from /proc/PID/status (VmRSS); and the same agent run as `mcp agent` from the all-in-one binary, whose engine, boot server, HCL and Butane the node does not need.\n\n")
 	fmt.Fprintf(&b, "| measure | result | target |\n|---|---|---|\n")
