@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpfleet/mcp/internal/ignspec"
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -31,7 +31,7 @@ func TestFirstBootUnitServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sp := range ignspec.All() {
+	for _, sp := range ignition.All() {
 		b, err := snap.PoolConfig("worker", ignitionType+";version="+sp.Version)
 		if err != nil {
 			t.Fatalf("spec %s: %v", sp.Version, err)

@@ -18,12 +18,12 @@ import (
 
 	"github.com/coreos/vcontext/report"
 
-	"github.com/mcpfleet/mcp/internal/ignspec"
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"
 )
 
 // specs are the Ignition specs the server can serve, newest first.
-var specs = ignspec.All()
+var specs = ignition.All()
 
 // newest is the highest minor of spec 3 the server serves.
 var newest = specs[0].Minor
@@ -150,7 +150,7 @@ func BuildWith(serial int64, pointers map[string]string, rendered map[string]*mo
 // IgnitionAccept is the Accept header the Ignition client sends that reads the newest spec
 // the server knows (Ignition v2.27.0 sends this one): what `mcp fleet add` asks with, as a
 // booting node would.
-var IgnitionAccept = ignitionType + ";version=" + ignspec.Newest().Version + ", */*;q=0.1"
+var IgnitionAccept = ignitionType + ";version=" + ignition.Newest().Version + ", */*;q=0.1"
 
 // PoolConfig is the body GET /config/<pool> answers a client sending accept: the same
 // prepared bytes. A pool the snapshot lacks, and an Accept no spec of the config suits

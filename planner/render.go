@@ -10,8 +10,8 @@ import (
 	"github.com/coreos/vcontext/report"
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/hclpos"
-	"github.com/mcpfleet/mcp/internal/ignspec"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -28,10 +28,10 @@ func Render(d *model.Desired) (map[string]*model.Rendered, hcl.Diagnostics) {
 	if version == "" {
 		version = DefaultIgnitionVersion
 	}
-	spec, ok := ignspec.Lookup(version)
+	spec, ok := ignition.Lookup(version)
 	if !ok || !spec.Render {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unsupported Ignition version",
-			Detail: fmt.Sprintf("ignition_version %q: mcp renders %s", version, ignspec.RenderList())}}
+			Detail: fmt.Sprintf("ignition_version %q: mcp renders %s", version, ignition.RenderList())}}
 	}
 	out := make(map[string]*model.Rendered, len(d.Pools))
 	var overrides overrideSet

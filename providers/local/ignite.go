@@ -19,8 +19,8 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/vincent-petithory/dataurl"
 
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
-	"github.com/mcpfleet/mcp/internal/ignspec"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 )
@@ -37,7 +37,7 @@ import (
 // groups, disks, RAID, filesystems and LUKS are refused, naming the field: a simulated
 // machine has no network for them and no disks, and mcp's served configs have none.
 func ignite(root string, raw []byte) ([]string, error) {
-	cfg, rpt, err := ignspec.ParseAny(raw)
+	cfg, rpt, err := ignition.ParseAny(raw)
 	if err != nil {
 		if s := strings.TrimSpace(rpt.String()); s != "" {
 			err = fmt.Errorf("%w: %s", err, s)
