@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpfleet/mcp/ignition"
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -61,16 +62,16 @@ func TestFirstBootUnitServed(t *testing.T) {
 			}
 		}
 		for _, want := range []string{"ExecStart=/usr/local/bin/mcp-agent -root / -once\n", "Before=kubelet.service\n",
-			"RequiredBy=kubelet.service\n", "ConditionPathExists=" + model.FirstBootPath + "\n"} {
+			"RequiredBy=kubelet.service\n", "ConditionPathExists=" + content.FirstBootPath + "\n"} {
 			if !strings.Contains(unit, want) {
 				t.Errorf("spec %s: the first-boot unit lacks %q:\n%s", sp.Version, want, unit)
 			}
 		}
-		var rec model.FirstBoot
+		var rec content.FirstBoot
 		for _, f := range doc.Storage.Files {
-			if f.Path == model.FirstBootPath {
+			if f.Path == content.FirstBootPath {
 				raw, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(f.Contents.Source, "data:;base64,"))
-				if rec, err = model.ParseFirstBoot(raw); err != nil {
+				if rec, err = content.ParseFirstBoot(raw); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -103,21 +104,21 @@ func TestFirstBootUnitRefusals(t *testing.T) {
 
 func TestParseFirstBootRefusesAnEmbeddedConfigNotItsName(t *testing.T) {
 	r := renderedFor(t)
-	rec := model.FirstBootOf(r)
+	rec := content.FirstBootOf(r)
 	rec.Config = r
-	if _, err := model.ParseFirstBoot(rec.Encode()); err != nil {
+	if _, err := content.ParseFirstBoot(rec.Encode()); err != nil {
 		t.Fatal(err)
 	}
 	changed := *r
 	changed.Files = append([]model.File(nil), r.Files...)
 	changed.Files[0].Contents = []byte("not what it was named for\n")
 	rec.Config = &changed
-	if _, err := model.ParseFirstBoot(rec.Encode()); err == nil || !strings.Contains(err.Error(), "does not match its content") {
+	if _, err := content.ParseFirstBoot(rec.Encode()); err == nil || !strings.Contains(err.Error(), "does not match its content") {
 		t.Errorf("a changed embedded config: %v", err)
 	}
 	other := renderedFor(t, model.Unit{Name: "x.service", Contents: "[Service]\n"})
 	rec.Config = other
-	if _, err := model.ParseFirstBoot(rec.Encode()); err == nil {
+	if _, err := content.ParseFirstBoot(rec.Encode()); err == nil {
 		t.Error("a record naming one config and holding another was accepted")
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/engine/state/localstate"
 	"github.com/mcpfleet/mcp/ignition"
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -461,7 +462,7 @@ func FuzzAccept(f *testing.F) {
 }
 
 // TestFirstBootRecordServed: every spec a pool's config is served in carries the first-boot
-// record (model.FirstBoot) naming the pool's rendered config and OS image, as a file its
+// record (content.FirstBoot) naming the pool's rendered config and OS image, as a file its
 // parser takes; the rendered config itself is served unchanged, under its content's name.
 // A config that writes the record's path itself is refused.
 func TestFirstBootRecordServed(t *testing.T) {
@@ -474,7 +475,7 @@ func TestFirstBootRecordServed(t *testing.T) {
 	}
 	r := out["worker"]
 	s := serverWith(t, r)
-	want := model.FirstBoot{Rendered: r.Name, OSImage: "quay.io/example/os:2"}
+	want := content.FirstBoot{Rendered: r.Name, OSImage: "quay.io/example/os:2"}
 	for m := 0; m <= 6; m++ {
 		accept := fmt.Sprintf("application/vnd.coreos.ignition+json;version=3.%d.0", m)
 		rec := get(t, s, "GET", "/config/worker", "Accept", accept)
@@ -487,7 +488,7 @@ func TestFirstBootRecordServed(t *testing.T) {
 		}
 		var found bool
 		for _, f := range cfg.Storage.Files {
-			if f.Path != model.FirstBootPath {
+			if f.Path != content.FirstBootPath {
 				continue
 			}
 			found = true
@@ -496,24 +497,24 @@ func TestFirstBootRecordServed(t *testing.T) {
 			if !ok || err != nil {
 				t.Fatalf("spec 3.%d: record source %q", m, *f.Contents.Source)
 			}
-			got, err := model.ParseFirstBoot(raw)
-			if err != nil || got != want || *f.Mode != model.FirstBootMode || !*f.Overwrite {
-				t.Errorf("spec 3.%d: record %+v (%v), mode %o, want %+v mode %o", m, got, err, *f.Mode, want, model.FirstBootMode)
+			got, err := content.ParseFirstBoot(raw)
+			if err != nil || got != want || *f.Mode != content.FirstBootMode || !*f.Overwrite {
+				t.Errorf("spec 3.%d: record %+v (%v), mode %o, want %+v mode %o", m, got, err, *f.Mode, want, content.FirstBootMode)
 			}
 		}
 		if !found {
-			t.Errorf("spec 3.%d: no %s in %s", m, model.FirstBootPath, rec.Body)
+			t.Errorf("spec 3.%d: no %s in %s", m, content.FirstBootPath, rec.Body)
 		}
 	}
 	rec := get(t, s, "GET", "/rendered/"+r.Name)
 	var back model.Rendered
-	if err := json.Unmarshal(rec.Body.Bytes(), &back); err != nil || back.CheckName() != nil ||
+	if err := json.Unmarshal(rec.Body.Bytes(), &back); err != nil || content.Check(&back) != nil ||
 		strings.Contains(rec.Body.String(), "firstboot") {
 		t.Errorf("the rendered config served changed: %v %s", err, rec.Body)
 	}
 
 	own := &model.Rendered{Name: "rendered-worker-0", Pool: "worker",
-		Ignition: []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"` + model.FirstBootPath + `","contents":{"source":"data:,x"}}]}}`)}
+		Ignition: []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"` + content.FirstBootPath + `","contents":{"source":"data:,x"}}]}}`)}
 	if _, err := Build(1, map[string]string{"worker": own.Name}, map[string]*model.Rendered{own.Name: own}); err == nil ||
 		!strings.Contains(err.Error(), "where the boot server puts the first-boot record") {
 		t.Errorf("a config writing the record's path: %v", err)

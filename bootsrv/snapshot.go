@@ -1,6 +1,6 @@
 // Package bootsrv is `mcp serve`: it serves each pool's Ignition config to booting nodes
 // (GET|HEAD /config/<pool>, with spec negotiation from the Accept header, and with the
-// first-boot record, model.FirstBoot, added) and the immutable
+// first-boot record, content.FirstBoot, added) and the immutable
 // rendered configs to agents (/rendered/<name>). Everything served is prepared ahead into an
 // immutable Snapshot that is swapped atomically when the state changes: nothing is rendered
 // or marshalled on the request path, and no request sees a half-updated config.
@@ -19,6 +19,7 @@ import (
 	"github.com/coreos/vcontext/report"
 
 	"github.com/mcpfleet/mcp/ignition"
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -106,7 +107,7 @@ func CheckFirstBootAgent(path string) error {
 func firstBootUnit(agent string) string {
 	return "[Unit]\n" +
 		"Description=mcp first boot: the pool's OS image and config before the node joins\n" +
-		"ConditionPathExists=" + model.FirstBootPath + "\n" +
+		"ConditionPathExists=" + content.FirstBootPath + "\n" +
 		"Wants=network-online.target\n" +
 		"After=network-online.target\n" +
 		"Before=kubelet.service\n\n" +
@@ -209,8 +210,8 @@ func preparePool(pool string, r *model.Rendered, o BuildOptions) (*poolConfig, e
 	return pc, nil
 }
 
-// addFirstBoot adds the first-boot record (model.FirstBoot) to the Ignition config doc of
-// r: a file at model.FirstBootPath that tells the node's agent which rendered config it
+// addFirstBoot adds the first-boot record (content.FirstBoot) to the Ignition config doc of
+// r: a file at content.FirstBootPath that tells the node's agent which rendered config it
 // boots and the pool's OS image. It goes into what is served, not into r, whose name is a
 // hash of its content. A file in storage.files is in every 3.x spec, so the record changes
 // no spec's verdict; each spec's parser still checks the bytes with it.
@@ -228,17 +229,17 @@ func addFirstBoot(doc map[string]any, r *model.Rendered, o BuildOptions) error {
 		return fmt.Errorf("rendered config %s: its Ignition storage.files is not a list", r.Name)
 	}
 	for _, f := range files {
-		if m, _ := f.(map[string]any); m != nil && m["path"] == model.FirstBootPath {
-			return fmt.Errorf("rendered config %s writes %s, where the boot server puts the first-boot record", r.Name, model.FirstBootPath)
+		if m, _ := f.(map[string]any); m != nil && m["path"] == content.FirstBootPath {
+			return fmt.Errorf("rendered config %s writes %s, where the boot server puts the first-boot record", r.Name, content.FirstBootPath)
 		}
 	}
-	rec := model.FirstBootOf(r)
+	rec := content.FirstBootOf(r)
 	if o.FirstBootAgent != "" {
 		rec.Config = r
 	}
 	storage["files"] = append(files, map[string]any{
-		"path":      model.FirstBootPath,
-		"mode":      model.FirstBootMode,
+		"path":      content.FirstBootPath,
+		"mode":      content.FirstBootMode,
 		"overwrite": true,
 		"contents":  map[string]any{"source": "data:;base64," + base64.StdEncoding.EncodeToString(rec.Encode())},
 	})

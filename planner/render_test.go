@@ -116,3 +116,24 @@ func TestRenderReportsIgnitionProblemsAtTheFile(t *testing.T) {
 		t.Errorf("no diagnostic at the file's range: %v", diags)
 	}
 }
+
+// TestRenderNamesAsBefore: names of rendered configs, which are hashes of their content
+// including the Ignition bytes, are those render gave before it marshalled once (and before
+// the ignition room encoded them).
+func TestRenderNamesAsBefore(t *testing.T) {
+	out, diags := Render(renderDesired())
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if got := out["worker"].Name; got != "rendered-worker-a33037fe42f042516867be7fe5b3fe0f" {
+		t.Errorf("name %s", got)
+	}
+	out, diags = Render(benchDesired(20, 200))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if a, b := out["p00"].Name, out["p19"].Name; a != "rendered-p00-6a822200e57e91ba05170f0962a63146" ||
+		b != "rendered-p19-f0a24640c133a521558521681614a6e0" {
+		t.Errorf("names %s, %s", a, b)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -20,7 +21,7 @@ func checkPlan(p *planner.Plan) error {
 		if r.Name != key {
 			return fmt.Errorf("rendered config under %q is named %q", key, r.Name)
 		}
-		if err := r.CheckName(); err != nil {
+		if err := content.Check(r); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -16,7 +17,7 @@ import (
 func testRendered(pool string) *model.Rendered {
 	r := &model.Rendered{Pool: pool, IgnitionVersion: "3.4.0", OSImage: "img:1",
 		Ignition: json.RawMessage(`{"ignition":{"version":"3.4.0"}}`)}
-	r.Name = r.ContentName()
+	r.Name = content.Name(r)
 	return r
 }
 

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
@@ -210,7 +211,7 @@ func readRenderedFile(p, name string) (*model.Rendered, error) {
 	if r.Name != name {
 		return nil, fmt.Errorf("rendered config %s holds the config named %q, not the one its file name says: it was renamed or changed after it was stored; %s", p, r.Name, fix)
 	}
-	if want := r.ContentName(); want != name {
+	if want := content.Name(r); want != name {
 		return nil, fmt.Errorf("rendered config %s does not match its content (which names it %s): it was changed after it was stored; %s", p, want, fix)
 	}
 	return r, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpfleet/mcp/engine/state"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -46,7 +47,7 @@ func TestLocalRenderedRoundTripKeepsName(t *testing.T) {
 	s := state.New()
 	s.Rendered = renderedFixture(t)
 	for n, r := range s.Rendered {
-		if err := r.CheckName(); err != nil {
+		if err := content.Check(r); err != nil {
 			t.Fatalf("freshly rendered %s: %v", n, err)
 		}
 	}
@@ -61,7 +62,7 @@ func TestLocalRenderedRoundTripKeepsName(t *testing.T) {
 		t.Fatalf("read %d rendered configs, stored %d", len(got.Rendered), len(s.Rendered))
 	}
 	for n, r := range got.Rendered {
-		if err := r.CheckName(); err != nil {
+		if err := content.Check(r); err != nil {
 			t.Errorf("stored and read back %s: %v", n, err)
 		}
 	}

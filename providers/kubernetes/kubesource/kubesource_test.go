@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
@@ -21,7 +22,7 @@ import (
 func rendered(variant, pool string) *model.Rendered {
 	r := &model.Rendered{Pool: pool, IgnitionVersion: "3.4.0", Sources: []string{variant},
 		Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`)}
-	r.Name = r.ContentName()
+	r.Name = content.Name(r)
 	return r
 }
 

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
@@ -37,7 +38,7 @@ func TestRenderedRoundTripKeepsName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := got.Rendered[out["worker"].Name]; r == nil || r.CheckName() != nil {
+	if r := got.Rendered[out["worker"].Name]; r == nil || content.Check(r) != nil {
 		t.Fatalf("read back: %v", r)
 	}
 }

@@ -1,9 +1,11 @@
-package model
+package content
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/mcpfleet/mcp/model"
 )
 
 // FirstBootPath is where the boot server's served config puts the first-boot record in a
@@ -26,11 +28,11 @@ type FirstBoot struct {
 	// Config is the rendered config itself, when the boot server embeds it (mcp serve
 	// -first-boot-agent): the first-boot unit's agent then needs no boot server, its URL,
 	// CA or token (what the MCO's encapsulated machine config is for).
-	Config *Rendered `json:"config,omitempty"`
+	Config *model.Rendered `json:"config,omitempty"`
 }
 
 // FirstBootOf is the record of a node booted with r.
-func FirstBootOf(r *Rendered) FirstBoot { return FirstBoot{Rendered: r.Name, OSImage: r.OSImage} }
+func FirstBootOf(r *model.Rendered) FirstBoot { return FirstBoot{Rendered: r.Name, OSImage: r.OSImage} }
 
 // Encode is the record's file content: its JSON and a newline.
 func (f FirstBoot) Encode() []byte {
@@ -51,7 +53,7 @@ func ParseFirstBoot(b []byte) (FirstBoot, error) {
 		if c.Name != f.Rendered || c.OSImage != f.OSImage {
 			return FirstBoot{}, fmt.Errorf("%s names %s (OS image %q) and holds %s (OS image %q)", FirstBootPath, f.Rendered, f.OSImage, c.Name, c.OSImage)
 		}
-		if err := c.CheckName(); err != nil {
+		if err := Check(c); err != nil {
 			return FirstBoot{}, fmt.Errorf("%s: %w", FirstBootPath, err)
 		}
 	}

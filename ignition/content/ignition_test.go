@@ -1,4 +1,4 @@
-package planner
+package content
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func encodedBefore(t *testing.T, r *model.Rendered) []byte {
 		c.KernelArguments.ShouldExist = append(c.KernelArguments.ShouldExist, types.KernelArgument(k))
 	}
 	for _, f := range r.Files {
-		src, mode := dataURL(f.Contents), f.Mode
+		src, mode := DataURL(f.Contents), f.Mode
 		file := types.File{Node: types.Node{Path: f.Path, Overwrite: &yes}}
 		file.Contents.Source, file.Mode = &src, &mode
 		if f.User != "" {
@@ -134,37 +134,9 @@ func TestIgnitionBytesAsBefore(t *testing.T) {
 		cases = append(cases, r)
 	}
 	for i, r := range cases {
-		got, err := ignitionJSON(r)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := encode(r)
 		if want := encodedBefore(t, r); !bytes.Equal(got, want) {
 			t.Fatalf("case %d: %+v\nencoded %s\nbefore  %s", i, r, got, want)
-		}
-	}
-}
-
-// TestRenderNamesAsBefore: names of rendered configs, which are hashes of their content
-// including the Ignition bytes, are those render gave before it marshalled once.
-func TestRenderNamesAsBefore(t *testing.T) {
-	out, diags := Render(renderDesired())
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	if got := out["worker"].Name; got != "rendered-worker-a33037fe42f042516867be7fe5b3fe0f" {
-		t.Errorf("name %s", got)
-	}
-	out, diags = Render(benchDesired(20, 200))
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	if a, b := out["p00"].Name, out["p19"].Name; a != "rendered-p00-6a822200e57e91ba05170f0962a63146" ||
-		b != "rendered-p19-f0a24640c133a521558521681614a6e0" {
-		t.Errorf("names %s, %s", a, b)
-	}
-	for _, r := range out {
-		if want := encodedBefore(t, r); !bytes.Equal(r.Ignition, want) {
-			t.Errorf("%s: Ignition bytes differ from the old encoding", r.Pool)
 		}
 	}
 }
