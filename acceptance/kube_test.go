@@ -423,8 +423,7 @@ func TestKubeRolloutWithAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Named by its content: the state backend refuses a config whose name is not.
-	earlier := &model.Rendered{Pool: "worker", Sources: []string{"earlier"},
-		Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`)}
+	earlier := &model.Rendered{Pool: "worker", IgnitionVersion: "3.4.0", Sources: []string{"earlier"}}
 	earlier.Name = content.Name(earlier)
 	st.Rendered[earlier.Name] = earlier
 	if err := b.Write(ctx, st); err != nil {

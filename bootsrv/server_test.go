@@ -198,6 +198,10 @@ func TestRoutesMethodsAndCaching(t *testing.T) {
 		!strings.Contains(rec.Header().Get("Cache-Control"), "immutable") {
 		t.Fatalf("rendered: %d %v", rec.Code, rec.Header())
 	}
+	// Each file's content once: its contents, and no Ignition config carrying them again.
+	if strings.Contains(rec.Body.String(), `"ignition":`) || strings.Count(rec.Body.String(), base64.StdEncoding.EncodeToString([]byte("hello\n"))) != 1 {
+		t.Errorf("rendered config served with its content twice: %s", rec.Body)
+	}
 	if again := get(t, s, "GET", "/rendered/"+r.Name, "If-None-Match", rec.Header().Get("ETag")); again.Code != 304 {
 		t.Errorf("If-None-Match: %d, want 304", again.Code)
 	}
@@ -513,8 +517,9 @@ func TestFirstBootRecordServed(t *testing.T) {
 		t.Errorf("the rendered config served changed: %v %s", err, rec.Body)
 	}
 
-	own := &model.Rendered{Name: "rendered-worker-0", Pool: "worker",
-		Ignition: []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"` + content.FirstBootPath + `","contents":{"source":"data:,x"}}]}}`)}
+	own := &model.Rendered{Pool: "worker", IgnitionVersion: "3.4.0",
+		Files: []model.File{{Path: content.FirstBootPath, Mode: 0o600, Contents: []byte("x")}}}
+	own.Name = content.Name(own)
 	if _, err := Build(1, map[string]string{"worker": own.Name}, map[string]*model.Rendered{own.Name: own}); err == nil ||
 		!strings.Contains(err.Error(), "where the boot server puts the first-boot record") {
 		t.Errorf("a config writing the record's path: %v", err)

@@ -172,8 +172,13 @@ func (s *Snapshot) PoolConfig(pool, accept string) ([]byte, error) {
 // dropping anything (an "unused key" means the spec cannot express a field). The config is
 // decoded and encoded once; each spec's parser then checks that encoding with its version.
 func preparePool(pool string, r *model.Rendered, o BuildOptions) (*poolConfig, error) {
+	// A config carrying its content alone is served in the spec it names; one stored with an
+	// Ignition config of its own (an older mcp's) is served from those bytes, as it was.
+	if _, ok := ignition.Lookup(r.IgnitionVersion); !ok && r.LegacyIgnition == nil {
+		return nil, fmt.Errorf("rendered config %s names Ignition spec %q, which mcp does not know", r.Name, r.IgnitionVersion)
+	}
 	var doc map[string]any
-	if err := json.Unmarshal(r.Ignition, &doc); err != nil {
+	if err := json.Unmarshal(content.Ignition(r), &doc); err != nil {
 		return nil, fmt.Errorf("rendered config %s has no valid Ignition config: %w", r.Name, err)
 	}
 	ign, _ := doc["ignition"].(map[string]any)

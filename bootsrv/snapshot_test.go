@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -17,7 +18,7 @@ import (
 // bodies by minor, the reasons by minor, and the error.
 func preparedBefore(r *model.Rendered) (map[int][]byte, map[int]string, error) {
 	var doc map[string]any
-	if err := json.Unmarshal(r.Ignition, &doc); err != nil {
+	if err := json.Unmarshal(content.Ignition(r), &doc); err != nil {
 		return nil, nil, fmt.Errorf("rendered config %s has no valid Ignition config: %w", r.Name, err)
 	}
 	ign, _ := doc["ignition"].(map[string]any)
@@ -73,7 +74,7 @@ func TestPreparedAsBefore(t *testing.T) {
 		"a key that ends so":    `{"\"version":"3.6.0","ignition":{"version":"3.4.0"}}`,
 		"kernel arguments only": `{"kernelArguments":{"shouldExist":["a"]},"ignition":{"version":"3.3.0"}}`,
 	} {
-		cases[name] = &model.Rendered{Name: "rendered-x-0", Ignition: []byte(ign)}
+		cases[name] = &model.Rendered{Name: "rendered-x-0", LegacyIgnition: []byte(ign)}
 	}
 	for name, r := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -18,12 +18,11 @@ func Render(r *model.Rendered) (report.Report, error) {
 	if !ok || !spec.Render {
 		return report.Report{}, fmt.Errorf("ignition_version %q: mcp renders %s", r.IgnitionVersion, RenderList())
 	}
-	ign := content.Ignition(r)
+	ign, name := content.IgnitionAndName(r)
 	rpt, err := spec.Parse(ign)
 	if err != nil {
 		return rpt, err
 	}
-	r.Ignition = ign
-	r.Name = content.Name(r)
+	r.Name = name
 	return rpt, nil
 }

@@ -20,9 +20,14 @@ type Rendered struct {
 	Units           []Unit   `json:"units,omitempty"` // sorted by name
 	// Sources names the configs merged into this one, in merge order.
 	Sources []string `json:"sources,omitempty"`
-	// Ignition is the Ignition config (spec IgnitionVersion) that a first-booting node of the
-	// pool fetches; it holds the same files and units, validated by Ignition's parser.
-	Ignition json.RawMessage `json:"ignition"`
+	// LegacyIgnition is the Ignition config as mcp stored it beside the files and units
+	// before a rendered config carried each file's content once: it is read, so that such
+	// states, saved plans and answers still read, and written by nothing. The Ignition
+	// config a first-booting node of the pool fetches is derived from the content
+	// (ignition/content.Ignition); one stored that is what the content gives is dropped when
+	// it is read (content.Settle), and one that is not is what the config's name was made
+	// from, so it is kept and served as it was.
+	LegacyIgnition json.RawMessage `json:"ignition,omitempty"`
 	// Provenance says which config block wrote each file, unit and kernel argument. It is
 	// beside the content, not part of it: not stored, served or hashed with it (a saved
 	// plan carries it apart, in Plan.Provenance). Render sets it; configs read back from

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	v34 "github.com/coreos/ignition/v2/config/v3_4"
-
+	"github.com/mcpfleet/mcp/ignition"
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -51,7 +51,7 @@ func TestRenderMergesInOrder(t *testing.T) {
 		t.Errorf("name %q", r.Name)
 	}
 	// The Ignition config is valid for Ignition's own parser and carries the same bytes.
-	cfg, rpt, err := v34.Parse(r.Ignition)
+	cfg, rpt, err := ignition.ParseAny(content.Ignition(r))
 	if err != nil {
 		t.Fatalf("Ignition parse: %v %s", err, rpt)
 	}
@@ -59,7 +59,7 @@ func TestRenderMergesInOrder(t *testing.T) {
 		t.Errorf("ignition has %d files, %d units", len(cfg.Storage.Files), len(cfg.Systemd.Units))
 	}
 	var raw map[string]any
-	json.Unmarshal(r.Ignition, &raw)
+	json.Unmarshal(content.Ignition(r), &raw)
 	if raw["ignition"].(map[string]any)["version"] != "3.4.0" {
 		t.Errorf("version: %v", raw["ignition"])
 	}
@@ -93,7 +93,7 @@ func TestRenderNameIgnoresHealthChecks(t *testing.T) {
 		{Name: "kubelet", Command: []string{"/usr/bin/systemctl", "is-active", "kubelet"}, Timeout: time.Minute},
 		{Name: "app", HTTPGet: "http://${node.address}/", Timeout: time.Minute}}
 	b, _ := Render(d)
-	if a["worker"].Name != b["worker"].Name || !bytes.Equal(a["worker"].Ignition, b["worker"].Ignition) {
+	if a["worker"].Name != b["worker"].Name || !bytes.Equal(content.Ignition(a["worker"]), content.Ignition(b["worker"])) {
 		t.Errorf("health checks changed the rendered config: %s, %s", a["worker"].Name, b["worker"].Name)
 	}
 }

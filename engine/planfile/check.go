@@ -24,6 +24,9 @@ func checkPlan(p *planner.Plan) error {
 		if err := content.Check(r); err != nil {
 			return err
 		}
+		// A plan saved by an older mcp carries each config's Ignition config beside its
+		// content: settled, it compares with the configs apply derives again.
+		content.Settle(r)
 	}
 	pools := map[string]bool{}
 	for _, pp := range p.Pools {

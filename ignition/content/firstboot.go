@@ -34,9 +34,24 @@ type FirstBoot struct {
 // FirstBootOf is the record of a node booted with r.
 func FirstBootOf(r *model.Rendered) FirstBoot { return FirstBoot{Rendered: r.Name, OSImage: r.OSImage} }
 
-// Encode is the record's file content: its JSON and a newline.
+// Encode is the record's file content: its JSON and a newline. An embedded config is in
+// its full form (FullOf), with its Ignition config beside its content: the agent on a
+// machine's boot image may be older than the boot server, and an older agent checks the
+// config's name against that form.
 func (f FirstBoot) Encode() []byte {
-	b, _ := json.Marshal(f) // strings, and a config that was marshalled before: cannot fail
+	rec := struct {
+		Rendered string `json:"rendered"`
+		OSImage  string `json:"os_image,omitempty"`
+		Config   *Full  `json:"config,omitempty"`
+	}{Rendered: f.Rendered, OSImage: f.OSImage}
+	if f.Config != nil {
+		full := FullOf(f.Config)
+		rec.Config = &full
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		panic("encoding a first-boot record: " + err.Error()) // strings, and a config as Name encodes it
+	}
 	return append(b, '\n')
 }
 
@@ -56,6 +71,7 @@ func ParseFirstBoot(b []byte) (FirstBoot, error) {
 		if err := Check(c); err != nil {
 			return FirstBoot{}, fmt.Errorf("%s: %w", FirstBootPath, err)
 		}
+		Settle(c)
 	}
 	return f, nil
 }

@@ -93,10 +93,9 @@ func pruneEmpty(v any) any {
 	return v
 }
 
-// TestIgnitionBytesAsBefore: the one marshal gives the bytes of the old encoding, for
-// configs with and without each section and field, and for strings that JSON escapes or
-// that are not UTF-8.
-func TestIgnitionBytesAsBefore(t *testing.T) {
+// ignitionCases are configs with and without each section and field, and with strings
+// that JSON escapes or that are not UTF-8.
+func ignitionCases() []*model.Rendered {
 	yes, no := true, false
 	odd := []string{"", "plain", "a&b<c>d", "line\nbreak\ttab\x01", "quote\" back\\slash", "\u2028\u2029",
 		"ünïcødé ✓ \U0001F600", "bad \xff\xfe utf-8 \xc3", "\xe2\x82", "%#?{}|^`", "\ufffd"}
@@ -133,7 +132,14 @@ func TestIgnitionBytesAsBefore(t *testing.T) {
 		}
 		cases = append(cases, r)
 	}
-	for i, r := range cases {
+	return cases
+}
+
+// TestIgnitionBytesAsBefore: the one marshal gives the bytes of the old encoding, for
+// configs with and without each section and field, and for strings that JSON escapes or
+// that are not UTF-8.
+func TestIgnitionBytesAsBefore(t *testing.T) {
+	for i, r := range ignitionCases() {
 		got := encode(r)
 		if want := encodedBefore(t, r); !bytes.Equal(got, want) {
 			t.Fatalf("case %d: %+v\nencoded %s\nbefore  %s", i, r, got, want)

@@ -214,6 +214,7 @@ func readRenderedFile(p, name string) (*model.Rendered, error) {
 	if want := content.Name(r); want != name {
 		return nil, fmt.Errorf("rendered config %s does not match its content (which names it %s): it was changed after it was stored; %s", p, want, fix)
 	}
+	content.Settle(r) // one stored by an older mcp, with its Ignition config beside its content
 	return r, nil
 }
 

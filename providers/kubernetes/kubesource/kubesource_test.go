@@ -20,8 +20,7 @@ import (
 // rendered is a rendered config of pool, named by its content (the source verifies names);
 // variant makes configs of one pool differ.
 func rendered(variant, pool string) *model.Rendered {
-	r := &model.Rendered{Pool: pool, IgnitionVersion: "3.4.0", Sources: []string{variant},
-		Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`)}
+	r := &model.Rendered{Pool: pool, IgnitionVersion: "3.4.0", Sources: []string{variant}}
 	r.Name = content.Name(r)
 	return r
 }

@@ -270,6 +270,7 @@ func DecodeRendered(s *corev1.Secret) (*model.Rendered, error) {
 		return nil, fmt.Errorf("rendered config %s in %s does not match its content (which names it %s): it was changed after it was stored; %s",
 			r.Name, where, want, fix)
 	}
+	content.Settle(r) // one stored by an older mcp, with its Ignition config beside its content
 	return r, nil
 }
 

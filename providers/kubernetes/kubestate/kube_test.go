@@ -52,7 +52,7 @@ func createdSecrets(cs *fake.Clientset) []string {
 
 // named is a rendered config of pool, named by its content as the renderer names it.
 func named(pool string) *model.Rendered {
-	r := &model.Rendered{Pool: pool, IgnitionVersion: "3.4.0", Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`)}
+	r := &model.Rendered{Pool: pool, IgnitionVersion: "3.4.0"}
 	r.Name = content.Name(r)
 	return r
 }
