@@ -354,7 +354,7 @@ func TestHammerWhilePointersMove(t *testing.T) {
 	var vmu sync.Mutex
 	publish := func(i int) {
 		r := rendered(t, "worker", fmt.Sprintf("version %d\n", i))
-		pc, err := preparePool("p", r, BuildOptions{})
+		pc, err := preparePool("p", r, ignition.ServeOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -450,7 +450,7 @@ func FuzzServePath(f *testing.F) {
 }
 
 func FuzzAccept(f *testing.F) {
-	pc, err := preparePool("infra", rendered(f, "infra", "x", "nosmt"), BuildOptions{})
+	pc, err := preparePool("infra", rendered(f, "infra", "x", "nosmt"), ignition.ServeOptions{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
@@ -34,7 +35,7 @@ type Source struct {
 	lister  listersv1.SecretNamespaceLister
 	gen     atomic.Int64
 	// Options are the snapshots' (bootsrv.BuildWith); set before Start.
-	Options bootsrv.BuildOptions
+	Options ignition.ServeOptions
 }
 
 var _ bootsrv.Source = (*Source)(nil)
