@@ -33,9 +33,12 @@ chaos: build
 	MCP=$(MCP) $(GO) run ./scripts/chaos -kills $${KILLS:-50} -seed $${SEED:-1}
 
 # Every fuzz target (found in the test files): a short pass in make test, long runs here.
-# Seeds live in each package's testdata/fuzz/.
+# Seeds live in each package's testdata/fuzz/. The short pass counts executions instead of
+# seconds: a count has no wall-clock deadline for Go 1.26's fuzz coordinator to race
+# (go.dev/issue/75804), so a loaded CI machine is slower, never red. 20000 runs take 1-13s
+# per target here (about 70s in all).
 fuzz-short:
-	FUZZTIME=5s GO=$(GO) bash scripts/fuzz.sh
+	FUZZTIME=20000x GO=$(GO) bash scripts/fuzz.sh
 
 fuzz:
 	FUZZTIME=$${FUZZTIME:-5m} GO=$(GO) bash scripts/fuzz.sh

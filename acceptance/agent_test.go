@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
+	"github.com/mcpfleet/mcp/nodeexec/standalone"
 )
 
 var (
@@ -71,10 +72,10 @@ func scratchRoot(t *testing.T) (root, bootID string) {
 	return root, bootID
 }
 
-func status(t *testing.T, root string) nodeexec.Status {
+func status(t *testing.T, root string) standalone.Status {
 	t.Helper()
-	var st nodeexec.Status
-	b, err := os.ReadFile(filepath.Join(root, nodeexec.StatusPath))
+	var st standalone.Status
+	b, err := os.ReadFile(filepath.Join(root, standalone.StatusPath))
 	if err != nil {
 		t.Fatal(err)
 	}

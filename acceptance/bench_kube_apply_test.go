@@ -22,10 +22,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
-	"github.com/mcpfleet/mcp/internal/benchdoc"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kagent"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+	"github.com/mcpfleet/mcp/testkit/benchdoc"
 )
 
 // The rollout of BenchmarkKubeApply: kubeApplyNodes kwok nodes in the four pools of

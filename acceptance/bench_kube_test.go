@@ -26,8 +26,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
-	"github.com/mcpfleet/mcp/internal/benchdoc"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/testkit/benchdoc"
 )
 
 // The fleet of BenchmarkKubePlan: kubeBenchNodes nodes, round-robin over the pools,

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/internal/chaos"
+	"github.com/mcpfleet/mcp/testkit/chaos"
 )
 
 // TestChaosKillsApply is the short run of the crash harness (make chaos runs 50): the real

@@ -15,12 +15,13 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/bootsrv"
-	"github.com/mcpfleet/mcp/engine/state/localstate"
 	"github.com/mcpfleet/mcp/ignition/content"
-	"github.com/mcpfleet/mcp/internal/quickstarttest"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
+	"github.com/mcpfleet/mcp/nodeexec/standalone"
 	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/state/localstate"
+	"github.com/mcpfleet/mcp/testkit/quickstarttest"
 )
 
 // The OS images of the first-boot tests: the pools run fcos42; a node added from fcos40
@@ -334,7 +335,7 @@ func firstBootKilledAroundItsReboot(t *testing.T, unit bool) {
 		t.Errorf("status after boot: %+v, want Done on %s", st, ptr["worker"])
 	}
 	var cur model.Rendered
-	if b, err := os.ReadFile(filepath.Join(S, nodeexec.CurrentPath)); err != nil || json.Unmarshal(b, &cur) != nil || cur.Name != ptr["worker"] {
+	if b, err := os.ReadFile(filepath.Join(S, standalone.CurrentPath)); err != nil || json.Unmarshal(b, &cur) != nil || cur.Name != ptr["worker"] {
 		t.Errorf("current.json: %v, %s", err, cur.Name)
 	}
 	for _, p := range []string{nodeexec.PendingPath, nodeexec.FirstBootPath} {

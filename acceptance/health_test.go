@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/internal/proctable"
 	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/testkit/proctable"
 )
 
 // A pool's HTTP health gate that answers 500 for one node fails that node after its steps,

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/engine/state/localstate"
 	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/state/localstate"
 )
 
 // ignitionClient is the real, unmodified Ignition client built by `make bin/ignition`.

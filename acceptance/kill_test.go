@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/internal/chaos"
-	"github.com/mcpfleet/mcp/internal/quickstarttest"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/testkit/chaos"
+	"github.com/mcpfleet/mcp/testkit/quickstarttest"
 )
 
 // slowQuickstart copies the quickstart with drains and reboots that take long enough to

@@ -16,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/mcpfleet/mcp/internal/chaos"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/testkit/chaos"
 )
 
 // rebootAll makes every node of the quickstart reboot: a file with no on_change in both pools.
@@ -180,7 +180,7 @@ func watchOutOfService(t *testing.T, c *kubeCluster) *outOfService {
 	_, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: cache.NewListWatchFromClient(c.env.Client.CoreV1().RESTClient(), "nodes", "", fields.Everything()),
 		ObjectType:    &corev1.Node{},
-		Handler: cache.ResourceEventHandlerFuncs{AddFunc: note, UpdateFunc: func(_, obj any) { note(obj) }},
+		Handler:       cache.ResourceEventHandlerFuncs{AddFunc: note, UpdateFunc: func(_, obj any) { note(obj) }},
 	})
 	go ctrl.RunWithContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), ctrl.HasSynced) {

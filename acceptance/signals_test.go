@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/internal/chaos"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/testkit/chaos"
 )
 
 // signalRuns is how many times each way of stopping apply is tried (MCP_SIGNAL_RUNS).

@@ -19,7 +19,7 @@ import (
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/nodeexec/systemdhost"
-	"github.com/mcpfleet/mcp/planner/steps"
+	"github.com/mcpfleet/mcp/steps"
 )
 
 // systemdManager is a real systemd manager running for one test, contained in a cgroup of

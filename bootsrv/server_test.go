@@ -19,12 +19,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/engine/state/localstate"
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/state/localstate"
 )
 
 // rendered renders a pool's config through the real planner.

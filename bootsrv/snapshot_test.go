@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-
 )
 
 // TestPoolConfigIsWhatIsServed: Snapshot.PoolConfig gives the bytes /config/<pool> answers

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/planfile"
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // ApplyOptions tune an apply.

@@ -13,12 +13,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpfleet/mcp/engine/planfile"
-	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/engine/state/localstate"
 	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/state/localstate"
 )
 
 // fakeProvider records every action per node and tracks how many nodes of each pool are

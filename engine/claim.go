@@ -11,11 +11,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/internal/liveproc"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // One apply per node (docs/decisions.md): before a node's first step apply claims it on the

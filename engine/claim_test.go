@@ -12,13 +12,13 @@ import (
 
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/engine/planfile"
-	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/internal/chaos"
 	"github.com/mcpfleet/mcp/internal/liveproc"
-	"github.com/mcpfleet/mcp/internal/quickstarttest"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/testkit/chaos"
+	"github.com/mcpfleet/mcp/testkit/quickstarttest"
 )
 
 // lockView is a backend that only tells who holds the state lock.

@@ -21,11 +21,11 @@ import (
 
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/engine/planfile"
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/internal/hclpos"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // Version is mcp's version, set at build time.

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/health"
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // runNode walks one node's planned steps in order: the engine's own (cordon, drain,

@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/planner/steps"
 	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/steps"
 )
 
 // TestPropertyBudgetAndPlanFidelity plans and applies random fleets — pools of random

@@ -4,8 +4,8 @@ import (
 	"context"
 	"slices"
 
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // Prune says which stored rendered configs nothing uses any more (mcp prune). Rendered

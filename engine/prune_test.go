@@ -5,8 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/state"
 )
 
 func TestPrunableKeepsWhatIsUsed(t *testing.T) {

@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/mcpfleet/mcp/engine/planfile"
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // rederive gives the plan apply carries out. A plan file is trusted for nothing it

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // writeState stores a.st with its serial one up. Under the state lock nobody else should

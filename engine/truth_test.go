@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // gatedFake is a fakeProvider whose health gates do not answer until their context ends,

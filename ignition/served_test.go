@@ -65,7 +65,9 @@ func servedBefore(r *model.Rendered) (map[int][]byte, map[int]string, error) {
 // are out of order and spaced, and for one with a second "version" key.
 func TestServedAsBefore(t *testing.T) {
 	yes := true
-	motd := func(s string) []model.File { return []model.File{{Path: "/etc/motd", Mode: 0o644, Contents: []byte(s)}} }
+	motd := func(s string) []model.File {
+		return []model.File{{Path: "/etc/motd", Mode: 0o644, Contents: []byte(s)}}
+	}
 	cases := map[string]*model.Rendered{
 		"rendered":        named(t, &model.Rendered{Pool: "worker", Files: motd("hello\n")}),
 		"rendered, kargs": named(t, &model.Rendered{Pool: "infra", Files: motd("hi \"version\":\"3.6.0\"\n"), KernelArgs: []string{"nosmt"}}),

@@ -13,8 +13,12 @@ import (
 	"github.com/mcpfleet/mcp/model"
 )
 
+// StateDir is the agent's own directory inside the root: the pending update, the
+// first-boot record and each agent mode's records live there.
+const StateDir = "var/lib/mcp"
+
 // PendingPath is where, inside the root, the agent records an update that is rebooting.
-const PendingPath = "var/lib/mcp/pending.json"
+const PendingPath = StateDir + "/pending.json"
 
 // NodeState is where an agent reports: node.json for the local provider, Node annotations
 // on Kubernetes, files for a standalone agent.
@@ -250,12 +254,7 @@ func (a *Agent) writePending(p *pending) error {
 	if err != nil {
 		return err
 	}
-	r, err := os.OpenRoot(a.Exec.Root)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	return a.Exec.writeAtomic(r, PendingPath, b, 0o600)
+	return a.Exec.WriteRecord(PendingPath, b)
 }
 
 // PendingReboot is the update the root's agent recorded before a reboot and has not
@@ -266,6 +265,17 @@ func (e *Executor) PendingReboot() (*model.PendingReboot, error) {
 		return nil, err
 	}
 	return &model.PendingReboot{Config: p.Target.Name, BootID: p.BootID}, nil
+}
+
+// PendingTarget is the config of the update the root's agent recorded before a reboot (nil:
+// none pending). An agent mode that keeps the config its node runs, not only its name,
+// takes it from here when the update finishes after the boot (Resume reports Done).
+func (e *Executor) PendingTarget() (*model.Rendered, error) {
+	p, err := readPending(e.Root)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	return p.Target, nil
 }
 
 func (a *Agent) readPending() (*pending, error) { return readPending(a.Exec.Root) }
@@ -301,5 +311,5 @@ func (a *Agent) removePending() error {
 	} else if err != nil {
 		return err
 	}
-	return a.Exec.syncDir(r, "var/lib/mcp")
+	return a.Exec.syncDir(r, StateDir)
 }

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/internal/proctable"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/testkit/proctable"
 )
 
 // A command check ends with everything it started, whatever its outcome: a background

@@ -3,6 +3,13 @@
 // reached only through os.Root, so no path or symlink can lead outside the root; only paths
 // under the allowed prefixes are written; every file is replaced atomically. Effects that
 // are not files (systemd, kernel arguments, the OS image, reboot) go through a Host.
+//
+// Agent is the protocol around the Executor that every agent mode runs (a reboot recorded
+// as pending and resumed after the boot, the first boot, Degraded on failure). The modes
+// say where steps come from and where reports go: nodeexec/standalone without a cluster,
+// providers/kubernetes/kagent on Kubernetes, providers/local in-process. The executor
+// derives no steps and speaks no HTTP: the modes fetch rendered configs through
+// nodeexec/bootclient.
 package nodeexec
 
 import (

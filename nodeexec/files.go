@@ -257,3 +257,44 @@ func LookupID(r *os.Root, db, name string) (int, error) {
 	}
 	return 0, fmt.Errorf("%q is not in the node's /%s", name, db)
 }
+
+// Sweep removes temporary files an interrupted write left in the directories of target's
+// files (names ".<base>.tmp-<hex>"): atomic writes leave nothing half-written at a managed
+// path, but a kill can leave the temporary file beside it.
+func (e *Executor) Sweep(target *model.Rendered) error {
+	r, err := os.OpenRoot(e.Root)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	dirs := map[string]bool{}
+	for _, f := range target.Files {
+		dirs[path.Dir(strings.TrimPrefix(f.Path, "/"))] = true
+	}
+	for _, u := range target.Units {
+		dirs[strings.TrimPrefix(UnitDir, "/")] = true
+		dirs[strings.TrimPrefix(unitPath(u.Name), "/")+".d"] = true
+	}
+	for d := range dirs {
+		f, err := boundedfile.OpenDirIn(r, d)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		names, err := f.Readdirnames(-1)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		for _, n := range names {
+			if atomicfile.IsTemp(n) {
+				if err := r.Remove(path.Join(d, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

@@ -2,10 +2,7 @@ package nodeexec
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -282,54 +279,5 @@ func TestFirstBootResumesAfterKill(t *testing.T) {
 				t.Errorf("a start after the first boot: ran %v, %v", ran, err)
 			}
 		})
-	}
-}
-
-// TestStandaloneFirstBoot: `mcp agent` without a cluster, started on a node Ignition just
-// wrote from an older boot image, fetches the config the record names from the server,
-// pivots, reboots, and after the reboot records that config as current.json and reports
-// Done; its next pass has nothing to do.
-func TestStandaloneFirstBoot(t *testing.T) {
-	cfg := firstBootConfig("quay.io/os:2")
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/rendered/"+cfg.Name {
-			http.NotFound(w, r)
-			return
-		}
-		json.NewEncoder(w).Encode(cfg)
-	}))
-	defer srv.Close()
-	root := t.TempDir()
-	makeTree(t, root, ignitionWrote(cfg))
-	bootID := filepath.Join(t.TempDir(), "boot_id")
-	os.WriteFile(bootID, []byte("boot-1\n"), 0o644)
-	host := &RecordingHost{Booted: "quay.io/os:1", Machine: t.TempDir(), BootID: func() (string, error) { return ReadBootID(bootID) },
-		OnCall: func(c string) error {
-			if c == "reboot" {
-				os.WriteFile(bootID, []byte("boot-2\n"), 0o644) // the machine comes back
-			}
-			return nil
-		}}
-	s := NewStandalone(root, srv.URL, host)
-	s.BootIDPath, s.Agent.RebootWait = bootID, time.Second
-	st, err := s.Reconcile(context.Background())
-	if err != nil || st.State != model.StateDone || st.Current != cfg.Name {
-		t.Fatalf("first boot: %+v, %v", st, err)
-	}
-	if d := cmp.Diff([]string{"pivot quay.io/os:2", "reboot"}, host.Recorded()); d != "" {
-		t.Errorf("host calls (-want +got):\n%s", d)
-	}
-	var cur model.Rendered
-	b, err := os.ReadFile(filepath.Join(root, CurrentPath))
-	if err != nil || json.Unmarshal(b, &cur) != nil || cur.Name != cfg.Name {
-		t.Errorf("current.json: %v %s", err, b)
-	}
-	for _, p := range []string{FirstBootPath, PendingPath} {
-		if _, err := os.Stat(filepath.Join(root, p)); !os.IsNotExist(err) {
-			t.Errorf("%s left: %v", p, err)
-		}
-	}
-	if st, err := s.Reconcile(context.Background()); err != nil || st.State != model.StateDone || len(host.Recorded()) != 2 {
-		t.Errorf("the next pass: %+v, %v, calls %v", st, err, host.Recorded())
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/mcpfleet/mcp/internal/within"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/testkit/within"
 )
 
 func fifo(t *testing.T, p string) {

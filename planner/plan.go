@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/model"
-	"github.com/mcpfleet/mcp/planner/steps"
+	"github.com/mcpfleet/mcp/steps"
 )
 
 // MakePlan computes the plan for in. It fails only on an ambiguous fleet (a node selected

@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpfleet/mcp/internal/modeltest"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/testkit/modeltest"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

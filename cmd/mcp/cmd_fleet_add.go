@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/bootsrv"
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
+	"github.com/mcpfleet/mcp/nodeexec/bootclient"
 	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/state"
 )
 
 const fleetAddUsage = "mcp fleet add NODE -pool POOL [-boot-image IMAGE] [-zone Z] [-server URL]"
@@ -113,7 +114,7 @@ func newBoot(ctx context.Context, st *state.State, pool, server string) (*boot, 
 		}
 		b.ignition = ign
 		b.fetch = func(ctx context.Context, name string) (*model.Rendered, error) {
-			return nodeexec.FetchRendered(ctx, client, server, name)
+			return bootclient.FetchRendered(ctx, client, server, name)
 		}
 		return b, nil
 	}

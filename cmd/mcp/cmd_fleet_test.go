@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/engine/state/localstate"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/state/localstate"
 )
 
 // An apply leaves each node's story in its event log (infra-0's kernel arguments take a

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine"
-	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/state"
 )
 
 func (c *cli) version(args []string) int {

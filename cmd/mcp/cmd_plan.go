@@ -10,7 +10,7 @@ import (
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/engine/planfile"
-	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/state"
 )
 
 func (c *cli) plan(args []string) int {

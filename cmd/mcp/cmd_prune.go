@@ -5,7 +5,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // prune deletes the stored rendered configs nothing uses any more (engine.Prunable).

@@ -14,10 +14,10 @@ import (
 
 	"github.com/mcpfleet/mcp/bootsrv"
 	"github.com/mcpfleet/mcp/engine/config"
-	"github.com/mcpfleet/mcp/engine/state/localstate"
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubesource"
+	"github.com/mcpfleet/mcp/state/localstate"
 )
 
 // serve runs the boot server (docs/boot-server.md).

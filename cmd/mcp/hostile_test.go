@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/mcpfleet/mcp/internal/within"
+	"github.com/mcpfleet/mcp/testkit/within"
 )
 
 // mcpWithin is mcp under within's deadline: opening a FIFO for reading waits for a writer

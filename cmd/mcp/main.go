@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	// Maintenance windows name IANA time zones: a copy of the zone database comes with mcp
 	// for machines (and containers) without /usr/share/zoneinfo.
@@ -30,6 +31,7 @@ func main() {
 	}
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	pprof.StopCPUProfile()
+	intr.waitNotice(time.Second)
 	stop()
 	os.Exit(code)
 }

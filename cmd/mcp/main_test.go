@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/engine/state/localstate"
-	"github.com/mcpfleet/mcp/internal/quickstarttest"
+	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/state/localstate"
+	"github.com/mcpfleet/mcp/testkit/quickstarttest"
 )
 
 // mcp runs the CLI in-process in dir and returns its exit code and output.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpfleet/mcp/internal/golden"
+	"github.com/mcpfleet/mcp/testkit/golden"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/*.golden from what mcp prints")

@@ -7,14 +7,14 @@ import (
 
 	"github.com/mcpfleet/mcp/bootsrv"
 	"github.com/mcpfleet/mcp/engine"
-	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/engine/state/localstate"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/kubernetes"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubesource"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/state/localstate"
 )
 
 // This file is mcp's composition root: the only place that names the concrete providers,

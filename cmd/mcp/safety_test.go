@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpfleet/mcp/internal/chaos"
 	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/testkit/chaos"
 )
 
 // smallFleet makes a fleet of workers (max_unavailable 1) and one config whose file needs a

@@ -37,6 +37,8 @@ type interrupts struct {
 	nextID  int
 	stderr  io.Writer
 	exit    func(code int)
+	// noticed is closed once the first interrupt's notice is written (nil before it).
+	noticed chan struct{}
 }
 
 // processInterrupts is the process's, set by main; run hands it to the commands.
@@ -71,8 +73,15 @@ func (in *interrupts) watch(sigs <-chan os.Signal, cancel func(), now func() tim
 		switch {
 		case first.IsZero():
 			first = at
+			done := make(chan struct{})
+			in.mu.Lock()
+			in.noticed = done
+			in.mu.Unlock()
 			cancel()
-			go fmt.Fprintf(in.stderr, "\nInterrupt received (%s): %s. Interrupt again to quit at once.\n", sig, in.currentNotice())
+			go func() {
+				defer close(done)
+				fmt.Fprintf(in.stderr, "\nInterrupt received (%s): %s. Interrupt again to quit at once.\n", sig, in.currentNotice())
+			}()
 		case at.Sub(first) < burstWindow:
 			// The same interrupt, delivered again (to the process and to its group).
 		default:
@@ -114,6 +123,25 @@ func (in *interrupts) force(sig os.Signal) {
 		code = 128 + int(s)
 	}
 	in.exit(code)
+}
+
+// waitNotice lets the first interrupt's notice reach stderr before the process exits (a
+// command that stops at once would otherwise exit before saying why), for at most d: the
+// notice is written off the signals' path, and a stalled stderr must not hold the exit.
+func (in *interrupts) waitNotice(d time.Duration) {
+	if in == nil {
+		return
+	}
+	in.mu.Lock()
+	done := in.noticed
+	in.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
 }
 
 // setNotice says what the running command does on an interrupt ("finishing the nodes

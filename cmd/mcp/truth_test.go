@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/internal/chaos"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/testkit/chaos"
 )
 
 // The tests of this file hold mcp's words about a node to the node's own records: its

@@ -9,7 +9,7 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 
-	"github.com/mcpfleet/mcp/internal/within"
+	"github.com/mcpfleet/mcp/testkit/within"
 )
 
 // loadWithin runs Load and fails the test if it does not return in time: a FIFO must not

@@ -18,9 +18,9 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	ctyjson "github.com/zclconf/go-cty/cty/json"
 
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // FormatVersion is the saved plan format; a different one is refused.

@@ -20,7 +20,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mcpfleet/mcp/internal/quickstarttest"
+	"github.com/mcpfleet/mcp/testkit/quickstarttest"
 )
 
 var mcpBin string

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcpfleet/mcp/internal/boundedfile"
-	"github.com/mcpfleet/mcp/internal/within"
+	"github.com/mcpfleet/mcp/testkit/within"
 )
 
 // Plain readers racing a stream of swaps only ever see one whole version (without the

@@ -1,20 +1,37 @@
-// Package layering states mcp's package layering as rules over the real import graph, and
-// checks them (layering_test.go runs `go list -deps` on the module). A rule names packages
-// and what they must not reach, directly or through any dependency:
+// Package layering states mcp's package layering over the real import graph, and checks
+// it (layering_test.go runs `go list -deps` on the module). It says two things.
+//
+// Floors: the module's top-level folders stand on floors, each above all it imports. A
+// package imports only packages of its own folder and of folders on lower floors, so no
+// import runs back up and no two folders import each other:
+//
+//	7  cmd, scripts, acceptance, examples, deploy   what people run, and the tests of the whole
+//	6  testkit                                      harnesses: chaos, benchmarks, test helpers
+//	5  engine                                       load, render, refresh, plan, apply
+//	4  providers                                    the fleets and what speaks to a cluster
+//	3  state, nodeexec, planner, bootsrv            what the engine and the providers use
+//	2  internal, steps, ignition                    leaf helpers; the one step derivation;
+//	                                                Ignition configs
+//	1  model                                        plain data
+//
+// Rules: a rule names packages and what they must not reach, directly or through any
+// dependency:
 //
 //	cmd/mcp, cmd/mcp-agent          the composition roots: they alone name concrete parts
-//	engine, engine/{config,state,planfile}   know providers, backends and sources by interface
+//	engine, engine/{config,planfile}, state  know providers, backends and sources by interface
 //	providers/local, providers/kubernetes/…  concrete parts (kubernetes: all of client-go)
 //	bootsrv                         serves snapshots from a Source; no engine, no client-go
-//	planner, planner/steps          pure: no I/O, no network, no client-go
+//	planner, steps                  pure: no I/O, no network, no client-go
 //	nodeexec, cmd/mcp-agent         the node side: no HCL, no go-cty, no kubectl, no old Ignition
 //	                                specs; mcp-agent reaches the API through nodeclient alone
+//	nodeexec                        the executor: no HTTP, no step derivation (the agent modes')
 //	model                           plain data: imports nothing of mcp and no language
 //	cmd/mcp, cmd/mcp-agent          no OPA, no terraform-json (test-only, in examples/ci)
 package layering
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -41,17 +58,17 @@ type Rule struct {
 
 // Rules are mcp's layering.
 var Rules = []Rule{
-	{Of: []string{"engine", "engine/config", "engine/state", "engine/planfile"},
+	{Of: []string{"engine", "engine/config", "engine/planfile", "state"},
 		Forbid: []string{Module + "/providers/local/...", Module + "/providers/kubernetes/...",
-			Module + "/engine/state/localstate/...", "k8s.io/client-go/...", "k8s.io/kubectl/..."},
+			Module + "/state/localstate/...", "k8s.io/client-go/...", "k8s.io/kubectl/..."},
 		Why: "the engine knows providers and state backends by their interfaces; cmd composes them"},
 	{Of: []string{"bootsrv"},
 		Forbid: []string{"k8s.io/client-go/...", Module + "/engine/..."},
 		Why:    "the boot server serves what a Source gives; the sources live with their backends"},
-	{Of: []string{"planner", "planner/steps"}, Direct: true,
+	{Of: []string{"planner", "steps"}, Direct: true,
 		Forbid: []string{"os", "os/exec", "io/fs", "io/ioutil", "net/...", "syscall"},
 		Why:    "the planner is pure: the same input gives the same plan, and it touches nothing"},
-	{Of: []string{"planner", "planner/steps"},
+	{Of: []string{"planner", "steps"},
 		Forbid: []string{"k8s.io/client-go/...", Module + "/providers/...", Module + "/engine/..."},
 		Why:    "the planner is pure: it reaches no cluster and no engine"},
 	{Of: []string{"nodeexec", "cmd/mcp-agent"},
@@ -61,6 +78,9 @@ var Rules = []Rule{
 			"github.com/coreos/ignition/v2/config/v3_4/...", "github.com/coreos/ignition/v2/config/v3_5/...",
 			Module + "/planner", Module + "/engine/..."},
 		Why: "every node runs the agent: it links the step derivation, not the language, the engine or kubectl"},
+	{Of: []string{"nodeexec"},
+		Forbid: []string{"net/http/...", Module + "/steps"},
+		Why:    "the executor applies the steps it is given to a root; fetching configs and deriving steps are the agent modes' (nodeexec/standalone, kagent), over nodeexec/bootclient"},
 	{Of: []string{"cmd/mcp-agent"},
 		Forbid: []string{"k8s.io/client-go/kubernetes/..."},
 		Why:    "the agent asks for its Node alone (providers/kubernetes/nodeclient): the typed Clientset registers every API group, ~10 MB on every node"},
@@ -70,6 +90,66 @@ var Rules = []Rule{
 	{Of: []string{"model"},
 		Forbid: []string{Module + "/...", "github.com/hashicorp/hcl/...", "github.com/zclconf/go-cty/..."},
 		Why:    "the model is plain data every package may import"},
+}
+
+// Floors are the module's top-level folders, from the ground up (the package comment says
+// what stands on each). A folder that is on no floor is reported: place it when adding it.
+var Floors = [][]string{
+	{"model"},
+	{"internal", "steps", "ignition"},
+	{"state", "nodeexec", "planner", "bootsrv"},
+	{"providers"},
+	{"engine"},
+	{"testkit"},
+	{"cmd", "scripts", "acceptance", "examples", "deploy"},
+}
+
+// CheckFloors returns every import of graph's module packages that does not run down: to a
+// folder on the same floor or a higher one. Test files' imports are not in the graph: a
+// test may use testkit from any floor.
+func CheckFloors(graph map[string]Package, floors [][]string) []string {
+	floor := map[string]int{}
+	for i, folders := range floors {
+		for _, f := range folders {
+			floor[f] = i + 1
+		}
+	}
+	var out []string
+	unplaced := map[string]bool{}
+	for _, path := range slices.Sorted(maps.Keys(graph)) {
+		from, ok := folder(path)
+		if !ok {
+			continue
+		}
+		if floor[from] == 0 {
+			if !unplaced[from] {
+				unplaced[from] = true
+				out = append(out, fmt.Sprintf("folder %s/ is on no floor: add it to layering.Floors above all it imports", from))
+			}
+			continue
+		}
+		for _, imp := range graph[path].Imports {
+			to, ok := folder(imp)
+			if !ok || to == from || floor[to] == 0 {
+				continue
+			}
+			if floor[to] >= floor[from] {
+				out = append(out, fmt.Sprintf("%s (floor %d, %s/) imports %s (floor %d, %s/): a folder imports only folders on lower floors",
+					strings.TrimPrefix(path, Module+"/"), floor[from], from, strings.TrimPrefix(imp, Module+"/"), floor[to], to))
+			}
+		}
+	}
+	return out
+}
+
+// folder is the top-level folder of a module package's import path.
+func folder(importPath string) (string, bool) {
+	rel, ok := strings.CutPrefix(importPath, Module+"/")
+	if !ok {
+		return "", false
+	}
+	top, _, _ := strings.Cut(rel, "/")
+	return top, true
 }
 
 // Check returns every edge of graph that breaks a rule.

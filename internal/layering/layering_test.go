@@ -69,6 +69,53 @@ func TestCheckFindsForbiddenEdges(t *testing.T) {
 	}
 }
 
+func TestFloors(t *testing.T) {
+	for _, v := range CheckFloors(graph(t), Floors) {
+		t.Error(v)
+	}
+}
+
+// TestCheckFloorsFindsImportsThatRunUp: an import up a floor, one across a floor to another
+// folder, and a folder on no floor are reported; imports down and within a folder are not.
+func TestCheckFloorsFindsImportsThatRunUp(t *testing.T) {
+	pkg := func(path string, imports ...string) Package {
+		p := Package{ImportPath: Module + "/" + path}
+		for _, i := range imports {
+			p.Imports = append(p.Imports, Module+"/"+i)
+		}
+		return p
+	}
+	g := map[string]Package{}
+	for _, p := range []Package{
+		pkg("model"),
+		pkg("steps", "model"),
+		pkg("planner", "steps", "model", "planner/inner"),
+		pkg("planner/inner", "model"),
+		pkg("nodeexec", "planner"),       // across: planner is on nodeexec's floor
+		pkg("internal/helper", "engine"), // up
+		pkg("engine", "planner", "internal/helper"),
+		pkg("newroom", "model"), // on no floor
+		{ImportPath: "fmt"},
+	} {
+		g[p.ImportPath] = p
+	}
+	floors := [][]string{{"model"}, {"internal", "steps"}, {"nodeexec", "planner"}, {"engine"}}
+	got := CheckFloors(g, floors)
+	want := []string{
+		"internal/helper (floor 2, internal/) imports engine (floor 4, engine/)",
+		"folder newroom/ is on no floor",
+		"nodeexec (floor 3, nodeexec/) imports planner (floor 3, planner/)",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("CheckFloors reported %d problems, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("problem %d: got %q, want it to start with %q", i, got[i], w)
+		}
+	}
+}
+
 // statSources looks at every Go file and go.mod of the module. go test caches a result by
 // the files the test touched, and go list runs in a child it cannot see: without this, an
 // import added later would be checked against the cached graph and pass.

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/mcpfleet/mcp/internal/within"
+	"github.com/mcpfleet/mcp/testkit/within"
 )
 
 func TestHostileFleetFilesAreRefused(t *testing.T) {

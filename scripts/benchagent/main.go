@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpfleet/mcp/internal/benchdoc"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
+	"github.com/mcpfleet/mcp/testkit/benchdoc"
 )
 
 func main() {

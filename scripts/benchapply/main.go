@@ -22,8 +22,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcpfleet/mcp/internal/benchdoc"
-	"github.com/mcpfleet/mcp/internal/benchfleet"
+	"github.com/mcpfleet/mcp/testkit/benchdoc"
+	"github.com/mcpfleet/mcp/testkit/benchfleet"
 )
 
 type result struct {

@@ -17,8 +17,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpfleet/mcp/internal/benchdoc"
-	"github.com/mcpfleet/mcp/internal/benchfleet"
+	"github.com/mcpfleet/mcp/testkit/benchdoc"
+	"github.com/mcpfleet/mcp/testkit/benchfleet"
 )
 
 // target is a size's goal: wall time (median) and peak RSS.

@@ -19,8 +19,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpfleet/mcp/internal/benchdoc"
-	"github.com/mcpfleet/mcp/internal/benchfleet"
+	"github.com/mcpfleet/mcp/testkit/benchdoc"
+	"github.com/mcpfleet/mcp/testkit/benchfleet"
 )
 
 func main() {

@@ -1,4 +1,4 @@
-// Command chaos runs mcp's crash harness (internal/chaos): `make chaos` disrupts `mcp apply`
+// Command chaos runs mcp's crash harness (testkit/chaos): `make chaos` disrupts `mcp apply`
 // 50 times at seeded random moments (SIGKILL, SIGTERM, SIGHUP, timeout's double signal, a
 // closed stdout, special files, nodes changed from outside, two applies without the lock)
 // on a local fleet of 100 nodes in 3 pools, re-runs it until the plan is empty, and prints
@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpfleet/mcp/internal/chaos"
+	"github.com/mcpfleet/mcp/testkit/chaos"
 )
 
 func main() {

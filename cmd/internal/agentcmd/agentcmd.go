@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/mcpfleet/mcp/nodeexec"
+	"github.com/mcpfleet/mcp/nodeexec/standalone"
 	"github.com/mcpfleet/mcp/nodeexec/systemdhost"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kagent"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
@@ -46,7 +47,7 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	root := fs.String("root", "/", "the node's filesystem root")
 	server := fs.String("server", "", "boot server base URL; rendered configs are fetched from SERVER/rendered/NAME")
-	desired := fs.String("desired", "", "rendered config to move to (default: the name in ROOT/"+nodeexec.DesiredPath+")")
+	desired := fs.String("desired", "", "rendered config to move to (default: the name in ROOT/"+standalone.DesiredPath+")")
 	once := fs.Bool("once", false, "reconcile once and exit (non-zero when the node is Degraded)")
 	interval := fs.Duration("interval", 30*time.Second, "time between reconciles when not -once")
 	listen := fs.String("listen", "", "serve /healthz and /metrics on this address (e.g. :9101)")
@@ -89,7 +90,7 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 		return c.errorf("%v", err)
 	}
 	defer closeHost()
-	s := nodeexec.NewStandalone(*root, *server, host)
+	s := standalone.New(*root, *server, host)
 	s.Desired, s.BootIDPath, s.Log, s.Agent.RebootWait = *desired, *bootID, log, *rebootWait
 	s.Agent.Exec.Allowed = strings.Split(*allow, ",")
 	m := newAgentMetrics()
@@ -232,7 +233,7 @@ func newAgentMetrics() *agentMetrics {
 	return m
 }
 
-func (m *agentMetrics) observe(st nodeexec.Status, err error) {
+func (m *agentMetrics) observe(st standalone.Status, err error) {
 	m.set(st.State, len(st.Drift), err)
 }
 

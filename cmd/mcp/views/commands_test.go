@@ -13,9 +13,9 @@ import (
 
 	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/engine/planfile"
-	"github.com/mcpfleet/mcp/internal/golden"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/testkit/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from what the views print")

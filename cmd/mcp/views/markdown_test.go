@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/planfile"
-	"github.com/mcpfleet/mcp/internal/golden"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/testkit/golden"
 )
 
 // longPlan is a pool of 30 nodes: 12 rebooting (one group, folded), 10 blocked by a PDB

@@ -34,6 +34,7 @@ import (
 	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
+	"github.com/mcpfleet/mcp/nodeexec/bootclient"
 	"github.com/mcpfleet/mcp/providers/kubernetes/nodeclient"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
@@ -372,7 +373,7 @@ func (a *Agent) fetchOnce(ctx context.Context, name string) (*model.Rendered, er
 	if r := a.cached(name); r != nil {
 		return r, nil
 	}
-	r, err := nodeexec.FetchRendered(ctx, a.HTTP, a.Server, name)
+	r, err := bootclient.FetchRendered(ctx, a.HTTP, a.Server, name)
 	if err != nil {
 		return nil, err
 	}

@@ -40,11 +40,11 @@ import (
 	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // Data keys of the head Secret and of chunk Secrets.

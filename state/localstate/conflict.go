@@ -8,7 +8,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // seenState is what this backend last read or wrote as mcp.state (a digest), so that a

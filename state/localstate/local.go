@@ -17,11 +17,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // Local is the local backend: a JSON state file, its rendered configs in a directory beside

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // TestLocalWriteKeepsBackup: each write keeps the state it replaces as <path>.backup, as

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // Appends from many goroutines at once all land, each record whole, and replay to what

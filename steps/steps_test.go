@@ -5,8 +5,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpfleet/mcp/internal/modeltest"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/testkit/modeltest"
 )
 
 var (

@@ -14,10 +14,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/internal/liveproc"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // lockCheckEvery is how often a holder of the local lock checks that its lock file is still

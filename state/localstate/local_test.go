@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/state"
 )
 
 const goodLine = `{"node":"w-1","from":"r-a","target":"r-b","step":"cordon"}` + "\n"

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/engine/state"
 	"github.com/mcpfleet/mcp/internal/liveproc"
-	"github.com/mcpfleet/mcp/internal/within"
+	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/testkit/within"
 )
 
 // storedState writes a state with a pointer and its rendered configs, and returns the

@@ -20,8 +20,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpfleet/mcp/engine/state"
-	"github.com/mcpfleet/mcp/engine/state/localstate"
+	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/state/localstate"
 )
 
 // Options describe a run.
@@ -93,8 +93,8 @@ type Report struct {
 	StateChecks int
 	// RootsChecked counts the nodes whose root and node.json were read at the end.
 	RootsChecked int
-	Elapsed     time.Duration
-	Problems    []string
+	Elapsed      time.Duration
+	Problems     []string
 }
 
 // OK reports whether the run kept every promise.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/engine/state"
+	"github.com/mcpfleet/mcp/state"
 )
 
 // lost waits for a state.Losable lock to be lost and returns why.
