@@ -122,17 +122,9 @@ func Serve(r *model.Rendered, o ServeOptions) (*Served, error) {
 // hash of its content. A file in storage.files is in every 3.x spec, so the record changes
 // no spec's verdict; each spec's parser still checks the bytes with it.
 func addFirstBoot(doc map[string]any, r *model.Rendered, o ServeOptions) error {
-	storage, ok := doc["storage"].(map[string]any)
-	if doc["storage"] != nil && !ok {
-		return fmt.Errorf("rendered config %s: its Ignition storage section is not an object", r.Name)
-	}
-	if storage == nil {
-		storage = map[string]any{}
-		doc["storage"] = storage
-	}
-	files, ok := storage["files"].([]any)
-	if storage["files"] != nil && !ok {
-		return fmt.Errorf("rendered config %s: its Ignition storage.files is not a list", r.Name)
+	storage, files, err := listIn(doc, r, "storage", "files")
+	if err != nil {
+		return err
 	}
 	for _, f := range files {
 		if m, _ := f.(map[string]any); m != nil && m["path"] == content.FirstBootPath {
@@ -152,17 +144,9 @@ func addFirstBoot(doc map[string]any, r *model.Rendered, o ServeOptions) error {
 	if o.FirstBootAgent == "" {
 		return nil
 	}
-	systemd, ok := doc["systemd"].(map[string]any)
-	if doc["systemd"] != nil && !ok {
-		return fmt.Errorf("rendered config %s: its Ignition systemd section is not an object", r.Name)
-	}
-	if systemd == nil {
-		systemd = map[string]any{}
-		doc["systemd"] = systemd
-	}
-	units, ok := systemd["units"].([]any)
-	if systemd["units"] != nil && !ok {
-		return fmt.Errorf("rendered config %s: its Ignition systemd.units is not a list", r.Name)
+	systemd, units, err := listIn(doc, r, "systemd", "units")
+	if err != nil {
+		return err
 	}
 	for _, u := range units {
 		if m, _ := u.(map[string]any); m != nil && m["name"] == FirstBootUnit {
@@ -171,6 +155,25 @@ func addFirstBoot(doc map[string]any, r *model.Rendered, o ServeOptions) error {
 	}
 	systemd["units"] = append(units, map[string]any{"name": FirstBootUnit, "enabled": true, "contents": firstBootUnit(o.FirstBootAgent)})
 	return nil
+}
+
+// listIn is the list doc[section][key] of r's Ignition config and its section, which it
+// makes when doc has none; a section that is not an object, or a key that is not a list,
+// is an error naming it.
+func listIn(doc map[string]any, r *model.Rendered, section, key string) (map[string]any, []any, error) {
+	sec, ok := doc[section].(map[string]any)
+	if doc[section] != nil && !ok {
+		return nil, nil, fmt.Errorf("rendered config %s: its Ignition %s section is not an object", r.Name, section)
+	}
+	if sec == nil {
+		sec = map[string]any{}
+		doc[section] = sec
+	}
+	list, ok := sec[key].([]any)
+	if sec[key] != nil && !ok {
+		return nil, nil, fmt.Errorf("rendered config %s: its Ignition %s.%s is not a list", r.Name, section, key)
+	}
+	return sec, list, nil
 }
 
 // versioned encodes doc, whose ignition section is ign, once, and returns what gives that

@@ -157,3 +157,20 @@ func TestFirstBootAgentRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestServeRefusesMalformedSections: a stored Ignition config whose storage or systemd
+// section, or whose files or units, are not what Ignition's JSON has is refused, naming it.
+func TestServeRefusesMalformedSections(t *testing.T) {
+	agent := ServeOptions{FirstBootAgent: "/usr/local/bin/mcp-agent"}
+	for ign, want := range map[string]string{
+		`{"ignition":{"version":"3.4.0"},"storage":[]}`:           "its Ignition storage section is not an object",
+		`{"ignition":{"version":"3.4.0"},"storage":{"files":{}}}`: "its Ignition storage.files is not a list",
+		`{"ignition":{"version":"3.4.0"},"systemd":"x"}`:          "its Ignition systemd section is not an object",
+		`{"ignition":{"version":"3.4.0"},"systemd":{"units":1}}`:  "its Ignition systemd.units is not a list",
+	} {
+		r := &model.Rendered{Name: "rendered-x-0", LegacyIgnition: []byte(ign)}
+		if _, err := Serve(r, agent); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", ign, err, want)
+		}
+	}
+}
