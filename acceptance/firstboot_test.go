@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/nodeexec/standalone"
@@ -131,7 +132,7 @@ func checkJoined(t *testing.T, dir, name, bootImage string) {
 	if drift, err := (&nodeexec.Executor{Root: root}).Verify(rendered[ptr["worker"]]); err != nil || len(drift) != 0 {
 		t.Errorf("%s's root against the pool's config: %v %v", name, drift, err)
 	}
-	if _, err := os.Stat(filepath.Join(root, model.FirstBootPath)); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(root, content.FirstBootPath)); !os.IsNotExist(err) {
 		t.Errorf("%s kept its first-boot record: %v", name, err)
 	}
 }

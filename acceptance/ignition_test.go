@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/state/localstate"
 )
@@ -109,17 +110,17 @@ func TestIgnitionBootsFromServe(t *testing.T) {
 // wrote, mode 0600, naming the pool's rendered config and its OS image.
 func checkFirstBootRecord(t *testing.T, S string, r *model.Rendered) {
 	t.Helper()
-	p := filepath.Join(S, model.FirstBootPath)
+	p := filepath.Join(S, content.FirstBootPath)
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatalf("the first-boot record: %v", err)
 	}
-	rec, err := model.ParseFirstBoot(b)
-	if err != nil || rec != model.FirstBootOf(r) {
-		t.Errorf("first-boot record %+v (%v), want %+v", rec, err, model.FirstBootOf(r))
+	rec, err := content.ParseFirstBoot(b)
+	if err != nil || rec != content.FirstBootOf(r) {
+		t.Errorf("first-boot record %+v (%v), want %+v", rec, err, content.FirstBootOf(r))
 	}
-	if st, _ := os.Stat(p); st.Mode().Perm() != model.FirstBootMode {
-		t.Errorf("first-boot record mode %o, want %o", st.Mode().Perm(), model.FirstBootMode)
+	if st, _ := os.Stat(p); st.Mode().Perm() != content.FirstBootMode {
+		t.Errorf("first-boot record mode %o, want %o", st.Mode().Perm(), content.FirstBootMode)
 	}
 }
 

@@ -35,6 +35,7 @@ import (
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
 	"github.com/mcpfleet/mcp/deploy"
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
@@ -422,9 +423,8 @@ func TestKubeRolloutWithAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Named by its content: the state backend refuses a config whose name is not.
-	earlier := &model.Rendered{Pool: "worker", Sources: []string{"earlier"},
-		Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`)}
-	earlier.Name = earlier.ContentName()
+	earlier := &model.Rendered{Pool: "worker", IgnitionVersion: "3.4.0", Sources: []string{"earlier"}}
+	earlier.Name = content.Name(earlier)
 	st.Rendered[earlier.Name] = earlier
 	if err := b.Write(ctx, st); err != nil {
 		t.Fatal(err)

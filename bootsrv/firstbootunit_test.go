@@ -6,7 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpfleet/mcp/internal/ignspec"
+	"github.com/mcpfleet/mcp/ignition"
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -27,11 +28,11 @@ func renderedFor(t *testing.T, units ...model.Unit) *model.Rendered {
 func TestFirstBootUnitServed(t *testing.T) {
 	r := renderedFor(t)
 	snap, err := BuildWith(1, map[string]string{"worker": r.Name}, map[string]*model.Rendered{r.Name: r},
-		BuildOptions{FirstBootAgent: "/usr/local/bin/mcp-agent"})
+		ignition.ServeOptions{FirstBootAgent: "/usr/local/bin/mcp-agent"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, sp := range ignspec.All() {
+	for _, sp := range ignition.All() {
 		b, err := snap.PoolConfig("worker", ignitionType+";version="+sp.Version)
 		if err != nil {
 			t.Fatalf("spec %s: %v", sp.Version, err)
@@ -56,21 +57,21 @@ func TestFirstBootUnitServed(t *testing.T) {
 		}
 		var unit string
 		for _, u := range doc.Systemd.Units {
-			if u.Name == FirstBootUnit && u.Enabled != nil && *u.Enabled {
+			if u.Name == ignition.FirstBootUnit && u.Enabled != nil && *u.Enabled {
 				unit = u.Contents
 			}
 		}
 		for _, want := range []string{"ExecStart=/usr/local/bin/mcp-agent -root / -once\n", "Before=kubelet.service\n",
-			"RequiredBy=kubelet.service\n", "ConditionPathExists=" + model.FirstBootPath + "\n"} {
+			"RequiredBy=kubelet.service\n", "ConditionPathExists=" + content.FirstBootPath + "\n"} {
 			if !strings.Contains(unit, want) {
 				t.Errorf("spec %s: the first-boot unit lacks %q:\n%s", sp.Version, want, unit)
 			}
 		}
-		var rec model.FirstBoot
+		var rec content.FirstBoot
 		for _, f := range doc.Storage.Files {
-			if f.Path == model.FirstBootPath {
+			if f.Path == content.FirstBootPath {
 				raw, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(f.Contents.Source, "data:;base64,"))
-				if rec, err = model.ParseFirstBoot(raw); err != nil {
+				if rec, err = content.ParseFirstBoot(raw); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -82,42 +83,28 @@ func TestFirstBootUnitServed(t *testing.T) {
 	// Without the option the record names the config and embeds nothing, and no unit.
 	plain, _ := Build(1, map[string]string{"worker": r.Name}, map[string]*model.Rendered{r.Name: r})
 	b, _ := plain.PoolConfig("worker", IgnitionAccept)
-	if strings.Contains(string(b), FirstBootUnit) {
+	if strings.Contains(string(b), ignition.FirstBootUnit) {
 		t.Errorf("a unit without -first-boot-agent:\n%s", b)
-	}
-}
-
-func TestFirstBootUnitRefusals(t *testing.T) {
-	yes := true
-	r := renderedFor(t, model.Unit{Name: FirstBootUnit, Enabled: &yes, Contents: "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"})
-	if _, err := BuildWith(1, map[string]string{"worker": r.Name}, map[string]*model.Rendered{r.Name: r},
-		BuildOptions{FirstBootAgent: "/usr/local/bin/mcp-agent"}); err == nil || !strings.Contains(err.Error(), "which the boot server adds") {
-		t.Errorf("a config with the unit's name: %v", err)
-	}
-	for _, bad := range []string{"mcp-agent", "/usr/bin/mcp agent", "/x;reboot", "/x\n[Service]", "/x%n", "/$HOME/a"} {
-		if err := CheckFirstBootAgent(bad); err == nil {
-			t.Errorf("%q accepted", bad)
-		}
 	}
 }
 
 func TestParseFirstBootRefusesAnEmbeddedConfigNotItsName(t *testing.T) {
 	r := renderedFor(t)
-	rec := model.FirstBootOf(r)
+	rec := content.FirstBootOf(r)
 	rec.Config = r
-	if _, err := model.ParseFirstBoot(rec.Encode()); err != nil {
+	if _, err := content.ParseFirstBoot(rec.Encode()); err != nil {
 		t.Fatal(err)
 	}
 	changed := *r
 	changed.Files = append([]model.File(nil), r.Files...)
 	changed.Files[0].Contents = []byte("not what it was named for\n")
 	rec.Config = &changed
-	if _, err := model.ParseFirstBoot(rec.Encode()); err == nil || !strings.Contains(err.Error(), "does not match its content") {
+	if _, err := content.ParseFirstBoot(rec.Encode()); err == nil || !strings.Contains(err.Error(), "does not match its content") {
 		t.Errorf("a changed embedded config: %v", err)
 	}
 	other := renderedFor(t, model.Unit{Name: "x.service", Contents: "[Service]\n"})
 	rec.Config = other
-	if _, err := model.ParseFirstBoot(rec.Encode()); err == nil {
+	if _, err := content.ParseFirstBoot(rec.Encode()); err == nil {
 		t.Error("a record naming one config and holding another was accepted")
 	}
 }

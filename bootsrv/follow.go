@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 )
@@ -30,7 +31,7 @@ type FileSource struct {
 	Path string
 	Read func(ctx context.Context) (serial int64, pointers map[string]string, rendered map[string]*model.Rendered, err error)
 	// Options are the snapshots' (BuildWith).
-	Options BuildOptions
+	Options ignition.ServeOptions
 }
 
 func (l FileSource) Token() (string, error) {

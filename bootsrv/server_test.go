@@ -17,9 +17,10 @@ import (
 	"testing"
 	"time"
 
-	v36 "github.com/coreos/ignition/v2/config/v3_6"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mcpfleet/mcp/ignition"
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/state"
@@ -197,6 +198,10 @@ func TestRoutesMethodsAndCaching(t *testing.T) {
 		!strings.Contains(rec.Header().Get("Cache-Control"), "immutable") {
 		t.Fatalf("rendered: %d %v", rec.Code, rec.Header())
 	}
+	// Each file's content once: its contents, and no Ignition config carrying them again.
+	if strings.Contains(rec.Body.String(), `"ignition":`) || strings.Count(rec.Body.String(), base64.StdEncoding.EncodeToString([]byte("hello\n"))) != 1 {
+		t.Errorf("rendered config served with its content twice: %s", rec.Body)
+	}
 	if again := get(t, s, "GET", "/rendered/"+r.Name, "If-None-Match", rec.Header().Get("ETag")); again.Code != 304 {
 		t.Errorf("If-None-Match: %d, want 304", again.Code)
 	}
@@ -337,18 +342,6 @@ func TestRevalidationAllocatesNothing(t *testing.T) {
 	}
 }
 
-func TestPointerConfigParses(t *testing.T) {
-	b, err := Pointer(PointerOptions{URL: "https://boot.example:8443/", Pool: "worker", Token: "t", CAPEM: []byte("-----BEGIN CERTIFICATE-----\n")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, _, err := v36.ParseCompatibleVersion(b)
-	if err != nil || *cfg.Ignition.Config.Merge[0].Source != "https://boot.example:8443/config/worker" ||
-		*cfg.Ignition.Config.Merge[0].HTTPHeaders[0].Value != "Bearer t" || len(cfg.Ignition.Security.TLS.CertificateAuthorities) != 1 {
-		t.Errorf("pointer: %v %s", err, b)
-	}
-}
-
 // TestHammerWhilePointersMove: clients fetch /config/worker while apply-like writers store
 // new rendered configs and move the pointer through the real local state backend; every
 // answer is a complete, valid config of one of the rendered configs.
@@ -361,7 +354,7 @@ func TestHammerWhilePointersMove(t *testing.T) {
 	var vmu sync.Mutex
 	publish := func(i int) {
 		r := rendered(t, "worker", fmt.Sprintf("version %d\n", i))
-		pc, err := preparePool("p", r, BuildOptions{})
+		pc, err := preparePool("p", r, ignition.ServeOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -457,7 +450,7 @@ func FuzzServePath(f *testing.F) {
 }
 
 func FuzzAccept(f *testing.F) {
-	pc, err := preparePool("infra", rendered(f, "infra", "x", "nosmt"), BuildOptions{})
+	pc, err := preparePool("infra", rendered(f, "infra", "x", "nosmt"), ignition.ServeOptions{})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -473,7 +466,7 @@ func FuzzAccept(f *testing.F) {
 }
 
 // TestFirstBootRecordServed: every spec a pool's config is served in carries the first-boot
-// record (model.FirstBoot) naming the pool's rendered config and OS image, as a file its
+// record (content.FirstBoot) naming the pool's rendered config and OS image, as a file its
 // parser takes; the rendered config itself is served unchanged, under its content's name.
 // A config that writes the record's path itself is refused.
 func TestFirstBootRecordServed(t *testing.T) {
@@ -486,20 +479,20 @@ func TestFirstBootRecordServed(t *testing.T) {
 	}
 	r := out["worker"]
 	s := serverWith(t, r)
-	want := model.FirstBoot{Rendered: r.Name, OSImage: "quay.io/example/os:2"}
+	want := content.FirstBoot{Rendered: r.Name, OSImage: "quay.io/example/os:2"}
 	for m := 0; m <= 6; m++ {
 		accept := fmt.Sprintf("application/vnd.coreos.ignition+json;version=3.%d.0", m)
 		rec := get(t, s, "GET", "/config/worker", "Accept", accept)
 		if rec.Code != 200 {
 			t.Fatalf("spec 3.%d: %d %s", m, rec.Code, rec.Body)
 		}
-		cfg, _, err := v36.ParseCompatibleVersion(rec.Body.Bytes())
+		cfg, _, err := ignition.ParseAny(rec.Body.Bytes())
 		if err != nil {
 			t.Fatalf("spec 3.%d: %v", m, err)
 		}
 		var found bool
 		for _, f := range cfg.Storage.Files {
-			if f.Path != model.FirstBootPath {
+			if f.Path != content.FirstBootPath {
 				continue
 			}
 			found = true
@@ -508,24 +501,25 @@ func TestFirstBootRecordServed(t *testing.T) {
 			if !ok || err != nil {
 				t.Fatalf("spec 3.%d: record source %q", m, *f.Contents.Source)
 			}
-			got, err := model.ParseFirstBoot(raw)
-			if err != nil || got != want || *f.Mode != model.FirstBootMode || !*f.Overwrite {
-				t.Errorf("spec 3.%d: record %+v (%v), mode %o, want %+v mode %o", m, got, err, *f.Mode, want, model.FirstBootMode)
+			got, err := content.ParseFirstBoot(raw)
+			if err != nil || got != want || *f.Mode != content.FirstBootMode || !*f.Overwrite {
+				t.Errorf("spec 3.%d: record %+v (%v), mode %o, want %+v mode %o", m, got, err, *f.Mode, want, content.FirstBootMode)
 			}
 		}
 		if !found {
-			t.Errorf("spec 3.%d: no %s in %s", m, model.FirstBootPath, rec.Body)
+			t.Errorf("spec 3.%d: no %s in %s", m, content.FirstBootPath, rec.Body)
 		}
 	}
 	rec := get(t, s, "GET", "/rendered/"+r.Name)
 	var back model.Rendered
-	if err := json.Unmarshal(rec.Body.Bytes(), &back); err != nil || back.CheckName() != nil ||
+	if err := json.Unmarshal(rec.Body.Bytes(), &back); err != nil || content.Check(&back) != nil ||
 		strings.Contains(rec.Body.String(), "firstboot") {
 		t.Errorf("the rendered config served changed: %v %s", err, rec.Body)
 	}
 
-	own := &model.Rendered{Name: "rendered-worker-0", Pool: "worker",
-		Ignition: []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"` + model.FirstBootPath + `","contents":{"source":"data:,x"}}]}}`)}
+	own := &model.Rendered{Pool: "worker", IgnitionVersion: "3.4.0",
+		Files: []model.File{{Path: content.FirstBootPath, Mode: 0o600, Contents: []byte("x")}}}
+	own.Name = content.Name(own)
 	if _, err := Build(1, map[string]string{"worker": own.Name}, map[string]*model.Rendered{own.Name: own}); err == nil ||
 		!strings.Contains(err.Error(), "where the boot server puts the first-boot record") {
 		t.Errorf("a config writing the record's path: %v", err)

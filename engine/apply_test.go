@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpfleet/mcp/engine/planfile"
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers"
@@ -136,7 +137,7 @@ func rebootSteps() []model.Step {
 // state backends refuse a config whose name is not its content's.
 func testRendered(pool string) *model.Rendered {
 	r := &model.Rendered{Pool: pool}
-	r.Name = r.ContentName()
+	r.Name = content.Name(r)
 	return r
 }
 

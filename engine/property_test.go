@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers"
@@ -253,7 +254,7 @@ func randomCase(seed uint64) (*simFleet, *Workspace, *state.State) {
 				tg.Files[0].OnChange = append(tg.Files[0].OnChange, mp)
 			}
 		}
-		tg.Name = tg.ContentName()
+		tg.Name = content.Name(tg)
 		rendered[name] = tg
 		st.Rendered[old.Name] = old
 		sim.known[old.Name], sim.known[tg.Name] = old, tg

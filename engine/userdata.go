@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
@@ -27,7 +27,7 @@ func (w *Workspace) pointerConfigs() (map[string][]byte, error) {
 		if u == nil {
 			continue
 		}
-		o := bootsrv.PointerOptions{URL: u.URL, Pool: p.Name}
+		o := ignition.PointerOptions{URL: u.URL, Pool: p.Name}
 		if u.CAFile != "" {
 			b, err := boundedfile.Read(u.CAFile, boundedfile.MaxCredential, 0)
 			if err != nil {
@@ -44,7 +44,7 @@ func (w *Workspace) pointerConfigs() (map[string][]byte, error) {
 				return nil, fmt.Errorf("pool %s: user_data token_file %s is empty", p.Name, u.TokenFile)
 			}
 		}
-		b, err := bootsrv.Pointer(o)
+		b, err := ignition.Pointer(o)
 		if err != nil {
 			return nil, fmt.Errorf("pool %s: user_data: %w", p.Name, err)
 		}

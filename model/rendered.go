@@ -1,8 +1,6 @@
 package model
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,7 +8,7 @@ import (
 
 // Rendered is the merged configuration of one pool: what a node of the pool must look like.
 // It is immutable once named; Name is derived from a hash of its canonical content, so equal
-// inputs give equal names on every machine and run.
+// inputs give equal names on every machine and run (package ignition/content names it).
 type Rendered struct {
 	Name string `json:"name"` // rendered-<pool>-<hash>
 	Pool string `json:"pool"`
@@ -22,36 +20,19 @@ type Rendered struct {
 	Units           []Unit   `json:"units,omitempty"` // sorted by name
 	// Sources names the configs merged into this one, in merge order.
 	Sources []string `json:"sources,omitempty"`
-	// Ignition is the Ignition config (spec IgnitionVersion) that a first-booting node of the
-	// pool fetches; it holds the same files and units, validated by Ignition's parser.
-	Ignition json.RawMessage `json:"ignition"`
+	// LegacyIgnition is the Ignition config as mcp stored it beside the files and units
+	// before a rendered config carried each file's content once: it is read, so that such
+	// states, saved plans and answers still read, and written by nothing. The Ignition
+	// config a first-booting node of the pool fetches is derived from the content
+	// (ignition/content.Ignition); one stored that is what the content gives is dropped when
+	// it is read (content.Settle), and one that is not is what the config's name was made
+	// from, so it is kept and served as it was.
+	LegacyIgnition json.RawMessage `json:"ignition,omitempty"`
 	// Provenance says which config block wrote each file, unit and kernel argument. It is
 	// beside the content, not part of it: not stored, served or hashed with it (a saved
 	// plan carries it apart, in Plan.Provenance). Render sets it; configs read back from
 	// the state have none.
 	Provenance *Provenance `json:"-"`
-}
-
-// ContentName is the name the content of r gives it: rendered-<pool>-<hash of everything
-// but the name>. The same inputs give the same name on every machine and run, and a stored
-// config whose name is not its ContentName was changed after it was named.
-func (r *Rendered) ContentName() string {
-	c := *r
-	c.Name = ""
-	// Struct fields encode in a fixed order, slices are sorted by the renderer, and the
-	// Ignition bytes are compacted by the encoder, so a stored and re-read config gives
-	// the same bytes.
-	b, _ := json.Marshal(&c)
-	sum := sha256.Sum256(b)
-	return "rendered-" + r.Pool + "-" + hex.EncodeToString(sum[:])[:32]
-}
-
-// CheckName refuses a rendered config whose name does not match its content.
-func (r *Rendered) CheckName() error {
-	if want := r.ContentName(); r.Name != want {
-		return fmt.Errorf("rendered config %q does not match its content (which names it %s): it was changed after it was rendered", r.Name, want)
-	}
-	return nil
 }
 
 // MaxRenderedSize bounds a rendered config's JSON wherever it is read: stored in the

@@ -27,16 +27,24 @@ func (e *Executor) writeFile(r *os.Root, f *model.File) error {
 	if err := e.writeAtomic(r, rel, f.Contents, fs.FileMode(f.Mode)); err != nil {
 		return fmt.Errorf("write %s: %w", f.Path, err)
 	}
-	if err := chownNamed(r, rel, f.User, f.Group); err != nil {
+	if err := Chown(r, rel, Owner{User: f.User, Group: f.Group}); err != nil {
 		return fmt.Errorf("write %s: %w", f.Path, err)
 	}
 	return nil
 }
 
-// writeAtomic creates rel's directory and replaces rel atomically. The directory is
-// opened once, as a root of its own inside r: the temporary file and the rename then cost
-// no walk of the path each.
+// writeAtomic writes rel as every file of the node is written (WriteFileIn).
 func (e *Executor) writeAtomic(r *os.Root, rel string, data []byte, mode fs.FileMode) error {
+	return WriteFileIn(r, rel, data, mode, !e.NoSync)
+}
+
+// WriteFileIn is the one writer of a node's files: it makes rel's directory when it is
+// missing (0755) and replaces rel atomically with data, of exactly mode (atomicfile.ReplaceIn;
+// sync as there). The directory is opened once, as a root of its own inside r: the
+// temporary file and the rename then cost no walk of the path each. The executor writes
+// every file and unit through it, and the local fleet's first boot the files and units of
+// a served config.
+func WriteFileIn(r *os.Root, rel string, data []byte, mode fs.FileMode, sync bool) error {
 	dir := path.Dir(rel)
 	d, err := r.OpenRoot(dir)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -49,7 +57,7 @@ func (e *Executor) writeAtomic(r *os.Root, rel string, data []byte, mode fs.File
 		return err
 	}
 	defer d.Close()
-	return atomicfile.ReplaceIn(d, path.Base(rel), data, mode, !e.NoSync)
+	return atomicfile.ReplaceIn(d, path.Base(rel), data, mode, sync)
 }
 
 // syncDir makes a rename or removal in dir durable, unless the root need not be.
@@ -191,13 +199,23 @@ func (e *Executor) removeUnit(ctx context.Context, r *os.Root, from *model.Rende
 }
 
 func (e *Executor) replaceSymlink(r *os.Root, rel, target string) error {
+	return SymlinkIn(r, rel, target, !e.NoSync)
+}
+
+// SymlinkIn makes rel a link to target, as the executor links a node's files (a masked
+// unit's /dev/null): rel's directory made when missing (0755), a new link beside rel
+// renamed over it, and with sync the directory fsync'd.
+func SymlinkIn(r *os.Root, rel, target string, sync bool) error {
 	if err := r.MkdirAll(path.Dir(rel), 0o755); err != nil {
 		return err
 	}
 	if err := symlinkAtomic(r, rel, target); err != nil {
 		return err
 	}
-	return e.syncDir(r, path.Dir(rel))
+	if !sync {
+		return nil
+	}
+	return atomicfile.SyncDir(r, path.Dir(rel))
 }
 
 // symlinkAtomic replaces rel by a link to target: a new link beside it, renamed over it.
@@ -215,29 +233,42 @@ func symlinkAtomic(r *os.Root, rel, target string) error {
 	return nil
 }
 
-// chownNamed sets the owner when running as root and the names resolve in the root's own
-// etc/passwd and etc/group (the node's users, not this machine's); otherwise the owner is
-// left as created, since a non-root process cannot give files away.
-func chownNamed(r *os.Root, rel, user, group string) error {
-	if (user == "" && group == "") || os.Geteuid() != 0 {
+// Owner is who a node's file belongs to: each of user and group by id, else by name in
+// the node's own etc/passwd and etc/group (the node's users, not this machine's); neither
+// given, the file is left as created.
+type Owner struct {
+	UID, GID    *int
+	User, Group string
+}
+
+// Chown gives rel (itself, not what a link at rel points to) its owner o when running as
+// root; otherwise the owner is left as created, since a non-root process cannot give
+// files away.
+func Chown(r *os.Root, rel string, o Owner) error {
+	if os.Geteuid() != 0 || (o.UID == nil && o.GID == nil && o.User == "" && o.Group == "") {
 		return nil
 	}
-	uid, gid := -1, -1
-	if user != "" {
-		id, err := LookupID(r, "etc/passwd", user)
-		if err != nil {
-			return err
-		}
-		uid = id
+	uid, err := ownerID(r, "etc/passwd", o.UID, o.User)
+	if err != nil {
+		return err
 	}
-	if group != "" {
-		id, err := LookupID(r, "etc/group", group)
-		if err != nil {
-			return err
-		}
-		gid = id
+	gid, err := ownerID(r, "etc/group", o.GID, o.Group)
+	if err != nil {
+		return err
 	}
 	return r.Lchown(rel, uid, gid)
+}
+
+// ownerID is id, else name looked up in the root's account database db; -1 when neither
+// is given.
+func ownerID(r *os.Root, db string, id *int, name string) (int, error) {
+	switch {
+	case id != nil:
+		return *id, nil
+	case name == "":
+		return -1, nil
+	}
+	return LookupID(r, db, name)
 }
 
 // LookupID is the id of name in the root's account database db (etc/passwd or etc/group).

@@ -8,10 +8,11 @@ import (
 	"os"
 	"strings"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 )
 
-// FirstBootPath is the first-boot record inside the root (model.FirstBootPath): the boot
+// FirstBootPath is the first-boot record inside the root (content.FirstBootPath): the boot
 // server's served config puts it there, through the node's Ignition.
 const FirstBootPath = StateDir + "/firstboot.json"
 
@@ -90,7 +91,7 @@ func orNone(image string) string {
 }
 
 // ReadFirstBoot reads the root's first-boot record; nil when there is none.
-func (e *Executor) ReadFirstBoot() (*model.FirstBoot, error) {
+func (e *Executor) ReadFirstBoot() (*content.FirstBoot, error) {
 	r, err := os.OpenRoot(e.Root)
 	if err != nil {
 		return nil, err
@@ -103,7 +104,7 @@ func (e *Executor) ReadFirstBoot() (*model.FirstBoot, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := model.ParseFirstBoot(b)
+	rec, err := content.ParseFirstBoot(b)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -24,13 +25,13 @@ func firstBootConfig(img string) *model.Rendered {
 
 // ignitionWrote is the tree Ignition leaves from the served config of r: r's files and
 // units, and the first-boot record (of rec, when given: a record that lies).
-func ignitionWrote(r *model.Rendered, rec ...model.FirstBoot) tree {
-	fb := model.FirstBootOf(r)
+func ignitionWrote(r *model.Rendered, rec ...content.FirstBoot) tree {
+	fb := content.FirstBootOf(r)
 	if len(rec) > 0 {
 		fb = rec[0]
 	}
 	tr := tree{"etc/passwd": {Content: "root:x:0:0::/root:/bin/sh\n", Mode: 0o644},
-		FirstBootPath: {Content: string(fb.Encode()), Mode: model.FirstBootMode}}
+		FirstBootPath: {Content: string(fb.Encode()), Mode: content.FirstBootMode}}
 	for _, f := range r.Files {
 		tr[strings.TrimPrefix(f.Path, "/")] = entry{Content: string(f.Contents), Mode: os.FileMode(f.Mode)}
 	}
@@ -160,9 +161,9 @@ func TestFirstBootBeforeAfter(t *testing.T) {
 		},
 		{
 			name:   "a record whose OS image is not the config's: Degraded",
-			before: ignitionWrote(cfg, model.FirstBoot{Rendered: cfg.Name, OSImage: "quay.io/evil:1"}), booted: "quay.io/os:1",
+			before: ignitionWrote(cfg, content.FirstBoot{Rendered: cfg.Name, OSImage: "quay.io/evil:1"}), booted: "quay.io/os:1",
 			configs: []*model.Rendered{cfg}, ran: true, err: `says OS image "quay.io/evil:1"`,
-			after:   ignitionWrote(cfg, model.FirstBoot{Rendered: cfg.Name, OSImage: "quay.io/evil:1"}),
+			after:   ignitionWrote(cfg, content.FirstBoot{Rendered: cfg.Name, OSImage: "quay.io/evil:1"}),
 			reports: []string{`degraded first boot: the first-boot record says OS image "quay.io/evil:1", and rendered config rendered-worker-new has "quay.io/os:2"`},
 		},
 		{

@@ -194,5 +194,3 @@ func WithArgs(args, add, remove []string) []string {
 
 // DefaultBootIDPath is where the running boot's id is read on Linux.
 const DefaultBootIDPath = "/proc/sys/kernel/random/boot_id"
-
-

@@ -199,7 +199,7 @@ func checkFile(d *dirs, p string, want []byte, mode fs.FileMode) ([]Drift, error
 }
 
 // checkOwner reports a file whose owner is not the config's user and group, resolved in
-// the node's own etc/passwd and etc/group. As the writer (chownNamed), it holds only a
+// the node's own etc/passwd and etc/group. As the writer (Chown), it holds only a
 // process running as root to owners, and names that do not resolve to nothing.
 func checkOwner(d *dirs, p, user, group string) []Drift {
 	if (user == "" && group == "") || os.Geteuid() != 0 {

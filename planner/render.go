@@ -10,8 +10,8 @@ import (
 	"github.com/coreos/vcontext/report"
 	"github.com/hashicorp/hcl/v2"
 
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/hclpos"
-	"github.com/mcpfleet/mcp/internal/ignspec"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -19,19 +19,18 @@ import (
 const DefaultIgnitionVersion = "3.4.0"
 
 // Render merges, per pool, the configs that name it (in lexical order of config name, later
-// wins) into a rendered config, encodes its Ignition config (once) and validates those
-// bytes with Ignition's own parser of the spec. Problems become diagnostics pointing at the
-// file or unit concerned.
+// wins) into a rendered config, and has the ignition room check its Ignition config with
+// Ignition's own parser of the spec and name it. Problems become diagnostics pointing at
+// the file or unit concerned.
 func Render(d *model.Desired) (map[string]*model.Rendered, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	version := d.IgnitionVersion
 	if version == "" {
 		version = DefaultIgnitionVersion
 	}
-	spec, ok := ignspec.Lookup(version)
-	if !ok || !spec.Render {
+	if spec, ok := ignition.Lookup(version); !ok || !spec.Render {
 		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unsupported Ignition version",
-			Detail: fmt.Sprintf("ignition_version %q: mcp renders %s", version, ignspec.RenderList())}}
+			Detail: fmt.Sprintf("ignition_version %q: mcp renders %s", version, ignition.RenderList())}}
 	}
 	out := make(map[string]*model.Rendered, len(d.Pools))
 	var overrides overrideSet
@@ -40,13 +39,7 @@ func Render(d *model.Desired) (map[string]*model.Rendered, hcl.Diagnostics) {
 		r, ovs := merge(&d.Pools[i], d.Configs, rel)
 		overrides.add(d.Pools[i].Name, ovs)
 		r.IgnitionVersion = version
-		ign, err := ignitionJSON(r)
-		if err != nil {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Cannot build Ignition config",
-				Detail: fmt.Sprintf("pool %q: %v", r.Pool, err), Subject: hclpos.Subject(d.Pools[i].DeclRange)})
-			continue
-		}
-		rpt, err := spec.Parse(ign)
+		rpt, err := ignition.Render(r)
 		diags = append(diags, reportDiags(r, d, &d.Pools[i], rpt)...)
 		if err != nil && !rpt.IsFatal() {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
@@ -56,8 +49,6 @@ func Render(d *model.Desired) (map[string]*model.Rendered, hcl.Diagnostics) {
 		if err != nil {
 			continue
 		}
-		r.Ignition = ign
-		r.Name = r.ContentName()
 		out[r.Pool] = r
 		diags = append(diags, bootImageDiags(d, &d.Pools[i], r.OSImage)...)
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	v34 "github.com/coreos/ignition/v2/config/v3_4"
-
+	"github.com/mcpfleet/mcp/ignition"
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -51,7 +51,7 @@ func TestRenderMergesInOrder(t *testing.T) {
 		t.Errorf("name %q", r.Name)
 	}
 	// The Ignition config is valid for Ignition's own parser and carries the same bytes.
-	cfg, rpt, err := v34.Parse(r.Ignition)
+	cfg, rpt, err := ignition.ParseAny(content.Ignition(r))
 	if err != nil {
 		t.Fatalf("Ignition parse: %v %s", err, rpt)
 	}
@@ -59,7 +59,7 @@ func TestRenderMergesInOrder(t *testing.T) {
 		t.Errorf("ignition has %d files, %d units", len(cfg.Storage.Files), len(cfg.Systemd.Units))
 	}
 	var raw map[string]any
-	json.Unmarshal(r.Ignition, &raw)
+	json.Unmarshal(content.Ignition(r), &raw)
 	if raw["ignition"].(map[string]any)["version"] != "3.4.0" {
 		t.Errorf("version: %v", raw["ignition"])
 	}
@@ -93,7 +93,7 @@ func TestRenderNameIgnoresHealthChecks(t *testing.T) {
 		{Name: "kubelet", Command: []string{"/usr/bin/systemctl", "is-active", "kubelet"}, Timeout: time.Minute},
 		{Name: "app", HTTPGet: "http://${node.address}/", Timeout: time.Minute}}
 	b, _ := Render(d)
-	if a["worker"].Name != b["worker"].Name || !bytes.Equal(a["worker"].Ignition, b["worker"].Ignition) {
+	if a["worker"].Name != b["worker"].Name || !bytes.Equal(content.Ignition(a["worker"]), content.Ignition(b["worker"])) {
 		t.Errorf("health checks changed the rendered config: %s, %s", a["worker"].Name, b["worker"].Name)
 	}
 }
@@ -114,5 +114,26 @@ func TestRenderReportsIgnitionProblemsAtTheFile(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no diagnostic at the file's range: %v", diags)
+	}
+}
+
+// TestRenderNamesAsBefore: names of rendered configs, which are hashes of their content
+// including the Ignition bytes, are those render gave before it marshalled once (and before
+// the ignition room encoded them).
+func TestRenderNamesAsBefore(t *testing.T) {
+	out, diags := Render(renderDesired())
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if got := out["worker"].Name; got != "rendered-worker-a33037fe42f042516867be7fe5b3fe0f" {
+		t.Errorf("name %s", got)
+	}
+	out, diags = Render(benchDesired(20, 200))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if a, b := out["p00"].Name, out["p19"].Name; a != "rendered-p00-6a822200e57e91ba05170f0962a63146" ||
+		b != "rendered-p19-f0a24640c133a521558521681614a6e0" {
+		t.Errorf("names %s, %s", a, b)
 	}
 }

@@ -19,8 +19,12 @@ import (
 	"github.com/mcpfleet/mcp/model"
 )
 
-// FormatVersion is the version of the state's file format.
-const FormatVersion = 1
+// FormatVersion is the version of the state's file format. Version 2 stores each rendered
+// config's file contents once (its Ignition config is derived from them, ignition/content):
+// an mcp that reads only version 1 would take such a config for a damaged one, so it is
+// told plainly that a newer mcp wrote the state. Version 1 states are read (and written
+// back as 2).
+const FormatVersion = 2
 
 // State is what mcp remembers.
 type State struct {
@@ -95,6 +99,9 @@ func Unmarshal(b []byte) (*State, error) {
 	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
 		return nil, fmt.Errorf("it has %d bytes after the state's JSON object", len(rest))
 	}
+	if s.Version == 1 { // its rendered configs may carry their Ignition config: still read
+		s.Version = FormatVersion
+	}
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
@@ -125,7 +132,7 @@ func (s *State) Check() error {
 	case s.Version == 0:
 		return errors.New("it has no format version: it is not a state mcp wrote")
 	case s.Version != FormatVersion:
-		return fmt.Errorf("format version %d; this mcp reads %d", s.Version, FormatVersion)
+		return fmt.Errorf("format version %d; this mcp reads %d and older (a newer mcp wrote it: use that one, or a newer release)", s.Version, FormatVersion)
 	case s.Lineage == "":
 		return errors.New("it has no lineage, which every state mcp writes has")
 	case s.Serial < 0:

@@ -127,7 +127,7 @@ func TestFleetAddDefaultBootImage(t *testing.T) {
 	st := &state.State{Pointers: map[string]string{"worker": r.Name}, Rendered: map[string]*model.Rendered{r.Name: r}}
 	b, err := newBoot(context.Background(), st, "worker", "")
 	if err == nil {
-		t.Fatalf("a rendered config without Ignition built a boot: %+v", b)
+		t.Fatalf("a rendered config of no Ignition spec built a boot: %+v", b)
 	}
 	b = &boot{pointer: r}
 	if got := b.bootImage(st, "worker"); got != "quay.io/os:2" {

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 )
 
@@ -20,7 +20,7 @@ func (c *cli) pointer(args []string) int {
 	if len(pos) != 1 || *url == "" {
 		return c.errorf("usage: mcp pointer POOL -url URL [-ca FILE] [-token-file FILE]")
 	}
-	o := bootsrv.PointerOptions{URL: *url, Pool: pos[0]}
+	o := ignition.PointerOptions{URL: *url, Pool: pos[0]}
 	if *ca != "" {
 		if o.CAPEM, err = boundedfile.Read(c.path(*ca), boundedfile.MaxCredential, 0); err != nil {
 			return c.errorf("-ca: %v", err)
@@ -33,7 +33,7 @@ func (c *cli) pointer(args []string) int {
 		}
 		o.Token = string(trimNL(b))
 	}
-	b, err := bootsrv.Pointer(o)
+	b, err := ignition.Pointer(o)
 	if err != nil {
 		return c.errorf("%v", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpfleet/mcp/bootsrv"
 	"github.com/mcpfleet/mcp/engine/config"
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubesource"
 	"github.com/mcpfleet/mcp/state/localstate"
@@ -38,7 +39,7 @@ func (c *cli) serve(args []string) int {
 	defer cancel()
 	c.intr.setNotice("stopping the boot server: no new connections; requests in flight get 5 seconds to finish")
 	if *agent != "" {
-		if err := bootsrv.CheckFirstBootAgent(*agent); err != nil {
+		if err := ignition.CheckFirstBootAgent(*agent); err != nil {
 			return c.errorf("-first-boot-agent: %v", err)
 		}
 	}
@@ -48,7 +49,7 @@ func (c *cli) serve(args []string) int {
 	} else if err != nil {
 		return c.errorf("%v", err)
 	}
-	opts := bootsrv.BuildOptions{FirstBootAgent: *agent}
+	opts := ignition.ServeOptions{FirstBootAgent: *agent}
 	switch s := src.(type) {
 	case bootsrv.FileSource:
 		s.Options = opts

@@ -4,7 +4,7 @@ import (
 	"testing"
 )
 
-// TestIgnitionVersion: the mcp block takes the specs render writes (ignspec's table) and
+// TestIgnitionVersion: the mcp block takes the specs render writes (the ignition room's table) and
 // refuses others, naming those it takes.
 func TestIgnitionVersion(t *testing.T) {
 	for v, ok := range map[string]bool{"3.4.0": true, "3.5.0": true, "3.6.0": true, "3.3.0": false, "3.7.0": false, "3.4": false} {

@@ -20,8 +20,8 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
 
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/hclpos"
-	"github.com/mcpfleet/mcp/internal/ignspec"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -149,11 +149,11 @@ func (l *loader) settings(blocks hcl.Blocks) hcl.Diagnostics {
 		if a := content.Attributes["ignition_version"]; a != nil {
 			v, d := l.str(a)
 			diags = append(diags, d...)
-			if spec, ok := ignspec.Lookup(v); ok && spec.Render {
+			if spec, ok := ignition.Lookup(v); ok && spec.Render {
 				l.d.IgnitionVersion = v
 			} else if v != "" {
 				diags = append(diags, errAt(a.Expr.Range(), "Unsupported Ignition version",
-					fmt.Sprintf("ignition_version %q: mcp renders %s.", v, ignspec.RenderList())))
+					fmt.Sprintf("ignition_version %q: mcp renders %s.", v, ignition.RenderList())))
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -20,9 +21,12 @@ func checkPlan(p *planner.Plan) error {
 		if r.Name != key {
 			return fmt.Errorf("rendered config under %q is named %q", key, r.Name)
 		}
-		if err := r.CheckName(); err != nil {
+		if err := content.Check(r); err != nil {
 			return err
 		}
+		// A plan saved by an older mcp carries each config's Ignition config beside its
+		// content: settled, it compares with the configs apply derives again.
+		content.Settle(r)
 	}
 	pools := map[string]bool{}
 	for _, pp := range p.Pools {

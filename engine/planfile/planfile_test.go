@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
 
 func testRendered(pool string) *model.Rendered {
-	r := &model.Rendered{Pool: pool, IgnitionVersion: "3.4.0", OSImage: "img:1",
-		Ignition: json.RawMessage(`{"ignition":{"version":"3.4.0"}}`)}
-	r.Name = r.ContentName()
+	r := &model.Rendered{Pool: pool, IgnitionVersion: "3.4.0", OSImage: "img:1"}
+	r.Name = content.Name(r)
 	return r
 }
 
@@ -57,6 +57,32 @@ func TestReadAcceptsWhatWriteWrote(t *testing.T) {
 	}
 	if f.Serial != 3 || len(f.Plan.Nodes) != 2 || len(f.Plan.Rendered) != 1 {
 		t.Errorf("read %+v", f)
+	}
+}
+
+// TestReadsPlanWithIgnitionConfigs: a plan saved by an older mcp carries each rendered
+// config's Ignition config beside its content; it reads, and its configs are then what
+// this mcp derives (each file's content once), so apply can compare them.
+func TestReadsPlanWithIgnitionConfigs(t *testing.T) {
+	f := validFile()
+	r := f.Plan.Rendered[f.Plan.Pools[0].Rendered]
+	full, err := json.Marshal(content.FullOf(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	derived, _ := json.Marshal(r)
+	p, raw := writeRaw(t, f)
+	old := strings.Replace(raw, string(derived), string(full), 1)
+	if old == raw || !strings.Contains(old, `"ignition":{"ignition":{"version":"3.4.0"}}`) {
+		t.Fatalf("not in the older form: %s", old)
+	}
+	os.WriteFile(p, []byte(old), 0o600)
+	got, err := Read(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(got.Plan.Rendered[r.Name]); string(b) != string(derived) {
+		t.Errorf("read %s, derived %s", b, derived)
 	}
 }
 

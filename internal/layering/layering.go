@@ -1,5 +1,5 @@
 // Package layering states mcp's package layering over the real import graph, and checks
-// it (layering_test.go runs `go list -deps` on the module). It says two things.
+// it (layering_test.go runs `go list -deps` on the module). It says three things.
 //
 // Floors: the module's top-level folders stand on floors, each above all it imports. A
 // package imports only packages of its own folder and of folders on lower floors, so no
@@ -10,7 +10,8 @@
 //	5  engine                                       load, render, refresh, plan, apply
 //	4  providers                                    the fleets and what speaks to a cluster
 //	3  state, nodeexec, planner, bootsrv            what the engine and the providers use
-//	2  internal, steps                              leaf helpers; the one step derivation
+//	2  internal, steps, ignition                    leaf helpers; the one step derivation;
+//	                                                Ignition configs
 //	1  model                                        plain data
 //
 // Rules: a rule names packages and what they must not reach, directly or through any
@@ -18,17 +19,24 @@
 //
 //	cmd/mcp, cmd/mcp-agent          the composition roots: they alone name concrete parts
 //	engine, engine/{config,planfile}, state  know providers, backends and sources by interface
+//	engine                          no boot server, fasthttp or Prometheus (Ignition is the room's)
 //	providers/local, providers/kubernetes/…  concrete parts (kubernetes: all of client-go)
 //	bootsrv                         serves snapshots from a Source; no engine, no client-go
 //	planner, steps                  pure: no I/O, no network, no client-go
-//	nodeexec, cmd/mcp-agent         the node side: no HCL, no go-cty, no kubectl, no old Ignition
-//	                                specs; mcp-agent reaches the API through nodeclient alone
+//	nodeexec, cmd/mcp-agent         the node side: no HCL, no go-cty, no kubectl, no Ignition
+//	                                parsers (ignition/content only); mcp-agent reaches the API
+//	                                through nodeclient alone
 //	nodeexec                        the executor: no HTTP, no step derivation (the agent modes')
 //	model                           plain data: imports nothing of mcp and no language
 //	cmd/mcp, cmd/mcp-agent          no OPA, no terraform-json (test-only, in examples/ci)
 //	cmd/mcp, cmd/mcp-agent          no Go plugin loader, no kubectl, cli-runtime or kustomize
 //	cmd/mcp                         no typed Clientset, no informer factory: kubeclient's groups
 //	cmd/mcp-agent                   no text/template: the linker's dead-code elimination stays whole
+//
+// Rooms: an outside system's packages that only the room named for it imports directly
+// (other packages ask the room):
+//
+//	Ignition's config/v3_*          ignition, and Butane's translation (engine/config/butane)
 package layering
 
 import (
@@ -54,7 +62,9 @@ type Rule struct {
 	// Direct limits the rule to the packages' own imports (for "does no I/O": the
 	// standard library's os is fine deep inside a dependency, not in the package itself).
 	Direct bool
-	Forbid []string // import paths; a trailing "/..." matches the path and everything under it
+	// Forbid are import paths; a trailing "/..." matches the path and everything under it,
+	// a trailing "*" every path that starts with what is before it.
+	Forbid []string
 	Why    string
 }
 
@@ -64,6 +74,9 @@ var Rules = []Rule{
 		Forbid: []string{Module + "/providers/local/...", Module + "/providers/kubernetes/...",
 			Module + "/state/localstate/...", "k8s.io/client-go/...", "k8s.io/kubectl/..."},
 		Why: "the engine knows providers and state backends by their interfaces; cmd composes them"},
+	{Of: []string{"engine"},
+		Forbid: []string{Module + "/bootsrv/...", "github.com/valyala/fasthttp/...", "github.com/prometheus/..."},
+		Why:    "the engine asks the ignition room for Ignition configs (user_data's pointer config); the boot server, its HTTP and its metrics are mcp serve's"},
 	{Of: []string{"bootsrv"},
 		Forbid: []string{"k8s.io/client-go/...", Module + "/engine/..."},
 		Why:    "the boot server serves what a Source gives; the sources live with their backends"},
@@ -75,11 +88,9 @@ var Rules = []Rule{
 		Why:    "the planner is pure: it reaches no cluster and no engine"},
 	{Of: []string{"nodeexec", "cmd/mcp-agent"},
 		Forbid: []string{"github.com/hashicorp/hcl/...", "github.com/zclconf/go-cty/...", "k8s.io/kubectl/...",
-			"github.com/coreos/ignition/v2/config/v3_0/...", "github.com/coreos/ignition/v2/config/v3_1/...",
-			"github.com/coreos/ignition/v2/config/v3_2/...", "github.com/coreos/ignition/v2/config/v3_3/...",
-			"github.com/coreos/ignition/v2/config/v3_4/...", "github.com/coreos/ignition/v2/config/v3_5/...",
+			"github.com/coreos/ignition/v2/config/v3_*", Module + "/ignition",
 			Module + "/planner", Module + "/engine/..."},
-		Why: "every node runs the agent: it links the step derivation, not the language, the engine or kubectl"},
+		Why: "every node runs the agent: it links the step derivation and ignition/content, not the language, the engine, kubectl or Ignition's parsers"},
 	{Of: []string{"nodeexec"},
 		Forbid: []string{"net/http/...", Module + "/steps"},
 		Why:    "the executor applies the steps it is given to a root; fetching configs and deriving steps are the agent modes' (nodeexec/standalone, kagent), over nodeexec/bootclient"},
@@ -106,11 +117,52 @@ var Rules = []Rule{
 		Why:    "the model is plain data every package may import"},
 }
 
+// Room gives an outside system one room: only the packages Of (module-relative paths)
+// import what Imports matches, directly. Others reach it through them.
+type Room struct {
+	Imports []string // import paths; a trailing "/..." or "*" matches as in Rule.Forbid
+	Of      []string
+	Why     string
+}
+
+// Rooms are mcp's rooms for outside systems.
+var Rooms = []Room{
+	{Imports: []string{"github.com/coreos/ignition/v2/config/v3_*"}, Of: []string{"ignition", "engine/config/butane"},
+		Why: "Ignition has one room: spec versions, render's check, pointer, served and read-back configs are the ignition package's; Butane translates to Ignition's types"},
+}
+
+// CheckRooms returns every direct import of a room's outside system by a module package
+// outside the room, and every room member that is not in graph.
+func CheckRooms(graph map[string]Package, rooms []Room) []string {
+	var out []string
+	for _, room := range rooms {
+		in := map[string]bool{}
+		for _, of := range room.Of {
+			in[Module+"/"+of] = true
+			if _, ok := graph[Module+"/"+of]; !ok {
+				out = append(out, fmt.Sprintf("%s: not in the import graph (room %q names it)", of, room.Why))
+			}
+		}
+		for _, path := range slices.Sorted(maps.Keys(graph)) {
+			if in[path] || !strings.HasPrefix(path, Module+"/") {
+				continue
+			}
+			for _, imp := range graph[path].Imports {
+				if slices.ContainsFunc(room.Imports, func(f string) bool { return matches(f, imp) }) {
+					out = append(out, fmt.Sprintf("%s imports %s, which only %s may: %s",
+						strings.TrimPrefix(path, Module+"/"), imp, strings.Join(room.Of, " and "), room.Why))
+				}
+			}
+		}
+	}
+	return out
+}
+
 // Floors are the module's top-level folders, from the ground up (the package comment says
 // what stands on each). A folder that is on no floor is reported: place it when adding it.
 var Floors = [][]string{
 	{"model"},
-	{"internal", "steps"},
+	{"internal", "steps", "ignition"},
 	{"state", "nodeexec", "planner", "bootsrv"},
 	{"providers"},
 	{"engine"},
@@ -193,6 +245,9 @@ func Check(graph map[string]Package, rules []Rule) []string {
 func matches(pattern, path string) bool {
 	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
 		return path == base || strings.HasPrefix(path, base+"/")
+	}
+	if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
+		return strings.HasPrefix(path, prefix)
 	}
 	return path == pattern
 }

@@ -69,6 +69,39 @@ func TestCheckFindsForbiddenEdges(t *testing.T) {
 	}
 }
 
+func TestRooms(t *testing.T) {
+	for _, v := range CheckRooms(graph(t), Rooms) {
+		t.Error(v)
+	}
+}
+
+// TestCheckRoomsFindsImportsFromOutside: a package outside a room importing its outside
+// system, directly, is reported, and a room member that no longer exists; the room's own
+// imports, and a package that reaches the system only through the room, are not.
+func TestCheckRoomsFindsImportsFromOutside(t *testing.T) {
+	const v34 = "github.com/coreos/ignition/v2/config/v3_4"
+	g := map[string]Package{
+		Module + "/ignition":        {ImportPath: Module + "/ignition", Imports: []string{v34, v34 + "/types"}},
+		Module + "/planner":         {ImportPath: Module + "/planner", Imports: []string{Module + "/ignition"}, Deps: []string{Module + "/ignition", v34}},
+		Module + "/providers/local": {ImportPath: Module + "/providers/local", Imports: []string{"fmt", v34 + "/types"}},
+		v34:                         {ImportPath: v34, Imports: []string{"github.com/coreos/ignition/v2/config/v3_3"}},
+	}
+	rooms := []Room{{Imports: []string{"github.com/coreos/ignition/v2/config/v3_*"}, Of: []string{"ignition", "gone"}, Why: "one room"}}
+	got := CheckRooms(g, rooms)
+	want := []string{
+		"gone: not in the import graph",
+		"providers/local imports " + v34 + "/types, which only ignition and gone may",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("CheckRooms reported %d problems, want %d:\n%s", len(got), len(want), strings.Join(got, "\n"))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("problem %d: got %q, want it to start with %q", i, got[i], w)
+		}
+	}
+}
+
 func TestFloors(t *testing.T) {
 	for _, v := range CheckFloors(graph(t), Floors) {
 		t.Error(v)

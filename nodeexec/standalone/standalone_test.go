@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 )
@@ -31,7 +32,7 @@ func ignitionWrote(t *testing.T, root string, r *model.Rendered) {
 		}
 	}
 	write("etc/passwd", []byte("root:x:0:0::/root:/bin/sh\n"), 0o644)
-	write(nodeexec.FirstBootPath, model.FirstBootOf(r).Encode(), model.FirstBootMode)
+	write(nodeexec.FirstBootPath, content.FirstBootOf(r).Encode(), content.FirstBootMode)
 	for _, f := range r.Files {
 		write(strings.TrimPrefix(f.Path, "/"), f.Contents, os.FileMode(f.Mode))
 	}

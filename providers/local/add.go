@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 )
@@ -131,7 +132,7 @@ func (p *Provider) makeNode(spec AddSpec) (err error) {
 	}
 	rec, err := (&nodeexec.Executor{Root: root}).ReadFirstBoot()
 	if err == nil && rec == nil {
-		err = fmt.Errorf("the served config has no first-boot record (%s): it is not mcp serve's", model.FirstBootPath)
+		err = fmt.Errorf("the served config has no first-boot record (%s): it is not mcp serve's", content.FirstBootPath)
 	}
 	if err != nil {
 		return fmt.Errorf("node %s: %w", spec.Name, err)

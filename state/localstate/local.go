@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
@@ -210,9 +211,10 @@ func readRenderedFile(p, name string) (*model.Rendered, error) {
 	if r.Name != name {
 		return nil, fmt.Errorf("rendered config %s holds the config named %q, not the one its file name says: it was renamed or changed after it was stored; %s", p, r.Name, fix)
 	}
-	if want := r.ContentName(); want != name {
+	if want := content.Name(r); want != name {
 		return nil, fmt.Errorf("rendered config %s does not match its content (which names it %s): it was changed after it was stored; %s", p, want, fix)
 	}
+	content.Settle(r) // one stored by an older mcp, with its Ignition config beside its content
 	return r, nil
 }
 

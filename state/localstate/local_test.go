@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/state"
 )
@@ -64,7 +65,7 @@ func TestLocalRoundTripAndJournal(t *testing.T) {
 	s = state.New()
 	s.Serial = 1
 	r := &model.Rendered{Pool: "worker"}
-	r.Name = r.ContentName()
+	r.Name = content.Name(r)
 	s.Pointers["worker"] = r.Name
 	s.Rendered[r.Name] = r
 	if err := b.Write(ctx, s); err != nil {

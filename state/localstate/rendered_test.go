@@ -3,6 +3,7 @@ package localstate
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mcpfleet/mcp/state"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -46,7 +48,7 @@ func TestLocalRenderedRoundTripKeepsName(t *testing.T) {
 	s := state.New()
 	s.Rendered = renderedFixture(t)
 	for n, r := range s.Rendered {
-		if err := r.CheckName(); err != nil {
+		if err := content.Check(r); err != nil {
 			t.Fatalf("freshly rendered %s: %v", n, err)
 		}
 	}
@@ -61,8 +63,39 @@ func TestLocalRenderedRoundTripKeepsName(t *testing.T) {
 		t.Fatalf("read %d rendered configs, stored %d", len(got.Rendered), len(s.Rendered))
 	}
 	for n, r := range got.Rendered {
-		if err := r.CheckName(); err != nil {
+		if err := content.Check(r); err != nil {
 			t.Errorf("stored and read back %s: %v", n, err)
+		}
+	}
+}
+
+// TestLocalReadsConfigsStoredWithIgnition: rendered configs an older mcp stored with their
+// Ignition config beside their content read, under their names, in the content-once form.
+func TestLocalReadsConfigsStoredWithIgnition(t *testing.T) {
+	ctx := context.Background()
+	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
+	s := state.New()
+	s.Rendered = renderedFixture(t)
+	if err := b.Write(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	for n, r := range s.Rendered {
+		old, err := json.MarshalIndent(content.FullOf(r), "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(b.RenderedPath(n), old, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := b.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, r := range got.Rendered {
+		want, _ := json.Marshal(s.Rendered[n])
+		if b, _ := json.Marshal(r); string(b) != string(want) {
+			t.Errorf("%s read as %s, stored %s", n, b, want)
 		}
 	}
 }

@@ -96,9 +96,11 @@ func samplePlanFile() *planfile.File {
 
 func sampleRendered() *model.Rendered {
 	return &model.Rendered{Name: "rendered-worker-2", Pool: "worker", IgnitionVersion: "3.4.0", KernelArgs: []string{"nosmt"},
-		Files:    []model.File{{Path: "/etc/a", Mode: 0o644, Contents: []byte("a\n")}},
-		Sources:  []string{"50-a", "60-b"},
-		Ignition: []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,a%0A"}}]}}`),
+		Files:   []model.File{{Path: "/etc/a", Mode: 0o644, Contents: []byte("a\n")}},
+		Sources: []string{"50-a", "60-b"},
+		// Stored with an Ignition config of its own (as an older mcp stored configs): shown
+		// as stored, which keeps the golden files short.
+		LegacyIgnition: []byte(`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,a%0A"}}]}}`),
 		Provenance: &model.Provenance{
 			Files: map[string]model.Written{"/etc/a": {By: model.Origin{Block: "config.60-b", File: "b.hcl", Line: 3, Column: 8},
 				Overrode: []model.Origin{{Block: "config.50-a", File: "a.hcl", Line: 2, Column: 8}}}},

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcpfleet/mcp/engine/planfile"
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -45,7 +46,7 @@ func (v showHuman) Rendered(r *model.Rendered) error {
 		}
 	}
 	fmt.Fprintf(&b, "\nIgnition config (spec %s):\n", r.IgnitionVersion)
-	if err := json.Indent(&b, r.Ignition, "", "  "); err != nil {
+	if err := json.Indent(&b, content.Ignition(r), "", "  "); err != nil {
 		return err
 	}
 	b.WriteByte('\n')
@@ -73,9 +74,9 @@ func (v showJSON) Plan(pf *planfile.File) error { return writeJSONPlan(v.w, pf) 
 // Ignition config, and their provenance beside that.
 func (v showJSON) Rendered(r *model.Rendered) error {
 	b, err := json.MarshalIndent(struct {
-		*model.Rendered
+		content.Full
 		Provenance *model.Provenance `json:"provenance,omitempty"`
-	}{r, r.Provenance}, "", "  ")
+	}{content.FullOf(r), r.Provenance}, "", "  ")
 	if err != nil {
 		return err
 	}

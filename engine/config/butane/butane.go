@@ -2,7 +2,7 @@
 // kernel arguments mcp manages. The translation is Butane's own
 // (github.com/coreos/ignition/v2/butane, which is where Butane lives since Ignition v2.27.0),
 // so the variants and versions accepted are the library's. The Ignition config it produces
-// is read with Ignition's parser through internal/ignspec's table of specs, and anything in
+// is read with Ignition's parser through the ignition room's table of specs, and anything in
 // it that mcp does not manage (disks, users, directories, links, remote contents…) is
 // refused, not dropped. It does no I/O: Butane's local file references are refused.
 package butane
@@ -19,7 +19,7 @@ import (
 	"github.com/coreos/vcontext/report"
 	"github.com/vincent-petithory/dataurl"
 
-	"github.com/mcpfleet/mcp/internal/ignspec"
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -81,7 +81,7 @@ func translate(text []byte) (*Result, []Problem) {
 		}
 		return nil, problems
 	}
-	cfg, irpt, err := ignspec.ParseAny(ign)
+	cfg, irpt, err := ignition.ParseAny(ign)
 	if err != nil {
 		for _, p := range fromReport(irpt) {
 			p.Message = "in the Ignition config Butane translated it to: " + p.Message

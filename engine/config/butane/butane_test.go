@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpfleet/mcp/internal/ignspec"
+	"github.com/mcpfleet/mcp/ignition"
 )
 
 func doc(variant, version string) string {
@@ -38,7 +38,7 @@ func TestStableVersionsTranslateToKnownSpecs(t *testing.T) {
 				t.Errorf("%s %s: %v", variant, v, problems)
 				continue
 			}
-			if _, ok := ignspec.Lookup(res.Spec); !ok || len(res.Files) != 1 || string(res.Files[0].Contents) != "x" {
+			if _, ok := ignition.Lookup(res.Spec); !ok || len(res.Files) != 1 || string(res.Files[0].Contents) != "x" {
 				t.Errorf("%s %s: spec %s, files %+v", variant, v, res.Spec, res.Files)
 			}
 		}

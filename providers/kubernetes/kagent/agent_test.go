@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
@@ -356,7 +357,7 @@ func bootedWith(t *testing.T, root string, r *model.Rendered) {
 		}
 	}
 	os.MkdirAll(filepath.Join(root, nodeexec.StateDir), 0o755)
-	if err := os.WriteFile(filepath.Join(root, nodeexec.FirstBootPath), model.FirstBootOf(r).Encode(), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(root, nodeexec.FirstBootPath), content.FirstBootOf(r).Encode(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

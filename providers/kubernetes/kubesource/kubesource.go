@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubeclient"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
@@ -36,7 +37,7 @@ type Source struct {
 	lister   listersv1.SecretNamespaceLister
 	gen      atomic.Int64
 	// Options are the snapshots' (bootsrv.BuildWith); set before Start.
-	Options bootsrv.BuildOptions
+	Options ignition.ServeOptions
 }
 
 var _ bootsrv.Source = (*Source)(nil)

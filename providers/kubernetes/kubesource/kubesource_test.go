@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
@@ -19,9 +20,8 @@ import (
 // rendered is a rendered config of pool, named by its content (the source verifies names);
 // variant makes configs of one pool differ.
 func rendered(variant, pool string) *model.Rendered {
-	r := &model.Rendered{Pool: pool, IgnitionVersion: "3.4.0", Sources: []string{variant},
-		Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`)}
-	r.Name = r.ContentName()
+	r := &model.Rendered{Pool: pool, IgnitionVersion: "3.4.0", Sources: []string{variant}}
+	r.Name = content.Name(r)
 	return r
 }
 

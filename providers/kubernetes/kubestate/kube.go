@@ -39,6 +39,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubeclient"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
@@ -265,10 +266,11 @@ func DecodeRendered(s *corev1.Secret) (*model.Rendered, error) {
 		return nil, fmt.Errorf("rendered config in %s has the label %s=%s, but holds the config named %q: it was changed after it was stored; %s",
 			where, protocol.RenderedLabel, l, r.Name, fix)
 	}
-	if want := r.ContentName(); want != r.Name {
+	if want := content.Name(r); want != r.Name {
 		return nil, fmt.Errorf("rendered config %s in %s does not match its content (which names it %s): it was changed after it was stored; %s",
 			r.Name, where, want, fix)
 	}
+	content.Settle(r) // one stored by an older mcp, with its Ignition config beside its content
 	return r, nil
 }
 

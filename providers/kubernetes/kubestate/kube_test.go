@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 	"github.com/mcpfleet/mcp/state"
@@ -51,8 +52,8 @@ func createdSecrets(cs *fake.Clientset) []string {
 
 // named is a rendered config of pool, named by its content as the renderer names it.
 func named(pool string) *model.Rendered {
-	r := &model.Rendered{Pool: pool, IgnitionVersion: "3.4.0", Ignition: []byte(`{"ignition":{"version":"3.4.0"}}`)}
-	r.Name = r.ContentName()
+	r := &model.Rendered{Pool: pool, IgnitionVersion: "3.4.0"}
+	r.Name = content.Name(r)
 	return r
 }
 

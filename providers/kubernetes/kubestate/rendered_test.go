@@ -2,6 +2,7 @@ package kubestate
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
@@ -37,7 +39,7 @@ func TestRenderedRoundTripKeepsName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := got.Rendered[out["worker"].Name]; r == nil || r.CheckName() != nil {
+	if r := got.Rendered[out["worker"].Name]; r == nil || content.Check(r) != nil {
 		t.Fatalf("read back: %v", r)
 	}
 }
@@ -82,5 +84,34 @@ func TestReadRefusesChangedRenderedConfig(t *testing.T) {
 				t.Fatalf("read: %v, want an error naming secret %s and %q", err, bad, c.want)
 			}
 		})
+	}
+}
+
+// TestReadsConfigsStoredWithIgnition: a rendered config an older mcp stored in its Secret
+// with its Ignition config beside its content reads, under its name, in the content-once
+// form.
+func TestReadsConfigsStoredWithIgnition(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	st := sample()
+	if err := New(cs, ns, Options{}).Write(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	s := secret(t, cs, protocol.RenderedSecretName(workerName))
+	old, err := json.Marshal(content.FullOf(st.Rendered[workerName]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Data[protocol.RenderedKey] = old
+	if _, err := cs.CoreV1().Secrets(ns).Update(ctx, s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := New(cs, ns, Options{}).Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(st.Rendered[workerName])
+	if b, _ := json.Marshal(got.Rendered[workerName]); string(b) != string(want) {
+		t.Errorf("read %s, stored %s", b, want)
 	}
 }

@@ -1,4 +1,4 @@
-package planner
+package content
 
 import (
 	"encoding/base64"
@@ -10,9 +10,9 @@ import (
 	"github.com/mcpfleet/mcp/model"
 )
 
-// The Ignition config render writes, as the JSON it is: only the fields mcp sets, and no
-// empty section (an empty section is noise to a reader and an "unused key" to an older
-// spec's parser). It is marshalled once. Rendered configs are named by a hash of these
+// The Ignition config of a rendered config, as the JSON it is: only the fields mcp sets,
+// and no empty section (an empty section is noise to a reader and an "unused key" to an
+// older spec's parser). It is marshalled once. Rendered configs are named by a hash of these
 // bytes, so they must stay what they were when render marshalled Ignition's own types,
 // decoded that into maps, dropped the empty parts and marshalled it again: every struct
 // lists its fields in the order of their JSON keys (encoding/json sorts map keys), which
@@ -63,8 +63,9 @@ type (
 	}
 )
 
-// ignitionJSON encodes the Ignition config of r.
-func ignitionJSON(r *model.Rendered) ([]byte, error) {
+// encode writes the Ignition config of r's content. It cannot fail: the value holds only
+// strings, numbers and booleans.
+func encode(r *model.Rendered) []byte {
 	c := ignConfig{Ignition: ignSection{Version: text(r.IgnitionVersion)}}
 	// A node booting with this config gets its kernel arguments from Ignition's kargs stage
 	// (spec 3.3+), so it comes up with them instead of needing a second reboot.
@@ -77,7 +78,7 @@ func ignitionJSON(r *model.Rendered) ([]byte, error) {
 	if len(r.Files) > 0 {
 		c.Storage = &ignStorage{Files: make([]ignFile, len(r.Files))}
 		for i, f := range r.Files {
-			c.Storage.Files[i] = ignFile{Contents: ignSource{dataURL(f.Contents)}, Mode: f.Mode, Overwrite: true,
+			c.Storage.Files[i] = ignFile{Contents: ignSource{DataURL(f.Contents)}, Mode: f.Mode, Overwrite: true,
 				Path: text(f.Path), Group: name(f.Group), User: name(f.User)}
 		}
 	}
@@ -91,7 +92,11 @@ func ignitionJSON(r *model.Rendered) ([]byte, error) {
 			c.Systemd.Units[i] = unit
 		}
 	}
-	return json.Marshal(&c)
+	b, err := json.Marshal(&c)
+	if err != nil {
+		panic("encoding an Ignition config: " + err.Error())
+	}
+	return b
 }
 
 // name is a file's user or group by name; none when it is not set.
@@ -122,9 +127,9 @@ func text(s string) string {
 	return sb.String()
 }
 
-// dataURL encodes contents as an RFC 2397 data URL: percent-encoded when it is text,
-// base64 otherwise.
-func dataURL(b []byte) string {
+// DataURL encodes contents as an RFC 2397 data URL, as render writes a file's contents:
+// percent-encoded when it is text, base64 otherwise.
+func DataURL(b []byte) string {
 	if utf8.Valid(b) {
 		var sb strings.Builder
 		sb.WriteString("data:,")

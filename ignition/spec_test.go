@@ -1,4 +1,4 @@
-package ignspec
+package ignition
 
 import (
 	"fmt"

@@ -1,9 +1,11 @@
-package model
+package content
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/mcpfleet/mcp/model"
 )
 
 // FirstBootPath is where the boot server's served config puts the first-boot record in a
@@ -26,15 +28,30 @@ type FirstBoot struct {
 	// Config is the rendered config itself, when the boot server embeds it (mcp serve
 	// -first-boot-agent): the first-boot unit's agent then needs no boot server, its URL,
 	// CA or token (what the MCO's encapsulated machine config is for).
-	Config *Rendered `json:"config,omitempty"`
+	Config *model.Rendered `json:"config,omitempty"`
 }
 
 // FirstBootOf is the record of a node booted with r.
-func FirstBootOf(r *Rendered) FirstBoot { return FirstBoot{Rendered: r.Name, OSImage: r.OSImage} }
+func FirstBootOf(r *model.Rendered) FirstBoot { return FirstBoot{Rendered: r.Name, OSImage: r.OSImage} }
 
-// Encode is the record's file content: its JSON and a newline.
+// Encode is the record's file content: its JSON and a newline. An embedded config is in
+// its full form (FullOf), with its Ignition config beside its content: the agent on a
+// machine's boot image may be older than the boot server, and an older agent checks the
+// config's name against that form.
 func (f FirstBoot) Encode() []byte {
-	b, _ := json.Marshal(f) // strings, and a config that was marshalled before: cannot fail
+	rec := struct {
+		Rendered string `json:"rendered"`
+		OSImage  string `json:"os_image,omitempty"`
+		Config   *Full  `json:"config,omitempty"`
+	}{Rendered: f.Rendered, OSImage: f.OSImage}
+	if f.Config != nil {
+		full := FullOf(f.Config)
+		rec.Config = &full
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		panic("encoding a first-boot record: " + err.Error()) // strings, and a config as Name encodes it
+	}
 	return append(b, '\n')
 }
 
@@ -51,9 +68,10 @@ func ParseFirstBoot(b []byte) (FirstBoot, error) {
 		if c.Name != f.Rendered || c.OSImage != f.OSImage {
 			return FirstBoot{}, fmt.Errorf("%s names %s (OS image %q) and holds %s (OS image %q)", FirstBootPath, f.Rendered, f.OSImage, c.Name, c.OSImage)
 		}
-		if err := c.CheckName(); err != nil {
+		if err := Check(c); err != nil {
 			return FirstBoot{}, fmt.Errorf("%s: %w", FirstBootPath, err)
 		}
+		Settle(c)
 	}
 	return f, nil
 }

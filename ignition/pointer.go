@@ -1,4 +1,4 @@
-package bootsrv
+package ignition
 
 import (
 	"encoding/base64"

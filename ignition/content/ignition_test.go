@@ -1,4 +1,4 @@
-package planner
+package content
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func encodedBefore(t *testing.T, r *model.Rendered) []byte {
 		c.KernelArguments.ShouldExist = append(c.KernelArguments.ShouldExist, types.KernelArgument(k))
 	}
 	for _, f := range r.Files {
-		src, mode := dataURL(f.Contents), f.Mode
+		src, mode := DataURL(f.Contents), f.Mode
 		file := types.File{Node: types.Node{Path: f.Path, Overwrite: &yes}}
 		file.Contents.Source, file.Mode = &src, &mode
 		if f.User != "" {
@@ -93,10 +93,9 @@ func pruneEmpty(v any) any {
 	return v
 }
 
-// TestIgnitionBytesAsBefore: the one marshal gives the bytes of the old encoding, for
-// configs with and without each section and field, and for strings that JSON escapes or
-// that are not UTF-8.
-func TestIgnitionBytesAsBefore(t *testing.T) {
+// ignitionCases are configs with and without each section and field, and with strings
+// that JSON escapes or that are not UTF-8.
+func ignitionCases() []*model.Rendered {
 	yes, no := true, false
 	odd := []string{"", "plain", "a&b<c>d", "line\nbreak\ttab\x01", "quote\" back\\slash", "\u2028\u2029",
 		"ünïcødé ✓ \U0001F600", "bad \xff\xfe utf-8 \xc3", "\xe2\x82", "%#?{}|^`", "\ufffd"}
@@ -133,38 +132,17 @@ func TestIgnitionBytesAsBefore(t *testing.T) {
 		}
 		cases = append(cases, r)
 	}
-	for i, r := range cases {
-		got, err := ignitionJSON(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := encodedBefore(t, r); !bytes.Equal(got, want) {
-			t.Fatalf("case %d: %+v\nencoded %s\nbefore  %s", i, r, got, want)
-		}
-	}
+	return cases
 }
 
-// TestRenderNamesAsBefore: names of rendered configs, which are hashes of their content
-// including the Ignition bytes, are those render gave before it marshalled once.
-func TestRenderNamesAsBefore(t *testing.T) {
-	out, diags := Render(renderDesired())
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	if got := out["worker"].Name; got != "rendered-worker-a33037fe42f042516867be7fe5b3fe0f" {
-		t.Errorf("name %s", got)
-	}
-	out, diags = Render(benchDesired(20, 200))
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
-	if a, b := out["p00"].Name, out["p19"].Name; a != "rendered-p00-6a822200e57e91ba05170f0962a63146" ||
-		b != "rendered-p19-f0a24640c133a521558521681614a6e0" {
-		t.Errorf("names %s, %s", a, b)
-	}
-	for _, r := range out {
-		if want := encodedBefore(t, r); !bytes.Equal(r.Ignition, want) {
-			t.Errorf("%s: Ignition bytes differ from the old encoding", r.Pool)
+// TestIgnitionBytesAsBefore: the one marshal gives the bytes of the old encoding, for
+// configs with and without each section and field, and for strings that JSON escapes or
+// that are not UTF-8.
+func TestIgnitionBytesAsBefore(t *testing.T) {
+	for i, r := range ignitionCases() {
+		got := encode(r)
+		if want := encodedBefore(t, r); !bytes.Equal(got, want) {
+			t.Fatalf("case %d: %+v\nencoded %s\nbefore  %s", i, r, got, want)
 		}
 	}
 }

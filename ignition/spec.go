@@ -1,8 +1,8 @@
-// Package ignspec is the one table of the Ignition config specs mcp knows: each version
-// with Ignition's own parser for it, and whether render may write configs in it. The
-// planner validates what it renders with it; the boot server serves every spec of it that
-// can express a config.
-package ignspec
+package ignition
+
+// The one table of the Ignition config specs mcp knows: each version with Ignition's own
+// parser for it, and whether render may write configs in it. Render validates what it
+// writes with it; the boot server serves every spec of it that can express a config.
 
 import (
 	"encoding/json"
