@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/kubernetes"
 	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/providers/record"
 )
 
 // A provider "kubernetes" block loads and gives this provider through the parts of this build.
@@ -122,5 +127,79 @@ func TestPartsDeclareThemselves(t *testing.T) {
 		if bootSources[b.Name] == nil {
 			t.Errorf("mcp serve cannot follow state backend %q", b.Name)
 		}
+	}
+}
+
+// A provider is its package and a line here: with the record provider added to this
+// build's parts (nothing in the engine names it), a configuration that names it validates,
+// plans and applies, every node cordoned, drained, updated (a write and a reboot) and
+// uncordoned in its turn, and
+// a bad value of its settings is refused at its place.
+func TestAProviderIsItsPackageAndALine(t *testing.T) {
+	withRecord := engine.Parts{Providers: append(slices.Clone(parts.Providers), record.Spec), Backends: parts.Backends}
+	dir := t.TempDir()
+	write := func(src string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func(args ...string) (int, string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code := runWith(context.Background(), withRecord, append([]string{"-chdir=" + dir}, args...), strings.NewReader(""), &out, &errb)
+		return code, out.String() + errb.String()
+	}
+	write(`provider "record" {
+  nodes     = 2
+  zones     = ["a", "b"]
+  step_time = "1ms"
+  log       = "calls.log"
+}
+
+pool "worker" {
+  node_selector   = { "node-role.kubernetes.io/worker" = "" }
+  max_unavailable = 1
+}
+
+config "00-motd" {
+  pools = ["worker"]
+  file "/etc/motd" {
+    content = "managed by mcp\n" # no on_change: a reboot
+  }
+}
+`)
+	if code, out := run("validate", "-no-color"); code != 0 {
+		t.Fatalf("validate: exit %d\n%s", code, out)
+	}
+	if code, out := run("plan", "-no-color", "-detailed-exitcode"); code != 2 || !strings.Contains(out, "worker-1") {
+		t.Fatalf("plan: exit %d, want 2 (changes) naming worker-1\n%s", code, out)
+	}
+	if code, out := run("apply", "-auto-approve", "-no-color"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "calls.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"worker-0", "worker-1"} {
+		var seq []string
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[1] == n && f[0] != "observe-nodes" {
+				seq = append(seq, f[0])
+			}
+		}
+		want := []string{"cordon", "drain", "run-node-steps", "uncordon"}
+		if got := slices.DeleteFunc(seq, func(op string) bool { return !slices.Contains(want, op) }); !slices.Equal(got, want) {
+			t.Errorf("%s was asked %v, want %v in order; the log:\n%s", n, got, want, b)
+		}
+	}
+	write(`provider "record" {
+  nodes = 2.5
+}
+`)
+	if code, out := run("plan", "-no-color"); code != 1 || !strings.Contains(out, "main.hcl line 2") ||
+		!strings.Contains(out, "nodes = 2.5: want a whole number") {
+		t.Errorf("a bad nodes setting: exit %d\n%s", code, out)
 	}
 }
