@@ -28,7 +28,8 @@
 //	                                specs; mcp-agent reaches the API through nodeclient alone
 //	nodeexec                        the executor: no HTTP, no step derivation (the agent modes')
 //	model                           plain data: imports nothing of mcp and no language
-//	cmd/mcp, cmd/mcp-agent          no OPA, no terraform-json (test-only, in examples/ci)
+//	cmd/mcp, cmd/mcp-agent          no OPA, no terraform-json (test-only, in examples/ci), no
+//	                                providers/record (test-only)
 package layering
 
 import (
@@ -93,6 +94,9 @@ var Rules = []Rule{
 	{Of: []string{"cmd/mcp", "cmd/mcp-agent"},
 		Forbid: []string{"github.com/open-policy-agent/...", "github.com/hashicorp/terraform-json/..."},
 		Why:    "OPA and terraform-json check mcp's plan JSON in examples/ci's tests; the binaries write that JSON themselves"},
+	{Of: []string{"cmd/mcp", "cmd/mcp-agent"},
+		Forbid: []string{Module + "/providers/record/..."},
+		Why:    "the record provider is for tests: cmd/mcp's tests add it to the parts, the binaries do not link it"},
 	{Of: []string{"model"},
 		Forbid: []string{Module + "/...", "github.com/hashicorp/hcl/...", "github.com/zclconf/go-cty/..."},
 		Why:    "the model is plain data every package may import"},

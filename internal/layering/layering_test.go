@@ -86,13 +86,13 @@ func TestRulesCoverNewParts(t *testing.T) {
 	g := map[string]Package{}
 	for _, p := range []Package{
 		pkg("engine", "providers", "providers/providertest", "state", "model"),
-		pkg("engine/newroom", "providers/record", "model"),
+		pkg("engine/newroom", "providers/newcloud", "model"),
 		pkg("planner/inner", "providers/cloud/api"),
-		pkg("state/newbackend", "providers/record/helpers"),
+		pkg("state/newbackend", "providers/newcloud/helpers"),
 		pkg("model/inner", "providers/fake"),
 		pkg("engine/config", "state/s3state"),
-		pkg("providers/record", "providers", "model"),
-		pkg("cmd/mcp", "providers/record", "state/s3state", "engine"),
+		pkg("providers/newcloud", "providers", "model"),
+		pkg("cmd/mcp", "providers/newcloud", "state/s3state", "engine"),
 	} {
 		g[p.ImportPath] = p
 	}
@@ -103,9 +103,9 @@ func TestRulesCoverNewParts(t *testing.T) {
 		}
 	}
 	want := []string{
-		"engine/newroom reaches " + Module + "/providers/record",
+		"engine/newroom reaches " + Module + "/providers/newcloud",
 		"planner/inner reaches " + Module + "/providers/cloud/api",
-		"state/newbackend reaches " + Module + "/providers/record/helpers",
+		"state/newbackend reaches " + Module + "/providers/newcloud/helpers",
 		"model/inner reaches " + Module + "/providers/fake",
 		"engine/config reaches " + Module + "/state/s3state",
 	}
