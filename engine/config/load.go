@@ -1,7 +1,8 @@
 // Package config is mcp's configuration language: it reads every *.hcl file of a
 // directory (hashicorp/hcl/v2 and go-cty) into a model.Desired, with variables, Terraform's
-// functions, and a diagnostic with its source range for every problem. It reads files and
-// does no other I/O.
+// functions, and a diagnostic with its source range for every problem. It knows no provider
+// or state backend by name: their blocks are read against the specs of the parts it is
+// handed (Options.Schemas). It reads files and does no other I/O.
 package config
 
 import (
