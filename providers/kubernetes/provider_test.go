@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers/providertest"
 )
 
 const kubeconfigYAML = `apiVersion: v1
@@ -41,21 +42,10 @@ func TestSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("KUBECONFIG", filepath.Join(dir, "absent"))
-	build := func(given map[string]any) (*Provider, error) {
-		t.Helper()
-		s, err := Spec.With(given)
-		if err != nil {
-			return nil, err
-		}
-		p, err := Spec.New(s)
-		if err != nil {
-			return nil, err
-		}
-		return p.(*Provider), nil
-	}
+	build := providertest.FromSpec[*Provider]
 	host := func(given map[string]any) string {
 		t.Helper()
-		p, err := build(given)
+		p, err := build(Spec, given)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +57,7 @@ func TestSpec(t *testing.T) {
 	if h := host(map[string]any{"kubeconfig": kc, "context": "prod"}); h != "https://prod.example:6443" {
 		t.Errorf("context prod: host %s", h)
 	}
-	p, err := build(map[string]any{"kubeconfig": kc, "delete_emptydir_data": false, "node_timeout": "5m",
+	p, err := build(Spec, map[string]any{"kubeconfig": kc, "delete_emptydir_data": false, "node_timeout": "5m",
 		"request_timeout": "10s", "namespace": "mcp-prod"})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +66,7 @@ func TestSpec(t *testing.T) {
 		p.o.Namespace != "mcp-prod" {
 		t.Errorf("options %+v: want delete_emptydir_data false, node_timeout 5m, request_timeout 10s, namespace mcp-prod", p.o)
 	}
-	if p, err := build(map[string]any{"kubeconfig": kc}); err != nil || p.o.RequestTimeout != DefaultRequestTimeout ||
+	if p, err := build(Spec, map[string]any{"kubeconfig": kc}); err != nil || p.o.RequestTimeout != DefaultRequestTimeout ||
 		p.o.Namespace != DefaultNamespace || p.o.NodeTimeout != DefaultNodeTimeout || !p.o.deleteEmptyDirData() {
 		t.Errorf("defaults: %+v, %v", p.o, err)
 	}
@@ -96,12 +86,12 @@ func TestSpec(t *testing.T) {
 		{map[string]any{"request_timeout": "0s"}, `request_timeout = "0s": want a positive duration`},
 		{map[string]any{"namespace": "MCP/System"}, `namespace = "MCP/System": not a namespace name`},
 	} {
-		if _, err := build(c.given); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := build(Spec, c.given); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("settings %v: %v, want an error with %q", c.given, err, c.want)
 		}
 	}
 	// A kubeconfig that does not load is refused at the kubeconfig setting.
-	_, err = build(map[string]any{"kubeconfig": filepath.Join(dir, "missing.yaml")})
+	_, err = build(Spec, map[string]any{"kubeconfig": filepath.Join(dir, "missing.yaml")})
 	var se *model.SettingError
 	if !errors.As(err, &se) || se.Setting != "kubeconfig" {
 		t.Errorf("a missing kubeconfig: %v, want a SettingError of kubeconfig", err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers/providertest"
 )
 
 // newFleet makes a fleet of n workers (with the demo workloads) and its provider.
@@ -197,17 +198,7 @@ func TestSpecNodeTimeout(t *testing.T) {
 	}
 	dir := filepath.Join(t.TempDir(), "fleet")
 	Init(dir, InitSpec{Pools: []PoolSize{{"worker", 1}}})
-	build := func(given map[string]any) (*Provider, error) {
-		s, err := Spec.With(given)
-		if err != nil {
-			return nil, err
-		}
-		p, err := Spec.New(s)
-		if err != nil {
-			return nil, err
-		}
-		return p.(*Provider), nil
-	}
+	build := func(given map[string]any) (*Provider, error) { return providertest.FromSpec[*Provider](Spec, given) }
 	p, err := build(map[string]any{"fleet": dir})
 	if err != nil || p.o.NodeTimeout != DefaultNodeTimeout || p.o.Dir != dir {
 		t.Errorf("default node_timeout: %v %v", p, err)

@@ -8,6 +8,7 @@ package providertest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/mcpfleet/mcp/model"
@@ -151,4 +152,24 @@ func node(t *testing.T, p providers.Provider, name string) model.Node {
 	}
 	t.Fatalf("no node %s", name)
 	return model.Node{}
+}
+
+// FromSpec builds the provider spec declares from settings given as Go values (as
+// model.BlockSpec.With takes them), checked as the configuration language checks a
+// block: for a provider's tests of its Spec.
+func FromSpec[P providers.Provider](spec providers.Spec, given map[string]any) (P, error) {
+	var none P
+	s, err := spec.With(given)
+	if err != nil {
+		return none, err
+	}
+	p, err := spec.New(s)
+	if err != nil {
+		return none, err
+	}
+	built, ok := p.(P)
+	if !ok {
+		return none, fmt.Errorf("spec %s built a %T", spec.Name, p)
+	}
+	return built, nil
 }

@@ -147,11 +147,7 @@ func TestSpec(t *testing.T) {
 	if err := Spec.Check(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Spec.With(map[string]any{"nodes": 3, "role": "infra", "zones": []string{"a", "b"}, "ready": false})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := Spec.New(s)
+	p, err := providertest.FromSpec[*Provider](Spec, map[string]any{"nodes": 3, "role": "infra", "zones": []string{"a", "b"}, "ready": false})
 	if err != nil {
 		t.Fatal(err)
 	}
