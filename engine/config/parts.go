@@ -90,8 +90,8 @@ func (l *loader) state(blocks hcl.Blocks) hcl.Diagnostics {
 	st := model.StateConfig{Backend: specs[0].Name, DeclRange: hclpos.From(b.DefRange)}
 	selector := hcl.AttributeSchema{Name: "backend"}
 	spec := &specs[0]
-	head, _, d := b.Body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{selector}})
-	diags = append(diags, d...)
+	// What is wrong with the body is reported once, when it is read against the spec.
+	head, _, _ := b.Body.PartialContent(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{selector}})
 	if a := head.Attributes["backend"]; a != nil {
 		v, d := l.str(a)
 		diags = append(diags, d...)
@@ -104,6 +104,7 @@ func (l *loader) state(blocks hcl.Blocks) hcl.Diagnostics {
 		}
 		st.Backend = v
 	}
+	var d hcl.Diagnostics
 	st.Settings, d = l.blockSettings(b.Body, *spec, []hcl.AttributeSchema{selector})
 	l.d.State = st
 	return append(diags, d...)
