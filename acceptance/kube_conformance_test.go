@@ -9,7 +9,10 @@ import (
 	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
 	"github.com/mcpfleet/mcp/model"
@@ -27,7 +30,11 @@ func TestKubeProviderConformance(t *testing.T) {
 	providertest.Run(t, func(t *testing.T, f providertest.Fixture) providers.Provider {
 		env := k8senv.Start(t, k8senv.Options{})
 		for _, n := range f.Nodes {
-			env.AddNode(t, n.Name, n.Labels)
+			if n.Ready {
+				env.AddNode(t, n.Name, n.Labels)
+			} else {
+				addNotReadyNode(t, env, n.Name, n.Labels)
+			}
 		}
 		for _, p := range f.Pods {
 			env.AddPod(t, p.Namespace, p.Name, p.Node, p.Labels, p.DaemonSet)
@@ -45,6 +52,8 @@ func TestKubeProviderConformance(t *testing.T) {
 			})
 		}
 		env.EnsureNamespace(t, kubernetes.DefaultNamespace) // where the command checks' Secret goes
+		env.EnsureNamespace(t, providertest.Namespace)      // the user-data Secrets'
+		addTemplates(t, env, f.Templates)
 		p, err := kubernetes.New(env.RESTConfig, kubernetes.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -57,6 +66,45 @@ func TestKubeProviderConformance(t *testing.T) {
 		}
 		return publishing{Provider: p, store: store}
 	})
+}
+
+// addNotReadyNode creates a Node that kwok does not manage, and reports it NotReady, as
+// a node whose kubelet stopped would be (no node lifecycle controller runs to change it).
+func addNotReadyNode(t *testing.T, env *k8senv.Env, name string, labels map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	n, err := env.Client.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionFalse,
+		Reason: "KubeletNotReady", Message: "the conformance suite's NotReady node", LastHeartbeatTime: metav1.Now()}}
+	if _, err := env.Client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// addTemplates installs the machine-template CRDs and creates the fixture's AWS
+// MachineSets (none: nothing).
+func addTemplates(t *testing.T, env *k8senv.Env, templates []providertest.FixtureTemplate) {
+	t.Helper()
+	if len(templates) == 0 {
+		return
+	}
+	installTemplateCRDs(t, env)
+	env.EnsureNamespace(t, providertest.TemplateNamespace)
+	dyn, err := dynamic.NewForConfig(env.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tm := range templates {
+		u := awsMachineSet(tm.Name, nil, nil, "worker-user-data", tm.Image)
+		u.SetNamespace(providertest.TemplateNamespace)
+		if _, err := dyn.Resource(machineSets).Namespace(providertest.TemplateNamespace).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("creating MachineSet %s: %v", tm.Name, err)
+		}
+	}
 }
 
 func matches(sel, labels map[string]string) bool {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -61,35 +62,54 @@ type Workspace struct {
 	pointers map[string][]byte
 }
 
-// Parts are the providers and state backends this build of mcp has, by the name a
-// configuration gives them ("local", "kubernetes"). cmd composes them: the engine knows
-// only their interfaces.
+// Parts are the providers and state backends this build of mcp has, as each declares
+// itself (its spec: name, settings, constructor). cmd composes them; the engine reads the
+// configuration's provider and state blocks against their specs and builds what they name,
+// knowing no provider or backend by name.
 type Parts struct {
-	Providers map[string]func(dir string, attrs map[string]string) (providers.Provider, error)
-	Backends  map[string]func(dir string, c model.StateConfig) (state.Backend, error)
+	Providers []providers.Spec
+	// Backends are the state backends; the first is the one a configuration without a
+	// state block, or without a backend attribute, uses.
+	Backends []state.BackendSpec
+}
+
+// Schemas are the blocks of the parts, for the configuration language.
+func (p Parts) Schemas() config.Schemas {
+	var s config.Schemas
+	for _, sp := range p.Providers {
+		s.Providers = append(s.Providers, sp.BlockSpec)
+	}
+	for _, b := range p.Backends {
+		s.Backends = append(s.Backends, b.BlockSpec)
+	}
+	return s
 }
 
 // Provider builds the provider the configuration names.
 func (p Parts) Provider(d *model.Desired) (providers.Provider, error) {
-	if f := p.Providers[d.Provider.Type]; f != nil {
-		return f(d.Dir, d.Provider.Attrs)
+	for _, sp := range p.Providers {
+		if sp.Name == d.Provider.Type {
+			return sp.New(d.Provider.Settings)
+		}
 	}
 	return nil, fmt.Errorf("provider %q is not available in this build", d.Provider.Type)
 }
 
-// Backend opens the state backend the configuration names (none named: "local").
+// Backend opens the state backend the configuration names.
 func (p Parts) Backend(d *model.Desired) (state.Backend, error) {
-	name := d.State.BackendName()
-	if f := p.Backends[name]; f != nil {
-		return f(d.Dir, d.State)
+	for _, b := range p.Backends {
+		if b.Name == d.State.Backend {
+			return b.Open(d.State.Settings)
+		}
 	}
-	return nil, fmt.Errorf("state backend %q is not available in this build", name)
+	return nil, fmt.Errorf("state backend %q is not available in this build", d.State.Backend)
 }
 
 // Load reads the configuration in dir, renders every pool and builds the provider and
 // the state backend from parts. Diagnostics carry source ranges; the Workspace is nil on
 // errors (its Config may still be needed to print them, so it is returned in the result too).
 func Load(dir string, opts config.Options, parts Parts) (*Workspace, *config.Result, hcl.Diagnostics) {
+	opts.Schemas = parts.Schemas()
 	res, diags := config.Load(dir, opts)
 	if diags.HasErrors() {
 		return nil, res, diags
@@ -103,14 +123,23 @@ func Load(dir string, opts config.Options, parts Parts) (*Workspace, *config.Res
 	w := &Workspace{Dir: dir, Config: res, Desired: d, Rendered: rendered}
 	var err error
 	if w.Provider, err = parts.Provider(d); err != nil {
-		return nil, res, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
-			Summary: "Cannot start provider", Detail: err.Error(), Subject: hclpos.Subject(d.Provider.DeclRange)})
+		return nil, res, append(diags, partError("Cannot start provider", err, d.Provider.Settings, d.Provider.DeclRange))
 	}
 	if w.Backend, err = parts.Backend(d); err != nil {
-		return nil, res, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
-			Summary: "Cannot open state backend", Detail: err.Error(), Subject: hclpos.Subject(d.State.DeclRange)})
+		return nil, res, append(diags, partError("Cannot open state backend", err, d.State.Settings, d.State.DeclRange))
 	}
 	return w, res, diags
+}
+
+// partError is a part's refusal to be built, shown at the setting it names (a
+// *model.SettingError) when the configuration gave it, else at the block.
+func partError(summary string, err error, s model.Settings, block model.Range) *hcl.Diagnostic {
+	at := block
+	var se *model.SettingError
+	if errors.As(err, &se) && s[se.Setting].Range.Filename != "" {
+		at = s[se.Setting].Range
+	}
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: err.Error(), Subject: hclpos.Subject(at)}
 }
 
 // Fingerprint is a digest of everything observed about the fleet. A saved plan records it,

@@ -30,27 +30,21 @@ func (d *Desired) Pool(name string) *Pool {
 	return nil
 }
 
-// ProviderConfig is the provider block: its type label and its attributes.
+// ProviderConfig is the provider block: its type label and its settings, read against the
+// spec of the provider it names.
 type ProviderConfig struct {
-	Type      string            // "local" or "kubernetes"
-	Attrs     map[string]string // e.g. fleet = "./fleet" (already resolved against Desired.Dir)
+	Type      string
+	Settings  Settings // paths already resolved against Desired.Dir
 	DeclRange Range
 }
 
-// StateConfig is the state block.
+// StateConfig is the state block: the backend it names and that backend's settings. Without
+// a state block (or a backend attribute) it names the build's first backend, with its
+// defaults.
 type StateConfig struct {
-	Backend   string // "local" (default)
-	Path      string // local backend: state file path (default "mcp.state", resolved against Desired.Dir)
-	Attrs     map[string]string
-	DeclRange Range
-}
-
-// BackendName is the state backend the block names; without one, "local".
-func (c StateConfig) BackendName() string {
-	if c.Backend == "" {
-		return "local"
-	}
-	return c.Backend
+	Backend   string
+	Settings  Settings // paths already resolved against Desired.Dir
+	DeclRange Range    // the zero Range without a state block
 }
 
 // Pool is a named group of nodes that share one rendered config.

@@ -1,6 +1,11 @@
 package model
 
-import "testing"
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
 
 // Every named kind is valid, parses back from its name and orders as steps run; kinds
 // past the enum are not valid and print as numbers.
@@ -39,6 +44,88 @@ func TestRebootedInto(t *testing.T) {
 	} {
 		if _, _, ok := m.RebootedInto("r-1"); ok {
 			t.Errorf("%s: taken as rebooted", name)
+		}
+	}
+}
+
+// Each kind's name, where it runs and whether it takes the node's workloads away: the
+// engine runs cordon, drain and uncordon, the node's executor the rest; a drain and a
+// reboot disrupt.
+func TestStepKinds(t *testing.T) {
+	for _, c := range []struct {
+		kind               StepKind
+		name               string
+		onNode, disruptive bool
+	}{
+		{StepCordon, "cordon", false, false},
+		{StepDrain, "drain", false, true},
+		{StepWrite, "write", true, false},
+		{StepDaemonReload, "daemon-reload", true, false},
+		{StepKargs, "kargs", true, false},
+		{StepPivot, "pivot", true, false},
+		{StepReload, "reload", true, false},
+		{StepRestart, "restart", true, false},
+		{StepReboot, "reboot", true, true},
+		{StepVerify, "verify", true, false},
+		{StepUncordon, "uncordon", false, false},
+	} {
+		if c.kind.String() != c.name || c.kind.OnNode() != c.onNode || c.kind.Disruptive() != c.disruptive || !c.kind.Valid() {
+			t.Errorf("%d: %q on node %v disruptive %v valid %v; want %q %v %v", c.kind, c.kind, c.kind.OnNode(),
+				c.kind.Disruptive(), c.kind.Valid(), c.name, c.onNode, c.disruptive)
+		}
+	}
+	for _, s := range []string{"", "Cordon", "reboot ", "StepKind(3)", "explode"} {
+		if k, err := ParseStepKind(s); err == nil {
+			t.Errorf("ParseStepKind(%q) = %s", s, k)
+		}
+	}
+}
+
+// A step is JSON with its kind by name, and reads back the same; a kind without a name
+// is refused where it is read.
+func TestStepJSONRoundTrip(t *testing.T) {
+	steps := []Step{{Kind: StepCordon, Reason: "node.w-0 changes"}, {Kind: StepWrite, Target: "/etc/a b", Reason: "file changed"},
+		{Kind: StepReboot, Reason: "kargs", Evidence: "boot id A → B"}}
+	b, err := json.Marshal(steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `[{"kind":"cordon","reason":"node.w-0 changes"},{"kind":"write","target":"/etc/a b","reason":"file changed"},` +
+		`{"kind":"reboot","reason":"kargs","evidence":"boot id A → B"}]`
+	if string(b) != want {
+		t.Errorf("JSON:\n got %s\nwant %s", b, want)
+	}
+	var back []Step
+	if err := json.Unmarshal(b, &back); err != nil || !slices.Equal(back, steps) {
+		t.Errorf("read back %v, %v", back, err)
+	}
+	for _, bad := range []string{`{"kind":"explode"}`, `{"kind":3}`, `{"kind":""}`} {
+		var s Step
+		if err := json.Unmarshal([]byte(bad), &s); err == nil {
+			t.Errorf("%s read as %v", bad, s)
+		}
+	}
+	// A kind past the enum has no name to write.
+	if b, err := json.Marshal(Step{Kind: StepUncordon + 1}); err != nil || !strings.Contains(string(b), `"StepKind(12)"`) {
+		t.Errorf("an unknown kind marshals as %s, %v", b, err)
+	}
+}
+
+func TestStepKeys(t *testing.T) {
+	for _, c := range []struct {
+		step Step
+		key  string
+	}{
+		{Step{Kind: StepDrain, Reason: "not in the key"}, "drain"},
+		{Step{Kind: StepRestart, Target: "chronyd.service"}, "restart chronyd.service"},
+		{Step{Kind: StepWrite, Target: "/etc/with space"}, "write /etc/with space"},
+	} {
+		if got := c.step.Key(); got != c.key || c.step.String() != c.key {
+			t.Errorf("%+v: key %q, want %q", c.step, got, c.key)
+		}
+		back, err := ParseStepKey(c.key)
+		if err != nil || back.Kind != c.step.Kind || back.Target != c.step.Target {
+			t.Errorf("ParseStepKey(%q) = %+v, %v", c.key, back, err)
 		}
 	}
 }

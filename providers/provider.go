@@ -14,8 +14,8 @@ import (
 	"github.com/mcpfleet/mcp/model"
 )
 
-// Provider is one fleet backend: providers/local (node directories) or
-// providers/kubernetes.
+// Provider is one fleet backend: providers/local (node directories), providers/record (in
+// memory, for tests) or providers/kubernetes. Each declares itself with a Spec.
 type Provider interface {
 	// Refresh observes the fleet: nodes, pods and PodDisruptionBudgets.
 	Refresh(ctx context.Context) (*model.Fleet, error)

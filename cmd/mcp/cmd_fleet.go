@@ -75,15 +75,15 @@ func (c *cli) fleetDir(flagVal string) (string, error) {
 	if flagVal != "" {
 		return c.path(flagVal), nil
 	}
-	res, diags := config.Load(c.dir, config.Options{Environ: os.Environ()})
+	res, diags := config.Load(c.dir, config.Options{Environ: os.Environ(), Schemas: c.parts.Schemas()})
 	if diags.HasErrors() || res == nil || res.Desired == nil {
 		return "", fmt.Errorf("no -fleet given and the configuration in %s does not load (run mcp validate)", c.dir)
 	}
-	p := res.Desired.Provider
-	if p.Type != "local" || p.Attrs["fleet"] == "" {
+	dir, ok := local.FleetOf(res.Desired.Provider)
+	if !ok {
 		return "", fmt.Errorf("no -fleet given and the configuration in %s has no local provider", c.dir)
 	}
-	return p.Attrs["fleet"], nil
+	return dir, nil
 }
 
 func (c *cli) fleetSet(args []string) int {

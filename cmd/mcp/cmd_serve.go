@@ -101,12 +101,12 @@ func (c *cli) bootSource(ctx context.Context, lf *loadFlags, statePath string) (
 	if diags.HasErrors() {
 		return nil, "", errDiagnosed
 	}
-	name := res.Desired.State.BackendName()
+	name := res.Desired.State.Backend
 	open := bootSources[name]
 	if open == nil {
 		return nil, "", fmt.Errorf("mcp serve cannot follow the state backend %q", name)
 	}
-	return open(ctx, res.Desired.Dir, res.Desired.State)
+	return open(ctx, res.Desired.State.Settings)
 }
 
 // errDiagnosed is an error already printed as diagnostics.

@@ -55,7 +55,7 @@ func TestDriftExamplesRun(t *testing.T) {
 	}
 	cfg := t.TempDir()
 	os.WriteFile(filepath.Join(cfg, "main.hcl"), []byte(cm.Data["main.hcl"]), 0o644)
-	if _, diags := config.Load(cfg, config.Options{}); diags.HasErrors() {
+	if _, diags := config.Load(cfg, config.Options{Schemas: parts.Schemas()}); diags.HasErrors() {
 		t.Errorf("the CronJob's configuration: %v", diags)
 	}
 	c := job.Spec.JobTemplate.Spec.Template.Spec.Containers[0]

@@ -37,7 +37,7 @@ func (lf *loadFlags) register(fs *flag.FlagSet, locking bool) {
 // load reads and renders the configuration; on errors it prints the diagnostics with their
 // places and returns nil.
 func (c *cli) load(lf *loadFlags) *engine.Workspace {
-	ws, res, diags := engine.Load(c.dir, c.configOptions(lf), parts)
+	ws, res, diags := engine.Load(c.dir, c.configOptions(lf), c.parts)
 	if len(diags) > 0 {
 		var files = filesOf(res)
 		config.WriteDiagnostics(c.stderr, files, diags, !lf.noColor && isTerminal(c.stderr))
@@ -67,5 +67,5 @@ func (c *cli) configOptions(lf *loadFlags) config.Options {
 	for i, f := range lf.varFiles {
 		files[i] = c.path(f)
 	}
-	return config.Options{Vars: lf.vars, VarFiles: files, Environ: os.Environ(), Values: lf.values}
+	return config.Options{Vars: lf.vars, VarFiles: files, Environ: os.Environ(), Values: lf.values, Schemas: c.parts.Schemas()}
 }

@@ -18,6 +18,8 @@ import (
 	// Maintenance windows name IANA time zones: a copy of the zone database comes with mcp
 	// for machines (and containers) without /usr/share/zoneinfo.
 	_ "time/tzdata"
+
+	"github.com/mcpfleet/mcp/engine"
 )
 
 func main() {
@@ -46,6 +48,8 @@ type cli struct {
 	helped bool   // the command only printed its usage, as -h asked
 	// intr says what an interrupt does (signals.go); nil when run is called by a test.
 	intr *interrupts
+	// parts are the providers and state backends the commands build (parts.go's).
+	parts engine.Parts
 }
 
 type command struct {
@@ -77,7 +81,12 @@ func init() {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	c := &cli{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, dir: ".", intr: processInterrupts}
+	return runWith(ctx, parts, args, stdin, stdout, stderr)
+}
+
+// runWith is run with the parts given (a test's, with a provider of its own).
+func runWith(ctx context.Context, parts engine.Parts, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	c := &cli{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, dir: ".", intr: processInterrupts, parts: parts}
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		switch {
 		case strings.HasPrefix(args[0], "-chdir="):

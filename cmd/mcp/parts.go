@@ -18,32 +18,26 @@ import (
 )
 
 // This file is mcp's composition root: the only place that names the concrete providers,
-// state backends and boot-server sources. The engine and the boot server know their
-// interfaces alone.
+// state backends and boot-server sources. Each part declares itself (its spec: the name a
+// configuration gives it, its settings, its constructor); the engine and the configuration
+// language read the specs and know no part by name. A new provider is its package and a
+// line here.
 
-// parts are the providers and state backends of this build, by the name a configuration
-// gives them.
+// parts are the providers and state backends of this build.
 var parts = engine.Parts{
-	Providers: map[string]func(string, map[string]string) (providers.Provider, error){
-		"local":      provider(local.FromAttrs),
-		"kubernetes": provider(kubernetes.FromAttrs),
-	},
-	Backends: map[string]func(string, model.StateConfig) (state.Backend, error){
-		"local": backend(localstate.FromConfig),
-		"kubernetes": backend(func(_ string, c model.StateConfig) (*kubestate.Backend, error) {
-			return kubestate.Open(c.Attrs)
-		}),
-	},
+	Providers: []providers.Spec{local.Spec, kubernetes.Spec},
+	// The first backend is the one a configuration without a state block uses.
+	Backends: []state.BackendSpec{localstate.Spec, kubestate.Spec},
 }
 
 // bootSources give, per state backend, what `mcp serve` follows, and a name for it in logs.
-var bootSources = map[string]func(ctx context.Context, dir string, c model.StateConfig) (bootsrv.Source, string, error){
-	"local": func(_ context.Context, dir string, c model.StateConfig) (bootsrv.Source, string, error) {
-		l, _ := localstate.FromConfig(dir, c)
+var bootSources = map[string]func(ctx context.Context, s model.Settings) (bootsrv.Source, string, error){
+	localstate.Spec.Name: func(_ context.Context, s model.Settings) (bootsrv.Source, string, error) {
+		l := localstate.Open(s)
 		return localSource(l), l.Path, nil
 	},
-	"kubernetes": func(ctx context.Context, _ string, c model.StateConfig) (bootsrv.Source, string, error) {
-		kb, err := kubestate.Open(c.Attrs)
+	kubestate.Spec.Name: func(ctx context.Context, s model.Settings) (bootsrv.Source, string, error) {
+		kb, err := kubestate.Open(s)
 		if err != nil {
 			return nil, "", err
 		}
@@ -63,26 +57,4 @@ var bootSources = map[string]func(ctx context.Context, dir string, c model.State
 // localSource follows the local state l.
 func localSource(l *localstate.Local) bootsrv.Source {
 	return bootsrv.FileSource{Path: l.Path, Read: l.Served}
-}
-
-// provider and backend adapt a constructor of a concrete type to the engine's table (and
-// keep a failed constructor's nil pointer from becoming a non-nil interface).
-func provider[P providers.Provider](f func(string, map[string]string) (P, error)) func(string, map[string]string) (providers.Provider, error) {
-	return func(dir string, attrs map[string]string) (providers.Provider, error) {
-		p, err := f(dir, attrs)
-		if err != nil {
-			return nil, err
-		}
-		return p, nil
-	}
-}
-
-func backend[B state.Backend](f func(string, model.StateConfig) (B, error)) func(string, model.StateConfig) (state.Backend, error) {
-	return func(dir string, c model.StateConfig) (state.Backend, error) {
-		b, err := f(dir, c)
-		if err != nil {
-			return nil, err
-		}
-		return b, nil
-	}
 }

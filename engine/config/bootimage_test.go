@@ -35,7 +35,7 @@ pool "infra" {
 }
 pool "edge" {}
 `)
-	res, diags := Load(dir, Options{})
+	res, diags := Load(dir, Options{Schemas: testSchemas})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

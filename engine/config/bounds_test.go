@@ -65,7 +65,7 @@ func TestDeepNestingRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			write(t, dir, "main.hcl", tt.src)
-			d := findDiag(loadWithin(t, dir, Options{}), "nesting deeper than 100 levels")
+			d := findDiag(loadWithin(t, dir, Options{Schemas: testSchemas}), "nesting deeper than 100 levels")
 			if d == nil {
 				t.Fatal("no nesting diagnostic")
 			}
@@ -98,11 +98,11 @@ pool "worker" {
   pools = ["worker"]
   file "/etc/a" { content = templatefile("t.tpl", { x = ["a"] }) }
 }`)
-	if _, diags := Load(dir, Options{}); diags.HasErrors() {
+	if _, diags := Load(dir, Options{Schemas: testSchemas}); diags.HasErrors() {
 		t.Fatal(diags)
 	}
 	for _, p := range []string{"../../examples/quickstart"} {
-		if _, diags := Load(p, Options{}); diags.HasErrors() {
+		if _, diags := Load(p, Options{Schemas: testSchemas}); diags.HasErrors() {
 			t.Errorf("%s: %v", p, diags)
 		}
 	}
@@ -114,7 +114,7 @@ func TestDeepTemplateAndVarRefused(t *testing.T) {
 		"config \"x\" {\n  pools = [\"worker\"]\n  file \"/etc/a\" { content = templatefile(\"t.tpl\", {}) }\n}\n")
 	write(t, dir, "t.tpl", "line\n"+strings.Repeat(`${"`, 60000))
 	write(t, dir, "vars.in", "v = "+strings.Repeat("(", 60000))
-	diags := loadWithin(t, dir, Options{VarFiles: []string{filepath.Join(dir, "vars.in")}, Vars: []string{"v=" + strings.Repeat("[", 60000)}})
+	diags := loadWithin(t, dir, Options{Schemas: testSchemas, VarFiles: []string{filepath.Join(dir, "vars.in")}, Vars: []string{"v=" + strings.Repeat("[", 60000)}})
 	var all []string
 	for _, d := range diags {
 		all = append(all, d.Error())
@@ -137,7 +137,7 @@ func TestDeepVarOfTypeAnyRefused(t *testing.T) {
 		"variable \"a\" {\n  type = any\n}\nvariable \"e\" {\n  type = any\n}\nvariable \"s\" {}\n"+
 		"pool \"worker\" {\n  node_selector = { x = jsonencode([var.a, var.e, var.s]) }\n}\n")
 	deep := strings.Repeat("[", 60000) + strings.Repeat("]", 60000)
-	diags := loadWithin(t, dir, Options{Vars: []string{"a=" + deep, "s=" + deep}, Environ: []string{"MCP_VAR_e=" + deep}})
+	diags := loadWithin(t, dir, Options{Schemas: testSchemas, Vars: []string{"a=" + deep, "s=" + deep}, Environ: []string{"MCP_VAR_e=" + deep}})
 	var all []string
 	for _, d := range diags {
 		all = append(all, d.Error())
@@ -150,7 +150,7 @@ func TestDeepVarOfTypeAnyRefused(t *testing.T) {
 	if strings.Contains(strings.Join(all, "\n"), "-var s") {
 		t.Errorf("the untyped variable's string was refused:\n%s", strings.Join(all, "\n"))
 	}
-	_, diags = Load(dir, Options{Vars: []string{`a={ servers = ["x", "y"] }`, "e=[1]", "s=[not, an, expression"}})
+	_, diags = Load(dir, Options{Schemas: testSchemas, Vars: []string{`a={ servers = ["x", "y"] }`, "e=[1]", "s=[not, an, expression"}})
 	if diags.HasErrors() {
 		t.Errorf("shallow values: %v", diags)
 	}
@@ -159,7 +159,7 @@ func TestDeepVarOfTypeAnyRefused(t *testing.T) {
 func TestOversizedConfigurationRefused(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "main.hcl", "provider \"local\" { fleet = \"f\" }\n# "+strings.Repeat("x", maxFileSize)+"\n")
-	d := findDiag(loadWithin(t, dir, Options{}), "Configuration file too large")
+	d := findDiag(loadWithin(t, dir, Options{Schemas: testSchemas}), "Configuration file too large")
 	if d == nil || d.Subject == nil || d.Subject.Filename != filepath.Join(dir, "main.hcl") {
 		t.Fatalf("want a too-large error on main.hcl; got %v", d)
 	}

@@ -53,7 +53,7 @@ config "40-b" {
 // A Butane file, unit and kernel argument join the config after its blocks, each at the
 // butane attribute with its place in the translated Ignition config.
 func TestButaneTranslatesIntoTheConfig(t *testing.T) {
-	res, diags := Load(butaneConfig(t, `file("worker.bu")`, map[string]string{"worker.bu": workerBu}), Options{})
+	res, diags := Load(butaneConfig(t, `file("worker.bu")`, map[string]string{"worker.bu": workerBu}), Options{Schemas: testSchemas})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -120,7 +120,7 @@ func TestButaneProblemsAreDiagnosed(t *testing.T) {
 			"Invalid Butane", []string{"more than mcp takes"}, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			diags := loadWithin(t, butaneConfig(t, c.expr, c.files), Options{})
+			diags := loadWithin(t, butaneConfig(t, c.expr, c.files), Options{Schemas: testSchemas})
 			var d *hcl.Diagnostic
 			for _, x := range diags {
 				if x.Summary == c.summary && (d == nil || strings.Contains(x.Detail, c.detail[0])) {
@@ -149,7 +149,7 @@ func TestButaneProblemsAreDiagnosed(t *testing.T) {
 // at the butane attribute (an HCL unit block gets an error): the node can link nothing for
 // it, and drift checks find nothing to check.
 func TestButaneEnabledWithoutInstallWarns(t *testing.T) {
-	_, diags := Load(butaneConfig(t, `file("worker.bu")`, map[string]string{"worker.bu": workerBu}), Options{})
+	_, diags := Load(butaneConfig(t, `file("worker.bu")`, map[string]string{"worker.bu": workerBu}), Options{Schemas: testSchemas})
 	for _, d := range diags {
 		if d.Severity == hcl.DiagWarning && strings.Contains(d.Detail, `"hello.service" is enabled, but has no install section`) &&
 			d.Subject != nil && d.Subject.Start.Line == 5 {

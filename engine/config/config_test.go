@@ -15,13 +15,13 @@ import (
 )
 
 func TestLoadValid(t *testing.T) {
-	res, diags := Load("../../examples/quickstart", Options{})
+	res, diags := Load("../../examples/quickstart", Options{Schemas: testSchemas})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
 	d := res.Desired
-	if d.Provider.Type != "local" || !filepath.IsAbs(d.Provider.Attrs["fleet"]) ||
-		!strings.HasSuffix(d.Provider.Attrs["fleet"], "examples/quickstart/fleet") {
+	if fleet := d.Provider.Settings.Str("fleet"); d.Provider.Type != "local" || !filepath.IsAbs(fleet) ||
+		!strings.HasSuffix(fleet, "examples/quickstart/fleet") {
 		t.Errorf("provider = %+v", d.Provider)
 	}
 	var pools []string
@@ -75,7 +75,7 @@ config "x" {
 	write(t, dir, "vars.hcl.in", `b = "file"
 c = "file"
 `)
-	res, diags := Load(dir, Options{
+	res, diags := Load(dir, Options{Schemas: testSchemas,
 		Environ:  []string{"MCP_VAR_a=env", "MCP_VAR_b=env", "MCP_VAR_c=env", "MCP_VAR_n=3"},
 		VarFiles: []string{filepath.Join(dir, "vars.hcl.in")},
 		Vars:     []string{"c=flag"},
@@ -102,7 +102,7 @@ config "x" {
   file "/etc/b" { content = base64decode(base64encode(jsonencode({ k = join(",", ["x", "y"]) }))) }
 }
 `)
-	res, diags := Load(dir, Options{})
+	res, diags := Load(dir, Options{Schemas: testSchemas})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -206,7 +206,7 @@ config "x" {
 func TestWriteDiagnosticsFileLineCol(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "main.hcl", "provider \"local\" { fleet = \"f\" }\nconfig \"x\" {\n  pools = [\"nope\"]\n}\n")
-	res, diags := Load(dir, Options{})
+	res, diags := Load(dir, Options{Schemas: testSchemas})
 	var out bytes.Buffer
 	if err := WriteDiagnostics(&out, res.Files, diags, false); err != nil {
 		t.Fatal(err)
@@ -236,7 +236,7 @@ func TestWriteDiagnosticsFileLineCol(t *testing.T) {
 func TestMissingProviderAndUndeclaredVariable(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "main.hcl", "pool \"worker\" {}\n")
-	_, diags := Load(dir, Options{Vars: []string{"nope=1"}})
+	_, diags := Load(dir, Options{Schemas: testSchemas, Vars: []string{"nope=1"}})
 	var summaries []string
 	for _, d := range diags {
 		summaries = append(summaries, d.Summary)
@@ -276,14 +276,18 @@ state {
   context    = "prod"
 }
 `)
-	res, diags := Load(dir, Options{})
+	res, diags := Load(dir, Options{Schemas: testSchemas})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
 	st := res.Desired.State
+	got := map[string]string{}
+	for name, v := range st.Settings {
+		got[name] = v.String
+	}
 	want := map[string]string{"namespace": "mcp-system", "kubeconfig": filepath.Join(dir, "kube/config"), "context": "prod"}
-	if st.Backend != "kubernetes" || !cmp.Equal(want, st.Attrs) {
-		t.Errorf("state = %+v, want backend kubernetes and attrs %v", st, want)
+	if st.Backend != "kubernetes" || !cmp.Equal(want, got) {
+		t.Errorf("state = %+v, want backend kubernetes and settings %v", st, want)
 	}
 }
 
@@ -291,11 +295,11 @@ func TestKubeconfigTildeIsHome(t *testing.T) {
 	dir, home := t.TempDir(), t.TempDir()
 	t.Setenv("HOME", home)
 	write(t, dir, "main.hcl", `provider "kubernetes" { kubeconfig = "~/.kube/config" }`+"\n")
-	res, diags := Load(dir, Options{})
+	res, diags := Load(dir, Options{Schemas: testSchemas})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	if got, want := res.Desired.Provider.Attrs["kubeconfig"], filepath.Join(home, ".kube/config"); got != want {
+	if got, want := res.Desired.Provider.Settings.Str("kubeconfig"), filepath.Join(home, ".kube/config"); got != want {
 		t.Errorf("kubeconfig = %q, want %q", got, want)
 	}
 }
@@ -310,7 +314,7 @@ func TestProviderDurations(t *testing.T) {
   reboot_duration = "soon"
 }
 `), 0o644)
-	_, diags := Load(dir, Options{})
+	_, diags := Load(dir, Options{Schemas: testSchemas})
 	if !diags.HasErrors() || len(diags) != 1 || diags[0].Subject == nil || diags[0].Subject.Start.Line != 4 ||
 		!strings.Contains(diags[0].Detail, "reboot_duration") {
 		t.Fatalf("diags: %v", diags)
@@ -324,7 +328,7 @@ func diagAt(t *testing.T, base, src, summary string, line, col int) *hcl.Diagnos
 	dir := t.TempDir()
 	write(t, dir, "base.hcl", base)
 	write(t, dir, "main.hcl", src)
-	_, diags := Load(dir, Options{})
+	_, diags := Load(dir, Options{Schemas: testSchemas})
 	var found *hcl.Diagnostic
 	for _, d := range diags {
 		if d.Summary == summary {
@@ -364,7 +368,7 @@ func TestEnabledUnitsThatCanBeEnabled(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			write(t, dir, "main.hcl", "provider \"local\" { fleet = \"f\" }\npool \"worker\" {}\nconfig \"x\" {\n  pools = [\"worker\"]\n  "+unit+"\n}\n")
-			if _, diags := Load(dir, Options{}); diags.HasErrors() {
+			if _, diags := Load(dir, Options{Schemas: testSchemas}); diags.HasErrors() {
 				t.Error(diags)
 			}
 		})

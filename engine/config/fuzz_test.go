@@ -29,7 +29,7 @@ func FuzzLoad(f *testing.F) {
 		if err := os.WriteFile(main, []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		res, diags := Load(dir, Options{})
+		res, diags := Load(dir, Options{Schemas: testSchemas})
 		if res == nil {
 			t.Fatal("Load returned no result")
 		}

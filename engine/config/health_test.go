@@ -30,7 +30,7 @@ pool "worker" {
   }
 }
 `)
-	res, diags := Load(dir, Options{})
+	res, diags := Load(dir, Options{Schemas: testSchemas})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -115,7 +115,7 @@ func TestHealthCheckErrors(t *testing.T) {
 			dir := t.TempDir()
 			write(t, dir, "base.hcl", "provider \"local\" { fleet = \"f\" }\n")
 			write(t, dir, "main.hcl", tt.src)
-			_, diags := Load(dir, Options{})
+			_, diags := Load(dir, Options{Schemas: testSchemas})
 			for _, d := range diags {
 				if d.Summary != tt.summary {
 					continue

@@ -10,7 +10,7 @@ func TestIgnitionVersion(t *testing.T) {
 	for v, ok := range map[string]bool{"3.4.0": true, "3.5.0": true, "3.6.0": true, "3.3.0": false, "3.7.0": false, "3.4": false} {
 		dir := t.TempDir()
 		write(t, dir, "main.hcl", "provider \"local\" { fleet = \"f\" }\npool \"worker\" {}\nmcp { ignition_version = \""+v+"\" }\n")
-		d, diags := Load(dir, Options{})
+		d, diags := Load(dir, Options{Schemas: testSchemas})
 		if got := findDiag(diags, "Unsupported Ignition version"); (got == nil) != ok {
 			t.Errorf("%s: %v", v, diags)
 		} else if got != nil && got.Detail != `ignition_version "`+v+`": mcp renders 3.4.0, 3.5.0 or 3.6.0.` {

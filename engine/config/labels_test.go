@@ -31,7 +31,7 @@ config "x" {
   pools = ["worker"]
 }
 `)
-	_, diags := Load(dir, Options{})
+	_, diags := Load(dir, Options{Schemas: testSchemas})
 	var got []string
 	for _, d := range diags {
 		got = append(got, fmt.Sprintf("%s:%d,%d %s: %s", filepath.Base(d.Subject.Filename), d.Subject.Start.Line, d.Subject.Start.Column, d.Summary, d.Detail))

@@ -1,7 +1,8 @@
 // Package config is mcp's configuration language: it reads every *.hcl file of a
 // directory (hashicorp/hcl/v2 and go-cty) into a model.Desired, with variables, Terraform's
-// functions, and a diagnostic with its source range for every problem. It reads files and
-// does no other I/O.
+// functions, and a diagnostic with its source range for every problem. It knows no provider
+// or state backend by name: their blocks are read against the specs of the parts it is
+// handed (Options.Schemas). It reads files and does no other I/O.
 package config
 
 import (
@@ -11,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 
@@ -21,7 +21,6 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 
 	"github.com/mcpfleet/mcp/ignition"
-	"github.com/mcpfleet/mcp/internal/hclpos"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -35,6 +34,9 @@ type Options struct {
 	// them: they replace defaults, the environment, var files and -var, and a variable
 	// declared now that they lack is an error (the configuration changed since the plan).
 	Values map[string]cty.Value
+	// Schemas are the providers and state backends of this build (cmd/mcp composes them):
+	// the provider and state blocks are read against them.
+	Schemas Schemas
 }
 
 // Result is a loaded configuration and the files it came from (for printing diagnostics).
@@ -80,7 +82,7 @@ func Load(dir string, opts Options) (*Result, hcl.Diagnostics) {
 	if diags.HasErrors() {
 		return res, diags
 	}
-	l := &loader{dir: dir, d: &model.Desired{Dir: dir, IgnitionVersion: "3.4.0"}}
+	l := &loader{dir: dir, schemas: opts.Schemas, d: &model.Desired{Dir: dir, IgnitionVersion: "3.4.0"}}
 	vars, d := l.variables(blocks.OfType("variable"), opts)
 	diags = append(diags, d...)
 	res.Variables = vars
@@ -115,9 +117,10 @@ func parseBounded(parser *hclparse.Parser, name string) (*hcl.File, hcl.Diagnost
 }
 
 type loader struct {
-	dir string
-	d   *model.Desired
-	ctx *hcl.EvalContext
+	dir     string
+	schemas Schemas
+	d       *model.Desired
+	ctx     *hcl.EvalContext
 }
 
 // absPath resolves a path of the configuration against its directory; a leading "~/" is
@@ -154,86 +157,6 @@ func (l *loader) settings(blocks hcl.Blocks) hcl.Diagnostics {
 			} else if v != "" {
 				diags = append(diags, errAt(a.Expr.Range(), "Unsupported Ignition version",
 					fmt.Sprintf("ignition_version %q: mcp renders %s.", v, ignition.RenderList())))
-			}
-		}
-	}
-	return diags
-}
-
-func (l *loader) provider(blocks hcl.Blocks) hcl.Diagnostics {
-	if len(blocks) == 0 {
-		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No provider",
-			Detail: `The configuration needs a provider block, for example: provider "local" { fleet = "./fleet" }`}}
-	}
-	var diags hcl.Diagnostics
-	for _, b := range blocks[1:] {
-		diags = append(diags, duplicate("provider block", "", b.DefRange, blocks[0].DefRange))
-	}
-	b := blocks[0]
-	p := model.ProviderConfig{Type: b.Labels[0], Attrs: map[string]string{}, DeclRange: hclpos.From(b.DefRange)}
-	var schema *hcl.BodySchema
-	switch p.Type {
-	case "local":
-		schema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "fleet", Required: true},
-			{Name: "drain_duration"}, {Name: "reboot_duration"}, {Name: "node_timeout"}}}
-	case "kubernetes":
-		schema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "kubeconfig"}, {Name: "context"},
-			{Name: "delete_emptydir_data"}, {Name: "evict_unreplicated"}, {Name: "node_timeout"}, {Name: "request_timeout"}, {Name: "namespace"}}}
-	default:
-		return append(diags, errAt(b.LabelRanges[0], "Unknown provider",
-			fmt.Sprintf("Provider %q is not one mcp knows: use \"local\" or \"kubernetes\".", p.Type)))
-	}
-	content, d := b.Body.Content(schema)
-	diags = append(diags, d...)
-	for name, a := range content.Attributes {
-		v, d := l.str(a)
-		diags = append(diags, d...)
-		if name == "fleet" || name == "kubeconfig" {
-			v = l.absPath(v)
-		}
-		if strings.HasSuffix(name, "_duration") || strings.HasSuffix(name, "_timeout") {
-			if dur, err := time.ParseDuration(v); err != nil || dur < 0 {
-				diags = append(diags, errAt(a.Expr.Range(), "Invalid duration",
-					fmt.Sprintf("%s = %q: want a Go duration such as \"30s\" or \"10m\".", name, v)))
-			}
-		}
-		p.Attrs[name] = v
-	}
-	l.d.Provider = p
-	return diags
-}
-
-func (l *loader) state(blocks hcl.Blocks) hcl.Diagnostics {
-	l.d.State = model.StateConfig{Backend: "local", Path: l.absPath("mcp.state"), Attrs: map[string]string{}}
-	var diags hcl.Diagnostics
-	for i, b := range blocks {
-		if i > 0 {
-			diags = append(diags, duplicate("state block", "", b.DefRange, blocks[0].DefRange))
-			continue
-		}
-		l.d.State.DeclRange = hclpos.From(b.DefRange)
-		content, d := b.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-			{Name: "backend"}, {Name: "path"}, {Name: "namespace"}, {Name: "kubeconfig"}, {Name: "context"}}})
-		diags = append(diags, d...)
-		for name, a := range content.Attributes {
-			v, d := l.str(a)
-			diags = append(diags, d...)
-			switch name {
-			case "backend":
-				if v != "local" && v != "kubernetes" {
-					diags = append(diags, errAt(a.Expr.Range(), "Unknown state backend",
-						fmt.Sprintf("backend %q: use \"local\" or \"kubernetes\".", v)))
-				}
-				l.d.State.Backend = v
-			case "path":
-				l.d.State.Path = l.absPath(v)
-			case "kubeconfig":
-				if v != "" {
-					v = l.absPath(v)
-				}
-				l.d.State.Attrs[name] = v
-			default:
-				l.d.State.Attrs[name] = v
 			}
 		}
 	}

@@ -14,7 +14,7 @@ func TestPoolNamesAreLabels(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			write(t, dir, "main.hcl", "provider \"local\" { fleet = \"f\" }\n\npool \""+name+"\" {}\n")
-			d := findDiag(loadWithin(t, dir, Options{}), "Invalid pool name")
+			d := findDiag(loadWithin(t, dir, Options{Schemas: testSchemas}), "Invalid pool name")
 			if d == nil || d.Subject == nil || d.Subject.Start.Line != 3 || d.Subject.Start.Column != 6 {
 				t.Fatalf("pool %q: %v, want an error at main.hcl:3,6", name, d)
 			}
@@ -22,7 +22,7 @@ func TestPoolNamesAreLabels(t *testing.T) {
 	}
 	dir := t.TempDir()
 	write(t, dir, "main.hcl", "provider \"local\" { fleet = \"f\" }\npool \"worker-2\" {}\npool \"a\" {}\npool \""+strings.Repeat("a", 63)+"\" {}\n")
-	if d := findDiag(loadWithin(t, dir, Options{}), "Invalid pool name"); d != nil {
+	if d := findDiag(loadWithin(t, dir, Options{Schemas: testSchemas}), "Invalid pool name"); d != nil {
 		t.Errorf("valid names refused: %v", d)
 	}
 }

@@ -34,7 +34,7 @@ pool "infra" {
   canary {}
 }
 `)
-	res, diags := Load(dir, Options{})
+	res, diags := Load(dir, Options{Schemas: testSchemas})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

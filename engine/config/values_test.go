@@ -64,7 +64,7 @@ func TestAwkwardValuesAreDiagnosed(t *testing.T) {
 			write(t, dir, "t.tpl", "%{ for x in a }${x}%{ endfor }")
 			write(t, dir, "attr.tpl", "${a.b}")
 			write(t, dir, "main.hcl", strings.Replace(tt.src, "@", "", 1))
-			opts := Options{Vars: tt.vars}
+			opts := Options{Schemas: testSchemas, Vars: tt.vars}
 			if tt.varFile != "" {
 				write(t, dir, "vars.in", tt.varFile)
 				opts.VarFiles = []string{filepath.Join(dir, "vars.in")}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/mcpfleet/mcp/ignition/content"
-	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
 
@@ -93,7 +92,7 @@ func checkNode(n planner.NodePlan, pools map[string]bool) error {
 		return fmt.Errorf("node %s's wave is negative (%d)", n.Name, n.Wave)
 	}
 	for _, s := range n.Steps {
-		if s.Kind < model.StepCordon || s.Kind > model.StepUncordon {
+		if !s.Kind.Valid() {
 			return fmt.Errorf("node %s has a step of unknown kind %d", n.Name, s.Kind)
 		}
 	}

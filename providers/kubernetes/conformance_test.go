@@ -31,7 +31,14 @@ import (
 // real API server runs the same suite in acceptance/.
 func TestConformanceFake(t *testing.T) {
 	providertest.Run(t, func(t *testing.T, f providertest.Fixture) providers.Provider {
-		return NewForClient(fakeCluster(t, f), Options{NodeTimeout: 30 * time.Second})
+		var templates []runtime.Object
+		for _, tm := range f.Templates {
+			ms := kMachineSet(tm.Name, nil, nil, providerSpec("AWSMachineProviderConfig", map[string]any{"ami": map[string]any{"id": tm.Image}}))
+			ms.SetNamespace(providertest.TemplateNamespace)
+			templates = append(templates, ms)
+		}
+		dyn, mapper := fakeTemplateClients(templates...)
+		return NewForClients(fakeCluster(t, f), dyn, mapper, Options{NodeTimeout: 30 * time.Second})
 	})
 }
 

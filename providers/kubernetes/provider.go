@@ -4,21 +4,19 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubeclient"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
@@ -177,55 +175,32 @@ func NewForClients(c kubeclient.Interface, d dynamic.Interface, m meta.RESTMappe
 	return &Provider{client: c, dyn: d, mapper: m, o: opts.withDefaults()}
 }
 
-// FromAttrs builds the provider from the HCL block provider "kubernetes" { kubeconfig,
-// context, delete_emptydir_data, evict_unreplicated, node_timeout, request_timeout,
-// namespace }, with client-go's usual rules: the kubeconfig named (resolved against dir
-// when relative), else $KUBECONFIG, else ~/.kube/config; its current context unless
-// context names another; and, when none of these exists and mcp runs in a pod, the pod's
-// service account (in-cluster config).
-func FromAttrs(dir string, attrs map[string]string) (*Provider, error) {
-	var opts Options
-	for k, v := range attrs {
-		switch k {
-		case "kubeconfig", "context":
-		case "namespace":
-			if errs := validation.IsDNS1123Label(v); len(errs) > 0 {
-				return nil, fmt.Errorf("namespace: %q is not a namespace name: %s", v, strings.Join(errs, "; "))
-			}
-			opts.Namespace = v
-		case "delete_emptydir_data", "evict_unreplicated":
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %q is not true or false", k, v)
-			}
-			if k == "delete_emptydir_data" {
-				opts.DeleteEmptyDirData = &b
-			} else {
-				opts.EvictUnreplicated = &b
-			}
-		case "node_timeout", "request_timeout":
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return nil, fmt.Errorf("%s: %q is not a positive duration such as \"30m\"", k, v)
-			}
-			if k == "node_timeout" {
-				opts.NodeTimeout = d
-			} else {
-				opts.RequestTimeout = d
-			}
-		default:
-			return nil, fmt.Errorf("the kubernetes provider has no attribute %q (it takes kubeconfig, context, delete_emptydir_data, evict_unreplicated, node_timeout, request_timeout and namespace)", k)
+// Spec declares the Kubernetes provider: provider "kubernetes" { kubeconfig, context,
+// delete_emptydir_data, evict_unreplicated, node_timeout, request_timeout, namespace }. Its cluster is found
+// with client-go's usual rules: the kubeconfig named, else $KUBECONFIG, else
+// ~/.kube/config; its current context unless context names another; and, when none of
+// these exists and mcp runs in a pod, the pod's service account (in-cluster config).
+var Spec = providers.Spec{
+	BlockSpec: model.BlockSpec{Name: "kubernetes", Settings: append(slices.Clip(kubeconfig.Settings),
+		model.SettingSpec{Name: "delete_emptydir_data", Kind: model.SettingBool, Default: true},
+		model.SettingSpec{Name: "evict_unreplicated", Kind: model.SettingBool, Default: true},
+		model.SettingSpec{Name: "node_timeout", Kind: model.SettingDuration, Default: DefaultNodeTimeout, Check: model.PositiveDuration},
+		model.SettingSpec{Name: "request_timeout", Kind: model.SettingDuration, Default: DefaultRequestTimeout, Check: model.PositiveDuration},
+		kubeconfig.NamespaceSetting(DefaultNamespace),
+	)},
+	New: func(s model.Settings) (providers.Provider, error) {
+		cfg, err := kubeconfig.FromSettings(s, "loading kubeconfig")
+		if err != nil {
+			return nil, err
 		}
-	}
-	kc := attrs["kubeconfig"]
-	if kc != "" && !filepath.IsAbs(kc) {
-		kc = filepath.Join(dir, kc)
-	}
-	cfg, err := kubeconfig.Load(kc, attrs["context"])
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
-	}
-	return New(cfg, opts)
+		empty, unreplicated := s.Bool("delete_emptydir_data"), s.Bool("evict_unreplicated")
+		p, err := New(cfg, Options{DeleteEmptyDirData: &empty, EvictUnreplicated: &unreplicated, NodeTimeout: s.Duration("node_timeout"),
+			RequestTimeout: s.Duration("request_timeout"), Namespace: s.Str("namespace")})
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	},
 }
 
 // Requests is the number of HTTP requests sent to the API server so far (each retry and

@@ -1,11 +1,15 @@
 package kubernetes
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers/providertest"
 )
 
 const kubeconfigYAML = `apiVersion: v1
@@ -26,27 +30,34 @@ contexts:
 current-context: test
 `
 
-func TestFromAttrs(t *testing.T) {
+// The provider's spec: the cluster its kubeconfig and context settings name, its options
+// from the other settings or their defaults, and the values it refuses.
+func TestSpec(t *testing.T) {
+	if err := Spec.Check(); err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "kc.yaml"), []byte(kubeconfigYAML), 0o600); err != nil {
+	kc := filepath.Join(dir, "kc.yaml")
+	if err := os.WriteFile(kc, []byte(kubeconfigYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("KUBECONFIG", filepath.Join(dir, "absent"))
-	host := func(attrs map[string]string) string {
+	build := providertest.FromSpec[*Provider]
+	host := func(given map[string]any) string {
 		t.Helper()
-		p, err := FromAttrs(dir, attrs)
+		p, err := build(Spec, given)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p.host
 	}
-	if h := host(map[string]string{"kubeconfig": "kc.yaml"}); h != "https://test.example:6443" {
+	if h := host(map[string]any{"kubeconfig": kc}); h != "https://test.example:6443" {
 		t.Errorf("current context: host %s", h)
 	}
-	if h := host(map[string]string{"kubeconfig": filepath.Join(dir, "kc.yaml"), "context": "prod"}); h != "https://prod.example:6443" {
+	if h := host(map[string]any{"kubeconfig": kc, "context": "prod"}); h != "https://prod.example:6443" {
 		t.Errorf("context prod: host %s", h)
 	}
-	p, err := FromAttrs(dir, map[string]string{"kubeconfig": "kc.yaml", "delete_emptydir_data": "false", "evict_unreplicated": "false",
+	p, err := build(Spec, map[string]any{"kubeconfig": kc, "delete_emptydir_data": false, "evict_unreplicated": false,
 		"node_timeout": "5m", "request_timeout": "10s", "namespace": "mcp-prod"})
 	if err != nil {
 		t.Fatal(err)
@@ -55,30 +66,35 @@ func TestFromAttrs(t *testing.T) {
 		p.o.Namespace != "mcp-prod" {
 		t.Errorf("options %+v: want delete_emptydir_data and evict_unreplicated false, node_timeout 5m, request_timeout 10s, namespace mcp-prod", p.o)
 	}
-	if p, err := FromAttrs(dir, map[string]string{"kubeconfig": "kc.yaml"}); err != nil || p.o.RequestTimeout != DefaultRequestTimeout ||
-		p.o.Namespace != DefaultNamespace || !p.o.deleteEmptyDirData() || !p.o.evictUnreplicated() {
-		t.Errorf("defaults: request timeout %v, namespace %q, delete_emptydir_data %v, evict_unreplicated %v, %v",
-			p.o.RequestTimeout, p.o.Namespace, p.o.deleteEmptyDirData(), p.o.evictUnreplicated(), err)
+	if p, err := build(Spec, map[string]any{"kubeconfig": kc}); err != nil || p.o.RequestTimeout != DefaultRequestTimeout ||
+		p.o.Namespace != DefaultNamespace || p.o.NodeTimeout != DefaultNodeTimeout || !p.o.deleteEmptyDirData() || !p.o.evictUnreplicated() {
+		t.Errorf("defaults: %+v, %v", p.o, err)
 	}
-	t.Setenv("KUBECONFIG", filepath.Join(dir, "kc.yaml"))
-	if h := host(map[string]string{"context": "prod"}); h != "https://prod.example:6443" {
+	t.Setenv("KUBECONFIG", kc)
+	if h := host(map[string]any{"context": "prod"}); h != "https://prod.example:6443" {
 		t.Errorf("$KUBECONFIG, context prod: host %s", h)
 	}
 	for _, c := range []struct {
-		attrs map[string]string
+		given map[string]any
 		want  string
 	}{
-		{map[string]string{"context": "nope"}, `context "nope" does not exist`},
-		{map[string]string{"kubeconfig": "missing.yaml"}, "missing.yaml"},
-		{map[string]string{"fleet": "x"}, `no attribute "fleet"`},
-		{map[string]string{"delete_emptydir_data": "maybe"}, `delete_emptydir_data: "maybe"`},
-		{map[string]string{"evict_unreplicated": "yes please"}, `evict_unreplicated: "yes please"`},
-		{map[string]string{"node_timeout": "-1m"}, `node_timeout: "-1m"`},
-		{map[string]string{"request_timeout": "0s"}, `request_timeout: "0s"`},
-		{map[string]string{"namespace": "MCP/System"}, `namespace: "MCP/System" is not a namespace name`},
+		{map[string]any{"context": "nope"}, `context "nope" does not exist`},
+		{map[string]any{"kubeconfig": filepath.Join(dir, "missing.yaml")}, "missing.yaml"},
+		{map[string]any{"fleet": "x"}, `no setting "fleet"`},
+		{map[string]any{"delete_emptydir_data": "maybe"}, `"maybe" is not a bool`},
+		{map[string]any{"evict_unreplicated": "yes please"}, `"yes please" is not a bool`},
+		{map[string]any{"node_timeout": "-1m"}, `"-1m" is not a duration`},
+		{map[string]any{"request_timeout": "0s"}, `request_timeout = "0s": want a positive duration`},
+		{map[string]any{"namespace": "MCP/System"}, `namespace = "MCP/System": not a namespace name`},
 	} {
-		if _, err := FromAttrs(dir, c.attrs); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("FromAttrs(%v): %v, want an error with %q", c.attrs, err, c.want)
+		if _, err := build(Spec, c.given); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("settings %v: %v, want an error with %q", c.given, err, c.want)
 		}
+	}
+	// A kubeconfig that does not load is refused at the kubeconfig setting.
+	_, err = build(Spec, map[string]any{"kubeconfig": filepath.Join(dir, "missing.yaml")})
+	var se *model.SettingError
+	if !errors.As(err, &se) || se.Setting != "kubeconfig" {
+		t.Errorf("a missing kubeconfig: %v, want a SettingError of kubeconfig", err)
 	}
 }

@@ -83,6 +83,13 @@ var infraKinds = []string{"AWSMachineTemplate", "GCPMachineTemplate", "AzureMach
 // templateProvider is a provider over fake clients holding objs, with a RESTMapper that
 // knows the infrastructure template kinds.
 func templateProvider(objs ...runtime.Object) (*Provider, *dynamicfake.FakeDynamicClient) {
+	dyn, mapper := fakeTemplateClients(objs...)
+	return NewForClients(fake.NewClientset(), dyn, mapper, Options{}), dyn
+}
+
+// fakeTemplateClients are a fake dynamic client holding objs, and a RESTMapper that knows
+// the infrastructure template kinds.
+func fakeTemplateClients(objs ...runtime.Object) (*dynamicfake.FakeDynamicClient, meta.RESTMapper) {
 	lists := map[schema.GroupVersionResource]string{
 		machineSetGVR: "MachineSetList", machineDeploymentGVR: "MachineDeploymentList"}
 	mapper := meta.NewDefaultRESTMapper(nil)
@@ -92,8 +99,7 @@ func templateProvider(objs ...runtime.Object) (*Provider, *dynamicfake.FakeDynam
 		m, _ := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		lists[m.Resource] = k + "List"
 	}
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, objs...)
-	return NewForClients(fake.NewClientset(), dyn, mapper, Options{}), dyn
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), lists, objs...), mapper
 }
 
 var worker = map[string]string{"node-role.kubernetes.io/worker": ""}

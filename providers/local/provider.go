@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -63,29 +62,32 @@ func New(o Options) (*Provider, error) {
 	return &Provider{o: o, cache: newCache(o.Dir)}, nil
 }
 
-// FromAttrs builds the provider from the HCL provider block's attributes: fleet (resolved
-// against dir when relative), drain_duration, reboot_duration, node_timeout.
-func FromAttrs(dir string, attrs map[string]string) (*Provider, error) {
-	o := Options{Dir: attrs["fleet"]}
-	if o.Dir == "" {
-		return nil, errors.New(`the local provider needs fleet = "DIR"`)
-	}
-	if !filepath.IsAbs(o.Dir) {
-		o.Dir = filepath.Join(dir, o.Dir)
-	}
-	for key, d := range map[string]*time.Duration{"drain_duration": &o.DrainDuration,
-		"reboot_duration": &o.RebootDuration, "node_timeout": &o.NodeTimeout} {
-		if v := attrs[key]; v != "" {
-			var err error
-			if *d, err = time.ParseDuration(v); err != nil {
-				return nil, fmt.Errorf("%s: %w", key, err)
-			}
-			if key == "node_timeout" && *d <= 0 {
-				return nil, fmt.Errorf("node_timeout: %q is not a positive duration such as \"10m\"", v)
-			}
+// Spec declares the local provider: provider "local" { fleet, drain_duration,
+// reboot_duration, node_timeout }.
+var Spec = providers.Spec{
+	BlockSpec: model.BlockSpec{Name: "local", Example: `fleet = "./fleet"`, Settings: []model.SettingSpec{
+		{Name: "fleet", Kind: model.SettingPath, Required: true, Check: model.NonEmpty},
+		{Name: "drain_duration", Kind: model.SettingDuration, Default: time.Duration(0)},
+		{Name: "reboot_duration", Kind: model.SettingDuration, Default: time.Duration(0)},
+		{Name: "node_timeout", Kind: model.SettingDuration, Default: DefaultNodeTimeout, Check: model.PositiveDuration},
+	}},
+	New: func(s model.Settings) (providers.Provider, error) {
+		p, err := New(Options{Dir: s.Str("fleet"), DrainDuration: s.Duration("drain_duration"),
+			RebootDuration: s.Duration("reboot_duration"), NodeTimeout: s.Duration("node_timeout")})
+		if err != nil {
+			return nil, &model.SettingError{Setting: "fleet", Err: err}
 		}
+		return p, nil
+	},
+}
+
+// FleetOf is the fleet directory of a configuration's provider block when it names the
+// local provider (mcp fleet's commands work on it).
+func FleetOf(c model.ProviderConfig) (dir string, ok bool) {
+	if c.Type != Spec.Name || c.Settings.Str("fleet") == "" {
+		return "", false
 	}
-	return New(o)
+	return c.Settings.Str("fleet"), true
 }
 
 // Refresh reads every node, its pods, and the PDBs, whose status it computes as the

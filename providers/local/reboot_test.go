@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers/providertest"
 )
 
 // newFleet makes a fleet of n workers (with the demo workloads) and its provider.
@@ -188,19 +190,33 @@ func TestObserveNodes(t *testing.T) {
 	}
 }
 
-func TestFromAttrsNodeTimeout(t *testing.T) {
+// The provider's spec: its node_timeout setting, by default DefaultNodeTimeout, and a
+// fleet that is none refused at the fleet setting.
+func TestSpecNodeTimeout(t *testing.T) {
+	if err := Spec.Check(); err != nil {
+		t.Fatal(err)
+	}
 	dir := filepath.Join(t.TempDir(), "fleet")
 	Init(dir, InitSpec{Pools: []PoolSize{{"worker", 1}}})
-	p, err := FromAttrs("/", map[string]string{"fleet": dir})
-	if err != nil || p.o.NodeTimeout != DefaultNodeTimeout {
+	build := func(given map[string]any) (*Provider, error) { return providertest.FromSpec[*Provider](Spec, given) }
+	p, err := build(map[string]any{"fleet": dir})
+	if err != nil || p.o.NodeTimeout != DefaultNodeTimeout || p.o.Dir != dir {
 		t.Errorf("default node_timeout: %v %v", p, err)
 	}
-	if p, err := FromAttrs("/", map[string]string{"fleet": dir, "node_timeout": "30s"}); err != nil || p.o.NodeTimeout != 30*time.Second {
+	if p, err := build(map[string]any{"fleet": dir, "node_timeout": "30s"}); err != nil || p.o.NodeTimeout != 30*time.Second {
 		t.Errorf("node_timeout 30s: %v", err)
 	}
 	for _, bad := range []string{"0s", "-1m", "soon"} {
-		if _, err := FromAttrs("/", map[string]string{"fleet": dir, "node_timeout": bad}); err == nil || !strings.Contains(err.Error(), "node_timeout") {
+		if _, err := build(map[string]any{"fleet": dir, "node_timeout": bad}); err == nil || !strings.Contains(err.Error(), "node_timeout") {
 			t.Errorf("node_timeout %q: %v", bad, err)
 		}
+	}
+	if _, err := build(nil); err == nil || !strings.Contains(err.Error(), "needs fleet") {
+		t.Errorf("no fleet: %v", err)
+	}
+	_, err = build(map[string]any{"fleet": t.TempDir()})
+	var se *model.SettingError
+	if !errors.As(err, &se) || se.Setting != "fleet" || !strings.Contains(err.Error(), "not a local fleet") {
+		t.Errorf("a directory that is no fleet: %v, want a SettingError of fleet", err)
 	}
 }

@@ -48,15 +48,17 @@ const (
 	maxLockSize    = 64 << 10  // mcp.state.lock: a few hundred bytes of state.LockInfo
 )
 
-// FromConfig opens the local backend a state block names: its path (resolved against the
-// configuration's directory dir), by default dir/mcp.state.
-func FromConfig(dir string, c model.StateConfig) (*Local, error) {
-	p := c.Path
-	if p == "" {
-		p = filepath.Join(dir, "mcp.state")
-	}
-	return &Local{Path: p}, nil
+// Spec declares the local backend: state { backend = "local", path = "mcp.state" }, its
+// path resolved against the configuration's directory.
+var Spec = state.BackendSpec{
+	BlockSpec: model.BlockSpec{Name: "local", Example: `path = "mcp.state"`, Settings: []model.SettingSpec{
+		{Name: "path", Kind: model.SettingPath, Default: "mcp.state", Check: model.NonEmpty},
+	}},
+	Open: func(s model.Settings) (state.Backend, error) { return Open(s), nil },
 }
+
+// Open opens the local backend a state block's settings name (Spec).
+func Open(s model.Settings) *Local { return &Local{Path: s.Str("path")} }
 
 func (l *Local) renderedDir() string { return l.Path + ".d/rendered" }
 func (l *Local) journalPath() string { return l.Path + ".journal" }

@@ -133,13 +133,25 @@ func New(cs kubeclient.Interface, namespace string, opts Options) *Backend {
 	return &Backend{cs: cs, ns: namespace, opts: opts, stored: map[string]bool{}}
 }
 
-// Open builds a backend from the state block's attributes: namespace, kubeconfig and
-// context. The cluster is found by client-go's usual rules: the kubeconfig named, else
-// $KUBECONFIG, else ~/.kube/config, else the in-cluster service account.
-func Open(attrs map[string]string) (*Backend, error) {
-	cfg, err := kubeconfig.Load(attrs["kubeconfig"], attrs["context"])
+// Spec declares the Kubernetes backend: state { backend = "kubernetes", namespace,
+// kubeconfig, context }, the cluster found as the kubernetes provider finds it.
+var Spec = state.BackendSpec{
+	BlockSpec: model.BlockSpec{Name: "kubernetes",
+		Settings: append(slices.Clip(kubeconfig.Settings), kubeconfig.NamespaceSetting(DefaultNamespace))},
+	Open: func(s model.Settings) (state.Backend, error) {
+		b, err := Open(s)
+		if err != nil {
+			return nil, err
+		}
+		return b, nil
+	},
+}
+
+// Open builds a backend from the state block's settings (Spec).
+func Open(s model.Settings) (*Backend, error) {
+	cfg, err := kubeconfig.FromSettings(s, "finding the cluster for the kubernetes state backend")
 	if err != nil {
-		return nil, fmt.Errorf("finding the cluster for the kubernetes state backend: %w", err)
+		return nil, err
 	}
 	// Every request has a deadline, so that an API server that stops answering fails the
 	// state's reads, writes and journal appends with a clear error instead of hanging.
@@ -148,7 +160,7 @@ func Open(attrs map[string]string) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes state backend: %w", err)
 	}
-	return New(cs, attrs["namespace"], Options{}), nil
+	return New(cs, s.Str("namespace"), Options{}), nil
 }
 
 // Client is the clientset the backend uses.

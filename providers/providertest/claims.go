@@ -1,0 +1,74 @@
+package providertest
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers"
+)
+
+// claimsOneApply: a node claimed by a live apply is refused to another,
+// naming the holder; a gone apply's claim is taken over; of two applies that judged a node
+// free at the same moment, one gets it (the other's claim, or its first write carrying the
+// claim, is refused); a release leaves the node's record; the node's claim is observed.
+func claimsOneApply(t *testing.T, newProvider New) {
+	p := newProvider(t, Standard())
+	cl := capability[providers.Claimer](t, p, "Claimer", "keeps no claims")
+	since := time.Now().UTC().Truncate(time.Second)
+	claim := func(apply, lock string) model.Claim {
+		return model.Claim{Apply: apply, Lock: lock, Host: "test@host", PID: 1, Since: since, Expires: since.Add(time.Hour)}
+	}
+	alive := func(model.Claim) (bool, string) { return true, "alive in the test" }
+	gone := func(model.Claim) (bool, string) { return false, "gone in the test" }
+	a, b := claim("apply-a", ""), claim("apply-b", "")
+
+	if prev, err := cl.Claim(ctx, "w-0", a, alive); err != nil || prev != nil {
+		t.Fatalf("claiming a free node: prev %v, %v", prev, err)
+	}
+	if got := node(t, p, "w-0").Claim; !got.Same(&a) {
+		t.Errorf("the node's claim after it was taken: %+v, want %+v", got, a)
+	}
+	_, err := cl.Claim(ctx, "w-0", b, alive)
+	var ce *providers.ClaimedError
+	if !errors.As(err, &ce) || ce.Holder.Apply != a.Apply || !strings.Contains(err.Error(), "apply-a") {
+		t.Errorf("claiming a node a live apply holds: %v; want a ClaimedError naming apply-a", err)
+	}
+	if prev, err := cl.Claim(ctx, "w-0", b, gone); err != nil || !prev.Same(&a) {
+		t.Errorf("taking over a gone apply's claim: prev %v, %v; want apply-a's", prev, err)
+	}
+	// a, taken over, releases nothing; b's release leaves its record.
+	if err := cl.Release(ctx, "w-0", a, nil); err != nil {
+		t.Fatal(err)
+	}
+	done := b
+	done.Released = since.Add(time.Minute)
+	if err := cl.Release(ctx, "w-0", b, &done); err != nil {
+		t.Fatal(err)
+	}
+	if got := node(t, p, "w-0").Claim; !got.Same(&done) || got.Held() {
+		t.Errorf("the node's claim after its release: %+v, want the released record %+v", got, done)
+	}
+
+	// Under the state lock a provider may write the claim with the node's next write: of
+	// two applies that judged w-1 free, exactly one cordons it.
+	c, d := claim("apply-c", "lock-c"), claim("apply-d", "")
+	_, errC := cl.Claim(ctx, "w-1", c, alive)
+	_, errD := cl.Claim(ctx, "w-1", d, alive)
+	if errC == nil {
+		errC = p.Cordon(ctx, "w-1")
+	}
+	if (errC == nil) == (errD == nil) || errC != nil && !errors.Is(errC, providers.ErrClaimed) || errD != nil && !errors.Is(errD, providers.ErrClaimed) {
+		t.Fatalf("two applies on one node: c %v, d %v; want exactly one refused as claimed", errC, errD)
+	}
+	winner := c
+	if errC != nil {
+		winner = d
+	}
+	n := node(t, p, "w-1")
+	if !n.Claim.Same(&winner) || n.Unschedulable != (winner.Apply == c.Apply) {
+		t.Errorf("w-1 after the race: claim %+v, cordoned %v; want %s's claim, cordoned only by c", n.Claim, n.Unschedulable, winner.Apply)
+	}
+}
