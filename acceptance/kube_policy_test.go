@@ -12,8 +12,13 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
@@ -146,4 +151,47 @@ func clientFrom(t *testing.T, kubeconfig string) kubernetes.Interface {
 		t.Fatal(fmt.Errorf("client from %s: %w", kubeconfig, err))
 	}
 	return c
+}
+
+// TestKubeDeployRenderedApplies: the kustomization's render (deploy.Render, what `kubectl
+// kustomize deploy/` gives) applies to the real apiserver by server-side apply, every
+// object, and its workloads name the image by digest.
+func TestKubeDeployRenderedApplies(t *testing.T) {
+	env := k8senv.Start(t, k8senv.Options{})
+	objs, err := deploy.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(env.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	dyn, err := dynamic.NewForConfig(env.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, images, _ := deploy.Kustomization()
+	for _, o := range objs {
+		u := &unstructured.Unstructured{Object: o}
+		gvk := u.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Fatalf("%s: %v", gvk, err)
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if ns := u.GetNamespace(); ns != "" {
+			ri = dyn.Resource(m.Resource).Namespace(ns)
+		}
+		got, err := ri.Apply(context.Background(), u.GetName(), u, metav1.ApplyOptions{FieldManager: "mcp-install", Force: true})
+		if err != nil {
+			t.Fatalf("server-side apply of %s %s: %v", gvk.Kind, u.GetName(), err)
+		}
+		cs, _, _ := unstructured.NestedSlice(got.Object, "spec", "template", "spec", "containers")
+		for _, c := range cs {
+			if img := c.(map[string]any)["image"]; img != images[0].Ref() {
+				t.Errorf("%s %s: image %v, want %s", gvk.Kind, u.GetName(), img, images[0].Ref())
+			}
+		}
+	}
 }

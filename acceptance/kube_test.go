@@ -608,6 +608,14 @@ func TestKubeDeployRBAC(t *testing.T) {
 			{"delete", "", "nodes", "", "", false}, {"create", "coordination.k8s.io", "leases", "", "kube-system", false},
 			{"update", "", "nodes", "", "", false}, // every write to a Node is a patch
 		},
+		// The drift runner reads what drift needs (Nodes, the state's Secrets) and writes nothing.
+		"mcp-drift": {
+			{"list", "", "nodes", "", "", true}, {"watch", "", "nodes", "", "", true}, {"get", "", "secrets", "", "mcp-system", true},
+			{"list", "", "secrets", "", "mcp-system", true},
+			{"patch", "", "nodes", "", "", false}, {"update", "", "nodes", "", "", false}, {"create", "", "secrets", "", "mcp-system", false},
+			{"update", "", "secrets", "", "mcp-system", false}, {"get", "", "secrets", "", "kube-system", false},
+			{"create", "coordination.k8s.io", "leases", "", "mcp-system", false}, {"list", "", "pods", "", "", false},
+		},
 	}
 	for sa, checks := range cases {
 		user := "system:serviceaccount:mcp-system:" + sa

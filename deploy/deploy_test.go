@@ -89,14 +89,15 @@ func TestManifestsDecode(t *testing.T) {
 	slices.Sort(keys)
 	want := []string{
 		"ClusterRole /mcp-agent", "ClusterRole /mcp-apply",
-		"ClusterRoleBinding /mcp-agent", "ClusterRoleBinding /mcp-apply",
+		"ClusterRole /mcp-drift",
+		"ClusterRoleBinding /mcp-agent", "ClusterRoleBinding /mcp-apply", "ClusterRoleBinding /mcp-drift",
 		"ConfigMap mcp-system/mcp-server-config",
-		"DaemonSet mcp-system/mcp-agent", "Deployment mcp-system/mcp-server",
+		"DaemonSet mcp-system/mcp-agent", "Deployment mcp-system/mcp-drift", "Deployment mcp-system/mcp-server",
 		"Namespace /mcp-system",
-		"Role mcp-system/mcp-agent", "Role mcp-system/mcp-apply", "Role mcp-system/mcp-server",
-		"RoleBinding mcp-system/mcp-agent", "RoleBinding mcp-system/mcp-apply", "RoleBinding mcp-system/mcp-server",
-		"Service mcp-system/mcp-server",
-		"ServiceAccount mcp-system/mcp-agent", "ServiceAccount mcp-system/mcp-apply", "ServiceAccount mcp-system/mcp-server",
+		"Role mcp-system/mcp-agent", "Role mcp-system/mcp-apply", "Role mcp-system/mcp-drift", "Role mcp-system/mcp-server",
+		"RoleBinding mcp-system/mcp-agent", "RoleBinding mcp-system/mcp-apply", "RoleBinding mcp-system/mcp-drift", "RoleBinding mcp-system/mcp-server",
+		"Service mcp-system/mcp-drift-metrics", "Service mcp-system/mcp-server",
+		"ServiceAccount mcp-system/mcp-agent", "ServiceAccount mcp-system/mcp-apply", "ServiceAccount mcp-system/mcp-drift", "ServiceAccount mcp-system/mcp-server",
 		"ValidatingAdmissionPolicy /mcp-agent-own-node", "ValidatingAdmissionPolicyBinding /mcp-agent-own-node",
 	}
 	if d := cmp.Diff(want, keys); d != "" {
@@ -118,6 +119,9 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		"Role mcp-system/mcp-agent": {{APIGroups: []string{""}, Resources: []string{"secrets"},
 			ResourceNames: []string{protocol.HealthSecret}, Verbs: []string{"get"}}},
 		"Role mcp-system/mcp-server": {rule("", "secrets", "get", "list", "watch")},
+		// The drift runner reads, and only reads: Nodes, the state and rendered configs.
+		"ClusterRole /mcp-drift":    {rule("", "nodes", "get", "list", "watch")},
+		"Role mcp-system/mcp-drift": {rule("", "secrets", "get", "list", "watch")},
 		"ClusterRole /mcp-apply": {
 			rule("", "nodes", "get", "list", "watch", "patch"), // no update: every write is a patch
 			rule("", "pods", "get", "list", "watch"),           // watch: a node's DaemonSet pods, a health gate

@@ -40,7 +40,7 @@ func TestKustomization(t *testing.T) {
 		}
 	}
 	want := images[0].Ref()
-	if len(refs) != 2 || slices.IndexFunc(refs, func(r string) bool { return r != want }) >= 0 {
+	if len(refs) != 3 || slices.IndexFunc(refs, func(r string) bool { return r != want }) >= 0 {
 		t.Errorf("rendered images %v, want every one %s", refs, want)
 	}
 }
