@@ -18,6 +18,16 @@ build:
 vet:
 	$(GO) vet ./...
 
+# The container image, built without a container daemon (scripts/image, go-containerregistry):
+# mcp and mcp-agent for linux/amd64 and linux/arm64 as one OCI image index, in build/image/oci
+# (an OCI layout) and build/image/mcp-oci.tar; every timestamp is SOURCE_DATE_EPOCH (default:
+# the commit's time), so one commit gives one digest, which goes into deploy/kustomization.yaml.
+# IMAGE_REPO is where the manifests pull it from; IMAGE_PUSH=REF also pushes it.
+IMAGE_REPO ?= ghcr.io/mcpfleet/mcp
+.PHONY: image
+image:
+	GO=$(GO) $(GO) run ./scripts/image -version $(VERSION) -repo $(IMAGE_REPO) $(if $(IMAGE_PUSH),-push $(IMAGE_PUSH))
+
 # The acceptance tests run the real Ignition client and a real Kubernetes control plane
 # (etcd, kube-apiserver, kube-controller-manager, kwok), all built once from the module
 # proxy and cached in bin/ (the apiserver takes ~5 min the first time). MCP_REQUIRE_K8S=1:
@@ -94,7 +104,7 @@ bench-agent: build
 	MCP=$(MCP) MCP_AGENT=$(BIN)/mcp-agent $(GO) run ./scripts/benchagent -out docs/benchmarks.md
 
 clean:
-	rm -rf $(BIN) .demo
+	rm -rf $(BIN) .demo build
 
 # The boot server against nginx with wrk, and a 1,000-connection boot storm (installs nginx
 # and wrk from Debian's packages when missing).

@@ -144,6 +144,13 @@ func applyQuickstart(t *testing.T, files map[string]string) string {
 // boot, against the config at url, into a fresh scratch root, and returns the root.
 func firstBoot(t *testing.T, ign, url string) string {
 	t.Helper()
+	return firstBootWith(t, ign, "metal", "ignition.config.url="+url, nil)
+}
+
+// firstBootWith is firstBoot on an Ignition platform with a kernel argument and an
+// environment of its own: platform "file" reads the user-data from IGNITION_CONFIG_FILE.
+func firstBootWith(t *testing.T, ign, platform, karg string, extraEnv []string) string {
+	t.Helper()
 	R := t.TempDir()
 	S := filepath.Join(R, "sysroot")
 	for _, d := range []string{"etc", "home", "root"} {
@@ -156,12 +163,12 @@ func firstBoot(t *testing.T, ign, url string) string {
 		"etc/shadow": "root:*:19000:0:99999:7:::\n", "etc/gshadow": "root:*::\n"} {
 		os.WriteFile(filepath.Join(S, name), []byte(body), 0o644)
 	}
-	os.WriteFile(filepath.Join(R, "cmdline"), []byte("ignition.firstboot ignition.platform.id=metal ignition.config.url="+url+"\n"), 0o644)
-	env := append(os.Environ(), "IGNITION_KERNEL_CMDLINE_PATH="+filepath.Join(R, "cmdline"),
+	os.WriteFile(filepath.Join(R, "cmdline"), []byte("ignition.firstboot ignition.platform.id="+platform+" "+karg+"\n"), 0o644)
+	env := append(append(os.Environ(), extraEnv...), "IGNITION_KERNEL_CMDLINE_PATH="+filepath.Join(R, "cmdline"),
 		"IGNITION_SYSTEM_RUNTIME_CONFIG_DIR="+filepath.Join(R, "sys/run"),
 		"IGNITION_SYSTEM_LOCAL_CONFIG_DIR="+filepath.Join(R, "sys/etc"),
 		"IGNITION_SYSTEM_CONFIG_DIR="+filepath.Join(R, "sys/usrlib"))
-	common := []string{"--platform=metal", "--log-to-stdout", "--config-cache=" + filepath.Join(R, "ignition.json"),
+	common := []string{"--platform=" + platform, "--log-to-stdout", "--config-cache=" + filepath.Join(R, "ignition.json"),
 		"--state-file=" + filepath.Join(R, "state"), "--neednet=" + filepath.Join(R, "neednet")}
 	for _, stage := range [][]string{{"--stage=fetch", "--fetch-timeout=20s"}, {"--stage=files", "--root=" + S}} {
 		cmd := exec.Command(ign, append(stage, common...)...)

@@ -209,6 +209,24 @@ func waitUntil(t *testing.T, within time.Duration, cond func() bool, failure fun
 
 // startAgent runs the node's agent as a DaemonSet would, restarting it when it exits; an
 // exit for a reboot (75) comes back with a new boot id, as the machine would.
+// agentKubeconfig is the agent's credential on node: as in the DaemonSet, a token of
+// mcp-agent bound to its pod on the node (owned by deploy/'s DaemonSet mcp-agent, so a drain
+// leaves it), which the ValidatingAdmissionPolicy mcp-agent-own-node holds to that Node. A
+// cluster built without deploy/ (c.kc["mcp-agent"] set to another identity) keeps it.
+func (c *kubeCluster) agentKubeconfig(t *testing.T, node string) string {
+	t.Helper()
+	if c.kc["mcp-agent"] != "" && c.kc["mcp-agent"] == c.env.Kubeconfig {
+		return c.env.Kubeconfig
+	}
+	ds, err := c.env.Client.AppsV1().DaemonSets("mcp-system").Get(context.Background(), "mcp-agent", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the agent's DaemonSet: %v", err)
+	}
+	yes := true
+	return c.env.KubeconfigForPod(t, "mcp-system", "mcp-agent", node, &metav1.OwnerReference{
+		APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: &yes})
+}
+
 func (c *kubeCluster) startAgent(t *testing.T, node string) {
 	t.Helper()
 	root, bootID := scratchRoot(t)
@@ -220,6 +238,7 @@ func (c *kubeCluster) startAgent(t *testing.T, node string) {
 		t.Fatal(err)
 	}
 	bin := agentBinary(t)
+	kc := c.agentKubeconfig(t, node)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -227,7 +246,7 @@ func (c *kubeCluster) startAgent(t *testing.T, node string) {
 		for ctx.Err() == nil {
 			cmd := exec.CommandContext(ctx, bin, "-node", node, "-server", c.server, "-root", root,
 				"-host=record", "-boot-id-file", bootID, "-interval", "2s")
-			cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kc["mcp-agent"])
+			cmd.Env = append(os.Environ(), "KUBECONFIG="+kc)
 			cmd.Stdout, cmd.Stderr = logf, logf
 			err := cmd.Run()
 			var ee *exec.ExitError
@@ -587,6 +606,15 @@ func TestKubeDeployRBAC(t *testing.T) {
 			{"update", "coordination.k8s.io", "leases", "", "mcp-system", true}, {"create", "", "secrets", "", "mcp-system", true},
 			{"get", "", "secrets", "", "kube-system", false}, {"delete", "", "pods", "", "demo", false},
 			{"delete", "", "nodes", "", "", false}, {"create", "coordination.k8s.io", "leases", "", "kube-system", false},
+			{"update", "", "nodes", "", "", false}, // every write to a Node is a patch
+		},
+		// The drift runner reads what drift needs (Nodes, the state's Secrets) and writes nothing.
+		"mcp-drift": {
+			{"list", "", "nodes", "", "", true}, {"watch", "", "nodes", "", "", true}, {"get", "", "secrets", "", "mcp-system", true},
+			{"list", "", "secrets", "", "mcp-system", true},
+			{"patch", "", "nodes", "", "", false}, {"update", "", "nodes", "", "", false}, {"create", "", "secrets", "", "mcp-system", false},
+			{"update", "", "secrets", "", "mcp-system", false}, {"get", "", "secrets", "", "kube-system", false},
+			{"create", "coordination.k8s.io", "leases", "", "mcp-system", false}, {"list", "", "pods", "", "", false},
 		},
 	}
 	for sa, checks := range cases {

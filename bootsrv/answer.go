@@ -42,7 +42,7 @@ func (s *Server) answer(q request) reply {
 	case "/healthz":
 		return textReply("healthz", 200, "ok\n")
 	case "/readyz":
-		if s.snap.Load() == nil {
+		if !s.snap.Load().loaded() {
 			return textReply("readyz", 503, "no configuration loaded yet\n")
 		}
 		return textReply("readyz", 200, "ok\n")
@@ -67,7 +67,7 @@ func (s *Server) answer(q request) reply {
 		return r
 	}
 	snap := s.snap.Load()
-	if snap == nil {
+	if !snap.loaded() {
 		return textReply(endpoint, 503, "no configuration loaded yet\n")
 	}
 	if !isConfig {

@@ -61,6 +61,11 @@ type Snapshot struct {
 	rendered map[string]*body
 }
 
+// loaded says whether the snapshot holds a configuration: a state nothing was applied to
+// yet has no pool. Until then the server is not ready and answers 503, which the Ignition
+// client retries (a 404 would fail a machine's first boot at once).
+func (s *Snapshot) loaded() bool { return s != nil && len(s.pools) > 0 }
+
 // Build prepares a snapshot from the pools' pointers and the rendered configs. A pointer
 // to a rendered config that is missing is an error: the store writes rendered configs
 // before pointers, so this means a damaged store, and the old snapshot stays in service.

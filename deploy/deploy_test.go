@@ -89,14 +89,16 @@ func TestManifestsDecode(t *testing.T) {
 	slices.Sort(keys)
 	want := []string{
 		"ClusterRole /mcp-agent", "ClusterRole /mcp-apply",
-		"ClusterRoleBinding /mcp-agent", "ClusterRoleBinding /mcp-apply",
+		"ClusterRole /mcp-drift",
+		"ClusterRoleBinding /mcp-agent", "ClusterRoleBinding /mcp-apply", "ClusterRoleBinding /mcp-drift",
 		"ConfigMap mcp-system/mcp-server-config",
-		"DaemonSet mcp-system/mcp-agent", "Deployment mcp-system/mcp-server",
+		"DaemonSet mcp-system/mcp-agent", "Deployment mcp-system/mcp-drift", "Deployment mcp-system/mcp-server",
 		"Namespace /mcp-system",
-		"Role mcp-system/mcp-agent", "Role mcp-system/mcp-apply", "Role mcp-system/mcp-server",
-		"RoleBinding mcp-system/mcp-agent", "RoleBinding mcp-system/mcp-apply", "RoleBinding mcp-system/mcp-server",
-		"Service mcp-system/mcp-server",
-		"ServiceAccount mcp-system/mcp-agent", "ServiceAccount mcp-system/mcp-apply", "ServiceAccount mcp-system/mcp-server",
+		"Role mcp-system/mcp-agent", "Role mcp-system/mcp-apply", "Role mcp-system/mcp-drift", "Role mcp-system/mcp-server",
+		"RoleBinding mcp-system/mcp-agent", "RoleBinding mcp-system/mcp-apply", "RoleBinding mcp-system/mcp-drift", "RoleBinding mcp-system/mcp-server",
+		"Service mcp-system/mcp-drift-metrics", "Service mcp-system/mcp-server",
+		"ServiceAccount mcp-system/mcp-agent", "ServiceAccount mcp-system/mcp-apply", "ServiceAccount mcp-system/mcp-drift", "ServiceAccount mcp-system/mcp-server",
+		"ValidatingAdmissionPolicy /mcp-agent-own-node", "ValidatingAdmissionPolicyBinding /mcp-agent-own-node",
 	}
 	if d := cmp.Diff(want, keys); d != "" {
 		t.Errorf("objects (-want +got):\n%s", d)
@@ -117,9 +119,12 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		"Role mcp-system/mcp-agent": {{APIGroups: []string{""}, Resources: []string{"secrets"},
 			ResourceNames: []string{protocol.HealthSecret}, Verbs: []string{"get"}}},
 		"Role mcp-system/mcp-server": {rule("", "secrets", "get", "list", "watch")},
+		// The drift runner reads, and only reads: Nodes, the state and rendered configs.
+		"ClusterRole /mcp-drift":    {rule("", "nodes", "get", "list", "watch")},
+		"Role mcp-system/mcp-drift": {rule("", "secrets", "get", "list", "watch")},
 		"ClusterRole /mcp-apply": {
-			rule("", "nodes", "get", "list", "watch", "patch", "update"),
-			rule("", "pods", "get", "list", "watch"), // watch: a node's DaemonSet pods, a health gate
+			rule("", "nodes", "get", "list", "watch", "patch"), // no update: every write is a patch
+			rule("", "pods", "get", "list", "watch"),           // watch: a node's DaemonSet pods, a health gate
 			rule("", "pods/eviction", "create"),
 			rule("policy", "poddisruptionbudgets", "get", "list"),
 			rule("apps", "daemonsets", "get"),
@@ -192,7 +197,7 @@ func TestWorkloads(t *testing.T) {
 	spec := ds.Spec.Template.Spec
 	c := spec.Containers[0]
 	args := strings.Join(append(c.Command, c.Args...), " ")
-	if !strings.HasPrefix(args, "mcp-agent -root /host -node $(NODE_NAME) -server http://mcp-server.mcp-system.svc:8080") {
+	if !strings.HasPrefix(args, "mcp-agent -root /host -node $(NODE_NAME) -server https://mcp-server.mcp-system.svc:22623 -server-ca /etc/mcp-server/ca.crt -server-token-file /etc/mcp-server-token/token") {
 		t.Errorf("agent command: %s", args)
 	}
 	if !spec.HostPID || c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
@@ -229,11 +234,23 @@ func TestWorkloads(t *testing.T) {
 	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != 2 || dep.Spec.Template.Spec.ServiceAccountName != "mcp-server" {
 		t.Errorf("server: replicas %v, service account %q", dep.Spec.Replicas, dep.Spec.Template.Spec.ServiceAccountName)
 	}
-	if args := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "serve -listen :8080") {
-		t.Errorf("server args: %s", args)
+	sc := dep.Spec.Template.Spec.Containers[0]
+	if args := strings.Join(sc.Args, " "); !strings.Contains(args, "serve -listen :22623 -tls-cert /etc/mcp-tls/tls.crt -tls-key /etc/mcp-tls/tls.key -token-file /etc/mcp-token/token") {
+		t.Errorf("server args: %s: want TLS and a token by default", args)
+	}
+	if !dep.Spec.Template.Spec.HostNetwork || sc.Ports[0].HostPort != 22623 {
+		t.Errorf("server: hostNetwork %v, ports %+v: new machines reach it on the hosts' port 22623", dep.Spec.Template.Spec.HostNetwork, sc.Ports)
+	}
+	if p := sc.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" || p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+		t.Errorf("server readiness probe %+v: want HTTPS /readyz (503 until a configuration is loaded)", p)
+	}
+	for _, c := range []corev1.Container{sc, c} {
+		if c.Image != "mcp" {
+			t.Errorf("container %s: image %q; the manifests say mcp and the kustomization names it by digest", c.Name, c.Image)
+		}
 	}
 	svc := objs["Service mcp-system/mcp-server"].(*corev1.Service)
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 8080 || len(svc.Spec.Selector) == 0 {
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 22623 || len(svc.Spec.Selector) == 0 {
 		t.Errorf("service: ports %+v, selector %v", svc.Spec.Ports, svc.Spec.Selector)
 	}
 	for k, v := range svc.Spec.Selector {

@@ -7,5 +7,5 @@ import "embed"
 // Manifests are the *.yaml files of this directory; applied in the order of their names
 // (the namespace first), as `kubectl apply -f deploy/` does.
 //
-//go:embed *.yaml
+//go:embed [0-9]*.yaml
 var Manifests embed.FS

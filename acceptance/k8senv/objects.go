@@ -68,6 +68,47 @@ func (e *Env) KubeconfigFor(t testing.TB, ns, name string) string {
 	return path
 }
 
+// KubeconfigForPod writes a kubeconfig that authenticates as the ServiceAccount ns/sa with
+// a token bound to a pod of that service account on node, as a pod's projected token is:
+// the API server adds the node to the user (extra authentication.kubernetes.io/node-name),
+// and the token dies with the pod. The pod, named SA-NODE, is created bound to the node
+// (no scheduler), owned by owner when given (a DaemonSet, so that a drain leaves it), and
+// made Running by kwok. The service account must exist.
+func (e *Env) KubeconfigForPod(t testing.TB, ns, sa, node string, owner *metav1.OwnerReference) string {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: sa + "-" + node, Namespace: ns},
+		Spec: corev1.PodSpec{
+			NodeName:           node,
+			ServiceAccountName: sa,
+			Containers:         []corev1.Container{{Name: "main", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+	if owner != nil {
+		pod.OwnerReferences = []metav1.OwnerReference{*owner}
+	}
+	got, err := e.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating pod %s/%s: %v", ns, pod.Name, err)
+	}
+	secs := int64(3600)
+	tr, err := e.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs,
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: got.Name, UID: got.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("requesting a token for %s/%s bound to pod %s: %v", ns, sa, got.Name, err)
+	}
+	cfg := kubeconfig(e.RESTConfig.Host, e.pki.caPEM, &clientcmdapi.AuthInfo{Token: tr.Status.Token})
+	cfg.Contexts["k8senv"].Namespace = ns
+	path := filepath.Join(t.TempDir(), fmt.Sprintf("pod-%s-%s-%s.kubeconfig", ns, sa, node))
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // EnsureNamespace creates ns if it does not exist and waits for its default service account
 // (needed to admit pods, when the serviceaccount controller runs).
 func (e *Env) EnsureNamespace(t testing.TB, ns string) {

@@ -63,6 +63,8 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 	namespace := fs.String("namespace", "mcp-system", "with -node: mcp's namespace, where the pools' command health checks are read (Secret mcp-health-checks)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	inCluster := fs.Bool("in-cluster", false, "use the pod's service account (the default when no kubeconfig is found)")
+	serverCA := fs.String("server-ca", "", "PEM file of the CA that signed the boot server's certificate (an https -server)")
+	serverToken := fs.String("server-token-file", "", "file with the boot server's bearer token (read at each request, so a renewed token is used)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0 // the usage is printed, as asked
@@ -73,12 +75,16 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 		return c.errorf("unexpected argument %q", fs.Arg(0))
 	}
 	log := slog.New(slog.NewJSONHandler(c.stderr, nil))
+	client, err := serverClient(*serverCA, *serverToken)
+	if err != nil {
+		return c.errorf("%v", err)
+	}
 	if *node != "" {
 		if *once || *desired != "" {
 			return c.errorf("-once and -desired are for the standalone agent; with -node the Node's annotations say what to do")
 		}
 		return c.kubeAgent(kubeAgentFlags{node: *node, namespace: *namespace, kubeconfig: *kubeconfig, inCluster: *inCluster, root: *root,
-			server: *server, allow: *allow, listen: *listen, interval: *interval, rebootWait: *rebootWait,
+			server: *server, client: client, allow: *allow, listen: *listen, interval: *interval, rebootWait: *rebootWait,
 			host: hostFlags{kind: *hostKind, root: *root, osChroot: *osChroot, osTool: *osTool, cmdline: *cmdline, booted: *booted, bootID: *bootID}}, log)
 	}
 	if *booted != "" && *hostKind != "record" {
@@ -91,6 +97,7 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 	}
 	defer closeHost()
 	s := standalone.New(*root, *server, host)
+	s.Client = client
 	s.Desired, s.BootIDPath, s.Log, s.Agent.RebootWait = *desired, *bootID, log, *rebootWait
 	s.Agent.Exec.Allowed = strings.Split(*allow, ",")
 	m := newAgentMetrics()
@@ -128,6 +135,7 @@ const ExitRebooting = 75
 
 type kubeAgentFlags struct {
 	node, namespace, kubeconfig, root, server, allow, listen string
+	client                                                   *http.Client
 	inCluster                                                bool
 	interval, rebootWait                                     time.Duration
 	host                                                     hostFlags
@@ -160,6 +168,7 @@ func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
 	}
 	defer closeHost()
 	a := kagent.New(nodes, f.node, f.root, f.server, host)
+	a.HTTP = f.client
 	a.Log, a.Interval, a.Agent.RebootWait, a.State.BootIDPath = log, f.interval, f.rebootWait, f.host.bootID
 	a.Agent.Exec.Allowed = strings.Split(f.allow, ",")
 	// Command health checks run in the host's root where its OS commands do.

@@ -53,6 +53,13 @@ const (
 	KernelArgs = Prefix + "kernel-args"
 )
 
+// AgentAnnotations are every Node annotation an agent writes: its reports, and
+// DesiredConfig at the end of a first boot when the engine has written none. The
+// ValidatingAdmissionPolicy in deploy/ lets an agent change these on its own Node and
+// nothing else (deploy_test.go checks the policy's list is this one).
+var AgentAnnotations = []string{ObservedUpdateID, State, Reason, Progress, CurrentConfig, DesiredConfig,
+	Drift, DriftCount, OSImage, KernelArgs, CheckResult}
+
 // BootImageError is the annotation apply writes on a machine template (a MachineSet, a
 // Cluster API infrastructure template) whose image the API server refused to set: the
 // server's message. A later set that succeeds removes it. It is not part of the agent
