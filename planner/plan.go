@@ -53,6 +53,7 @@ func MakePlan(in Input) (*Plan, error) {
 			return nil, fmt.Errorf("pool %s has no rendered config", pool.Name)
 		}
 		pp, nodes, sl := planPool(in, sc, pool, target, members[pool.Name])
+		pp.Changes = poolChanges(in, &pp, nodes, target)
 		slots = append(slots, sl)
 		for i := range nodes {
 			if nodes[i].Changed() && hasStep(nodes[i].Steps, model.StepDrain) {
