@@ -189,6 +189,10 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 			fmt.Fprintf(w, "  %s node.%s: %s (counts against max_unavailable)\n", c.yellow("out of service:"), n.Name, n.Condition)
 		}
 	}
+	writeChanges(w, c, pp)
+	if !verbose {
+		writeReasons(w, c, nodes)
+	}
 }
 
 // writeHeld writes a held node's line: why, and its condition when it is out of service
