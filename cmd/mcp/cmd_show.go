@@ -51,6 +51,9 @@ func (c *cli) show(args []string) int {
 		}
 		return 0
 	}
+	if len(pos) > 1 {
+		return c.tooMany("show", pos[1:])
+	}
 	if len(pos) != 1 {
 		return c.errorf("usage: mcp show [-json|-markdown] PLANFILE  or  mcp show -rendered POOL")
 	}

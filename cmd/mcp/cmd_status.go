@@ -26,7 +26,7 @@ func (c *cli) status(args []string) int {
 		return 1
 	}
 	if len(pos) > 0 {
-		return c.errorf("mcp status takes no arguments (got %q); the configuration is -chdir's", pos[0])
+		return c.tooMany("status", pos)
 	}
 	ws := c.load(&lf)
 	if ws == nil {

@@ -76,7 +76,7 @@ func TestStatusTablesAndWatch(t *testing.T) {
 	if len(lines) != 3 {
 		t.Errorf("status -watch -json printed %d documents, want one per refresh", len(lines))
 	}
-	if code, _, errOut := mcp(t, dir, "status", "extra"); code != 1 || !strings.Contains(errOut, "no arguments") {
+	if code, _, errOut := mcp(t, dir, "status", "extra"); code != 1 || !strings.Contains(errOut, "Too many command line arguments") {
 		t.Errorf("status with an argument: %d %q", code, errOut)
 	}
 }

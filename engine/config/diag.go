@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
@@ -89,6 +90,13 @@ func FormatDir(dir string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return FormatFiles(names)
+}
+
+// FormatFiles returns, for every file of names whose formatting would change, its path
+// and formatted bytes.
+func FormatFiles(names []string) (map[string][]byte, error) {
+	names = slices.Clone(names)
 	sort.Strings(names)
 	out := map[string][]byte{}
 	for _, n := range names {
