@@ -73,4 +73,3 @@ func formatPath(p string) (map[string][]byte, error) {
 	}
 	return config.FormatFiles([]string{p})
 }
-

@@ -25,7 +25,7 @@ func TestPlanShowsContentDiffs(t *testing.T) {
 	for want, n := range map[string]int{
 		"    ~ file /etc/chrony.conf\n        @@ -1,5 +1,5 @@\n         # Written by mcp (config 50-chrony).\n" +
 			"        -server time.example.com iburst\n        +server ntp.internal iburst\n": 2, // infra and worker
-		"on 4 nodes (worker-0, worker-2, worker-1, worker-3):\n": 1,
+		"on 4 nodes (worker-0, worker-2, worker-1, worker-3):\n":                                               1,
 		"    restart chronyd.service: /etc/chrony.conf changed (content); on_change restart:chronyd.service\n": 2,
 	} {
 		if got := strings.Count(out, want); got != n {

@@ -23,8 +23,8 @@ func TestPlanShowsEachChangeOnce(t *testing.T) {
 	for want, n := range map[string]int{"-server a iburst\n": 1, "+server b iburst\n": 1,
 		"  Changes from rendered-worker-1, on 2 nodes (worker-0, worker-1):\n": 1,
 		"    restart chronyd.service: on_change restart:chronyd.service\n":     2, // once per pool
-		"(sensitive content changed; not shown)":                              1,
-		"binary content: none → 3 B, sha256 ae4b3280e56e…":                    1,
+		"(sensitive content changed; not shown)":                               1,
+		"binary content: none → 3 B, sha256 ae4b3280e56e…":                     1,
 		"        - b\n        + c\n":                                           1,
 	} {
 		if got := strings.Count(s, want); got != n {
