@@ -452,7 +452,7 @@ subjects:
 		t.Errorf("after apply the plan still changes the user-data Secret:\n%s", again)
 	}
 	if table := string(execMCP(t, dir, kc, "status")); !regexp.MustCompile(`(?m)MachineSet/` + msNamespace +
-		`/worker-a\s*[│|]\s*worker\s*[│|]\s*aws\s*[│|]\s*ami-v3\s*[│|]\s*reconciled`).MatchString(table) {
+		`/worker-a +worker +aws +ami-v3 +reconciled`).MatchString(table) {
 		t.Errorf("mcp status:\n%s", table)
 	}
 }
