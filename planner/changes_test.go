@@ -105,3 +105,16 @@ func TestContentOfIsBounded(t *testing.T) {
 		t.Errorf("sensitive: %+v", c)
 	}
 }
+
+// A paused pool's blocker counts its node changes in the singular when there is one.
+func TestBlockerWordsCountRight(t *testing.T) {
+	n := node("w-0", "worker", "a", 0)
+	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker", Paused: true, MaxUnavailable: model.IntOrPercent{Value: 1}}),
+		Rendered: map[string]*model.Rendered{"worker": target("worker", file("/etc/a", "x"))}, Fleet: &model.Fleet{Nodes: []model.Node{n}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Pools[0].Blockers[0].Message; got != "pool worker is paused: 1 node change deferred" {
+		t.Errorf("%q", got)
+	}
+}

@@ -67,7 +67,7 @@ func (c *cli) fleetInit(args []string) int {
 	for _, p := range pools {
 		n += p.Count
 	}
-	fmt.Fprintf(c.stdout, "Created a local fleet of %d nodes in %s.\n", n, pos[0])
+	fmt.Fprintf(c.stdout, "Created a local fleet of %s in %s.\n", nodeCount(n), pos[0])
 	return 0
 }
 

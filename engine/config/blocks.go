@@ -202,7 +202,7 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 			for i, p := range c.Pools {
 				if l.d.Pool(p) == nil {
 					diags = append(diags, errAt(elementRange(a, i), "Unknown pool",
-						fmt.Sprintf("Config %q names pool %q, which no pool block declares.", name, p)))
+						fmt.Sprintf("Config %q names pool %q, which no pool block declares.%s", name, p, didYouMean(p, l.poolNames()))))
 				}
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
 
@@ -142,5 +143,33 @@ func TestMarkdownFenceOutlastsContent(t *testing.T) {
 	}
 	if d := cmp.Diff("`~ file /etc/x`\n", strings.SplitAfter(got, "\n")[0]); d != "" {
 		t.Error(d)
+	}
+}
+
+// One is one: "1 node", "1 wave", "1 node unchanged"; a pool that selects no node says so
+// instead of a silent [0 nodes].
+func TestPlanWordsCountRight(t *testing.T) {
+	p := &planner.Plan{Pools: []planner.PoolPlan{
+		{Name: "one", Rendered: "r-2", Previous: "r-1", ReRendered: true, Size: 2, MaxUnavailable: 1, Slots: 1, Updates: 1, Waves: 1},
+		{Name: "empty", Rendered: "e-1", Previous: "", ReRendered: true},
+	}, Nodes: []planner.NodePlan{
+		{Name: "a", Pool: "one", Action: planner.NodeUpdate, Wave: 1, Steps: []model.Step{{Kind: model.StepWrite, Target: "/etc/a"}}},
+		{Name: "b", Pool: "one", Action: planner.NodeNoOp},
+	}}
+	var out bytes.Buffer
+	if err := HumanPlan(&out, p, HumanOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{"[2 nodes, max_unavailable 1, 0 unavailable, 1 at once, 1 wave]", "  1 node unchanged\n",
+		"pool.empty (none) → e-1  [0 nodes, max_unavailable 0, 0 unavailable, 0 at once, 0 waves]\n  note: its node_selector matches no node of the fleet"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("plan lacks %q:\n%s", want, s)
+		}
+	}
+	for _, bad := range []string{"1 waves", "1 nodes"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("plan says %q:\n%s", bad, s)
+		}
 	}
 }

@@ -24,7 +24,7 @@ func samplePlan() *planner.Plan {
 	return &planner.Plan{
 		Pools: []planner.PoolPlan{
 			{Name: "infra", Rendered: "rendered-infra-2", Previous: "rendered-infra-1", ReRendered: true, Size: 2, MaxUnavailable: 1, Slots: 1, Updates: 1, Waves: 1, Paused: true,
-				Blockers: []planner.Blocker{{Kind: planner.BlockPaused, Message: "pool infra is paused: 1 node changes deferred"}}},
+				Blockers: []planner.Blocker{{Kind: planner.BlockPaused, Message: "pool infra is paused: 1 node change deferred"}}},
 			{Name: "worker", Rendered: "rendered-worker-2", Previous: "rendered-worker-1", ReRendered: true, Size: 3, MaxUnavailable: 1, Slots: 1, Updates: 2, Waves: 2,
 				Changes: sampleChanges()},
 		},
@@ -81,7 +81,7 @@ func TestHumanPlan(t *testing.T) {
 		"write 1 file, restart chronyd.service",
 		"deferred",
 		"blocked: pool infra is paused",
-		"1 nodes unchanged",
+		"1 node unchanged",
 		"Plan: 3 nodes to update (1 reboot, 2 in place), 2 pools re-rendered, 1 blocked, 1 deferred.",
 	} {
 		if !strings.Contains(s, want) {
