@@ -298,8 +298,12 @@ func (a *applier) waitPlannedDrains(n planner.NodePlan) {
 				continue
 			default:
 			}
+			what := "PodDisruptionBudget " + b.PDB
+			if b.Pod != "" {
+				what += " to evict pod " + b.Pod
+			}
 			a.emit(Event{Kind: EventWaiting, Pool: n.Pool, Node: n.Name,
-				Reason: fmt.Sprintf("drain waits for PodDisruptionBudget %s: node %s first, as planned", b.PDB, after)})
+				Reason: fmt.Sprintf("drain waits for %s: node %s first, as planned", what, after)})
 			<-ch
 		}
 	}
