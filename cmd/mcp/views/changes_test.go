@@ -173,3 +173,16 @@ func TestPlanWordsCountRight(t *testing.T) {
 		}
 	}
 }
+
+// The markdown summary shows a drifted file's diff, folded.
+func TestMarkdownShowsDriftDiffs(t *testing.T) {
+	pf := longPlan()
+	pf.Plan.Nodes[12].Drift[0].Diff = "--- /etc/motd (rendered-big-1)\n+++ /etc/motd (on node big-12)\n@@ -1 +1 @@\n-hello\n+hacked\n"
+	var out bytes.Buffer
+	if err := Markdown(&out, pf); err != nil {
+		t.Fatal(err)
+	}
+	if want := "<details><summary>Drift on node.big-12: /etc/motd</summary>\n\n```diff\n--- /etc/motd (rendered-big-1)\n"; !strings.Contains(out.String(), want) {
+		t.Errorf("no drift diff:\n%s", out.String())
+	}
+}

@@ -148,7 +148,7 @@ func mdRendered(pp planner.PoolPlan) string {
 func mdPool(w *bufio.Writer, pp planner.PoolPlan, nodes []*planner.NodePlan, budget *mdBudget) {
 	groups := groupNodes(nodes)
 	notes := poolNotes(pp, nodes)
-	if len(groups) == 0 && len(notes) == 0 && !hasItems(pp) {
+	if len(groups) == 0 && len(notes) == 0 && !hasItems(pp) && !hasDriftDiffs(nodes) {
 		return
 	}
 	head := fmt.Sprintf("**pool.%s** · max_unavailable %d", pp.Name, pp.MaxUnavailable)
@@ -179,6 +179,7 @@ func mdPool(w *bufio.Writer, pp planner.PoolPlan, nodes []*planner.NodePlan, bud
 		fold(w, fmt.Sprintf("%d %s", len(n.items), n.label), "- "+strings.Join(capList(n.items), "\n  - "))
 	}
 	mdChanges(w, pp, budget)
+	mdDriftDiffs(w, nodes, budget)
 }
 
 // capList keeps the first foldMax items, and says how many it left out.

@@ -67,6 +67,49 @@ func mdChanges(w *bufio.Writer, pp planner.PoolPlan, b *mdBudget) {
 	}
 }
 
+func hasDriftDiffs(nodes []*planner.NodePlan) bool {
+	for _, n := range nodes {
+		for _, d := range n.Drift {
+			if d.Diff != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// mdDriftDiffs writes, per drifted file whose content the node showed, a <details> block
+// with how it differs on the node, within the budget.
+func mdDriftDiffs(w *bufio.Writer, nodes []*planner.NodePlan, b *mdBudget) {
+	if b == nil {
+		return
+	}
+	cut := 0
+	defer func() {
+		if cut > 0 {
+			fmt.Fprintf(w, "\n%s not shown: this comment would pass GitHub's limit of %d characters; `mcp show PLANFILE` shows them.\n",
+				plural(cut, "%d drift diff", "%d drift diffs"), MarkdownLimit)
+		}
+	}()
+	for _, n := range nodes {
+		for _, d := range n.Drift {
+			if d.Diff == "" {
+				continue
+			}
+			fence := strings.Repeat("`", max(3, longestRun(d.Diff, '`')+1))
+			block := fmt.Sprintf("\n<details><summary>Drift on node.%s: %s</summary>\n\n%sdiff\n%s%s\n\n</details>\n",
+				htmlEscaper.Replace(n.Name), htmlEscaper.Replace(d.Path), fence, d.Diff, fence)
+			if len(block) > b.left {
+				b.cut++
+				cut++
+				continue
+			}
+			b.left -= len(block)
+			w.WriteString(block)
+		}
+	}
+}
+
 // mdChangeSummary is a change's one line: its move, its nodes and what it changes.
 func mdChangeSummary(ch planner.Change, pp planner.PoolPlan) string {
 	counts := map[planner.ItemKind]int{}
