@@ -15,18 +15,7 @@ import (
 // mcp apply on a terminal draws one line per pool and one per node in progress, redrawn in
 // place: read back from a real terminal (tmux) as a person would see it, while it runs.
 func TestLiveProgressOnATerminal(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("MCP_REQUIRE_K8S") != "" || os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed: run make tmux")
-		}
-		t.Skip("tmux is not installed (make tmux installs it)")
-	}
-	dir := t.TempDir()
-	mcp := mcpBinary(t)
-	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=6,infra=2", "-zones", "a").CombinedOutput(); err != nil {
-		t.Fatalf("fleet init: %v\n%s", err, out)
-	}
-	hcl := `provider "local" {
+	mcp, dir := liveFleet(t, "worker=6,infra=2", `provider "local" {
   fleet           = "./fleet"
   drain_duration  = "200ms"
   reboot_duration = "700ms"
@@ -42,32 +31,15 @@ config "50-x" {
   pools = ["worker", "infra"]
   file "/etc/x.conf" { content = "x\n" }
 }
-`
-	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(hcl), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	// A saved plan: apply then prints only its progress and summary.
 	if out, err := exec.Command(mcp, "-chdir="+dir, "plan", "-out=p.plan").CombinedOutput(); err != nil {
 		t.Fatalf("plan: %v\n%s", err, out)
 	}
 
-	// tmux (3.3 on) moves what a clear of the whole screen erases into its history; a
-	// terminal emulator does not, and the redraw clears from the top of the screen here.
-	conf := filepath.Join(dir, "tmux.conf")
-	if err := os.WriteFile(conf, []byte("set -g scroll-on-clear off\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sock := fmt.Sprintf("mcp-live-%d", os.Getpid())
-	tmux := func(args ...string) string {
-		out, err := exec.Command("tmux", append([]string{"-L", sock, "-f", conf}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	tmux := tmuxServer(t, dir, "mcp-live")
 	script := fmt.Sprintf("%s -chdir=%s apply p.plan; echo EXIT=$?; sleep 600", mcp, dir)
 	tmux("new-session", "-d", "-s", "apply", "-x", "120", "-y", "30", "sh", "-c", script)
-	t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
 
 	var screens []string
 	deadline := time.Now().Add(60 * time.Second)
@@ -128,19 +100,8 @@ config "50-x" {
 // every node done, no wait left over. The plan printed before the apply does not wrap at
 // 160 columns either.
 func TestLiveProgressFitsTheTerminal(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("MCP_REQUIRE_K8S") != "" || os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed: run make tmux")
-		}
-		t.Skip("tmux is not installed (make tmux installs it)")
-	}
-	dir := t.TempDir()
-	mcp := mcpBinary(t)
-	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=6", "-zones", "a").CombinedOutput(); err != nil {
-		t.Fatalf("fleet init: %v\n%s", err, out)
-	}
 	// One node at a time, each drained and rebooted: the others wait, with a long reason.
-	hcl := `provider "local" {
+	mcp, dir := liveFleet(t, "worker=6", `provider "local" {
   fleet           = "./fleet"
   drain_duration  = "300ms"
   reboot_duration = "900ms"
@@ -154,25 +115,10 @@ config "50-x" {
   pools = ["worker"]
   file "/etc/x.conf" { content = "x\n" }
 }
-`
-	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(hcl), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	conf := filepath.Join(dir, "tmux.conf")
-	if err := os.WriteFile(conf, []byte("set -g scroll-on-clear off\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sock := fmt.Sprintf("mcp-fit-%d", os.Getpid())
-	tmux := func(args ...string) string {
-		out, err := exec.Command("tmux", append([]string{"-L", sock, "-f", conf}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+`)
+	tmux := tmuxServer(t, dir, "mcp-fit")
 	script := fmt.Sprintf("%s -chdir=%s plan -out=p.plan; echo PLANNED; sleep 1; %s -chdir=%s apply p.plan; echo EXIT=$?; sleep 600", mcp, dir, mcp, dir)
 	tmux("new-session", "-d", "-s", "fit", "-x", "160", "-y", "40", "sh", "-c", script)
-	t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
 
 	type frame struct {
 		width int
@@ -242,5 +188,48 @@ config "50-x" {
 	if strings.Count(final, "pool.worker") != 1 || !regexp.MustCompile(`(?m)^pool\.worker +\[={22}\] 6/6 done$`).MatchString(final) || strings.Contains(final, "waiting") ||
 		!strings.Contains(final, "Apply complete! Nodes: 6 updated, 0 failed, 0 not started.") || !strings.Contains(final, "EXIT=0") {
 		t.Errorf("the final frame:\n%s", final)
+	}
+}
+
+// liveFleet needs tmux (skipping without it, unless CI or MCP_REQUIRE_K8S asks for it),
+// and makes a local fleet of nodes (fleet init -nodes) with the configuration hcl in a
+// temporary directory; it returns the mcp binary and the directory.
+func liveFleet(t *testing.T, nodes, hcl string) (mcp, dir string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("MCP_REQUIRE_K8S") != "" || os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed: run make tmux")
+		}
+		t.Skip("tmux is not installed (make tmux installs it)")
+	}
+	dir = t.TempDir()
+	mcp = mcpBinary(t)
+	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", nodes, "-zones", "a").CombinedOutput(); err != nil {
+		t.Fatalf("fleet init: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(hcl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return mcp, dir
+}
+
+// tmuxServer returns a function that runs a tmux command on a server of the test's own
+// (socket NAME-PID), killed when the test ends.
+func tmuxServer(t *testing.T, dir, name string) func(args ...string) string {
+	t.Helper()
+	// tmux (3.3 on) moves what a clear of the whole screen erases into its history; a
+	// terminal emulator does not, and the redraw clears from the top of the screen here.
+	conf := filepath.Join(dir, "tmux.conf")
+	if err := os.WriteFile(conf, []byte("set -g scroll-on-clear off\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock := fmt.Sprintf("%s-%d", name, os.Getpid())
+	t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
+	return func(args ...string) string {
+		out, err := exec.Command("tmux", append([]string{"-L", sock, "-f", conf}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
 	}
 }
