@@ -20,6 +20,7 @@ func (c *cli) status(args []string) int {
 	fs := c.newFlags("status")
 	nodes := fs.Bool("nodes", false, "list nodes (config, state, condition, hold, age, reason) instead of pools")
 	output := fs.String("o", "", "output format, as kubectl get's: wide (more columns), json, yaml (pools and nodes, docs/status.md) or name")
+	fs.StringVar(output, "output", "", "the same as -o")
 	asJSON := fs.Bool("json", false, "the same as -o json")
 	watch := fs.Bool("watch", false, "refresh every 2s until interrupted; on a terminal in place")
 	var lf loadFlags

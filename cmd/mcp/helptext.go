@@ -114,7 +114,7 @@ periodically and serves Prometheus metrics (-listen).
 UPDATING, DEGRADED with their conditions (True/False), AGE — or with -nodes each node's
 config, state, reason and condition. One refresh and one read of the state, no lock: it
 watches a running apply. docs/status.md says what each column counts.`,
-		Groups: []cmdhelp.Group{{Title: "Options", Flags: []string{"o", "nodes", "watch", "json", "no-color"}}, varOptions},
+		Groups: []cmdhelp.Group{{Title: "Options", Flags: []string{"o", "output", "nodes", "watch", "json", "no-color"}}, varOptions},
 		Exit:   []string{"0  Shown.", exitError},
 		Examples: []string{"mcp status", "mcp status -nodes -o wide", "mcp status -o json | jq '.pools[] | select(.degraded > 0)'",
 			"mcp status -watch  # follow a rollout; interrupt to stop"},

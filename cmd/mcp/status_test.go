@@ -161,7 +161,7 @@ func TestStatusTheKubectlWay(t *testing.T) {
 	if _, wideNodes, _ := mcp(t, dir, "status", "-nodes", "-o", "wide"); !regexpLine(wideNodes, `^NAME +POOL +CONFIG +STATE +CONDITION +HELD +AGE +DESIRED +DRIFTED +REASON$`) {
 		t.Errorf("status -nodes -o wide:\n%s", wideNodes)
 	}
-	if _, names, _ := mcp(t, dir, "status", "-o", "name"); names != "pool/infra\npool/worker\n" {
+	if _, names, _ := mcp(t, dir, "status", "--output=name"); names != "pool/infra\npool/worker\n" {
 		t.Errorf("-o name: %q", names)
 	}
 	if _, names, _ := mcp(t, dir, "status", "-nodes", "-o", "name"); !strings.HasPrefix(names, "node/infra-0\nnode/infra-1\nnode/worker-0\n") {
