@@ -46,7 +46,7 @@ var Placeholders = map[string]string{
 	"tls-cert": "FILE", "tls-key": "FILE", "state": "FILE", "first-boot-agent": "PATH", "root": "DIR",
 	"server": "URL", "desired": "NAME", "kubeconfig": "FILE", "node": "NAME", "namespace": "NAME",
 	"nodes": "POOL=N,…", "zones": "A,B,…", "os-image": "IMAGE", "pool": "POOL", "boot-image": "IMAGE", "zone": "ZONE",
-	"o": "FORMAT", "host": "KIND", "allow": "PATHS", "os-chroot": "DIR", "os-tool": "TOOL", "cmdline": "FILE",
+	"o": "FORMAT", "output": "FORMAT", "host": "KIND", "allow": "PATHS", "os-chroot": "DIR", "os-tool": "TOOL", "cmdline": "FILE",
 	"booted-image": "IMAGE", "boot-id-file": "FILE",
 }
 
