@@ -108,7 +108,7 @@ func ContentOf(b []byte, sensitive bool) *Content {
 
 // poolChanges is what the pool's changing nodes' moves change, one Change per config they
 // move from (in rollout order of each's first node), and the pool's boot pointer's move
-// when no node makes it. known and rendered are the state's configs and the new ones.
+// when no node makes it.
 func poolChanges(in Input, pp *PoolPlan, nodes []NodePlan, target *model.Rendered) []Change {
 	var out []Change
 	at := map[string]int{}
@@ -125,7 +125,9 @@ func poolChanges(in Input, pp *PoolPlan, nodes []NodePlan, target *model.Rendere
 		}
 		out[k].Nodes = append(out[k].Nodes, n.Name)
 	}
-	if _, ok := at[pp.Previous]; pp.ReRendered && !pp.PointerKept && !ok {
+	// The boot pointer moves when the pool's rollout starts: not for a paused pool, nor
+	// for one -target leaves out.
+	if _, ok := at[pp.Previous]; pp.ReRendered && !pp.PointerKept && !pp.Paused && !ok {
 		c := change(in, pp.Previous, target)
 		c.Nodes = []string{}
 		out = append(out, c)

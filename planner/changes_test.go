@@ -118,3 +118,15 @@ func TestBlockerWordsCountRight(t *testing.T) {
 		t.Errorf("%q", got)
 	}
 }
+
+// A paused pool's boot pointer stays: no change is shown for it alone.
+func TestPausedPoolShowsNoPointerMove(t *testing.T) {
+	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker", Paused: true}),
+		Rendered: map[string]*model.Rendered{"worker": target("worker", file("/etc/a", "x"))}, Fleet: &model.Fleet{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := p.Pools[0].Changes; len(cs) != 0 {
+		t.Errorf("changes of a paused pool with no nodes: %+v", cs)
+	}
+}
