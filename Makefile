@@ -61,6 +61,21 @@ tmux:
 bin/ignition:
 	bash scripts/build-ignition.sh
 
+# opa, for examples/ci's policy step: the OPA version go.mod requires (the one examples/ci's
+# test evaluates the policy with), built from the module proxy outside this module (its CLI
+# needs modules mcp does not), cached in bin/.
+.PHONY: opa
+opa: $(BIN)/opa
+$(BIN)/opa:
+	v=$$($(GO) list -m -f '{{.Version}}' github.com/open-policy-agent/opa) && \
+		cd "$$(mktemp -d)" && GOBIN=$(BIN) GOFLAGS= $(GO) install github.com/open-policy-agent/opa@$$v
+
+# examples/ci's job on the quickstart, locally: plan, show -json, show -markdown (the
+# comment, with its diffs), the Rego policy with opa (scripts/ci-example.sh).
+.PHONY: ci-example
+ci-example: build opa
+	MCP=$(MCP) OPA=$(BIN)/opa bash scripts/ci-example.sh
+
 # Graphviz's dot, which the test of mcp graph renders its output with: Debian's package,
 # installed when dot is missing (as bench-serve installs nginx and wrk).
 graphviz:

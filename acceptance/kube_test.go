@@ -449,7 +449,7 @@ func TestKubeRolloutWithAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out, code := c.mcp(t, "mcp-apply", "prune", "-no-color"); code != 0 ||
-		!strings.Contains(out, "- "+earlier.Name) || !strings.Contains(out, "Pruned 1 rendered configs") {
+		!strings.Contains(out, "- "+earlier.Name) || !strings.Contains(out, "Pruned 1 rendered config.") {
 		t.Errorf("prune: exit %d\n%s", code, out)
 	}
 	after, err := kubestate.New(c.env.Client, "mcp-system", kubestate.Options{}).Read(ctx)

@@ -9,23 +9,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // mcp apply on a terminal draws one line per pool and one per node in progress, redrawn in
 // place: read back from a real terminal (tmux) as a person would see it, while it runs.
 func TestLiveProgressOnATerminal(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("MCP_REQUIRE_K8S") != "" || os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed: run make tmux")
-		}
-		t.Skip("tmux is not installed (make tmux installs it)")
-	}
-	dir := t.TempDir()
-	mcp := mcpBinary(t)
-	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=6,infra=2", "-zones", "a").CombinedOutput(); err != nil {
-		t.Fatalf("fleet init: %v\n%s", err, out)
-	}
-	hcl := `provider "local" {
+	mcp, dir := liveFleet(t, "worker=6,infra=2", `provider "local" {
   fleet           = "./fleet"
   drain_duration  = "200ms"
   reboot_duration = "700ms"
@@ -41,32 +31,15 @@ config "50-x" {
   pools = ["worker", "infra"]
   file "/etc/x.conf" { content = "x\n" }
 }
-`
-	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(hcl), 0o644); err != nil {
-		t.Fatal(err)
-	}
+`)
 	// A saved plan: apply then prints only its progress and summary.
 	if out, err := exec.Command(mcp, "-chdir="+dir, "plan", "-out=p.plan").CombinedOutput(); err != nil {
 		t.Fatalf("plan: %v\n%s", err, out)
 	}
 
-	// tmux (3.3 on) moves what a clear of the whole screen erases into its history; a
-	// terminal emulator does not, and the redraw clears from the top of the screen here.
-	conf := filepath.Join(dir, "tmux.conf")
-	if err := os.WriteFile(conf, []byte("set -g scroll-on-clear off\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sock := fmt.Sprintf("mcp-live-%d", os.Getpid())
-	tmux := func(args ...string) string {
-		out, err := exec.Command("tmux", append([]string{"-L", sock, "-f", conf}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	tmux := tmuxServer(t, dir, "mcp-live")
 	script := fmt.Sprintf("%s -chdir=%s apply p.plan; echo EXIT=$?; sleep 600", mcp, dir)
 	tmux("new-session", "-d", "-s", "apply", "-x", "120", "-y", "30", "sh", "-c", script)
-	t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
 
 	var screens []string
 	deadline := time.Now().Add(60 * time.Second)
@@ -118,5 +91,145 @@ config "50-x" {
 	}
 	if nodeLine.MatchString(final) {
 		t.Errorf("the final screen still shows a node in progress:\n%s", final)
+	}
+}
+
+// The live view fits the terminal it is drawn on, as a person sees it in tmux at 160 and
+// then 80 columns (resized mid-apply): each pool's bar keeps its width however long its
+// wait message (the message is cut instead), no line wraps, and the final frame is exact —
+// every node done, no wait left over. The plan printed before the apply does not wrap at
+// 160 columns either.
+func TestLiveProgressFitsTheTerminal(t *testing.T) {
+	// One node at a time, each drained and rebooted: the others wait, with a long reason.
+	mcp, dir := liveFleet(t, "worker=6", `provider "local" {
+  fleet           = "./fleet"
+  drain_duration  = "300ms"
+  reboot_duration = "900ms"
+}
+
+pool "worker" {
+  max_unavailable = 1
+}
+
+config "50-x" {
+  pools = ["worker"]
+  file "/etc/x.conf" { content = "x\n" }
+}
+`)
+	tmux := tmuxServer(t, dir, "mcp-fit")
+	script := fmt.Sprintf("%s -chdir=%s plan -out=p.plan; echo PLANNED; sleep 1; %s -chdir=%s apply p.plan; echo EXIT=$?; sleep 600", mcp, dir, mcp, dir)
+	tmux("new-session", "-d", "-s", "fit", "-x", "160", "-y", "40", "sh", "-c", script)
+
+	type frame struct {
+		width int
+		text  string // wrapped lines joined (-J): a wrapped line shows as one longer than width
+		// settling: taken within 600ms of the resize, before the view's next redraw (every
+		// 200ms) replaced the frame the terminal rewrapped
+		settling bool
+	}
+	var frames []frame
+	resized := false
+	var resizedAt time.Time
+	start := time.Now()
+	for {
+		w := 0
+		fmt.Sscan(strings.TrimSpace(tmux("display-message", "-p", "-t", "fit", "#{pane_width}")), &w)
+		s := tmux("capture-pane", "-p", "-J", "-t", "fit")
+		frames = append(frames, frame{w, s, resized && time.Since(resizedAt) < 600*time.Millisecond})
+		if strings.Contains(s, "EXIT=") {
+			break
+		}
+		if !resized && strings.Contains(s, "pool.worker") && strings.Contains(s, "1/6 done") {
+			tmux("resize-window", "-t", "fit", "-x", "80", "-y", "40")
+			resized, resizedAt = true, time.Now()
+		}
+		if time.Since(start) > 90*time.Second {
+			t.Fatalf("apply did not end within 90s; the screen:\n%s", s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !resized {
+		t.Fatal("the apply ended before the terminal could be resized")
+	}
+	bar := regexp.MustCompile(`^pool\.worker +\[[^\]]{22}\] `)
+	var sawWait80, sawWait160 bool
+	for _, f := range frames {
+		if f.settling {
+			continue
+		}
+		plan, live, _ := strings.Cut(f.text, "PLANNED\n")
+		if f.width == 160 { // printed at 160 columns; rewrapped by the terminal when it shrinks
+			for _, l := range strings.Split(plan, "\n") {
+				if n := utf8.RuneCountInString(l); n > f.width {
+					t.Errorf("a line of the plan of %d columns on a terminal of %d wraps:\n%s", n, f.width, l)
+				}
+			}
+		}
+		for _, l := range strings.Split(strings.TrimRight(live, "\n"), "\n") {
+			if n := utf8.RuneCountInString(l); n > f.width {
+				t.Errorf("a line of %d columns on a terminal of %d wraps:\n%s", n, f.width, l)
+			}
+			if !strings.HasPrefix(l, "pool.worker") {
+				continue
+			}
+			if !bar.MatchString(l) {
+				t.Errorf("the pool's bar lost its width on a terminal of %d:\n%q", f.width, l)
+			}
+			if strings.Contains(l, "waiting") {
+				sawWait80 = sawWait80 || f.width == 80
+				sawWait160 = sawWait160 || f.width == 160
+			}
+		}
+	}
+	if !sawWait80 || !sawWait160 {
+		t.Errorf("no frame showed a wait at 160 (%v) and at 80 columns (%v)", sawWait160, sawWait80)
+	}
+	_, final, _ := strings.Cut(frames[len(frames)-1].text, "PLANNED\n")
+	if strings.Count(final, "pool.worker") != 1 || !regexp.MustCompile(`(?m)^pool\.worker +\[={22}\] 6/6 done$`).MatchString(final) || strings.Contains(final, "waiting") ||
+		!strings.Contains(final, "Apply complete! Nodes: 6 updated, 0 failed, 0 not started.") || !strings.Contains(final, "EXIT=0") {
+		t.Errorf("the final frame:\n%s", final)
+	}
+}
+
+// liveFleet needs tmux (skipping without it, unless CI or MCP_REQUIRE_K8S asks for it),
+// and makes a local fleet of nodes (fleet init -nodes) with the configuration hcl in a
+// temporary directory; it returns the mcp binary and the directory.
+func liveFleet(t *testing.T, nodes, hcl string) (mcp, dir string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("MCP_REQUIRE_K8S") != "" || os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed: run make tmux")
+		}
+		t.Skip("tmux is not installed (make tmux installs it)")
+	}
+	dir = t.TempDir()
+	mcp = mcpBinary(t)
+	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", nodes, "-zones", "a").CombinedOutput(); err != nil {
+		t.Fatalf("fleet init: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(hcl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return mcp, dir
+}
+
+// tmuxServer returns a function that runs a tmux command on a server of the test's own
+// (socket NAME-PID), killed when the test ends.
+func tmuxServer(t *testing.T, dir, name string) func(args ...string) string {
+	t.Helper()
+	// tmux (3.3 on) moves what a clear of the whole screen erases into its history; a
+	// terminal emulator does not, and the redraw clears from the top of the screen here.
+	conf := filepath.Join(dir, "tmux.conf")
+	if err := os.WriteFile(conf, []byte("set -g scroll-on-clear off\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sock := fmt.Sprintf("%s-%d", name, os.Getpid())
+	t.Cleanup(func() { exec.Command("tmux", "-L", sock, "kill-server").Run() })
+	return func(args ...string) string {
+		out, err := exec.Command("tmux", append([]string{"-L", sock, "-f", conf}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
 	}
 }

@@ -195,7 +195,7 @@ func TestStatusCountsFollowALocalRollout(t *testing.T) {
 	}
 	// The human table, as oc get mcp prints it.
 	tbl, err := exec.Command(bin, "-chdir="+dir, "status").Output()
-	if err != nil || !strings.Contains(string(tbl), "MACHINES") || !strings.Contains(string(tbl), after.Pools[1].Config) {
+	if err != nil || !strings.Contains(string(tbl), "MACHINECOUNT") || !strings.Contains(string(tbl), after.Pools[1].Config) {
 		t.Errorf("mcp status: %v\n%s", err, tbl)
 	}
 }

@@ -346,7 +346,7 @@ subjects:
 				ID, Pool, Status, Reason string
 			} `json:"templates"`
 		}
-		if err := json.Unmarshal(out, &st); err != nil || st.FormatVersion != "1.2" {
+		if err := json.Unmarshal(out, &st); err != nil || st.FormatVersion != "1.3" {
 			t.Fatalf("mcp status -json: %v\n%s", err, out)
 		}
 		got := map[string]string{}
@@ -452,7 +452,7 @@ subjects:
 		t.Errorf("after apply the plan still changes the user-data Secret:\n%s", again)
 	}
 	if table := string(execMCP(t, dir, kc, "status")); !regexp.MustCompile(`(?m)MachineSet/` + msNamespace +
-		`/worker-a\s*[│|]\s*worker\s*[│|]\s*aws\s*[│|]\s*ami-v3\s*[│|]\s*reconciled`).MatchString(table) {
+		`/worker-a +worker +aws +ami-v3 +reconciled`).MatchString(table) {
 		t.Errorf("mcp status:\n%s", table)
 	}
 }

@@ -363,7 +363,15 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 		res.APIRequests = -1
 	}
 	if ctx.Err() != nil && len(res.Skipped) > 0 {
-		errs = append(errs, fmt.Errorf("apply interrupted: %d nodes not started; run mcp apply again to continue", len(res.Skipped)))
+		errs = append(errs, fmt.Errorf("apply interrupted: %s not started; run mcp apply again to continue", nodeCount(len(res.Skipped))))
 	}
 	return res, errors.Join(errs...)
+}
+
+// nodeCount is "1 node", "3 nodes".
+func nodeCount(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
 }

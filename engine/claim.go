@@ -372,10 +372,20 @@ func (a *applier) runClaimed(ctx context.Context, n planner.NodePlan) error {
 	a.dropClaim(n.Name)
 	done := c
 	done.Released = time.Now().UTC()
+	if err != nil && !errors.Is(err, ErrNotStarted) && !isUnconfirmed(err) {
+		done.Failed = model.FailedWords(err)
+	}
 	// A release that fails leaves the claim held, and live only while this process runs
 	// (or, taken without the lock, until it expires): the node's outcome stands.
 	_ = cl.Release(ctx, n.Name, c, &done)
 	return err
+}
+
+// isUnconfirmed reports whether err is a node whose health gates apply stopped waiting for:
+// it neither passed nor failed.
+func isUnconfirmed(err error) bool {
+	var u *unconfirmedError
+	return errors.As(err, &u)
 }
 
 // claimedAway is a node's first write refused because another live apply took the node

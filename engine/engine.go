@@ -233,6 +233,7 @@ func (w *Workspace) refresh(ctx context.Context, st *state.State) (*model.Fleet,
 			n.Drift = append(n.Drift, model.HostDrift(n, cur)...)
 		}
 	}
+	w.explainDrift(ctx, st, fleet)
 	return fleet, nil
 }
 

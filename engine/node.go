@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/health"
@@ -187,6 +188,12 @@ func hasNodeStep(steps []model.Step) bool {
 	return slices.ContainsFunc(steps, func(s model.Step) bool { return s.Kind.OnNode() })
 }
 
+// NamesNode reports whether msg, an error of step s on node, starts by naming the node
+// ("node w-1: …", "drain node w-1: …"): a prefix naming them again would say it twice.
+func NamesNode(msg, node string, s model.Step) bool {
+	return strings.HasPrefix(msg, "node "+node+": ") || strings.HasPrefix(msg, s.Kind.String()+" node "+node+": ")
+}
+
 // fail reports a failed step. A node the apply cordoned and did not change is uncordoned
 // again (a blocked drain must not leave it out of service); a node changed half-way — or
 // whose executor stopped answering, so that what it did is not known — stays cordoned,
@@ -194,7 +201,11 @@ func hasNodeStep(steps []model.Step) bool {
 func (a *applier) fail(ctx context.Context, n planner.NodePlan, s model.Step, err error, cordoned, touched bool) error {
 	a.emit(Event{Kind: EventStepFailed, Node: n.Name, Pool: n.Pool, Step: s, Err: err})
 	touched = touched || errors.Is(err, providers.ErrOutcomeUnknown)
-	err = fmt.Errorf("node %s: %s: %w", n.Name, s, err)
+	// The node's own error (its agent's, its provider's) may name it and its step
+	// already: said once, not twice ("node w-1: write /etc/a: node w-1: write /etc/a: …").
+	if !NamesNode(err.Error(), n.Name, s) {
+		err = fmt.Errorf("node %s: %s: %w", n.Name, s, err)
+	}
 	if cordoned && !touched {
 		if uerr := a.w.Provider.Uncordon(ctx, n.Name); uerr != nil {
 			err = fmt.Errorf("%w; and uncordoning it again failed: %v", err, uerr)
@@ -287,8 +298,12 @@ func (a *applier) waitPlannedDrains(n planner.NodePlan) {
 				continue
 			default:
 			}
+			what := "PodDisruptionBudget " + b.PDB
+			if b.Pod != "" {
+				what += " to evict pod " + b.Pod
+			}
 			a.emit(Event{Kind: EventWaiting, Pool: n.Pool, Node: n.Name,
-				Reason: fmt.Sprintf("drain waits for PodDisruptionBudget %s: node %s first, as planned", b.PDB, after)})
+				Reason: fmt.Sprintf("drain waits for %s: node %s first, as planned", what, after)})
 			<-ch
 		}
 	}

@@ -121,8 +121,8 @@ func (r *poolRun) afterCanary(next string, canaries []string, rest int) error {
 	}
 	r.mu.Unlock()
 	if failed {
-		return fmt.Errorf("pool %s: %w (canary: %s): the other %d nodes not started", r.pp.Name, errCanaryFailed,
-			strings.Join(canaries, ", "), rest)
+		return fmt.Errorf("pool %s: %w (canary: %s): the other %s not started", r.pp.Name, errCanaryFailed,
+			strings.Join(canaries, ", "), nodeCount(rest))
 	}
 	return r.soakCanary(next, canaries)
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Claim names the apply that works on a node. It is recorded on the node itself (a local
@@ -31,6 +32,26 @@ type Claim struct {
 	Expires time.Time `json:"expires,omitzero"`
 	// Released is when the apply was done with the node: the claim is a record from then on.
 	Released time.Time `json:"released,omitzero"`
+	// Failed says why the apply failed the node ("" when it did not), set when it released
+	// it: a drain refused, a step that failed, a health gate. For people (mcp status
+	// -nodes), at most MaxFailed bytes; nothing decides on it.
+	Failed string `json:"failed,omitempty"`
+}
+
+// MaxFailed bounds a claim's Failed: a claim is a small record on the node.
+const MaxFailed = 1024
+
+// FailedWords is err's text as a claim's Failed keeps it: at most MaxFailed bytes.
+func FailedWords(err error) string {
+	s := err.Error()
+	if len(s) > MaxFailed {
+		cut := MaxFailed - len("…")
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
 }
 
 // Held reports whether the claim is not released.
@@ -43,7 +64,7 @@ func (a *Claim) Same(b *Claim) bool {
 	}
 	return a.Apply == b.Apply && a.Lock == b.Lock && a.Host == b.Host && a.Machine == b.Machine &&
 		a.PID == b.PID && a.Start == b.Start && a.Since.Equal(b.Since) && a.Expires.Equal(b.Expires) &&
-		a.Released.Equal(b.Released)
+		a.Released.Equal(b.Released) && a.Failed == b.Failed
 }
 
 // String names the claim's apply for people: "apply 3KQ… (pid 4242 on root@build-1, since 10:58:06)".

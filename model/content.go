@@ -10,13 +10,17 @@ import (
 // File is a managed regular file. It appears both in a Config (with its source range) and,
 // merged, in a Rendered config.
 type File struct {
-	Path      string   `json:"path"`
-	Mode      int      `json:"mode"` // permission bits, e.g. 0o644
-	User      string   `json:"user,omitempty"`
-	Group     string   `json:"group,omitempty"`
-	Contents  []byte   `json:"contents"`
-	OnChange  []Policy `json:"on_change,omitempty"` // empty: a change needs a reboot
-	DeclRange Range    `json:"-"`
+	Path     string   `json:"path"`
+	Mode     int      `json:"mode"` // permission bits, e.g. 0o644
+	User     string   `json:"user,omitempty"`
+	Group    string   `json:"group,omitempty"`
+	Contents []byte   `json:"contents"`
+	OnChange []Policy `json:"on_change,omitempty"` // empty: a change needs a reboot
+	// Sensitive hides the file's content from what mcp shows (plan, show, drift, their JSON
+	// and Markdown), as Terraform's sensitive does: its diff, its text and its digest. The
+	// node still gets it, and saved plans and the state hold it, as Terraform's do.
+	Sensitive bool  `json:"sensitive,omitempty"`
+	DeclRange Range `json:"-"`
 	// Butane is the file's place in the Ignition config its config's Butane text
 	// translated to ("storage.files.0"); "" for a file block. DeclRange is then the
 	// butane attribute's.

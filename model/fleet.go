@@ -127,9 +127,19 @@ type Drift struct {
 	Kind     DriftKind `json:"kind"`
 	Expected string    `json:"expected,omitempty"` // sha256 or mode
 	Found    string    `json:"found,omitempty"`
+	// Diff is how a drifted file's content differs on the node: a unified diff from the
+	// config's content to the node's, or a summary of sizes and digests when either is
+	// binary or large; "" when the node's content is not known (a provider whose agents
+	// report digests only). Sensitive: the file is marked sensitive, and neither its
+	// digests nor its content are shown. Both are set at refresh, for people only.
+	Diff      string `json:"diff,omitempty"`
+	Sensitive bool   `json:"sensitive,omitempty"`
 }
 
 func (d Drift) String() string {
+	if d.Sensitive {
+		return fmt.Sprintf("%s: %s (sensitive)", d.Path, d.Kind)
+	}
 	if d.Expected != "" || d.Found != "" {
 		return fmt.Sprintf("%s: %s (expected %s, found %s)", d.Path, d.Kind, short(d.Expected), short(d.Found))
 	}

@@ -13,7 +13,8 @@ type drainer struct {
 	np            *NodePlan
 	pool          int
 	ownSlot       bool
-	need          map[int]int // PDB index → healthy pods of it the drain evicts
+	need          map[int]int      // PDB index → healthy pods of it the drain evicts
+	pods          map[int][]string // PDB index → those pods, namespace/name
 	start, finish int         // in waves, from 0
 	waited        bool
 }
@@ -36,7 +37,7 @@ func pdbWaves(p *Plan, slots []poolSlots, podsByNode map[string][]*model.Pod, pd
 		}
 		d := &drainer{np: np, pool: poolIndex(p, np.Pool), ownSlot: np.Condition != ""}
 		if hasStep(np.Steps, model.StepDrain) && ready[np.Name] {
-			d.need = needs(podsByNode[np.Name], pdbs)
+			d.need, d.pods = needs(podsByNode[np.Name], pdbs)
 			found = found || len(d.need) > 0
 		}
 		ds = append(ds, d)
@@ -61,8 +62,9 @@ func pdbWaves(p *Plan, slots []poolSlots, podsByNode map[string][]*model.Pod, pd
 // needs counts, per PDB that allows disruptions, the healthy pods of it a drain of the node
 // evicts. A drain needing more than the PDB ever allows is counted as needing all of it: it
 // waits until nothing else disrupts the PDB.
-func needs(pods []*model.Pod, pdbs []model.PDB) map[int]int {
+func needs(pods []*model.Pod, pdbs []model.PDB) (map[int]int, map[int][]string) {
 	var out map[int]int
+	var names map[int][]string
 	for _, pod := range pods {
 		if pod.DaemonSet || !pod.Ready {
 			continue
@@ -72,12 +74,13 @@ func needs(pods []*model.Pod, pdbs []model.PDB) map[int]int {
 				continue
 			}
 			if out == nil {
-				out = map[int]int{}
+				out, names = map[int]int{}, map[int][]string{}
 			}
 			out[j] = min(out[j]+1, pdbs[j].DisruptionsAllowed)
+			names[j] = append(names[j], pod.Namespace+"/"+pod.Name)
 		}
 	}
-	return out
+	return out, names
 }
 
 func poolIndex(p *Plan, name string) int {
@@ -186,11 +189,35 @@ func waitBlockers(d *drainer, short []int, holders [][]*drainer, pdbs []model.PD
 		for _, h := range holders[j] {
 			after = append(after, h.np.Name)
 		}
-		out = append(out, Blocker{Kind: BlockPDBWait, PDB: b.Namespace + "/" + b.Name, After: after,
-			Message: fmt.Sprintf("drain waits for PodDisruptionBudget %s/%s (allows %s) until %s %s uncordoned with %s pods back; cordoned meanwhile, within the drain timeout",
-				b.Namespace, b.Name, disruptions(b.DisruptionsAllowed), strings.Join(after, ", "), isAre(len(after)), itsTheir(len(after)))})
+		pods := d.pods[j]
+		out = append(out, Blocker{Kind: BlockPDBWait, PDB: b.Namespace + "/" + b.Name, Pod: first(pods), After: after,
+			Message: fmt.Sprintf("drain waits for PodDisruptionBudget %s/%s (allows %s) to evict %s until %s %s uncordoned with %s pods back; cordoned meanwhile, within the drain timeout",
+				b.Namespace, b.Name, disruptions(b.DisruptionsAllowed), podList(pods), strings.Join(after, ", "), isAre(len(after)), itsTheir(len(after)))})
 	}
 	return out
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
+// podList names the pods a drain waits to evict: "pod demo/web-2", "pods demo/web-2 and
+// demo/web-5", the first three and how many more.
+func podList(pods []string) string {
+	switch len(pods) {
+	case 0:
+		return "its pods"
+	case 1:
+		return "pod " + pods[0]
+	case 2:
+		return "pods " + pods[0] + " and " + pods[1]
+	case 3:
+		return "pods " + pods[0] + ", " + pods[1] + " and " + pods[2]
+	}
+	return fmt.Sprintf("pods %s, %s, %s and %d more", pods[0], pods[1], pods[2], len(pods)-3)
 }
 
 func remove(ds []*drainer, d *drainer) []*drainer {

@@ -53,6 +53,7 @@ func MakePlan(in Input) (*Plan, error) {
 			return nil, fmt.Errorf("pool %s has no rendered config", pool.Name)
 		}
 		pp, nodes, sl := planPool(in, sc, pool, target, members[pool.Name])
+		pp.Changes = poolChanges(in, &pp, nodes, target)
 		slots = append(slots, sl)
 		for i := range nodes {
 			if nodes[i].Changed() && hasStep(nodes[i].Steps, model.StepDrain) {
@@ -171,6 +172,14 @@ func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, node
 	return pp, sorted, sl
 }
 
+// nodeChanges is "1 node change", "3 node changes".
+func nodeChanges(n int) string {
+	if n == 1 {
+		return "1 node change"
+	}
+	return fmt.Sprintf("%d node changes", n)
+}
+
 // poolSlots is what schedule gave a pool's nodes in service: how many start at once, from
 // which wave.
 type poolSlots struct{ slots, first int }
@@ -197,7 +206,7 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
 	}
 	if pp.Paused {
 		pp.Blockers = append(pp.Blockers, Blocker{Kind: BlockPaused,
-			Message: fmt.Sprintf("pool %s is paused: %d node changes deferred", pp.Name, changing)})
+			Message: fmt.Sprintf("pool %s is paused: %s deferred", pp.Name, nodeChanges(changing))})
 		for k := range nodes {
 			nodes[k].Deferred = nodes[k].Changed()
 		}
@@ -249,8 +258,8 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
 	pp.Waves = max(pp.Waves, last)
 	if left := changing - inOwnSlot - scheduled; left > 0 {
 		pp.Blockers = append(pp.Blockers, Blocker{Kind: BlockBudget,
-			Message: fmt.Sprintf("max_unavailable %d already used up: %d of %d nodes out of service (%s); %d node changes deferred",
-				pp.MaxUnavailable, pp.Unavailable, pp.Size, strings.Join(out, ", "), left)})
+			Message: fmt.Sprintf("max_unavailable %d already used up: %d of %d nodes out of service (%s); %s deferred",
+				pp.MaxUnavailable, pp.Unavailable, pp.Size, strings.Join(out, ", "), nodeChanges(left))})
 	}
 	return poolSlots{slots, first}
 }

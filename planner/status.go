@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcpfleet/mcp/model"
 )
@@ -42,6 +43,16 @@ type PoolStatus struct {
 	// ReadyMachineCount.
 	Ready  int
 	Paused bool
+	// Created is when the pool's oldest node was created (zero: the pool has none): the
+	// pool's AGE, as it has no object of its own to date.
+	Created time.Time
+}
+
+// Conditions are the pool's conditions as `oc get mcp` shows them beside its counts.
+// Updated: every node is updated (none on another config, updating, Degraded, drifted
+// or held back); Updating: a node is updating; Degraded: a node is Degraded.
+func (p *PoolStatus) Conditions() (updated, updating, degraded bool) {
+	return p.Updated == p.Machines, p.Updating > 0, p.Degraded > 0
 }
 
 // NodeStatus is one node's row.
@@ -61,6 +72,10 @@ type NodeStatus struct {
 	DriftUnlisted int
 	// Condition says how the node is out of service ("" when in service): see Condition.
 	Condition string
+	// LastFailure is why the last apply that worked on the node failed it (its claim's
+	// record), "" when it did not: a drain refused, a step, a health gate.
+	LastFailure string
+	Created     time.Time
 }
 
 // MakeStatus computes the status of the pools of d over fleet (refreshed with each node's
@@ -98,6 +113,9 @@ func MakeStatus(d *model.Desired, pointers map[string]string, fleet *model.Fleet
 			if ns.Held {
 				ps.Held++
 			}
+			if ps.Created.IsZero() || n.Created.Before(ps.Created) {
+				ps.Created = n.Created
+			}
 			s.Nodes = append(s.Nodes, ns)
 		}
 		s.Pools = append(s.Pools, ps)
@@ -115,7 +133,11 @@ func MakeStatus(d *model.Desired, pointers map[string]string, fleet *model.Fleet
 
 func nodeStatus(n *model.Node, pool string) NodeStatus {
 	ns := NodeStatus{Name: n.Name, Pool: pool, Current: n.CurrentConfig, Desired: n.DesiredConfig,
-		State: n.State, Reason: n.Reason, Condition: Condition(n), Drift: n.Drift, DriftUnlisted: n.DriftUnlisted}
+		State: n.State, Reason: n.Reason, Condition: Condition(n), Drift: n.Drift, DriftUnlisted: n.DriftUnlisted,
+		Created: n.Created}
+	if c := n.Claim; c != nil && !c.Held() {
+		ns.LastFailure = c.Failed
+	}
 	if ns.Desired == "" {
 		ns.Desired = ns.Current
 	}

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -40,8 +41,8 @@ func TestMakeStatusCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []PoolStatus{
-		{Name: "worker", Config: "new", Machines: 6, Updated: 2, Updating: 2, Degraded: 1, Held: 1, Ready: 1},
-		{Name: "infra", Machines: 1, Paused: true},
+		{Name: "worker", Config: "new", Machines: 6, Updated: 2, Updating: 2, Degraded: 1, Held: 1, Ready: 1, Created: t0},
+		{Name: "infra", Machines: 1, Paused: true, Created: t0},
 	}
 	if diff := cmp.Diff(want, s.Pools); diff != "" {
 		t.Errorf("pools (-want +got):\n%s", diff)
@@ -76,5 +77,38 @@ func TestMakeStatusRefusesANodeInTwoPools(t *testing.T) {
 	_, err := MakeStatus(desired(model.Pool{Name: "worker"}, model.Pool{Name: "infra"}), nil, &model.Fleet{Nodes: []model.Node{n}})
 	if err == nil {
 		t.Fatal("a node in two pools was given a status")
+	}
+}
+
+// The pool's conditions, as oc get mcp shows them: Updated only when every node is;
+// a node's last failed apply is its claim's record; the pool's age is its oldest node's.
+func TestStatusConditionsAndLastFailure(t *testing.T) {
+	done := node("w-0", "worker", "a", 5)
+	done.CurrentConfig, done.State = "new", model.StateDone
+	failed := node("w-1", "worker", "a", 2)
+	failed.CurrentConfig, failed.State = "old", model.StateDone
+	failed.Claim = &model.Claim{Apply: "a1", Since: t0, Released: t0, Failed: "node w-1: drain: eviction refused"}
+	s, err := MakeStatus(desired(model.Pool{Name: "worker"}), map[string]string{"worker": "new"}, &model.Fleet{Nodes: []model.Node{done, failed}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.Pools[0]
+	if u, ing, deg := p.Conditions(); u || ing || deg {
+		t.Errorf("conditions %v %v %v, want all false (w-1 is on the old config)", u, ing, deg)
+	}
+	if !p.Created.Equal(failed.Created) {
+		t.Errorf("pool created %v, want its oldest node's %v", p.Created, failed.Created)
+	}
+	if got := s.Nodes[1].LastFailure; got != "node w-1: drain: eviction refused" {
+		t.Errorf("last failure %q", got)
+	}
+	failed.Claim.Released = time.Time{} // held: a running apply's, not a record
+	s, _ = MakeStatus(desired(model.Pool{Name: "worker"}), nil, &model.Fleet{Nodes: []model.Node{failed}})
+	if s.Nodes[0].LastFailure != "" {
+		t.Errorf("a held claim's failure shown: %q", s.Nodes[0].LastFailure)
+	}
+	all := PoolStatus{Machines: 2, Updated: 2}
+	if u, _, _ := all.Conditions(); !u {
+		t.Error("every node updated, and not Updated")
 	}
 }

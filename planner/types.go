@@ -99,6 +99,10 @@ type PoolPlan struct {
 	// Window is the pool's maintenance windows as they stand at the plan's time; nil: the
 	// pool has none (always open).
 	Window *WindowStatus `json:"window,omitempty"`
+	// Changes are what the pool's changing nodes' moves change, item by item, one per
+	// config they move from (and the boot pointer's move when no node makes it). For
+	// people: apply decides nothing on them.
+	Changes []Change `json:"changes,omitempty"`
 }
 
 // WindowStatus is a pool's maintenance windows at the time the plan was made. Apply looks

@@ -55,6 +55,14 @@ type DriftReporter interface {
 	Drift(ctx context.Context, node string, current *model.Rendered) ([]model.Drift, error)
 }
 
+// FileReader is implemented by providers that can read a file on a node (the local
+// provider): refresh then shows how a drifted file's content differs (model.Drift.Diff).
+type FileReader interface {
+	// ReadNodeFile reads at most max bytes of the regular file at path (absolute) on the
+	// node, without following a link out of the node's root.
+	ReadNodeFile(ctx context.Context, node, path string, max int64) ([]byte, error)
+}
+
 // NodeObserver is implemented by providers that can observe some nodes without a whole
 // refresh. Apply uses it to count a pool's unavailable nodes, live, before it starts each
 // node; without it, apply refreshes the whole fleet instead.

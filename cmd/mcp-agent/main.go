@@ -14,7 +14,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := agentcmd.Run(ctx, "mcp-agent", os.Args[1:], os.Stderr)
+	code := agentcmd.Run(ctx, "mcp-agent", os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

@@ -6,5 +6,5 @@ import "github.com/mcpfleet/mcp/cmd/internal/agentcmd"
 // runs the same command.
 func (c *cli) agent(args []string) int {
 	c.intr.setNotice("stopping the agent")
-	return agentcmd.Run(c.ctx, "mcp agent", args, c.stderr)
+	return agentcmd.Run(c.ctx, "mcp agent", args, c.stdout, c.stderr)
 }

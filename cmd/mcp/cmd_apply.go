@@ -30,7 +30,7 @@ func (c *cli) apply(args []string) int {
 		return 1
 	}
 	if len(pos) > 1 {
-		return c.errorf("apply takes at most one argument, a saved plan file")
+		return c.tooMany("apply", pos[1:]) // one argument: a saved plan file
 	}
 	// As Terraform: JSON output is for machines, and a machine cannot answer the question.
 	if *asJSON && !*auto && len(pos) == 0 {

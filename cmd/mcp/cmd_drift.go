@@ -26,7 +26,7 @@ func (c *cli) drift(args []string) int {
 	}
 	switch {
 	case len(pos) > 0:
-		return c.errorf("mcp drift takes no arguments (got %q); the configuration is -chdir's", pos[0])
+		return c.tooMany("drift", pos)
 	case *every < 0:
 		return c.errorf("-every %s: want a positive duration such as 10m", *every)
 	case *listen != "" && *every == 0:

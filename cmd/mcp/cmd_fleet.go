@@ -25,8 +25,8 @@ func (c *cli) fleet(args []string) int {
 	}
 	switch args[0] {
 	case "-h", "-help", "--help":
-		fmt.Fprintln(c.stderr, "Usage: "+fleetUsage+"\n\nRun mcp fleet <init|add|set|list|events> -h for their flags.")
-		return 0
+		c.helped = true
+		return c.printHelp("fleet", nil)
 	case "init":
 		return c.fleetInit(args[1:])
 	case "add":
@@ -38,7 +38,8 @@ func (c *cli) fleet(args []string) int {
 	case "events":
 		return c.fleetEvents(args[1:])
 	}
-	return c.errorf("unknown fleet command %q: want init, add, set, list or events", args[0])
+	return c.errorf("unknown fleet command %q: want init, add, set, list or events.%s", args[0],
+		didYouMean(args[0], []string{"init", "add", "set", "list", "events"}))
 }
 
 func (c *cli) fleetInit(args []string) int {
@@ -66,7 +67,7 @@ func (c *cli) fleetInit(args []string) int {
 	for _, p := range pools {
 		n += p.Count
 	}
-	fmt.Fprintf(c.stdout, "Created a local fleet of %d nodes in %s.\n", n, pos[0])
+	fmt.Fprintf(c.stdout, "Created a local fleet of %s in %s.\n", nodeCount(n), pos[0])
 	return 0
 }
 
@@ -109,8 +110,12 @@ func (c *cli) fleetSet(args []string) int {
 func (c *cli) fleetList(args []string) int {
 	fs := c.newFlags("fleet list")
 	dir := fs.String("fleet", "", "the fleet directory (default: the local provider's fleet)")
-	if _, err := c.parse(fs, args); err != nil {
+	pos, err := c.parse(fs, args)
+	if err != nil {
 		return 1
+	}
+	if len(pos) > 0 {
+		return c.tooMany("fleet list", pos)
 	}
 	d, err := c.fleetDir(*dir)
 	if err != nil {

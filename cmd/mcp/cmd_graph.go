@@ -49,7 +49,7 @@ func (c *cli) graph(args []string) int {
 			return c.errorf("%v", err)
 		}
 	default:
-		return c.errorf("usage: mcp graph [flags] [PLANFILE]")
+		return c.tooMany("graph", pos[1:])
 	}
 	if err := views.Graph(c.stdout, pf.Plan); err != nil {
 		return c.errorf("%v", err)

@@ -11,8 +11,12 @@ import (
 )
 
 func (c *cli) version(args []string) int {
-	if _, err := c.parse(c.newFlags("version"), args); err != nil {
+	pos, err := c.parse(c.newFlags("version"), args)
+	if err != nil {
 		return 1
+	}
+	if len(pos) > 0 {
+		return c.tooMany("version", pos)
 	}
 	fmt.Fprintf(c.stdout, "mcp %s\n", engine.Version)
 	return 0
@@ -30,6 +34,9 @@ func (c *cli) forceUnlock(args []string) int {
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return 1
+	}
+	if len(pos) > 1 {
+		return c.tooMany("force-unlock", pos[1:])
 	}
 	if len(pos) != 1 {
 		return c.errorf("usage: mcp force-unlock [-force] LOCK_ID (the ID the lock error printed)")

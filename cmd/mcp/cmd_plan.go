@@ -64,13 +64,18 @@ func (sf *scopeFlags) register(fs *flag.FlagSet) {
 // terminal.
 func (c *cli) color(lf *loadFlags) bool { return !lf.noColor && isTerminal(c.stdout) }
 
-// openLocked parses a command's flags (with the load and lock flags), loads the
-// configuration and reads the state under the lock (readStateLocked). On failure it prints
+// openLocked parses the flags of the command op, which takes no arguments (with the load
+// and lock flags), loads the configuration and reads the state under the lock
+// (readStateLocked). On failure it prints
 // why and returns a nil state and the exit code.
 func (c *cli) openLocked(fs *flag.FlagSet, lf *loadFlags, args []string, op string) (*engine.Workspace, *state.State, context.Context, func(), int) {
 	lf.register(fs, true)
-	if _, err := c.parse(fs, args); err != nil {
+	pos, err := c.parse(fs, args)
+	if err != nil {
 		return nil, nil, nil, nil, 1
+	}
+	if len(pos) > 0 {
+		return nil, nil, nil, nil, c.tooMany(op, pos)
 	}
 	ws := c.load(lf)
 	if ws == nil {

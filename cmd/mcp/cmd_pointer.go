@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 )
@@ -13,12 +15,33 @@ func (c *cli) pointer(args []string) int {
 	url := fs.String("url", "", "the boot server's base URL, e.g. https://boot.example:8443")
 	ca := fs.String("ca", "", "PEM file of the CA the node must trust for the server")
 	token := fs.String("token-file", "", "file with the bearer token the node must send")
+	var lf loadFlags
+	lf.register(fs, false)
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return 1
 	}
+	if len(pos) > 1 {
+		return c.tooMany("pointer", pos[1:])
+	}
 	if len(pos) != 1 || *url == "" {
 		return c.errorf("usage: mcp pointer POOL -url URL [-ca FILE] [-token-file FILE]")
+	}
+	// The pool is the configuration's: a pointer to a pool the server does not have
+	// would make a machine that never boots.
+	res, diags := config.Load(c.dir, c.configOptions(&lf))
+	if len(diags) > 0 {
+		config.WriteDiagnostics(c.stderr, filesOf(res), diags, !lf.noColor && isTerminal(c.stderr))
+	}
+	if diags.HasErrors() {
+		return 1
+	}
+	if res.Desired.Pool(pos[0]) == nil {
+		var names []string
+		for _, p := range res.Desired.Pools {
+			names = append(names, p.Name)
+		}
+		return c.errorf("the configuration has no pool %q (pools: %s).%s", pos[0], strings.Join(names, ", "), didYouMean(pos[0], names))
 	}
 	o := ignition.PointerOptions{URL: *url, Pool: pos[0]}
 	if *ca != "" {

@@ -33,13 +33,13 @@ func (c *cli) prune(args []string) int {
 			return c.errorf("%v", err)
 		}
 		if orphans = len(names); orphans > 0 {
-			fmt.Fprintf(c.stdout, "%s %d state pieces a cut-off write left behind:\n", verb, orphans)
+			fmt.Fprintf(c.stdout, "%s %d state pieces a cut-off write left behind:\n", verb, orphans) // pieces: always several
 			for _, n := range names {
 				fmt.Fprintf(c.stdout, "  - %s\n", n)
 			}
 		}
 	}
-	fmt.Fprintf(c.stdout, "Keeping %d rendered configs:\n", len(p.Keep))
+	fmt.Fprintf(c.stdout, "Keeping %s:\n", renderedConfigs(len(p.Keep)))
 	for _, n := range slices.Sorted(maps.Keys(p.Keep)) {
 		fmt.Fprintf(c.stdout, "  %s: %s\n", n, p.Keep[n])
 	}
@@ -49,7 +49,7 @@ func (c *cli) prune(args []string) int {
 		}
 		return 0
 	}
-	fmt.Fprintf(c.stdout, "%s %d rendered configs nothing uses:\n", verb, len(p.Delete))
+	fmt.Fprintf(c.stdout, "%s %s nothing uses:\n", verb, renderedConfigs(len(p.Delete)))
 	for _, n := range p.Delete {
 		fmt.Fprintf(c.stdout, "  - %s\n", n)
 	}
@@ -59,6 +59,22 @@ func (c *cli) prune(args []string) int {
 	if err := ws.Backend.DeleteRendered(ctx, p.Delete); err != nil {
 		return c.errorf("%v", err)
 	}
-	fmt.Fprintf(c.stdout, "Pruned %d rendered configs.\n", len(p.Delete))
+	fmt.Fprintf(c.stdout, "Pruned %s.\n", renderedConfigs(len(p.Delete)))
 	return 0
+}
+
+// renderedConfigs is "1 rendered config", "2 rendered configs".
+func renderedConfigs(n int) string {
+	if n == 1 {
+		return "1 rendered config"
+	}
+	return fmt.Sprintf("%d rendered configs", n)
+}
+
+// nodeCount is "1 node", "3 nodes".
+func nodeCount(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
 }

@@ -32,8 +32,12 @@ func (c *cli) serve(args []string) int {
 	agent := fs.String("first-boot-agent", "", "add to every served config a unit that runs this mcp-agent's first boot before kubelet, and embed the rendered config in the first-boot record (e.g. /usr/local/bin/mcp-agent on the boot images)")
 	var lf loadFlags
 	lf.register(fs, false)
-	if _, err := c.parse(fs, args); err != nil {
+	pos, err := c.parse(fs, args)
+	if err != nil {
 		return 1
+	}
+	if len(pos) > 0 {
+		return c.tooMany("serve", pos)
 	}
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()

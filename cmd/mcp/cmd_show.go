@@ -9,12 +9,21 @@ func (c *cli) show(args []string) int {
 	fs := c.newFlags("show")
 	asJSON := fs.Bool("json", false, "print as JSON")
 	asMarkdown := fs.Bool("markdown", false, "print a saved plan as a summary for a pull-request comment (Markdown)")
-	pool := fs.String("rendered", "", "print this pool's rendered Ignition config (with -json: the whole rendered object)")
+	var rendered renderedFlag
+	fs.Var(&rendered, "rendered", "print the rendered config of POOL, named after -rendered or as the argument (with -json: the whole rendered object)")
 	var lf loadFlags
 	lf.register(fs, false)
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return 1
+	}
+	pool := &rendered.pool
+	if rendered.set && rendered.pool == "" {
+		// mcp show -rendered POOL (flags before or after it): the pool is the argument.
+		if len(pos) != 1 {
+			return c.errorf("usage: mcp show -rendered [-json] POOL")
+		}
+		rendered.pool, pos = pos[0], nil
 	}
 	v := views.NewShow(*asJSON, c.stdout, c.color(&lf))
 	if *asMarkdown {
@@ -42,6 +51,9 @@ func (c *cli) show(args []string) int {
 		}
 		return 0
 	}
+	if len(pos) > 1 {
+		return c.tooMany("show", pos[1:])
+	}
 	if len(pos) != 1 {
 		return c.errorf("usage: mcp show [-json|-markdown] PLANFILE  or  mcp show -rendered POOL")
 	}
@@ -53,4 +65,25 @@ func (c *cli) show(args []string) int {
 		return c.errorf("%v", err)
 	}
 	return 0
+}
+
+// renderedFlag is -rendered: a bool flag, so that the pool may follow it as an argument
+// after other flags (mcp show -rendered -json worker), that also takes -rendered=POOL.
+type renderedFlag struct {
+	set  bool
+	pool string
+}
+
+func (f *renderedFlag) String() string   { return f.pool }
+func (f *renderedFlag) IsBoolFlag() bool { return true }
+func (f *renderedFlag) Set(v string) error {
+	f.set = true
+	switch v {
+	case "true":
+	case "false", "":
+		f.set = false
+	default:
+		f.pool = v
+	}
+	return nil
 }

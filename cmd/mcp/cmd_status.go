@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -16,8 +18,10 @@ var statusInterval = 2 * time.Second
 // It takes no lock and changes nothing, so it can watch an apply that holds the lock.
 func (c *cli) status(args []string) int {
 	fs := c.newFlags("status")
-	nodes := fs.Bool("nodes", false, "list nodes (config, state, hold, condition) instead of pools")
-	asJSON := fs.Bool("json", false, "print pools and nodes as JSON (docs/status.md)")
+	nodes := fs.Bool("nodes", false, "list nodes (config, state, condition, hold, age, reason) instead of pools")
+	output := fs.String("o", "", "output format, as kubectl get's: wide (more columns), json, yaml (pools and nodes, docs/status.md) or name")
+	fs.StringVar(output, "output", "", "the same as -o")
+	asJSON := fs.Bool("json", false, "the same as -o json")
 	watch := fs.Bool("watch", false, "refresh every 2s until interrupted; on a terminal in place")
 	var lf loadFlags
 	lf.register(fs, false)
@@ -26,13 +30,21 @@ func (c *cli) status(args []string) int {
 		return 1
 	}
 	if len(pos) > 0 {
-		return c.errorf("mcp status takes no arguments (got %q); the configuration is -chdir's", pos[0])
+		return c.tooMany("status", pos)
+	}
+	switch {
+	case *asJSON && *output != "" && *output != views.OutputJSON:
+		return c.errorf("-json is -o json: it does not go with -o %s", *output)
+	case *asJSON:
+		*output = views.OutputJSON
+	case *output != "" && !slices.Contains(views.StatusOutputs, *output):
+		return c.errorf("-o %s: want one of %s", *output, strings.Join(views.StatusOutputs, ", "))
 	}
 	ws := c.load(&lf)
 	if ws == nil {
 		return 1
 	}
-	o := views.StatusOptions{JSON: *asJSON, Nodes: *nodes, Watch: *watch, Interval: statusInterval}
+	o := views.StatusOptions{Output: *output, Nodes: *nodes, Watch: *watch, Interval: statusInterval}
 	if f, ok := c.stdout.(*os.File); ok && *watch && isTerminal(f) {
 		o.Redraw = true
 		o.Height = func() int {

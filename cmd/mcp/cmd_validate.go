@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/planner"
@@ -16,8 +17,14 @@ func (c *cli) validate(args []string) int {
 	if err != nil {
 		return 1
 	}
+	if len(pos) > 1 {
+		return c.tooMany("validate", pos[1:])
+	}
 	if len(pos) > 0 {
-		c.dir = pos[0]
+		c.dir = c.path(pos[0])
+		if st, err := os.Stat(c.dir); err != nil || !st.IsDir() {
+			return c.errorf("%s: %s", pos[0], notADir(err))
+		}
 	}
 	res, diags := config.Load(c.dir, c.configOptions(&lf))
 	if !diags.HasErrors() {

@@ -29,7 +29,7 @@ func (lf *loadFlags) register(fs *flag.FlagSet, locking bool) {
 	fs.Var(&lf.varFiles, "var-file", "read variables from an HCL file (repeatable)")
 	fs.BoolVar(&lf.noColor, "no-color", false, "print no colour codes")
 	if locking {
-		fs.BoolVar(&lf.lock, "lock", true, "hold the state lock while working")
+		fs.BoolVar(&lf.lock, "lock", true, "do not take the state lock (for when it cannot be taken: see docs/decisions.md)")
 		fs.DurationVar(&lf.lockTimeout, "lock-timeout", 0, "how long to wait for a state lock held by another run")
 	}
 }

@@ -9,11 +9,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"time"
+
+	"github.com/agext/levenshtein"
 
 	// Maintenance windows name IANA time zones: a copy of the zone database comes with mcp
 	// for machines (and containers) without /usr/share/zoneinfo.
@@ -56,27 +59,29 @@ type command struct {
 	name    string
 	summary string
 	run     func(c *cli, args []string) int
+	main    bool // listed under "Main commands", as Terraform lists its own
 }
 
 var commands []command
 
 func init() {
 	commands = []command{
-		{"validate", "Check the configuration and print its problems with their places", (*cli).validate},
-		{"fmt", "Rewrite configuration files in the canonical format", (*cli).fmt},
-		{"plan", "Show what apply would do, node by node", (*cli).plan},
-		{"apply", "Carry out a plan (a saved one, or a fresh one after approval)", (*cli).apply},
-		{"show", "Show a saved plan, or a pool's rendered config", (*cli).show},
-		{"drift", "Report how each node differs from the config it runs (no lock, no changes); -every for periodic runs", (*cli).drift},
-		{"status", "Show each pool's machine counts, or each node's (-nodes); -watch follows a rollout", (*cli).status},
-		{"graph", "Print a plan's action graph in Graphviz DOT (pools, waves, steps, blockers)", (*cli).graph},
-		{"fleet", "Create or change a local fleet (init, add, set, list, events)", (*cli).fleet},
-		{"serve", "Serve Ignition configs to booting nodes and agents (see docs/boot-server.md)", (*cli).serve},
-		{"pointer", "Print the Ignition pointer config that makes a node boot from mcp serve", (*cli).pointer},
-		{"agent", "Run the node executor on this node (see docs/agent.md)", (*cli).agent},
-		{"prune", "Delete the stored rendered configs nothing uses any more", (*cli).prune},
-		{"force-unlock", "Release a state lock whose holder is gone", (*cli).forceUnlock},
-		{"version", "Print mcp's version", (*cli).version},
+		{"validate", "Check the configuration and print its problems with their places", (*cli).validate, true},
+		{"plan", "Show what apply would do, node by node, with diffs of what changes", (*cli).plan, true},
+		{"apply", "Carry out a plan (a saved one, or a fresh one after approval)", (*cli).apply, true},
+		{"show", "Show a saved plan, or a pool's rendered config", (*cli).show, true},
+		{"status", "Show each pool's machine counts, or each node's; -watch follows a rollout", (*cli).status, true},
+		{"drift", "Report how each node differs from the config it runs (no lock, no changes)", (*cli).drift, false},
+		{"fmt", "Rewrite configuration files in the canonical format", (*cli).fmt, false},
+		{"graph", "Print a plan's action graph in Graphviz DOT", (*cli).graph, false},
+		{"fleet", "Create or change a local fleet (init, add, set, list, events)", (*cli).fleet, false},
+		{"serve", "Serve Ignition configs to booting nodes and agents", (*cli).serve, false},
+		{"pointer", "Print the Ignition pointer config that makes a node boot from mcp serve", (*cli).pointer, false},
+		{"agent", "Run the node executor on this node", (*cli).agent, false},
+		{"prune", "Delete the stored rendered configs nothing uses any more", (*cli).prune, false},
+		{"force-unlock", "Release a state lock whose holder is gone", (*cli).forceUnlock, false},
+		{"version", "Print mcp's version", (*cli).version, false},
+		{"help", "Print a command's help", (*cli).help, false},
 	}
 }
 
@@ -91,52 +96,116 @@ func runWith(ctx context.Context, parts engine.Parts, args []string, stdin io.Re
 		switch {
 		case strings.HasPrefix(args[0], "-chdir="):
 			c.dir = strings.TrimPrefix(args[0], "-chdir=")
+			if st, err := os.Stat(c.dir); err != nil || !st.IsDir() {
+				return c.errorf("-chdir=%s: %s", c.dir, notADir(err))
+			}
 		case args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
-			c.usage()
+			c.usage(c.stdout)
 			return 0
 		case args[0] == "-version" || args[0] == "--version":
 			return c.version(nil)
 		default:
-			fmt.Fprintf(stderr, "mcp: unknown global flag %s\n", args[0])
-			c.usage()
+			fmt.Fprintf(stderr, "Error: unknown global option %s\n\n", args[0])
+			c.usage(stderr)
 			return 1
 		}
 		args = args[1:]
 	}
 	if len(args) == 0 {
-		c.usage()
+		c.usage(stderr)
 		return 1
 	}
-	for _, cmd := range commands {
-		if cmd.name == args[0] {
-			code := cmd.run(c, args[1:])
-			if c.helped {
-				return 0
-			}
-			return code
+	if cmd := lookup(args[0]); cmd != nil {
+		code := cmd.run(c, args[1:])
+		if c.helped {
+			return 0
 		}
+		return code
 	}
-	fmt.Fprintf(stderr, "mcp: unknown command %q\n\n", args[0])
-	c.usage()
+	fmt.Fprintf(stderr, "Error: mcp has no command %q.%s\n\nTo see all of mcp's commands, run:\n  mcp -help\n",
+		args[0], didYouMean(args[0], commandNames()))
 	return 1
 }
 
-func (c *cli) usage() {
-	fmt.Fprintln(c.stderr, "Usage: mcp [-chdir=DIR] <command> [flags] [args]\n\nCommands:")
-	for _, cmd := range commands {
-		fmt.Fprintf(c.stderr, "  %-13s %s\n", cmd.name, cmd.summary)
+func lookup(name string) *command {
+	for i := range commands {
+		if commands[i].name == name {
+			return &commands[i]
+		}
 	}
-	fmt.Fprintln(c.stderr, "\nRun mcp <command> -h for a command's flags.")
+	return nil
+}
+
+func commandNames() []string {
+	names := make([]string, len(commands))
+	for i, cmd := range commands {
+		names[i] = cmd.name
+	}
+	return names
+}
+
+// usage is mcp's own help: its commands and global options, as terraform -help prints them.
+func (c *cli) usage(w io.Writer) {
+	var b strings.Builder
+	b.WriteString("Usage: mcp [global options] <command> [args]\n\n" +
+		"mcp plans and applies the operating-system configuration of Kubernetes node pools.\n" +
+		"The configuration is every *.hcl file of the working directory.\n")
+	for _, main := range []bool{true, false} {
+		if main {
+			b.WriteString("\nMain commands:\n")
+		} else {
+			b.WriteString("\nAll other commands:\n")
+		}
+		for _, cmd := range commands {
+			if cmd.main == main {
+				fmt.Fprintf(&b, "  %-14s%s\n", cmd.name, cmd.summary)
+			}
+		}
+	}
+	b.WriteString("\nGlobal options (use these before the command):\n" +
+		"  -chdir=DIR    Switch to a different working directory before running the command.\n" +
+		"  -help         Show this help output, or the help for a command (mcp help plan).\n" +
+		"  -version      An alias for the version command.\n")
+	io.WriteString(w, b.String())
+}
+
+// help is mcp help [COMMAND]: mcp's help, or a command's, on stdout.
+func (c *cli) help(args []string) int {
+	switch {
+	case len(args) == 0:
+		c.usage(c.stdout)
+		return 0
+	case args[0] == "-h" || args[0] == "-help" || args[0] == "--help":
+		return c.printHelp("help", nil)
+	case args[0] == "fleet" && len(args) == 2:
+		return c.fleet([]string{args[1], "-h"})
+	case len(args) > 1:
+		return c.tooMany("help", args[1:])
+	}
+	cmd := lookup(args[0])
+	if cmd == nil {
+		return c.errorf("mcp has no command %q.%s", args[0], didYouMean(args[0], commandNames()))
+	}
+	if cmd.name == "help" {
+		return c.printHelp("help", nil)
+	}
+	return cmd.run(c, []string{"-h"})
 }
 
 // parse parses flags and positional arguments in any order (mcp fleet init DIR -nodes …).
-// -h and -help make it fail with flag.ErrHelp once the flag package has printed the usage;
-// it notes that, so that the command's exit code is 0 rather than an error's.
+// -h and -help print the command's help on stdout and make it fail with flag.ErrHelp; it
+// notes that, so that the command's exit code is 0 rather than an error's. A flag the
+// command does not know is an error that points at its help.
 func (c *cli) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			c.helped = errors.Is(err, flag.ErrHelp)
+			name := strings.TrimPrefix(fs.Name(), "mcp ")
+			if c.helped = errors.Is(err, flag.ErrHelp); c.helped {
+				c.printHelp(name, fs)
+				return nil, err
+			}
+			fmt.Fprintf(c.stderr, "Error: %v\n\nFor more help on using this command, run:\n  mcp %s -h\n", err, name)
 			return nil, err
 		}
 		args = fs.Args()
@@ -148,15 +217,60 @@ func (c *cli) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// printHelp prints the help of the command name, with its options fs (nil: none), on stdout.
+func (c *cli) printHelp(name string, fs *flag.FlagSet) int {
+	if err := helps[name].Write(c.stdout, fs); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// tooMany refuses positional arguments a command does not take, as Terraform does, with
+// the way to name another configuration directory.
+func (c *cli) tooMany(cmd string, extra []string) int {
+	fmt.Fprintf(c.stderr, "Error: Too many command line arguments: mcp %s does not take %q.\n\n"+
+		"To use the configuration in another directory, give the global option -chdir before the command:\n"+
+		"  mcp -chdir=DIR %s\n\nFor more help on using this command, run:\n  mcp %s -h\n", cmd, strings.Join(extra, " "), cmd, cmd)
+	return 1
+}
+
+// notADir says why a directory cannot be used: it does not exist, or is a file.
+func notADir(err error) string {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "no such directory"
+	case err != nil:
+		return err.Error()
+	}
+	return "not a directory"
+}
+
+// didYouMean suggests the name of names nearest to name, as Terraform does: " Did you mean
+// "plan"?", or "" when none is near.
+func didYouMean(name string, names []string) string {
+	best, dist := "", 3
+	for _, n := range names {
+		if d := levenshtein.Distance(name, n, nil); d < dist {
+			best, dist = n, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" Did you mean %q?", best)
+}
+
 // multiFlag collects a repeated string flag (-var a=1 -var b=2).
 type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
+// newFlags is a command's flag set: its help and errors are printed by parse.
 func (c *cli) newFlags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("mcp "+name, flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	return fs
 }
 

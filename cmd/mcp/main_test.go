@@ -304,7 +304,7 @@ func TestPruneDeletesOnlyUnused(t *testing.T) {
 			t.Errorf("prune -dry-run deleted %s: %v", n, err)
 		}
 	}
-	if code, out, errOut := mcp(t, dir, "prune", next); code != 0 || !strings.Contains(out, fmt.Sprintf("Pruned %d rendered configs", len(old))) {
+	if code, out, errOut := mcp(t, dir, "prune", next); code != 0 || !strings.Contains(out, "Pruned "+renderedConfigs(len(old))) {
 		t.Fatalf("prune: exit %d\n%s%s", code, out, errOut)
 	}
 	after, err := st.Read(context.Background())

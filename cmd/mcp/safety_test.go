@@ -112,7 +112,7 @@ config "60-y" {
 		// Workers reboot (which supersedes restarts); infra restarts y.service.
 		{"infra-0", "fault.restart=y.service", "node infra-0: restart y.service: injected fault (fault.restart in nodes/infra-0/node.json)", nil},
 		{"worker-0", "fault.reboot=hang", "node worker-0: reboot: the node did not come back within 2s", nil},
-		{"worker-0", "fault.drain=pdb", "node worker-0: drain: drain node worker-0:", []string{"-drain-timeout=300ms", "-drain-retry-delay=50ms"}},
+		{"worker-0", "fault.drain=pdb", "  drain node worker-0: evictions refused", []string{"-drain-timeout=300ms", "-drain-retry-delay=50ms"}},
 	} {
 		t.Run(tc.fault, func(t *testing.T) {
 			dir := smallFleet(t, "worker=3,infra=2", infra)

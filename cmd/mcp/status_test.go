@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
 )
 
 // mcp status before and after the quickstart's first apply: the pools table counts
@@ -17,7 +22,8 @@ import (
 func TestStatusTablesAndWatch(t *testing.T) {
 	dir := quickstart(t)
 	code, out, errOut := mcp(t, dir, "status")
-	if code != 0 || !strings.Contains(out, "MACHINES") || !regexpLine(out, `worker\s*[│|]\s*-\s*[│|]\s*4\s*[│|]\s*0\s*[│|]`) {
+	if code != 0 || !regexpLine(out, `^NAME +CONFIG +UPDATED +UPDATING +DEGRADED +MACHINECOUNT +READYMACHINECOUNT +UPDATEDMACHINECOUNT +DEGRADEDMACHINECOUNT +AGE$`) ||
+		!regexpLine(out, `^worker +<none> +False +False +False +4 +0 +0 +0 +\d+d$`) {
 		t.Fatalf("status before apply: %d %s\n%s", code, errOut, out)
 	}
 	if code, out, errOut := mcp(t, dir, "apply", "-auto-approve", "-no-color"); code != 0 {
@@ -32,7 +38,7 @@ func TestStatusTablesAndWatch(t *testing.T) {
 			Machines, Updated, Ready, Updating int
 		}
 	}
-	if err := json.Unmarshal([]byte(out), &s); code != 0 || err != nil || s.FormatVersion != "1.2" || len(s.Pools) != 2 {
+	if err := json.Unmarshal([]byte(out), &s); code != 0 || err != nil || s.FormatVersion != "1.3" || len(s.Pools) != 2 {
 		t.Fatalf("status -json: %d %v %s\n%s", code, err, errOut, out)
 	}
 	for _, p := range s.Pools {
@@ -41,7 +47,7 @@ func TestStatusTablesAndWatch(t *testing.T) {
 		}
 	}
 	code, out, errOut = mcp(t, dir, "status", "-nodes")
-	if code != 0 || !regexpLine(out, `worker-0\s*[│|]\s*worker\s*[│|]\s*`+s.Pools[1].Config+`\s*[│|]\s*Done`) {
+	if code != 0 || !regexpLine(out, `^worker-0 +worker +`+s.Pools[1].Config+` +Done +<none> +False +\d+d$`) {
 		t.Errorf("status -nodes: %d %s\n%s", code, errOut, out)
 	}
 
@@ -58,12 +64,12 @@ func TestStatusTablesAndWatch(t *testing.T) {
 		}
 		return out.String()
 	}
-	tables := strings.Split(strings.TrimSuffix(watch("MACHINES"), "\n"), "\n\n")
+	tables := strings.Split(strings.TrimSuffix(watch("MACHINECOUNT"), "\n"), "\n\n")
 	if len(tables) != 3 {
 		t.Errorf("status -watch off a terminal printed %d tables, want one per refresh:\n%s", len(tables), strings.Join(tables, "\n\n"))
 	}
 	for _, tb := range tables {
-		if !strings.Contains(tb, "MACHINES") || strings.Contains(tb, "\x1b[") {
+		if !strings.Contains(tb, "MACHINECOUNT") || strings.Contains(tb, "\x1b[") {
 			t.Errorf("a table of status -watch off a terminal:\n%q", tb)
 		}
 	}
@@ -76,7 +82,7 @@ func TestStatusTablesAndWatch(t *testing.T) {
 	if len(lines) != 3 {
 		t.Errorf("status -watch -json printed %d documents, want one per refresh", len(lines))
 	}
-	if code, _, errOut := mcp(t, dir, "status", "extra"); code != 1 || !strings.Contains(errOut, "no arguments") {
+	if code, _, errOut := mcp(t, dir, "status", "extra"); code != 1 || !strings.Contains(errOut, "Too many command line arguments") {
 		t.Errorf("status with an argument: %d %q", code, errOut)
 	}
 }
@@ -100,4 +106,89 @@ func (c *cancelAfter) Write(p []byte) (int, error) {
 		}
 	}
 	return c.Buffer.Write(p)
+}
+
+// mcp status prints plain columns as kubectl get does — the pools' conditions True/False
+// beside their counts, an AGE — that awk reads; -o wide, json, yaml and name; -nodes names
+// the failure a node's last apply left on it, and a Degraded node's reason.
+func TestStatusTheKubectlWay(t *testing.T) {
+	dir := quickstart(t)
+	if code, out, errOut := mcp(t, dir, "apply", "-auto-approve", "-no-color"); code != 0 {
+		t.Fatalf("apply: %d\n%s%s", code, out, errOut)
+	}
+	// A drain refused on infra-0 (the kernel arguments reboot it), a failed write on worker-1.
+	for _, set := range [][]string{{"infra-0", "fault.drain=pdb"}, {"worker-1", "fault.write=/etc/chrony.conf"}} {
+		if code, _, errOut := mcp(t, dir, append([]string{"fleet", "set"}, set...)...); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	cfg := filepath.Join(dir, "configs.hcl")
+	b, _ := os.ReadFile(cfg)
+	os.WriteFile(cfg, bytes.Replace(b, []byte(`kernel_args = [`), []byte(`kernel_args = ["quiet", `), 1), 0o644)
+	code, out, errOut := mcp(t, dir, "apply", "-auto-approve", "-no-color", "-var", "ntp_server=ntp.internal", "-drain-timeout=200ms", "-drain-retry-delay=10ms")
+	if code != 1 {
+		t.Fatalf("apply with faults: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	// The node's error names it and its step once.
+	if !strings.Contains(out, "  node worker-1: write /etc/chrony.conf: injected fault") || strings.Count(out, "node worker-1: write /etc/chrony.conf:") != 1 ||
+		!strings.Contains(out, "node.worker-1: write /etc/chrony.conf failed: injected fault") ||
+		!strings.Contains(out, "  drain node infra-0: evictions refused") || strings.Contains(out, "drain: drain") {
+		t.Errorf("the failure's words:\n%s", out)
+	}
+
+	_, out, _ = mcp(t, dir, "status")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	fields := strings.Fields(lines[0])
+	for _, l := range lines {
+		if strings.ContainsAny(l, "│┌─") || strings.HasSuffix(l, " ") || len(strings.Fields(l)) != len(fields) {
+			t.Errorf("not a plain row of %d fields: %q", len(fields), l)
+		}
+	}
+	if !regexpLine(out, `^infra +rendered-infra-\w+ +False +False +False +2 +0 +0 +0 +\d+d$`) ||
+		!regexpLine(out, `^worker +rendered-worker-\w+ +False +False +True +4 +3 +3 +1 +\d+d$`) {
+		t.Errorf("status:\n%s", out)
+	}
+	_, wide, _ := mcp(t, dir, "status", "-o", "wide")
+	if !regexpLine(wide, `^NAME .* AGE +UPDATINGMACHINECOUNT +DRIFTEDMACHINECOUNT +HELDMACHINECOUNT +PAUSED$`) ||
+		!regexpLine(wide, `^worker .* +0 +0 +0 +False$`) {
+		t.Errorf("status -o wide:\n%s", wide)
+	}
+	_, nodes, _ := mcp(t, dir, "status", "-nodes")
+	if !regexpLine(nodes, `^infra-0 +infra +rendered-infra-\w+ +Done +<none> +False +\d+d +last apply failed: drain node infra-0: evictions refused as by a PodDisruptionBudget`) ||
+		!regexpLine(nodes, `^worker-1 +worker +rendered-worker-\w+ +Degraded +Degraded +False +\d+d +write /etc/chrony.conf: injected fault`) {
+		t.Errorf("status -nodes:\n%s", nodes)
+	}
+	if _, wideNodes, _ := mcp(t, dir, "status", "-nodes", "-o", "wide"); !regexpLine(wideNodes, `^NAME +POOL +CONFIG +STATE +CONDITION +HELD +AGE +DESIRED +DRIFTED +REASON$`) {
+		t.Errorf("status -nodes -o wide:\n%s", wideNodes)
+	}
+	if _, names, _ := mcp(t, dir, "status", "--output=name"); names != "pool/infra\npool/worker\n" {
+		t.Errorf("-o name: %q", names)
+	}
+	if _, names, _ := mcp(t, dir, "status", "-nodes", "-o", "name"); !strings.HasPrefix(names, "node/infra-0\nnode/infra-1\nnode/worker-0\n") {
+		t.Errorf("-nodes -o name: %q", names)
+	}
+	_, js, _ := mcp(t, dir, "status", "-o", "json")
+	_, y, _ := mcp(t, dir, "status", "-o", "yaml")
+	var fromJSON, fromYAML map[string]any
+	if err := json.Unmarshal([]byte(js), &fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(y), &fromYAML); err != nil {
+		t.Fatal(err)
+	}
+	delete(fromJSON, "observed_at")
+	delete(fromYAML, "observed_at")
+	if d := cmp.Diff(fromJSON, fromYAML); d != "" {
+		t.Errorf("-o yaml is not -o json's document (-json +yaml):\n%s", d)
+	}
+	pools := fromJSON["pools"].([]any)
+	if c := pools[1].(map[string]any)["conditions"]; !cmp.Equal(c, map[string]any{"updated": false, "updating": false, "degraded": true}) {
+		t.Errorf("worker's conditions: %v", c)
+	}
+	if code, _, errOut := mcp(t, dir, "status", "-o", "table"); code != 1 || !strings.Contains(errOut, "-o table: want one of wide, json, yaml, name") {
+		t.Errorf("-o table: exit %d %q", code, errOut)
+	}
+	if code, _, _ := mcp(t, dir, "status", "-json", "-o", "json"); code != 0 {
+		t.Errorf("-json -o json: exit %d", code)
+	}
 }

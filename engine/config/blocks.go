@@ -202,7 +202,7 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 			for i, p := range c.Pools {
 				if l.d.Pool(p) == nil {
 					diags = append(diags, errAt(elementRange(a, i), "Unknown pool",
-						fmt.Sprintf("Config %q names pool %q, which no pool block declares.", name, p)))
+						fmt.Sprintf("Config %q names pool %q, which no pool block declares.%s", name, p, didYouMean(p, l.poolNames()))))
 				}
 			}
 		}
@@ -260,7 +260,7 @@ func checkPath(p string, r hcl.Range) *hcl.Diagnostic {
 }
 
 var fileSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "content", Required: true},
-	{Name: "mode"}, {Name: "user"}, {Name: "group"}, {Name: "on_change"}}}
+	{Name: "mode"}, {Name: "user"}, {Name: "group"}, {Name: "on_change"}, {Name: "sensitive"}}}
 
 func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
 	f := model.File{Path: b.Labels[0], Mode: 0o644, DeclRange: hclpos.From(b.LabelRanges[0])}
@@ -285,6 +285,8 @@ func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
 			f.Group, d = l.str(a)
 		case "on_change":
 			f.OnChange, d = l.policies(a)
+		case "sensitive":
+			f.Sensitive, d = l.boolean(a)
 		}
 		diags = append(diags, d...)
 	}

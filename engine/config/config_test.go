@@ -211,9 +211,10 @@ func TestWriteDiagnosticsFileLineCol(t *testing.T) {
 	if err := WriteDiagnostics(&out, res.Files, diags, false); err != nil {
 		t.Fatal(err)
 	}
-	want := filepath.Join(dir, "main.hcl") + ":3,12: Error: Unknown pool"
-	if !strings.Contains(out.String(), want) {
-		t.Errorf("output lacks %q:\n%s", want, out.String())
+	want := "╷\n│ Error: Unknown pool\n│\n│   on " + filepath.Join(dir, "main.hcl") + ":3,12, in config \"x\":\n" +
+		"│      3:   pools = [\"nope\"]\n│\n│ Config \"x\" names pool \"nope\", which no pool block declares.\n╵\n"
+	if out.String() != want {
+		t.Errorf("output:\n%s\nwant (one heading, in Terraform's box):\n%s", out.String(), want)
 	}
 	b, err := DiagnosticsJSON(diags)
 	if err != nil {
@@ -372,5 +373,30 @@ func TestEnabledUnitsThatCanBeEnabled(t *testing.T) {
 				t.Error(diags)
 			}
 		})
+	}
+}
+
+// A misspelt variable, pool or -var gets the declared name nearest to it, as HCL suggests
+// attribute names.
+func TestDidYouMean(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "main.hcl", `provider "local" { fleet = "f" }
+variable "ntp_server" { default = "a" }
+pool "worker" {}
+config "x" {
+  pools = ["workers"]
+  file "/etc/a" { content = var.ntp_servr }
+}
+`)
+	_, diags := Load(dir, Options{Vars: []string{"ntp_srever=b"}})
+	var details []string
+	for _, d := range diags {
+		details = append(details, d.Detail)
+	}
+	for _, want := range []string{`names pool "workers", which no pool block declares. Did you mean "worker"?`,
+		`named "ntp_servr". Did you mean "ntp_server"?`, `sets variable "ntp_srever", which no variable block declares. Did you mean "ntp_server"?`} {
+		if !strings.Contains(strings.Join(details, "\n"), want) {
+			t.Errorf("no diagnostic says %q:\n%s", want, strings.Join(details, "\n"))
+		}
 	}
 }

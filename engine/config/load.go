@@ -181,7 +181,7 @@ func (l *loader) variables(blocks hcl.Blocks, opts Options) (map[string]cty.Valu
 		v, ok := decl[name]
 		if !ok {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Undeclared variable",
-				Detail: fmt.Sprintf("%s sets variable %q, which no variable block declares.", src, name), Subject: rng})
+				Detail: fmt.Sprintf("%s sets variable %q, which no variable block declares.%s", src, name, didYouMean(name, keysOf(decl))), Subject: rng})
 			return
 		}
 		cv, err := convert.Convert(val, v.typ)

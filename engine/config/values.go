@@ -96,6 +96,9 @@ func capitalize(s string) string {
 func (l *loader) eval(a *hcl.Attribute) (cty.Value, hcl.Diagnostics) {
 	v, diags := a.Expr.Value(l.ctx)
 	if diags.HasErrors() {
+		if l.ctx != nil {
+			suggestVariables(diags, l.ctx.Variables["var"])
+		}
 		return cty.NilVal, diags
 	}
 	if d := checkWhole(v, a); d != nil {

@@ -181,7 +181,11 @@ func TestTerraformJSONReadsThePlan(t *testing.T) {
 	got := changes(p.ResourceChanges)
 	want := []string{"pool.infra mcp_pool create", "pool.worker mcp_pool create",
 		"node.infra-0 mcp_node update", "node.infra-1 mcp_node update", "node.worker-0 mcp_node update",
-		"node.worker-2 mcp_node update", "node.worker-1 mcp_node update", "node.worker-3 mcp_node update"}
+		"node.worker-2 mcp_node update", "node.worker-1 mcp_node update", "node.worker-3 mcp_node update",
+		`file.infra["/etc/chrony.conf"] mcp_file create`, `file.infra["/etc/motd"] mcp_file create`,
+		"kernel_args.infra mcp_kernel_args create",
+		`file.worker["/etc/chrony.conf"] mcp_file create`, `file.worker["/etc/motd"] mcp_file create`,
+		`file.worker["/etc/sysconfig/node-exporter"] mcp_file create`, `unit.worker["node-exporter.service"] mcp_unit create`}
 	if !slices.Equal(got, want) {
 		t.Errorf("resource_changes through tfjson:\n got %q\nwant %q", got, want)
 	}
@@ -212,6 +216,54 @@ func TestTerraformJSONReadsThePlan(t *testing.T) {
 		if want := rc.Address == "node.worker-0"; rc.Change.Actions.Update() != want {
 			t.Errorf("%s: actions %v after drift on worker-0 alone", rc.Address, rc.Change.Actions)
 		}
+	}
+}
+
+// terraform-json reads a file's content before and after, and the sensitive maps of a
+// file marked sensitive, whose content the plan JSON does not carry.
+func TestTerraformJSONReadsContentAndSensitiveMaps(t *testing.T) {
+	dir := quickstart(t)
+	run(t, dir, "apply", "-auto-approve", "-no-color")
+	cfg := filepath.Join(dir, "configs.hcl")
+	b, _ := os.ReadFile(cfg)
+	b = append(b, "\nconfig \"90-token\" {\n  pools = [\"worker\"]\n  file \"/etc/pki/token\" {\n"+
+		"    content   = \"s3cret-token\\n\"\n    sensitive = true\n    on_change = [\"none\"]\n  }\n}\n"...)
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	js := ciPlan(t, dir, "-var", "ntp_server=ntp.internal")
+	if strings.Contains(string(js), "s3cret-token") {
+		t.Fatalf("the plan JSON holds the sensitive content:\n%s", js)
+	}
+	var p tfjson.Plan
+	if err := json.Unmarshal(js, &p); err != nil {
+		t.Fatal(err)
+	}
+	byAddr := map[string]*tfjson.ResourceChange{}
+	for _, rc := range p.ResourceChanges {
+		byAddr[rc.Address] = rc
+	}
+	chrony := byAddr[`file.worker["/etc/chrony.conf"]`]
+	if chrony == nil || !chrony.Change.Actions.Update() {
+		t.Fatalf("no update of file.worker[\"/etc/chrony.conf\"]: %q", changes(p.ResourceChanges))
+	}
+	before, after := chrony.Change.Before.(map[string]any), chrony.Change.After.(map[string]any)
+	if !strings.Contains(before["content"].(string), "server time.example.com iburst") ||
+		!strings.Contains(after["content"].(string), "server ntp.internal iburst") {
+		t.Errorf("content through tfjson: before %q, after %q", before["content"], after["content"])
+	}
+	token := byAddr[`file.worker["/etc/pki/token"]`]
+	if token == nil || !token.Change.Actions.Create() {
+		t.Fatalf("no create of file.worker[\"/etc/pki/token\"]: %q", changes(p.ResourceChanges))
+	}
+	if token.Change.BeforeSensitive != false || token.Change.Before != nil {
+		t.Errorf("before %v, before_sensitive %v: want null and false for a created file", token.Change.Before, token.Change.BeforeSensitive)
+	}
+	if as, ok := token.Change.AfterSensitive.(map[string]any); !ok || as["content"] != true {
+		t.Errorf("after_sensitive %v, want {\"content\": true}", token.Change.AfterSensitive)
+	}
+	if a := token.Change.After.(map[string]any); a["content"] != nil || a["content_hidden"] != "sensitive" {
+		t.Errorf("after %v", a)
 	}
 }
 

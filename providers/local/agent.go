@@ -3,6 +3,8 @@ package local
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -194,6 +196,22 @@ func (h *host) Reboot(ctx context.Context) error {
 		return err
 	}
 	return h.p.waitBoot(ctx, h.node, start)
+}
+
+// ReadNodeFile reads at most max bytes of the file at path in the node's root, confined to
+// it (os.Root): a link out of the root is refused.
+func (p *Provider) ReadNodeFile(_ context.Context, node, path string, max int64) ([]byte, error) {
+	root, err := os.OpenRoot(rootDir(p.o.Dir, node))
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.Open(strings.TrimPrefix(path, "/"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max))
 }
 
 // Drift runs the node executor's check of the node's root against current.

@@ -255,11 +255,14 @@ func assign(r *record, a string) error {
 	return nil
 }
 
-func keys() string {
+func keys() string { return strings.Join(SetKeys(), ", ") }
+
+// SetKeys are the keys Set takes, besides label.K and fault.K, sorted.
+func SetKeys() []string {
 	var ks []string
 	for k := range setters {
 		ks = append(ks, k)
 	}
 	slices.Sort(ks)
-	return strings.Join(ks, ", ")
+	return ks
 }

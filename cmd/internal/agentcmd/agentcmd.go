@@ -5,6 +5,7 @@
 package agentcmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/mcpfleet/mcp/cmd/internal/cmdhelp"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/nodeexec/standalone"
 	"github.com/mcpfleet/mcp/nodeexec/systemdhost"
@@ -39,12 +41,36 @@ func (c *cli) errorf(format string, a ...any) int {
 	return 1
 }
 
+// Help is the agent's help, for the command name ("mcp agent", "mcp-agent").
+func Help(name string) *cmdhelp.Help {
+	usage := strings.Replace(name, "mcp ", "mcp [global options] ", 1) + " [options]"
+	return &cmdhelp.Help{Usage: usage,
+		Text: `Runs the node executor on this machine: fetches the rendered config it is to run, applies
+it safely (files and units through a confined root, daemon-reload, restarts, kernel
+arguments, OS image), reboots when the steps say so and verifies after the boot
+(docs/agent.md).
+
+Without -node it runs standalone: the desired config is -desired, or the name in
+ROOT/` + standalone.DesiredPath + `, fetched from -server; -once reconciles once and says what it did.
+With -node it is the Kubernetes DaemonSet's agent: the Node's annotations say what to do
+(docs/kubernetes.md).`,
+		Groups: []cmdhelp.Group{{Title: "Agent options", Flags: []string{"root", "server", "desired", "once", "interval", "listen"}},
+			{Title: "Host options", Flags: []string{"host", "os-chroot", "os-tool", "cmdline", "booted-image", "boot-id-file", "allow", "reboot-wait"}},
+			{Title: "Kubernetes options", Flags: []string{"node", "namespace", "kubeconfig", "in-cluster"}}},
+		Exit: []string{"0  Stopped by an interrupt; with -once, the node is Done (or has nothing to do).",
+			"1  An error; with -once, the node is Degraded.", "75  With -node: the node goes down for a reboot it asked for."},
+		Examples: []string{name + " -once -root /mnt/node -server http://boot:8080 -host record"},
+	}
+}
+
 // Run runs the agent with the command-line arguments args (after the command's name,
-// which name gives for messages) until ctx ends, and returns the exit code.
-func Run(ctx context.Context, name string, args []string, stderr io.Writer) int {
+// which name gives for messages) until ctx ends, and returns the exit code. Its help (-h)
+// goes to stdout, everything else to stderr.
+func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
 	c := &cli{ctx: ctx, stderr: stderr}
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	root := fs.String("root", "/", "the node's filesystem root")
 	server := fs.String("server", "", "boot server base URL; rendered configs are fetched from SERVER/rendered/NAME")
 	desired := fs.String("desired", "", "rendered config to move to (default: the name in ROOT/"+standalone.DesiredPath+")")
@@ -67,12 +93,13 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 	serverToken := fs.String("server-token-file", "", "file with the boot server's bearer token (read at each request, so a renewed token is used)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0 // the usage is printed, as asked
+			Help(name).Write(stdout, fs)
+			return 0
 		}
-		return 1
+		return c.errorf("%v\n\nFor more help on using this command, run:\n  %s -h", err, name)
 	}
 	if fs.NArg() > 0 {
-		return c.errorf("unexpected argument %q", fs.Arg(0))
+		return c.errorf("Too many command line arguments: %s takes none (got %q).\n\nFor more help on using this command, run:\n  %s -h", name, fs.Arg(0), name)
 	}
 	log := slog.New(slog.NewJSONHandler(c.stderr, nil))
 	client, err := serverClient(*serverCA, *serverToken)
@@ -115,6 +142,7 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 			log.Error("reconcile", "err", err.Error())
 		}
 		if *once {
+			fmt.Fprintln(stdout, OnceLine(st, *root))
 			if err != nil || st.State == "Degraded" {
 				return 1
 			}
@@ -126,6 +154,28 @@ func Run(ctx context.Context, name string, args []string, stderr io.Writer) int 
 		case <-time.After(*interval):
 		}
 	}
+}
+
+// OnceLine says what one reconcile (-once) left the node at, for the person who ran it:
+// nothing to do (no config desired, or the node runs it, drift aside), or its state on
+// the config it moves to.
+func OnceLine(st standalone.Status, root string) string {
+	switch {
+	case st.Desired == "" && st.Current == "":
+		return fmt.Sprintf("Nothing to do: no rendered config is desired (give -desired NAME, or write its name to %s).",
+			filepath.Join(root, standalone.DesiredPath))
+	case st.State == "Degraded":
+		return fmt.Sprintf("The node is Degraded on its way to %s: %s", st.Desired, st.Reason)
+	case st.Current == st.Desired && len(st.Drift) > 0:
+		parts := make([]string, len(st.Drift))
+		for i, d := range st.Drift {
+			parts[i] = d.String()
+		}
+		return fmt.Sprintf("The node runs %s (%s), and differs from it: %s.", st.Current, st.State, strings.Join(parts, "; "))
+	case st.Current == st.Desired:
+		return fmt.Sprintf("Nothing to do: the node runs %s (%s), as desired.", st.Current, st.State)
+	}
+	return fmt.Sprintf("The node is %s on its way from %s to %s.", st.State, cmp.Or(st.Current, "no config"), st.Desired)
 }
 
 // ExitRebooting is the exit code of `mcp agent -node` (and `mcp-agent -node`) when it stopped because the node is

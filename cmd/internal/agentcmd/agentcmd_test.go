@@ -7,16 +7,19 @@ import (
 	"testing"
 )
 
-// TestHelpExitsZero: mcp-agent -h prints the flags and exits 0, as mcp agent -h does.
+// TestHelpExitsZero: mcp-agent -h prints its help on stdout and exits 0, as mcp agent -h
+// does; an unknown flag is an error that points at it.
 func TestHelpExitsZero(t *testing.T) {
 	for _, h := range []string{"-h", "-help", "--help"} {
-		var errb bytes.Buffer
-		if code := Run(context.Background(), "mcp-agent", []string{h}, &errb); code != 0 || !strings.Contains(errb.String(), "Usage of mcp-agent") {
-			t.Errorf("mcp-agent %s: exit %d, want 0 and the usage\n%s", h, code, errb.String())
+		var out, errb bytes.Buffer
+		if code := Run(context.Background(), "mcp-agent", []string{h}, &out, &errb); code != 0 ||
+			!strings.HasPrefix(out.String(), "Usage: mcp-agent [options]\n") || !strings.Contains(out.String(), "  -once ") {
+			t.Errorf("mcp-agent %s: exit %d, want 0 and the help\n%s%s", h, code, out.String(), errb.String())
 		}
 	}
-	var errb bytes.Buffer
-	if code := Run(context.Background(), "mcp-agent", []string{"-no-such-flag"}, &errb); code != 1 {
-		t.Errorf("an unknown flag: exit %d, want 1", code)
+	var out, errb bytes.Buffer
+	if code := Run(context.Background(), "mcp-agent", []string{"-no-such-flag"}, &out, &errb); code != 1 ||
+		!strings.Contains(errb.String(), "For more help on using this command, run:\n  mcp-agent -h") {
+		t.Errorf("an unknown flag: exit %d, want 1\n%s", code, errb.String())
 	}
 }

@@ -62,13 +62,18 @@ func (c *columns) write(w io.Writer) error {
 		bw = bufio.NewWriterSize(w, 64<<10)
 	}
 	for _, row := range c.rows {
-		for i, s := range row {
+		// Padding stops at the row's last cell with text: trailing blanks would make every
+		// line as wide as the widest row, and wrap on a narrower terminal.
+		last := len(row) - 1
+		for last >= 0 && row[last] == "" {
+			last--
+		}
+		for i, s := range row[:last+1] {
 			bw.WriteByte(' ')
 			bw.WriteString(s)
-			bw.WriteString(spaces(c.widths[i] - width(s) + 1))
-		}
-		for i := len(row); i < len(c.widths); i++ {
-			bw.WriteString(spaces(c.widths[i] + 2))
+			if i < last {
+				bw.WriteString(spaces(c.widths[i] - width(s) + 1))
+			}
 		}
 		bw.WriteByte('\n')
 	}

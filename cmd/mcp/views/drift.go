@@ -71,6 +71,7 @@ func (v driftHuman) Report(r *planner.DriftReport, _ DriftRun) error {
 			fmt.Fprintf(&b, "%s (pool %s, %s)\n", c.bold("node."+n.Name), n.Pool, n.CurrentConfig)
 			for _, d := range n.Drift {
 				fmt.Fprintf(&b, "  %s%s\n", c.yellow("drift: "), d.String())
+				writeDiff(&b, c, "      ", d.Diff)
 			}
 			if n.DriftUnlisted > 0 {
 				fmt.Fprintf(&b, "  %sand %d more paths, not listed\n", c.yellow("drift: "), n.DriftUnlisted)

@@ -40,6 +40,7 @@ func writeDriftNote(w io.Writer, c painter, p *planner.Plan) {
 		fmt.Fprintf(w, "\n  %s (pool %s, %s; %s)\n", c.bold("node."+n.Name), n.Pool, n.From, what)
 		for _, d := range n.Drift {
 			fmt.Fprintf(w, "    %s%s\n", c.yellow("drift: "), d.String())
+			writeDiff(w, c, "        ", d.Diff)
 		}
 		if n.DriftUnlisted > 0 {
 			fmt.Fprintf(w, "    %sand %d more paths, not listed\n", c.yellow("drift: "), n.DriftUnlisted)

@@ -159,3 +159,10 @@ func wrap(s string, n int) string {
 	}
 	return b.String()
 }
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

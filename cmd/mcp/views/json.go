@@ -72,6 +72,10 @@ type change struct {
 	Actions []string `json:"actions"`
 	Before  any      `json:"before"`
 	After   any      `json:"after"`
+	// BeforeSensitive and AfterSensitive mark the sensitive attributes of before and after,
+	// as Terraform's do (set on file, unit, kernel-argument and OS-image changes).
+	BeforeSensitive any `json:"before_sensitive,omitempty"`
+	AfterSensitive  any `json:"after_sensitive,omitempty"`
 }
 
 type poolValue struct {
@@ -131,7 +135,7 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 	out := jsonPlan{FormatVersion: JSONFormatVersion, MCPVersion: meta.Version, Applyable: p.HasChanges(),
 		Complete: complete(p, meta.Targets), ResourceChanges: []resourceChange{}, ResourceDrift: []resourceChange{},
 		MCP: jsonMeta{Lineage: meta.Lineage, Serial: meta.Serial, FleetFingerprint: meta.FleetFingerprint,
-			ConfigDir: meta.ConfigDir, Summary: PlanSummary(p), Pools: p.Pools, Unmanaged: nonNil(p.Unmanaged), BootImages: p.BootImages,
+			ConfigDir: meta.ConfigDir, Summary: PlanSummary(p), Pools: poolsWithoutChanges(p.Pools), Unmanaged: nonNil(p.Unmanaged), BootImages: p.BootImages,
 			Refresh: meta.Refresh, Targets: meta.Targets, Exclude: meta.Exclude}}
 	out.Variables = make(map[string]jsonVariable, len(meta.Variables)) // none: omitted
 	for name, v := range meta.Variables {
@@ -174,6 +178,7 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 				Held: n.Held, Untargeted: n.Untargeted, Canary: n.Canary, DriftOnly: n.DriftOnly, Happened: n.Happened}})
 	}
 	out.ResourceChanges = append(out.ResourceChanges, bootImageChanges(p)...)
+	out.ResourceChanges = append(out.ResourceChanges, itemChanges(p)...)
 	onDrift := map[string]model.OnDrift{}
 	for _, pp := range p.Pools {
 		onDrift[pp.Name] = cmp.Or(pp.OnDrift, model.OnDriftRestore)
@@ -186,6 +191,17 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 			MCP: &driftMeta{Pool: n.Pool, OnDrift: string(onDrift[n.Pool]), Restored: n.Changed() && !onDrift[n.Pool].Reports()}})
 	}
 	return json.Marshal(out) // compact, as terraform show -json: plans can be large
+}
+
+// poolsWithoutChanges are the pools for mcp.pools: their changes are resource changes of
+// their own (itemChanges), not repeated there.
+func poolsWithoutChanges(pools []planner.PoolPlan) []planner.PoolPlan {
+	out := make([]planner.PoolPlan, len(pools))
+	for i, pp := range pools {
+		pp.Changes = nil
+		out[i] = pp
+	}
+	return out
 }
 
 // complete is Terraform's "complete": applying the plan leaves nothing for the next plan

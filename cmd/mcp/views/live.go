@@ -3,6 +3,7 @@ package views
 import (
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/term"
 
 	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/planner"
@@ -36,10 +38,16 @@ type livePool struct {
 	updating, failed int
 	unconfirmed      int    // steps done, health gates not confirmed
 	waiting          string // why its next node waits ("" when it does not)
+	waitFor          string // the node it waits to start
 	waitSince        time.Time
+	started          map[string]bool // nodes that started: a wait for one of them is over
 	stopped          bool
 	bar              *mpb.Bar
 }
+
+// barWidth is the width of a pool's bar, brackets included: it keeps it, however long
+// the text after it (which is cut to the terminal instead).
+const barWidth = 24
 
 type liveNode struct {
 	name, pool, doing string
@@ -53,7 +61,11 @@ type liveNode struct {
 func NewLiveProgress(w io.Writer, color bool, plan *planner.Plan) *LiveProgress {
 	l := &LiveProgress{c: painter(color), sum: NewHumanProgress(w, color), now: time.Now,
 		pool: map[string]*livePool{}, node: map[string]*liveNode{}}
-	l.p = mpb.New(mpb.WithOutput(w), mpb.WithRefreshRate(200*time.Millisecond))
+	opts := []mpb.ContainerOption{mpb.WithOutput(w), mpb.WithRefreshRate(200 * time.Millisecond)}
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		opts = append(opts, mpb.WithConsoleWriter(&reflowConsole{out: w, size: func() (int, int, error) { return term.GetSize(int(f.Fd())) }}))
+	}
+	l.p = mpb.New(opts...)
 	total := map[string]int{}
 	for _, n := range plan.Nodes {
 		if n.Changed() && !n.Deferred {
@@ -70,11 +82,13 @@ func NewLiveProgress(w io.Writer, color bool, plan *planner.Plan) *LiveProgress 
 		width = max(width, len("pool."+name))
 	}
 	for _, name := range names {
-		lp := &livePool{name: name, total: total[name]}
+		lp := &livePool{name: name, total: total[name], started: map[string]bool{}}
 		lp.bar = l.p.AddBar(int64(lp.total),
 			mpb.PrependDecorators(decor.Name("pool."+name, decor.WC{W: width + 1, C: decor.DindentRight})),
-			mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return l.poolStatus(lp) })),
-			mpb.BarWidth(24))
+			// The text gets what the terminal has left beside the bar and the spaces around
+			// it: were it longer, mpb would take the room from the bar.
+			mpb.AppendDecorators(decor.Any(func(s decor.Statistics) string { return l.poolStatus(lp, s.AvailableWidth-barWidth-2) })),
+			mpb.BarWidth(barWidth))
 		l.pool[name] = lp
 	}
 	return l
@@ -101,7 +115,10 @@ func (l *LiveProgress) Event(e engine.Event) {
 			n = &liveNode{name: e.Node, pool: e.Pool}
 			l.node[e.Node] = n
 			lp.updating++
-			lp.waiting = "" // the node it waited for started
+			lp.started[e.Node] = true
+			if lp.waitFor == e.Node {
+				lp.waiting, lp.waitFor = "", "" // the node it waited for started
+			}
 			after = append(after, func() {
 				n.bar = l.p.New(0, mpb.NopStyle(), mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return l.nodeStatus(n) })))
 			})
@@ -119,11 +136,15 @@ func (l *LiveProgress) Event(e engine.Event) {
 			after = append(after, func() { n.bar.Abort(true) })
 		}
 		lp.finished++
+		lp.started[e.Node] = true
+		if lp.waitFor == e.Node || lp.finished >= lp.total {
+			lp.waiting, lp.waitFor = "", ""
+		}
 		after = append(after, func() { lp.bar.IncrBy(1) })
 		switch e.Kind {
 		case engine.EventNodeFailed:
 			lp.failed++
-			msg := fmt.Sprintf("node.%s: %s: %v\n", e.Node, l.c.red("failed"), e.Err)
+			msg := fmt.Sprintf("node.%s: %s: %s\n", e.Node, l.c.red("failed"), strings.TrimPrefix(e.Err.Error(), "node "+e.Node+": "))
 			after = append(after, func() { io.WriteString(l.p, msg) })
 		case engine.EventUnconfirmed:
 			lp.unconfirmed++
@@ -131,15 +152,18 @@ func (l *LiveProgress) Event(e engine.Event) {
 			after = append(after, func() { io.WriteString(l.p, msg) })
 		}
 	case engine.EventWaiting:
+		if lp.started[e.Node] {
+			break // late: the node it was about has started since
+		}
 		if lp.waiting == "" {
 			lp.waitSince = e.Time
 		}
-		lp.waiting = fmt.Sprintf("node.%s: %s", e.Node, e.Reason)
+		lp.waiting, lp.waitFor = fmt.Sprintf("node.%s: %s", e.Node, e.Reason), e.Node
 	case engine.EventClaimed:
 		msg := fmt.Sprintf("node.%s: %s\n", e.Node, l.c.yellow(e.Reason))
 		after = append(after, func() { io.WriteString(l.p, msg) })
 	case engine.EventPoolStopped:
-		lp.stopped, lp.waiting = true, ""
+		lp.stopped, lp.waiting, lp.waitFor = true, "", ""
 		msg := fmt.Sprintf("pool.%s: %s: no more nodes of this pool start\n", e.Pool, l.c.red("stopped"))
 		after = append(after, func() { io.WriteString(l.p, msg) })
 	}
@@ -149,27 +173,58 @@ func (l *LiveProgress) Event(e engine.Event) {
 	}
 }
 
-// poolStatus is the text after a pool's bar: counts, and what its next node waits for.
-func (l *LiveProgress) poolStatus(lp *livePool) string {
+// poolStatus is the text after a pool's bar: counts, and what its next node waits for, cut
+// to room columns (colours then left out).
+func (l *LiveProgress) poolStatus(lp *livePool, room int) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	s := l.poolText(lp, l.c)
+	if width(s) <= room {
+		return s
+	}
+	return cut(l.poolText(lp, painter(false)), room)
+}
+
+// poolText is the text after a pool's bar, painted by c.
+func (l *LiveProgress) poolText(lp *livePool, c painter) string {
 	parts := []string{fmt.Sprintf("%d/%d done", lp.finished-lp.failed-lp.unconfirmed, lp.total)}
 	if lp.updating > 0 {
 		parts = append(parts, fmt.Sprintf("%d updating", lp.updating))
 	}
 	if lp.failed > 0 {
-		parts = append(parts, l.c.red(fmt.Sprintf("%d failed", lp.failed)))
+		parts = append(parts, c.red(fmt.Sprintf("%d failed", lp.failed)))
 	}
 	if lp.unconfirmed > 0 {
-		parts = append(parts, l.c.yellow(fmt.Sprintf("%d not confirmed", lp.unconfirmed)))
+		parts = append(parts, c.yellow(fmt.Sprintf("%d not confirmed", lp.unconfirmed)))
 	}
 	if lp.stopped {
-		parts = append(parts, l.c.red("stopped"))
+		parts = append(parts, c.red("stopped"))
 	}
 	if lp.waiting != "" {
-		parts = append(parts, l.c.yellow(fmt.Sprintf("waiting %s", l.now().Sub(lp.waitSince).Round(time.Second)))+" before "+lp.waiting)
+		parts = append(parts, c.yellow(fmt.Sprintf("waiting %s", l.now().Sub(lp.waitSince).Round(time.Second)))+" before "+lp.waiting)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// cut keeps the first columns of s that fit in room, with "…" for the rest.
+func cut(s string, room int) string {
+	if room <= 0 {
+		return ""
+	}
+	if width(s) <= room {
+		return s
+	}
+	var b strings.Builder
+	w := 0
+	for _, r := range s {
+		rw := width(string(r))
+		if w+rw > room-1 {
+			break
+		}
+		b.WriteRune(r)
+		w += rw
+	}
+	return b.String() + "…"
 }
 
 // nodeStatus is a node's line: its current step and for how long.
@@ -188,6 +243,9 @@ func (l *LiveProgress) Stop() {
 		return
 	}
 	l.done = true
+	for _, lp := range l.pool {
+		lp.waiting, lp.waitFor = "", "" // the final frame: no node waits any more
+	}
 	var nodes []*liveNode
 	for _, n := range l.node {
 		nodes = append(nodes, n)

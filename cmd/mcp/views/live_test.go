@@ -40,7 +40,7 @@ func TestLiveLines(t *testing.T) {
 		l.Event(e)
 	}
 	lp := l.pool["worker"]
-	if got, want := l.poolStatus(lp), "1/3 done, 1 updating, waiting 5s before node.w-2: max_unavailable 1: w-1 (updating)"; got != want {
+	if got, want := l.poolStatus(lp, 200), "1/3 done, 1 updating, waiting 5s before node.w-2: max_unavailable 1: w-1 (updating)"; got != want {
 		t.Errorf("pool line:\n got %q\nwant %q", got, want)
 	}
 	if got, want := l.nodeStatus(l.node["w-1"]), "  node.w-1: health gates (5s)"; got != want {
@@ -48,7 +48,7 @@ func TestLiveLines(t *testing.T) {
 	}
 	l.Event(engine.Event{Kind: engine.EventNodeFailed, Node: "w-1", Pool: "worker", Err: errors.New(`health gate "app" did not pass`)})
 	l.Event(engine.Event{Kind: engine.EventPoolStopped, Pool: "worker"})
-	if got, want := l.poolStatus(lp), "1/3 done, 1 failed, stopped"; got != want {
+	if got, want := l.poolStatus(lp, 200), "1/3 done, 1 failed, stopped"; got != want {
 		t.Errorf("pool line after the failure:\n got %q\nwant %q", got, want)
 	}
 	if len(l.node) != 0 {
@@ -57,5 +57,73 @@ func TestLiveLines(t *testing.T) {
 	l.Summary(ApplySummary{Updated: 1, Failed: 1, Deferred: 2, Failures: []string{"node w-1: failed"}})
 	if !strings.Contains(out.String(), "Apply failed. Nodes: 1 updated, 1 failed, 2 not started.") {
 		t.Errorf("no summary after the lines:\n%s", out.String())
+	}
+}
+
+// A pool's text is cut to the room the terminal leaves beside its bar, so that the bar
+// keeps its width; a wait for a node that has started since is no longer shown, and the
+// final frame shows no wait.
+func TestLivePoolTextFitsAndWaitsEnd(t *testing.T) {
+	plan := &planner.Plan{Nodes: []planner.NodePlan{
+		{Name: "w-0", Pool: "worker", Action: planner.NodeUpdate},
+		{Name: "w-1", Pool: "worker", Action: planner.NodeUpdate},
+	}}
+	var out bytes.Buffer
+	l := NewLiveProgress(&out, true, plan)
+	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	l.now = func() time.Time { return at }
+	lp := l.pool["worker"]
+	long := "max_unavailable 1: 1 of the pool's nodes are out of service: w-0 (updating, cordoned, waiting for its pods to come back)"
+	l.Event(engine.Event{Kind: engine.EventStepStart, Node: "w-0", Pool: "worker", Step: model.Step{Kind: model.StepDrain}, Time: at})
+	l.Event(engine.Event{Kind: engine.EventWaiting, Node: "w-1", Pool: "worker", Reason: long, Time: at})
+	for _, room := range []int{80 - len("pool.worker ") - barWidth - 2, 20, 1} {
+		got := l.poolStatus(lp, room)
+		if width(got) > room || !strings.HasSuffix(got, "…") || strings.Contains(got, "\x1b[") {
+			t.Errorf("room %d: %q (%d columns)", room, got, width(got))
+		}
+	}
+	if got := l.poolStatus(lp, 300); !strings.Contains(got, "\x1b[33mwaiting 0s\x1b[0m before node.w-1: "+long) {
+		t.Errorf("room enough: %q", got)
+	}
+	// w-1 starts: its wait is over; a late wait event for it changes nothing.
+	l.Event(engine.Event{Kind: engine.EventStepStart, Node: "w-1", Pool: "worker", Step: model.Step{Kind: model.StepDrain}, Time: at})
+	l.Event(engine.Event{Kind: engine.EventWaiting, Node: "w-1", Pool: "worker", Reason: long, Time: at})
+	if got := l.poolStatus(lp, 300); strings.Contains(got, "waiting") {
+		t.Errorf("a wait for a node that started: %q", got)
+	}
+	l.Event(engine.Event{Kind: engine.EventNodeDone, Node: "w-0", Pool: "worker", Time: at})
+	l.Event(engine.Event{Kind: engine.EventNodeDone, Node: "w-1", Pool: "worker", Time: at})
+	l.Stop()
+	if got := l.poolStatus(lp, 300); got != "2/2 done" {
+		t.Errorf("the final frame: %q", got)
+	}
+}
+
+// Over a frame the terminal rewrapped when it shrank, the next frame moves up as many rows
+// as the old one takes now, not as many lines as it had: none of it stays on the screen.
+func TestReflowConsoleMovesUpOverRewrappedRows(t *testing.T) {
+	var out bytes.Buffer
+	cols := 160
+	c := &reflowConsole{out: &out, size: func() (int, int, error) { return cols, 40, nil }}
+	long := strings.Repeat("x", 150)
+	c.WriteString("failed: printed once above the bars\n" + long + "\nshort\n")
+	if err := c.Flush(2); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "failed: printed once above the bars\n"+long+"\nshort\n" {
+		t.Errorf("first frame: %q", out.String())
+	}
+	out.Reset()
+	cols = 80 // the 150-column line now takes two rows
+	c.WriteString("a\nb\n")
+	c.Flush(2)
+	if want := "\x1b[3A\x1b[Ja\nb\n"; out.String() != want {
+		t.Errorf("after the shrink: %q, want %q", out.String(), want)
+	}
+	out.Reset()
+	c.WriteString("c\nd\n")
+	c.Flush(2)
+	if want := "\x1b[2A\x1b[Jc\nd\n"; out.String() != want {
+		t.Errorf("then: %q, want %q", out.String(), want)
 	}
 }

@@ -2,6 +2,7 @@ package views
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -25,7 +26,26 @@ const (
 // pool with something to say, its nodes grouped by what they do, and its blockers, waits,
 // holds, drift and warnings, named as the human plan names them. Lists longer than
 // foldAfter are folded. Step reasons are left to mcp show: the summary is for review.
+//
+// Each pool's changes follow it, a diff per file and unit in a <details> block (tfcmt's
+// way), within GitHub's limit on a comment: the summary without diffs is measured first,
+// and the diffs get what is left of MarkdownLimit; those that do not fit are cut, with a
+// note that says so.
 func Markdown(out io.Writer, pf *planfile.File) error {
+	var base bytes.Buffer
+	if err := markdown(&base, pf, nil); err != nil {
+		return err
+	}
+	var full bytes.Buffer
+	if err := markdown(&full, pf, &mdBudget{left: MarkdownLimit - mdMargin - base.Len()}); err != nil {
+		return err
+	}
+	_, err := out.Write(full.Bytes())
+	return err
+}
+
+// markdown writes the summary; the pools' diffs only with a budget for them.
+func markdown(out io.Writer, pf *planfile.File, budget *mdBudget) error {
 	w := bufio.NewWriter(out)
 	p := pf.Plan
 	fmt.Fprintf(w, "### mcp plan\n\n**%s**\n", mdEscape(PlanSummary(p)))
@@ -44,7 +64,7 @@ func Markdown(out io.Writer, pf *planfile.File) error {
 		mdPoolTable(w, p, byPool)
 	}
 	for _, pp := range p.Pools {
-		mdPool(w, pp, byPool[pp.Name])
+		mdPool(w, pp, byPool[pp.Name], budget)
 	}
 	mdBootImages(w, p)
 	return w.Flush()
@@ -125,10 +145,10 @@ func mdRendered(pp planner.PoolPlan) string {
 
 // mdPool writes a pool's section: its changing nodes grouped by kind and steps, then its
 // notes. A pool with nothing to show has no section (its table row says it all).
-func mdPool(w *bufio.Writer, pp planner.PoolPlan, nodes []*planner.NodePlan) {
+func mdPool(w *bufio.Writer, pp planner.PoolPlan, nodes []*planner.NodePlan, budget *mdBudget) {
 	groups := groupNodes(nodes)
 	notes := poolNotes(pp, nodes)
-	if len(groups) == 0 && len(notes) == 0 {
+	if len(groups) == 0 && len(notes) == 0 && !hasItems(pp) && !hasDriftDiffs(nodes) {
 		return
 	}
 	head := fmt.Sprintf("**pool.%s** · max_unavailable %d", pp.Name, pp.MaxUnavailable)
@@ -158,6 +178,8 @@ func mdPool(w *bufio.Writer, pp planner.PoolPlan, nodes []*planner.NodePlan) {
 		fmt.Fprintf(w, "- %s: %d\n", n.label, len(n.items))
 		fold(w, fmt.Sprintf("%d %s", len(n.items), n.label), "- "+strings.Join(capList(n.items), "\n  - "))
 	}
+	mdChanges(w, pp, budget)
+	mdDriftDiffs(w, nodes, budget)
 }
 
 // capList keeps the first foldMax items, and says how many it left out.

@@ -34,7 +34,7 @@ func TestPlanShowsPacingAndWindows(t *testing.T) {
 		"window: closed: next opening Sat 2026-11-28 02:00 CET (sat,sun 02:00 for 4h (Europe/Berlin)); apply waits for it",
 		"window: open until Sat 2026-11-28 06:00 UTC (sat 02:00 for 4h (UTC))",
 		"1 (canary)",
-		"[2 nodes, max_unavailable 1, 0 unavailable, 1 at once, 1 waves]", // nothing said of default pacing
+		"[2 nodes, max_unavailable 1, 0 unavailable, 1 at once, 1 wave]", // nothing said of default pacing
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("human plan lacks %q:\n%s", want, s)

@@ -68,7 +68,7 @@ func (h *humanProgress) Event(e engine.Event) {
 	case engine.EventStepDone:
 		fmt.Fprintf(h.w, "%s: %s\n", addr, doneLine(e))
 	case engine.EventStepFailed:
-		fmt.Fprintf(h.w, "%s: %s %s: %v\n", addr, e.Step, h.c.red("failed"), e.Err)
+		fmt.Fprintf(h.w, "%s: %s %s: %s\n", addr, e.Step, h.c.red("failed"), stepError(e))
 	case engine.EventNodeDone:
 		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.green("updated"))
 	case engine.EventNodeFailed:
@@ -88,6 +88,17 @@ func (h *humanProgress) Event(e engine.Event) {
 	case engine.EventTemplate:
 		io.WriteString(h.w, templateLine(h.c, e))
 	}
+}
+
+// stepError is a failed step's error without the node and step it names first, which the
+// line says already.
+func stepError(e engine.Event) string {
+	msg := e.Err.Error()
+	if engine.NamesNode(msg, e.Node, e.Step) {
+		msg = strings.TrimPrefix(msg, "node "+e.Node+": ")
+		msg = strings.TrimPrefix(msg, e.Step.String()+": ")
+	}
+	return msg
 }
 
 func (h *humanProgress) Summary(s ApplySummary) {

@@ -34,8 +34,14 @@ type showHuman struct{ text }
 func (v showHuman) Plan(pf *planfile.File) error { return v.plan(pf, true) }
 
 // Rendered prints who wrote each file, unit and kernel argument, then the Ignition config,
-// indented: what a booting node of the pool fetches (-json | jq .ignition gives it alone).
+// indented: what a booting node of the pool fetches (-json | jq .ignition gives it alone),
+// sensitive files' content aside (redacted).
 func (v showHuman) Rendered(r *model.Rendered) error {
+	full, err := redacted(r)
+	if err != nil {
+		return err
+	}
+	r = full.Rendered
 	var b bytes.Buffer
 	c := painter(v.color)
 	fmt.Fprintf(&b, "%s: pool %s, configs merged in order: %s\n", c.bold(r.Name), r.Pool, cmp.Or(strings.Join(r.Sources, ", "), "none"))
@@ -46,11 +52,11 @@ func (v showHuman) Rendered(r *model.Rendered) error {
 		}
 	}
 	fmt.Fprintf(&b, "\nIgnition config (spec %s):\n", r.IgnitionVersion)
-	if err := json.Indent(&b, content.Ignition(r), "", "  "); err != nil {
+	if err := json.Indent(&b, full.Ignition, "", "  "); err != nil {
 		return err
 	}
 	b.WriteByte('\n')
-	_, err := v.w.Write(b.Bytes())
+	_, err = v.w.Write(b.Bytes())
 	return err
 }
 
@@ -71,12 +77,16 @@ type showJSON struct{ w io.Writer }
 func (v showJSON) Plan(pf *planfile.File) error { return writeJSONPlan(v.w, pf) }
 
 // Rendered prints the whole rendered object: files, units and kernel arguments beside the
-// Ignition config, and their provenance beside that.
+// Ignition config, and their provenance beside that; sensitive files' content left out.
 func (v showJSON) Rendered(r *model.Rendered) error {
+	full, err := redacted(r)
+	if err != nil {
+		return err
+	}
 	b, err := json.MarshalIndent(struct {
 		content.Full
 		Provenance *model.Provenance `json:"provenance,omitempty"`
-	}{content.FullOf(r), r.Provenance}, "", "  ")
+	}{full, r.Provenance}, "", "  ")
 	if err != nil {
 		return err
 	}

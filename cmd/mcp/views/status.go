@@ -2,34 +2,46 @@ package views
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
+	"k8s.io/apimachinery/pkg/util/duration"
 
-	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
 
-// StatusFormatVersion is the version of `mcp status -json` (docs/status.md). A new field
+// StatusFormatVersion is the version of `mcp status -o json` (docs/status.md). A new field
 // is a minor change; a changed or removed one a major change.
-const StatusFormatVersion = "1.2"
+const StatusFormatVersion = "1.3"
 
 // Status is what mcp status shows, once or at each refresh of -watch.
 type Status interface {
 	Status(s *planner.Status, at time.Time) error
 }
 
+// The output kinds of mcp status -o, as kubectl get's.
+const (
+	OutputTable = ""
+	OutputWide  = "wide"
+	OutputJSON  = "json"
+	OutputYAML  = "yaml"
+	OutputName  = "name"
+)
+
+// StatusOutputs are the kinds -o takes.
+var StatusOutputs = []string{OutputWide, OutputJSON, OutputYAML, OutputName}
+
 // StatusOptions choose mcp status's view.
 type StatusOptions struct {
-	JSON  bool
-	Nodes bool // the node table instead of the pools table (JSON has both)
+	// Output is -o: a table (""), a wide one, json, yaml or name.
+	Output string
+	Nodes  bool // the node table instead of the pools table (JSON and YAML have both)
 	// Watch: one view per refresh. On a terminal (Redraw) each replaces the last in place,
 	// cut to the terminal's height (Height, 0: unknown); elsewhere they follow each other,
-	// separated by a blank line (JSON: one document per line).
+	// separated by a blank line (JSON: one document per line; YAML: "---").
 	Watch    bool
 	Redraw   bool
 	Height   func() int
@@ -38,8 +50,11 @@ type StatusOptions struct {
 
 // NewStatus returns mcp status's view.
 func NewStatus(o StatusOptions, w io.Writer) Status {
-	if o.JSON {
-		return &statusJSON{w: w}
+	switch o.Output {
+	case OutputJSON, OutputYAML:
+		return &statusJSON{w: w, yaml: o.Output == OutputYAML}
+	case OutputName:
+		return &statusName{w: w, nodes: o.Nodes}
 	}
 	return &statusHuman{w: w, o: o}
 }
@@ -52,10 +67,11 @@ type statusHuman struct {
 
 func (v *statusHuman) Status(s *planner.Status, at time.Time) error {
 	var b bytes.Buffer
+	wide := v.o.Output == OutputWide
 	if v.o.Nodes {
-		nodeTable(&b, s)
+		nodeTable(&b, s, at, wide)
 	} else {
-		poolTable(&b, s)
+		poolTable(&b, s, at, wide)
 		if len(s.Templates) > 0 {
 			b.WriteString("\n")
 			templateTable(&b, s)
@@ -102,150 +118,142 @@ func (v *statusHuman) height() int {
 	return v.o.Height()
 }
 
-// poolTable is `oc get mcp`'s table with mcp's counts.
-func poolTable(w io.Writer, s *planner.Status) {
-	t := tablewriter.NewWriter(w)
-	t.Header("NAME", "CONFIG", "MACHINES", "UPDATED", "UPDATING", "DEGRADED", "DRIFTED", "HELD", "READY", "PAUSED")
-	for _, p := range s.Pools {
-		t.Append(p.Name, dash(p.Config), fmt.Sprint(p.Machines), fmt.Sprint(p.Updated), fmt.Sprint(p.Updating),
-			fmt.Sprint(p.Degraded), fmt.Sprint(p.Drifted), fmt.Sprint(p.Held), fmt.Sprint(p.Ready), fmt.Sprint(p.Paused))
+// table lays rows out in plain columns as kubectl get does (text/tabwriter, three spaces
+// between columns, no padding after the last): what awk and cut read.
+type table struct {
+	b  bytes.Buffer
+	tw *tabwriter.Writer
+}
+
+func newTable(header ...string) *table {
+	t := &table{}
+	t.tw = tabwriter.NewWriter(&t.b, 0, 8, 3, ' ', 0)
+	t.row(header...)
+	return t
+}
+
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		// A tab or line break in free text (a reason) would break the columns.
+		cells[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(c)
 	}
-	t.Render()
+	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+}
+
+func (t *table) writeTo(w io.Writer) {
+	t.tw.Flush()
+	for _, l := range strings.SplitAfter(t.b.String(), "\n") {
+		io.WriteString(w, strings.TrimRight(strings.TrimSuffix(l, "\n"), " "))
+		if strings.HasSuffix(l, "\n") {
+			io.WriteString(w, "\n")
+		}
+	}
+}
+
+// poolTable is `oc get mcp`'s table: the pool's config, its conditions as True/False, its
+// machine counts and its age; wide adds mcp's other counts and paused.
+func poolTable(w io.Writer, s *planner.Status, now time.Time, wide bool) {
+	head := []string{"NAME", "CONFIG", "UPDATED", "UPDATING", "DEGRADED", "MACHINECOUNT", "READYMACHINECOUNT",
+		"UPDATEDMACHINECOUNT", "DEGRADEDMACHINECOUNT", "AGE"}
+	if wide {
+		head = append(head, "UPDATINGMACHINECOUNT", "DRIFTEDMACHINECOUNT", "HELDMACHINECOUNT", "PAUSED")
+	}
+	t := newTable(head...)
+	for _, p := range s.Pools {
+		updated, updating, degraded := p.Conditions()
+		row := []string{p.Name, none(p.Config), condition(updated), condition(updating), condition(degraded),
+			fmt.Sprint(p.Machines), fmt.Sprint(p.Ready), fmt.Sprint(p.Updated), fmt.Sprint(p.Degraded), age(p.Created, now)}
+		if wide {
+			row = append(row, fmt.Sprint(p.Updating), fmt.Sprint(p.Drifted), fmt.Sprint(p.Held), condition(p.Paused))
+		}
+		t.row(row...)
+	}
+	t.writeTo(w)
 }
 
 // templateTable lists the machine templates: their image and whether it is their pool's
 // boot image.
 func templateTable(w io.Writer, s *planner.Status) {
-	t := tablewriter.NewWriter(w)
-	t.Header("TEMPLATE", "POOL", "PLATFORM", "IMAGE", "STATUS", "REASON")
+	t := newTable("TEMPLATE", "POOL", "PLATFORM", "IMAGE", "STATUS", "REASON")
 	for _, ts := range s.Templates {
-		t.Append(ts.Template.ID(), dash(ts.Pool), dash(ts.Template.Platform), dash(ts.Template.Image), string(ts.State), ts.Reason)
+		t.row(ts.Template.ID(), none(ts.Pool), none(ts.Template.Platform), none(ts.Template.Image), string(ts.State), ts.Reason)
 	}
-	t.Render()
+	t.writeTo(w)
 }
 
-// nodeTable lists each node with the config it runs → the one it was told to move to.
-func nodeTable(w io.Writer, s *planner.Status) {
-	t := tablewriter.NewWriter(w)
-	t.Header("NAME", "POOL", "CONFIG", "STATE", "REASON", "HELD", "CONDITION")
+// nodeTable lists each node: the config it runs, its agent's state, how it is out of
+// service, held or not, its age, and why (its agent's reason, its drift, or the failure
+// its last apply left); wide adds the config it was told to move to and its drift count.
+func nodeTable(w io.Writer, s *planner.Status, now time.Time, wide bool) {
+	head := []string{"NAME", "POOL", "CONFIG", "STATE", "CONDITION", "HELD", "AGE"}
+	if wide {
+		head = append(head, "DESIRED", "DRIFTED")
+	}
+	t := newTable(append(head, "REASON")...)
 	for _, n := range s.Nodes {
-		config := dash(n.Current)
-		if n.Desired != n.Current {
-			config += " → " + n.Desired
+		row := []string{n.Name, none(n.Pool), none(n.Current), none(n.State), none(shortCondition(n.Condition)),
+			condition(n.Held), age(n.Created, now)}
+		if wide {
+			row = append(row, none(n.Desired), fmt.Sprint(len(n.Drift)+n.DriftUnlisted))
 		}
-		held := ""
-		if n.Held {
-			held = "yes"
-			if n.HoldReason != "" {
-				held += ": " + n.HoldReason
-			}
-		}
-		t.Append(n.Name, dash(n.Pool), config, dash(n.State), nodeReason(n), held, n.Condition)
+		t.row(append(row, nodeReason(n))...)
 	}
-	t.Render()
+	t.writeTo(w)
 }
 
-// nodeReason is the agent's reason, and how the node differs from its config.
+// shortCondition is a node's condition as one word, as kubectl get nodes writes its
+// STATUS ("NotReady,cordoned,Degraded"): without the Degraded reason, which REASON has.
+func shortCondition(c string) string {
+	if i := strings.Index(c, "Degraded: "); i >= 0 {
+		c = c[:i] + "Degraded"
+	}
+	return strings.ReplaceAll(c, ", ", ",")
+}
+
+// nodeReason is the agent's reason, then how the node differs from its config, then the
+// failure its last apply left on it, and its hold's reason.
 func nodeReason(n planner.NodeStatus) string {
-	why := n.Reason
+	var why []string
+	if n.Reason != "" {
+		why = append(why, n.Reason)
+	}
 	if k := len(n.Drift) + n.DriftUnlisted; k > 0 {
 		d := fmt.Sprintf("drift: %d differences", k)
 		if k == 1 && len(n.Drift) == 1 {
 			d = "drift: " + n.Drift[0].String()
 		}
-		why = strings.TrimPrefix(why+"; "+d, "; ")
+		why = append(why, d)
 	}
-	return why
+	if n.LastFailure != "" && n.State != "Degraded" {
+		why = append(why, "last apply failed: "+n.LastFailure)
+	}
+	if n.Held && n.HoldReason != "" {
+		why = append(why, "held: "+n.HoldReason)
+	}
+	return strings.Join(why, "; ")
 }
 
-func dash(s string) string {
+// condition is a condition's status as Kubernetes writes it.
+func condition(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
+
+// none is s, or kubectl's <none>.
+func none(s string) string {
 	if s == "" {
-		return "-"
+		return "<none>"
 	}
 	return s
 }
 
-type statusJSON struct{ w io.Writer }
-
-// jsonStatus is `mcp status -json` (docs/status.md).
-type jsonStatus struct {
-	FormatVersion string           `json:"format_version"`
-	ObservedAt    time.Time        `json:"observed_at"`
-	Pools         []jsonPoolStatus `json:"pools"`
-	Nodes         []jsonNodeStatus `json:"nodes"`
-	// Templates came in 1.1.
-	Templates []jsonTemplateStatus `json:"templates"`
-}
-
-type jsonTemplateStatus struct {
-	ID          string `json:"id"`
-	Kind        string `json:"kind"`
-	APIVersion  string `json:"api_version"`
-	Namespace   string `json:"namespace"`
-	Name        string `json:"name"`
-	Owner       string `json:"owner"`
-	Pool        string `json:"pool"`
-	Platform    string `json:"platform"`
-	Field       string `json:"field"`
-	Image       string `json:"image"`
-	BootImage   string `json:"boot_image"`
-	WantedImage string `json:"wanted_image"`
-	Status      string `json:"status"`
-	Reason      string `json:"reason"`
-}
-
-type jsonPoolStatus struct {
-	Name     string `json:"name"`
-	Config   string `json:"config"`
-	Machines int    `json:"machines"`
-	Updated  int    `json:"updated"`
-	Updating int    `json:"updating"`
-	Degraded int    `json:"degraded"`
-	Drifted  int    `json:"drifted"` // 1.2
-	Held     int    `json:"held"`
-	Ready    int    `json:"ready"`
-	Paused   bool   `json:"paused"`
-}
-
-type jsonNodeStatus struct {
-	Name          string `json:"name"`
-	Pool          string `json:"pool"`
-	CurrentConfig string `json:"current_config"`
-	DesiredConfig string `json:"desired_config"`
-	State         string `json:"state"`
-	Reason        string `json:"reason"`
-	Held          bool   `json:"held"`
-	HoldReason    string `json:"hold_reason"`
-	Condition     string `json:"condition"`
-	// Drift came in 1.2: how the node differs from the config it runs.
-	Drift         []model.Drift `json:"drift"`
-	DriftUnlisted int           `json:"drift_unlisted"`
-}
-
-// Status writes one document on one line, so that -watch gives a stream a tool can read
-// line by line.
-func (v *statusJSON) Status(s *planner.Status, at time.Time) error {
-	js := jsonStatus{FormatVersion: StatusFormatVersion, ObservedAt: at.UTC(),
-		Pools: []jsonPoolStatus{}, Nodes: []jsonNodeStatus{}, Templates: []jsonTemplateStatus{}}
-	for _, p := range s.Pools {
-		js.Pools = append(js.Pools, jsonPoolStatus{Name: p.Name, Config: p.Config, Machines: p.Machines,
-			Updated: p.Updated, Updating: p.Updating, Degraded: p.Degraded, Drifted: p.Drifted, Held: p.Held, Ready: p.Ready, Paused: p.Paused})
+// age is how long ago t was, as kubectl prints an AGE ("5m", "3h12m", "12d"); <unknown>
+// for a zero time.
+func age(t, now time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
 	}
-	for _, n := range s.Nodes {
-		js.Nodes = append(js.Nodes, jsonNodeStatus{Name: n.Name, Pool: n.Pool, CurrentConfig: n.Current,
-			DesiredConfig: n.Desired, State: n.State, Reason: n.Reason, Held: n.Held, HoldReason: n.HoldReason,
-			Condition: n.Condition, Drift: append([]model.Drift{}, n.Drift...), DriftUnlisted: n.DriftUnlisted})
-	}
-	for _, ts := range s.Templates {
-		t := ts.Template
-		js.Templates = append(js.Templates, jsonTemplateStatus{ID: t.ID(), Kind: t.Kind, APIVersion: t.APIVersion,
-			Namespace: t.Namespace, Name: t.Name, Owner: t.Owner, Pool: ts.Pool, Platform: t.Platform, Field: t.Field,
-			Image: t.Image, BootImage: ts.BootImage, WantedImage: ts.Wanted, Status: string(ts.State), Reason: ts.Reason})
-	}
-	b, err := json.Marshal(js)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(v.w, string(b))
-	return err
+	return duration.HumanDuration(now.Sub(t))
 }

@@ -67,7 +67,7 @@ func TestStatusTemplates(t *testing.T) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
 	}
-	if strings.Index(out, "MACHINES") > strings.Index(out, "TEMPLATE") {
+	if strings.Index(out, "MACHINECOUNT") > strings.Index(out, "TEMPLATE") {
 		t.Errorf("the templates table comes before the pools':\n%s", out)
 	}
 	b.Reset()
@@ -77,7 +77,7 @@ func TestStatusTemplates(t *testing.T) {
 	}
 
 	b.Reset()
-	if err := NewStatus(StatusOptions{JSON: true}, &b).Status(s, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)); err != nil {
+	if err := NewStatus(StatusOptions{Output: OutputJSON}, &b).Status(s, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
@@ -91,7 +91,7 @@ func TestStatusTemplates(t *testing.T) {
 		"namespace": "openshift-machine-api", "name": "w-a", "owner": "", "pool": "worker", "platform": "aws",
 		"field": "spec.template.spec.providerSpec.value.ami.id", "image": "ami-1", "boot_image": "rhcos-9", "wanted_image": "ami-2",
 		"status": "lagging", "reason": "boot_image.rhcos-9's aws image is ami-2"}}
-	if doc.FormatVersion != "1.2" || !cmp.Equal(want, doc.Templates) {
+	if doc.FormatVersion != "1.3" || !cmp.Equal(want, doc.Templates) {
 		t.Errorf("-json: version %s, templates %s", doc.FormatVersion, cmp.Diff(want, doc.Templates))
 	}
 }

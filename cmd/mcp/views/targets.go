@@ -68,7 +68,7 @@ const leftOutTitle = "Nodes left as they are"
 
 func leftOutDetail(nodes []LeftOutNode) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "The plan kept %d nodes out of this apply; they were not changed, whatever the configuration asks of them:\n", len(nodes))
+	fmt.Fprintf(&b, "The plan kept %s out of this apply, not changed whatever the configuration asks of them:\n", plural(len(nodes), "%d node", "%d nodes"))
 	for _, n := range nodes {
 		fmt.Fprintf(&b, "  node.%s (%s)\n", n.Name, n.Why)
 	}

@@ -120,9 +120,13 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 		rendered = cmp.Or(pp.Previous, "(none)") + " (not targeted: its boot pointer stays; targeted nodes move to " + pp.Rendered + ")"
 	}
 	fmt.Fprintf(w, "\n%s %s  %s\n", c.bold("pool."+pp.Name), rendered,
-		fmt.Sprintf("[%d nodes, max_unavailable %d, %d unavailable, %d at once, %d waves%s]", pp.Size, pp.MaxUnavailable, pp.Unavailable, max(pp.Slots, 0), pp.Waves, pacing(pp)))
+		fmt.Sprintf("[%s, max_unavailable %d, %d unavailable, %d at once, %s%s]", plural(pp.Size, "%d node", "%d nodes"),
+			pp.MaxUnavailable, pp.Unavailable, max(pp.Slots, 0), plural(pp.Waves, "%d wave", "%d waves"), pacing(pp)))
 	if ws := pp.Window; ws != nil {
 		fmt.Fprintf(w, "  %s\n", windowLine(c, ws))
+	}
+	if pp.Size == 0 {
+		fmt.Fprintf(w, "  %s its node_selector matches no node of the fleet: it updates nothing now, and new nodes of it boot its config\n", c.yellow("note:"))
 	}
 	for _, b := range pp.Blockers {
 		fmt.Fprintf(w, "  %s %s\n", c.red("blocked:"), b.Message)
@@ -176,7 +180,7 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 		t.write(w)
 	}
 	if unchanged > 0 {
-		fmt.Fprintf(w, "  %d nodes unchanged\n", unchanged)
+		fmt.Fprintf(w, "  %s unchanged\n", plural(unchanged, "%d node", "%d nodes"))
 	}
 	if pp.Untargeted > 0 {
 		fmt.Fprintf(w, "  %s not targeted\n", plural(pp.Untargeted, "%d node", "%d nodes"))
@@ -188,6 +192,10 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 		if !n.Changed() && n.Condition != "" && n.Held == "" {
 			fmt.Fprintf(w, "  %s node.%s: %s (counts against max_unavailable)\n", c.yellow("out of service:"), n.Name, n.Condition)
 		}
+	}
+	writeChanges(w, c, pp)
+	if !verbose {
+		writeReasons(w, c, nodes)
 	}
 }
 

@@ -24,8 +24,9 @@ func samplePlan() *planner.Plan {
 	return &planner.Plan{
 		Pools: []planner.PoolPlan{
 			{Name: "infra", Rendered: "rendered-infra-2", Previous: "rendered-infra-1", ReRendered: true, Size: 2, MaxUnavailable: 1, Slots: 1, Updates: 1, Waves: 1, Paused: true,
-				Blockers: []planner.Blocker{{Kind: planner.BlockPaused, Message: "pool infra is paused: 1 node changes deferred"}}},
-			{Name: "worker", Rendered: "rendered-worker-2", Previous: "rendered-worker-1", ReRendered: true, Size: 3, MaxUnavailable: 1, Slots: 1, Updates: 2, Waves: 2},
+				Blockers: []planner.Blocker{{Kind: planner.BlockPaused, Message: "pool infra is paused: 1 node change deferred"}}},
+			{Name: "worker", Rendered: "rendered-worker-2", Previous: "rendered-worker-1", ReRendered: true, Size: 3, MaxUnavailable: 1, Slots: 1, Updates: 2, Waves: 2,
+				Changes: sampleChanges()},
 		},
 		Nodes: []planner.NodePlan{
 			{Name: "infra-0", Pool: "infra", Zone: "a", Action: planner.NodeUpdate, Steps: inPlace, Deferred: true},
@@ -36,6 +37,30 @@ func samplePlan() *planner.Plan {
 			{Name: "worker-2", Pool: "worker", Action: planner.NodeNoOp},
 		},
 	}
+}
+
+// sampleChanges are the worker pool's changes: a file's content and mode, a sensitive
+// file, a unit's drop-in and enablement, a binary file, the kernel arguments and OS image.
+func sampleChanges() []planner.Change {
+	text := func(s string) *planner.Content { return planner.ContentOf([]byte(s), false) }
+	secret := &planner.Content{Hidden: planner.HiddenSensitive}
+	yes := true
+	return []planner.Change{{From: "rendered-worker-1", To: "rendered-worker-2", Nodes: []string{"worker-0", "worker-1"},
+		Items: []planner.ItemChange{
+			{Kind: planner.ItemFile, Name: "/etc/chrony.conf", Action: planner.ItemUpdate, ContentChanged: true,
+				Before: &planner.Item{Mode: 0o644, Content: text("# chrony\nserver a iburst\nrtcsync\n")},
+				After:  &planner.Item{Mode: 0o600, Content: text("# chrony\nserver b iburst\nrtcsync\n")}},
+			{Kind: planner.ItemFile, Name: "/etc/pki/key.pem", Action: planner.ItemUpdate, ContentChanged: true,
+				Before: &planner.Item{Mode: 0o600, Sensitive: true, Content: secret}, After: &planner.Item{Mode: 0o600, Sensitive: true, Content: secret}},
+			{Kind: planner.ItemFile, Name: "/etc/blob", Action: planner.ItemCreate, ContentChanged: true,
+				After: &planner.Item{Mode: 0o644, Content: planner.ContentOf([]byte{0, 1, 2}, false)}},
+			{Kind: planner.ItemUnit, Name: "x.service", Action: planner.ItemUpdate,
+				Before: &planner.Item{Content: text("[Service]\n"), Dropins: map[string]*planner.Content{"10.conf": text("[Service]\nNice=1\n")}},
+				After:  &planner.Item{Content: text("[Service]\n"), Enabled: &yes, Dropins: map[string]*planner.Content{"10.conf": text("[Service]\nNice=2\n")}}},
+			{Kind: planner.ItemKernelArgs, Action: planner.ItemUpdate, Before: &planner.Item{KernelArgs: []string{"a", "b"}},
+				After: &planner.Item{KernelArgs: []string{"a", "c"}}},
+			{Kind: planner.ItemOSImage, Action: planner.ItemUpdate, Before: &planner.Item{OSImage: "img:1"}, After: &planner.Item{OSImage: "img:2"}},
+		}}}
 }
 
 func TestHumanPlan(t *testing.T) {
@@ -56,7 +81,7 @@ func TestHumanPlan(t *testing.T) {
 		"write 1 file, restart chronyd.service",
 		"deferred",
 		"blocked: pool infra is paused",
-		"1 nodes unchanged",
+		"1 node unchanged",
 		"Plan: 3 nodes to update (1 reboot, 2 in place), 2 pools re-rendered, 1 blocked, 1 deferred.",
 	} {
 		if !strings.Contains(s, want) {
@@ -122,7 +147,10 @@ func TestJSONPlan(t *testing.T) {
 		got = append(got, rc.Address+" "+rc.Type+" "+strings.Join(rc.Change.Actions, ","))
 	}
 	want := []string{"pool.infra mcp_pool update", "pool.worker mcp_pool update", "node.infra-0 mcp_node update",
-		"node.infra-1 mcp_node no-op", "node.worker-0 mcp_node update", "node.worker-1 mcp_node update", "node.worker-2 mcp_node no-op"}
+		"node.infra-1 mcp_node no-op", "node.worker-0 mcp_node update", "node.worker-1 mcp_node update", "node.worker-2 mcp_node no-op",
+		`file.worker["/etc/chrony.conf"] mcp_file update`, `file.worker["/etc/pki/key.pem"] mcp_file update`,
+		`file.worker["/etc/blob"] mcp_file create`, `unit.worker["x.service"] mcp_unit update`,
+		"kernel_args.worker mcp_kernel_args update", "os_image.worker mcp_os_image update"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("resource_changes (-want +got):\n%s", d)
 	}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// readme is the repository's README.
+func readme(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// The README's example output is what mcp prints: the quickstart's plan of a new NTP
+// server after its first apply, from the worker pool's line to the summary.
+func TestReadmeOutput(t *testing.T) {
+	m := regexp.MustCompile("(?s)<!-- readme-output: mcp plan -var ntp_server=ntp.internal [^>]*-->\n```\n(.*?)```").FindStringSubmatch(readme(t))
+	if m == nil {
+		t.Fatal("the README has no readme-output block for mcp plan -var ntp_server=ntp.internal")
+	}
+	dir := quickstart(t)
+	if code, out, errOut := mcp(t, dir, "apply", "-auto-approve", "-no-color"); code != 0 {
+		t.Fatalf("apply: %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := mcp(t, dir, "plan", "-no-color", "-var", "ntp_server=ntp.internal")
+	if code != 0 {
+		t.Fatalf("plan: %d\n%s%s", code, out, errOut)
+	}
+	got := out[strings.Index(out, "pool.worker "):]
+	if d := cmp.Diff(m[1], got); d != "" {
+		t.Errorf("the README's example output is not what mcp prints (-readme +mcp):\n%s", d)
+	}
+}
+
+// The walk-through's commands, as the README gives them, run in order on the quickstart
+// and exit 0: validate, plan, plan -out, show -json, show -markdown, apply, plan
+// -detailed-exitcode.
+func TestReadmeWalkThroughRuns(t *testing.T) {
+	block := regexp.MustCompile("(?s)cp -r examples/quickstart /tmp/qs && cd /tmp/qs\n(.*?)```").FindStringSubmatch(readme(t))
+	if block == nil {
+		t.Fatal("the README has no walk-through block")
+	}
+	dir := quickstart(t)
+	n := 0
+	for _, line := range strings.Split(block[1], "\n") {
+		line, _, _ = strings.Cut(line, "#")
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasSuffix(f[0], "mcp") {
+			continue
+		}
+		n++
+		if code, out, errOut := mcp(t, dir, f[1:]...); code != 0 {
+			t.Errorf("%s: exit %d\n%s%s", strings.TrimSpace(line), code, out, errOut)
+		}
+	}
+	if n < 7 {
+		t.Errorf("ran %d commands of the walk-through, want its 7", n)
+	}
+}
