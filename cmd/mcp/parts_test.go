@@ -70,8 +70,8 @@ func TestPartsSettingsRefusedAtTheirPlace(t *testing.T) {
   fleet           = "` + fleet + `"
   reboot_duration = "soon"
 }`, `Error: Invalid duration
-
-  on DIR/main.hcl line 3, in provider "local":`},
+│
+│   on DIR/main.hcl:3,21, in provider "local":`},
 		{"positive", `provider "kubernetes" {
   node_timeout = "0s"
 }`, `node_timeout = "0s": want a positive duration such as "30s" or "10m".`},
@@ -84,16 +84,16 @@ func TestPartsSettingsRefusedAtTheirPlace(t *testing.T) {
 		{"no fleet there", `provider "local" {
   fleet = "nofleet"
 }`, `Error: Cannot start provider
-
-  on DIR/main.hcl line 2, in provider "local":
-   2:   fleet = "nofleet"`},
+│
+│   on DIR/main.hcl:2,11, in provider "local":
+│      2:   fleet = "nofleet"`},
 		{"no kubeconfig there", `provider "local" { fleet = "` + fleet + `" }
 state {
   backend    = "kubernetes"
   kubeconfig = "missing.yaml"
 }`, `Error: Cannot open state backend
-
-  on DIR/main.hcl line 4, in state:`},
+│
+│   on DIR/main.hcl:4,16, in state:`},
 		{"unknown provider", `provider "openstack" {}`, `Provider "openstack" is not one mcp knows: use "local" or "kubernetes".`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -198,7 +198,7 @@ config "00-motd" {
   nodes = 2.5
 }
 `)
-	if code, out := run("plan", "-no-color"); code != 1 || !strings.Contains(out, "main.hcl line 2") ||
+	if code, out := run("plan", "-no-color"); code != 1 || !strings.Contains(out, "main.hcl:2,11") ||
 		!strings.Contains(out, "nodes = 2.5: want a whole number") {
 		t.Errorf("a bad nodes setting: exit %d\n%s", code, out)
 	}

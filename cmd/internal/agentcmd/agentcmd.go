@@ -54,7 +54,7 @@ Without -node it runs standalone: the desired config is -desired, or the name in
 ROOT/` + standalone.DesiredPath + `, fetched from -server; -once reconciles once and says what it did.
 With -node it is the Kubernetes DaemonSet's agent: the Node's annotations say what to do
 (docs/kubernetes.md).`,
-		Groups: []cmdhelp.Group{{Title: "Agent options", Flags: []string{"root", "server", "desired", "once", "interval", "listen"}},
+		Groups: []cmdhelp.Group{{Title: "Agent options", Flags: []string{"root", "server", "server-ca", "server-token-file", "desired", "once", "interval", "listen"}},
 			{Title: "Host options", Flags: []string{"host", "os-chroot", "os-tool", "cmdline", "booted-image", "boot-id-file", "allow", "reboot-wait"}},
 			{Title: "Kubernetes options", Flags: []string{"node", "namespace", "kubeconfig", "in-cluster"}}},
 		Exit: []string{"0  Stopped by an interrupt; with -once, the node is Done (or has nothing to do).",

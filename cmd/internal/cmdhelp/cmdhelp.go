@@ -42,7 +42,7 @@ type Group struct {
 // not named here takes its type's (N, DURATION, VALUE; none for a bool).
 var Placeholders = map[string]string{
 	"out": "FILE", "var": "'NAME=VALUE'", "var-file": "FILE", "target": "ADDRESS", "exclude": "node.NAME",
-	"lock-timeout": "DURATION", "fleet": "DIR", "listen": "ADDR", "url": "URL", "ca": "FILE", "token-file": "FILE",
+	"lock-timeout": "DURATION", "fleet": "DIR", "listen": "ADDR", "url": "URL", "ca": "FILE", "token-file": "FILE", "server-ca": "FILE", "server-token-file": "FILE",
 	"tls-cert": "FILE", "tls-key": "FILE", "state": "FILE", "first-boot-agent": "PATH", "root": "DIR",
 	"server": "URL", "desired": "NAME", "kubeconfig": "FILE", "node": "NAME", "namespace": "NAME",
 	"nodes": "POOL=N,…", "zones": "A,B,…", "os-image": "IMAGE", "pool": "POOL", "boot-image": "IMAGE", "zone": "ZONE",
