@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"math/big"
 	"net"
 	"net/http"
@@ -63,8 +64,13 @@ func TestIgnitionOverTLSWithToken(t *testing.T) {
 		t.Errorf("/config/worker without the token: %d, want 401", got)
 	}
 
-	ptr, err := exec.Command(mcpBinary(t), "pointer", "worker", "-url", url, "-ca", caFile, "-token-file", tokFile).Output()
+	// mcp pointer reads the configuration (it refuses a pool it lacks): run it in dir.
+	ptr, err := exec.Command(mcpBinary(t), "-chdir="+dir, "pointer", "worker", "-url", url, "-ca", caFile, "-token-file", tokFile).Output()
 	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("mcp pointer: %v\n%s", err, ee.Stderr)
+		}
 		t.Fatalf("mcp pointer: %v", err)
 	}
 	userData := filepath.Join(t.TempDir(), "user-data.ign")
