@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/ignition"
@@ -37,11 +36,7 @@ func (c *cli) pointer(args []string) int {
 		return 1
 	}
 	if res.Desired.Pool(pos[0]) == nil {
-		var names []string
-		for _, p := range res.Desired.Pools {
-			names = append(names, p.Name)
-		}
-		return c.errorf("the configuration has no pool %q (pools: %s).%s", pos[0], strings.Join(names, ", "), didYouMean(pos[0], names))
+		return c.noPool(pos[0], res.Desired)
 	}
 	o := ignition.PointerOptions{URL: *url, Pool: pos[0]}
 	if *ca != "" {

@@ -44,7 +44,7 @@ func (c *cli) show(args []string) int {
 		}
 		r := ws.Rendered[*pool]
 		if r == nil {
-			return c.errorf("no pool %q in the configuration", *pool)
+			return c.noPool(*pool, ws.Desired)
 		}
 		if err := v.Rendered(r); err != nil {
 			return c.errorf("%v", err)

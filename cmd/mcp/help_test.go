@@ -108,6 +108,11 @@ func TestArgumentsRefused(t *testing.T) {
 		!strings.Contains(errOut, `the configuration has no pool "workr" (pools: infra, worker). Did you mean "worker"?`) {
 		t.Errorf("pointer workr: exit %d\n%s%s", code, out, errOut)
 	}
+	// show -rendered refuses it in the same words.
+	if code, out, errOut := mcp(t, dir, "show", "-rendered", "workr"); code != 1 || out != "" ||
+		!strings.Contains(errOut, `the configuration has no pool "workr" (pools: infra, worker). Did you mean "worker"?`) {
+		t.Errorf("show -rendered workr: exit %d\n%s%s", code, out, errOut)
+	}
 	if code, out, _ := mcp(t, dir, "pointer", "worker", "-url", "http://boot:8080"); code != 0 || !strings.Contains(out, "/config/worker") {
 		t.Errorf("pointer worker: exit %d\n%s", code, out)
 	}

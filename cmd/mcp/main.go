@@ -23,6 +23,7 @@ import (
 	_ "time/tzdata"
 
 	"github.com/mcpfleet/mcp/engine"
+	"github.com/mcpfleet/mcp/model"
 )
 
 func main() {
@@ -285,4 +286,14 @@ func (c *cli) path(p string) string {
 		return p
 	}
 	return filepath.Join(c.dir, p)
+}
+
+// noPool is the one refusal of a pool name the configuration lacks (pointer, show
+// -rendered): the pools it has, and the nearest one.
+func (c *cli) noPool(name string, d *model.Desired) int {
+	var names []string
+	for _, p := range d.Pools {
+		names = append(names, p.Name)
+	}
+	return c.errorf("the configuration has no pool %q (pools: %s).%s", name, strings.Join(names, ", "), didYouMean(name, names))
 }
