@@ -8,8 +8,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/olekukonko/tablewriter"
-
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/providers/local"
 )
@@ -129,17 +127,28 @@ func (c *cli) fleetList(args []string) int {
 	if err != nil {
 		return c.errorf("%v", err)
 	}
-	t := tablewriter.NewWriter(c.stdout)
-	t.Header("NODE", "ZONE", "READY", "SCHEDULABLE", "CURRENT CONFIG", "STATE")
+	// Plain aligned columns, as mcp status and kubectl print them: awk and cut read them.
+	t := tabwriter.NewWriter(c.stdout, 0, 8, 3, ' ', 0)
+	fmt.Fprintln(t, "NODE\tZONE\tREADY\tSCHEDULABLE\tCURRENT CONFIG\tSTATE")
 	for _, n := range f.Nodes {
 		cur := n.CurrentConfig
 		if cur == "" {
 			cur = "-"
 		}
-		t.Append(n.Name, n.Zone, fmt.Sprint(n.Ready), fmt.Sprint(!n.Unschedulable), cur, n.State)
+		fmt.Fprintf(t, "%s\t%s\t%t\t%t\t%s\t%s\n", n.Name, orDash(n.Zone), n.Ready, !n.Unschedulable, cur, orDash(n.State))
 	}
-	t.Render()
+	if err := t.Flush(); err != nil {
+		return c.errorf("%v", err)
+	}
 	return 0
+}
+
+// orDash keeps an empty cell a column: awk splits on blanks.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // fleetEvents prints the nodes' event logs (docs/fleet-format.md), oldest first.

@@ -155,3 +155,25 @@ func readState(t *testing.T, dir string) *state.State {
 	}
 	return st
 }
+
+// fleet list prints plain columns, as status does: every row has the header's six fields
+// for awk, a node without a config or zone shows "-", and nothing draws a box.
+func TestFleetListColumns(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errOut := mcp(t, dir, "fleet", "init", "fleet", "-nodes", "worker=2,infra=1"); code != 0 {
+		t.Fatalf("fleet init: %s", errOut)
+	}
+	code, out, errOut := mcp(t, dir, "fleet", "list", "-fleet", "fleet")
+	if code != 0 {
+		t.Fatalf("fleet list exit %d: %s", code, errOut)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) != 4 || strings.Join(strings.Fields(lines[0]), " ") != "NODE ZONE READY SCHEDULABLE CURRENT CONFIG STATE" {
+		t.Fatalf("fleet list:\n%s", out)
+	}
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); len(f) != 6 || f[4] != "-" || strings.ContainsAny(l, "│┌─") || strings.HasSuffix(l, " ") {
+			t.Errorf("row %q", l)
+		}
+	}
+}
