@@ -93,4 +93,10 @@ func TestPlanShowsTheAlertGate(t *testing.T) {
 	if want := `"alerts":[{"labels":{"alertname":"NodeDown","severity":"critical"}}]`; !strings.Contains(ev.String(), want) {
 		t.Errorf("JSON event lacks %s:\n%s", want, ev.String())
 	}
+	var lines bytes.Buffer
+	NewHumanProgress(&lines, false).Event(engine.Event{Kind: engine.EventAlertsFiring, Pool: "worker", Node: "worker-0",
+		Reason: "alert gate: 1 alert firing at http://p:9090: NodeDown{}, after node worker-0 finished: no more nodes of the pool start"})
+	if want := "pool.worker: stopping: alert gate: 1 alert firing at http://p:9090: NodeDown{}, after node worker-0 finished: no more nodes of the pool start\n"; lines.String() != want {
+		t.Errorf("progress line %q, want %q", lines.String(), want)
+	}
 }
