@@ -255,3 +255,70 @@ func TestAlertGateNoLookAfterTheLastNode(t *testing.T) {
 		t.Errorf("asked %d times by worker-0's end, %d by worker-1's: want a look after worker-0 and before worker-1", atFirstDone, atLastDone)
 	}
 }
+
+// An alert that starts firing while a node waits for room in its budget (here: another
+// node of the pool out of service) holds the node once it has room: the look made before
+// the wait is not trusted after it.
+func TestAlertGateLooksAgainAfterWaitingForRoom(t *testing.T) {
+	f := newFake(map[string]int{"worker": 2})
+	f.fleet.Nodes[1].Unschedulable = true // worker-1: cordoned by someone, not in this plan
+	src := &scriptedAlerts{}
+	w, st := newTestWorkspace(t, f)
+	w.Alerts = src
+	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
+	p.Nodes[1].Steps, p.Nodes[1].Action = nil, "no-op"
+	p.Pools[0].AlertGate = &model.AlertGate{PrometheusURL: promURL}
+	var once sync.Once
+	obs := func(e Event) {
+		if e.Kind == EventWaiting && strings.HasPrefix(e.Reason, "max_unavailable") {
+			once.Do(func() { // worker-0 passed the gate and waits for room: the alert fires, room comes
+				src.set([]model.Alert{alert("NodeDown")}, nil)
+				f.mu.Lock()
+				f.fleet.Nodes[1].Unschedulable = false
+				f.mu.Unlock()
+			})
+		}
+	}
+	res, err := w.carryOut(context.Background(), st, p, ApplyOptions{AlertPoll: time.Millisecond, BudgetPoll: 5 * time.Millisecond, Observer: obs})
+	if Outcome(res, err) != Incomplete || !strings.Contains(fmtErr(err), "pool worker: 1 node not started (worker-0): alert gate: 1 alert firing") {
+		t.Fatalf("outcome %v, error %v; want worker-0 not started for the alert", Outcome(res, err), err)
+	}
+	if got := touched(f, "worker-0"); len(got) > 0 {
+		t.Errorf("worker-0 started while NodeDown fired: %v", f.trace["worker-0"])
+	}
+}
+
+// Alerts firing after the canary stop the pool at once: no canary soak is waited for
+// nodes that will not start.
+func TestAlertGateAfterTheCanary(t *testing.T) {
+	f := newFake(map[string]int{"worker": 3})
+	src := &scriptedAlerts{}
+	w, st := newTestWorkspace(t, f)
+	w.Alerts = src
+	p := planFor(f, map[string]int{"worker": 2}, rebootSteps())
+	p.Pools[0].Canary, p.Pools[0].CanarySoak = 1, time.Hour
+	p.Nodes[0].Canary = true
+	p.Pools[0].AlertGate = &model.AlertGate{PrometheusURL: promURL}
+	tr := newClockTrace("2026-11-27T12:00:00Z")
+	o := tr.opts()
+	o.AlertPoll = time.Millisecond
+	observe := o.Observer
+	o.Observer = func(e Event) {
+		if e.Kind == EventNodeDone && e.Node == "worker-0" {
+			src.set([]model.Alert{alert("NodeDown")}, nil)
+		}
+		observe(e)
+	}
+	res, err := w.carryOut(context.Background(), st, p, o)
+	if Outcome(res, err) != Incomplete || !strings.Contains(fmtErr(err), "pool worker: 2 nodes not started (worker-1, worker-2): alert gate: 1 alert firing at "+promURL+": NodeDown{}, after node worker-0 finished") {
+		t.Fatalf("outcome %v, error %v; want the others not started for the alert", Outcome(res, err), err)
+	}
+	for _, why := range tr.waiting {
+		if strings.Contains(why, "canary soak") {
+			t.Errorf("a canary soak was waited for a pool that starts nothing more: %q", why)
+		}
+	}
+	if got := touched(f, "worker-1", "worker-2"); len(got) > 0 {
+		t.Errorf("started after the alert: %v", got)
+	}
+}

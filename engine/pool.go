@@ -70,7 +70,9 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 			err := r.afterCanary(n.Name, canaries, len(nodes)-i)
 			canaries = nil
 			if err != nil {
-				if r.halted() && !errors.Is(err, errCanaryFailed) {
+				if ag, ok := asAlertGate(err); ok {
+					err = ag.rest(r.pp.Name, nodes[i:])
+				} else if r.halted() && !errors.Is(err, errCanaryFailed) {
 					err = nil // the interruption is reported already
 				}
 				r.skip(nodes[i:], err)
@@ -132,7 +134,7 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 var errCanaryFailed = errors.New("a canary node failed")
 
 // afterCanary is the turn from the canary nodes to the others: it stops the pool when a
-// canary failed, else waits the canary soak.
+// canary failed or alerts fired after one (its *alertGateError), else waits the canary soak.
 func (r *poolRun) afterCanary(next string, canaries []string, rest int) error {
 	r.mu.Lock()
 	failed := r.failures > 0
@@ -143,6 +145,9 @@ func (r *poolRun) afterCanary(next string, canaries []string, rest int) error {
 	if failed {
 		return fmt.Errorf("pool %s: %w (canary: %s): the other %s not started", r.pp.Name, errCanaryFailed,
 			strings.Join(canaries, ", "), nodeCount(rest))
+	}
+	if ag := r.stoppedByAlerts(); ag != nil {
+		return ag // no soak before a pool that starts nothing more
 	}
 	return r.soakCanary(next, canaries)
 }
