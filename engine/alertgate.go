@@ -85,8 +85,7 @@ func (r *poolRun) waitAlerts(node string) error {
 		why := alertWords(*g, holding, err)
 		wait := min(r.a.opts.AlertPoll, time.Until(deadline))
 		if wait <= 0 {
-			return &alertGateError{failed: err != nil,
-				why: fmt.Sprintf("%s (for %s, the alert_gate's timeout)", why, model.ShortDuration(g.Timeout))}
+			return &alertGateError{failed: err != nil, why: fmt.Sprintf("%s (%s)", why, heldFor(g.Timeout))}
 		}
 		if why != said {
 			r.a.emit(Event{Kind: EventWaiting, Pool: r.pp.Name, Node: node, Alerts: holding,
@@ -99,6 +98,14 @@ func (r *poolRun) waitAlerts(node string) error {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// heldFor says how long the gate held a node that is left not started.
+func heldFor(timeout time.Duration) string {
+	if timeout == 0 {
+		return "looked once: the alert_gate's timeout is 0s"
+	}
+	return "still after " + model.ShortDuration(timeout) + ", the alert_gate's timeout"
 }
 
 // alertsClear says, once node has its slot, whether the gate still lets it start: a wait
