@@ -32,7 +32,7 @@ image:
 # (etcd, kube-apiserver, kube-controller-manager, kwok), all built once from the module
 # proxy and cached in bin/ (the apiserver takes ~5 min the first time). MCP_REQUIRE_K8S=1:
 # a missing control plane fails the tests instead of skipping them.
-test: vet bin/ignition bin/k8s graphviz tmux
+test: vet bin/ignition bin/k8s graphviz tmux prometheus
 	MCP_REQUIRE_K8S=1 $(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) fuzz-short
 
@@ -57,6 +57,12 @@ fuzz:
 .PHONY: tmux
 tmux:
 	bash scripts/need-deb.sh tmux tmux
+
+# prometheus: the alert gate's test runs Debian's Prometheus server on loopback, evaluating
+# a rule that fires and stops (acceptance/alertgate_test.go).
+.PHONY: prometheus
+prometheus:
+	bash scripts/need-deb.sh prometheus prometheus
 
 bin/ignition:
 	bash scripts/build-ignition.sh

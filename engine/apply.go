@@ -38,6 +38,9 @@ type ApplyOptions struct {
 	// instead of waiting for it; a window that closes mid-rollout ends the pool's rollout
 	// at once (the nodes started finish; the others are not started).
 	NoWait bool
+	// AlertPoll is the pause between two questions to Prometheus while a pool's alert gate
+	// holds a node (default 2s, as a failing health check's retries).
+	AlertPoll time.Duration
 	// Clock is the time pacing goes by: maintenance windows, canary soak, soak after each
 	// node. Nil: the real clock. Tests pass a fake one so that they wait for no real hours.
 	Clock Clock
@@ -67,6 +70,9 @@ const (
 	// EventUnconfirmed: a node's steps are done, and apply stopped waiting for its health
 	// gates (Err says why): neither updated nor failed.
 	EventUnconfirmed EventKind = "unconfirmed"
+	// EventAlertsFiring: alerts the pool's alert gate counts fire (or Prometheus cannot be
+	// asked) after Node finished: no more nodes of the pool start. Alerts lists them.
+	EventAlertsFiring EventKind = "alerts-firing"
 	// EventTemplate: a machine template's boot image was set (Reason: "ID: from → to"),
 	// or could not be (Err).
 	EventTemplate EventKind = "template"
@@ -83,6 +89,9 @@ type Event struct {
 	Elapsed time.Duration
 	// Reason says why a node waits or did not start (for people only).
 	Reason string
+	// Alerts are the firing alerts that hold a node (EventWaiting) or stopped its pool
+	// (EventAlertsFiring), as the pool's alert gate counts them.
+	Alerts []model.Alert
 }
 
 // ApplyResult sums up an apply. Each node the plan changes is in exactly one list.
@@ -254,6 +263,9 @@ func newApplier(w *Workspace, st *state.State, p *planner.Plan, opts ApplyOption
 	}
 	if opts.BudgetPoll <= 0 {
 		opts.BudgetPoll = time.Second
+	}
+	if opts.AlertPoll <= 0 {
+		opts.AlertPoll = 2 * time.Second
 	}
 	if opts.Observer == nil {
 		opts.Observer = func(Event) {}

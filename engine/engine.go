@@ -40,6 +40,8 @@ type Workspace struct {
 	Rendered map[string]*model.Rendered // by pool
 	Provider providers.Provider
 	Backend  state.Backend
+	// Alerts answers the pools' alert gates (Parts.Alerts).
+	Alerts AlertSource
 	// Targets and Exclude scope the plans Plan makes (-target, -exclude: see
 	// planner.Input); a saved plan is applied with its own.
 	Targets, Exclude []string
@@ -71,6 +73,18 @@ type Parts struct {
 	// Backends are the state backends; the first is the one a configuration without a
 	// state block, or without a backend attribute, uses.
 	Backends []state.BackendSpec
+	// Alerts asks Prometheus which alerts fire, for the pools' alert_gate blocks; nil:
+	// a pool with one holds every node (the gate fails closed).
+	Alerts AlertSource
+}
+
+// AlertSource asks a Prometheus server which alerts fire (engine/alerts, over Prometheus'
+// own client). The engine knows it by this interface, so that it links no Prometheus
+// client: cmd composes it.
+type AlertSource interface {
+	// Firing returns the alerts firing now at the server with base URL base (pending ones
+	// left out), or an error naming the server.
+	Firing(ctx context.Context, base string) ([]model.Alert, error)
 }
 
 // Schemas are the blocks of the parts, for the configuration language.
@@ -120,7 +134,7 @@ func Load(dir string, opts config.Options, parts Parts) (*Workspace, *config.Res
 	if diags.HasErrors() {
 		return nil, res, diags
 	}
-	w := &Workspace{Dir: dir, Config: res, Desired: d, Rendered: rendered}
+	w := &Workspace{Dir: dir, Config: res, Desired: d, Rendered: rendered, Alerts: parts.Alerts}
 	var err error
 	if w.Provider, err = parts.Provider(d); err != nil {
 		return nil, res, append(diags, partError("Cannot start provider", err, d.Provider.Settings, d.Provider.DeclRange))

@@ -154,6 +154,12 @@ func (e *windowClosedError) Error() string { return e.why }
 // poolNotStarted is the error of a pool whose nodes rest are not started, naming them: an
 // ErrNotStarted.
 func poolNotStarted(pool string, rest []planner.NodePlan, why string) error {
+	return notStarted(restNotStarted(pool, rest, why))
+}
+
+// restNotStarted names the pool's nodes rest, not started, and why: an error of its own
+// (poolNotStarted when it only says they were not started).
+func restNotStarted(pool string, rest []planner.NodePlan, why string) error {
 	names := nodeNames(rest)
 	const shown = 10
 	if len(names) > shown {
@@ -163,7 +169,7 @@ func poolNotStarted(pool string, rest []planner.NodePlan, why string) error {
 	if len(rest) == 1 {
 		noun = "node"
 	}
-	return notStarted(fmt.Errorf("pool %s: %d %s not started (%s): %s", pool, len(rest), noun, strings.Join(names, ", "), why))
+	return fmt.Errorf("pool %s: %d %s not started (%s): %s", pool, len(rest), noun, strings.Join(names, ", "), why)
 }
 
 // windowOpen reports whether the pool may start a node now (no windows: always).

@@ -32,13 +32,19 @@ type poolRun struct {
 	freed   chan struct{} // a node of the pool finished, or its soak ended
 	done    chan struct{} // closed when the pool's run ends
 
-	hadWindow bool // a window of the pool was seen open (waitWindow): later closings are bounded
+	hadWindow bool      // a window of the pool was seen open (waitWindow): later closings are bounded
+	clearAt   time.Time // when the alert gate was last seen clear (start's goroutine only)
+
+	total int // the nodes runPool is to start
 
 	mu       sync.Mutex
 	busy     map[string]string // started by this apply and not finished, or soaking: why
 	failures int
-	stopped  bool // max_failures nodes failed, or a canary did
-	pr       poolResult
+	stopped  bool // max_failures nodes failed, a canary did, or alerts fired after a node
+	starts   int  // nodes started
+	// alertStop: alerts fired (or Prometheus did not answer) after a node finished.
+	alertStop *alertGateError
+	pr        poolResult
 }
 
 // runPool starts the pool's nodes in plan order. Before each it waits for an open
@@ -49,7 +55,7 @@ type poolRun struct {
 // nodes stop new starts in the pool once they reach max_failures (any failed canary does).
 func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []planner.NodePlan, global chan struct{}) poolResult {
 	r := &poolRun{a: a, ctx: ctx, pp: pp, global: global, freed: make(chan struct{}, 1), done: make(chan struct{}),
-		busy: map[string]string{}, windows: a.windows(pp.Name)}
+		busy: map[string]string{}, windows: a.windows(pp.Name), total: len(nodes)}
 	defer close(r.done)
 	for _, n := range a.plan.Nodes {
 		if n.Pool == pp.Name {
@@ -64,7 +70,9 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 			err := r.afterCanary(n.Name, canaries, len(nodes)-i)
 			canaries = nil
 			if err != nil {
-				if r.halted() && !errors.Is(err, errCanaryFailed) {
+				if ag, ok := asAlertGate(err); ok {
+					err = ag.rest(r.pp.Name, nodes[i:])
+				} else if r.halted() && !errors.Is(err, errCanaryFailed) {
 					err = nil // the interruption is reported already
 				}
 				r.skip(nodes[i:], err)
@@ -81,14 +89,24 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 				continue
 			}
 			var wc *windowClosedError
-			if errors.As(err, &wc) {
+			ag, held := asAlertGate(err)
+			if !held {
+				ag = r.stoppedByAlerts()
+			}
+			switch {
+			case errors.As(err, &wc):
 				err = poolNotStarted(r.pp.Name, nodes[i:], wc.why)
-			} else if r.halted() {
+			case ag != nil:
+				err = ag.rest(r.pp.Name, nodes[i:])
+			case r.halted():
 				err = nil // a failed node, or the interruption, is reported already
 			}
 			r.skip(nodes[i:], err)
 			break
 		}
+		r.mu.Lock()
+		r.starts++
+		r.mu.Unlock()
 		if n.Canary {
 			canaries = append(canaries, n.Name)
 			canaryWG.Add(1)
@@ -101,7 +119,11 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 			}
 			// A node that started finishes its steps even when apply is interrupted:
 			// stopping between a drain and an uncordon would leave it out of service.
-			r.finished(n.Name, a.runClaimed(context.WithoutCancel(ctx), n))
+			err := a.runClaimed(context.WithoutCancel(ctx), n)
+			if err == nil {
+				r.alertsAfter(n.Name) // before its slot frees: no node starts before the look
+			}
+			r.finished(n.Name, err)
 		})
 	}
 	wg.Wait()
@@ -112,7 +134,7 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 var errCanaryFailed = errors.New("a canary node failed")
 
 // afterCanary is the turn from the canary nodes to the others: it stops the pool when a
-// canary failed, else waits the canary soak.
+// canary failed or alerts fired after one (its *alertGateError), else waits the canary soak.
 func (r *poolRun) afterCanary(next string, canaries []string, rest int) error {
 	r.mu.Lock()
 	failed := r.failures > 0
@@ -124,21 +146,27 @@ func (r *poolRun) afterCanary(next string, canaries []string, rest int) error {
 		return fmt.Errorf("pool %s: %w (canary: %s): the other %s not started", r.pp.Name, errCanaryFailed,
 			strings.Join(canaries, ", "), nodeCount(rest))
 	}
+	if ag := r.stoppedByAlerts(); ag != nil {
+		return ag // no soak before a pool that starts nothing more
+	}
 	return r.soakCanary(next, canaries)
 }
 
-// start waits until node may start — an open window, then room in the budget and a
-// global slot (admit) — and holds the slot. A window that closed while the node waited
-// for room sends it back to wait for the next opening.
+// start waits until node may start — an open window, no alert holding the pool, then
+// room in the budget and a global slot (admit) — and holds the slot. A window that closed,
+// or an alert that fired, while the node waited for room sends it back to wait again.
 func (r *poolRun) start(node string) error {
 	for {
 		if err := r.waitWindow(node); err != nil {
 			return err
 		}
+		if err := r.waitAlerts(node); err != nil {
+			return err
+		}
 		if err := r.admit(node); err != nil {
 			return err
 		}
-		if r.windowOpen() {
+		if r.windowOpen() && r.alertsClear() {
 			return nil
 		}
 		r.mu.Lock()

@@ -60,6 +60,8 @@ type Pool struct {
 	DrainTimeout time.Duration
 	// HealthChecks are the pool's health_check blocks, in the order declared.
 	HealthChecks []HealthCheck
+	// AlertGate is the pool's alert_gate block; nil: none.
+	AlertGate *AlertGate
 	// OnDrift is what a plan does with a node that drifted from the config it runs.
 	OnDrift OnDrift
 	// KernelArgsRange is the pool's kernel_args attribute.

@@ -116,7 +116,7 @@ func selects(sel, labels map[string]string) bool {
 func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, nodes []*model.Node) (PoolPlan, []NodePlan, poolSlots) {
 	pp := PoolPlan{Name: pool.Name, Rendered: target.Name, Previous: in.Pointers[pool.Name],
 		Size: len(nodes), Paused: pool.Paused, DrainTimeout: pool.DrainTimeout, PointerKept: !sc.poolTargeted(pool.Name),
-		HealthChecks: pool.HealthChecks, OnDrift: pool.OnDrift}
+		HealthChecks: pool.HealthChecks, AlertGate: pool.AlertGate, OnDrift: pool.OnDrift}
 	pp.ReRendered = pp.Rendered != pp.Previous
 	pp.MaxUnavailable = pool.MaxUnavailable.Resolve(len(nodes))
 	pp.Canary, pp.CanarySoak = pool.Pacing.Canary, pool.Pacing.CanarySoak

@@ -73,6 +73,9 @@ type PoolPlan struct {
 	DrainTimeout time.Duration `json:"drain_timeout,omitempty"`
 	// HealthChecks are the pool's health_check blocks, run on each node after its steps.
 	HealthChecks []model.HealthCheck `json:"health_checks,omitempty"`
+	// AlertGate is the pool's alert_gate: apply asks Prometheus before each node starts and
+	// after each finishes (engine, "alert gate").
+	AlertGate *model.AlertGate `json:"alert_gate,omitempty"`
 	// Slots is how many of the pool's nodes in service may update at once
 	// (MaxUnavailable - Unavailable); nodes out of service already update in their own slot.
 	// It is the plan's prediction: apply re-counts from a fresh observation before each node.

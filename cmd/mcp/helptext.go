@@ -66,7 +66,8 @@ configuration, the state and a fresh refresh, refuses the saved one unless it is
 that, and does it. Without one it plans, shows the plan and asks for "yes" (-auto-approve
 does not ask). Each pool's nodes are updated within its max_unavailable; each node is
 claimed, cordoned and drained when its steps need it, updated by its agent, checked by its
-health gates, and uncordoned.
+health gates, and uncordoned. A pool's alert_gate holds its next node while Prometheus
+reports alerts it counts firing, and stops the pool when one fires after a node.
 
 On a terminal the progress is a line per pool and per node in progress, redrawn in place;
 elsewhere, one line per step. An interrupt lets started nodes finish and saves the state.`,
@@ -74,7 +75,7 @@ elsewhere, one line per step. An interrupt lets started nodes finish and saves t
 			{Title: "Rollout options", Flags: []string{"parallelism", "drain-timeout", "drain-retry-delay", "budget-wait", "health-timeout", "no-wait"}},
 			scopeGroup, varOptions, lockOptions},
 		Exit: []string{"0  Every planned node change is done and verified.",
-			"1  A node failed (a step, its agent, a health gate), or apply itself did.",
+			"1  A node failed (a step, its agent, a health gate), or apply itself did (an alert gate's Prometheus not answering, too).",
 			"2  Nothing failed, but planned node changes were not done (deferred, not started, not confirmed): run apply again."},
 		Examples: []string{"mcp apply tfplan", "mcp apply -auto-approve -json | jq -c 'select(.type==\"apply_progress\")'"},
 	},

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpfleet/mcp/bootsrv"
 	"github.com/mcpfleet/mcp/engine"
+	"github.com/mcpfleet/mcp/engine/alerts"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/kubernetes"
@@ -28,6 +29,8 @@ var parts = engine.Parts{
 	Providers: []providers.Spec{local.Spec, kubernetes.Spec},
 	// The first backend is the one a configuration without a state block uses.
 	Backends: []state.BackendSpec{localstate.Spec, kubestate.Spec},
+	// The pools' alert gates ask Prometheus through its own API client.
+	Alerts: alerts.Prometheus{},
 }
 
 // bootSources give, per state backend, what `mcp serve` follows, and a name for it in logs.

@@ -28,7 +28,7 @@ var poolSchema = &hcl.BodySchema{
 		{Name: "os_image"}, {Name: "kernel_args"}, {Name: "drain_timeout"},
 		{Name: "max_failures"}, {Name: "soak"}, {Name: "on_drift"}},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "boot_image"}, {Type: "health_check", LabelNames: []string{"name"}},
-		{Type: "canary"}, {Type: "window"}},
+		{Type: "canary"}, {Type: "window"}, {Type: "alert_gate"}},
 }
 
 func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
@@ -111,6 +111,14 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 				w, d := l.window(bb)
 				diags = append(diags, d...)
 				p.Windows = append(p.Windows, w)
+			case "alert_gate":
+				if p.AlertGate != nil {
+					diags = append(diags, duplicate("alert_gate block", "", bb.DefRange, *hclpos.Subject(p.AlertGate.DeclRange)))
+					continue
+				}
+				g, d := l.alertGate(bb)
+				diags = append(diags, d...)
+				p.AlertGate = g
 			}
 		}
 		l.d.Pools = append(l.d.Pools, p)

@@ -138,6 +138,8 @@ type Room struct {
 
 // Rooms are mcp's rooms for outside systems.
 var Rooms = []Room{
+	{Imports: []string{"github.com/prometheus/client_golang/api/..."}, Of: []string{"engine/alerts"},
+		Why: "Prometheus' API has one room: the alert gate's questions go through engine/alerts, which the engine knows as an AlertSource"},
 	{Imports: []string{"github.com/coreos/ignition/v2/config/v3_*"}, Of: []string{"ignition", "engine/config/butane"},
 		Why: "Ignition has one room: spec versions, render's check, pointer, served and read-back configs are the ignition package's; Butane translates to Ignition's types"},
 }

@@ -159,6 +159,9 @@ func (l *LiveProgress) Event(e engine.Event) {
 			lp.waitSince = e.Time
 		}
 		lp.waiting, lp.waitFor = fmt.Sprintf("node.%s: %s", e.Node, e.Reason), e.Node
+	case engine.EventAlertsFiring:
+		msg := fmt.Sprintf("pool.%s: %s: %s\n", e.Pool, l.c.red("stopping"), e.Reason)
+		after = append(after, func() { io.WriteString(l.p, msg) })
 	case engine.EventClaimed:
 		msg := fmt.Sprintf("node.%s: %s\n", e.Node, l.c.yellow(e.Reason))
 		after = append(after, func() { io.WriteString(l.p, msg) })

@@ -127,3 +127,33 @@ func TestReflowConsoleMovesUpOverRewrappedRows(t *testing.T) {
 		t.Errorf("then: %q, want %q", out.String(), want)
 	}
 }
+
+// A node the alert gate holds: the pool's line says which alerts hold it; after a stop
+// the pool shows stopped (the stop's own line is printed above the lines, as a failure's,
+// which mpb writes only to a terminal).
+func TestLiveAlertGate(t *testing.T) {
+	plan := &planner.Plan{Nodes: []planner.NodePlan{
+		{Name: "w-0", Pool: "worker", Action: planner.NodeUpdate},
+		{Name: "w-1", Pool: "worker", Action: planner.NodeUpdate},
+	}}
+	var out bytes.Buffer
+	l := NewLiveProgress(&out, false, plan)
+	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	l.now = func() time.Time { return at.Add(4 * time.Second) }
+	lp := l.pool["worker"]
+	held := `alert gate: 1 alert firing at http://p:9090: NodeDown{severity="critical"}: waiting until 10:10:00 UTC at most`
+	l.Event(engine.Event{Kind: engine.EventWaiting, Node: "w-0", Pool: "worker", Reason: held, Time: at,
+		Alerts: []model.Alert{{Labels: map[string]string{"alertname": "NodeDown", "severity": "critical"}}}})
+	if got, want := l.poolStatus(lp, 300), "0/2 done, waiting 4s before node.w-0: "+held; got != want {
+		t.Errorf("pool line:\n got %q\nwant %q", got, want)
+	}
+	l.Event(engine.Event{Kind: engine.EventStepStart, Node: "w-0", Pool: "worker", Step: model.Step{Kind: model.StepDrain}, Time: at})
+	l.Event(engine.Event{Kind: engine.EventNodeDone, Node: "w-0", Pool: "worker", Time: at})
+	stop := `alert gate: 1 alert firing at http://p:9090: NodeDown{severity="critical"}, after node w-0 finished: no more nodes of the pool start`
+	l.Event(engine.Event{Kind: engine.EventAlertsFiring, Node: "w-0", Pool: "worker", Reason: stop, Time: at})
+	l.Event(engine.Event{Kind: engine.EventPoolStopped, Pool: "worker"})
+	if got, want := l.poolStatus(lp, 300), "1/2 done, stopped"; got != want {
+		t.Errorf("pool line after the stop:\n got %q\nwant %q", got, want)
+	}
+	l.Stop()
+}

@@ -48,3 +48,13 @@ func windowLine(c painter, ws *planner.WindowStatus) string {
 
 // windowTime is how the plan writes a window's times: in the window's zone.
 const windowTime = "Mon 2006-01-02 15:04 MST"
+
+// alertGateLine says what the pool's alert gate asks of Prometheus, and when.
+func alertGateLine(c painter, g model.AlertGate) string {
+	wait := "waits up to " + model.ShortDuration(g.Timeout) + " for them to stop"
+	if g.Timeout == 0 {
+		wait = "does not wait for them to stop"
+	}
+	return fmt.Sprintf("%s %s, before each node starts (apply %s) and after each finishes (one firing stops the pool)",
+		c.green("gate:"), g, wait)
+}

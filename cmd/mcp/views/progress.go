@@ -85,6 +85,8 @@ func (h *humanProgress) Event(e engine.Event) {
 		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.yellow(e.Reason))
 	case engine.EventWaiting:
 		fmt.Fprintf(h.w, "pool.%s: %s before node.%s: %s\n", e.Pool, h.c.yellow("waiting"), e.Node, e.Reason)
+	case engine.EventAlertsFiring:
+		fmt.Fprintf(h.w, "pool.%s: %s: %s\n", e.Pool, h.c.red("stopping"), e.Reason)
 	case engine.EventTemplate:
 		io.WriteString(h.w, templateLine(h.c, e))
 	}
@@ -167,7 +169,9 @@ type jsonEvent struct {
 	ElapsedMS int64            `json:"elapsed_ms,omitempty"`
 	Error     string           `json:"error,omitempty"`
 	Reason    string           `json:"reason,omitempty"`
-	Summary   *ApplySummary    `json:"summary,omitempty"`
+	// Alerts are the firing alerts that hold a node or stop its pool (its alert gate).
+	Alerts  []model.Alert `json:"alerts,omitempty"`
+	Summary *ApplySummary `json:"summary,omitempty"`
 }
 
 func (j *jsonProgress) Event(e engine.Event) {
@@ -179,7 +183,7 @@ func (j *jsonProgress) Event(e engine.Event) {
 		level, msg = "error", e.Err.Error()
 	}
 	je := jsonEvent{Level: level, Timestamp: e.Time.UTC().Format(time.RFC3339Nano), Type: "apply_progress",
-		Node: e.Node, Pool: e.Pool, Event: e.Kind, ElapsedMS: e.Elapsed.Milliseconds(), Error: msg, Reason: e.Reason}
+		Node: e.Node, Pool: e.Pool, Event: e.Kind, ElapsedMS: e.Elapsed.Milliseconds(), Error: msg, Reason: e.Reason, Alerts: e.Alerts}
 	if e.Step.Kind != 0 {
 		s := e.Step
 		je.Step = &s

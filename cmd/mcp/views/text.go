@@ -125,6 +125,9 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 	if ws := pp.Window; ws != nil {
 		fmt.Fprintf(w, "  %s\n", windowLine(c, ws))
 	}
+	if g := pp.AlertGate; g != nil {
+		fmt.Fprintf(w, "  %s\n", alertGateLine(c, *g))
+	}
 	if pp.Size == 0 {
 		fmt.Fprintf(w, "  %s its node_selector matches no node of the fleet: it updates nothing now, and new nodes of it boot its config\n", c.yellow("note:"))
 	}
