@@ -1,7 +1,10 @@
 package acceptance
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -450,6 +453,32 @@ subjects:
 	}
 	if again := string(execMCP(t, dir, kc, "plan", "-no-color")); strings.Contains(again, "user_data") {
 		t.Errorf("after apply the plan still changes the user-data Secret:\n%s", again)
+	}
+	// A rotated token is a planned update, and neither the plan JSON nor the saved plan
+	// holds the token or an unkeyed hash of what holds it (the Secret's value, the new
+	// pointer config): nothing to check a guessed token against offline.
+	if err := os.WriteFile(filepath.Join(dir, "boot-token"), []byte("r0t4t3d\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	planJSON := execMCP(t, dir, kc, "plan", "-json", "-out=rotated.plan")
+	saved, err := os.ReadFile(filepath.Join(dir, "rotated.plan"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`"address":"user_data.worker"[^\n]*"actions":\["update"\][^\n]*"token_changed":true`).Match(planJSON) {
+		t.Errorf("the plan JSON lacks the user-data update for the rotated token:\n%s", planJSON)
+	}
+	newPointer := execMCP(t, dir, kc, "pointer", "worker", "-url", "https://boot.example:8443", "-token-file", "boot-token")
+	for what, v := range map[string][]byte{"the Secret's value": []byte(ud), "the new pointer config": newPointer} {
+		sum := sha256.Sum256(v)
+		for name, out := range map[string][]byte{"plan JSON": planJSON, "saved plan": saved} {
+			if bytes.Contains(out, []byte("t0k3n")) || bytes.Contains(out, []byte("r0t4t3d")) {
+				t.Errorf("the %s holds a token", name)
+			}
+			if bytes.Contains(out, []byte(hex.EncodeToString(sum[:]))) {
+				t.Errorf("the %s holds the SHA-256 of %s", name, what)
+			}
+		}
 	}
 	if table := string(execMCP(t, dir, kc, "status")); !regexp.MustCompile(`(?m)MachineSet/` + msNamespace +
 		`/worker-a +worker +aws +ami-v3 +reconciled`).MatchString(table) {

@@ -60,6 +60,9 @@ type Workspace struct {
 	// pointers are the pools' pointer configs for their user_data Secrets, built at the
 	// last refresh (observeUserData).
 	pointers map[string][]byte
+	// userDataSeen are the digests of the user_data Secrets' values as that refresh read
+	// them, whole: what their writes are conditional on. In memory only: they hash the token.
+	userDataSeen map[string]string
 }
 
 // Parts are the providers and state backends this build of mcp has, as each declares
