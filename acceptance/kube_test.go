@@ -584,6 +584,11 @@ func TestKubeLockLease(t *testing.T) {
 func TestKubeDeployRBAC(t *testing.T) {
 	env := k8senv.Start(t, k8senv.Options{})
 	applyManifests(t, env, deploy.Manifests)
+	env.EnsureNamespace(t, "openshift-machine-api")
+	repo, _ := filepath.Abs("..")
+	for _, d := range []string{"deploy/machine-api/openshift", "deploy/machine-api/cluster-api"} {
+		kubectl(t, env, repo, "apply", "--server-side", "-k", d)
+	}
 	type check struct {
 		verb, group, resource, sub, ns string
 		allowed                        bool
@@ -597,6 +602,7 @@ func TestKubeDeployRBAC(t *testing.T) {
 		},
 		"mcp-server": {
 			{"list", "", "secrets", "", "mcp-system", true}, {"watch", "", "secrets", "", "mcp-system", true},
+			{"get", "", "secrets", "", "mcp-system", false}, // an informer: nothing by name
 			{"get", "", "secrets", "", "kube-system", false}, {"create", "", "secrets", "", "mcp-system", false},
 			{"patch", "", "nodes", "", "", false}, {"list", "", "pods", "", "", false},
 		},
@@ -607,11 +613,21 @@ func TestKubeDeployRBAC(t *testing.T) {
 			{"get", "", "secrets", "", "kube-system", false}, {"delete", "", "pods", "", "demo", false},
 			{"delete", "", "nodes", "", "", false}, {"create", "coordination.k8s.io", "leases", "", "kube-system", false},
 			{"update", "", "nodes", "", "", false}, // every write to a Node is a patch
+			// Machine templates: read everywhere, patched only where deploy/machine-api grants it.
+			{"list", "machine.openshift.io", "machinesets", "", "", true},
+			{"patch", "machine.openshift.io", "machinesets", "", "openshift-machine-api", true},
+			{"patch", "machine.openshift.io", "machinesets", "", "default", false},
+			{"patch", "machine.openshift.io", "machinesets", "", "", false},
+			{"get", "infrastructure.cluster.x-k8s.io", "awsmachinetemplates", "", "", true},
+			{"patch", "infrastructure.cluster.x-k8s.io", "awsmachinetemplates", "", "default", true},
+			{"patch", "infrastructure.cluster.x-k8s.io", "awsmachinetemplates", "", "kube-system", false},
+			{"update", "machine.openshift.io", "machinesets", "", "openshift-machine-api", false},
 		},
-		// The drift runner reads what drift needs (Nodes, the state's Secrets) and writes nothing.
+		// The drift runner reads what drift needs (Nodes, the state's Secrets) and writes
+		// nothing (TestKubeDriftRunner runs it with these rights).
 		"mcp-drift": {
-			{"list", "", "nodes", "", "", true}, {"watch", "", "nodes", "", "", true}, {"get", "", "secrets", "", "mcp-system", true},
-			{"list", "", "secrets", "", "mcp-system", true},
+			{"list", "", "nodes", "", "", true}, {"watch", "", "nodes", "", "", false}, {"get", "", "secrets", "", "mcp-system", true},
+			{"list", "", "secrets", "", "mcp-system", true}, {"watch", "", "secrets", "", "mcp-system", false},
 			{"patch", "", "nodes", "", "", false}, {"update", "", "nodes", "", "", false}, {"create", "", "secrets", "", "mcp-system", false},
 			{"update", "", "secrets", "", "mcp-system", false}, {"get", "", "secrets", "", "kube-system", false},
 			{"create", "coordination.k8s.io", "leases", "", "mcp-system", false}, {"list", "", "pods", "", "", false},

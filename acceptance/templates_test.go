@@ -289,6 +289,14 @@ func TestKubeMachineTemplates(t *testing.T) {
 func planApplyTemplates(t *testing.T, env *k8senv.Env, dyn dynamic.Interface) {
 	ctx := context.Background()
 	applyManifests(t, env, deploy.Manifests)
+	// The per-namespace patch rights, as docs/kubernetes.md says to install them: the
+	// OpenShift Role as shipped, the Cluster API one moved to its namespace by a kustomization.
+	repo, _ := filepath.Abs("..")
+	kubectl(t, env, repo, "apply", "--server-side", "-k", "deploy/machine-api/openshift")
+	overlay := t.TempDir()
+	rel, _ := filepath.Rel(overlay, filepath.Join(repo, "deploy/machine-api/cluster-api"))
+	os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte("namespace: "+capiNamespace+"\nresources: ["+rel+"]\n"), 0o644)
+	kubectl(t, env, overlay, "apply", "--server-side", "-k", ".")
 	kc := env.KubeconfigFor(t, "mcp-system", "mcp-apply")
 	dir := t.TempDir()
 	hcl := kubeMain + `

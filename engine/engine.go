@@ -208,8 +208,12 @@ func (w *Workspace) apiRequests() int64 {
 }
 
 // observe asks the provider for the fleet, without checking disks for drift.
-func (w *Workspace) observe(ctx context.Context) (*model.Fleet, error) {
-	fleet, err := w.Provider.Refresh(ctx)
+func (w *Workspace) observe(ctx context.Context, nodesOnly bool) (*model.Fleet, error) {
+	refresh := w.Provider.Refresh
+	if r, ok := w.Provider.(providers.NodesRefresher); ok && nodesOnly {
+		refresh = r.RefreshNodes
+	}
+	fleet, err := refresh(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("refreshing fleet: %w", err)
 	}
@@ -220,7 +224,13 @@ func (w *Workspace) observe(ctx context.Context) (*model.Fleet, error) {
 // (checked here when the provider checks disks on request; else as its agent reported it),
 // then its kernel arguments and OS image as the provider reports them (model.HostDrift).
 func (w *Workspace) refresh(ctx context.Context, st *state.State) (*model.Fleet, error) {
-	fleet, err := w.observe(ctx)
+	return w.refreshWith(ctx, st, false)
+}
+
+// refreshWith is refresh; nodesOnly observes only the nodes when the provider can (a
+// drift run: it reads no pods, budgets or templates).
+func (w *Workspace) refreshWith(ctx context.Context, st *state.State, nodesOnly bool) (*model.Fleet, error) {
+	fleet, err := w.observe(ctx, nodesOnly)
 	if err != nil {
 		return nil, err
 	}
