@@ -298,15 +298,7 @@ func (c *kubeCluster) node(t *testing.T, name string) *corev1.Node {
 // `kubectl apply -f deploy/` would on a new cluster.
 func applyManifests(t *testing.T, env *k8senv.Env, fsys fs.FS) {
 	t.Helper()
-	dc, err := discovery.NewDiscoveryClientForConfig(env.RESTConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	dyn, err := dynamic.NewForConfig(env.RESTConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := objectClients(t, env)
 	files, _ := fs.Glob(fsys, "*.yaml")
 	for _, f := range files {
 		b, _ := fs.ReadFile(fsys, f)
@@ -322,18 +314,40 @@ func applyManifests(t *testing.T, env *k8senv.Env, fsys fs.FS) {
 				continue
 			}
 			gvk := u.GroupVersionKind()
-			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			ri, err := client(&u)
 			if err != nil {
-				t.Fatalf("%s: %s: %v", f, gvk, err)
-			}
-			var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-			if ns := u.GetNamespace(); ns != "" {
-				ri = dyn.Resource(m.Resource).Namespace(ns)
+				t.Fatalf("%s: %v", f, err)
 			}
 			if _, err := ri.Create(context.Background(), &u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				t.Fatalf("%s: creating %s %s: %v", f, gvk.Kind, u.GetName(), err)
 			}
 		}
+	}
+}
+
+// objectClients returns what gives, for an object, the dynamic client of its resource (in
+// its namespace, if it has one), found through the apiserver's discovery.
+func objectClients(t *testing.T, env *k8senv.Env) func(u *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(env.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	dyn, err := dynamic.NewForConfig(env.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(u *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+		gvk := u.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", gvk, err)
+		}
+		if ns := u.GetNamespace(); ns != "" {
+			return dyn.Resource(m.Resource).Namespace(ns), nil
+		}
+		return dyn.Resource(m.Resource), nil
 	}
 }
 
