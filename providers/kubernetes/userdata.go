@@ -54,8 +54,9 @@ func (p *Provider) SetUserData(ctx context.Context, namespace, name, key string,
 		now = providers.Digest(v)
 	}
 	if now != from {
-		return fmt.Errorf("secret %s/%s key %s changed since the plan (it holds %s, the plan saw %s): run mcp plan again",
-			namespace, name, key, orNone(now), orNone(from))
+		// Not the digests: they hash the token, and errors end up in CI logs.
+		return fmt.Errorf("secret %s/%s key %s changed since it was read for this plan: run mcp plan again",
+			namespace, name, key)
 	}
 	if s.Data == nil {
 		s.Data = map[string][]byte{}
@@ -65,13 +66,6 @@ func (p *Provider) SetUserData(ctx context.Context, namespace, name, key string,
 		return userDataErr("update", namespace, name, err)
 	}
 	return nil
-}
-
-func orNone(d string) string {
-	if d == "" {
-		return "nothing"
-	}
-	return d
 }
 
 func userDataErr(verb, namespace, name string, err error) error {
