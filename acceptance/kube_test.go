@@ -656,6 +656,21 @@ func TestKubeDeployRBAC(t *testing.T) {
 			}
 		}
 	}
+	// mcp-apply's user-data Secrets in openshift-machine-api (deploy/machine-api/openshift):
+	// get and update by name, nothing else.
+	apply := env.ClientAs(t, "system:serviceaccount:mcp-system:mcp-apply", "system:serviceaccounts", "system:serviceaccounts:mcp-system")
+	for _, ch := range []struct {
+		verb, name string
+		allowed    bool
+	}{
+		{"get", "worker-user-data", true}, {"update", "worker-user-data", true}, {"update", "master-user-data", true},
+		{"patch", "worker-user-data", false}, {"delete", "worker-user-data", false}, {"get", "other", false},
+		{"update", "other", false}, {"create", "", false}, {"list", "", false},
+	} {
+		if got := selfCanNamed(t, apply, ch.verb, "", "secrets", ch.name, "openshift-machine-api"); got != ch.allowed {
+			t.Errorf("mcp-apply: %s secret %q in openshift-machine-api: allowed=%v, want %v", ch.verb, ch.name, got, ch.allowed)
+		}
+	}
 	// Of the Secrets, the agent may get the pools' command checks, by name, and no other:
 	// not the state, not a rendered config.
 	agent := env.ClientAs(t, "system:serviceaccount:mcp-system:mcp-agent", "system:serviceaccounts", "system:serviceaccounts:mcp-system")

@@ -332,13 +332,14 @@ pool "infra" {
 	if err := os.WriteFile(filepath.Join(dir, "boot-token"), []byte("t0k3n\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The user-data Secret lives beside the MachineSets: mcp-apply is given the rights the
-	// docs name (get, create, update on Secrets there), as an operator would.
+	// The user-data Secret lives beside the MachineSets: deploy/machine-api/openshift lets
+	// mcp-apply get and update it by name; it does not exist yet, so the operator lets apply
+	// create it too, as the docs say.
 	rbac := `apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: mcp-user-data, namespace: ` + msNamespace + `}
 rules:
-- {apiGroups: [""], resources: [secrets], verbs: [get, create, update]}
+- {apiGroups: [""], resources: [secrets], verbs: [create]}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -477,6 +478,16 @@ subjects:
 		t.Errorf("the plan JSON lacks the user-data update for the rotated token:\n%s", planJSON)
 	}
 	newPointer := execMCP(t, dir, kc, "pointer", "worker", "-url", "https://boot.example:8443", "-token-file", "boot-token")
+	// The saved plan applies: the Secret is updated (by name: deploy/machine-api's rule)
+	// to exactly the new pointer config.
+	execMCP(t, dir, kc, "apply", "-auto-approve", "-no-color", "rotated.plan")
+	secret, err = env.Client.CoreV1().Secrets(msNamespace).Get(ctx, "worker-user-data", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := secret.Data["userData"]; !bytes.Equal(bytes.TrimSpace(got), bytes.TrimSpace(newPointer)) {
+		t.Errorf("after applying the rotation the user-data Secret holds:\n%s\nwant:\n%s", got, newPointer)
+	}
 	for what, v := range map[string][]byte{"the Secret's value": []byte(ud), "the new pointer config": newPointer} {
 		sum := sha256.Sum256(v)
 		for name, out := range map[string][]byte{"plan JSON": planJSON, "saved plan": saved} {

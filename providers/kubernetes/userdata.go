@@ -70,8 +70,9 @@ func (p *Provider) SetUserData(ctx context.Context, namespace, name, key string,
 
 func userDataErr(verb, namespace, name string, err error) error {
 	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%s secret %s/%s: forbidden: mcp apply needs get, create and update on secrets in namespace %s (docs/kubernetes.md, \"Boot images\"): %w",
-			verb, namespace, name, namespace, err)
+		return fmt.Errorf("%s secret %s/%s: forbidden: mcp apply needs %s on it (get and update by name; create only if it does not exist: "+
+			"deploy/machine-api/openshift grants get and update on worker-user-data and master-user-data; docs/kubernetes.md, \"Boot images\"): %w",
+			verb, namespace, name, verb, err)
 	}
 	return fmt.Errorf("%s secret %s/%s: %w", verb, namespace, name, err)
 }

@@ -61,7 +61,7 @@ func TestUserDataForbiddenNamesTheRule(t *testing.T) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "s", errors.New("rbac"))
 	})
 	_, _, err := NewForClient(c, Options{}).UserData(context.Background(), "m", "s", "userData")
-	if err == nil || !strings.Contains(err.Error(), "needs get, create and update on secrets in namespace m") {
+	if err == nil || !strings.Contains(err.Error(), "get secret m/s: forbidden: mcp apply needs get on it") {
 		t.Errorf("err %v", err)
 	}
 }
