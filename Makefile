@@ -32,7 +32,7 @@ image:
 # (etcd, kube-apiserver, kube-controller-manager, kwok), all built once from the module
 # proxy and cached in bin/ (the apiserver takes ~5 min the first time). MCP_REQUIRE_K8S=1:
 # a missing control plane fails the tests instead of skipping them.
-test: vet bin/ignition bin/k8s graphviz tmux prometheus
+test: vet bin/ignition bin/k8s bin/kubectl graphviz tmux prometheus
 	MCP_REQUIRE_K8S=1 $(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) fuzz-short
 
@@ -92,7 +92,8 @@ graphviz:
 bin/k8s:
 	bash scripts/build-k8s-tools.sh
 
-# kubectl of the same release, only for bench-kube (make test does not need it).
+# kubectl of the same release: the acceptance tests run it as users do (kubectl apply -k
+# deploy/, the install page's commands), and bench-kube. ~1.5 min the first time here.
 bin/kubectl: bin/k8s
 	bash scripts/build-k8s-tools.sh kubectl
 

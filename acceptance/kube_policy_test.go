@@ -14,11 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
@@ -162,26 +158,14 @@ func TestKubeDeployRenderedApplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(env.RESTConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	dyn, err := dynamic.NewForConfig(env.RESTConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := objectClients(t, env)
 	_, images, _ := deploy.Kustomization()
 	for _, o := range objs {
 		u := &unstructured.Unstructured{Object: o}
 		gvk := u.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		ri, err := client(u)
 		if err != nil {
-			t.Fatalf("%s: %v", gvk, err)
-		}
-		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if ns := u.GetNamespace(); ns != "" {
-			ri = dyn.Resource(m.Resource).Namespace(ns)
+			t.Fatal(err)
 		}
 		got, err := ri.Apply(context.Background(), u.GetName(), u, metav1.ApplyOptions{FieldManager: "mcp-install", Force: true})
 		if err != nil {

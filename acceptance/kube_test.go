@@ -298,15 +298,7 @@ func (c *kubeCluster) node(t *testing.T, name string) *corev1.Node {
 // `kubectl apply -f deploy/` would on a new cluster.
 func applyManifests(t *testing.T, env *k8senv.Env, fsys fs.FS) {
 	t.Helper()
-	dc, err := discovery.NewDiscoveryClientForConfig(env.RESTConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	dyn, err := dynamic.NewForConfig(env.RESTConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := objectClients(t, env)
 	files, _ := fs.Glob(fsys, "*.yaml")
 	for _, f := range files {
 		b, _ := fs.ReadFile(fsys, f)
@@ -322,18 +314,40 @@ func applyManifests(t *testing.T, env *k8senv.Env, fsys fs.FS) {
 				continue
 			}
 			gvk := u.GroupVersionKind()
-			m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			ri, err := client(&u)
 			if err != nil {
-				t.Fatalf("%s: %s: %v", f, gvk, err)
-			}
-			var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-			if ns := u.GetNamespace(); ns != "" {
-				ri = dyn.Resource(m.Resource).Namespace(ns)
+				t.Fatalf("%s: %v", f, err)
 			}
 			if _, err := ri.Create(context.Background(), &u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				t.Fatalf("%s: creating %s %s: %v", f, gvk.Kind, u.GetName(), err)
 			}
 		}
+	}
+}
+
+// objectClients returns what gives, for an object, the dynamic client of its resource (in
+// its namespace, if it has one), found through the apiserver's discovery.
+func objectClients(t *testing.T, env *k8senv.Env) func(u *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(env.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	dyn, err := dynamic.NewForConfig(env.RESTConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(u *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+		gvk := u.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", gvk, err)
+		}
+		if ns := u.GetNamespace(); ns != "" {
+			return dyn.Resource(m.Resource).Namespace(ns), nil
+		}
+		return dyn.Resource(m.Resource), nil
 	}
 }
 
@@ -584,6 +598,11 @@ func TestKubeLockLease(t *testing.T) {
 func TestKubeDeployRBAC(t *testing.T) {
 	env := k8senv.Start(t, k8senv.Options{})
 	applyManifests(t, env, deploy.Manifests)
+	env.EnsureNamespace(t, "openshift-machine-api")
+	repo, _ := filepath.Abs("..")
+	for _, d := range []string{"deploy/machine-api/openshift", "deploy/machine-api/cluster-api"} {
+		kubectl(t, env, repo, "apply", "--server-side", "-k", d)
+	}
 	type check struct {
 		verb, group, resource, sub, ns string
 		allowed                        bool
@@ -597,6 +616,7 @@ func TestKubeDeployRBAC(t *testing.T) {
 		},
 		"mcp-server": {
 			{"list", "", "secrets", "", "mcp-system", true}, {"watch", "", "secrets", "", "mcp-system", true},
+			{"get", "", "secrets", "", "mcp-system", false}, // an informer: nothing by name
 			{"get", "", "secrets", "", "kube-system", false}, {"create", "", "secrets", "", "mcp-system", false},
 			{"patch", "", "nodes", "", "", false}, {"list", "", "pods", "", "", false},
 		},
@@ -607,11 +627,21 @@ func TestKubeDeployRBAC(t *testing.T) {
 			{"get", "", "secrets", "", "kube-system", false}, {"delete", "", "pods", "", "demo", false},
 			{"delete", "", "nodes", "", "", false}, {"create", "coordination.k8s.io", "leases", "", "kube-system", false},
 			{"update", "", "nodes", "", "", false}, // every write to a Node is a patch
+			// Machine templates: read everywhere, patched only where deploy/machine-api grants it.
+			{"list", "machine.openshift.io", "machinesets", "", "", true},
+			{"patch", "machine.openshift.io", "machinesets", "", "openshift-machine-api", true},
+			{"patch", "machine.openshift.io", "machinesets", "", "default", false},
+			{"patch", "machine.openshift.io", "machinesets", "", "", false},
+			{"get", "infrastructure.cluster.x-k8s.io", "awsmachinetemplates", "", "", true},
+			{"patch", "infrastructure.cluster.x-k8s.io", "awsmachinetemplates", "", "default", true},
+			{"patch", "infrastructure.cluster.x-k8s.io", "awsmachinetemplates", "", "kube-system", false},
+			{"update", "machine.openshift.io", "machinesets", "", "openshift-machine-api", false},
 		},
-		// The drift runner reads what drift needs (Nodes, the state's Secrets) and writes nothing.
+		// The drift runner reads what drift needs (Nodes, the state's Secrets) and writes
+		// nothing (TestKubeDriftRunner runs it with these rights).
 		"mcp-drift": {
-			{"list", "", "nodes", "", "", true}, {"watch", "", "nodes", "", "", true}, {"get", "", "secrets", "", "mcp-system", true},
-			{"list", "", "secrets", "", "mcp-system", true},
+			{"list", "", "nodes", "", "", true}, {"watch", "", "nodes", "", "", false}, {"get", "", "secrets", "", "mcp-system", true},
+			{"list", "", "secrets", "", "mcp-system", true}, {"watch", "", "secrets", "", "mcp-system", false},
 			{"patch", "", "nodes", "", "", false}, {"update", "", "nodes", "", "", false}, {"create", "", "secrets", "", "mcp-system", false},
 			{"update", "", "secrets", "", "mcp-system", false}, {"get", "", "secrets", "", "kube-system", false},
 			{"create", "coordination.k8s.io", "leases", "", "mcp-system", false}, {"list", "", "pods", "", "", false},
@@ -624,6 +654,21 @@ func TestKubeDeployRBAC(t *testing.T) {
 			if got := selfCan(t, cs, ch.verb, ch.group, ch.resource, ch.sub, ch.ns); got != ch.allowed {
 				t.Errorf("%s: %s %s/%s %s in %q: allowed=%v, want %v", sa, ch.verb, ch.group, ch.resource, ch.sub, ch.ns, got, ch.allowed)
 			}
+		}
+	}
+	// mcp-apply's user-data Secrets in openshift-machine-api (deploy/machine-api/openshift):
+	// get and update by name, nothing else.
+	apply := env.ClientAs(t, "system:serviceaccount:mcp-system:mcp-apply", "system:serviceaccounts", "system:serviceaccounts:mcp-system")
+	for _, ch := range []struct {
+		verb, name string
+		allowed    bool
+	}{
+		{"get", "worker-user-data", true}, {"update", "worker-user-data", true}, {"update", "master-user-data", true},
+		{"patch", "worker-user-data", false}, {"delete", "worker-user-data", false}, {"get", "other", false},
+		{"update", "other", false}, {"create", "", false}, {"list", "", false},
+	} {
+		if got := selfCanNamed(t, apply, ch.verb, "", "secrets", ch.name, "openshift-machine-api"); got != ch.allowed {
+			t.Errorf("mcp-apply: %s secret %q in openshift-machine-api: allowed=%v, want %v", ch.verb, ch.name, got, ch.allowed)
 		}
 	}
 	// Of the Secrets, the agent may get the pools' command checks, by name, and no other:

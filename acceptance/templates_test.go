@@ -1,7 +1,10 @@
 package acceptance
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -286,6 +289,14 @@ func TestKubeMachineTemplates(t *testing.T) {
 func planApplyTemplates(t *testing.T, env *k8senv.Env, dyn dynamic.Interface) {
 	ctx := context.Background()
 	applyManifests(t, env, deploy.Manifests)
+	// The per-namespace patch rights, as docs/kubernetes.md says to install them: the
+	// OpenShift Role as shipped, the Cluster API one moved to its namespace by a kustomization.
+	repo, _ := filepath.Abs("..")
+	kubectl(t, env, repo, "apply", "--server-side", "-k", "deploy/machine-api/openshift")
+	overlay := t.TempDir()
+	rel, _ := filepath.Rel(overlay, filepath.Join(repo, "deploy/machine-api/cluster-api"))
+	os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte("namespace: "+capiNamespace+"\nresources: ["+rel+"]\n"), 0o644)
+	kubectl(t, env, overlay, "apply", "--server-side", "-k", ".")
 	kc := env.KubeconfigFor(t, "mcp-system", "mcp-apply")
 	dir := t.TempDir()
 	hcl := kubeMain + `
@@ -321,13 +332,14 @@ pool "infra" {
 	if err := os.WriteFile(filepath.Join(dir, "boot-token"), []byte("t0k3n\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The user-data Secret lives beside the MachineSets: mcp-apply is given the rights the
-	// docs name (get, create, update on Secrets there), as an operator would.
+	// The user-data Secret lives beside the MachineSets: deploy/machine-api/openshift lets
+	// mcp-apply get and update it by name; it does not exist yet, so the operator lets apply
+	// create it too, as the docs say.
 	rbac := `apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: mcp-user-data, namespace: ` + msNamespace + `}
 rules:
-- {apiGroups: [""], resources: [secrets], verbs: [get, create, update]}
+- {apiGroups: [""], resources: [secrets], verbs: [create]}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -450,6 +462,42 @@ subjects:
 	}
 	if again := string(execMCP(t, dir, kc, "plan", "-no-color")); strings.Contains(again, "user_data") {
 		t.Errorf("after apply the plan still changes the user-data Secret:\n%s", again)
+	}
+	// A rotated token is a planned update, and neither the plan JSON nor the saved plan
+	// holds the token or an unkeyed hash of what holds it (the Secret's value, the new
+	// pointer config): nothing to check a guessed token against offline.
+	if err := os.WriteFile(filepath.Join(dir, "boot-token"), []byte("r0t4t3d\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	planJSON := execMCP(t, dir, kc, "plan", "-json", "-out=rotated.plan")
+	saved, err := os.ReadFile(filepath.Join(dir, "rotated.plan"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`"address":"user_data.worker"[^\n]*"actions":\["update"\][^\n]*"token_changed":true`).Match(planJSON) {
+		t.Errorf("the plan JSON lacks the user-data update for the rotated token:\n%s", planJSON)
+	}
+	newPointer := execMCP(t, dir, kc, "pointer", "worker", "-url", "https://boot.example:8443", "-token-file", "boot-token")
+	// The saved plan applies: the Secret is updated (by name: deploy/machine-api's rule)
+	// to exactly the new pointer config.
+	execMCP(t, dir, kc, "apply", "-auto-approve", "-no-color", "rotated.plan")
+	secret, err = env.Client.CoreV1().Secrets(msNamespace).Get(ctx, "worker-user-data", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := secret.Data["userData"]; !bytes.Equal(bytes.TrimSpace(got), bytes.TrimSpace(newPointer)) {
+		t.Errorf("after applying the rotation the user-data Secret holds:\n%s\nwant:\n%s", got, newPointer)
+	}
+	for what, v := range map[string][]byte{"the Secret's value": []byte(ud), "the new pointer config": newPointer} {
+		sum := sha256.Sum256(v)
+		for name, out := range map[string][]byte{"plan JSON": planJSON, "saved plan": saved} {
+			if bytes.Contains(out, []byte("t0k3n")) || bytes.Contains(out, []byte("r0t4t3d")) {
+				t.Errorf("the %s holds a token", name)
+			}
+			if bytes.Contains(out, []byte(hex.EncodeToString(sum[:]))) {
+				t.Errorf("the %s holds the SHA-256 of %s", name, what)
+			}
+		}
 	}
 	if table := string(execMCP(t, dir, kc, "status")); !regexp.MustCompile(`(?m)MachineSet/` + msNamespace +
 		`/worker-a +worker +aws +ami-v3 +reconciled`).MatchString(table) {

@@ -118,19 +118,19 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		// The one Secret the agent reads, by name: the pools' command health checks.
 		"Role mcp-system/mcp-agent": {{APIGroups: []string{""}, Resources: []string{"secrets"},
 			ResourceNames: []string{protocol.HealthSecret}, Verbs: []string{"get"}}},
-		"Role mcp-system/mcp-server": {rule("", "secrets", "get", "list", "watch")},
+		"Role mcp-system/mcp-server": {rule("", "secrets", "list", "watch")}, // an informer; no get by name
 		// The drift runner reads, and only reads: Nodes, the state and rendered configs.
-		"ClusterRole /mcp-drift":    {rule("", "nodes", "get", "list", "watch")},
-		"Role mcp-system/mcp-drift": {rule("", "secrets", "get", "list", "watch")},
+		"ClusterRole /mcp-drift":    {rule("", "nodes", "list")},
+		"Role mcp-system/mcp-drift": {rule("", "secrets", "get", "list")},
 		"ClusterRole /mcp-apply": {
 			rule("", "nodes", "get", "list", "watch", "patch"), // no update: every write is a patch
 			rule("", "pods", "get", "list", "watch"),           // watch: a node's DaemonSet pods, a health gate
 			rule("", "pods/eviction", "create"),
 			rule("policy", "poddisruptionbudgets", "get", "list"),
 			rule("apps", "daemonsets", "get"),
-			rule("machine.openshift.io", "machinesets", "get", "list", "patch"),
+			rule("machine.openshift.io", "machinesets", "get", "list"), // patch: per namespace, deploy/machine-api
 			rule("cluster.x-k8s.io", "machinedeployments", "get", "list"),
-			{APIGroups: []string{"infrastructure.cluster.x-k8s.io"}, Verbs: []string{"get", "patch"},
+			{APIGroups: []string{"infrastructure.cluster.x-k8s.io"}, Verbs: []string{"get"},
 				Resources: []string{"awsmachinetemplates", "azuremachinetemplates", "dockermachinetemplates", "gcpmachinetemplates", "vspheremachinetemplates"}},
 		},
 		"Role mcp-system/mcp-apply": {rule("", "secrets", all...), rule("coordination.k8s.io", "leases", all...)},

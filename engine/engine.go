@@ -62,6 +62,9 @@ type Workspace struct {
 	// pointers are the pools' pointer configs for their user_data Secrets, built at the
 	// last refresh (observeUserData).
 	pointers map[string][]byte
+	// userDataSeen are the digests of the user_data Secrets' values as that refresh read
+	// them, whole: what their writes are conditional on. In memory only: they hash the token.
+	userDataSeen map[string]string
 }
 
 // Parts are the providers and state backends this build of mcp has, as each declares
@@ -219,8 +222,12 @@ func (w *Workspace) apiRequests() int64 {
 }
 
 // observe asks the provider for the fleet, without checking disks for drift.
-func (w *Workspace) observe(ctx context.Context) (*model.Fleet, error) {
-	fleet, err := w.Provider.Refresh(ctx)
+func (w *Workspace) observe(ctx context.Context, nodesOnly bool) (*model.Fleet, error) {
+	refresh := w.Provider.Refresh
+	if r, ok := w.Provider.(providers.NodesRefresher); ok && nodesOnly {
+		refresh = r.RefreshNodes
+	}
+	fleet, err := refresh(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("refreshing fleet: %w", err)
 	}
@@ -231,7 +238,13 @@ func (w *Workspace) observe(ctx context.Context) (*model.Fleet, error) {
 // (checked here when the provider checks disks on request; else as its agent reported it),
 // then its kernel arguments and OS image as the provider reports them (model.HostDrift).
 func (w *Workspace) refresh(ctx context.Context, st *state.State) (*model.Fleet, error) {
-	fleet, err := w.observe(ctx)
+	return w.refreshWith(ctx, st, false)
+}
+
+// refreshWith is refresh; nodesOnly observes only the nodes when the provider can (a
+// drift run: it reads no pods, budgets or templates).
+func (w *Workspace) refreshWith(ctx context.Context, st *state.State, nodesOnly bool) (*model.Fleet, error) {
+	fleet, err := w.observe(ctx, nodesOnly)
 	if err != nil {
 		return nil, err
 	}

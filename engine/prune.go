@@ -21,7 +21,7 @@ type Prune struct {
 // a node runs it or was told to move to it, an unfinished apply's journal names it, or the
 // configuration renders it now (the next plan's target).
 func (w *Workspace) Prunable(ctx context.Context, st *state.State) (*Prune, error) {
-	fleet, err := w.observe(ctx) // which configs nodes run, not their drift
+	fleet, err := w.observe(ctx, false) // which configs nodes run, not their drift
 	if err != nil {
 		return nil, err
 	}

@@ -38,7 +38,7 @@ func (w *Workspace) Drift(ctx context.Context) (*planner.DriftReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	fleet, err := w.refresh(ctx, st)
+	fleet, err := w.refreshWith(ctx, st, true)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mcpfleet/mcp/ignition"
@@ -53,8 +54,9 @@ func (w *Workspace) pointerConfigs() (map[string][]byte, error) {
 	return out, nil
 }
 
-// observeUserData reads each user_data Secret into the fleet (its digest), and keeps the
-// pointer configs to write in w.pointers. A user_data block needs a provider that holds
+// observeUserData reads each user_data Secret into the fleet (its digest, and whether its
+// token is the pool's), and keeps the pointer configs to write in w.pointers and the
+// digests of the values read, whole, in w.userDataSeen. A user_data block needs a provider that holds
 // Secrets.
 func (w *Workspace) observeUserData(ctx context.Context, fleet *model.Fleet) error {
 	want, err := w.pointerConfigs()
@@ -66,6 +68,7 @@ func (w *Workspace) observeUserData(ctx context.Context, fleet *model.Fleet) err
 	if !ok {
 		return fmt.Errorf("user_data needs a provider that holds Secrets (kubernetes); provider %q has none", w.Desired.Provider.Type)
 	}
+	seen := map[string]string{}
 	for i := range w.Desired.Pools {
 		u := w.Desired.Pools[i].BootImage.UserData
 		if u == nil {
@@ -75,21 +78,40 @@ func (w *Workspace) observeUserData(ctx context.Context, fleet *model.Fleet) err
 		if err != nil {
 			return fmt.Errorf("pool %s: reading user_data secret %s: %w", w.Desired.Pools[i].Name, u.SecretID(), err)
 		}
-		obj := model.UserDataObject{Pool: w.Desired.Pools[i].Name, Namespace: u.Namespace, Name: u.Name, Key: u.Key}
+		pool := w.Desired.Pools[i].Name
+		obj := model.UserDataObject{Pool: pool, Namespace: u.Namespace, Name: u.Name, Key: u.Key}
 		if ok {
-			obj.Digest = providers.Digest(v)
+			var token []string
+			obj.Digest, token = pointerDigest(v)
+			_, wantToken := pointerDigest(want[pool])
+			obj.TokenCurrent = slices.Equal(token, wantToken)
+			seen[pool] = providers.Digest(v)
 		}
 		fleet.UserData = append(fleet.UserData, obj)
 	}
-	w.pointers = want
+	w.pointers, w.userDataSeen = want, seen
 	return nil
+}
+
+// pointerDigest is how plans name a user-data value: the digest of the value with its
+// header values (the token) left out, and those values, which stay in memory. The token is
+// left out rather than the digest keyed: a key would have to outlive the plan (apply
+// compares digests with a saved plan's) yet stay out of it, and neither state nor plan is a
+// secret's place (docs/decisions.md). A value that is not JSON is no pointer config mcp
+// wrote, and is hashed whole.
+func pointerDigest(b []byte) (digest string, token []string) {
+	r, token, ok := ignition.RedactPointer(b)
+	if !ok {
+		return providers.Digest(b), nil
+	}
+	return providers.Digest(r), token
 }
 
 // pointerDigests are the digests of w.pointers, by pool, for the planner.
 func (w *Workspace) pointerDigests() map[string]string {
 	out := make(map[string]string, len(w.pointers))
 	for pool, b := range w.pointers {
-		out[pool] = providers.Digest(b)
+		out[pool], _ = pointerDigest(b)
 	}
 	return out
 }
@@ -101,12 +123,14 @@ func (a *applier) setUserData(ctx context.Context, bp *planner.BootImagePlan) er
 		return nil
 	}
 	b := a.w.pointers[bp.Pool]
-	if b == nil || providers.Digest(b) != ud.To {
+	if d, _ := pointerDigest(b); b == nil || d != ud.To {
 		return errors.New("its pointer config is not the one planned") // rederive makes this unreachable
 	}
 	store, ok := a.w.Provider.(providers.UserDataStore)
 	if !ok {
 		return errors.New("this provider holds no Secrets")
 	}
-	return store.SetUserData(ctx, ud.Namespace, ud.Name, ud.Key, b, ud.From)
+	// The write is conditional on the whole value this apply's refresh read (token and
+	// all), which the plan cannot carry: a Secret changed since is an error.
+	return store.SetUserData(ctx, ud.Namespace, ud.Name, ud.Key, b, a.w.userDataSeen[bp.Pool])
 }

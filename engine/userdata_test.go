@@ -1,7 +1,11 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/mcpfleet/mcp/engine/config"
+	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers"
 )
@@ -110,8 +115,31 @@ pool "edge" {
 	// A renewed token is a planned update of the Secret.
 	os.WriteFile(filepath.Join(dir, "token"), []byte("t0k3n-2\n"), 0o600)
 	u := userData(w)
-	if u.Action != planner.UserDataUpdate || u.From != providers.Digest([]byte(v)) {
+	if u.Action != planner.UserDataUpdate || !u.TokenChanged || u.From != u.To {
 		t.Errorf("renewed token: %+v", u)
+	}
+	// Neither the token nor an unkeyed hash of anything holding it is in the saved plan:
+	// nothing against which a guessed token could be checked offline.
+	pf, _ = w.Plan(ctx, st)
+	saved := filepath.Join(t.TempDir(), "plan")
+	if err := planfile.Write(saved, pf); err != nil {
+		t.Fatal(err)
+	}
+	planBytes, _ := os.ReadFile(saved)
+	want, _ := w.pointerConfigs()
+	for what, secret := range map[string][]byte{"the token": []byte("t0k3n-2"), "the old token": []byte("t0k3n-1"),
+		"the Secret's value": []byte(v), "the pointer config": want["edge"]} {
+		if what == "the token" || what == "the old token" {
+			if bytes.Contains(planBytes, secret) {
+				t.Errorf("the saved plan holds %s", what)
+			}
+		}
+		sum := sha256.Sum256(secret)
+		for _, enc := range []string{hex.EncodeToString(sum[:]), base64.StdEncoding.EncodeToString(sum[:]), base64.RawURLEncoding.EncodeToString(sum[:])} {
+			if bytes.Contains(planBytes, []byte(enc)) {
+				t.Errorf("the saved plan holds the SHA-256 of %s (%s)", what, enc)
+			}
+		}
 	}
 	// The Secret edited by hand after the plan: the saved plan is stale, nothing written.
 	pf, _ = w.Plan(ctx, st)
@@ -121,5 +149,21 @@ pool "edge" {
 	}
 	if got := string(store.secrets["openshift-machine-api/edge-user-data/userData"]); got != "hand-edited" {
 		t.Errorf("stale apply overwrote the Secret: %s", got)
+	}
+
+	// A token rotated with nothing else changed: the update is planned and applied, once.
+	store.secrets["openshift-machine-api/edge-user-data/userData"] = []byte(v)
+	if u := userData(w); u.Action != planner.UserDataUpdate || !u.TokenChanged {
+		t.Fatalf("rotated token: %+v", u)
+	}
+	pf, _ = w.Plan(ctx, st)
+	if _, err := w.Apply(ctx, st, pf, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(store.secrets["openshift-machine-api/edge-user-data/userData"]); !strings.Contains(got, `"value": "Bearer t0k3n-2"`) {
+		t.Errorf("after the rotation's apply the Secret holds:\n%s", got)
+	}
+	if u := userData(w); u.Action != planner.UserDataNoOp || u.TokenChanged {
+		t.Errorf("after the rotation's apply: %+v", u)
 	}
 }

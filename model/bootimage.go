@@ -230,6 +230,11 @@ type UserDataObject struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	Key       string `json:"key"`
-	// Digest is "sha256:<hex>" of the key's value; "" when the Secret or the key is absent.
+	// Digest is "sha256:<hex>" of the key's value with its HTTP header values (the bearer
+	// token) left out (ignition.RedactPointer); "" when the Secret or the key is absent.
+	// Nothing from which a guessed token could be checked is kept: plans are shared.
 	Digest string `json:"digest,omitempty"`
+	// TokenCurrent is true when the header values left out are the ones the pool's pointer
+	// config carries now (compared in memory, at refresh).
+	TokenCurrent bool `json:"token_current,omitempty"`
 }

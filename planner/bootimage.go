@@ -41,15 +41,18 @@ type BootImagePlan struct {
 }
 
 // UserDataPlan is what apply does to a pool's user-data Secret: make its key hold the
-// pool's pointer config. From and To are digests ("sha256:…"); From is "" when the Secret
-// or its key does not exist. The config itself (it may hold a token) is not in the plan.
+// pool's pointer config. From and To are digests ("sha256:…") of the config with its token
+// left out; From is "" when the Secret or its key does not exist. TokenChanged says the
+// Secret's token is not the pool's: the token, and any unkeyed hash of it, stays out of the
+// plan.
 type UserDataPlan struct {
-	Namespace string         `json:"namespace"`
-	Name      string         `json:"name"`
-	Key       string         `json:"key"`
-	From      string         `json:"from,omitempty"`
-	To        string         `json:"to"`
-	Action    UserDataAction `json:"action"`
+	Namespace    string         `json:"namespace"`
+	Name         string         `json:"name"`
+	Key          string         `json:"key"`
+	From         string         `json:"from,omitempty"`
+	To           string         `json:"to"`
+	TokenChanged bool           `json:"token_changed,omitempty"`
+	Action       UserDataAction `json:"action"`
 }
 
 // UserDataAction is what apply does to a user-data Secret.
@@ -260,10 +263,10 @@ func planUserData(in Input, pool *model.Pool) *UserDataPlan {
 	up := &UserDataPlan{Namespace: u.Namespace, Name: u.Name, Key: u.Key, To: in.UserData[pool.Name], Action: UserDataCreate}
 	for _, o := range in.Fleet.UserData {
 		if o.Pool == pool.Name && o.Digest != "" {
-			up.From, up.Action = o.Digest, UserDataUpdate
+			up.From, up.TokenChanged, up.Action = o.Digest, !o.TokenCurrent, UserDataUpdate
 		}
 	}
-	if up.From == up.To {
+	if up.From == up.To && !up.TokenChanged {
 		up.Action = UserDataNoOp
 	}
 	return up

@@ -18,8 +18,9 @@ type Input struct {
 	Pointers map[string]string
 	// BootImages is the state's boot image per pool (what apply last made new nodes boot).
 	BootImages map[string]model.BootImageDef
-	// UserData is the digest of the pointer config each pool's user_data Secret must hold
-	// (the engine builds it; Fleet.UserData has what the Secrets hold).
+	// UserData is the digest of the pointer config each pool's user_data Secret must hold,
+	// its token left out (the engine builds it; Fleet.UserData has what the Secrets hold,
+	// and whether their token is the pool's).
 	UserData map[string]string
 	Fleet    *model.Fleet
 	// Journal is the progress of an apply that did not finish, by node name.

@@ -63,6 +63,14 @@ type FileReader interface {
 	ReadNodeFile(ctx context.Context, node, path string, max int64) ([]byte, error)
 }
 
+// NodesRefresher is implemented by providers that can observe the nodes alone. A drift run
+// needs nothing else (no pods, budgets or machine templates), so its identity needs read
+// access to nothing else (deploy/30-drift.yaml); without it, drift refreshes everything.
+type NodesRefresher interface {
+	// RefreshNodes is Refresh with only Fleet.Nodes filled in.
+	RefreshNodes(ctx context.Context) (*model.Fleet, error)
+}
+
 // NodeObserver is implemented by providers that can observe some nodes without a whole
 // refresh. Apply uses it to count a pool's unavailable nodes, live, before it starts each
 // node; without it, apply refreshes the whole fleet instead.

@@ -3,8 +3,8 @@
 # kube-controller-manager, etcd, kwok — from the Go module proxy, once per version, into
 # bin/k8s-<versions>/ (bin/ is not committed), and writes kwok's Stage configuration there
 # as kwok-stages.yaml (acceptance/k8senv reads it). Cached: a second run only checks files.
-# `build-k8s-tools.sh kubectl` builds only kubectl (same version and ldflags), which only
-# `make bench-kube` needs, so `make test` does not pay for it.
+# `build-k8s-tools.sh kubectl` builds only kubectl (same version and ldflags), which the
+# acceptance tests run as users do (make test) and `make bench-kube` measures.
 # See shared recipe k8s-control-plane.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."

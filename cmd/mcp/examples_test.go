@@ -6,17 +6,23 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/mcpfleet/mcp/deploy"
 	"github.com/mcpfleet/mcp/engine/config"
 )
 
@@ -30,6 +36,7 @@ func TestDriftExamplesRun(t *testing.T) {
 	}
 	var job *batchv1.CronJob
 	var cm *corev1.ConfigMap
+	rules := map[string][]rbacv1.PolicyRule{} // "Kind name": the example's RBAC
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 	for {
 		doc, err := r.Read()
@@ -48,7 +55,36 @@ func TestDriftExamplesRun(t *testing.T) {
 			job = o
 		case *corev1.ConfigMap:
 			cm = o
+		case *rbacv1.ClusterRole:
+			rules["ClusterRole "+o.Name] = o.Rules
+		case *rbacv1.Role:
+			rules["Role "+o.Name] = o.Rules
 		}
+	}
+	// The example's roles carry deploy/'s names: applying one over the other must not
+	// change what the drift runner may do.
+	objs, err := deploy.Render()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		u := &unstructured.Unstructured{Object: o}
+		key := u.GetKind() + " " + u.GetName()
+		ex, ok := rules[key]
+		if !ok || (u.GetKind() != "ClusterRole" && u.GetKind() != "Role") {
+			continue
+		}
+		var r rbacv1.ClusterRole // a Role's rules decode the same
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o, &r); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(r.Rules, ex); d != "" {
+			t.Errorf("examples/drift/cronjob.yaml's %s differs from deploy/'s (-deploy +example):\n%s", key, d)
+		}
+		delete(rules, key)
+	}
+	if len(rules) != 0 {
+		t.Errorf("examples/drift/cronjob.yaml's roles %v are not deploy/'s", slices.Collect(maps.Keys(rules)))
 	}
 	if job == nil || cm == nil {
 		t.Fatal("cronjob.yaml lacks the CronJob or its ConfigMap")

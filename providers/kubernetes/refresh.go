@@ -36,16 +36,7 @@ const activePods = "spec.nodeName!=,status.phase!=" + string(corev1.PodSucceeded
 func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 	f := &model.Fleet{Nodes: []model.Node{}}
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		return p.each(ctx, "nodes", metav1.ListOptions{},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return p.client.CoreV1().Nodes().List(ctx, o)
-			},
-			func(obj runtime.Object) error {
-				f.Nodes = append(f.Nodes, nodeOf(obj.(*corev1.Node)))
-				return nil
-			})
-	})
+	g.Go(func() error { return p.listNodes(ctx, f) })
 	g.Go(func() error {
 		return p.each(ctx, "pods", metav1.ListOptions{FieldSelector: activePods},
 			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -76,7 +67,6 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(f.Nodes, func(a, b model.Node) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(f.Pods, func(a, b model.Pod) int {
 		return cmp2(a.Namespace, b.Namespace, a.Name, b.Name)
 	})
@@ -84,6 +74,30 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 		return cmp2(a.Namespace, b.Namespace, a.Name, b.Name)
 	})
 	return f, nil
+}
+
+// RefreshNodes lists the nodes alone (providers.NodesRefresher): what a drift run reads,
+// with a get/list on nodes and nothing else.
+func (p *Provider) RefreshNodes(ctx context.Context) (*model.Fleet, error) {
+	f := &model.Fleet{Nodes: []model.Node{}}
+	if err := p.listNodes(ctx, f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// listNodes fills f.Nodes with every node, sorted by name, from one paged LIST.
+func (p *Provider) listNodes(ctx context.Context, f *model.Fleet) error {
+	err := p.each(ctx, "nodes", metav1.ListOptions{},
+		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return p.client.CoreV1().Nodes().List(ctx, o)
+		},
+		func(obj runtime.Object) error {
+			f.Nodes = append(f.Nodes, nodeOf(obj.(*corev1.Node)))
+			return nil
+		})
+	slices.SortFunc(f.Nodes, func(a, b model.Node) int { return strings.Compare(a.Name, b.Name) })
+	return err
 }
 
 func cmp2(a1, b1, a2, b2 string) int {

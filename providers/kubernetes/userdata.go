@@ -54,8 +54,9 @@ func (p *Provider) SetUserData(ctx context.Context, namespace, name, key string,
 		now = providers.Digest(v)
 	}
 	if now != from {
-		return fmt.Errorf("secret %s/%s key %s changed since the plan (it holds %s, the plan saw %s): run mcp plan again",
-			namespace, name, key, orNone(now), orNone(from))
+		// Not the digests: they hash the token, and errors end up in CI logs.
+		return fmt.Errorf("secret %s/%s key %s changed since it was read for this plan: run mcp plan again",
+			namespace, name, key)
 	}
 	if s.Data == nil {
 		s.Data = map[string][]byte{}
@@ -67,17 +68,11 @@ func (p *Provider) SetUserData(ctx context.Context, namespace, name, key string,
 	return nil
 }
 
-func orNone(d string) string {
-	if d == "" {
-		return "nothing"
-	}
-	return d
-}
-
 func userDataErr(verb, namespace, name string, err error) error {
 	if apierrors.IsForbidden(err) {
-		return fmt.Errorf("%s secret %s/%s: forbidden: mcp apply needs get, create and update on secrets in namespace %s (docs/kubernetes.md, \"Boot images\"): %w",
-			verb, namespace, name, namespace, err)
+		return fmt.Errorf("%s secret %s/%s: forbidden: mcp apply needs %s on it (get and update by name; create only if it does not exist: "+
+			"deploy/machine-api/openshift grants get and update on worker-user-data and master-user-data; docs/kubernetes.md, \"Boot images\"): %w",
+			verb, namespace, name, verb, err)
 	}
 	return fmt.Errorf("%s secret %s/%s: %w", verb, namespace, name, err)
 }

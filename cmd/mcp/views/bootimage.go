@@ -50,7 +50,7 @@ func writeBootImages(w io.Writer, c painter, p *planner.Plan) {
 		}
 		if u := b.UserData; u != nil && u.Action != planner.UserDataNoOp && !b.Kept {
 			fmt.Fprintf(w, "  %s user_data Secret %s/%s[%s]: %s the pointer config (%s)\n", c.yellow(symInPlace), u.Namespace, u.Name, u.Key,
-				u.Action, digestChange(u.From, u.To))
+				u.Action, digestChange(u.From, u.To)+tokenChange(u.TokenChanged))
 		}
 		if b.FirstBootPivot {
 			fmt.Fprintf(w, "  %s new nodes boot boot_image.%s (OS image %s) and pivot to %s at first boot, before they join (one reboot)\n",
@@ -135,7 +135,7 @@ func bootImageChanges(p *planner.Plan) []resourceChange {
 				before = userDataValue{Secret: u.Namespace + "/" + u.Name, Key: u.Key, Digest: u.From}
 			}
 			out = append(out, resourceChange{Address: "user_data." + b.Pool, Mode: "managed", Type: "mcp_user_data", Name: b.Pool,
-				Change: change{Actions: []string{act}, Before: before, After: userDataValue{Secret: u.Namespace + "/" + u.Name, Key: u.Key, Digest: u.To}}})
+				Change: change{Actions: []string{act}, Before: before, After: userDataValue{Secret: u.Namespace + "/" + u.Name, Key: u.Key, Digest: u.To, TokenChanged: u.TokenChanged}}})
 		}
 		for _, tp := range b.Templates {
 			act, after := "no-op", tp.From
@@ -225,10 +225,19 @@ func digestChange(from, to string) string {
 	return short(from) + " → " + short(to)
 }
 
+func tokenChange(changed bool) string {
+	if changed {
+		return "; a new token"
+	}
+	return ""
+}
+
 // userDataValue is a user-data Secret resource's before and after in the plan JSON: the
-// digest of its key's value (the value may hold a token: it is not in the plan).
+// digest of its key's value with the token left out (the token is not in the plan, nor
+// anything to check a guess of it against); the after value says when the token changes.
 type userDataValue struct {
-	Secret string `json:"secret"`
-	Key    string `json:"key"`
-	Digest string `json:"digest"`
+	Secret       string `json:"secret"`
+	Key          string `json:"key"`
+	Digest       string `json:"digest"`
+	TokenChanged bool   `json:"token_changed,omitempty"`
 }
