@@ -32,7 +32,11 @@ const installSection = "## deploy/: install from zero"
 // installCommands are the commands of the ```sh blocks of docs/kubernetes.md's install
 // section, in order, a line ending in a backslash joined with the next: the test reads the
 // page, so the page and the test cannot drift apart.
-func installCommands(t *testing.T) []string {
+func installCommands(t *testing.T) []string { return sectionCommands(t, installSection) }
+
+// sectionCommands are the commands of the ```sh blocks of docs/kubernetes.md's section
+// under the heading (up to the next ## or ### heading), as installCommands.
+func sectionCommands(t *testing.T, heading string) []string {
 	t.Helper()
 	b, err := os.ReadFile("../docs/kubernetes.md")
 	if err != nil {
@@ -44,7 +48,7 @@ func installCommands(t *testing.T) []string {
 	for sc.Scan() {
 		line := sc.Text()
 		switch {
-		case line == installSection:
+		case line == heading:
 			in = true
 			continue
 		case in && !block && (strings.HasPrefix(line, "## ") || strings.HasPrefix(line, "### ")):
@@ -67,7 +71,7 @@ func installCommands(t *testing.T) []string {
 		}
 	}
 	if len(cmds) == 0 {
-		t.Fatalf("docs/kubernetes.md: no ```sh blocks under %q", installSection)
+		t.Fatalf("docs/kubernetes.md: no ```sh blocks under %q", heading)
 	}
 	return cmds
 }
@@ -252,6 +256,9 @@ func TestInstallFromZero(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(scm.Data["main.hcl"], `namespace = "mcp-state"`) {
+		t.Errorf("ConfigMap mcp-server-config does not keep the state in mcp-state:\n%s", scm.Data["main.hcl"])
+	}
 	for name, data := range scm.Data {
 		os.WriteFile(filepath.Join(srv, name), []byte(data), 0o644)
 	}
@@ -294,6 +301,18 @@ func TestInstallFromZero(t *testing.T) {
 		if got, err := status(c.path, c.auth); err != nil || got != c.want {
 			t.Errorf("GET %s (Authorization %q): %d %v, want %d", c.path, c.auth, got, err, c.want)
 		}
+	}
+	// Once apply (as mcp-apply, with the page's configuration) has written the state to
+	// mcp-state, the server, as mcp-server, reads it there and serves the pool's config.
+	apply := exec.Command(mcpBinary(t), "-chdir="+filepath.Join(work, "config"), "apply", "-auto-approve", "-no-color")
+	apply.Env = append(os.Environ(), "KUBECONFIG="+env.KubeconfigFor(t, "mcp-system", "mcp-apply"))
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("mcp apply as mcp-apply: %v\n%s", err, out)
+	}
+	waitUntil(t, 30*time.Second, func() bool { got, _ := status("/readyz", ""); return got == 200 },
+		func() string { return "mcp serve as mcp-server never read the state in mcp-state\n" + log.String() })
+	if got, err := status("/config/worker", "Bearer "+token); err != nil || got != 200 {
+		t.Errorf("GET /config/worker with the token: %d %v, want 200\n%s", got, err, log.String())
 	}
 }
 

@@ -120,15 +120,18 @@ config "10-motd" {
 		verb, group, resource, name, ns string
 		allowed                         bool
 	}{
-		{"list", "", "nodes", "", "", true}, {"get", "", "secrets", protocol.StateSecret, "mcp-system", true},
-		{"list", "", "secrets", "", "mcp-system", true},
+		{"list", "", "nodes", "", "", true}, {"get", "", "secrets", protocol.StateSecret, "mcp-state", true},
+		{"list", "", "secrets", "", "mcp-state", true},
 		{"get", "", "nodes", "worker-0", "", false}, {"watch", "", "nodes", "", "", false},
 		{"patch", "", "nodes", "worker-0", "", false}, {"update", "", "nodes", "worker-0", "", false},
 		{"patch", "", "nodes/status", "worker-0", "", false}, {"delete", "", "nodes", "worker-0", "", false},
-		{"create", "", "secrets", "", "mcp-system", false}, {"update", "", "secrets", protocol.StateSecret, "mcp-system", false},
-		{"patch", "", "secrets", protocol.StateSecret, "mcp-system", false}, {"delete", "", "secrets", protocol.StateSecret, "mcp-system", false},
-		{"watch", "", "secrets", "", "mcp-system", false}, {"get", "", "secrets", "", "kube-system", false},
-		{"create", "coordination.k8s.io", "leases", "", "mcp-system", false}, {"update", "coordination.k8s.io", "leases", "mcp-state-lock", "mcp-system", false},
+		{"create", "", "secrets", "", "mcp-state", false}, {"update", "", "secrets", protocol.StateSecret, "mcp-state", false},
+		{"patch", "", "secrets", protocol.StateSecret, "mcp-state", false}, {"delete", "", "secrets", protocol.StateSecret, "mcp-state", false},
+		{"watch", "", "secrets", "", "mcp-state", false}, {"get", "", "secrets", "", "kube-system", false},
+		{"create", "coordination.k8s.io", "leases", "", "mcp-state", false}, {"update", "coordination.k8s.io", "leases", "mcp-state-lock", "mcp-state", false},
+		// Nothing of mcp-system's Secrets: the boot server's TLS key and token, the command checks.
+		{"list", "", "secrets", "", "mcp-system", false}, {"get", "", "secrets", "mcp-server-tls", "mcp-system", false},
+		{"get", "", "secrets", "mcp-server-token", "mcp-system", false}, {"get", "", "secrets", protocol.HealthSecret, "mcp-system", false},
 		{"list", "", "pods", "", "", false}, {"create", "", "pods/eviction", "", "default", false},
 		{"list", "policy", "poddisruptionbudgets", "", "", false}, {"patch", "machine.openshift.io", "machinesets", "", "openshift-machine-api", false},
 	} {
@@ -136,9 +139,16 @@ config "10-motd" {
 			t.Errorf("mcp-drift: %s %s/%s %s in %q: allowed=%v, want %v", ch.verb, ch.group, ch.resource, ch.name, ch.ns, got, ch.allowed)
 		}
 	}
-	// And the apiserver agrees when it is tried: a real patch of a Node is refused.
+	// And the apiserver agrees when it is tried: a real patch of a Node is refused, and so
+	// is reading the boot server's token or listing mcp-system's Secrets.
 	_, err = cs.CoreV1().Nodes().Patch(ctx, "worker-1", types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{})
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("mcp-drift patching a Node: %v, want Forbidden", err)
+	}
+	if _, err := cs.CoreV1().Secrets("mcp-system").Get(ctx, "mcp-server-token", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("mcp-drift getting Secret mcp-system/mcp-server-token: %v, want Forbidden", err)
+	}
+	if _, err := cs.CoreV1().Secrets("mcp-system").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("mcp-drift listing the Secrets of mcp-system: %v, want Forbidden", err)
 	}
 }

@@ -359,7 +359,7 @@ func (c *kubeCluster) waitNode(t *testing.T, within time.Duration, what string, 
 // state reads the state as apply stored it, its journal replayed.
 func (c *kubeCluster) state(t *testing.T) *state.State {
 	t.Helper()
-	st, err := kubestate.New(c.env.Client, "mcp-system", kubestate.Options{}).Read(context.Background())
+	st, err := kubestate.New(c.env.Client, "mcp-state", kubestate.Options{}).Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

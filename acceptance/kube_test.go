@@ -96,7 +96,7 @@ const kubeMain = `provider "kubernetes" {}
 
 state {
   backend   = "kubernetes"
-  namespace = "mcp-system"
+  namespace = "mcp-state"
 }
 
 variable "ntp_server" { default = "time.example.com" }
@@ -450,7 +450,7 @@ func TestKubeRolloutWithAgents(t *testing.T) {
 	// A rendered config nothing uses (an earlier rollout's) is pruned, as mcp-apply; the
 	// pools' configs stay and the boot server goes on serving them.
 	ctx := context.Background()
-	b := kubestate.New(c.env.Client, "mcp-system", kubestate.Options{})
+	b := kubestate.New(c.env.Client, "mcp-state", kubestate.Options{})
 	st, err := b.Read(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -466,7 +466,7 @@ func TestKubeRolloutWithAgents(t *testing.T) {
 		!strings.Contains(out, "- "+earlier.Name) || !strings.Contains(out, "Pruned 1 rendered config.") {
 		t.Errorf("prune: exit %d\n%s", code, out)
 	}
-	after, err := kubestate.New(c.env.Client, "mcp-system", kubestate.Options{}).Read(ctx)
+	after, err := kubestate.New(c.env.Client, "mcp-state", kubestate.Options{}).Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -568,7 +568,7 @@ func TestKubeLockLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Process.Kill()
-	leases := c.env.Client.CoordinationV1().Leases("mcp-system")
+	leases := c.env.Client.CoordinationV1().Leases("mcp-state")
 	waitUntil(t, 60*time.Second, func() bool {
 		_, err := leases.Get(context.Background(), protocol.LockLease, metav1.GetOptions{})
 		return err == nil
@@ -612,18 +612,24 @@ func TestKubeDeployRBAC(t *testing.T) {
 			{"get", "", "nodes", "", "", true}, {"watch", "", "nodes", "", "", true}, {"patch", "", "nodes", "", "", true},
 			{"delete", "", "nodes", "", "", false}, {"update", "", "nodes", "status", "", false},
 			{"list", "", "pods", "", "", false}, {"get", "", "secrets", "", "mcp-system", false},
+			{"get", "", "secrets", "", "mcp-state", false}, {"list", "", "secrets", "", "mcp-state", false},
 			{"create", "", "pods", "eviction", "demo", false},
 		},
+		// The state's readers read the Secrets of mcp-state, and none of mcp-system (below).
 		"mcp-server": {
-			{"list", "", "secrets", "", "mcp-system", true}, {"watch", "", "secrets", "", "mcp-system", true},
-			{"get", "", "secrets", "", "mcp-system", false}, // an informer: nothing by name
-			{"get", "", "secrets", "", "kube-system", false}, {"create", "", "secrets", "", "mcp-system", false},
+			{"list", "", "secrets", "", "mcp-state", true}, {"watch", "", "secrets", "", "mcp-state", true},
+			{"get", "", "secrets", "", "mcp-state", false}, // an informer: nothing by name
+			{"list", "", "secrets", "", "mcp-system", false}, {"watch", "", "secrets", "", "mcp-system", false},
+			{"get", "", "secrets", "", "kube-system", false}, {"create", "", "secrets", "", "mcp-state", false},
 			{"patch", "", "nodes", "", "", false}, {"list", "", "pods", "", "", false},
 		},
 		"mcp-apply": {
 			{"patch", "", "nodes", "", "", true}, {"list", "", "pods", "", "", true},
 			{"create", "", "pods", "eviction", "demo", true}, {"list", "policy", "poddisruptionbudgets", "", "", true},
-			{"update", "coordination.k8s.io", "leases", "", "mcp-system", true}, {"create", "", "secrets", "", "mcp-system", true},
+			{"update", "coordination.k8s.io", "leases", "", "mcp-state", true}, {"create", "", "secrets", "", "mcp-state", true},
+			{"list", "", "secrets", "", "mcp-state", true}, {"delete", "", "secrets", "", "mcp-state", true},
+			// In mcp-system the command checks alone (below): no list, no lock there.
+			{"list", "", "secrets", "", "mcp-system", false}, {"update", "coordination.k8s.io", "leases", "", "mcp-system", false},
 			{"get", "", "secrets", "", "kube-system", false}, {"delete", "", "pods", "", "demo", false},
 			{"delete", "", "nodes", "", "", false}, {"create", "coordination.k8s.io", "leases", "", "kube-system", false},
 			{"update", "", "nodes", "", "", false}, // every write to a Node is a patch
@@ -640,11 +646,12 @@ func TestKubeDeployRBAC(t *testing.T) {
 		// The drift runner reads what drift needs (Nodes, the state's Secrets) and writes
 		// nothing (TestKubeDriftRunner runs it with these rights).
 		"mcp-drift": {
-			{"list", "", "nodes", "", "", true}, {"watch", "", "nodes", "", "", false}, {"get", "", "secrets", "", "mcp-system", true},
-			{"list", "", "secrets", "", "mcp-system", true}, {"watch", "", "secrets", "", "mcp-system", false},
-			{"patch", "", "nodes", "", "", false}, {"update", "", "nodes", "", "", false}, {"create", "", "secrets", "", "mcp-system", false},
-			{"update", "", "secrets", "", "mcp-system", false}, {"get", "", "secrets", "", "kube-system", false},
-			{"create", "coordination.k8s.io", "leases", "", "mcp-system", false}, {"list", "", "pods", "", "", false},
+			{"list", "", "nodes", "", "", true}, {"watch", "", "nodes", "", "", false}, {"get", "", "secrets", "", "mcp-state", true},
+			{"list", "", "secrets", "", "mcp-state", true}, {"watch", "", "secrets", "", "mcp-state", false},
+			{"get", "", "secrets", "", "mcp-system", false}, {"list", "", "secrets", "", "mcp-system", false},
+			{"patch", "", "nodes", "", "", false}, {"update", "", "nodes", "", "", false}, {"create", "", "secrets", "", "mcp-state", false},
+			{"update", "", "secrets", "", "mcp-state", false}, {"get", "", "secrets", "", "kube-system", false},
+			{"create", "coordination.k8s.io", "leases", "", "mcp-state", false}, {"list", "", "pods", "", "", false},
 		},
 	}
 	for sa, checks := range cases {
@@ -669,6 +676,26 @@ func TestKubeDeployRBAC(t *testing.T) {
 	} {
 		if got := selfCanNamed(t, apply, ch.verb, "", "secrets", ch.name, "openshift-machine-api"); got != ch.allowed {
 			t.Errorf("mcp-apply: %s secret %q in openshift-machine-api: allowed=%v, want %v", ch.verb, ch.name, got, ch.allowed)
+		}
+	}
+	// The Secrets of mcp-system by name: the boot server's TLS key and token are mounted
+	// into its pods, never read through the API, and only the agents read the command
+	// checks, which only apply writes; the state's readers read none of them.
+	for _, ch := range []struct {
+		sa, verb, name string
+		allowed        bool
+	}{
+		{"mcp-server", "get", "mcp-server-tls", false}, {"mcp-server", "get", "mcp-server-token", false},
+		{"mcp-server", "get", protocol.HealthSecret, false},
+		{"mcp-drift", "get", "mcp-server-tls", false}, {"mcp-drift", "get", "mcp-server-token", false},
+		{"mcp-drift", "get", protocol.HealthSecret, false},
+		{"mcp-apply", "get", "mcp-server-tls", false}, {"mcp-apply", "get", "mcp-server-token", false},
+		{"mcp-apply", "update", "mcp-server-tls", false}, {"mcp-apply", "delete", protocol.HealthSecret, false},
+		{"mcp-apply", "get", protocol.HealthSecret, true}, {"mcp-apply", "update", protocol.HealthSecret, true},
+	} {
+		cs := env.ClientAs(t, "system:serviceaccount:mcp-system:"+ch.sa, "system:serviceaccounts", "system:serviceaccounts:mcp-system")
+		if got := selfCanNamed(t, cs, ch.verb, "", "secrets", ch.name, "mcp-system"); got != ch.allowed {
+			t.Errorf("%s: %s secret %s in mcp-system: allowed=%v, want %v", ch.sa, ch.verb, ch.name, got, ch.allowed)
 		}
 	}
 	// Of the Secrets, the agent may get the pools' command checks, by name, and no other:

@@ -205,7 +205,7 @@ func TestStatusCountsFollowALocalRollout(t *testing.T) {
 func kubeCounts(t *testing.T, c *kubeCluster) (raw string, counts []poolCounts) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := kubestate.New(c.env.Client, "mcp-system", kubestate.Options{}).Read(ctx)
+	st, err := kubestate.New(c.env.Client, "mcp-state", kubestate.Options{}).Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

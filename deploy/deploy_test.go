@@ -93,9 +93,11 @@ func TestManifestsDecode(t *testing.T) {
 		"ClusterRoleBinding /mcp-agent", "ClusterRoleBinding /mcp-apply", "ClusterRoleBinding /mcp-drift",
 		"ConfigMap mcp-system/mcp-server-config",
 		"DaemonSet mcp-system/mcp-agent", "Deployment mcp-system/mcp-drift", "Deployment mcp-system/mcp-server",
-		"Namespace /mcp-system",
-		"Role mcp-system/mcp-agent", "Role mcp-system/mcp-apply", "Role mcp-system/mcp-drift", "Role mcp-system/mcp-server",
-		"RoleBinding mcp-system/mcp-agent", "RoleBinding mcp-system/mcp-apply", "RoleBinding mcp-system/mcp-drift", "RoleBinding mcp-system/mcp-server",
+		"Namespace /mcp-state", "Namespace /mcp-system",
+		"Role mcp-state/mcp-apply", "Role mcp-state/mcp-drift", "Role mcp-state/mcp-server",
+		"Role mcp-system/mcp-agent", "Role mcp-system/mcp-apply",
+		"RoleBinding mcp-state/mcp-apply", "RoleBinding mcp-state/mcp-drift", "RoleBinding mcp-state/mcp-server",
+		"RoleBinding mcp-system/mcp-agent", "RoleBinding mcp-system/mcp-apply",
 		"Service mcp-system/mcp-drift-metrics", "Service mcp-system/mcp-server",
 		"ServiceAccount mcp-system/mcp-agent", "ServiceAccount mcp-system/mcp-apply", "ServiceAccount mcp-system/mcp-drift", "ServiceAccount mcp-system/mcp-server",
 		"ValidatingAdmissionPolicy /mcp-agent-own-node", "ValidatingAdmissionPolicyBinding /mcp-agent-own-node",
@@ -118,10 +120,12 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		// The one Secret the agent reads, by name: the pools' command health checks.
 		"Role mcp-system/mcp-agent": {{APIGroups: []string{""}, Resources: []string{"secrets"},
 			ResourceNames: []string{protocol.HealthSecret}, Verbs: []string{"get"}}},
-		"Role mcp-system/mcp-server": {rule("", "secrets", "list", "watch")}, // an informer; no get by name
+		// The state's readers read Secrets in mcp-state only, which holds the state alone:
+		// nothing in mcp-system (its TLS key, token and command checks).
+		"Role mcp-state/mcp-server": {rule("", "secrets", "list", "watch")}, // an informer; no get by name
 		// The drift runner reads, and only reads: Nodes, the state and rendered configs.
-		"ClusterRole /mcp-drift":    {rule("", "nodes", "list")},
-		"Role mcp-system/mcp-drift": {rule("", "secrets", "get", "list")},
+		"ClusterRole /mcp-drift":   {rule("", "nodes", "list")},
+		"Role mcp-state/mcp-drift": {rule("", "secrets", "get", "list")},
 		"ClusterRole /mcp-apply": {
 			rule("", "nodes", "get", "list", "watch", "patch"), // no update: every write is a patch
 			rule("", "pods", "get", "list", "watch"),           // watch: a node's DaemonSet pods, a health gate
@@ -133,7 +137,11 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 			{APIGroups: []string{"infrastructure.cluster.x-k8s.io"}, Verbs: []string{"get"},
 				Resources: []string{"awsmachinetemplates", "azuremachinetemplates", "dockermachinetemplates", "gcpmachinetemplates", "vspheremachinetemplates"}},
 		},
-		"Role mcp-system/mcp-apply": {rule("", "secrets", all...), rule("coordination.k8s.io", "leases", all...)},
+		"Role mcp-state/mcp-apply": {rule("", "secrets", all...), rule("coordination.k8s.io", "leases", all...)},
+		// In mcp-system the command checks alone, by name; create cannot be narrowed to one.
+		"Role mcp-system/mcp-apply": {{APIGroups: []string{""}, Resources: []string{"secrets"},
+			ResourceNames: []string{protocol.HealthSecret}, Verbs: []string{"get", "update"}},
+			rule("", "secrets", "create")},
 	}
 	for key, obj := range objs {
 		var rules []rbacv1.PolicyRule
@@ -259,7 +267,7 @@ func TestWorkloads(t *testing.T) {
 		}
 	}
 	cm := objs["ConfigMap mcp-system/mcp-server-config"].(*corev1.ConfigMap)
-	if !strings.Contains(cm.Data["main.hcl"], `backend   = "kubernetes"`) {
+	if !strings.Contains(cm.Data["main.hcl"], `backend   = "kubernetes"`) || !strings.Contains(cm.Data["main.hcl"], `namespace = "mcp-state"`) {
 		t.Errorf("server config: %q", cm.Data["main.hcl"])
 	}
 }
