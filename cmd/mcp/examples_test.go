@@ -36,7 +36,7 @@ func TestDriftExamplesRun(t *testing.T) {
 	}
 	var job *batchv1.CronJob
 	var cm *corev1.ConfigMap
-	rules := map[string][]rbacv1.PolicyRule{} // "Kind name": the example's RBAC
+	rules := map[string][]rbacv1.PolicyRule{} // "Kind namespace/name": the example's RBAC
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 	for {
 		doc, err := r.Read()
@@ -56,20 +56,20 @@ func TestDriftExamplesRun(t *testing.T) {
 		case *corev1.ConfigMap:
 			cm = o
 		case *rbacv1.ClusterRole:
-			rules["ClusterRole "+o.Name] = o.Rules
+			rules["ClusterRole /"+o.Name] = o.Rules
 		case *rbacv1.Role:
-			rules["Role "+o.Name] = o.Rules
+			rules["Role "+o.Namespace+"/"+o.Name] = o.Rules
 		}
 	}
-	// The example's roles carry deploy/'s names: applying one over the other must not
-	// change what the drift runner may do.
+	// The example's roles carry deploy/'s names and namespaces: applying one over the other
+	// must not change what the drift runner may do, nor where.
 	objs, err := deploy.Render()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, o := range objs {
 		u := &unstructured.Unstructured{Object: o}
-		key := u.GetKind() + " " + u.GetName()
+		key := u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
 		ex, ok := rules[key]
 		if !ok || (u.GetKind() != "ClusterRole" && u.GetKind() != "Role") {
 			continue
