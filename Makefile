@@ -32,7 +32,7 @@ image:
 # (etcd, kube-apiserver, kube-controller-manager, kwok), all built once from the module
 # proxy and cached in bin/ (the apiserver takes ~5 min the first time). MCP_REQUIRE_K8S=1:
 # a missing control plane fails the tests instead of skipping them.
-test: vet bin/ignition bin/k8s bin/kubectl graphviz tmux prometheus
+test: vet bin/ignition bin/k8s bin/kubectl graphviz tmux prometheus doc-tools
 	MCP_REQUIRE_K8S=1 $(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) fuzz-short
 
@@ -63,6 +63,13 @@ tmux:
 .PHONY: prometheus
 prometheus:
 	bash scripts/need-deb.sh prometheus prometheus
+
+# jq and openssl: the tests that run docs/kubernetes.md's commands run them as a user would
+# (TestInstallFromZero, TestStateMoveToOwnNamespace).
+.PHONY: doc-tools
+doc-tools:
+	bash scripts/need-deb.sh jq jq
+	bash scripts/need-deb.sh openssl openssl
 
 bin/ignition:
 	bash scripts/build-ignition.sh
