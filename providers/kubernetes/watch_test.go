@@ -9,6 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 // nodeReads counts the list and watch requests for nodes the clientset saw.
@@ -95,5 +98,37 @@ func TestSharedWatchWakesWaiters(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the Ready change did not reach the gate")
+	}
+}
+
+// Observations through the shared watch make each node's model once per version of the
+// node, and a new version is seen.
+func TestSharedObserveFollowsVersions(t *testing.T) {
+	ctx := context.Background()
+	n := kNode("w-0", "a", true, nil)
+	n.ResourceVersion = "1"
+	c := fake.NewClientset(n)
+	p := NewForClient(c, Options{})
+	defer p.ShareWatches(ctx)()
+	state := func() string {
+		obs, err := p.ObserveNodes(ctx, []string{"w-0"})
+		if err != nil || len(obs) != 1 {
+			t.Fatalf("observe: %v, %v", obs, err)
+		}
+		return obs[0].State
+	}
+	if s := state(); s != "" {
+		t.Fatalf("state %q before any report", s)
+	}
+	n = n.DeepCopy()
+	n.ResourceVersion = "2"
+	n.Annotations = map[string]string{protocol.State: model.StateDegraded}
+	if _, err := c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); state() != model.StateDegraded; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the new version of the node was not observed")
+		}
 	}
 }
