@@ -27,8 +27,9 @@ var _ providers.WatchSharer = (*Provider)(nil)
 // until stop: the start-of-node observations (ObserveNodes), the waits for agents
 // (RunNodeSteps) and the Ready gates (WaitHealthy) read it instead of each listing and
 // watching on its own, so they cost no request per node. Without it each wait watches its
-// one node. The shared watch is dropped, and made anew by the next wait, once every list and
-// watch of it has failed for RequestTimeout.
+// one node. The Ready gates' DaemonSet pods come likewise from one list and watch of the
+// pods bound to nodes (podwatch.go), made by the first gate. A shared watch is dropped, and
+// made anew by the next wait, once every list and watch of it has failed for RequestTimeout.
 func (p *Provider) ShareWatches(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p.hubMu.Lock()
@@ -36,19 +37,21 @@ func (p *Provider) ShareWatches(ctx context.Context) (stop func()) {
 	p.hubMu.Unlock()
 	return func() {
 		p.hubMu.Lock()
-		h := p.hub
-		p.hub, p.hubCtx = nil, nil
+		hubs := []*watchHub{p.hub, p.podHub}
+		p.hub, p.podHub, p.hubCtx = nil, nil, nil
 		p.hubMu.Unlock()
 		cancel()
-		if h != nil {
-			<-h.done
+		for _, h := range hubs {
+			if h != nil {
+				<-h.done
+			}
 		}
 	}
 }
 
 // nodes is the hub for node: the shared one while ShareWatches is on, else one of its own
 // that watches only node, to be stopped by the caller (release).
-func (p *Provider) nodes(ctx context.Context, node string) (h *nodeHub, release func()) {
+func (p *Provider) nodes(ctx context.Context, node string) (h *watchHub, release func()) {
 	if h := p.sharedHub(); h != nil {
 		return h, func() {}
 	}
@@ -58,7 +61,7 @@ func (p *Provider) nodes(ctx context.Context, node string) (h *nodeHub, release 
 
 // sharedHub is the shared hub while ShareWatches is on (made anew when the last one was
 // lost), else nil.
-func (p *Provider) sharedHub() *nodeHub {
+func (p *Provider) sharedHub() *watchHub {
 	p.hubMu.Lock()
 	defer p.hubMu.Unlock()
 	if p.hubCtx == nil {
@@ -72,7 +75,7 @@ func (p *Provider) sharedHub() *nodeHub {
 
 // currentHub is the shared hub when what it holds is current: it has its first list and
 // its lists and watches are not failing. Else nil, and the caller asks the API server.
-func (p *Provider) currentHub(ctx context.Context) *nodeHub {
+func (p *Provider) currentHub(ctx context.Context) *watchHub {
 	if h := p.sharedHub(); h != nil && h.sync(ctx) == nil && !h.failingNow() {
 		return h
 	}
@@ -90,9 +93,11 @@ func (p *Provider) readNode(ctx context.Context, node string) (*corev1.Node, err
 	return p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 }
 
-// nodeHub is one list and watch of nodes (all, or one by name) kept in a store; waiters
-// are woken when a node they wait on changes and read its latest version from the store.
-type nodeHub struct {
+// watchHub is one list and watch — of nodes (all, or one by name), or of the pods bound to
+// nodes — kept in a store; waiters are woken when an object they wait on changes (a node,
+// or a pod on that node: waits are keyed by node name) and read its latest version from
+// the store.
+type watchHub struct {
 	store  cache.Store
 	synced cache.InformerSynced
 	stop   func()
@@ -101,36 +106,68 @@ type nodeHub struct {
 
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]bool
+	failing time.Time // when the failing lists and watches began; zero after a success
+	lost    error     // set once they have failed for limit: the hub is dead
+	lostC   chan struct{}
+
 	// models is each node's model as of a version of it (model), made once per version:
 	// apply's budget look reads every node of a pool before each start, and making a model
-	// decodes the agent's JSON reports — at 5,000 nodes, most of apply's CPU when made anew.
+	// decodes the agent's JSON reports (remade each time, half of apply's CPU at 2,000 nodes).
 	modelsMu sync.Mutex
 	models   map[string]nodeModel
-	failing  time.Time // when the failing lists and watches began; zero after a success
-	lost     error     // set once they have failed for limit: the hub is dead
-	lostC    chan struct{}
 }
 
-func (p *Provider) startHub(parent context.Context, node string) *nodeHub {
-	ctx, cancel := context.WithCancel(parent)
-	h := &nodeHub{done: make(chan struct{}), limit: p.o.RequestTimeout,
-		waiters: map[string]map[chan struct{}]bool{}, lostC: make(chan struct{})}
-	h.stop = func() { cancel(); <-h.done }
+// hubSource is what a hub lists and watches, and the node an object's waits are keyed by.
+type hubSource struct {
+	list      func(context.Context, metav1.ListOptions) (runtime.Object, error)
+	watch     func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	object    runtime.Object
+	transform cache.TransformFunc
+	node      func(any) (string, bool)
+	indexers  cache.Indexers
+}
+
+// startHub starts a hub of every node, or of the one named.
+func (p *Provider) startHub(parent context.Context, node string) *watchHub {
 	sel := fields.Everything().String()
 	if node != "" {
 		sel = fields.OneTermEqualSelector("metadata.name", node).String()
 	}
 	nodes := p.client.CoreV1().Nodes()
+	return p.newHub(parent, hubSource{
+		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return nodes.List(ctx, o)
+		},
+		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return nodes.Watch(ctx, o)
+		},
+		object:    &corev1.Node{},
+		transform: slimNode,
+		node: func(obj any) (string, bool) {
+			n, ok := obj.(*corev1.Node)
+			if !ok {
+				return "", false
+			}
+			return n.Name, true
+		},
+	})
+}
+
+func (p *Provider) newHub(parent context.Context, src hubSource) *watchHub {
+	ctx, cancel := context.WithCancel(parent)
+	h := &watchHub{done: make(chan struct{}), limit: p.o.RequestTimeout,
+		waiters: map[string]map[chan struct{}]bool{}, lostC: make(chan struct{})}
+	h.stop = func() { cancel(); <-h.done }
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			obj, err := nodes.List(ctx, o)
+			obj, err := src.list(ctx, o)
 			h.note(ctx, err)
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			w, err := nodes.Watch(ctx, o)
+			w, err := src.watch(ctx, o)
 			h.note(ctx, err)
 			return w, err
 		},
@@ -139,19 +176,20 @@ func (p *Provider) startHub(parent context.Context, node string) *nodeHub {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
-		if n, ok := obj.(*corev1.Node); ok {
-			h.wake(n.Name)
+		if node, ok := src.node(obj); ok {
+			h.wake(node)
 		}
 	}
 	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: lw,
-		ObjectType:    &corev1.Node{},
+		ObjectType:    src.object,
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    wake,
 			UpdateFunc: func(_, obj any) { wake(obj) },
 			DeleteFunc: wake,
 		},
-		Transform: slimNode,
+		Transform: src.transform,
+		Indexers:  src.indexers,
 	})
 	h.store, h.synced = store, ctrl.HasSynced
 	go func() {
@@ -175,7 +213,7 @@ func slimNode(obj any) (any, error) {
 
 // note follows whether the API server answers the hub's lists and watches: when every one
 // has failed for limit, the hub is lost and its waits end with an unreachableError.
-func (h *nodeHub) note(ctx context.Context, err error) {
+func (h *watchHub) note(ctx context.Context, err error) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -196,7 +234,7 @@ func (h *nodeHub) note(ctx context.Context, err error) {
 	}
 }
 
-func (h *nodeHub) dead() bool {
+func (h *watchHub) dead() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.lost != nil
@@ -204,13 +242,13 @@ func (h *nodeHub) dead() bool {
 
 // failingNow says whether the hub's lists and watches are failing (or it is lost): what it
 // holds may be old then.
-func (h *nodeHub) failingNow() bool {
+func (h *watchHub) failingNow() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return !h.failing.IsZero() || h.lost != nil
 }
 
-func (h *nodeHub) wake(node string) {
+func (h *watchHub) wake(node string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for c := range h.waiters[node] {
@@ -222,7 +260,7 @@ func (h *nodeHub) wake(node string) {
 }
 
 // get is the node's latest version in the store, nil when there is none.
-func (h *nodeHub) get(node string) *corev1.Node {
+func (h *watchHub) get(node string) *corev1.Node {
 	obj, ok, _ := h.store.GetByKey(node)
 	if !ok {
 		return nil
@@ -236,7 +274,13 @@ var errSyncStopped = errors.New("the watch of the nodes stopped before its first
 // wait calls check with the node's latest version (nil: the node does not exist) once the
 // store holds the first list, then each time the node changes, until check says done or
 // fails, ctx ends or the hub is lost. check must not keep the node: it is the store's.
-func (h *nodeHub) wait(ctx context.Context, node string, check func(*corev1.Node) (bool, error)) error {
+func (h *watchHub) wait(ctx context.Context, node string, check func(*corev1.Node) (bool, error)) error {
+	return h.waitOn(ctx, node, func() (bool, error) { return check(h.get(node)) })
+}
+
+// waitOn calls check once the store holds the first list, then each time an object keyed
+// by node changes, until check says done or fails, ctx ends or the hub is lost.
+func (h *watchHub) waitOn(ctx context.Context, node string, check func() (bool, error)) error {
 	c := make(chan struct{}, 1)
 	h.mu.Lock()
 	if h.waiters[node] == nil {
@@ -256,7 +300,7 @@ func (h *nodeHub) wait(ctx context.Context, node string, check func(*corev1.Node
 		return err
 	}
 	for {
-		ok, err := check(h.get(node))
+		ok, err := check()
 		if ok || err != nil {
 			return err
 		}
@@ -271,7 +315,7 @@ func (h *nodeHub) wait(ctx context.Context, node string, check func(*corev1.Node
 }
 
 // sync waits until the store holds the first list.
-func (h *nodeHub) sync(ctx context.Context) error {
+func (h *watchHub) sync(ctx context.Context) error {
 	for !h.synced() {
 		select {
 		case <-ctx.Done():
@@ -286,7 +330,7 @@ func (h *nodeHub) sync(ctx context.Context) error {
 	return nil
 }
 
-func (h *nodeHub) lostErr() error {
+func (h *watchHub) lostErr() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.lost
@@ -299,7 +343,7 @@ type nodeModel struct {
 
 // observe returns the named nodes' models from the store; an error names those it lacks.
 // The models' maps and slices are shared with later observations of the same version.
-func (h *nodeHub) observe(names []string) ([]model.Node, error) {
+func (h *watchHub) observe(names []string) ([]model.Node, error) {
 	out := make([]model.Node, 0, len(names))
 	var missing []string
 	h.modelsMu.Lock()

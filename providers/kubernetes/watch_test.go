@@ -15,9 +15,12 @@ import (
 )
 
 // nodeReads counts the list and watch requests for nodes the clientset saw.
-func nodeReads(c *fake.Clientset) (lists, watches int) {
+func nodeReads(c *fake.Clientset) (lists, watches int) { return reads(c, "nodes") }
+
+// reads counts the list and watch requests for resource the clientset saw.
+func reads(c *fake.Clientset, resource string) (lists, watches int) {
 	for _, a := range c.Actions() {
-		if a.GetResource().Resource != "nodes" {
+		if a.GetResource().Resource != resource {
 			continue
 		}
 		switch a.(type) {
@@ -71,11 +74,17 @@ func TestSharedWatchCostsNoRequestPerNode(t *testing.T) {
 	if l, w := nodeReads(c); l != 1 || w != 1 {
 		t.Errorf("shared: %d lists and %d watches of nodes, want 1 and 1", l, w)
 	}
+	if l, w := reads(c, "pods"); l != 1 || w != 1 {
+		t.Errorf("shared: %d lists and %d watches of pods, want 1 and 1", l, w)
+	}
 
 	c = fleet()
 	run(NewForClient(c, Options{}))
 	if l, w := nodeReads(c); l != 4+len(names) || w != len(names) {
 		t.Errorf("unshared: %d lists and %d watches of nodes, want %d and %d", l, w, 4+len(names), len(names))
+	}
+	if l, w := reads(c, "pods"); l != len(names) || w != 0 {
+		t.Errorf("unshared: %d lists and %d watches of pods, want %d and 0", l, w, len(names))
 	}
 }
 
