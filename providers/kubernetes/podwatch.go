@@ -50,6 +50,13 @@ func (p *Provider) startPodHub(parent context.Context) *watchHub {
 			o.FieldSelector = activePods
 			return pods.Watch(ctx, o)
 		},
+		collect: func(items []runtime.Object, rv string) runtime.Object {
+			l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: make([]corev1.Pod, 0, len(items))}
+			for _, obj := range items {
+				l.Items = append(l.Items, *obj.(*corev1.Pod))
+			}
+			return l
+		},
 		object:    &corev1.Pod{},
 		transform: slimPod,
 		node: func(obj any) (string, bool) {

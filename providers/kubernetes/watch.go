@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -119,12 +120,51 @@ type watchHub struct {
 
 // hubSource is what a hub lists and watches, and the node an object's waits are keyed by.
 type hubSource struct {
-	list      func(context.Context, metav1.ListOptions) (runtime.Object, error)
-	watch     func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	list  func(context.Context, metav1.ListOptions) (runtime.Object, error) // one page
+	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	// collect makes the list the reflector reads from the transformed items of every page.
+	collect   func(items []runtime.Object, resourceVersion string) runtime.Object
 	object    runtime.Object
 	transform cache.TransformFunc
 	node      func(any) (string, bool)
 	indexers  cache.Indexers
+}
+
+// listSlim lists src in pages of pageSize, a consistent read as Refresh's, transforming
+// each page's items as it arrives: the reflector's own first list (resourceVersion 0, from
+// the API server's cache) comes in one piece, and at 15,000 pods holding every full object
+// at once before the transform drops most of each was the peak of apply's memory.
+func listSlim(ctx context.Context, src hubSource, o metav1.ListOptions, pageSize int64) (runtime.Object, error) {
+	o.ResourceVersion, o.ResourceVersionMatch, o.Limit, o.Continue = "", "", pageSize, ""
+	var items []runtime.Object
+	for {
+		page, err := src.list(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := meta.ExtractList(page)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range objs {
+			if src.transform != nil {
+				t, err := src.transform(obj)
+				if err != nil {
+					return nil, err
+				}
+				obj = t.(runtime.Object)
+			}
+			items = append(items, obj)
+		}
+		lm, err := meta.ListAccessor(page)
+		if err != nil {
+			return nil, err
+		}
+		if lm.GetContinue() == "" {
+			return src.collect(items, lm.GetResourceVersion()), nil
+		}
+		o.Continue = lm.GetContinue()
+	}
 }
 
 // startHub starts a hub of every node, or of the one named.
@@ -142,6 +182,13 @@ func (p *Provider) startHub(parent context.Context, node string) *watchHub {
 		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = sel
 			return nodes.Watch(ctx, o)
+		},
+		collect: func(items []runtime.Object, rv string) runtime.Object {
+			l := &corev1.NodeList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: make([]corev1.Node, 0, len(items))}
+			for _, obj := range items {
+				l.Items = append(l.Items, *obj.(*corev1.Node))
+			}
+			return l
 		},
 		object:    &corev1.Node{},
 		transform: slimNode,
@@ -162,7 +209,7 @@ func (p *Provider) newHub(parent context.Context, src hubSource) *watchHub {
 	h.stop = func() { cancel(); <-h.done }
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			obj, err := src.list(ctx, o)
+			obj, err := listSlim(ctx, src, o, p.o.PageSize)
 			h.note(ctx, err)
 			return obj, err
 		},

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -139,5 +141,40 @@ func TestSharedObserveFollowsVersions(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the new version of the node was not observed")
 		}
+	}
+}
+
+// A hub's list goes page by page, each page's items transformed as it arrives.
+func TestListSlimPages(t *testing.T) {
+	var asked []metav1.ListOptions
+	pages := []*corev1.PodList{
+		{ListMeta: metav1.ListMeta{ResourceVersion: "7", Continue: "next"}, Items: []corev1.Pod{*kPod("a", "p-0", "w-0", "", nil)}},
+		{ListMeta: metav1.ListMeta{ResourceVersion: "7"}, Items: []corev1.Pod{*kPod("a", "p-1", "w-1", "", nil)}},
+	}
+	src := hubSource{
+		list: func(_ context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			asked = append(asked, o)
+			return pages[len(asked)-1], nil
+		},
+		collect: func(items []runtime.Object, rv string) runtime.Object {
+			l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
+			for _, obj := range items {
+				l.Items = append(l.Items, *obj.(*corev1.Pod))
+			}
+			return l
+		},
+		transform: slimPod,
+	}
+	pages[0].Items[0].Spec.Containers = []corev1.Container{{Name: "big"}}
+	obj, err := listSlim(context.Background(), src, metav1.ListOptions{ResourceVersion: "0"}, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := obj.(*corev1.PodList)
+	if len(l.Items) != 2 || l.ResourceVersion != "7" || l.Items[0].Spec.Containers != nil || l.Items[1].Spec.NodeName != "w-1" {
+		t.Errorf("list: %+v", l)
+	}
+	if len(asked) != 2 || asked[0].Limit != 500 || asked[0].ResourceVersion != "" || asked[1].Continue != "next" {
+		t.Errorf("asked %+v", asked)
 	}
 }
