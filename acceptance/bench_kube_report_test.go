@@ -143,6 +143,32 @@ func (kr *kubeRollout) report(s *strings.Builder, runs, doubled []kubeRolloutRun
 		fmt.Fprintf(s, "\n")
 	}
 
+	sum := func(rs []kubeRolloutRun, q float64) time.Duration {
+		var t time.Duration
+		for _, part := range chainParts {
+			var xs []time.Duration
+			for _, r := range rs {
+				if v := r.chain[part]; len(v) > 0 {
+					xs = append(xs, quantile(v, q))
+				}
+			}
+			if len(xs) > 0 {
+				t += medianOf(xs)
+			}
+		}
+		return t
+	}
+	fmt.Fprintf(s, "\nPer wave the makespan ran %s above ceil(N/k)·T (median of the runs at T); the parts above add\n", secs(medianOf(perWave)))
+	fmt.Fprintf(s, "up to %s for the median node and %s at the 90th percentile. A pool's slot runs its nodes one after\n", secs(sum(runs, 0.5)), secs(sum(runs, 0.9)))
+	fmt.Fprintf(s, "the other, so the makespan is the slowest slot's: ceil(N/k) nodes, each with its parts above T.\n")
+	if len(doubled) > 0 {
+		var dw []time.Duration
+		for _, r := range doubled {
+			dw = append(dw, (r.makespan-r.limit(perPool, kr.k))/time.Duration(max(len(r.waves), 1)))
+		}
+		fmt.Fprintf(s, "At 2T: %s per wave above 2T, parts %s (median node), %s (p90).\n", secs(medianOf(dw)), secs(sum(doubled, 0.5)), secs(sum(doubled, 0.9)))
+	}
+
 	// The API server's side: requests by verb and resource, per node updated.
 	fmt.Fprintf(s, "\nThe API server's side during each apply (its /metrics, apiserver_request_total before and after;\n")
 	fmt.Fprintf(s, "every client: mcp, the simulated agents, kwok, the controller manager), median of the runs at T per node updated:\n\n")
