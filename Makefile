@@ -141,6 +141,11 @@ bench-serve: build
 	MCP=$(MCP) $(GO) run ./scripts/benchserve -out docs/benchmarks.md
 
 # mcp plan on 1,000 nodes (3,000 pods, 10 PDBs) in a real apiserver, against
-# `kubectl get nodes,pods -A -o json` on the same apiserver (acceptance/bench_kube_test.go).
+# `kubectl get nodes,pods -A -o json` on the same apiserver (acceptance/bench_kube_test.go),
+# and apply on 1,000 kwok nodes, 3 runs and one with T doubled (bench_kube_apply_test.go).
+# SCALE=N runs the cluster-scale benchmark instead (bench_kube_scale_test.go): N kwok nodes
+# (5000: the size Kubernetes supports) in 8 pools with 3 pods each and 30 PDBs, plan against
+# kubectl and 3 rollouts and one at 2T; about 20 minutes at 5000 on 2 cores.
 bench-kube: build bin/k8s bin/kubectl
-	MCP=$(MCP) MCP_REQUIRE_K8S=1 $(GO) test -count=1 -run '^$$' -bench 'BenchmarkKube(Plan|Apply)' -benchtime 1x -timeout 30m ./acceptance/
+	MCP=$(MCP) MCP_REQUIRE_K8S=1 $(if $(SCALE),MCP_KUBE_SCALE=$(SCALE)) $(GO) test -count=1 -run '^$$' \
+		-bench '$(if $(SCALE),BenchmarkKubeScale,BenchmarkKube(Plan|Apply))' -benchtime 1x -timeout 90m ./acceptance/

@@ -76,7 +76,8 @@ type NodesRefresher interface {
 // node; without it, apply refreshes the whole fleet instead.
 type NodeObserver interface {
 	// ObserveNodes returns the named nodes as they are now (no drift, no pods); a name the
-	// fleet does not have is an error.
+	// fleet does not have is an error. The nodes are the caller's to read, not to change: a
+	// provider may share their maps and slices between calls.
 	ObserveNodes(ctx context.Context, names []string) ([]model.Node, error)
 }
 

@@ -35,8 +35,14 @@ func main() {
 			pprof.StartCPUProfile(f)
 		}
 	}
+	// MCP_MEMPROFILE=FILE writes a heap profile at the live heap's highest.
+	stopHeap := func() {}
+	if p := os.Getenv("MCP_MEMPROFILE"); p != "" {
+		stopHeap = heapProfiler(p, time.Second)
+	}
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	pprof.StopCPUProfile()
+	stopHeap()
 	intr.waitNotice(time.Second)
 	stop()
 	os.Exit(code)

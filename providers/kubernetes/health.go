@@ -25,8 +25,8 @@ var _ providers.HealthGater = (*Provider)(nil)
 
 // WaitHealthy waits for the node's Ready condition to be True, then for every pod on the
 // node whose controller is a DaemonSet to be Ready: each from a watch, not a poll — the
-// node from the shared watch of an apply (ShareWatches; else a list and a watch of the
-// node), its pods from a list of the pods bound to it and, while one is not Ready, a watch.
+// node and its pods from the shared watches of an apply (ShareWatches); else a list and a
+// watch of the node, and a list of the pods bound to it and, while one is not Ready, a watch.
 func (p *Provider) WaitHealthy(ctx context.Context, node string, timeout time.Duration) error {
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -69,6 +69,21 @@ func (p *Provider) WaitHealthy(ctx context.Context, node string, timeout time.Du
 			}
 		}
 		return true
+	}
+	// During an apply the pods come from its shared watch of the pods (ShareWatches): no
+	// request per node, and a pod turning Ready wakes the gate.
+	if ph := p.currentPods(tctx); ph != nil {
+		err := ph.waitOn(tctx, node, func() (bool, error) {
+			clear(pods)
+			for _, pod := range ph.podsOn(node) {
+				note(pod, false)
+			}
+			return allReady(), nil
+		})
+		if err != nil {
+			return gateError(ctx, tctx, providers.GateDaemonSets, notReadyPods(node, pods, nil), err, timeout)
+		}
+		return nil
 	}
 	// Most nodes' DaemonSet pods are Ready by the time the node is: one list says so, and
 	// only a node whose pods are not gets a watch (a list again, then the watch). The list

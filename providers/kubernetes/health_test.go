@@ -15,6 +15,13 @@ import (
 )
 
 func TestHealthGatesFromTheWatch(t *testing.T) {
+	t.Run("own watches", func(t *testing.T) { testHealthGates(t, false) })
+	t.Run("shared watches", func(t *testing.T) { testHealthGates(t, true) })
+}
+
+// testHealthGates: with shared, the gates read the apply's shared watches of the nodes and
+// the pods (ShareWatches).
+func testHealthGates(t *testing.T, shared bool) {
 	notReadyPod := kPod("kube-system", "agent-w-1", "w-1", "DaemonSet/agent", nil)
 	notReadyPod.Status.Conditions[0].Status = corev1.ConditionFalse
 	addressed := kNode("w-2", "a", true, nil)
@@ -25,6 +32,9 @@ func TestHealthGatesFromTheWatch(t *testing.T) {
 		kPod("kube-system", "agent-w-0", "w-0", "DaemonSet/agent", nil), notReadyPod, web)
 	p := NewForClient(c, Options{})
 	ctx := context.Background()
+	if shared {
+		defer p.ShareWatches(ctx)()
+	}
 	for node, want := range map[string]struct{ gate, output string }{
 		"w-0": {providers.GateReady, "node w-0 is not Ready (Ready=False"},
 		"w-1": {providers.GateDaemonSets, "DaemonSet pods on node w-1 not Ready: kube-system/agent-w-1 (Running, Ready=False"},
@@ -45,6 +55,16 @@ func TestHealthGatesFromTheWatch(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Errorf("w-0 turned Ready: %v", err)
+	}
+
+	// agent-w-1 turns Ready while the gate of w-1 waits: the pods' watch brings it.
+	go func() { done <- p.WaitHealthy(ctx, "w-1", 10*time.Second) }()
+	time.Sleep(200 * time.Millisecond)
+	if _, err := c.CoreV1().Pods("kube-system").UpdateStatus(ctx, kPod("kube-system", "agent-w-1", "w-1", "DaemonSet/agent", nil), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("agent-w-1 turned Ready: %v", err)
 	}
 
 	if a, err := p.NodeAddress(ctx, "w-2"); err != nil || a != "10.0.0.2" {

@@ -114,11 +114,13 @@ type Provider struct {
 	evictionKnown bool
 	eviction      schema.GroupVersion
 
-	// The shared watch of the nodes (watch.go): hubCtx is set between ShareWatches and its
-	// stop, hub is made by the first wait.
+	// The shared watches of the nodes (watch.go) and of the pods (podwatch.go): hubCtx is
+	// set between ShareWatches and its stop, hub is made by the first wait, podHub by the
+	// first Ready gate.
 	hubMu  sync.Mutex
 	hubCtx context.Context
-	hub    *nodeHub
+	hub    *watchHub
+	podHub *watchHub
 
 	// The claims this provider took, by node and apply (claim.go).
 	claimMu sync.Mutex

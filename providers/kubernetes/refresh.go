@@ -204,19 +204,11 @@ func pdbOf(b *policyv1.PodDisruptionBudget) model.PDB {
 
 // ObserveNodes returns the named nodes as they are now: apply's live count of a pool's
 // unavailable nodes before it starts each node. During an apply they come from the shared
-// watch of the nodes (ShareWatches), with no request; while that watch is failing, or
-// without one, from a paged LIST of the nodes.
+// watch of the nodes (ShareWatches), with no request, each node's model made once per
+// version of it; while that watch is failing, or without one, from a paged LIST of the nodes.
 func (p *Provider) ObserveNodes(ctx context.Context, names []string) ([]model.Node, error) {
 	if h := p.currentHub(ctx); h != nil {
-		nodes, err := h.observe(names)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]model.Node, len(nodes))
-		for i, n := range nodes {
-			out[i] = nodeOf(n)
-		}
-		return out, nil
+		return h.observe(names)
 	}
 	want := make(map[string]bool, len(names))
 	for _, n := range names {

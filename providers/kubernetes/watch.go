@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
 )
 
@@ -26,8 +28,9 @@ var _ providers.WatchSharer = (*Provider)(nil)
 // until stop: the start-of-node observations (ObserveNodes), the waits for agents
 // (RunNodeSteps) and the Ready gates (WaitHealthy) read it instead of each listing and
 // watching on its own, so they cost no request per node. Without it each wait watches its
-// one node. The shared watch is dropped, and made anew by the next wait, once every list and
-// watch of it has failed for RequestTimeout.
+// one node. The Ready gates' DaemonSet pods come likewise from one list and watch of the
+// pods bound to nodes (podwatch.go), made by the first gate. A shared watch is dropped, and
+// made anew by the next wait, once every list and watch of it has failed for RequestTimeout.
 func (p *Provider) ShareWatches(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p.hubMu.Lock()
@@ -35,19 +38,21 @@ func (p *Provider) ShareWatches(ctx context.Context) (stop func()) {
 	p.hubMu.Unlock()
 	return func() {
 		p.hubMu.Lock()
-		h := p.hub
-		p.hub, p.hubCtx = nil, nil
+		hubs := []*watchHub{p.hub, p.podHub}
+		p.hub, p.podHub, p.hubCtx = nil, nil, nil
 		p.hubMu.Unlock()
 		cancel()
-		if h != nil {
-			<-h.done
+		for _, h := range hubs {
+			if h != nil {
+				<-h.done
+			}
 		}
 	}
 }
 
 // nodes is the hub for node: the shared one while ShareWatches is on, else one of its own
 // that watches only node, to be stopped by the caller (release).
-func (p *Provider) nodes(ctx context.Context, node string) (h *nodeHub, release func()) {
+func (p *Provider) nodes(ctx context.Context, node string) (h *watchHub, release func()) {
 	if h := p.sharedHub(); h != nil {
 		return h, func() {}
 	}
@@ -57,7 +62,7 @@ func (p *Provider) nodes(ctx context.Context, node string) (h *nodeHub, release 
 
 // sharedHub is the shared hub while ShareWatches is on (made anew when the last one was
 // lost), else nil.
-func (p *Provider) sharedHub() *nodeHub {
+func (p *Provider) sharedHub() *watchHub {
 	p.hubMu.Lock()
 	defer p.hubMu.Unlock()
 	if p.hubCtx == nil {
@@ -71,7 +76,7 @@ func (p *Provider) sharedHub() *nodeHub {
 
 // currentHub is the shared hub when what it holds is current: it has its first list and
 // its lists and watches are not failing. Else nil, and the caller asks the API server.
-func (p *Provider) currentHub(ctx context.Context) *nodeHub {
+func (p *Provider) currentHub(ctx context.Context) *watchHub {
 	if h := p.sharedHub(); h != nil && h.sync(ctx) == nil && !h.failingNow() {
 		return h
 	}
@@ -89,9 +94,11 @@ func (p *Provider) readNode(ctx context.Context, node string) (*corev1.Node, err
 	return p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 }
 
-// nodeHub is one list and watch of nodes (all, or one by name) kept in a store; waiters
-// are woken when a node they wait on changes and read its latest version from the store.
-type nodeHub struct {
+// watchHub is one list and watch — of nodes (all, or one by name), or of the pods bound to
+// nodes — kept in a store; waiters are woken when an object they wait on changes (a node,
+// or a pod on that node: waits are keyed by node name) and read its latest version from
+// the store.
+type watchHub struct {
 	store  cache.Store
 	synced cache.InformerSynced
 	stop   func()
@@ -103,28 +110,111 @@ type nodeHub struct {
 	failing time.Time // when the failing lists and watches began; zero after a success
 	lost    error     // set once they have failed for limit: the hub is dead
 	lostC   chan struct{}
+
+	// models is each node's model as of a version of it (model), made once per version:
+	// apply's budget look reads every node of a pool before each start, and making a model
+	// decodes the agent's JSON reports (remade each time, half of apply's CPU at 2,000 nodes).
+	modelsMu sync.Mutex
+	models   map[string]nodeModel
 }
 
-func (p *Provider) startHub(parent context.Context, node string) *nodeHub {
-	ctx, cancel := context.WithCancel(parent)
-	h := &nodeHub{done: make(chan struct{}), limit: p.o.RequestTimeout,
-		waiters: map[string]map[chan struct{}]bool{}, lostC: make(chan struct{})}
-	h.stop = func() { cancel(); <-h.done }
+// hubSource is what a hub lists and watches, and the node an object's waits are keyed by.
+type hubSource struct {
+	list  func(context.Context, metav1.ListOptions) (runtime.Object, error) // one page
+	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	// collect makes the list the reflector reads from the transformed items of every page.
+	collect   func(items []runtime.Object, resourceVersion string) runtime.Object
+	object    runtime.Object
+	transform cache.TransformFunc
+	node      func(any) (string, bool)
+	indexers  cache.Indexers
+}
+
+// listSlim lists src in pages of pageSize, a consistent read as Refresh's, transforming
+// each page's items as it arrives: the reflector's own first list (resourceVersion 0, from
+// the API server's cache) comes in one piece, and at 15,000 pods holding every full object
+// at once before the transform drops most of each was the peak of apply's memory.
+func listSlim(ctx context.Context, src hubSource, o metav1.ListOptions, pageSize int64) (runtime.Object, error) {
+	o.ResourceVersion, o.ResourceVersionMatch, o.Limit, o.Continue = "", "", pageSize, ""
+	var items []runtime.Object
+	for {
+		page, err := src.list(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := meta.ExtractList(page)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range objs {
+			if src.transform != nil {
+				t, err := src.transform(obj)
+				if err != nil {
+					return nil, err
+				}
+				obj = t.(runtime.Object)
+			}
+			items = append(items, obj)
+		}
+		lm, err := meta.ListAccessor(page)
+		if err != nil {
+			return nil, err
+		}
+		if lm.GetContinue() == "" {
+			return src.collect(items, lm.GetResourceVersion()), nil
+		}
+		o.Continue = lm.GetContinue()
+	}
+}
+
+// startHub starts a hub of every node, or of the one named.
+func (p *Provider) startHub(parent context.Context, node string) *watchHub {
 	sel := fields.Everything().String()
 	if node != "" {
 		sel = fields.OneTermEqualSelector("metadata.name", node).String()
 	}
 	nodes := p.client.CoreV1().Nodes()
+	return p.newHub(parent, hubSource{
+		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return nodes.List(ctx, o)
+		},
+		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return nodes.Watch(ctx, o)
+		},
+		collect: func(items []runtime.Object, rv string) runtime.Object {
+			l := &corev1.NodeList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: make([]corev1.Node, 0, len(items))}
+			for _, obj := range items {
+				l.Items = append(l.Items, *obj.(*corev1.Node))
+			}
+			return l
+		},
+		object:    &corev1.Node{},
+		transform: slimNode,
+		node: func(obj any) (string, bool) {
+			n, ok := obj.(*corev1.Node)
+			if !ok {
+				return "", false
+			}
+			return n.Name, true
+		},
+	})
+}
+
+func (p *Provider) newHub(parent context.Context, src hubSource) *watchHub {
+	ctx, cancel := context.WithCancel(parent)
+	h := &watchHub{done: make(chan struct{}), limit: p.o.RequestTimeout,
+		waiters: map[string]map[chan struct{}]bool{}, lostC: make(chan struct{})}
+	h.stop = func() { cancel(); <-h.done }
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			obj, err := nodes.List(ctx, o)
+			obj, err := listSlim(ctx, src, o, p.o.PageSize)
 			h.note(ctx, err)
 			return obj, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			w, err := nodes.Watch(ctx, o)
+			w, err := src.watch(ctx, o)
 			h.note(ctx, err)
 			return w, err
 		},
@@ -133,19 +223,20 @@ func (p *Provider) startHub(parent context.Context, node string) *nodeHub {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
-		if n, ok := obj.(*corev1.Node); ok {
-			h.wake(n.Name)
+		if node, ok := src.node(obj); ok {
+			h.wake(node)
 		}
 	}
 	store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
 		ListerWatcher: lw,
-		ObjectType:    &corev1.Node{},
+		ObjectType:    src.object,
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc:    wake,
 			UpdateFunc: func(_, obj any) { wake(obj) },
 			DeleteFunc: wake,
 		},
-		Transform: slimNode,
+		Transform: src.transform,
+		Indexers:  src.indexers,
 	})
 	h.store, h.synced = store, ctrl.HasSynced
 	go func() {
@@ -169,7 +260,7 @@ func slimNode(obj any) (any, error) {
 
 // note follows whether the API server answers the hub's lists and watches: when every one
 // has failed for limit, the hub is lost and its waits end with an unreachableError.
-func (h *nodeHub) note(ctx context.Context, err error) {
+func (h *watchHub) note(ctx context.Context, err error) {
 	if ctx.Err() != nil {
 		return
 	}
@@ -190,7 +281,7 @@ func (h *nodeHub) note(ctx context.Context, err error) {
 	}
 }
 
-func (h *nodeHub) dead() bool {
+func (h *watchHub) dead() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.lost != nil
@@ -198,13 +289,13 @@ func (h *nodeHub) dead() bool {
 
 // failingNow says whether the hub's lists and watches are failing (or it is lost): what it
 // holds may be old then.
-func (h *nodeHub) failingNow() bool {
+func (h *watchHub) failingNow() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return !h.failing.IsZero() || h.lost != nil
 }
 
-func (h *nodeHub) wake(node string) {
+func (h *watchHub) wake(node string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for c := range h.waiters[node] {
@@ -216,7 +307,7 @@ func (h *nodeHub) wake(node string) {
 }
 
 // get is the node's latest version in the store, nil when there is none.
-func (h *nodeHub) get(node string) *corev1.Node {
+func (h *watchHub) get(node string) *corev1.Node {
 	obj, ok, _ := h.store.GetByKey(node)
 	if !ok {
 		return nil
@@ -230,7 +321,13 @@ var errSyncStopped = errors.New("the watch of the nodes stopped before its first
 // wait calls check with the node's latest version (nil: the node does not exist) once the
 // store holds the first list, then each time the node changes, until check says done or
 // fails, ctx ends or the hub is lost. check must not keep the node: it is the store's.
-func (h *nodeHub) wait(ctx context.Context, node string, check func(*corev1.Node) (bool, error)) error {
+func (h *watchHub) wait(ctx context.Context, node string, check func(*corev1.Node) (bool, error)) error {
+	return h.waitOn(ctx, node, func() (bool, error) { return check(h.get(node)) })
+}
+
+// waitOn calls check once the store holds the first list, then each time an object keyed
+// by node changes, until check says done or fails, ctx ends or the hub is lost.
+func (h *watchHub) waitOn(ctx context.Context, node string, check func() (bool, error)) error {
 	c := make(chan struct{}, 1)
 	h.mu.Lock()
 	if h.waiters[node] == nil {
@@ -250,7 +347,7 @@ func (h *nodeHub) wait(ctx context.Context, node string, check func(*corev1.Node
 		return err
 	}
 	for {
-		ok, err := check(h.get(node))
+		ok, err := check()
 		if ok || err != nil {
 			return err
 		}
@@ -265,7 +362,7 @@ func (h *nodeHub) wait(ctx context.Context, node string, check func(*corev1.Node
 }
 
 // sync waits until the store holds the first list.
-func (h *nodeHub) sync(ctx context.Context) error {
+func (h *watchHub) sync(ctx context.Context) error {
 	for !h.synced() {
 		select {
 		case <-ctx.Done():
@@ -280,23 +377,40 @@ func (h *nodeHub) sync(ctx context.Context) error {
 	return nil
 }
 
-func (h *nodeHub) lostErr() error {
+func (h *watchHub) lostErr() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.lost
 }
 
-// observe returns the named nodes from the store; an error names those it lacks.
-func (h *nodeHub) observe(names []string) ([]*corev1.Node, error) {
-	out := make([]*corev1.Node, 0, len(names))
+type nodeModel struct {
+	version string
+	node    model.Node
+}
+
+// observe returns the named nodes' models from the store; an error names those it lacks.
+// The models' maps and slices are shared with later observations of the same version.
+func (h *watchHub) observe(names []string) ([]model.Node, error) {
+	out := make([]model.Node, 0, len(names))
 	var missing []string
+	h.modelsMu.Lock()
+	defer h.modelsMu.Unlock()
+	if h.models == nil {
+		h.models = map[string]nodeModel{}
+	}
 	for _, name := range names {
 		n := h.get(name)
 		if n == nil {
 			missing = append(missing, name)
 			continue
 		}
-		out = append(out, n)
+		m, ok := h.models[name]
+		// A node without a version (a fake clientset's) is made anew each time.
+		if !ok || m.version != n.ResourceVersion || n.ResourceVersion == "" {
+			m = nodeModel{version: n.ResourceVersion, node: nodeOf(n)}
+			h.models[name] = m
+		}
+		out = append(out, m.node)
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("observing nodes: %s not found", strings.Join(missing, ", "))

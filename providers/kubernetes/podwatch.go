@@ -1,0 +1,107 @@
+package kubernetes
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// podNodeIndex indexes the shared pod hub's pods by the node they are bound to.
+const podNodeIndex = "node"
+
+// sharedPods is the shared hub of the pods bound to nodes while ShareWatches is on (made by
+// the first Ready gate that reads it, anew when the last one was lost), else nil: the Ready
+// gates of an apply read their nodes' DaemonSet pods from it instead of each listing the
+// pods of its node.
+func (p *Provider) sharedPods() *watchHub {
+	p.hubMu.Lock()
+	defer p.hubMu.Unlock()
+	if p.hubCtx == nil {
+		return nil
+	}
+	if p.podHub == nil || p.podHub.dead() {
+		p.podHub = p.startPodHub(p.hubCtx)
+	}
+	return p.podHub
+}
+
+// currentPods is the shared pod hub when what it holds is current (as currentHub), else nil.
+func (p *Provider) currentPods(ctx context.Context) *watchHub {
+	if h := p.sharedPods(); h != nil && h.sync(ctx) == nil && !h.failingNow() {
+		return h
+	}
+	return nil
+}
+
+// startPodHub lists and watches the pods bound to nodes that have not finished (those a
+// Ready gate reads), keeping only what the gate reads of each.
+func (p *Provider) startPodHub(parent context.Context) *watchHub {
+	pods := p.client.CoreV1().Pods(metav1.NamespaceAll)
+	return p.newHub(parent, hubSource{
+		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = activePods
+			return pods.List(ctx, o)
+		},
+		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = activePods
+			return pods.Watch(ctx, o)
+		},
+		collect: func(items []runtime.Object, rv string) runtime.Object {
+			l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: make([]corev1.Pod, 0, len(items))}
+			for _, obj := range items {
+				l.Items = append(l.Items, *obj.(*corev1.Pod))
+			}
+			return l
+		},
+		object:    &corev1.Pod{},
+		transform: slimPod,
+		node: func(obj any) (string, bool) {
+			pod, ok := obj.(*corev1.Pod)
+			if !ok {
+				return "", false
+			}
+			return pod.Spec.NodeName, true
+		},
+		indexers: cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				return []string{pod.Spec.NodeName}, nil
+			}
+			return nil, nil
+		}},
+	})
+}
+
+// podsOn is the pods the hub holds bound to node. They are the store's: not to be changed.
+func (h *watchHub) podsOn(node string) []*corev1.Pod {
+	idx, ok := h.store.(cache.Indexer)
+	if !ok {
+		return nil
+	}
+	objs, _ := idx.ByIndex(podNodeIndex, node)
+	out := make([]*corev1.Pod, 0, len(objs))
+	for _, obj := range objs {
+		if pod, ok := obj.(*corev1.Pod); ok {
+			out = append(out, pod)
+		}
+	}
+	return out
+}
+
+// slimPod keeps of a pod what the Ready gate reads — its name, owner, node, phase and
+// conditions — so that the shared store of 15,000 pods stays small.
+func slimPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
+			ResourceVersion: pod.ResourceVersion, OwnerReferences: pod.OwnerReferences},
+		Spec:   corev1.PodSpec{NodeName: pod.Spec.NodeName},
+		Status: corev1.PodStatus{Phase: pod.Status.Phase, Conditions: pod.Status.Conditions},
+	}, nil
+}
