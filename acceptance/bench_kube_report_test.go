@@ -62,7 +62,7 @@ func (kr *kubeRollout) report(s *strings.Builder, runs, doubled []kubeRolloutRun
 	fmt.Fprintf(s, "| … per wave (ceil(N/k) waves, each node of a slot after the other) | %s | |\n", medianSpread(perWave, secs))
 
 	fmt.Fprintf(s, "\nPer wave (a wave: the w-th %d nodes each pool started, over the %d pools), median of the runs at T = %s (min–max); ", kr.k, len(kr.fleet.pools), kr.step)
-	fmt.Fprintf(s, "duration is the wave's first hand-over to its last Done (after the Ready gate), spread its first hand-over to its last, gap its last Done to the next wave's first hand-over")
+	fmt.Fprintf(s, "duration is the wave's first hand-over to its last Done (after the Ready gate), spread its first hand-over to its last, gap its last Done to the next wave's first hand-over (negative: each pool's slots run on without waiting for the other slots, so a wave starts before the one before it has ended)")
 	if len(doubled) > 0 {
 		fmt.Fprintf(s, "; the last two columns are the run%s at 2T = %s, less 2T", plural(len(doubled)), 2*kr.step)
 	}
