@@ -192,9 +192,28 @@ func (w *Workspace) Apply(ctx context.Context, st *state.State, pf *planfile.Fil
 	w.noteClaims(fleet)
 	plan, err := w.rederive(st, fleet, pf)
 	if err != nil {
+		if pf == w.shown && errors.Is(err, planfile.ErrStale) {
+			// The plan this apply just made and showed went stale before its first node:
+			// an apply without the lock (or a node) changed the fleet or the state
+			// meanwhile. Doing it anyway would not be what was shown; nothing started, so
+			// nothing failed either: run again (exit 2), as for a node another apply holds.
+			return &ApplyResult{Skipped: changedNodes(pf.Plan)}, notStarted(errors.New(
+				"the fleet or the state changed between this apply's plan and its first node (an apply without the lock, or a node): no node was started; run mcp apply again"))
+		}
 		return nil, err
 	}
 	return w.carryOut(ctx, st, plan, opts)
+}
+
+// changedNodes are the names of the nodes plan changes.
+func changedNodes(plan *planner.Plan) []string {
+	var names []string
+	for i := range plan.Nodes {
+		if plan.Nodes[i].Changed() {
+			names = append(names, plan.Nodes[i].Name)
+		}
+	}
+	return names
 }
 
 // carryOut does plan, re-derived from the configuration, state and fleet by Apply.

@@ -308,6 +308,29 @@ func TestApplyResumesFromJournal(t *testing.T) {
 	}
 }
 
+// The plan apply itself made and showed (no plan file), gone stale before its first node
+// — an apply without the lock changed the fleet meanwhile —: nothing acts, and the apply
+// is incomplete (run again, exit 2), not failed, and speaks of no saved plan.
+func TestApplyOwnPlanGoneStaleStartsNothing(t *testing.T) {
+	f := newFake(map[string]int{"worker": 2})
+	w, st := newTestWorkspace(t, f)
+	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
+	pf := saved(t, w, st, p)
+	w.shown = pf
+	f.fleet.Nodes[1].Ready = false // another apply took the node out meanwhile
+	res, err := w.Apply(context.Background(), st, pf, ApplyOptions{})
+	if Outcome(res, err) != Incomplete || err == nil || strings.Contains(err.Error(), "saved plan") ||
+		!strings.Contains(err.Error(), "no node was started; run mcp apply again") {
+		t.Fatalf("outcome %v, error %v: want incomplete, nothing started", Outcome(res, err), err)
+	}
+	if d := cmp.Diff([]string{"worker-0", "worker-1"}, res.Skipped); d != "" {
+		t.Errorf("not started (-want +got):\n%s", d)
+	}
+	if len(f.trace) != 0 {
+		t.Errorf("a stale plan acted: %v", f.trace)
+	}
+}
+
 func TestApplyRefusesStalePlan(t *testing.T) {
 	f := newFake(map[string]int{"worker": 2})
 	w, st := newTestWorkspace(t, f)

@@ -144,6 +144,7 @@ pool "edge" {
 	// The Secret edited by hand after the plan: the saved plan is stale, nothing written.
 	pf, _ = w.Plan(ctx, st)
 	store.secrets["openshift-machine-api/edge-user-data/userData"] = []byte("hand-edited")
+	w.shown = nil // applied as a saved plan, read back from its file
 	if _, err := w.Apply(ctx, st, pf, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "saved plan") {
 		t.Errorf("apply of a stale plan: %v", err)
 	}

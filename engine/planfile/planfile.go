@@ -162,19 +162,28 @@ func decode(b []byte) (*File, error) {
 	return f, nil
 }
 
-// CheckFresh refuses a plan made from another state or fleet than the current ones.
+// ErrStale marks CheckFresh's refusals of a plan the state or the fleet moved on from.
+var ErrStale = errors.New("stale plan")
+
+// CheckFresh refuses a plan made from another state or fleet than the current ones; a plan
+// the state or fleet moved on from is ErrStale.
 func (f *File) CheckFresh(s *state.State, fingerprint string) error {
 	if f.Lineage != "" && s.Lineage != "" && f.Lineage != s.Lineage {
 		return fmt.Errorf("saved plan is for another state (lineage %s, the state's is %s); run mcp plan again", f.Lineage, s.Lineage)
 	}
 	if f.Serial != s.Serial {
-		return fmt.Errorf("saved plan is stale: it was made from state serial %d, the state is now at serial %d; run mcp plan again", f.Serial, s.Serial)
+		return staleError{fmt.Errorf("saved plan is stale: it was made from state serial %d, the state is now at serial %d; run mcp plan again", f.Serial, s.Serial)}
 	}
 	if f.FleetFingerprint != fingerprint {
-		return fmt.Errorf("saved plan is stale: the fleet changed since it was made (fingerprint %s, now %s); run mcp plan again", short(f.FleetFingerprint), short(fingerprint))
+		return staleError{fmt.Errorf("saved plan is stale: the fleet changed since it was made (fingerprint %s, now %s); run mcp plan again", short(f.FleetFingerprint), short(fingerprint))}
 	}
 	return nil
 }
+
+type staleError struct{ error }
+
+func (e staleError) Is(target error) bool { return target == ErrStale }
+func (e staleError) Unwrap() error        { return e.error }
 
 func short(s string) string {
 	if len(s) > 12 {
