@@ -1,7 +1,6 @@
 package config
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -95,21 +94,7 @@ func TestAlertGateErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			write(t, dir, "base.hcl", "provider \"local\" { fleet = \"f\" }\n")
-			write(t, dir, "main.hcl", tt.src)
-			_, diags := Load(dir, Options{Schemas: testSchemas})
-			for _, d := range diags {
-				if d.Summary != tt.summary {
-					continue
-				}
-				s := d.Subject
-				if s == nil || filepath.Base(s.Filename) != "main.hcl" || s.Start.Line != tt.line || s.Start.Column != tt.col {
-					t.Errorf("%q at %v, want main.hcl:%d,%d", tt.summary, s, tt.line, tt.col)
-				}
-				return
-			}
-			t.Fatalf("no %q diagnostic; got %v", tt.summary, diags)
+			diagAt(t, localProvider, tt.src, tt.summary, tt.line, tt.col)
 		})
 	}
 }

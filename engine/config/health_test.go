@@ -1,7 +1,6 @@
 package config
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -112,24 +111,13 @@ func TestHealthCheckErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			write(t, dir, "base.hcl", "provider \"local\" { fleet = \"f\" }\n")
-			write(t, dir, "main.hcl", tt.src)
-			_, diags := Load(dir, Options{Schemas: testSchemas})
-			for _, d := range diags {
-				if d.Summary != tt.summary {
-					continue
-				}
-				s := d.Subject
-				if s == nil || filepath.Base(s.Filename) != "main.hcl" || s.Start.Line != tt.line || s.Start.Column != tt.col {
-					t.Errorf("%q at %v, want main.hcl:%d,%d", tt.summary, s, tt.line, tt.col)
-				}
-				if strings.HasPrefix(tt.name, "both") && !strings.Contains(d.Detail, "give one") {
-					t.Errorf("the conflict does not say what to do: %s", d.Detail)
-				}
-				return
+			d := diagAt(t, localProvider, tt.src, tt.summary, tt.line, tt.col)
+			if strings.HasPrefix(tt.name, "both") && !strings.Contains(d.Detail, "give one") {
+				t.Errorf("the conflict does not say what to do: %s", d.Detail)
 			}
-			t.Fatalf("no %q diagnostic; got %v", tt.summary, diags)
 		})
 	}
 }
+
+// localProvider is base.hcl of the diagnostic tests: a local provider.
+const localProvider = "provider \"local\" { fleet = \"f\" }\n"

@@ -95,7 +95,7 @@ func TestPacingErrorsHavePlaces(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			diagAt(t, "provider \"local\" { fleet = \"f\" }\n", tt.src, tt.summary, tt.line, tt.col)
+			diagAt(t, localProvider, tt.src, tt.summary, tt.line, tt.col)
 		})
 	}
 }
