@@ -11,6 +11,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/mcpfleet/mcp/engine/config/butane"
+	"github.com/mcpfleet/mcp/internal/unitinstall"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -18,22 +19,31 @@ import (
 // MachineConfig (so configs merge in the MCO's order, by name), for the pools the
 // MachineConfig's role label names (pools overrides the label when not empty). A
 // MachineConfig whose pool is known neither way, or whose content HCL text cannot hold,
-// is an error naming it.
-func HCL(mcs []MachineConfig, pools []string) ([]byte, error) {
+// is an error naming it. Warnings name what is written differently from the YAML although
+// the node ends up the same.
+func HCL(mcs []MachineConfig, pools []string) (out []byte, warnings []string, err error) {
 	f := hclwrite.NewEmptyFile()
 	body := f.Body()
 	for i, mc := range mcs {
 		if i > 0 {
 			body.AppendNewline()
 		}
-		if err := writeConfig(body, &mc, pools); err != nil {
-			return nil, fmt.Errorf("MachineConfig %s: %w", mc.Name, err)
+		w := &writer{mc: &mc}
+		if err := w.config(body, pools); err != nil {
+			return nil, nil, fmt.Errorf("MachineConfig %s: %w", mc.Name, err)
 		}
+		warnings = append(warnings, w.warnings...)
 	}
-	return hclwrite.Format(f.Bytes()), nil
+	return hclwrite.Format(f.Bytes()), warnings, nil
 }
 
-func writeConfig(body *hclwrite.Body, mc *MachineConfig, pools []string) error {
+type writer struct {
+	mc       *MachineConfig
+	warnings []string
+}
+
+func (w *writer) config(body *hclwrite.Body, pools []string) error {
+	mc := w.mc
 	if len(pools) == 0 {
 		if mc.Role == "" {
 			return fmt.Errorf("no %s label says its pool: give the pools (mcp import machineconfig -pool NAME)", RoleLabel)
@@ -71,13 +81,18 @@ func writeConfig(body *hclwrite.Body, mc *MachineConfig, pools []string) error {
 	}
 	for _, u := range mc.Ignition.Units {
 		b.AppendNewline()
-		writeUnit(b.AppendNewBlock("unit", []string{u.Name}).Body(), &u)
+		w.unit(b.AppendNewBlock("unit", []string{u.Name}).Body(), &u)
 	}
 	return nil
 }
 
-func writeUnit(ub *hclwrite.Body, u *model.Unit) {
-	if u.Enabled != nil {
+func (w *writer) unit(ub *hclwrite.Body, u *model.Unit) {
+	if u.Enabled != nil && *u.Enabled && u.Contents != "" && !u.Mask && !installable(u) {
+		// mcp refuses enabled = true where systemctl enable links nothing; on the MCO's
+		// nodes it did nothing either (Ignition warns), so the node is the same without it.
+		w.warnings = append(w.warnings, fmt.Sprintf("MachineConfig %s: unit %s is enabled but has no [Install] section, "+
+			"so enabling it does nothing; enabled is left out", w.mc.Name, u.Name))
+	} else if u.Enabled != nil {
 		ub.SetAttributeValue("enabled", cty.BoolVal(*u.Enabled))
 	}
 	if u.Mask {
@@ -163,4 +178,13 @@ func closes(s, delim string) bool {
 		}
 	}
 	return false
+}
+
+func installable(u *model.Unit) bool {
+	files := []string{u.Contents}
+	for _, d := range u.Dropins {
+		files = append(files, d.Contents)
+	}
+	info, err := unitinstall.Parse(files...)
+	return err != nil || info.Installable(u.Name)
 }

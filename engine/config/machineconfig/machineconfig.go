@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -232,6 +233,11 @@ func (p *parser) specField(mc *MachineConfig, k, v *yaml.Node, generated bool) {
 				continue
 			}
 			for _, a := range SplitKernelArgs(e.Value) {
+				if slices.Contains(mc.KernelArgs, a) {
+					p.problems = append(p.problems, Problem{At: at(e), Warning: true, Message: fmt.Sprintf(
+						"%s: %s is given again: the MCO would append it twice, mcp's rendered config has it once", where, a)})
+					continue
+				}
 				mc.KernelArgs = append(mc.KernelArgs, a)
 				mc.KernelArgAt = append(mc.KernelArgAt, at(e))
 			}
