@@ -40,6 +40,31 @@ configuration directory). A PATH that does not exist is an error.`,
 			"3  With -check: some files are not formatted (listed on standard output), as terraform fmt -check."},
 		Examples: []string{"mcp fmt -check  # in CI: fails with exit 3 on an unformatted file", "mcp fmt main.hcl configs.hcl"},
 	},
+	"import": {
+		Usage: "mcp [global options] import machineconfig [options] FILE...",
+		Text: `Writes configuration made for other tools as mcp configuration.
+
+  machineconfig  the OpenShift Machine Config Operator's MachineConfig YAML
+
+Run mcp import machineconfig -h for its help.`,
+		Exit:     []string{"0  Written.", exitError},
+		Examples: []string{"mcp import machineconfig 99-worker-chrony.yaml > chrony.hcl"},
+	},
+	"import machineconfig": {
+		Usage: "mcp [global options] import machineconfig [options] FILE...",
+		Text: `Reads MachineConfig YAML (one object, several documents, or a List as oc get -o yaml
+prints) and writes one config block per MachineConfig, named as it, with the MCO's
+semantics: its Ignition config's files and systemd units (spec 3.x, or 2.2 translated as
+the MCO does), spec.kernelArguments split as the MCO splits them, osImageURL as os_image,
+and the pool the machineconfiguration.openshift.io/role label names. What mcp cannot do
+(kernelType realtime or 64k-pages, extensions, fips: true) is refused with its line and
+column, and nothing is written. A config block can also read a MachineConfig as it is:
+machineconfig = file("99-worker-chrony.yaml") (docs/configuration.md).`,
+		Groups: []cmdhelp.Group{{Title: "Options", Flags: []string{"out", "pool"}}},
+		Exit:   []string{"0  Written (warnings may be printed on standard error).", "1  A MachineConfig is refused, or a FILE cannot be read: nothing is written."},
+		Examples: []string{"mcp import machineconfig 99-worker-chrony.yaml > chrony.hcl",
+			"oc get machineconfig -l machineconfiguration.openshift.io/role=worker -o yaml > mcs.yaml && mcp import machineconfig -out worker.hcl mcs.yaml"},
+	},
 	"plan": {
 		Usage: "mcp [global options] plan [options]",
 		Text: `Refreshes the fleet through the configured provider and shows what mcp apply would do:

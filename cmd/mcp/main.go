@@ -80,6 +80,7 @@ func init() {
 		{"status", "Show each pool's machine counts, or each node's; -watch follows a rollout", (*cli).status, true},
 		{"drift", "Report how each node differs from the config it runs (no lock, no changes)", (*cli).drift, false},
 		{"fmt", "Rewrite configuration files in the canonical format", (*cli).fmt, false},
+		{"import", "Write other tools' configuration as mcp configuration (MCO MachineConfig YAML)", (*cli).import_, false},
 		{"graph", "Print a plan's action graph in Graphviz DOT", (*cli).graph, false},
 		{"fleet", "Create or change a local fleet (init, add, set, list, events)", (*cli).fleet, false},
 		{"serve", "Serve Ignition configs to booting nodes and agents", (*cli).serve, false},

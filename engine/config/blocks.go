@@ -187,7 +187,8 @@ func (l *loader) onDrift(a *hcl.Attribute) (model.OnDrift, hcl.Diagnostics) {
 }
 
 var configSchema = &hcl.BodySchema{
-	Attributes: []hcl.AttributeSchema{{Name: "pools", Required: true}, {Name: "kernel_args"}, {Name: "os_image"}, {Name: "butane"}},
+	// pools is required unless machineconfig is given (its role label then names the pool).
+	Attributes: []hcl.AttributeSchema{{Name: "pools"}, {Name: "kernel_args"}, {Name: "os_image"}, {Name: "butane"}, {Name: "machineconfig"}},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "file", LabelNames: []string{"path"}},
 		{Type: "unit", LabelNames: []string{"name"}}},
 }
@@ -244,6 +245,12 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 		}
 		if a := content.Attributes["butane"]; a != nil {
 			diags = append(diags, l.butane(a, &c)...)
+		}
+		if a := content.Attributes["machineconfig"]; a != nil {
+			diags = append(diags, l.machineConfig(a, content.Attributes["pools"], &c)...)
+		} else if content.Attributes["pools"] == nil {
+			diags = append(diags, errAt(b.DefRange, "Missing required argument",
+				fmt.Sprintf("Config %q needs pools = [\"…\"], the pools it applies to (or a machineconfig whose role label names one).", name)))
 		}
 		l.d.Configs = append(l.d.Configs, c)
 	}

@@ -33,12 +33,20 @@ func (l *loader) butane(a *hcl.Attribute, c *model.Config) hcl.Diagnostics {
 	if res == nil {
 		return diags
 	}
-	at := hclpos.From(a.Range)
+	return append(diags, l.addDeclared(a.Range, where, res, c)...)
+}
+
+// addDeclared adds to c the files, units and kernel arguments that a Butane text or a
+// MachineConfig's Ignition config (res) declares, refusing what a config's own blocks
+// could not declare either. where names the text for messages; r is the attribute's range.
+func (l *loader) addDeclared(r hcl.Range, where string, res *butane.Result, c *model.Config) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	at := hclpos.From(r)
 	bad := func(summary, format string, args ...any) {
-		diags = append(diags, errAt(a.Range, summary, where+": "+fmt.Sprintf(format, args...)+"."))
+		diags = append(diags, errAt(r, summary, where+": "+fmt.Sprintf(format, args...)+"."))
 	}
 	for _, f := range res.Files {
-		if d := checkPath(f.Path, a.Range); d != nil {
+		if d := checkPath(f.Path, r); d != nil {
 			bad(d.Summary, "%s (%s): %s", f.Path, f.Butane, strings.TrimSuffix(d.Detail, "."))
 			continue
 		}

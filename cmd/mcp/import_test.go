@@ -1,0 +1,45 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// mcp import machineconfig writes config blocks that validate beside the pools they name;
+// a refused MachineConfig writes nothing and exits 1; -out never overwrites.
+func TestImportMachineConfig(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join("..", "..", "engine", "config", "machineconfig", "testdata", "mco")
+	for _, f := range []string{"99-worker-chrony.yaml", "99-worker-disable-chrony.yaml", "50-fips.yaml"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := mcp(t, dir, "import", "machineconfig", "99-worker-chrony.yaml", "99-worker-disable-chrony.yaml")
+	if code != 0 || !strings.Contains(out, `config "99-worker-chrony" {`) || !strings.Contains(out, `unit "chronyd.service" {`) {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	os.WriteFile(filepath.Join(dir, "main.hcl"), []byte("provider \"local\" { fleet = \"./fleet\" }\npool \"worker\" {}\n"), 0o644)
+	if code, _, errOut := mcp(t, dir, "import", "machineconfig", "-out", "imported.hcl", "99-worker-chrony.yaml", "99-worker-disable-chrony.yaml"); code != 0 {
+		t.Fatalf("-out: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := mcp(t, dir, "validate"); code != 0 {
+		t.Errorf("validate the imported HCL: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := mcp(t, dir, "import", "machineconfig", "-out", "imported.hcl", "99-worker-chrony.yaml"); code != 1 || !strings.Contains(errOut, "does not overwrite") {
+		t.Errorf("-out over an existing file: exit %d %s", code, errOut)
+	}
+	code, out, errOut = mcp(t, dir, "import", "machineconfig", "99-worker-chrony.yaml", "50-fips.yaml")
+	if code != 1 || out != "" || !strings.Contains(errOut, "50-fips.yaml: line 8, column 9: MachineConfig 50-fips: spec.fips: true") {
+		t.Errorf("fips: exit %d, out %q, err %s", code, out, errOut)
+	}
+	if code, _, errOut := mcp(t, dir, "import", "butane", "x"); code != 1 || !strings.Contains(errOut, `unknown import kind "butane"`) {
+		t.Errorf("import butane: exit %d %s", code, errOut)
+	}
+}

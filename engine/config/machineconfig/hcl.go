@@ -1,0 +1,190 @@
+package machineconfig
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/mcpfleet/mcp/engine/config/butane"
+	"github.com/mcpfleet/mcp/internal/unitinstall"
+	"github.com/mcpfleet/mcp/model"
+)
+
+// HCL writes mcs as mcp configuration: one config block per MachineConfig, named as the
+// MachineConfig (so configs merge in the MCO's order, by name), for the pools the
+// MachineConfig's role label names (pools overrides the label when not empty). A
+// MachineConfig whose pool is known neither way, or whose content HCL text cannot hold,
+// is an error naming it. Warnings name what is written differently from the YAML although
+// the node ends up the same.
+func HCL(mcs []MachineConfig, pools []string) (out []byte, warnings []string, err error) {
+	f := hclwrite.NewEmptyFile()
+	body := f.Body()
+	for i, mc := range mcs {
+		if i > 0 {
+			body.AppendNewline()
+		}
+		w := &writer{mc: &mc}
+		if err := w.config(body, pools); err != nil {
+			return nil, nil, fmt.Errorf("MachineConfig %s: %w", mc.Name, err)
+		}
+		warnings = append(warnings, w.warnings...)
+	}
+	return hclwrite.Format(f.Bytes()), warnings, nil
+}
+
+type writer struct {
+	mc       *MachineConfig
+	warnings []string
+}
+
+func (w *writer) config(body *hclwrite.Body, pools []string) error {
+	mc := w.mc
+	if len(pools) == 0 {
+		if mc.Role == "" {
+			return fmt.Errorf("no %s label says its pool: give the pools (mcp import machineconfig -pool NAME)", RoleLabel)
+		}
+		pools = []string{mc.Role}
+	}
+	if err := unwritable(mc.Ignition); err != nil {
+		return err
+	}
+	b := body.AppendNewBlock("config", []string{mc.Name}).Body()
+	b.SetAttributeValue("pools", strings_(pools))
+	if len(mc.KernelArgs) > 0 {
+		b.SetAttributeValue("kernel_args", strings_(mc.KernelArgs))
+	}
+	if mc.OSImage != "" {
+		b.SetAttributeValue("os_image", cty.StringVal(mc.OSImage))
+	}
+	if mc.Ignition == nil {
+		return nil
+	}
+	for _, file := range mc.Ignition.Files {
+		if !utf8.Valid(file.Contents) {
+			return fmt.Errorf("file %s: its content is not UTF-8 text, which an HCL string cannot hold", file.Path)
+		}
+		b.AppendNewline()
+		fb := b.AppendNewBlock("file", []string{file.Path}).Body()
+		fb.SetAttributeValue("mode", cty.StringVal(fmt.Sprintf("%04o", file.Mode)))
+		if file.User != "" {
+			fb.SetAttributeValue("user", cty.StringVal(file.User))
+		}
+		if file.Group != "" {
+			fb.SetAttributeValue("group", cty.StringVal(file.Group))
+		}
+		fb.SetAttributeRaw("content", text(string(file.Contents)))
+	}
+	for _, u := range mc.Ignition.Units {
+		b.AppendNewline()
+		w.unit(b.AppendNewBlock("unit", []string{u.Name}).Body(), &u)
+	}
+	return nil
+}
+
+func (w *writer) unit(ub *hclwrite.Body, u *model.Unit) {
+	if u.Enabled != nil && *u.Enabled && u.Contents != "" && !u.Mask && !installable(u) {
+		// mcp refuses enabled = true where systemctl enable links nothing; on the MCO's
+		// nodes it did nothing either (Ignition warns), so the node is the same without it.
+		w.warnings = append(w.warnings, fmt.Sprintf("MachineConfig %s: unit %s is enabled but has no [Install] section, "+
+			"so enabling it does nothing; enabled is left out", w.mc.Name, u.Name))
+	} else if u.Enabled != nil {
+		ub.SetAttributeValue("enabled", cty.BoolVal(*u.Enabled))
+	}
+	if u.Mask {
+		ub.SetAttributeValue("mask", cty.True)
+	}
+	if u.Contents != "" {
+		ub.SetAttributeRaw("contents", text(u.Contents))
+	}
+	for _, d := range u.Dropins {
+		ub.AppendNewBlock("dropin", []string{d.Name}).Body().SetAttributeRaw("contents", text(d.Contents))
+	}
+}
+
+// unwritable names what r declares that HCL blocks cannot say yet: it must fail, not be
+// left out of what is written.
+func unwritable(r *butane.Result) error {
+	if r == nil {
+		return nil
+	}
+	if len(r.KernelArgs) > 0 {
+		return fmt.Errorf("kernel arguments in spec.config: give them as spec.kernelArguments")
+	}
+	v := reflect.ValueOf(*r)
+	for i := range v.NumField() {
+		switch name := v.Type().Field(i).Name; name {
+		case "Files", "Units", "KernelArgs", "KernelArgPaths", "Spec":
+		default:
+			if !v.Field(i).IsZero() {
+				return fmt.Errorf("spec.config declares %s, which mcp import does not write as HCL yet: "+
+					"give the MachineConfig to a config block as machineconfig = file(…) instead", name)
+			}
+		}
+	}
+	return nil
+}
+
+func strings_(l []string) cty.Value {
+	vs := make([]cty.Value, len(l))
+	for i, s := range l {
+		vs[i] = cty.StringVal(s)
+	}
+	return cty.ListVal(vs)
+}
+
+// text is s as an HCL expression: a heredoc when s is lines of printable text ending in a
+// newline (as files and units mostly are), else a quoted string. Either way "${" and "%{"
+// are escaped, so the text is taken as it is and not as a template.
+func text(s string) hclwrite.Tokens {
+	if !heredocable(s) {
+		return hclwrite.TokensForValue(cty.StringVal(s))
+	}
+	delim := "EOT"
+	for closes(s, delim) {
+		delim += "_"
+	}
+	body := strings.NewReplacer("${", "$${", "%{", "%%{").Replace(s)
+	return hclwrite.Tokens{
+		{Type: hclsyntax.TokenOHeredoc, Bytes: []byte("<<" + delim + "\n")},
+		{Type: hclsyntax.TokenStringLit, Bytes: []byte(body)},
+		{Type: hclsyntax.TokenCHeredoc, Bytes: []byte(delim)},
+	}
+}
+
+// heredocable: text whose lines a heredoc keeps as they are.
+func heredocable(s string) bool {
+	if !strings.HasSuffix(s, "\n") || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r == '\r' || (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// closes: a line of s would end a heredoc delimited by delim (HCL allows space before the
+// closing marker).
+func closes(s, delim string) bool {
+	for _, line := range strings.Split(s, "\n") {
+		if strings.TrimSpace(line) == delim {
+			return true
+		}
+	}
+	return false
+}
+
+func installable(u *model.Unit) bool {
+	files := []string{u.Contents}
+	for _, d := range u.Dropins {
+		files = append(files, d.Contents)
+	}
+	info, err := unitinstall.Parse(files...)
+	return err != nil || info.Installable(u.Name)
+}

@@ -1,0 +1,368 @@
+// Package machineconfig reads the MachineConfig objects of the OpenShift Machine Config
+// Operator (MCO) — YAML as kept in git or printed by `oc get machineconfig -o yaml`: one
+// object, several documents, or a List — into what mcp manages, with the MCO's semantics:
+// spec.config is an Ignition config of spec 3.x, or 2.2 translated as the MCO translates
+// it; spec.kernelArguments entries are split into arguments as the MCO's daemon splits
+// them; spec.osImageURL is the OS image; the label machineconfiguration.openshift.io/role
+// names the pool. What the MCO can do and mcp cannot (another kernel, extensions, FIPS)
+// is refused with the field's line and column, never dropped. It does no I/O.
+package machineconfig
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/mcpfleet/mcp/engine/config/butane"
+)
+
+// RoleLabel is the label whose value names the pool a MachineConfig is for.
+const RoleLabel = "machineconfiguration.openshift.io/role"
+
+// APIVersion is the MachineConfig API mcp reads.
+const APIVersion = "machineconfiguration.openshift.io/v1"
+
+// generatedBy marks the MachineConfigs the MCO's controllers make from their templates;
+// the MCO takes no osImageURL from them.
+const generatedBy = "machineconfiguration.openshift.io/generated-by-controller-version"
+
+// MachineConfig is one MachineConfig object, in mcp's terms.
+type MachineConfig struct {
+	Name string
+	// Role is the value of the role label; "" when the object has none.
+	Role string
+	// OSImage is spec.osImageURL ("" when unset, or when the MCO would ignore it).
+	OSImage string
+	// KernelArgs are spec.kernelArguments, each entry split into arguments as the MCO does
+	// ("a=1 b" is two arguments); KernelArgAt is the place of the entry each came from.
+	KernelArgs  []string
+	KernelArgAt []Pos
+	// Ignition is what spec.config declares (nil when it declares nothing); Spec its
+	// Ignition spec version as written ("2.2.0", "3.2.0").
+	Ignition *butane.Result
+	Spec     string
+	// At is the place of the object in the text.
+	At Pos
+}
+
+// Pos is a line and column (1-based) in the YAML text; zero when unknown.
+type Pos struct{ Line, Column int }
+
+func (p Pos) String() string { return fmt.Sprintf("line %d, column %d", p.Line, p.Column) }
+
+// Problem is one error or warning about the text, at the field it is about.
+type Problem struct {
+	At      Pos
+	Warning bool
+	Message string
+}
+
+func (p Problem) String() string {
+	if p.At.Line == 0 {
+		return p.Message
+	}
+	return p.At.String() + ": " + p.Message
+}
+
+// MaxSize bounds the text read: as Butane's bound, larger than any real pool's
+// configuration, and small enough that reading it costs little.
+const MaxSize = 8 << 20
+
+// Parse reads every MachineConfig of text. The MachineConfigs are returned only when no
+// problem is an error.
+func Parse(text []byte) ([]MachineConfig, []Problem) {
+	if len(text) > MaxSize {
+		return nil, []Problem{{Message: fmt.Sprintf("the text is %d bytes, more than mcp reads (%d)", len(text), MaxSize)}}
+	}
+	p := &parser{}
+	dec := yaml.NewDecoder(bytes.NewReader(text))
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			p.errorf(Pos{}, "not valid YAML: %v", strings.TrimPrefix(err.Error(), "yaml: "))
+			break
+		}
+		if len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
+			continue // an empty document, as between two "---"
+		}
+		p.object(doc.Content[0])
+	}
+	if len(p.mcs) == 0 && !p.failed() {
+		p.errorf(Pos{}, "the text holds no MachineConfig")
+	}
+	if p.failed() {
+		return nil, p.problems
+	}
+	return p.mcs, p.problems
+}
+
+type parser struct {
+	mcs      []MachineConfig
+	problems []Problem
+}
+
+func (p *parser) errorf(at Pos, format string, args ...any) {
+	p.problems = append(p.problems, Problem{At: at, Message: fmt.Sprintf(format, args...)})
+}
+
+func (p *parser) failed() bool {
+	for _, pr := range p.problems {
+		if !pr.Warning {
+			return true
+		}
+	}
+	return false
+}
+
+// object reads a MachineConfig, or each item of a List of them.
+func (p *parser) object(n *yaml.Node) {
+	if n.Kind != yaml.MappingNode {
+		p.errorf(at(n), "expected a MachineConfig object (a mapping with kind: MachineConfig)")
+		return
+	}
+	kindNode := get(n, "kind")
+	kind := scalar(kindNode)
+	switch kind {
+	case "MachineConfig":
+		p.machineConfig(n)
+	case "List", "MachineConfigList":
+		items := get(n, "items")
+		if items == nil || items.Kind != yaml.SequenceNode {
+			if items == nil || items.Tag != "!!null" {
+				p.errorf(at(n), "a %s needs items: a list of MachineConfigs", kind)
+			}
+			return
+		}
+		for _, it := range items.Content {
+			if it.Kind == yaml.MappingNode && scalar(get(it, "kind")) != "MachineConfig" {
+				p.errorf(at(it), "an item of the %s is a %s, not a MachineConfig", kind, orNone(scalar(get(it, "kind"))))
+				continue
+			}
+			p.object(it)
+		}
+	case "Template":
+		p.errorf(at(kindNode), "an OpenShift Template, not a MachineConfig: process it first (oc process -f FILE -p NAME=… --local -o yaml)")
+	default:
+		p.errorf(at(orNode(kindNode, n)), "kind %s: mcp reads MachineConfig objects (kind: MachineConfig, or a List of them)", orNone(kind))
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+var specFields = []string{"config", "kernelArguments", "osImageURL", "kernelType", "extensions", "fips", "baseOSExtensionsContainerImage"}
+
+// machineConfig reads one MachineConfig object.
+func (p *parser) machineConfig(n *yaml.Node) {
+	if v := get(n, "apiVersion"); scalar(v) != APIVersion {
+		p.errorf(at(orNode(v, n)), "apiVersion %s: mcp reads %s MachineConfigs", orNone(scalar(v)), APIVersion)
+		return
+	}
+	mc := MachineConfig{At: at(n)}
+	meta := get(n, "metadata")
+	mc.Name = scalar(get(meta, "name"))
+	if mc.Name == "" {
+		p.errorf(at(orNode(meta, n)), "the MachineConfig has no metadata.name")
+		return
+	}
+	mc.Role = scalar(get(get(meta, "labels"), RoleLabel))
+	generated := scalar(get(get(meta, "annotations"), generatedBy)) != ""
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		switch k := n.Content[i].Value; k {
+		case "apiVersion", "kind", "metadata", "spec", "status":
+		default:
+			p.errorf(at(n.Content[i]), "MachineConfig %s: unknown field %q (a MachineConfig has apiVersion, kind, metadata and spec)", mc.Name, k)
+		}
+	}
+	spec := get(n, "spec")
+	if spec == nil || spec.Tag == "!!null" {
+		p.mcs = append(p.mcs, mc)
+		return
+	}
+	if spec.Kind != yaml.MappingNode {
+		p.errorf(at(spec), "MachineConfig %s: spec must be a mapping", mc.Name)
+		return
+	}
+	before := len(p.problems)
+	for i := 0; i+1 < len(spec.Content); i += 2 {
+		k, v := spec.Content[i], spec.Content[i+1]
+		p.specField(&mc, k, v, generated)
+	}
+	for i := before; i < len(p.problems); i++ {
+		if !p.problems[i].Warning {
+			return
+		}
+	}
+	p.mcs = append(p.mcs, mc)
+}
+
+// specField reads one field of a MachineConfig's spec into mc.
+func (p *parser) specField(mc *MachineConfig, k, v *yaml.Node, generated bool) {
+	where := "MachineConfig " + mc.Name + ": spec." + k.Value
+	null := v.Tag == "!!null"
+	switch k.Value {
+	case "config":
+		if !null {
+			p.config(mc, v)
+		}
+	case "kernelArguments":
+		if null {
+			return
+		}
+		if v.Kind != yaml.SequenceNode {
+			p.errorf(at(v), "%s must be a list of strings", where)
+			return
+		}
+		for _, e := range v.Content {
+			if e.Kind != yaml.ScalarNode || e.Tag == "!!null" {
+				p.errorf(at(e), "%s: each entry must be a string", where)
+				continue
+			}
+			for _, a := range SplitKernelArgs(e.Value) {
+				if slices.Contains(mc.KernelArgs, a) {
+					p.problems = append(p.problems, Problem{At: at(e), Warning: true, Message: fmt.Sprintf(
+						"%s: %s is given again: the MCO would append it twice, mcp's rendered config has it once", where, a)})
+					continue
+				}
+				mc.KernelArgs = append(mc.KernelArgs, a)
+				mc.KernelArgAt = append(mc.KernelArgAt, at(e))
+			}
+		}
+	case "osImageURL":
+		if v.Kind != yaml.ScalarNode {
+			p.errorf(at(v), "%s must be a string", where)
+		} else if !generated && !null {
+			mc.OSImage = v.Value
+		}
+	case "kernelType":
+		switch scalar(v) {
+		case "", "default":
+		case "realtime", "64k-pages":
+			p.errorf(at(v), "%s: %s: mcp does not install another kernel (the MCO replaces the kernel packages with rpm-ostree); "+
+				"build an OS image with that kernel and give it as osImageURL, or leave this MachineConfig to the MCO", where, v.Value)
+		default:
+			p.errorf(at(v), "%s: %q is not a kernel type (the MCO knows default, realtime and 64k-pages)", where, v.Value)
+		}
+	case "extensions":
+		if !null && (v.Kind != yaml.SequenceNode || len(v.Content) > 0) {
+			p.errorf(at(v), "%s: mcp does not layer RHCOS extensions onto the OS; build an OS image with those packages "+
+				"and give it as osImageURL, or leave this MachineConfig to the MCO", where)
+		}
+	case "fips":
+		if scalar(v) == "true" {
+			p.errorf(at(v), "%s: true: FIPS mode is chosen when a node is installed, and mcp does not install nodes; "+
+				"a running node cannot be switched (the MCO refuses the change too)", where)
+		} else if !null && scalar(v) != "false" {
+			p.errorf(at(v), "%s must be true or false", where)
+		}
+	case "baseOSExtensionsContainerImage":
+		if scalar(v) != "" {
+			p.errorf(at(v), "%s: mcp does not layer RHCOS extensions onto the OS, so it takes no extensions image", where)
+		}
+	default:
+		p.errorf(at(k), "MachineConfig %s: unknown field spec.%s (a MachineConfig's spec has %s)", mc.Name, k.Value, strings.Join(specFields, ", "))
+	}
+}
+
+// config reads spec.config, an Ignition config written as YAML.
+func (p *parser) config(mc *MachineConfig, n *yaml.Node) {
+	where := "MachineConfig " + mc.Name + ": spec.config"
+	var v any
+	if err := n.Decode(&v); err != nil {
+		p.errorf(at(n), "%s: %v", where, err)
+		return
+	}
+	doc, ok := v.(map[string]any)
+	if !ok {
+		p.errorf(at(n), "%s must be an Ignition config (a mapping)", where)
+		return
+	}
+	if len(doc) == 0 {
+		return // config: {} declares nothing, as the MCO reads it
+	}
+	version, _ := dig(doc, "ignition", "version").(string)
+	mc.Spec = version
+	remap := func(path string) string { return path }
+	if strings.HasPrefix(version, "2.") {
+		var problems []problemAt
+		doc, remap, problems = from22(doc)
+		for _, pr := range problems {
+			p.errorf(locate(n, pr.path), "%s: %s", where, pr.msg)
+		}
+		if doc == nil {
+			return
+		}
+	}
+	if ka := get(n, "kernelArguments"); ka != nil && ka.Tag != "!!null" {
+		p.errorf(locate(n, "kernelArguments"), "%s.kernelArguments: the MCO refuses kernel arguments in the Ignition config "+
+			"(\"ignition kargs section contains changes\"); give them as spec.kernelArguments", where)
+		return
+	}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		p.errorf(at(n), "%s: %v", where, err)
+		return
+	}
+	res, problems := butane.FromIgnition(raw)
+	for _, pr := range problems {
+		p.problems = append(p.problems, Problem{At: locate(n, remap(jsonPath(pr.Message))), Warning: pr.Warning,
+			Message: where + ": " + pr.Message})
+	}
+	mc.Ignition = res
+}
+
+// get is the value of key in mapping n, or nil.
+func get(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// scalar is n's value when n is a non-null scalar, else "".
+func scalar(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		return ""
+	}
+	return n.Value
+}
+
+func at(n *yaml.Node) Pos { return Pos{n.Line, n.Column} }
+
+func orNode(a, b *yaml.Node) *yaml.Node {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+// dig is the value at keys in nested maps, or nil.
+func dig(v any, keys ...string) any {
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
