@@ -63,6 +63,9 @@ type PoolPlan struct {
 	Previous string `json:"previous,omitempty"` // the pointer before (from the state)
 	// ReRendered is true when Rendered differs from Previous.
 	ReRendered bool `json:"re_rendered"`
+	// Warnings are about the pool as a whole: a change to the first-boot part of its
+	// config, which running nodes never get.
+	Warnings []string `json:"warnings,omitempty"`
 	Size       int  `json:"size"`
 	// MaxUnavailable is max_unavailable resolved against Size.
 	MaxUnavailable int `json:"max_unavailable"`

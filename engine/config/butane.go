@@ -13,20 +13,36 @@ import (
 	"github.com/mcpfleet/mcp/model"
 )
 
-// butane translates a config's butane attribute and adds what it declares to c, after the
-// config's own blocks. Butane's errors and warnings are diagnostics on the attribute; their
-// text names Butane's line and column inside the Butane text.
-func (l *loader) butane(a *hcl.Attribute, c *model.Config) hcl.Diagnostics {
+// texts reads a config's butane or ignition attribute (one of them) into c.
+func (l *loader) texts(attrs hcl.Attributes, c *model.Config) hcl.Diagnostics {
+	b, i := attrs["butane"], attrs["ignition"]
+	switch {
+	case b != nil && i != nil:
+		return hcl.Diagnostics{errAt(i.NameRange, "Both butane and ignition",
+			fmt.Sprintf("Config %q has a butane attribute (at %s) and an ignition attribute: give one, or put them in two configs.", c.Name, posOf(b.NameRange)))}
+	case b != nil:
+		return l.butane(b, c, "Butane", butane.Translate)
+	case i != nil:
+		return l.butane(i, c, "Ignition", butane.FromIgnition)
+	}
+	return nil
+}
+
+// butane translates a config's butane attribute (or reads its ignition attribute, kind
+// "Ignition") and adds what it declares to c, after the config's own blocks. Butane's
+// errors and warnings are diagnostics on the attribute; their text names Butane's line and
+// column inside the Butane text.
+func (l *loader) butane(a *hcl.Attribute, c *model.Config, kind string, translate func([]byte) (*butane.Result, []butane.Problem)) hcl.Diagnostics {
 	text, diags := l.str(a)
 	if diags.HasErrors() {
 		return diags
 	}
-	where := butaneSource(a.Expr)
-	res, problems := butane.Translate([]byte(text))
+	where := butaneSource(a.Expr, kind)
+	res, problems := translate([]byte(text))
 	for _, p := range problems {
-		d := errAt(a.Range, "Invalid Butane", fmt.Sprintf("%s: %s.", where, p.Message))
+		d := errAt(a.Range, "Invalid "+kind, fmt.Sprintf("%s: %s.", where, p.Message))
 		if p.Warning {
-			d.Severity, d.Summary = hcl.DiagWarning, "Butane warning"
+			d.Severity, d.Summary = hcl.DiagWarning, kind+" warning"
 		}
 		diags = append(diags, d)
 	}
@@ -65,16 +81,60 @@ func (l *loader) butane(a *hcl.Attribute, c *model.Config) hcl.Diagnostics {
 		c.KernelArgs = append(c.KernelArgs, k)
 		c.KernelArgSources = append(c.KernelArgSources, model.Source{Range: at, Butane: res.KernelArgPaths[i]})
 	}
+	diags = append(diags, l.butaneTree(a, c, res, bad)...)
 	return diags
 }
 
-// butaneSource says where the Butane text came from for messages: the file a
-// file("worker.bu") or templatefile("worker.bu", …) call reads, else "the Butane text".
-func butaneSource(e hcl.Expression) string {
+// butaneTree adds the directories, links, core user's SSH keys and first-boot part of res
+// to c.
+func (l *loader) butaneTree(a *hcl.Attribute, c *model.Config, res *butane.Result, bad func(summary, format string, args ...any)) hcl.Diagnostics {
+	at := hclpos.From(a.Range)
+	for _, d := range res.Directories {
+		if dg := checkPath(d.Path, a.Range); dg != nil {
+			bad(dg.Summary, "directory %s (%s): %s", d.Path, d.Butane, strings.TrimSuffix(dg.Detail, "."))
+			continue
+		}
+		d.DeclRange = at
+		c.Directories = append(c.Directories, d)
+	}
+	for _, k := range res.Links {
+		if dg := checkPath(k.Path, a.Range); dg != nil {
+			bad(dg.Summary, "link %s (%s): %s", k.Path, k.Butane, strings.TrimSuffix(dg.Detail, "."))
+			continue
+		}
+		if dg := checkLinkTarget(k.Target, k.Hard, a.Range); dg != nil {
+			bad(dg.Summary, "link %s (%s): %s", k.Path, k.Butane, strings.TrimSuffix(dg.Detail, "."))
+			continue
+		}
+		k.DeclRange = at
+		c.Links = append(c.Links, k)
+	}
+	if len(res.SSHKeys) > 0 {
+		if len(c.SSHKeys) > 0 {
+			bad("Duplicate SSH keys", "the core user's SSH keys (%s) are also declared by the ssh_authorized_keys block at %s; declare them once in a config",
+				res.SSHKeysAt, c.SSHKeysSource.Range)
+		} else {
+			c.SSHKeys = res.SSHKeys
+			c.SSHKeysSource = model.Source{Range: at, Butane: res.SSHKeysAt}
+		}
+	}
+	if res.FirstBoot != nil {
+		c.FirstBoot, c.FirstBootParts, c.FirstBootRange = res.FirstBoot, res.FirstBootParts, at
+	}
+	return nil
+}
+
+// butaneSource says where the Butane (or Ignition, kind) text came from for messages: the
+// file a file("worker.bu") or templatefile("worker.bu", …) call reads, else "the Butane
+// text".
+func butaneSource(e hcl.Expression, kind string) string {
 	if call, ok := e.(*hclsyntax.FunctionCallExpr); ok && (call.Name == "file" || call.Name == "templatefile") && len(call.Args) > 0 {
 		if v, d := call.Args[0].Value(nil); !d.HasErrors() && v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
-			return "Butane " + v.AsString()
+			return kind + " " + v.AsString()
 		}
+	}
+	if kind == "Ignition" {
+		return "the Ignition config"
 	}
 	return "the Butane text"
 }
