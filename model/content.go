@@ -117,6 +117,10 @@ type Directory struct {
 	User     string   `json:"user,omitempty"`
 	Group    string   `json:"group,omitempty"`
 	OnChange []Policy `json:"on_change,omitempty"` // empty: a change needs a reboot
+	// Overwrite is Ignition's, as a Butane or Ignition config gives it: at first boot,
+	// what is at the path is deleted first. The node executor removes a file or link in
+	// the way, never a directory that is there (nor what it holds).
+	Overwrite bool `json:"overwrite,omitempty"`
 	// DeclRange and Butane are as File's.
 	DeclRange Range  `json:"-"`
 	Butane    string `json:"-"`

@@ -33,8 +33,9 @@ func dirMode(m int) fs.FileMode {
 const modeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 
 // writeDir makes d's directory when it is missing (its parents 0755) and gives it d's mode
-// and owner. A file or link mcp wrote at the path (from) is removed first; anything else
-// that is not a directory is an error: mcp does not delete what it did not write.
+// and owner. A file or link mcp wrote at the path (from), or any with d.Overwrite, is
+// removed first; anything else that is not a directory is an error: mcp does not delete
+// what it did not write. A directory that is there is kept with what it holds.
 func (e *Executor) writeDir(r *os.Root, from *model.Rendered, d *model.Directory) error {
 	rel, err := e.check(d.Path)
 	if err != nil {
@@ -45,7 +46,7 @@ func (e *Executor) writeDir(r *os.Root, from *model.Rendered, d *model.Directory
 	}
 	st, err := r.Lstat(rel)
 	switch {
-	case err == nil && !st.IsDir() && (from.File(d.Path) != nil || from.Link(d.Path) != nil):
+	case err == nil && !st.IsDir() && (d.Overwrite || from.File(d.Path) != nil || from.Link(d.Path) != nil):
 		if err := r.Remove(rel); err != nil {
 			return fmt.Errorf("directory %s: removing the %s mcp wrote there: %w", d.Path, st.Mode().Type(), err)
 		}

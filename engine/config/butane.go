@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -32,13 +33,13 @@ func (l *loader) texts(attrs hcl.Attributes, c *model.Config) hcl.Diagnostics {
 // "Ignition") and adds what it declares to c, after the config's own blocks. Butane's
 // errors and warnings are diagnostics on the attribute; their text names Butane's line and
 // column inside the Butane text.
-func (l *loader) butane(a *hcl.Attribute, c *model.Config, kind string, translate func([]byte) (*butane.Result, []butane.Problem)) hcl.Diagnostics {
+func (l *loader) butane(a *hcl.Attribute, c *model.Config, kind string, translate func([]byte, func(string) bool) (*butane.Result, []butane.Problem)) hcl.Diagnostics {
 	text, diags := l.str(a)
 	if diags.HasErrors() {
 		return diags
 	}
 	where := butaneSource(a.Expr, kind)
-	res, problems := translate([]byte(text))
+	res, problems := translate([]byte(text), firstBootOnly)
 	for _, p := range problems {
 		d := errAt(a.Range, "Invalid "+kind, fmt.Sprintf("%s: %s.", where, p.Message))
 		if p.Warning {
@@ -81,13 +82,13 @@ func (l *loader) butane(a *hcl.Attribute, c *model.Config, kind string, translat
 		c.KernelArgs = append(c.KernelArgs, k)
 		c.KernelArgSources = append(c.KernelArgSources, model.Source{Range: at, Butane: res.KernelArgPaths[i]})
 	}
-	diags = append(diags, l.butaneTree(a, c, res, bad)...)
+	diags = append(diags, l.butaneTree(a, c, res, where, bad)...)
 	return diags
 }
 
 // butaneTree adds the directories, links, core user's SSH keys and first-boot part of res
 // to c.
-func (l *loader) butaneTree(a *hcl.Attribute, c *model.Config, res *butane.Result, bad func(summary, format string, args ...any)) hcl.Diagnostics {
+func (l *loader) butaneTree(a *hcl.Attribute, c *model.Config, res *butane.Result, where string, bad func(summary, format string, args ...any)) hcl.Diagnostics {
 	at := hclpos.From(a.Range)
 	for _, d := range res.Directories {
 		if dg := checkPath(d.Path, a.Range); dg != nil {
@@ -121,7 +122,32 @@ func (l *loader) butaneTree(a *hcl.Attribute, c *model.Config, res *butane.Resul
 	if res.FirstBoot != nil {
 		c.FirstBoot, c.FirstBootParts, c.FirstBootRange = res.FirstBoot, res.FirstBootParts, at
 	}
-	return nil
+	var diags hcl.Diagnostics
+	if len(res.FirstBootPaths) > 0 {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "First boot only", Subject: a.Range.Ptr(),
+			Detail: fmt.Sprintf("%s: %s: outside the trees mcp manages on running nodes (%s), so booting nodes get them as Ignition writes them, and running nodes never do.",
+				where, strings.Join(res.FirstBootPaths, ", "), strings.Join(allowedPrefixes, ", "))})
+	}
+	return diags
+}
+
+// firstBootTrees are CoreOS's writable trees (links into /var) that mcp does not manage
+// on running nodes: a Butane or Ignition file, directory or link there is first boot
+// only (users' homes, above all), not refused.
+var firstBootTrees = []string{"/home", "/root", "/srv", "/mnt"}
+
+// firstBootOnly reports whether a Butane or Ignition path is left to first boot: not one
+// mcp manages, and in one of firstBootTrees.
+func firstBootOnly(p string) bool {
+	if checkPath(p, hcl.Range{}) == nil {
+		return false
+	}
+	for _, t := range firstBootTrees {
+		if strings.HasPrefix(p, t+"/") && path.Clean(p) == p {
+			return true
+		}
+	}
+	return false
 }
 
 // butaneSource says where the Butane (or Ignition, kind) text came from for messages: the

@@ -35,13 +35,15 @@ type (
 		Files       []ignFile      `json:"files,omitempty"`
 		Links       []ignLink      `json:"links,omitempty"`
 	}
-	// A directory has no overwrite: Ignition's would delete one that exists, with what
-	// it holds; without it, Ignition sets an existing directory's mode and owner.
+	// A directory's overwrite is written only when its config asked for it: Ignition's
+	// deletes one that exists, with what it holds; without it, Ignition sets an existing
+	// directory's mode and owner.
 	ignDirectory struct {
-		Group *ignName `json:"group,omitempty"`
-		Mode  int      `json:"mode"`
-		Path  string   `json:"path"`
-		User  *ignName `json:"user,omitempty"`
+		Group     *ignName `json:"group,omitempty"`
+		Mode      int      `json:"mode"`
+		Overwrite bool     `json:"overwrite,omitempty"`
+		Path      string   `json:"path"`
+		User      *ignName `json:"user,omitempty"`
 	}
 	// A link overwrites what is at its path, as the node executor replaces it.
 	ignLink struct {
@@ -98,7 +100,7 @@ func encode(r *model.Rendered) []byte {
 		c.Storage = &ignStorage{}
 	}
 	for _, d := range r.Directories {
-		c.Storage.Directories = append(c.Storage.Directories, ignDirectory{Mode: d.Mode, Path: text(d.Path),
+		c.Storage.Directories = append(c.Storage.Directories, ignDirectory{Mode: d.Mode, Overwrite: d.Overwrite, Path: text(d.Path),
 			Group: name(d.Group), User: name(d.User)})
 	}
 	for _, l := range r.Links {

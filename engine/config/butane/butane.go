@@ -40,9 +40,12 @@ type Result struct {
 	SSHKeys   []string
 	SSHKeysAt string
 	// FirstBoot is the rest of the config, for booting nodes only (model.Config.FirstBoot):
-	// nil when there is none; FirstBootParts names its parts.
+	// nil when there is none; FirstBootParts names its parts. FirstBootPaths are the files,
+	// directories and links left in it because of their paths ("/home/a/.bashrc
+	// (storage.files.2)").
 	FirstBoot      []byte
 	FirstBootParts []string
+	FirstBootPaths []string
 	// Spec is the Ignition spec the Butane variant and version translate to.
 	Spec string
 }
@@ -66,7 +69,10 @@ const MaxSize = 1 << 20
 
 // Translate translates text. Problems are in Butane's order; the Result is nil when any is
 // an error.
-func Translate(text []byte) (res *Result, problems []Problem) {
+//
+// Files, directories and links at a path firstBootOnly takes (nil: none) are left in the
+// first-boot part, as Ignition writes them, and named in Result.FirstBootPaths.
+func Translate(text []byte, firstBootOnly func(path string) bool) (res *Result, problems []Problem) {
 	if len(text) > MaxSize {
 		return nil, []Problem{{Message: fmt.Sprintf("the Butane text is %d bytes, more than mcp takes (%d): split it across configs, or give large files as file blocks", len(text), MaxSize)}}
 	}
@@ -78,10 +84,10 @@ func Translate(text []byte) (res *Result, problems []Problem) {
 			res, problems = nil, []Problem{{Message: fmt.Sprintf("the Butane translator failed on this text: %v", v)}}
 		}
 	}()
-	return translate(text)
+	return translate(text, firstBootOnly)
 }
 
-func translate(text []byte) (*Result, []Problem) {
+func translate(text []byte, firstBootOnly func(string) bool) (*Result, []Problem) {
 	ign, rpt, err := config.TranslateBytes(text, common.TranslateBytesOptions{Raw: true,
 		// Inline contents stay plain text, as mcp compares and writes them.
 		TranslateOptions: common.TranslateOptions{NoResourceAutoCompression: true}})
@@ -100,12 +106,12 @@ func translate(text []byte) (*Result, []Problem) {
 		}
 		return nil, append(problems, Problem{Message: fmt.Sprintf("the Butane translates to an Ignition config mcp cannot read: %v", err)})
 	}
-	return split(&cfg, problems)
+	return split(&cfg, problems, firstBootOnly)
 }
 
 // FromIgnition reads an Ignition config (any spec mcp knows) as Translate reads what a
 // Butane text translates to: a config's ignition attribute.
-func FromIgnition(text []byte) (*Result, []Problem) {
+func FromIgnition(text []byte, firstBootOnly func(path string) bool) (*Result, []Problem) {
 	if len(text) > MaxSize {
 		return nil, []Problem{{Message: fmt.Sprintf("the Ignition config is %d bytes, more than mcp takes (%d): split it across configs, or give large files as file blocks", len(text), MaxSize)}}
 	}
@@ -117,12 +123,15 @@ func FromIgnition(text []byte) (*Result, []Problem) {
 		}
 		return nil, problems
 	}
-	return split(&cfg, problems)
+	return split(&cfg, problems, firstBootOnly)
 }
 
 // split is cfg's managed parts and its first-boot rest, or the errors that stop it.
-func split(cfg *types.Config, problems []Problem) (*Result, []Problem) {
-	res, errs := fromIgnition(cfg)
+func split(cfg *types.Config, problems []Problem, firstBootOnly func(string) bool) (*Result, []Problem) {
+	if firstBootOnly == nil {
+		firstBootOnly = func(string) bool { return false }
+	}
+	res, errs := fromIgnition(cfg, firstBootOnly)
 	for _, e := range errs {
 		problems = append(problems, Problem{Message: e})
 	}

@@ -14,11 +14,24 @@ import (
 // kernel arguments, the core user's SSH keys — and keeps the rest as the first-boot part.
 // What mcp would manage but cannot (a file's remote contents, an owner by number…) is an
 // error naming it.
-func fromIgnition(cfg *types.Config) (*Result, []string) {
+func fromIgnition(cfg *types.Config, firstBootOnly func(string) bool) (*Result, []string) {
 	res := &Result{Spec: cfg.Ignition.Version}
 	var errs []string
+	rest := *cfg
+	rest.Storage.Files, rest.Storage.Directories, rest.Storage.Links = nil, nil, nil
+	leave := func(p, at string) bool {
+		if firstBootOnly(p) {
+			res.FirstBootPaths = append(res.FirstBootPaths, fmt.Sprintf("%s (%s)", p, at))
+			return true
+		}
+		return false
+	}
 	for i, f := range cfg.Storage.Files {
 		at := fmt.Sprintf("storage.files.%d", i)
+		if leave(f.Path, at) {
+			rest.Storage.Files = append(rest.Storage.Files, f)
+			continue
+		}
 		mf, err := file(&f, at)
 		if err != "" {
 			errs = append(errs, fmt.Sprintf("file %s (%s): %s", f.Path, at, err))
@@ -28,6 +41,10 @@ func fromIgnition(cfg *types.Config) (*Result, []string) {
 	}
 	for i, d := range cfg.Storage.Directories {
 		at := fmt.Sprintf("storage.directories.%d", i)
+		if leave(d.Path, at) {
+			rest.Storage.Directories = append(rest.Storage.Directories, d)
+			continue
+		}
 		md, err := directory(&d, at)
 		if err != "" {
 			errs = append(errs, fmt.Sprintf("directory %s (%s): %s", d.Path, at, err))
@@ -37,6 +54,10 @@ func fromIgnition(cfg *types.Config) (*Result, []string) {
 	}
 	for i, l := range cfg.Storage.Links {
 		at := fmt.Sprintf("storage.links.%d", i)
+		if leave(l.Path, at) {
+			rest.Storage.Links = append(rest.Storage.Links, l)
+			continue
+		}
 		ml, err := link(&l, at)
 		if err != "" {
 			errs = append(errs, fmt.Sprintf("link %s (%s): %s", l.Path, at, err))
@@ -64,9 +85,7 @@ func fromIgnition(cfg *types.Config) (*Result, []string) {
 		res.KernelArgPaths = append(res.KernelArgPaths, fmt.Sprintf("kernelArguments.shouldExist.%d", i))
 	}
 	// What is left once the managed parts are taken out is the first-boot part.
-	rest := *cfg
 	rest.Ignition.Version = ""
-	rest.Storage.Files, rest.Storage.Directories, rest.Storage.Links = nil, nil, nil
 	rest.Systemd.Units = nil
 	rest.KernelArguments.ShouldExist = nil
 	rest.Passwd.Users = coreKeys(res, cfg.Passwd.Users)
@@ -129,9 +148,7 @@ func directory(d *types.Directory, at string) (model.Directory, string) {
 	if d.Mode != nil {
 		md.Mode = *d.Mode
 	}
-	if d.Overwrite != nil && *d.Overwrite {
-		return md, "overwrite would delete the directory and what it holds: mcp keeps what is in it (leave overwrite out)"
-	}
+	md.Overwrite = d.Overwrite != nil && *d.Overwrite
 	var err string
 	md.User, md.Group, err = owner(d.User, d.Group)
 	return md, err
