@@ -116,7 +116,7 @@ func TestExecutorTreeBeforeAfter(t *testing.T) {
 			to:     keys,
 			steps:  write("/home/core/.ssh", "/home/core/.ssh/authorized_keys.d", model.SSHKeysFile),
 			after: map[string]string{"home": "dir 0755", "home/core": "dir 0755", "home/core/.ssh": "dir 0700",
-				"home/core/.ssh/authorized_keys.d":         "dir 0700",
+				"home/core/.ssh/authorized_keys.d":          "dir 0700",
 				"home/core/.ssh/authorized_keys.d/ignition": "0600 ssh-ed25519 AAAA one\nssh-rsa AAAA two\n"}},
 		{name: "a directory where a file nobody declared is",
 			before: tree{"etc/d": {Content: "mine", Mode: 0o644}},

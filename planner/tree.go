@@ -85,4 +85,3 @@ func (t *tree) sorted() ([]model.Directory, []model.Link) {
 	}
 	return dirs, links
 }
-

@@ -66,7 +66,7 @@ type PoolPlan struct {
 	// Warnings are about the pool as a whole: a change to the first-boot part of its
 	// config, which running nodes never get.
 	Warnings []string `json:"warnings,omitempty"`
-	Size       int  `json:"size"`
+	Size     int      `json:"size"`
 	// MaxUnavailable is max_unavailable resolved against Size.
 	MaxUnavailable int `json:"max_unavailable"`
 	// Unavailable counts the pool's nodes out of service now (Condition not ""), whether
