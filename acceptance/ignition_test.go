@@ -151,6 +151,13 @@ func firstBoot(t *testing.T, ign, url string) string {
 // environment of its own: platform "file" reads the user-data from IGNITION_CONFIG_FILE.
 func firstBootWith(t *testing.T, ign, platform, karg string, extraEnv []string) string {
 	t.Helper()
+	return firstBootInto(t, ign, platform, karg, extraEnv, nil)
+}
+
+// firstBootInto is firstBootWith, with setup (when not nil) making the scratch root
+// (sysroot, given) more like a machine's image before Ignition runs.
+func firstBootInto(t *testing.T, ign, platform, karg string, extraEnv []string, setup func(S string)) string {
+	t.Helper()
 	R := t.TempDir()
 	S := filepath.Join(R, "sysroot")
 	for _, d := range []string{"etc", "home", "root"} {
@@ -162,6 +169,9 @@ func firstBootWith(t *testing.T, ign, platform, karg string, extraEnv []string) 
 	for name, body := range map[string]string{"etc/passwd": "root:x:0:0:root:/root:/bin/sh\n", "etc/group": "root:x:0:\n",
 		"etc/shadow": "root:*:19000:0:99999:7:::\n", "etc/gshadow": "root:*::\n"} {
 		os.WriteFile(filepath.Join(S, name), []byte(body), 0o644)
+	}
+	if setup != nil {
+		setup(S)
 	}
 	os.WriteFile(filepath.Join(R, "cmdline"), []byte("ignition.firstboot ignition.platform.id="+platform+" "+karg+"\n"), 0o644)
 	env := append(append(os.Environ(), extraEnv...), "IGNITION_KERNEL_CMDLINE_PATH="+filepath.Join(R, "cmdline"),

@@ -108,3 +108,75 @@ func ValidUnitName(s string) bool {
 	}
 	return true
 }
+
+// Directory is a managed directory: made when missing, held to its mode and owner. What
+// it holds is not managed (a file inside it is managed only by a file of its own).
+type Directory struct {
+	Path     string   `json:"path"`
+	Mode     int      `json:"mode"` // permission bits with setuid, setgid and sticky, e.g. 0o755
+	User     string   `json:"user,omitempty"`
+	Group    string   `json:"group,omitempty"`
+	OnChange []Policy `json:"on_change,omitempty"` // empty: a change needs a reboot
+	// Overwrite is Ignition's, as a Butane or Ignition config gives it: at first boot,
+	// what is at the path is deleted first. The node executor removes a file or link in
+	// the way, never a directory that is there (nor what it holds).
+	Overwrite bool `json:"overwrite,omitempty"`
+	// DeclRange and Butane are as File's.
+	DeclRange Range  `json:"-"`
+	Butane    string `json:"-"`
+}
+
+// Link is a managed link. A symbolic link's Target is data: written into the link as it
+// is and never followed to write. A hard link's Target is an absolute path on the node,
+// which must exist; the link is that file under a second name.
+type Link struct {
+	Path     string   `json:"path"`
+	Target   string   `json:"target"`
+	Hard     bool     `json:"hard,omitempty"`
+	User     string   `json:"user,omitempty"`
+	Group    string   `json:"group,omitempty"`
+	OnChange []Policy `json:"on_change,omitempty"` // empty: a change needs a reboot
+	// DeclRange and Butane are as File's.
+	DeclRange Range  `json:"-"`
+	Butane    string `json:"-"`
+}
+
+// SSHKeysDir is where the core user's SSH authorized keys are managed, as the MCO and
+// Fedora CoreOS keep them (sshd reads every file of the directory through
+// ssh-key-dir): one file per source, "ignition" being the one Ignition's passwd stage
+// and the MCO write.
+const SSHKeysDir = "/home/core/.ssh/authorized_keys.d"
+
+// SSHKeysFile is the file the core user's keys (a config's ssh_authorized_keys block, or
+// passwd.users in its Butane or Ignition) go to: the MCO's path, and Ignition's.
+const SSHKeysFile = SSHKeysDir + "/ignition"
+
+// SSHTree is the one tree outside /etc and /var that mcp writes, and only what it
+// declares itself (the key files and their directories): the core user's ~/.ssh.
+const SSHTree = "/home/core/.ssh"
+
+// SSHKeys is the managed content of the core user's keys: each key on a line of its own,
+// as the MCO writes them.
+func SSHKeys(keys []string) []byte {
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k)
+		b.WriteByte('\n')
+	}
+	return []byte(b.String())
+}
+
+// SSHKeyItems are the file (mode 0600) and the directories (0700), all the core user's,
+// that the keys become: what the MCO makes, so that sshd's StrictModes takes them. A
+// change of keys needs nothing beyond the write (on_change none), as the MCO's default
+// SSH key policy.
+func SSHKeyItems(keys []string, at Range, butane string) (File, []Directory) {
+	none := []Policy{{Kind: PolicyNone}}
+	f := File{Path: SSHKeysFile, Mode: 0o600, User: "core", Group: "core", Contents: SSHKeys(keys), OnChange: none,
+		DeclRange: at, Butane: butane}
+	var dirs []Directory
+	for _, d := range []string{SSHTree, SSHKeysDir} {
+		dirs = append(dirs, Directory{Path: d, Mode: 0o700, User: "core", Group: "core", OnChange: none, DeclRange: at, Butane: butane})
+	}
+	return f, dirs
+}

@@ -141,14 +141,31 @@ func (v IntOrPercent) String() string {
 
 // Config is one config block: files, units, kernel arguments and an OS image for some pools.
 type Config struct {
-	Name       string
-	Pools      []string
-	Files      []File
-	Units      []Unit
-	KernelArgs []string
+	Name        string
+	Pools       []string
+	Files       []File
+	Directories []Directory
+	Links       []Link
+	Units       []Unit
+	KernelArgs  []string
 	// KernelArgSources says where each of KernelArgs was declared (same length; absent
 	// in configs built by hand, which then count as declared at DeclRange).
 	KernelArgSources []Source
 	OSImage          string
-	DeclRange        Range
+	// SSHKeys are the core user's SSH authorized keys the config declares
+	// (ssh_authorized_keys, or passwd.users in its Butane): a pool's configs' keys
+	// together, each once, in merge order, are its SSHKeysFile (model.SSHKeyItems), as the
+	// MCO concatenates its MachineConfigs' keys. SSHKeysSource is where they were declared.
+	SSHKeys       []string
+	SSHKeysSource Source
+	// FirstBoot is what the config's Butane or Ignition text declares beyond what mcp
+	// manages (users and groups, disks, filesystems, RAID, LUKS, configs to merge…): an
+	// Ignition config's JSON without its version, served to booting nodes as it is and
+	// never applied to running ones. nil: none.
+	FirstBoot []byte
+	// FirstBootParts names its parts for people ("passwd.users.1 (alice)"), and
+	// FirstBootRange is the attribute that declared it.
+	FirstBootParts []string
+	FirstBootRange Range
+	DeclRange      Range
 }

@@ -105,6 +105,9 @@ const (
 	DriftEnabled DriftKind = "enabled"
 	// DriftOwner: the file's uid:gid are not its user and group (resolved on the node).
 	DriftOwner DriftKind = "owner"
+	// DriftTarget: a managed link points elsewhere (a symbolic link's target, or a hard
+	// link that is not its target's file).
+	DriftTarget DriftKind = "target"
 	// DriftUnlistedKind marks a path restored because the node reported more drift than
 	// it listed: it may or may not have drifted.
 	DriftUnlistedKind DriftKind = "unlisted"

@@ -18,6 +18,15 @@ type Rendered struct {
 	KernelArgs      []string `json:"kernel_args,omitempty"`
 	Files           []File   `json:"files,omitempty"` // sorted by path
 	Units           []Unit   `json:"units,omitempty"` // sorted by name
+	// Directories and Links are sorted by path; a path is a file's, a directory's or a
+	// link's, never two of them.
+	Directories []Directory `json:"directories,omitempty"`
+	Links       []Link      `json:"links,omitempty"`
+	// FirstBoot is the part of the Ignition config that only a booting node gets (users,
+	// disks, filesystems… of its configs, merged as Ignition merges configs): JSON of an
+	// Ignition config without its version, merged into the served config. It is part of
+	// the content, so it names the config, but no node step follows from it. nil: none.
+	FirstBoot json.RawMessage `json:"first_boot,omitempty"`
 	// Sources names the configs merged into this one, in merge order.
 	Sources []string `json:"sources,omitempty"`
 	// LegacyIgnition is the Ignition config as mcp stored it beside the files and units
@@ -64,6 +73,26 @@ func (r *Rendered) File(path string) *File {
 	for i := range r.Files {
 		if r.Files[i].Path == path {
 			return &r.Files[i]
+		}
+	}
+	return nil
+}
+
+// Directory returns the directory at path, or nil.
+func (r *Rendered) Directory(path string) *Directory {
+	for i := range r.Directories {
+		if r.Directories[i].Path == path {
+			return &r.Directories[i]
+		}
+	}
+	return nil
+}
+
+// Link returns the link at path, or nil.
+func (r *Rendered) Link(path string) *Link {
+	for i := range r.Links {
+		if r.Links[i].Path == path {
+			return &r.Links[i]
 		}
 	}
 	return nil

@@ -129,13 +129,7 @@ func (e *Executor) write(ctx context.Context, from, target *model.Rendered, name
 	}
 	defer r.Close()
 	if strings.HasPrefix(name, "/") {
-		if f := target.File(name); f != nil {
-			return e.writeFile(r, f)
-		}
-		if from.File(name) != nil {
-			return e.remove(r, name)
-		}
-		return fmt.Errorf("write %s: neither the target nor the current config has it", name)
+		return e.writePath(r, from, target, name)
 	}
 	if u := target.Unit(name); u != nil {
 		return e.writeUnit(ctx, r, target, from.Unit(name), u)
@@ -144,6 +138,36 @@ func (e *Executor) write(ctx context.Context, from, target *model.Rendered, name
 		return e.removeUnit(ctx, r, from, old)
 	}
 	return fmt.Errorf("write %s: neither the target nor the current config has it", name)
+}
+
+// writePath writes (or removes) the file, directory or link at p.
+func (e *Executor) writePath(r *os.Root, from, target *model.Rendered, p string) error {
+	if f := target.File(p); f != nil {
+		if from.Directory(p) != nil {
+			if err := e.removeDir(r, p); err != nil {
+				return err
+			}
+		}
+		return e.writeFile(r, f)
+	}
+	if d := target.Directory(p); d != nil {
+		return e.writeDir(r, from, d)
+	}
+	if l := target.Link(p); l != nil {
+		if from.Directory(p) != nil {
+			if err := e.removeDir(r, p); err != nil {
+				return err
+			}
+		}
+		return e.writeLink(r, l)
+	}
+	if from.File(p) != nil || from.Link(p) != nil {
+		return e.remove(r, p)
+	}
+	if from.Directory(p) != nil {
+		return e.removeDir(r, p)
+	}
+	return fmt.Errorf("write %s: neither the target nor the current config has it", p)
 }
 
 // check refuses a path that is relative, has .. elements, or lies outside the allowed
@@ -160,6 +184,11 @@ func (e *Executor) check(p string) (string, error) {
 		if strings.HasPrefix(p, a+"/") {
 			return strings.TrimPrefix(p, "/"), nil
 		}
+	}
+	// The core user's ~/.ssh, for its SSH keys (model.SSHKeyItems): /home is a link to
+	// var/home on CoreOS, which os.Root follows inside the root.
+	if p == model.SSHTree || strings.HasPrefix(p, model.SSHTree+"/") {
+		return strings.TrimPrefix(p, "/"), nil
 	}
 	return "", fmt.Errorf("path %s is outside the managed prefixes %s", p, strings.Join(allowed, ", "))
 }

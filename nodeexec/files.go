@@ -302,6 +302,9 @@ func (e *Executor) Sweep(target *model.Rendered) error {
 	for _, f := range target.Files {
 		dirs[path.Dir(strings.TrimPrefix(f.Path, "/"))] = true
 	}
+	for _, l := range target.Links {
+		dirs[path.Dir(strings.TrimPrefix(l.Path, "/"))] = true
+	}
 	for _, u := range target.Units {
 		dirs[strings.TrimPrefix(UnitDir, "/")] = true
 		dirs[strings.TrimPrefix(unitPath(u.Name), "/")+".d"] = true

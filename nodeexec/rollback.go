@@ -15,6 +15,7 @@ import (
 type undo struct {
 	rel      string
 	absent   bool
+	dir      bool   // a directory (its mode and owner saved, not what it holds)
 	link     string // a symlink's target
 	content  []byte
 	mode     fs.FileMode
@@ -52,6 +53,11 @@ func (e *Executor) save(r *os.Root, rel string) error {
 			return err
 		}
 		u.mode = st.Mode().Perm()
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			u.uid, u.gid = int(sys.Uid), int(sys.Gid)
+		}
+	case st.IsDir():
+		u.dir, u.mode = true, st.Mode()&modeBits
 		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 			u.uid, u.gid = int(sys.Uid), int(sys.Gid)
 		}
@@ -119,9 +125,41 @@ func (e *Executor) restore(r *os.Root, u undo) error {
 		}
 		return nil
 	case u.link != "":
+		if st, err := r.Lstat(u.rel); err == nil && st.IsDir() {
+			if err := r.Remove(u.rel); err != nil { // a directory made since: empty
+				return err
+			}
+		}
 		return e.replaceSymlink(r, u.rel, u.link)
+	case u.dir:
+		return e.restoreDir(r, u)
+	}
+	if st, err := r.Lstat(u.rel); err == nil && st.IsDir() {
+		if err := r.Remove(u.rel); err != nil { // a directory made since: empty
+			return err
+		}
 	}
 	if err := e.writeAtomic(r, u.rel, u.content, u.mode); err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		return r.Lchown(u.rel, u.uid, u.gid)
+	}
+	return nil
+}
+
+// restoreDir puts back a directory that was there: made again if it went (removed when
+// empty), a file or link made at its place since removed, its mode and owner as they were.
+func (e *Executor) restoreDir(r *os.Root, u undo) error {
+	if st, err := r.Lstat(u.rel); err == nil && !st.IsDir() {
+		if err := r.Remove(u.rel); err != nil {
+			return err
+		}
+	}
+	if err := r.Mkdir(u.rel, u.mode&fs.ModePerm); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if err := r.Chmod(u.rel, u.mode); err != nil {
 		return err
 	}
 	if os.Geteuid() == 0 {

@@ -88,6 +88,12 @@ func (e *Executor) Verify(target *model.Rendered) ([]Drift, error) {
 		}
 		out = append(out, d...)
 	}
+	for i := range target.Directories {
+		out = append(out, checkDir(r, &target.Directories[i])...)
+	}
+	for i := range target.Links {
+		out = append(out, checkLink(r, &target.Links[i])...)
+	}
 	for _, u := range target.Units {
 		p := unitPath(u.Name)
 		if u.Mask {
@@ -300,6 +306,12 @@ func managedPaths(r *model.Rendered) map[string]bool {
 	m := map[string]bool{}
 	for _, f := range r.Files {
 		m[f.Path] = true
+	}
+	for _, d := range r.Directories {
+		m[d.Path] = true
+	}
+	for _, l := range r.Links {
+		m[l.Path] = true
 	}
 	for _, u := range r.Units {
 		m[unitPath(u.Name)] = true

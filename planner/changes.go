@@ -35,6 +35,11 @@ const (
 	ItemUnit       ItemKind = "unit"
 	ItemKernelArgs ItemKind = "kernel_args"
 	ItemOSImage    ItemKind = "os_image"
+	ItemDirectory  ItemKind = "directory"
+	ItemLink       ItemKind = "link"
+	// ItemFirstBoot is the part of the config only booting nodes get (users, disks…):
+	// its change reaches no running node.
+	ItemFirstBoot ItemKind = "first_boot"
 )
 
 // ItemAction is Terraform's word for an item's change.
@@ -77,6 +82,10 @@ type Item struct {
 	// The kernel arguments, the OS image.
 	KernelArgs []string `json:"kernel_args,omitempty"`
 	OSImage    string   `json:"os_image,omitempty"`
+	// A link's (Mode, User and Group are a directory's and a link's too). A first-boot
+	// part's Content is its Ignition JSON, indented.
+	Target string `json:"target,omitempty"`
+	Hard   bool   `json:"hard,omitempty"`
 }
 
 // Content is a file's or unit's content as a plan may show it: its text when that can be
@@ -175,6 +184,7 @@ func ItemChanges(old, new *model.Rendered) []ItemChange {
 		out = append(out, ItemChange{Kind: ItemUnit, Name: name, Action: action(o != nil, n != nil),
 			ContentChanged: ou == nil || nu == nil || ou.Contents != nu.Contents, Before: o, After: n})
 	}
+	out = append(out, treeChanges(old, new)...)
 	if !slices.Equal(old.KernelArgs, new.KernelArgs) {
 		if added, removed := model.DiffArgs(old.KernelArgs, new.KernelArgs); len(added)+len(removed) > 0 {
 			out = append(out, ItemChange{Kind: ItemKernelArgs, Action: action(len(old.KernelArgs) > 0, len(new.KernelArgs) > 0),
@@ -187,6 +197,10 @@ func ItemChanges(old, new *model.Rendered) []ItemChange {
 			ic.Before = &Item{OSImage: old.OSImage}
 		}
 		out = append(out, ic)
+	}
+	if !bytes.Equal(old.FirstBoot, new.FirstBoot) {
+		b, a := firstBootItem(old.FirstBoot), firstBootItem(new.FirstBoot)
+		out = append(out, ItemChange{Kind: ItemFirstBoot, Action: action(b != nil, a != nil), ContentChanged: true, Before: b, After: a})
 	}
 	return out
 }

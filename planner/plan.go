@@ -169,6 +169,9 @@ func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, node
 		sorted = append(sorted, plans[i])
 	}
 	sl := schedule(&pp, sorted, out)
+	if w := firstBootWarning(in, target, nodes); w != "" {
+		pp.Warnings = append(pp.Warnings, w)
+	}
 	return pp, sorted, sl
 }
 

@@ -39,6 +39,10 @@ func Render(d *model.Desired) (map[string]*model.Rendered, hcl.Diagnostics) {
 		r, ovs := merge(&d.Pools[i], d.Configs, rel)
 		overrides.add(d.Pools[i].Name, ovs)
 		r.IgnitionVersion = version
+		if dg := firstBoot(r, d.Configs); dg != nil {
+			diags = append(diags, dg)
+			continue
+		}
 		rpt, err := ignition.Render(r)
 		diags = append(diags, reportDiags(r, d, &d.Pools[i], rpt)...)
 		if err != nil && !rpt.IsFatal() {
@@ -65,6 +69,7 @@ func merge(p *model.Pool, configs []model.Config, rel func(model.Origin) model.O
 	r.Provenance = prov
 	var overrides []override
 	files := map[string]model.File{}
+	tree := newTree()
 	units := map[string]model.Unit{}
 	kargs := slices.Clone(p.KernelArgs)
 	kargFrom := make([]model.Origin, len(kargs))
@@ -85,7 +90,9 @@ func merge(p *model.Pool, configs []model.Config, rel func(model.Origin) model.O
 			}
 			prov.Files[f.Path] = written(prov.Files, f.Path, by)
 			files[f.Path] = f
+			tree.drop(f.Path)
 		}
+		tree.add(c, block, rel, prov, files)
 		for _, u := range c.Units {
 			by := rel(model.OriginAt(block, u.DeclRange, u.Butane))
 			if old, ok := units[u.Name]; ok {
@@ -107,10 +114,12 @@ func merge(p *model.Pool, configs []model.Config, rel func(model.Origin) model.O
 			r.OSImage = c.OSImage
 		}
 	}
+	tree.sshKeys(files, prov)
 	for _, f := range files {
 		r.Files = append(r.Files, f)
 	}
 	slices.SortFunc(r.Files, func(a, b model.File) int { return strings.Compare(a.Path, b.Path) })
+	r.Directories, r.Links = tree.sorted()
 	for _, u := range units {
 		slices.SortFunc(u.Dropins, func(a, b model.Dropin) int { return strings.Compare(a.Name, b.Name) })
 		r.Units = append(r.Units, u)
@@ -174,7 +183,9 @@ func reportDiags(r *model.Rendered, d *model.Desired, p *model.Pool, rpt report.
 	var diags hcl.Diagnostics
 	for _, e := range rpt.Entries {
 		sev := hcl.DiagWarning
-		if e.Kind == report.Error {
+		// A key the spec lacks would be dropped at boot: what a config declares is never
+		// silently dropped.
+		if e.Kind == report.Error || strings.Contains(e.Message, "unused key") {
 			sev = hcl.DiagError
 		} else if e.Kind != report.Warn {
 			continue
@@ -185,12 +196,63 @@ func reportDiags(r *model.Rendered, d *model.Desired, p *model.Pool, rpt report.
 			subject = hclpos.Subject(r.Files[i].DeclRange)
 		} else if i, ok := indexAfter(path, "systemd.units."); ok && i < len(r.Units) {
 			subject = hclpos.Subject(r.Units[i].DeclRange)
+		} else if i, ok := indexAfter(path, "storage.directories."); ok && i < len(r.Directories) {
+			subject = hclpos.Subject(r.Directories[i].DeclRange)
+		} else if i, ok := indexAfter(path, "storage.links."); ok && i < len(r.Links) {
+			subject = hclpos.Subject(r.Links[i].DeclRange)
+		} else if at := firstBootAt(d, r); at != nil && len(r.FirstBoot) > 0 && !managedPath(path) {
+			subject = at
 		}
 		diags = append(diags, &hcl.Diagnostic{Severity: sev,
 			Summary: fmt.Sprintf("Ignition rejects rendered config for pool %q", r.Pool),
 			Detail:  fmt.Sprintf("%s: %s", path, e.Message), Subject: subject})
 	}
 	return diags
+}
+
+// firstBoot merges the first-boot parts of the configs r's pool is rendered from into r
+// (ignition.MergeFirstBoot), in merge order.
+func firstBoot(r *model.Rendered, configs []model.Config) *hcl.Diagnostic {
+	var parts [][]byte
+	var last *model.Config
+	for i := range configs {
+		if c := &configs[i]; slices.Contains(c.Pools, r.Pool) && len(c.FirstBoot) > 0 {
+			parts, last = append(parts, c.FirstBoot), c
+		}
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	fb, err := ignition.MergeFirstBoot(parts)
+	if err != nil {
+		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("Cannot merge the first-boot parts of pool %q", r.Pool),
+			Detail: err.Error(), Subject: hclpos.Subject(last.FirstBootRange)}
+	}
+	r.FirstBoot = fb
+	return nil
+}
+
+// firstBootAt is the place of the last config of r's pool with a first-boot part, for
+// Ignition's report on that part; nil when none has one.
+func firstBootAt(d *model.Desired, r *model.Rendered) *hcl.Range {
+	var at *hcl.Range
+	for i := range d.Configs {
+		if c := &d.Configs[i]; slices.Contains(c.Pools, r.Pool) && len(c.FirstBoot) > 0 {
+			at = hclpos.Subject(c.FirstBootRange)
+		}
+	}
+	return at
+}
+
+// managedPath reports whether a JSON path of a rendered config's Ignition config is in a
+// section mcp writes from its own items (files, units, kernel arguments).
+func managedPath(path string) bool {
+	for _, p := range []string{"storage.files.", "systemd.units.", "kernelArguments.shouldExist", "storage.directories.", "storage.links."} {
+		if strings.Contains(path, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // indexAfter reads the array index that follows prefix in a JSON path like

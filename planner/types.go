@@ -63,7 +63,10 @@ type PoolPlan struct {
 	Previous string `json:"previous,omitempty"` // the pointer before (from the state)
 	// ReRendered is true when Rendered differs from Previous.
 	ReRendered bool `json:"re_rendered"`
-	Size       int  `json:"size"`
+	// Warnings are about the pool as a whole: a change to the first-boot part of its
+	// config, which running nodes never get.
+	Warnings []string `json:"warnings,omitempty"`
+	Size     int      `json:"size"`
 	// MaxUnavailable is max_unavailable resolved against Size.
 	MaxUnavailable int `json:"max_unavailable"`
 	// Unavailable counts the pool's nodes out of service now (Condition not ""), whether

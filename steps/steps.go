@@ -79,6 +79,8 @@ func DeriveOn(old, new *model.Rendered, h Host) []model.Step {
 	}
 	var b stepSet
 	diffFiles(&b, old, new)
+	diffDirectories(&b, old, new)
+	diffLinks(&b, old, new)
 	diffUnits(&b, old, new)
 	if added, removed := model.DiffArgs(old.KernelArgs, new.KernelArgs); len(added)+len(removed) > 0 && !h.hasArgs(new.KernelArgs, removed) {
 		why := "kernel arguments " + describeArgs(added, removed)
@@ -111,7 +113,7 @@ func diffFiles(b *stepSet, old, new *model.Rendered) {
 		b.policies(f.OnChange, why)
 	}
 	for _, f := range old.Files {
-		if new.File(f.Path) == nil {
+		if new.File(f.Path) == nil && new.Directory(f.Path) == nil && new.Link(f.Path) == nil {
 			why := f.Path + " removed (no longer in any config)"
 			b.add(model.StepWrite, f.Path, why)
 			b.policies(f.OnChange, why)
@@ -302,6 +304,9 @@ func Restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 			b.policies(f.OnChange, why)
 			continue
 		}
+		if restorePath(&b, target, d.Path, why) {
+			continue
+		}
 		name, _, _ := strings.Cut(strings.TrimPrefix(d.Path, unitDir+"/"), ".d/")
 		if u := target.Unit(name); u != nil && strings.HasPrefix(d.Path, unitDir+"/") {
 			b.add(model.StepWrite, u.Name, why)
@@ -318,6 +323,12 @@ func EveryPath(target *model.Rendered) []model.Drift {
 	var d []model.Drift
 	for _, f := range target.Files {
 		d = append(d, model.Drift{Path: f.Path, Kind: model.DriftUnlistedKind})
+	}
+	for _, x := range target.Directories {
+		d = append(d, model.Drift{Path: x.Path, Kind: model.DriftUnlistedKind})
+	}
+	for _, l := range target.Links {
+		d = append(d, model.Drift{Path: l.Path, Kind: model.DriftUnlistedKind})
 	}
 	for _, u := range target.Units {
 		d = append(d, model.Drift{Path: unitDir + "/" + u.Name, Kind: model.DriftUnlistedKind})

@@ -188,9 +188,11 @@ func (l *loader) onDrift(a *hcl.Attribute) (model.OnDrift, hcl.Diagnostics) {
 
 var configSchema = &hcl.BodySchema{
 	// pools is required unless machineconfig is given (its role label then names the pool).
-	Attributes: []hcl.AttributeSchema{{Name: "pools"}, {Name: "kernel_args"}, {Name: "os_image"}, {Name: "butane"}, {Name: "machineconfig"}},
+	Attributes: []hcl.AttributeSchema{{Name: "pools"}, {Name: "kernel_args"}, {Name: "os_image"}, {Name: "butane"},
+		{Name: "ignition"}, {Name: "machineconfig"}},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "file", LabelNames: []string{"path"}},
-		{Type: "unit", LabelNames: []string{"name"}}},
+		{Type: "unit", LabelNames: []string{"name"}}, {Type: "directory", LabelNames: []string{"path"}},
+		{Type: "link", LabelNames: []string{"path"}}, {Type: "ssh_authorized_keys"}},
 }
 
 func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
@@ -226,13 +228,32 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 			c.OSImage, d = l.str(a)
 			diags = append(diags, d...)
 		}
-		inner := map[string]labels{"file": newLabels("file"), "unit": newLabels("unit")}
+		inner := map[string]labels{"file": newLabels("file"), "unit": newLabels("unit"),
+			"directory": newLabels("directory"), "link": newLabels("link")}
+		var keys *hcl.Block
 		for _, bb := range content.Blocks {
+			if bb.Type == "ssh_authorized_keys" {
+				if keys != nil {
+					diags = append(diags, duplicate("ssh_authorized_keys block", "", bb.DefRange, keys.DefRange))
+					continue
+				}
+				keys = bb
+				diags = append(diags, l.sshKeys(bb, &c)...)
+				continue
+			}
 			if d := inner[bb.Type].declare(bb); d != nil {
 				diags = append(diags, d)
 				continue
 			}
 			switch bb.Type {
+			case "directory":
+				dir, d := l.directory(bb)
+				diags = append(diags, d...)
+				c.Directories = append(c.Directories, dir)
+			case "link":
+				k, d := l.link(bb)
+				diags = append(diags, d...)
+				c.Links = append(c.Links, k)
 			case "file":
 				f, d := l.file(bb)
 				diags = append(diags, d...)
@@ -243,15 +264,14 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 				c.Units = append(c.Units, u)
 			}
 		}
-		if a := content.Attributes["butane"]; a != nil {
-			diags = append(diags, l.butane(a, &c)...)
-		}
+		diags = append(diags, l.texts(content.Attributes, &c)...)
 		if a := content.Attributes["machineconfig"]; a != nil {
 			diags = append(diags, l.machineConfig(a, content.Attributes["pools"], &c)...)
 		} else if content.Attributes["pools"] == nil {
 			diags = append(diags, errAt(b.DefRange, "Missing required argument",
 				fmt.Sprintf("Config %q needs pools = [\"…\"], the pools it applies to (or a machineconfig whose role label names one).", name)))
 		}
+		diags = append(diags, clashes(&c)...)
 		l.d.Configs = append(l.d.Configs, c)
 	}
 	slices.SortFunc(l.d.Configs, func(a, b model.Config) int { return strings.Compare(a.Name, b.Name) })

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -13,20 +14,36 @@ import (
 	"github.com/mcpfleet/mcp/model"
 )
 
-// butane translates a config's butane attribute and adds what it declares to c, after the
-// config's own blocks. Butane's errors and warnings are diagnostics on the attribute; their
-// text names Butane's line and column inside the Butane text.
-func (l *loader) butane(a *hcl.Attribute, c *model.Config) hcl.Diagnostics {
+// texts reads a config's butane or ignition attribute (one of them) into c.
+func (l *loader) texts(attrs hcl.Attributes, c *model.Config) hcl.Diagnostics {
+	b, i := attrs["butane"], attrs["ignition"]
+	switch {
+	case b != nil && i != nil:
+		return hcl.Diagnostics{errAt(i.NameRange, "Both butane and ignition",
+			fmt.Sprintf("Config %q has a butane attribute (at %s) and an ignition attribute: give one, or put them in two configs.", c.Name, posOf(b.NameRange)))}
+	case b != nil:
+		return l.butane(b, c, "Butane", butane.Translate)
+	case i != nil:
+		return l.butane(i, c, "Ignition", butane.FromIgnition)
+	}
+	return nil
+}
+
+// butane translates a config's butane attribute (or reads its ignition attribute, kind
+// "Ignition") and adds what it declares to c, after the config's own blocks. Butane's
+// errors and warnings are diagnostics on the attribute; their text names Butane's line and
+// column inside the Butane text.
+func (l *loader) butane(a *hcl.Attribute, c *model.Config, kind string, translate func([]byte, func(string) bool) (*butane.Result, []butane.Problem)) hcl.Diagnostics {
 	text, diags := l.str(a)
 	if diags.HasErrors() {
 		return diags
 	}
-	where := butaneSource(a.Expr)
-	res, problems := butane.Translate([]byte(text))
+	where := butaneSource(a.Expr, kind)
+	res, problems := translate([]byte(text), firstBootOnly)
 	for _, p := range problems {
-		d := errAt(a.Range, "Invalid Butane", fmt.Sprintf("%s: %s.", where, p.Message))
+		d := errAt(a.Range, "Invalid "+kind, fmt.Sprintf("%s: %s.", where, p.Message))
 		if p.Warning {
-			d.Severity, d.Summary = hcl.DiagWarning, "Butane warning"
+			d.Severity, d.Summary = hcl.DiagWarning, kind+" warning"
 		}
 		diags = append(diags, d)
 	}
@@ -73,16 +90,85 @@ func (l *loader) addDeclared(r hcl.Range, where string, res *butane.Result, c *m
 		c.KernelArgs = append(c.KernelArgs, k)
 		c.KernelArgSources = append(c.KernelArgSources, model.Source{Range: at, Butane: res.KernelArgPaths[i]})
 	}
+	diags = append(diags, l.butaneTree(r, c, res, where, bad)...)
 	return diags
 }
 
-// butaneSource says where the Butane text came from for messages: the file a
-// file("worker.bu") or templatefile("worker.bu", …) call reads, else "the Butane text".
-func butaneSource(e hcl.Expression) string {
+// butaneTree adds the directories, links, core user's SSH keys and first-boot part of res
+// to c.
+func (l *loader) butaneTree(r hcl.Range, c *model.Config, res *butane.Result, where string, bad func(summary, format string, args ...any)) hcl.Diagnostics {
+	at := hclpos.From(r)
+	for _, d := range res.Directories {
+		if dg := checkPath(d.Path, r); dg != nil {
+			bad(dg.Summary, "directory %s (%s): %s", d.Path, d.Butane, strings.TrimSuffix(dg.Detail, "."))
+			continue
+		}
+		d.DeclRange = at
+		c.Directories = append(c.Directories, d)
+	}
+	for _, k := range res.Links {
+		if dg := checkPath(k.Path, r); dg != nil {
+			bad(dg.Summary, "link %s (%s): %s", k.Path, k.Butane, strings.TrimSuffix(dg.Detail, "."))
+			continue
+		}
+		if dg := checkLinkTarget(k.Target, k.Hard, r); dg != nil {
+			bad(dg.Summary, "link %s (%s): %s", k.Path, k.Butane, strings.TrimSuffix(dg.Detail, "."))
+			continue
+		}
+		k.DeclRange = at
+		c.Links = append(c.Links, k)
+	}
+	if len(res.SSHKeys) > 0 {
+		if len(c.SSHKeys) > 0 {
+			bad("Duplicate SSH keys", "the core user's SSH keys (%s) are also declared by the ssh_authorized_keys block at %s; declare them once in a config",
+				res.SSHKeysAt, c.SSHKeysSource.Range)
+		} else {
+			c.SSHKeys = res.SSHKeys
+			c.SSHKeysSource = model.Source{Range: at, Butane: res.SSHKeysAt}
+		}
+	}
+	if res.FirstBoot != nil {
+		c.FirstBoot, c.FirstBootParts, c.FirstBootRange = res.FirstBoot, res.FirstBootParts, at
+	}
+	var diags hcl.Diagnostics
+	if len(res.FirstBootPaths) > 0 {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "First boot only", Subject: r.Ptr(),
+			Detail: fmt.Sprintf("%s: %s: outside the trees mcp manages on running nodes (%s), so booting nodes get them as Ignition writes them, and running nodes never do.",
+				where, strings.Join(res.FirstBootPaths, ", "), strings.Join(allowedPrefixes, ", "))})
+	}
+	return diags
+}
+
+// firstBootTrees are CoreOS's writable trees (links into /var) that mcp does not manage
+// on running nodes: a Butane or Ignition file, directory or link there is first boot
+// only (users' homes, above all), not refused.
+var firstBootTrees = []string{"/home", "/root", "/srv", "/mnt"}
+
+// firstBootOnly reports whether a Butane or Ignition path is left to first boot: not one
+// mcp manages, and in one of firstBootTrees.
+func firstBootOnly(p string) bool {
+	if checkPath(p, hcl.Range{}) == nil {
+		return false
+	}
+	for _, t := range firstBootTrees {
+		if strings.HasPrefix(p, t+"/") && path.Clean(p) == p {
+			return true
+		}
+	}
+	return false
+}
+
+// butaneSource says where the Butane (or Ignition, kind) text came from for messages: the
+// file a file("worker.bu") or templatefile("worker.bu", …) call reads, else "the Butane
+// text".
+func butaneSource(e hcl.Expression, kind string) string {
 	if call, ok := e.(*hclsyntax.FunctionCallExpr); ok && (call.Name == "file" || call.Name == "templatefile") && len(call.Args) > 0 {
 		if v, d := call.Args[0].Value(nil); !d.HasErrors() && v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
-			return "Butane " + v.AsString()
+			return kind + " " + v.AsString()
 		}
+	}
+	if kind == "Ignition" {
+		return "the Ignition config"
 	}
 	return "the Butane text"
 }

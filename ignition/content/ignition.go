@@ -31,7 +31,28 @@ type (
 		ShouldExist []string `json:"shouldExist"`
 	}
 	ignStorage struct {
-		Files []ignFile `json:"files"`
+		Directories []ignDirectory `json:"directories,omitempty"`
+		Files       []ignFile      `json:"files,omitempty"`
+		Links       []ignLink      `json:"links,omitempty"`
+	}
+	// A directory's overwrite is written only when its config asked for it: Ignition's
+	// deletes one that exists, with what it holds; without it, Ignition sets an existing
+	// directory's mode and owner.
+	ignDirectory struct {
+		Group     *ignName `json:"group,omitempty"`
+		Mode      int      `json:"mode"`
+		Overwrite bool     `json:"overwrite,omitempty"`
+		Path      string   `json:"path"`
+		User      *ignName `json:"user,omitempty"`
+	}
+	// A link overwrites what is at its path, as the node executor replaces it.
+	ignLink struct {
+		Group     *ignName `json:"group,omitempty"`
+		Hard      bool     `json:"hard,omitempty"`
+		Overwrite bool     `json:"overwrite"`
+		Path      string   `json:"path"`
+		Target    string   `json:"target"`
+		User      *ignName `json:"user,omitempty"`
 	}
 	ignFile struct {
 		Contents  ignSource `json:"contents"`
@@ -75,8 +96,19 @@ func encode(r *model.Rendered) []byte {
 			c.KernelArguments.ShouldExist[i] = text(k)
 		}
 	}
+	if len(r.Files)+len(r.Directories)+len(r.Links) > 0 {
+		c.Storage = &ignStorage{}
+	}
+	for _, d := range r.Directories {
+		c.Storage.Directories = append(c.Storage.Directories, ignDirectory{Mode: d.Mode, Overwrite: d.Overwrite, Path: text(d.Path),
+			Group: name(d.Group), User: name(d.User)})
+	}
+	for _, l := range r.Links {
+		c.Storage.Links = append(c.Storage.Links, ignLink{Hard: l.Hard, Overwrite: true, Path: text(l.Path),
+			Target: text(l.Target), Group: name(l.Group), User: name(l.User)})
+	}
 	if len(r.Files) > 0 {
-		c.Storage = &ignStorage{Files: make([]ignFile, len(r.Files))}
+		c.Storage.Files = make([]ignFile, len(r.Files))
 		for i, f := range r.Files {
 			c.Storage.Files[i] = ignFile{Contents: ignSource{DataURL(f.Contents)}, Mode: f.Mode, Overwrite: true,
 				Path: text(f.Path), Group: name(f.Group), User: name(f.User)}
@@ -96,7 +128,10 @@ func encode(r *model.Rendered) []byte {
 	if err != nil {
 		panic("encoding an Ignition config: " + err.Error())
 	}
-	return b
+	if len(r.FirstBoot) == 0 {
+		return b
+	}
+	return withFirstBoot(b, r.FirstBoot)
 }
 
 // name is a file's user or group by name; none when it is not set.

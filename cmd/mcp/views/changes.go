@@ -111,7 +111,67 @@ func writeItem(w io.Writer, c painter, ch planner.Change, it planner.ItemChange)
 			fmt.Fprintf(w, "      %s drop-in %s\n", itemSymbol(c, d.action), d.name)
 			writeDiff(w, c, in, d.diff)
 		}
+	case planner.ItemDirectory, planner.ItemLink:
+		fmt.Fprintf(w, "    %s %s\n", sym, treeLine(it))
+	case planner.ItemFirstBoot:
+		fmt.Fprintf(w, "    %s %s\n", sym, firstBootLine)
+		writeDiff(w, c, in, contentDiff(itemContent(it.Before), itemContent(it.After), true, "first boot only", ch))
 	}
+}
+
+// firstBootLine heads the change of a config's first-boot part.
+const firstBootLine = "first boot only (users, disks… Ignition does at a machine's first boot; running nodes keep theirs)"
+
+// treeLine is a directory's or link's change: "directory /etc/foo (mode 0750, owner
+// core:core)", "link /etc/localtime → ../usr/share/zoneinfo/UTC (was → …)".
+func treeLine(it planner.ItemChange) string {
+	b, a := it.Before, it.After
+	var parts []string
+	if it.Kind == planner.ItemDirectory {
+		switch {
+		case a == nil:
+		case b == nil:
+			parts = append(parts, fmt.Sprintf("mode %04o", a.Mode))
+			if a.User != "" || a.Group != "" {
+				parts = append(parts, "owner "+owner(a))
+			}
+		default:
+			if b.Mode != a.Mode {
+				parts = append(parts, fmt.Sprintf("mode %04o → %04o", b.Mode, a.Mode))
+			}
+			if owner(b) != owner(a) {
+				parts = append(parts, "owner "+owner(b)+" → "+owner(a))
+			}
+		}
+		line := "directory " + it.Name
+		if len(parts) > 0 {
+			line += " (" + strings.Join(parts, ", ") + ")"
+		}
+		return line
+	}
+	line := "link " + it.Name
+	cur := a
+	if a == nil {
+		cur = b
+	}
+	line += " → " + linkTarget(cur)
+	if b != nil && a != nil && linkTarget(b) != linkTarget(a) {
+		parts = append(parts, "was → "+linkTarget(b))
+	}
+	if a != nil && (b == nil && (a.User != "" || a.Group != "") || b != nil && owner(b) != owner(a)) {
+		parts = append(parts, "owner "+owner(a))
+	}
+	if len(parts) > 0 {
+		line += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return line
+}
+
+func linkTarget(it *planner.Item) string {
+	if it.Hard {
+		return it.Target + " (hard link)"
+	}
+	return it.Target
 }
 
 // attrChanges says what changes besides content: " (mode 0644 → 0600, owner …)".

@@ -20,7 +20,8 @@ type itemMeta struct {
 
 // The resource types of a pool's items in plan JSON.
 var itemTypes = map[planner.ItemKind]string{planner.ItemFile: "mcp_file", planner.ItemUnit: "mcp_unit",
-	planner.ItemKernelArgs: "mcp_kernel_args", planner.ItemOSImage: "mcp_os_image"}
+	planner.ItemKernelArgs: "mcp_kernel_args", planner.ItemOSImage: "mcp_os_image",
+	planner.ItemDirectory: "mcp_directory", planner.ItemLink: "mcp_link", planner.ItemFirstBoot: "mcp_first_boot"}
 
 // itemChanges are the plan's pools' file, unit, kernel-argument and OS-image changes as
 // Terraform resource changes: change.before/after the item's attributes (a file's content
@@ -100,6 +101,12 @@ func itemValue(ic planner.ItemChange, it *planner.Item) (any, any) {
 		v["kernel_args"] = nonNil(it.KernelArgs)
 	case planner.ItemOSImage:
 		v["os_image"] = it.OSImage
+	case planner.ItemDirectory:
+		v["path"], v["mode"], v["user"], v["group"] = ic.Name, fmt.Sprintf("%04o", it.Mode), it.User, it.Group
+	case planner.ItemLink:
+		v["path"], v["target"], v["hard"], v["user"], v["group"] = ic.Name, it.Target, it.Hard, it.User, it.Group
+	case planner.ItemFirstBoot:
+		contentAttrs(v, it.Content)
 	}
 	return v, sens
 }

@@ -248,6 +248,9 @@ func poolNotes(pp planner.PoolPlan, nodes []*planner.NodePlan) []mdNote {
 	for _, b := range pp.Blockers {
 		blockedN = append(blockedN, mdEscape(b.Message))
 	}
+	for _, wn := range pp.Warnings {
+		warns = append(warns, mdEscape(wn))
+	}
 	for _, n := range nodes {
 		addr := "`node." + n.Name + "`: "
 		for _, b := range n.Blockers {

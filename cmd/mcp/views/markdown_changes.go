@@ -126,8 +126,17 @@ func mdChangeSummary(ch planner.Change, pp planner.PoolPlan) string {
 	if counts[planner.ItemKernelArgs] > 0 {
 		what = append(what, "kernel arguments")
 	}
+	if n := counts[planner.ItemDirectory]; n > 0 {
+		what = append(what, plural(n, "%d directory", "%d directories"))
+	}
+	if n := counts[planner.ItemLink]; n > 0 {
+		what = append(what, plural(n, "%d link", "%d links"))
+	}
 	if counts[planner.ItemOSImage] > 0 {
 		what = append(what, "OS image")
+	}
+	if counts[planner.ItemFirstBoot] > 0 {
+		what = append(what, "first boot only")
 	}
 	return strings.TrimSuffix(changeHeading(ch, pp), ":") + " — " + strings.Join(what, ", ")
 }
@@ -156,6 +165,11 @@ func mdItem(ch planner.Change, it planner.ItemChange) string {
 		for _, d := range dropinDiffs(it, ch) {
 			diff += d.diff
 		}
+	case planner.ItemDirectory, planner.ItemLink:
+		fmt.Fprintf(&b, "`%s %s`\n", sym, mdCode(treeLine(it)))
+	case planner.ItemFirstBoot:
+		fmt.Fprintf(&b, "`%s %s`\n", sym, mdCode(firstBootLine))
+		diff = contentDiff(itemContent(it.Before), itemContent(it.After), true, "first boot only", ch)
 	}
 	switch {
 	case diff == "":

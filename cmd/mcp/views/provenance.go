@@ -70,6 +70,12 @@ func writeProvenance(w io.Writer, r *model.Rendered, prov *model.Provenance) err
 	for _, f := range r.Files {
 		row("file", f.Path, prov.Files[f.Path])
 	}
+	for _, d := range r.Directories {
+		row("directory", d.Path, prov.Files[d.Path])
+	}
+	for _, l := range r.Links {
+		row("link", l.Path, prov.Files[l.Path])
+	}
 	for _, u := range r.Units {
 		row("unit", u.Name, prov.Units[u.Name])
 	}

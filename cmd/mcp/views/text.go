@@ -134,6 +134,9 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 	for _, b := range pp.Blockers {
 		fmt.Fprintf(w, "  %s %s\n", c.red("blocked:"), b.Message)
 	}
+	for _, wn := range pp.Warnings {
+		fmt.Fprintf(w, "  %s %s\n", c.yellow("warning:"), wn)
+	}
 	unchanged := 0
 	var t columns
 	t.add("", "NODE", "ZONE", "WAVE", "STEPS")

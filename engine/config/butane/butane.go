@@ -1,10 +1,11 @@
-// Package butane translates the Butane text of a config into the files, systemd units and
-// kernel arguments mcp manages. The translation is Butane's own
-// (github.com/coreos/ignition/v2/butane, which is where Butane lives since Ignition v2.27.0),
-// so the variants and versions accepted are the library's. The Ignition config it produces
-// is read with Ignition's parser through the ignition room's table of specs, and anything in
-// it that mcp does not manage (disks, users, directories, links, remote contents…) is
-// refused, not dropped. It does no I/O: Butane's local file references are refused.
+// Package butane translates the Butane text (or an Ignition config) of a config into what
+// mcp manages — files, directories, links, systemd units, kernel arguments and the core
+// user's SSH keys — and the rest, which booting nodes get as it is (users and groups,
+// disks, filesystems, RAID, LUKS, configs to merge…: first boot only, never dropped). The
+// translation is Butane's own (github.com/coreos/ignition/v2/butane, which is where Butane
+// lives since Ignition v2.27.0), so the variants and versions accepted are the library's.
+// The Ignition config it produces is read with Ignition's parser through the ignition
+// room's table of specs. It does no I/O: Butane's local file references are refused.
 package butane
 
 import (
@@ -27,11 +28,24 @@ import (
 // their Butane field set to their place in the translated Ignition config; DeclRange is
 // left for the caller (the butane attribute's range).
 type Result struct {
-	Files      []model.File
-	Units      []model.Unit
-	KernelArgs []string
+	Files       []model.File
+	Directories []model.Directory
+	Links       []model.Link
+	Units       []model.Unit
+	KernelArgs  []string
 	// KernelArgPaths are the places of KernelArgs in the translated config.
 	KernelArgPaths []string
+	// SSHKeys are the core user's SSH authorized keys (passwd.users, SSHKeysAt), which
+	// mcp manages as the MCO does: model.SSHKeyItems.
+	SSHKeys   []string
+	SSHKeysAt string
+	// FirstBoot is the rest of the config, for booting nodes only (model.Config.FirstBoot):
+	// nil when there is none; FirstBootParts names its parts. FirstBootPaths are the files,
+	// directories and links left in it because of their paths ("/home/a/.bashrc
+	// (storage.files.2)").
+	FirstBoot      []byte
+	FirstBootParts []string
+	FirstBootPaths []string
 	// Spec is the Ignition spec the Butane variant and version translate to.
 	Spec string
 }
@@ -55,7 +69,10 @@ const MaxSize = 1 << 20
 
 // Translate translates text. Problems are in Butane's order; the Result is nil when any is
 // an error.
-func Translate(text []byte) (res *Result, problems []Problem) {
+//
+// Files, directories and links at a path firstBootOnly takes (nil: none) are left in the
+// first-boot part, as Ignition writes them, and named in Result.FirstBootPaths.
+func Translate(text []byte, firstBootOnly func(path string) bool) (res *Result, problems []Problem) {
 	if len(text) > MaxSize {
 		return nil, []Problem{{Message: fmt.Sprintf("the Butane text is %d bytes, more than mcp takes (%d): split it across configs, or give large files as file blocks", len(text), MaxSize)}}
 	}
@@ -67,10 +84,10 @@ func Translate(text []byte) (res *Result, problems []Problem) {
 			res, problems = nil, []Problem{{Message: fmt.Sprintf("the Butane translator failed on this text: %v", v)}}
 		}
 	}()
-	return translate(text)
+	return translate(text, firstBootOnly)
 }
 
-func translate(text []byte) (*Result, []Problem) {
+func translate(text []byte, firstBootOnly func(string) bool) (*Result, []Problem) {
 	ign, rpt, err := config.TranslateBytes(text, common.TranslateBytesOptions{Raw: true,
 		// Inline contents stay plain text, as mcp compares and writes them.
 		TranslateOptions: common.TranslateOptions{NoResourceAutoCompression: true}})
@@ -89,7 +106,32 @@ func translate(text []byte) (*Result, []Problem) {
 		}
 		return nil, append(problems, Problem{Message: fmt.Sprintf("the Butane translates to an Ignition config mcp cannot read: %v", err)})
 	}
-	res, errs := fromIgnition(&cfg)
+	return split(&cfg, problems, firstBootOnly)
+}
+
+// FromIgnition reads an Ignition config (any spec mcp knows) as Translate reads what a
+// Butane text translates to: a config's ignition attribute.
+func FromIgnition(text []byte, firstBootOnly func(path string) bool) (*Result, []Problem) {
+	if len(text) > MaxSize {
+		return nil, []Problem{{Message: fmt.Sprintf("the Ignition config is %d bytes, more than mcp takes (%d): split it across configs, or give large files as file blocks", len(text), MaxSize)}}
+	}
+	cfg, rpt, err := ignition.ParseAny(text)
+	problems := fromReport(rpt)
+	if err != nil {
+		if !rpt.IsFatal() {
+			problems = append(problems, Problem{Message: err.Error()})
+		}
+		return nil, problems
+	}
+	return split(&cfg, problems, firstBootOnly)
+}
+
+// split is cfg's managed parts and its first-boot rest, or the errors that stop it.
+func split(cfg *types.Config, problems []Problem, firstBootOnly func(string) bool) (*Result, []Problem) {
+	if firstBootOnly == nil {
+		firstBootOnly = func(string) bool { return false }
+	}
+	res, errs := fromIgnition(cfg, firstBootOnly)
 	for _, e := range errs {
 		problems = append(problems, Problem{Message: e})
 	}
@@ -145,51 +187,6 @@ func fromReport(r report.Report) []Problem {
 		out = append(out, Problem{Warning: e.Kind == report.Warn, Message: msg})
 	}
 	return out
-}
-
-// fromIgnition takes files, units and kernel arguments out of cfg, and names everything
-// else it sets: mcp would not manage it, and dropping it silently would lie.
-func fromIgnition(cfg *types.Config) (*Result, []string) {
-	res := &Result{Spec: cfg.Ignition.Version}
-	var errs []string
-	for i, f := range cfg.Storage.Files {
-		at := fmt.Sprintf("storage.files.%d", i)
-		mf, err := file(&f, at)
-		if err != "" {
-			errs = append(errs, fmt.Sprintf("file %s (%s): %s", f.Path, at, err))
-			continue
-		}
-		res.Files = append(res.Files, mf)
-	}
-	for i, u := range cfg.Systemd.Units {
-		mu := model.Unit{Name: u.Name, Enabled: u.Enabled, Mask: u.Mask != nil && *u.Mask,
-			Butane: fmt.Sprintf("systemd.units.%d", i)}
-		if u.Contents != nil {
-			mu.Contents = *u.Contents
-		}
-		for _, d := range u.Dropins {
-			md := model.Dropin{Name: d.Name}
-			if d.Contents != nil {
-				md.Contents = *d.Contents
-			}
-			mu.Dropins = append(mu.Dropins, md)
-		}
-		res.Units = append(res.Units, mu)
-	}
-	for i, k := range cfg.KernelArguments.ShouldExist {
-		res.KernelArgs = append(res.KernelArgs, string(k))
-		res.KernelArgPaths = append(res.KernelArgPaths, fmt.Sprintf("kernelArguments.shouldExist.%d", i))
-	}
-	// What is left once the managed parts are taken out must be nothing.
-	rest := *cfg
-	rest.Ignition.Version = ""
-	rest.Storage.Files = nil
-	rest.Systemd.Units = nil
-	rest.KernelArguments.ShouldExist = nil
-	for _, name := range setFields(reflect.ValueOf(rest), "") {
-		errs = append(errs, fmt.Sprintf("%s: mcp manages files, systemd units and kernel arguments, not this", name))
-	}
-	return res, errs
 }
 
 // file is f as mcp manages it, or why it cannot be.

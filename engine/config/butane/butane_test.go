@@ -33,7 +33,7 @@ func TestStableVersionsTranslateToKnownSpecs(t *testing.T) {
 	}
 	for variant, vs := range versions {
 		for _, v := range vs {
-			res, problems := Translate([]byte(doc(variant, v)))
+			res, problems := Translate([]byte(doc(variant, v)), nil)
 			if res == nil {
 				t.Errorf("%s %s: %v", variant, v, problems)
 				continue
@@ -43,7 +43,7 @@ func TestStableVersionsTranslateToKnownSpecs(t *testing.T) {
 			}
 		}
 	}
-	_, problems := Translate([]byte(doc("rhcos", "0.1.0")))
+	_, problems := Translate([]byte(doc("rhcos", "0.1.0")), nil)
 	if len(problems) != 1 || !strings.Contains(problems[0].Message, "rhcos variant has been removed") {
 		t.Errorf("rhcos: %v", problems)
 	}
@@ -58,7 +58,7 @@ func FuzzTranslate(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		res, problems := translate([]byte(s))
+		res, problems := translate([]byte(s), nil)
 		for _, p := range problems {
 			if p.Message == "" {
 				t.Error("a problem without a message")

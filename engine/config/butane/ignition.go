@@ -9,13 +9,12 @@ import (
 	"github.com/mcpfleet/mcp/ignition"
 )
 
-// FromIgnition reads an Ignition config (any spec the ignition room parses) into what mcp
-// manages, exactly as the config a Butane text translates to is read: the same files,
-// units and kernel arguments, and the same refusals for the rest. MachineConfigs carry
-// such a config in spec.config. Problems name their place in the config by its JSON path
-// ("storage.files.0"); Ignition's own line and column are of raw, not of any text a
-// caller made raw from, so they are left out.
-func FromIgnition(raw []byte) (*Result, []Problem) {
+// FromIgnitionJSON reads an Ignition config (any spec the ignition room parses) that a
+// caller made from another text, as FromIgnition does: MachineConfigs carry such a config in
+// spec.config. Problems name their place in the config by its JSON path alone
+// ("storage.files.0: …"), which the caller maps back to its own text: Ignition's line and
+// column are of raw, not of that text, so they are left out.
+func FromIgnitionJSON(raw []byte, firstBootOnly func(path string) bool) (*Result, []Problem) {
 	cfg, rpt, err := ignition.ParseAny(raw)
 	var problems []Problem
 	for _, e := range rpt.Entries {
@@ -34,12 +33,5 @@ func FromIgnition(raw []byte) (*Result, []Problem) {
 		}
 		return nil, problems
 	}
-	res, errs := fromIgnition(&cfg)
-	for _, e := range errs {
-		problems = append(problems, Problem{Message: e})
-	}
-	if len(errs) > 0 {
-		return nil, problems
-	}
-	return res, problems
+	return split(&cfg, problems, firstBootOnly)
 }

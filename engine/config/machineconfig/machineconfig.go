@@ -317,7 +317,7 @@ func (p *parser) config(mc *MachineConfig, n *yaml.Node) {
 		p.errorf(at(n), "%s: %v", where, err)
 		return
 	}
-	res, problems := butane.FromIgnition(raw)
+	res, problems := butane.FromIgnitionJSON(raw, nil)
 	for _, pr := range problems {
 		p.problems = append(p.problems, Problem{At: locate(n, remap(jsonPath(pr.Message))), Warning: pr.Warning,
 			Message: where + ": " + pr.Message})

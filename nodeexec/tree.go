@@ -1,0 +1,223 @@
+package nodeexec
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"syscall"
+
+	"github.com/mcpfleet/mcp/model"
+)
+
+// Directories and links, written as files are: inside os.Root, under the allowed prefixes,
+// each path's prior state saved for Rollback. A symbolic link's target is written into the
+// link as data and never followed; a hard link's target is a path inside the root.
+
+// dirMode is a directory's mode as the config gives it (Ignition's number: permission
+// bits with setuid 04000, setgid 02000 and sticky 01000) as Go's fs.FileMode.
+func dirMode(m int) fs.FileMode {
+	mode := fs.FileMode(m) & fs.ModePerm
+	for bit, fm := range map[int]fs.FileMode{0o4000: fs.ModeSetuid, 0o2000: fs.ModeSetgid, 0o1000: fs.ModeSticky} {
+		if m&bit != 0 {
+			mode |= fm
+		}
+	}
+	return mode
+}
+
+// modeBits are the bits of a mode that dirMode sets.
+const modeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
+
+// writeDir makes d's directory when it is missing (its parents 0755) and gives it d's mode
+// and owner. A file or link mcp wrote at the path (from), or any with d.Overwrite, is
+// removed first; anything else that is not a directory is an error: mcp does not delete
+// what it did not write. A directory that is there is kept with what it holds.
+func (e *Executor) writeDir(r *os.Root, from *model.Rendered, d *model.Directory) error {
+	rel, err := e.check(d.Path)
+	if err != nil {
+		return err
+	}
+	if err := e.save(r, rel); err != nil {
+		return fmt.Errorf("directory %s: %w", d.Path, err)
+	}
+	st, err := r.Lstat(rel)
+	switch {
+	case err == nil && !st.IsDir() && (d.Overwrite || from.File(d.Path) != nil || from.Link(d.Path) != nil):
+		if err := r.Remove(rel); err != nil {
+			return fmt.Errorf("directory %s: removing the %s mcp wrote there: %w", d.Path, st.Mode().Type(), err)
+		}
+	case err == nil && !st.IsDir():
+		return fmt.Errorf("directory %s: a %s is there, which no config of mcp's wrote: remove it, or manage it", d.Path, typeWord(st.Mode()))
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("directory %s: %w", d.Path, err)
+	}
+	if err := r.MkdirAll(path.Dir(rel), 0o755); err != nil {
+		return fmt.Errorf("directory %s: %w", d.Path, err)
+	}
+	if err := r.Mkdir(rel, dirMode(d.Mode)&fs.ModePerm); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("directory %s: %w", d.Path, err)
+	}
+	// Chmod, not Mkdir's mode alone: the umask narrows that, and an existing directory
+	// keeps its own.
+	if err := r.Chmod(rel, dirMode(d.Mode)); err != nil {
+		return fmt.Errorf("directory %s: %w", d.Path, err)
+	}
+	if err := Chown(r, rel, Owner{User: d.User, Group: d.Group}); err != nil {
+		return fmt.Errorf("directory %s: %w", d.Path, err)
+	}
+	return e.syncDir(r, path.Dir(rel))
+}
+
+// removeDir removes a directory no config declares any more when it is empty; one that
+// holds anything stays as it is (what is in it is not mcp's to delete).
+func (e *Executor) removeDir(r *os.Root, p string) error {
+	rel, err := e.check(p)
+	if err != nil {
+		return err
+	}
+	st, err := r.Lstat(rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil || !st.IsDir() {
+		return err // not a directory any more: someone else's now
+	}
+	if err := e.save(r, rel); err != nil {
+		return fmt.Errorf("remove directory %s: %w", p, err)
+	}
+	if err := r.Remove(rel); err != nil {
+		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+			return nil
+		}
+		return fmt.Errorf("remove directory %s: %w", p, err)
+	}
+	return e.syncDir(r, path.Dir(rel))
+}
+
+// writeLink makes l's link, replacing a file or link at its path (a new link beside it,
+// renamed over it); a directory there is an error.
+func (e *Executor) writeLink(r *os.Root, l *model.Link) error {
+	rel, err := e.check(l.Path)
+	if err != nil {
+		return err
+	}
+	if err := e.save(r, rel); err != nil {
+		return fmt.Errorf("link %s: %w", l.Path, err)
+	}
+	if st, err := r.Lstat(rel); err == nil && st.IsDir() {
+		return fmt.Errorf("link %s: a directory is there: mcp does not replace a directory by a link", l.Path)
+	}
+	if err := r.MkdirAll(path.Dir(rel), 0o755); err != nil {
+		return fmt.Errorf("link %s: %w", l.Path, err)
+	}
+	if l.Hard {
+		trel, err := e.check(l.Target)
+		if err != nil {
+			return fmt.Errorf("link %s: target: %w", l.Path, err)
+		}
+		if err := hardLinkAtomic(r, trel, rel); err != nil {
+			return fmt.Errorf("link %s: %w", l.Path, err)
+		}
+	} else if err := symlinkAtomic(r, rel, l.Target); err != nil {
+		return fmt.Errorf("link %s: %w", l.Path, err)
+	}
+	if err := Chown(r, rel, Owner{User: l.User, Group: l.Group}); err != nil {
+		return fmt.Errorf("link %s: %w", l.Path, err)
+	}
+	return e.syncDir(r, path.Dir(rel))
+}
+
+// hardLinkAtomic makes rel another name of the file at target: a new link beside rel,
+// renamed over it.
+func hardLinkAtomic(r *os.Root, target, rel string) error {
+	var rb [6]byte
+	rand.Read(rb[:])
+	tmp := path.Join(path.Dir(rel), "."+path.Base(rel)+".mcp-"+hex.EncodeToString(rb[:]))
+	if err := r.Link(target, tmp); err != nil {
+		return err
+	}
+	if err := r.Rename(tmp, rel); err != nil {
+		r.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+func typeWord(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "regular file"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case m.IsDir():
+		return "directory"
+	}
+	return m.Type().String()
+}
+
+// checkDir compares the directory at d.Path with d: there, a directory, its mode, owner.
+func checkDir(ds *dirs, d *model.Directory) []Drift {
+	r, rel := ds.in(d.Path)
+	st, err := r.Lstat(rel)
+	want := dirMode(d.Mode)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return []Drift{{Path: d.Path, Kind: DriftMissing, Expected: "directory"}}
+	case err != nil:
+		return []Drift{{Path: d.Path, Kind: DriftType, Expected: "directory", Found: err.Error()}}
+	case !st.IsDir():
+		return []Drift{{Path: d.Path, Kind: DriftType, Expected: "directory", Found: typeWord(st.Mode())}}
+	case st.Mode()&modeBits != want:
+		return []Drift{{Path: d.Path, Kind: DriftMode, Expected: fmt.Sprintf("%04o", d.Mode), Found: fmt.Sprintf("%04o", unixMode(st.Mode()))}}
+	}
+	return checkOwner(ds, d.Path, d.User, d.Group)
+}
+
+// unixMode is the number a mode has on Unix (chmod's), as configs give it.
+func unixMode(m fs.FileMode) int {
+	n := int(m & fs.ModePerm)
+	for fm, bit := range map[fs.FileMode]int{fs.ModeSetuid: 0o4000, fs.ModeSetgid: 0o2000, fs.ModeSticky: 0o1000} {
+		if m&fm != 0 {
+			n |= bit
+		}
+	}
+	return n
+}
+
+// checkLink compares the link at l.Path with l: there, a link, its target (a symbolic
+// link's text; a hard link's file), its owner.
+func checkLink(ds *dirs, l *model.Link) []Drift {
+	r, rel := ds.in(l.Path)
+	st, err := r.Lstat(rel)
+	kind := "symbolic link"
+	if l.Hard {
+		kind = "hard link"
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return []Drift{{Path: l.Path, Kind: DriftMissing, Expected: kind + " to " + l.Target}}
+	case err != nil:
+		return []Drift{{Path: l.Path, Kind: DriftType, Expected: kind, Found: err.Error()}}
+	case l.Hard:
+		tst, terr := ds.root.Lstat(relOf(l.Target))
+		if terr != nil || !os.SameFile(st, tst) {
+			return []Drift{{Path: l.Path, Kind: DriftTarget, Expected: l.Target, Found: "another file"}}
+		}
+	case st.Mode()&fs.ModeSymlink == 0:
+		return []Drift{{Path: l.Path, Kind: DriftType, Expected: kind, Found: typeWord(st.Mode())}}
+	default:
+		if got, err := r.Readlink(rel); err != nil || got != l.Target {
+			return []Drift{{Path: l.Path, Kind: DriftTarget, Expected: l.Target, Found: got}}
+		}
+	}
+	return checkOwner(ds, l.Path, l.User, l.Group)
+}
+
+func relOf(p string) string { return path.Clean("/" + p)[1:] }
+
+// DriftTarget is model.DriftTarget.
+const DriftTarget = model.DriftTarget
