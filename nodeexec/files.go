@@ -17,7 +17,7 @@ import (
 )
 
 func (e *Executor) writeFile(r *os.Root, f *model.File) error {
-	rel, err := e.check(f.Path)
+	rel, err := e.check(r, f.Path)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func (e *Executor) syncDir(r *os.Root, dir string) error {
 }
 
 func (e *Executor) remove(r *os.Root, p string) error {
-	rel, err := e.check(p)
+	rel, err := e.check(r, p)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func unitPath(name string) string { return UnitDir + "/" + name }
 // writeUnit writes u of target, whose previous version (nil: none) is old.
 func (e *Executor) writeUnit(ctx context.Context, r *os.Root, target *model.Rendered, old, u *model.Unit) error {
 	p := unitPath(u.Name)
-	rel, err := e.check(p)
+	rel, err := e.check(r, p)
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (e *Executor) writeUnit(ctx context.Context, r *os.Root, target *model.Rend
 	}
 	for _, d := range u.Dropins {
 		dp := p + ".d/" + d.Name
-		drel, err := e.check(dp)
+		drel, err := e.check(r, dp)
 		if err != nil {
 			return err
 		}
@@ -156,7 +156,7 @@ func (e *Executor) writeUnit(ctx context.Context, r *os.Root, target *model.Rend
 // host for the opposite (which also undoes what the links do not show, such as Also=).
 func (e *Executor) enable(ctx context.Context, r *os.Root, unit string, on bool, links []string) error {
 	for _, l := range links {
-		rel, err := e.check(UnitDir + "/" + l)
+		rel, err := e.check(r, UnitDir + "/" + l)
 		if err != nil {
 			return err
 		}
