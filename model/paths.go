@@ -13,11 +13,14 @@ var ManagedPrefixes = []string{"/etc", "/var", "/usr/local", "/opt"}
 // a path strictly under one of ManagedPrefixes is.
 func Unmanaged(p string) string {
 	for _, a := range ManagedPrefixes {
-		if strings.HasPrefix(p, a+"/") {
+		switch {
+		case strings.HasPrefix(p, a+"/"):
 			return ""
+		case p == a:
+			return "a managed tree's top directory, which the OS makes: files go below it"
 		}
 	}
-	if p == "/usr" || strings.HasPrefix(p, "/usr/") && p != "/usr/local" {
+	if p == "/usr" || strings.HasPrefix(p, "/usr/") {
 		return "/usr is the OS image's own: read-only on Fedora CoreOS and RHCOS, and replaced by every OS update " +
 			"(change it through os_image); of /usr only /usr/local (there a link to /var/usrlocal) is for local files"
 	}

@@ -306,7 +306,7 @@ func oneContent(p string, b *hcl.Block, attrs hcl.Attributes) *hcl.Diagnostic {
 	text, bin := attrs["content"], attrs["content_base64"]
 	switch {
 	case text == nil && bin == nil:
-		return errAt(b.Body.MissingItemRange(), "Missing file content", fmt.Sprintf(
+		return errAt(b.LabelRanges[0], "Missing file content", fmt.Sprintf(
 			"File %q needs content (UTF-8 text) or content_base64 (any bytes, base64-encoded, as filebase64(\"…\") gives them).", p))
 	case text != nil && bin != nil:
 		second := bin
