@@ -151,8 +151,17 @@ func firstBoot(t *testing.T, ign, url string) string {
 // environment of its own: platform "file" reads the user-data from IGNITION_CONFIG_FILE.
 func firstBootWith(t *testing.T, ign, platform, karg string, extraEnv []string) string {
 	t.Helper()
-	R := t.TempDir()
-	S := filepath.Join(R, "sysroot")
+	R, S := bootScratch(t)
+	runIgnition(t, ign, R, S, platform, karg, extraEnv)
+	return S
+}
+
+// bootScratch makes a directory R for a first boot's runtime files and, in R/sysroot (S),
+// the root Ignition writes: the directories and account files it needs.
+func bootScratch(t *testing.T) (R, S string) {
+	t.Helper()
+	R = t.TempDir()
+	S = filepath.Join(R, "sysroot")
 	for _, d := range []string{"etc", "home", "root"} {
 		os.MkdirAll(filepath.Join(S, d), 0o755)
 	}
@@ -163,6 +172,13 @@ func firstBootWith(t *testing.T, ign, platform, karg string, extraEnv []string) 
 		"etc/shadow": "root:*:19000:0:99999:7:::\n", "etc/gshadow": "root:*::\n"} {
 		os.WriteFile(filepath.Join(S, name), []byte(body), 0o644)
 	}
+	return R, S
+}
+
+// runIgnition runs the real Ignition client's fetch and files stages on the scratch root
+// (bootScratch), on platform with a kernel argument and an environment of its own.
+func runIgnition(t *testing.T, ign, R, S, platform, karg string, extraEnv []string) {
+	t.Helper()
 	os.WriteFile(filepath.Join(R, "cmdline"), []byte("ignition.firstboot ignition.platform.id="+platform+" "+karg+"\n"), 0o644)
 	env := append(append(os.Environ(), extraEnv...), "IGNITION_KERNEL_CMDLINE_PATH="+filepath.Join(R, "cmdline"),
 		"IGNITION_SYSTEM_RUNTIME_CONFIG_DIR="+filepath.Join(R, "sys/run"),
@@ -178,7 +194,6 @@ func firstBootWith(t *testing.T, ign, platform, karg string, extraEnv []string) 
 			t.Fatalf("ignition %s: %v\n%s", stage[0], err, tail(out))
 		}
 	}
-	return S
 }
 
 func checkUnits(t *testing.T, S string, units []model.Unit) {
