@@ -97,7 +97,7 @@ func hclQuote(s string) string {
 // TestAnyBytesRoundTrip is the property end to end, through the real binaries: files of
 // every class of bytes (anybytes) and random ones, given as content_base64 =
 // filebase64(…) under /usr/local, /opt, /etc and /var, and INI text given as content, are
-// applied to the local fleet — workers with the CoreOS links into /var, infra nodes with
+// planned to a saved plan and applied from it to the local fleet — workers with the CoreOS links into /var, infra nodes with
 // plain directories — and are there byte for byte, with no drift (drift -detailed-exitcode
 // 0); one byte changed on a node is drift, summarised (never printed raw). A node `mcp
 // fleet add` boots from the served config has them too. Then the real Ignition client
@@ -146,7 +146,13 @@ func TestAnyBytesRoundTrip(t *testing.T) {
 		}
 	}
 
-	if code, out := mcpIn(t, dir, "apply", "-auto-approve", "-no-color"); code != 0 {
+	// Through a saved plan, which holds the rendered configs with their bytes.
+	if code, out := mcpIn(t, dir, "plan", "-no-color", "-out=bytes.plan"); code != 0 {
+		t.Fatalf("plan: exit %d\n%s", code, tail([]byte(out)))
+	} else if strings.ContainsAny(out, "\x00\x7f\x1b\xff") {
+		t.Errorf("the plan printed raw control or binary bytes:\n%q", tail([]byte(out)))
+	}
+	if code, out := mcpIn(t, dir, "apply", "-no-color", "bytes.plan"); code != 0 {
 		t.Fatalf("apply: exit %d\n%s", code, tail([]byte(out)))
 	}
 	for _, n := range nodes {

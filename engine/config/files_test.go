@@ -128,3 +128,22 @@ func TestManagedPaths(t *testing.T) {
 		})
 	}
 }
+
+// Butane's contents keep their bytes: inline text with CRLF and brackets, and a base64
+// data URL of bytes that are not text.
+func TestButaneContentsKeepTheirBytes(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "base.hcl", filesBase)
+	write(t, dir, "main.hcl", "config \"x\" {\n  pools = [\"worker\"]\n  butane = file(\"n.bu\")\n}\n")
+	write(t, dir, "n.bu", "variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n"+
+		"    - path: /etc/NetworkManager/conf.d/a.conf\n      contents:\n        inline: \"[main]\\r\\ndns=none\\x7f\"\n"+
+		"    - path: /opt/bin/b\n      contents:\n        source: \"data:;base64,AP9/Ww==\"\n")
+	res, diags := Load(dir, Options{Schemas: testSchemas})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	fs := res.Desired.Configs[0].Files
+	if len(fs) != 2 || string(fs[0].Contents) != "[main]\r\ndns=none\x7f" || !bytes.Equal(fs[1].Contents, []byte{0, 0xff, 0x7f, '['}) {
+		t.Errorf("files %+v", fs)
+	}
+}
