@@ -158,8 +158,20 @@ func firstBootWith(t *testing.T, ign, platform, karg string, extraEnv []string) 
 // (sysroot, given) more like a machine's image before Ignition runs.
 func firstBootInto(t *testing.T, ign, platform, karg string, extraEnv []string, setup func(S string)) string {
 	t.Helper()
-	R := t.TempDir()
-	S := filepath.Join(R, "sysroot")
+	R, S := bootScratch(t)
+	if setup != nil {
+		setup(S)
+	}
+	runIgnition(t, ign, R, S, platform, karg, extraEnv)
+	return S
+}
+
+// bootScratch makes a directory R for a first boot's runtime files and, in R/sysroot (S),
+// the root Ignition writes: the directories and account files it needs.
+func bootScratch(t *testing.T) (R, S string) {
+	t.Helper()
+	R = t.TempDir()
+	S = filepath.Join(R, "sysroot")
 	for _, d := range []string{"etc", "home", "root"} {
 		os.MkdirAll(filepath.Join(S, d), 0o755)
 	}
@@ -170,9 +182,13 @@ func firstBootInto(t *testing.T, ign, platform, karg string, extraEnv []string, 
 		"etc/shadow": "root:*:19000:0:99999:7:::\n", "etc/gshadow": "root:*::\n"} {
 		os.WriteFile(filepath.Join(S, name), []byte(body), 0o644)
 	}
-	if setup != nil {
-		setup(S)
-	}
+	return R, S
+}
+
+// runIgnition runs the real Ignition client's fetch and files stages on the scratch root
+// (bootScratch), on platform with a kernel argument and an environment of its own.
+func runIgnition(t *testing.T, ign, R, S, platform, karg string, extraEnv []string) {
+	t.Helper()
 	os.WriteFile(filepath.Join(R, "cmdline"), []byte("ignition.firstboot ignition.platform.id="+platform+" "+karg+"\n"), 0o644)
 	env := append(append(os.Environ(), extraEnv...), "IGNITION_KERNEL_CMDLINE_PATH="+filepath.Join(R, "cmdline"),
 		"IGNITION_SYSTEM_RUNTIME_CONFIG_DIR="+filepath.Join(R, "sys/run"),
@@ -188,7 +204,6 @@ func firstBootInto(t *testing.T, ign, platform, karg string, extraEnv []string, 
 			t.Fatalf("ignition %s: %v\n%s", stage[0], err, tail(out))
 		}
 	}
-	return S
 }
 
 func checkUnits(t *testing.T, S string, units []model.Unit) {

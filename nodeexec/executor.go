@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/mcpfleet/mcp/model"
@@ -48,8 +49,9 @@ type Host interface {
 	KernelArgs(ctx context.Context) ([]string, error)
 }
 
-// DefaultAllowed are the path prefixes mcp manages: configuration and state, never the OS.
-var DefaultAllowed = []string{"/etc", "/var"}
+// DefaultAllowed are the path prefixes mcp manages (model.ManagedPrefixes): configuration,
+// state and local software, never the OS.
+var DefaultAllowed = slices.Clone(model.ManagedPrefixes)
 
 // UnitDir is where units and their drop-ins are written.
 const UnitDir = "/etc/systemd/system"
@@ -170,9 +172,10 @@ func (e *Executor) writePath(r *os.Root, from, target *model.Rendered, p string)
 	return fmt.Errorf("write %s: neither the target nor the current config has it", p)
 }
 
-// check refuses a path that is relative, has .. elements, or lies outside the allowed
-// prefixes; it returns the path relative to the root.
-func (e *Executor) check(p string) (string, error) {
+// check refuses a path that is relative, has .. elements, lies outside the allowed
+// prefixes, or would be written through a prefix that is a link out of them (linkOut); it
+// returns the path relative to the root.
+func (e *Executor) check(r *os.Root, p string) (string, error) {
 	if !strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.Contains(p, "/../") || strings.HasSuffix(p, "/..") {
 		return "", fmt.Errorf("path %q is not a clean absolute path", p)
 	}
@@ -182,6 +185,9 @@ func (e *Executor) check(p string) (string, error) {
 	}
 	for _, a := range allowed {
 		if strings.HasPrefix(p, a+"/") {
+			if err := linkOut(r, a, allowed); err != nil {
+				return "", fmt.Errorf("path %s: %w", p, err)
+			}
 			return strings.TrimPrefix(p, "/"), nil
 		}
 	}
@@ -191,4 +197,28 @@ func (e *Executor) check(p string) (string, error) {
 		return strings.TrimPrefix(p, "/"), nil
 	}
 	return "", fmt.Errorf("path %s is outside the managed prefixes %s", p, strings.Join(allowed, ", "))
+}
+
+// linkOut refuses the allowed prefix a when the node has it as a symbolic link to a place
+// outside every allowed prefix. On Fedora CoreOS and RHCOS /usr/local and /opt are links
+// into /var (../var/usrlocal, var/opt), and a file written through them lands where the OS
+// means it to; os.Root keeps every link inside the root, but not out of /usr/lib through
+// an /opt that points there. A prefix that is a directory (a host without OSTree) or is
+// missing is written as it is.
+func linkOut(r *os.Root, a string, allowed []string) error {
+	target, err := r.Readlink(strings.TrimPrefix(a, "/"))
+	if err != nil {
+		return nil // not a link, or absent: nothing is written through one
+	}
+	to := target
+	if !path.IsAbs(to) {
+		to = path.Join(path.Dir(a), to)
+	}
+	for _, b := range allowed {
+		if b != a && (to == b || strings.HasPrefix(to, b+"/")) {
+			return nil
+		}
+	}
+	return fmt.Errorf("the node's %s is a link to %s, outside the managed prefixes %s: refusing to write through it",
+		a, target, strings.Join(allowed, ", "))
 }

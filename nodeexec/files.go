@@ -17,7 +17,7 @@ import (
 )
 
 func (e *Executor) writeFile(r *os.Root, f *model.File) error {
-	rel, err := e.check(f.Path)
+	rel, err := e.check(r, f.Path)
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func WriteFileIn(r *os.Root, rel string, data []byte, mode fs.FileMode, sync boo
 	dir := path.Dir(rel)
 	d, err := r.OpenRoot(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := r.MkdirAll(dir, 0o755); err != nil {
+		if err := mkdirAll(r, dir); err != nil {
 			return err
 		}
 		d, err = r.OpenRoot(dir)
@@ -60,6 +60,32 @@ func WriteFileIn(r *os.Root, rel string, data []byte, mode fs.FileMode, sync boo
 	return atomicfile.ReplaceIn(d, path.Base(rel), data, mode, sync)
 }
 
+// mkdirAll makes dir (0755) and its missing parents. A link on the way whose target is
+// missing — a CoreOS /opt before /var/opt exists, which systemd-tmpfiles makes at boot —
+// gets its target made first, inside the root as every path here.
+func mkdirAll(r *os.Root, dir string) error {
+	err := r.MkdirAll(dir, 0o755)
+	if !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	parts := strings.Split(dir, "/")
+	for i := range parts {
+		p := path.Join(parts[:i+1]...)
+		if st, lerr := r.Lstat(p); lerr != nil || st.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		if _, serr := r.Stat(p); !errors.Is(serr, fs.ErrNotExist) {
+			continue
+		}
+		if t, lerr := r.Readlink(p); lerr == nil && !path.IsAbs(t) {
+			if merr := r.MkdirAll(path.Join(path.Dir(p), t), 0o755); merr != nil {
+				return merr
+			}
+		}
+	}
+	return r.MkdirAll(dir, 0o755)
+}
+
 // syncDir makes a rename or removal in dir durable, unless the root need not be.
 func (e *Executor) syncDir(r *os.Root, dir string) error {
 	if e.NoSync {
@@ -69,7 +95,7 @@ func (e *Executor) syncDir(r *os.Root, dir string) error {
 }
 
 func (e *Executor) remove(r *os.Root, p string) error {
-	rel, err := e.check(p)
+	rel, err := e.check(r, p)
 	if err != nil {
 		return err
 	}
@@ -87,7 +113,7 @@ func unitPath(name string) string { return UnitDir + "/" + name }
 // writeUnit writes u of target, whose previous version (nil: none) is old.
 func (e *Executor) writeUnit(ctx context.Context, r *os.Root, target *model.Rendered, old, u *model.Unit) error {
 	p := unitPath(u.Name)
-	rel, err := e.check(p)
+	rel, err := e.check(r, p)
 	if err != nil {
 		return err
 	}
@@ -110,7 +136,7 @@ func (e *Executor) writeUnit(ctx context.Context, r *os.Root, target *model.Rend
 	}
 	for _, d := range u.Dropins {
 		dp := p + ".d/" + d.Name
-		drel, err := e.check(dp)
+		drel, err := e.check(r, dp)
 		if err != nil {
 			return err
 		}
@@ -156,7 +182,7 @@ func (e *Executor) writeUnit(ctx context.Context, r *os.Root, target *model.Rend
 // host for the opposite (which also undoes what the links do not show, such as Also=).
 func (e *Executor) enable(ctx context.Context, r *os.Root, unit string, on bool, links []string) error {
 	for _, l := range links {
-		rel, err := e.check(UnitDir + "/" + l)
+		rel, err := e.check(r, UnitDir+"/"+l)
 		if err != nil {
 			return err
 		}

@@ -37,7 +37,7 @@ const modeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 // removed first; anything else that is not a directory is an error: mcp does not delete
 // what it did not write. A directory that is there is kept with what it holds.
 func (e *Executor) writeDir(r *os.Root, from *model.Rendered, d *model.Directory) error {
-	rel, err := e.check(d.Path)
+	rel, err := e.check(r, d.Path)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (e *Executor) writeDir(r *os.Root, from *model.Rendered, d *model.Directory
 // removeDir removes a directory no config declares any more when it is empty; one that
 // holds anything stays as it is (what is in it is not mcp's to delete).
 func (e *Executor) removeDir(r *os.Root, p string) error {
-	rel, err := e.check(p)
+	rel, err := e.check(r, p)
 	if err != nil {
 		return err
 	}
@@ -101,7 +101,7 @@ func (e *Executor) removeDir(r *os.Root, p string) error {
 // writeLink makes l's link, replacing a file or link at its path (a new link beside it,
 // renamed over it); a directory there is an error.
 func (e *Executor) writeLink(r *os.Root, l *model.Link) error {
-	rel, err := e.check(l.Path)
+	rel, err := e.check(r, l.Path)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (e *Executor) writeLink(r *os.Root, l *model.Link) error {
 		return fmt.Errorf("link %s: %w", l.Path, err)
 	}
 	if l.Hard {
-		trel, err := e.check(l.Target)
+		trel, err := e.check(r, l.Target)
 		if err != nil {
 			return fmt.Errorf("link %s: target: %w", l.Path, err)
 		}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/base64"
 	"fmt"
 	"path"
 	"slices"
@@ -16,9 +17,6 @@ import (
 	"github.com/mcpfleet/mcp/internal/unitinstall"
 	"github.com/mcpfleet/mcp/model"
 )
-
-// allowedPrefixes are the trees mcp manages: configuration and state, never the OS.
-var allowedPrefixes = []string{"/etc", "/var"}
 
 var unitSuffixes = []string{".service", ".socket", ".timer", ".target", ".mount", ".automount",
 	".path", ".slice", ".scope", ".swap", ".device"}
@@ -285,16 +283,13 @@ func checkPath(p string, r hcl.Range) *hcl.Diagnostic {
 	if path.Clean(p) != p || strings.Contains(p, "/../") {
 		return errAt(r, "Unclean path", fmt.Sprintf("File path %q must be clean: no \"..\", \".\", doubled or trailing slashes.", p))
 	}
-	for _, a := range allowedPrefixes {
-		if strings.HasPrefix(p, a+"/") {
-			return nil
-		}
+	if why := model.Unmanaged(p); why != "" {
+		return errAt(r, "Path outside the managed trees", fmt.Sprintf("File path %q: %s.", p, why))
 	}
-	return errAt(r, "Path outside the managed trees",
-		fmt.Sprintf("File path %q is outside %s: mcp manages configuration and state, not the OS.", p, strings.Join(allowedPrefixes, " and ")))
+	return nil
 }
 
-var fileSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "content", Required: true},
+var fileSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "content"}, {Name: "content_base64"},
 	{Name: "mode"}, {Name: "user"}, {Name: "group"}, {Name: "on_change"}, {Name: "sensitive"}}}
 
 func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
@@ -312,6 +307,8 @@ func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
 			var s string
 			s, d = l.str(a)
 			f.Contents = []byte(s)
+		case "content_base64":
+			f.Contents, d = l.base64(a)
 		case "mode":
 			f.Mode, d = l.mode(a)
 		case "user":
@@ -325,7 +322,44 @@ func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
 		}
 		diags = append(diags, d...)
 	}
+	if d := oneContent(f.Path, b, content.Attributes); d != nil {
+		diags = append(diags, d)
+	}
 	return f, diags
+}
+
+// oneContent refuses a file block without content and content_base64, or with both.
+func oneContent(p string, b *hcl.Block, attrs hcl.Attributes) *hcl.Diagnostic {
+	text, bin := attrs["content"], attrs["content_base64"]
+	switch {
+	case text == nil && bin == nil:
+		return errAt(b.LabelRanges[0], "Missing file content", fmt.Sprintf(
+			"File %q needs content (UTF-8 text) or content_base64 (any bytes, base64-encoded, as filebase64(\"…\") gives them).", p))
+	case text != nil && bin != nil:
+		second := bin
+		if bin.Range.Start.Byte < text.Range.Start.Byte {
+			second = text
+		}
+		return errAt(second.NameRange, "Conflicting file content", fmt.Sprintf(
+			"File %q sets both content and content_base64: give one (content for UTF-8 text, content_base64 for any bytes).", p))
+	}
+	return nil
+}
+
+// base64 reads standard base64 (RFC 4648, padded; line breaks ignored), as Terraform's
+// content_base64 and filebase64: the way to give bytes that are not UTF-8 text, which
+// HCL strings cannot hold.
+func (l *loader) base64(a *hcl.Attribute) ([]byte, hcl.Diagnostics) {
+	s, diags := l.str(a)
+	if diags.HasErrors() {
+		return nil, diags
+	}
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, append(diags, errAt(a.Expr.Range(), "Invalid content_base64",
+			fmt.Sprintf("content_base64 is not standard base64 (%v): give filebase64(\"FILE\") or base64encode(TEXT).", err)))
+	}
+	return b, diags
 }
 
 // mode reads an octal string ("0644") or a number (decimal, as Ignition's JSON has it).

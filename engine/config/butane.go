@@ -134,7 +134,7 @@ func (l *loader) butaneTree(r hcl.Range, c *model.Config, res *butane.Result, wh
 	if len(res.FirstBootPaths) > 0 {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "First boot only", Subject: r.Ptr(),
 			Detail: fmt.Sprintf("%s: %s: outside the trees mcp manages on running nodes (%s), so booting nodes get them as Ignition writes them, and running nodes never do.",
-				where, strings.Join(res.FirstBootPaths, ", "), strings.Join(allowedPrefixes, ", "))})
+				where, strings.Join(res.FirstBootPaths, ", "), strings.Join(model.ManagedPrefixes, ", "))})
 	}
 	return diags
 }

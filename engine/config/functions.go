@@ -44,7 +44,7 @@ func functions(dir string) map[string]function.Function {
 		"tolist": makeToFunc(cty.List(cty.DynamicPseudoType)), "toset": makeToFunc(cty.Set(cty.DynamicPseudoType)),
 		"tomap":        makeToFunc(cty.Map(cty.DynamicPseudoType)),
 		"base64encode": base64EncodeFunc, "base64decode": base64DecodeFunc, "sha256": sha256Func,
-		"file": fileFunc(dir),
+		"file": fileFunc(dir), "filebase64": fileBase64Func(dir),
 	}
 	fs["templatefile"] = templateFileFunc(dir, fs)
 	return fs
@@ -113,9 +113,25 @@ func fileFunc(dir string) function.Function {
 				return cty.UnknownVal(cty.String), err
 			}
 			if !utf8.Valid(b) {
-				return cty.UnknownVal(cty.String), fmt.Errorf("%s is not UTF-8 text; use base64 content", args[0].AsString())
+				return cty.UnknownVal(cty.String), fmt.Errorf("%s is not UTF-8 text: give its bytes as content_base64 = filebase64(%q)", args[0].AsString(), args[0].AsString())
 			}
 			return cty.StringVal(string(b)), nil
+		},
+	})
+}
+
+// fileBase64Func reads a file of any bytes as base64, as Terraform's filebase64 does: for
+// a file block's content_base64, since an HCL string holds UTF-8 text only.
+func fileBase64Func(dir string) function.Function {
+	return function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "path", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			b, err := readRelative(dir, args[0].AsString())
+			if err != nil {
+				return cty.UnknownVal(cty.String), err
+			}
+			return cty.StringVal(base64.StdEncoding.EncodeToString(b)), nil
 		},
 	})
 }

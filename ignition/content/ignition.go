@@ -3,7 +3,6 @@ package content
 import (
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -163,19 +162,39 @@ func text(s string) string {
 }
 
 // DataURL encodes contents as an RFC 2397 data URL, as render writes a file's contents:
-// percent-encoded when it is text, base64 otherwise.
+// percent-encoded when it is UTF-8 text, base64 otherwise. Every byte sequence encodes to
+// a URL that Ignition's data-URL parser decodes back to exactly those bytes.
 func DataURL(b []byte) string {
 	if utf8.Valid(b) {
 		var sb strings.Builder
+		sb.Grow(len("data:,") + len(b))
 		sb.WriteString("data:,")
 		for _, c := range b {
-			if c >= 0x80 || c <= ' ' || strings.IndexByte(`%#?"<>\^`+"`{|}", c) >= 0 {
-				fmt.Fprintf(&sb, "%%%02X", c)
-			} else {
+			if raw[c] {
 				sb.WriteByte(c)
+			} else {
+				sb.WriteByte('%')
+				sb.WriteByte(upperHex[c>>4])
+				sb.WriteByte(upperHex[c&15])
 			}
 		}
 		return sb.String()
 	}
 	return "data:;base64," + base64.StdEncoding.EncodeToString(b)
 }
+
+const upperHex = "0123456789ABCDEF"
+
+// raw are the bytes a data URL carries as themselves. Ignition decodes data URLs with
+// github.com/vincent-petithory/dataurl, whose lexer takes as data only printable ASCII
+// (0x21-0x7E) other than " # < > [ \ ] ^ ` { | } — space, every control byte, DEL and
+// every byte of 0x80 and above are "invalid data character" — and whose unescaping reads
+// % as the start of an escape. ? is escaped too (a URL parser reads a query from it), as
+// it always was. Before [, ] and DEL were escaped, content holding them failed Ignition's
+// validation at render, so no config that rendered encodes differently now.
+var raw = func() (t [256]bool) {
+	for c := 0x21; c <= 0x7E; c++ {
+		t[c] = !strings.ContainsRune(`"#<>[\]^`+"`{|}%?", rune(c))
+	}
+	return t
+}()

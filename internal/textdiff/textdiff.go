@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/pmezard/go-difflib/difflib"
@@ -60,14 +61,34 @@ func Size(n int) string {
 }
 
 // Why says why content cannot be shown as text ("" when it can): "binary", "large".
+// Content is binary when it is not UTF-8 or holds a control character other than tab,
+// newline and the carriage return of a CRLF: printed, such bytes would act on the
+// reader's terminal (an escape sequence, a lone carriage return) instead of showing.
 func Why(b []byte) string {
 	switch {
 	case len(b) > MaxText:
 		return "large"
-	case !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0:
+	case !utf8.Valid(b) || hasControl(b):
 		return "binary"
 	}
 	return ""
+}
+
+func hasControl(b []byte) bool {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		switch {
+		case r == '\t' || r == '\n':
+		case r == '\r':
+			if i+1 == len(b) || b[i+1] != '\n' {
+				return true
+			}
+		case unicode.IsControl(r):
+			return true
+		}
+		i += size
+	}
+	return false
 }
 
 // Diff is the change from a to b for people: a unified diff headed by the labels, or —

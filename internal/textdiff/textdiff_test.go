@@ -79,3 +79,27 @@ func TestSize(t *testing.T) {
 		}
 	}
 }
+
+// Text is what a terminal shows as it is: UTF-8 with no control character but tab,
+// newline and CRLF's carriage return. Anything else would act on the terminal, so it is
+// summarised as binary.
+func TestWhyControlCharactersAreBinary(t *testing.T) {
+	for s, want := range map[string]string{
+		"":                       "",
+		"[main]\r\ndns=none\r\n": "",
+		"a\tb\n":                 "",
+		"héllo ✓\n":              "",
+		"\x1b[31mred\x1b[0m\n":   "binary",
+		"over\rwrite\n":          "binary",
+		"ends in CR\r":           "binary",
+		"del\x7f":                "binary",
+		"nul\x00":                "binary",
+		"c1 \u009b31m":           "binary",
+		"bell\a":                 "binary",
+		"\xff":                   "binary",
+	} {
+		if got := Why([]byte(s)); got != want {
+			t.Errorf("Why(%q) = %q, want %q", s, got, want)
+		}
+	}
+}

@@ -128,11 +128,18 @@ func writeNode(dir string, n *model.Node) error {
 	return writePlain(nodeFile(dir, n.Name), n)
 }
 
-// writeRoot writes a new machine's root as its image brings it: etc and var, and the
-// image's users and groups.
+// writeRoot writes a new machine's root as a Fedora CoreOS or RHCOS image brings it: etc
+// and var, the image's users and groups, and /usr/local and /opt as the OS's links into
+// /var (relative, as rpm-ostree makes them), so that files configs put there land where
+// they do on such a node.
 func writeRoot(root string) error {
-	for _, d := range []string{"etc", "var"} {
+	for _, d := range []string{"etc", "var/usrlocal", "var/opt", "usr"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			return err
+		}
+	}
+	for link, target := range coreosLinks {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
 			return err
 		}
 	}
@@ -146,6 +153,9 @@ func writeRoot(root string) error {
 	}
 	return nil
 }
+
+// coreosLinks are the links a new node's root has, as on Fedora CoreOS and RHCOS.
+var coreosLinks = map[string]string{"usr/local": "../var/usrlocal", "opt": "var/opt"}
 
 // writePlain writes v as JSON, as writeJSON does, but in place and without a sync: for a
 // fleet being made, which nobody reads yet.

@@ -60,6 +60,17 @@ func TestInitAndSet(t *testing.T) {
 	if err := Init(dir, InitSpec{Pools: []PoolSize{{"x", 1}}}); err == nil {
 		t.Error("Init over an existing fleet succeeded")
 	}
+	// Each root is as a Fedora CoreOS or RHCOS image brings it: /usr/local and /opt
+	// are the OS's links into /var, to directories that exist.
+	for link, target := range map[string]string{"usr/local": "../var/usrlocal", "opt": "var/opt"} {
+		p := filepath.Join(dir, "nodes/worker-0/root", link)
+		if got, err := os.Readlink(p); err != nil || got != target {
+			t.Errorf("%s: a link to %q (%v), want %q", link, got, err, target)
+		}
+		if st, err := os.Stat(p); err != nil || !st.IsDir() {
+			t.Errorf("%s does not lead to a directory: %v", link, err)
+		}
+	}
 	p, err := New(Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
