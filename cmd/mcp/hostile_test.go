@@ -47,3 +47,24 @@ func TestCredentialFilesAreReadBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyTokenFilesAreRefused: an empty or whitespace-only token file is an error naming
+// it — never a server that asks no token or a pointer config that sends none.
+func TestEmptyTokenFilesAreRefused(t *testing.T) {
+	dir := quickstart(t)
+	for name, content := range map[string]string{"empty": "", "blank": " \n\t\r\n"} {
+		file := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(file, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{
+			{"pointer", "worker", "-url", "https://boot.example", "-token-file", file},
+			{"serve", "-listen", "127.0.0.1:0", "-token-file", file},
+		} {
+			code, out, errOut := mcpWithin(t, dir, args...)
+			if code != 1 || !strings.Contains(errOut, file) || !strings.Contains(errOut, "empty") {
+				t.Errorf("mcp %s (%s token): exit %d, want 1 naming %s as empty\n%s%s", strings.Join(args, " "), name, code, file, out, errOut)
+			}
+		}
+	}
+}

@@ -307,3 +307,18 @@ func Describe(m fs.FileMode) string {
 	}
 	return "an irregular file (" + m.Type().String() + ")"
 }
+
+// ReadToken reads a bearer-token file (a regular file of at most MaxCredential bytes) and
+// refuses one that is empty or holds only whitespace: an empty secret would make a server
+// that asks for no token, or a client that sends none. The bytes are returned as read;
+// each caller trims them as it always has.
+func ReadToken(path string) ([]byte, error) {
+	b, err := Read(path, MaxCredential, 0)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return nil, fmt.Errorf("token file %s is empty (or only whitespace): a token is required", path)
+	}
+	return b, nil
+}
