@@ -276,6 +276,9 @@ func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
 	if d := checkPath(f.Path, b.LabelRanges[0]); d != nil {
 		diags = append(diags, d)
 	}
+	if d := checkAgentPath(f.Path, b.LabelRanges[0]); d != nil {
+		diags = append(diags, d)
+	}
 	content, d := b.Body.Content(fileSchema)
 	diags = append(diags, d...)
 	for _, a := range sortedAttrs(content.Attributes) {

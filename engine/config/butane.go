@@ -42,6 +42,10 @@ func (l *loader) butane(a *hcl.Attribute, c *model.Config) hcl.Diagnostics {
 			bad(d.Summary, "%s (%s): %s", f.Path, f.Butane, strings.TrimSuffix(d.Detail, "."))
 			continue
 		}
+		if d := checkAgentPath(f.Path, a.Range); d != nil {
+			bad(d.Summary, "%s (%s): %s", f.Path, f.Butane, strings.TrimSuffix(d.Detail, "."))
+			continue
+		}
 		if i := indexOf(c.Files, func(g model.File) bool { return g.Path == f.Path }); i >= 0 {
 			bad("Duplicate file", "file %s (%s) is also declared by the file block at %s; declare it once in a config", f.Path, f.Butane, c.Files[i].DeclRange)
 			continue
