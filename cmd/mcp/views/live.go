@@ -144,7 +144,7 @@ func (l *LiveProgress) Event(e engine.Event) {
 		switch e.Kind {
 		case engine.EventNodeFailed:
 			lp.failed++
-			msg := fmt.Sprintf("node.%s: %s: %s\n", e.Node, l.c.red("failed"), strings.TrimPrefix(e.Err.Error(), "node "+e.Node+": "))
+			msg := fmt.Sprintf("node.%s: %s: %s\n", e.Node, l.c.red("failed"), UntrustedLines(strings.TrimPrefix(e.Err.Error(), "node "+e.Node+": ")))
 			after = append(after, func() { io.WriteString(l.p, msg) })
 		case engine.EventUnconfirmed:
 			lp.unconfirmed++
@@ -158,12 +158,12 @@ func (l *LiveProgress) Event(e engine.Event) {
 		if lp.waiting == "" {
 			lp.waitSince = e.Time
 		}
-		lp.waiting, lp.waitFor = fmt.Sprintf("node.%s: %s", e.Node, e.Reason), e.Node
+		lp.waiting, lp.waitFor = fmt.Sprintf("node.%s: %s", e.Node, Untrusted(e.Reason)), e.Node
 	case engine.EventAlertsFiring:
-		msg := fmt.Sprintf("pool.%s: %s: %s\n", e.Pool, l.c.red("stopping"), e.Reason)
+		msg := fmt.Sprintf("pool.%s: %s: %s\n", e.Pool, l.c.red("stopping"), Untrusted(e.Reason))
 		after = append(after, func() { io.WriteString(l.p, msg) })
 	case engine.EventClaimed:
-		msg := fmt.Sprintf("node.%s: %s\n", e.Node, l.c.yellow(e.Reason))
+		msg := fmt.Sprintf("node.%s: %s\n", e.Node, l.c.yellow(Untrusted(e.Reason)))
 		after = append(after, func() { io.WriteString(l.p, msg) })
 	case engine.EventPoolStopped:
 		lp.stopped, lp.waiting, lp.waitFor = true, "", ""
