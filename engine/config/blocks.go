@@ -286,7 +286,9 @@ func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
 		switch a.Name {
 		case "content":
 			var s string
+			l.secrets.inContent = true
 			s, d = l.str(a)
+			l.secrets.inContent = false
 			f.Contents = []byte(s)
 		case "mode":
 			f.Mode, d = l.mode(a)
@@ -301,6 +303,7 @@ func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
 		}
 		diags = append(diags, d...)
 	}
+	l.fileSecrets(&f, content.Attributes["content"])
 	return f, diags
 }
 
