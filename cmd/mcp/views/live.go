@@ -51,6 +51,7 @@ const barWidth = 24
 
 type liveNode struct {
 	name, pool, doing string
+	waits             string // what its executor keeps apply waiting on, until its next step
 	since             time.Time
 	bar               *mpb.Bar
 }
@@ -123,7 +124,7 @@ func (l *LiveProgress) Event(e engine.Event) {
 				n.bar = l.p.New(0, mpb.NopStyle(), mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return l.nodeStatus(n) })))
 			})
 		}
-		n.doing, n.since = e.Step.String(), e.Time
+		n.doing, n.since, n.waits = e.Step.String(), e.Time, ""
 		if e.Kind == engine.EventChecking {
 			n.doing = "health gates"
 		}
@@ -150,6 +151,14 @@ func (l *LiveProgress) Event(e engine.Event) {
 			lp.unconfirmed++
 			msg := fmt.Sprintf("node.%s: %s\n", e.Node, l.c.yellow("steps done, health gates not confirmed"))
 			after = append(after, func() { io.WriteString(l.p, msg) })
+		}
+	case engine.EventNodeWaiting:
+		if n := l.node[e.Node]; n != nil {
+			n.waits = Untrusted(e.Reason)
+		}
+	case engine.EventStepDone:
+		if n := l.node[e.Node]; n != nil {
+			n.waits = ""
 		}
 	case engine.EventWaiting:
 		if lp.started[e.Node] {
@@ -234,7 +243,11 @@ func cut(s string, room int) string {
 func (l *LiveProgress) nodeStatus(n *liveNode) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return fmt.Sprintf("  node.%s: %s (%s)", n.name, n.doing, l.now().Sub(n.since).Round(time.Second))
+	took := l.now().Sub(n.since).Round(time.Second)
+	if n.waits != "" {
+		return fmt.Sprintf("  node.%s: %s (%s): %s", n.name, n.doing, took, n.waits)
+	}
+	return fmt.Sprintf("  node.%s: %s (%s)", n.name, n.doing, took)
 }
 
 // Stop ends the redrawing, leaving the pools' last lines on the screen. Apply has returned

@@ -81,7 +81,7 @@ func (h *humanProgress) Event(e engine.Event) {
 			break
 		}
 		fmt.Fprintf(h.w, "pool.%s: %s: no more nodes of this pool start\n", e.Pool, h.c.red("stopped"))
-	case engine.EventHeld, engine.EventClaimed:
+	case engine.EventHeld, engine.EventClaimed, engine.EventNodeWaiting:
 		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.yellow(Untrusted(e.Reason)))
 	case engine.EventWaiting:
 		fmt.Fprintf(h.w, "pool.%s: %s before node.%s: %s\n", e.Pool, h.c.yellow("waiting"), e.Node, Untrusted(e.Reason))
@@ -190,6 +190,8 @@ func (j *jsonProgress) Event(e engine.Event) {
 		je.Message = fmt.Sprintf("node.%s: %s %s", e.Node, e.Step, e.Kind)
 	} else if e.Kind == engine.EventTemplate {
 		je.Message = strings.TrimSuffix(templateLine(painter(false), e), "\n")
+	} else if e.Kind == engine.EventNodeWaiting {
+		je.Message = fmt.Sprintf("node.%s: %s", e.Node, e.Reason)
 	} else if e.Node == "" { // a pool's event
 		je.Message = fmt.Sprintf("pool.%s: %s", e.Pool, e.Kind)
 	} else {
