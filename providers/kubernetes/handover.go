@@ -67,9 +67,9 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 	err = hub.wait(tctx, node, w.observe)
 	stopNote()
 	var lost *unreachableError
-	unknown := providers.ErrOutcomeUnknown
+	var unknown error = providers.ErrOutcomeUnknown
 	if !w.seen {
-		unknown = errors.Join(providers.ErrNotTakenUp, providers.ErrOutcomeUnknown)
+		unknown = notTakenUp{}
 	}
 	switch {
 	case err == nil:
@@ -84,6 +84,16 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 		return fmt.Errorf("node %s: the agent did not finish update %s to %s within %s (%s; %w)", node, h.UpdateID, target.Name, p.o.NodeTimeout, w.last(), unknown)
 	}
 	return fmt.Errorf("node %s: waiting for the agent: %w (%w)", node, err, unknown)
+}
+
+// notTakenUp is ErrOutcomeUnknown for an agent that never took up its update (w.last()
+// says so already): it is also ErrNotTakenUp.
+type notTakenUp struct{}
+
+func (notTakenUp) Error() string { return providers.ErrOutcomeUnknown.Error() }
+
+func (notTakenUp) Is(target error) bool {
+	return target == providers.ErrNotTakenUp || target == providers.ErrOutcomeUnknown
 }
 
 // untakenUpNote is how long apply waits in silence for an agent to take up its update
