@@ -67,6 +67,9 @@ const (
 	EventClaimed EventKind = "claimed"
 	// EventChecking: a node's steps are done and its health gates run.
 	EventChecking EventKind = "checking"
+	// EventNodeWaiting: a node's executor keeps apply waiting (Reason says on what: an
+	// agent that has not taken up its update), or has since taken the update up.
+	EventNodeWaiting EventKind = "node-waiting"
 	// EventUnconfirmed: a node's steps are done, and apply stopped waiting for its health
 	// gates (Err says why): neither updated nor failed.
 	EventUnconfirmed EventKind = "unconfirmed"

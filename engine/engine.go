@@ -315,7 +315,7 @@ func (w *Workspace) planAt(st *state.State, fleet *model.Fleet, fp string, targe
 		Targets: targets, Exclude: exclude,
 	}
 	if w.Config != nil && len(w.Config.Variables) > 0 {
-		if pf.Variables, err = planfile.EncodeVariables(w.Config.Variables); err != nil {
+		if pf.Variables, err = planfile.EncodeVariables(w.Config.Variables, w.Config.SensitiveVariables); err != nil {
 			return nil, fmt.Errorf("recording the variables in the plan: %w", err)
 		}
 	}

@@ -44,7 +44,10 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 			k := 0
 			t0 := time.Now()
 			a.emit(Event{Kind: EventStepStart, Node: n.Name, Pool: n.Pool, Step: batch[0]})
-			err := a.w.Provider.RunNodeSteps(ctx, n.Name, from, target, batch, func(done model.Step) {
+			wctx := providers.WithWaitNote(ctx, func(why string) {
+				a.emit(Event{Kind: EventNodeWaiting, Node: n.Name, Pool: n.Pool, Reason: why})
+			})
+			err := a.w.Provider.RunNodeSteps(wctx, n.Name, from, target, batch, func(done model.Step) {
 				touched = true
 				a.journal(n, done, false)
 				a.emit(Event{Kind: EventStepDone, Node: n.Name, Pool: n.Pool, Step: done, Elapsed: time.Since(t0)})
@@ -200,6 +203,9 @@ func NamesNode(msg, node string, s model.Step) bool {
 // and its journal lets the next apply continue where this one stopped.
 func (a *applier) fail(ctx context.Context, n planner.NodePlan, s model.Step, err error, cordoned, touched bool) error {
 	a.emit(Event{Kind: EventStepFailed, Node: n.Name, Pool: n.Pool, Step: s, Err: err})
+	// An executor that never took the update up started nothing on the node; its
+	// hand-over stays, so the node stays cordoned all the same.
+	notTakenUp := !touched && errors.Is(err, providers.ErrNotTakenUp)
 	touched = touched || errors.Is(err, providers.ErrOutcomeUnknown)
 	// The node's own error (its agent's, its provider's) may name it and its step
 	// already: said once, not twice ("node w-1: write /etc/a: node w-1: write /etc/a: …").
@@ -212,6 +218,8 @@ func (a *applier) fail(ctx context.Context, n planner.NodePlan, s model.Step, er
 		} else {
 			a.journal(n, model.Step{}, true) // back as it was: nothing to resume
 		}
+	} else if cordoned && notTakenUp {
+		err = fmt.Errorf("%w (left cordoned: nothing on it started, but the update stays handed over and starts when its agent takes it up; run mcp apply again once the agent runs)", err)
 	} else if cordoned {
 		err = fmt.Errorf("%w (left cordoned: it was changed part-way; run mcp apply again to continue)", err)
 	}

@@ -37,7 +37,7 @@ func (w *Workspace) pointerConfigs() (map[string][]byte, error) {
 			o.CAPEM = b
 		}
 		if u.TokenFile != "" {
-			b, err := boundedfile.Read(u.TokenFile, boundedfile.MaxCredential, 0)
+			b, err := boundedfile.ReadToken(u.TokenFile)
 			if err != nil {
 				return nil, fmt.Errorf("pool %s: user_data token_file: %w", p.Name, err)
 			}

@@ -281,3 +281,11 @@ func TestFirstBootResumesAfterKill(t *testing.T) {
 		})
 	}
 }
+
+// TestStateDirIsContentsAgentStateDir: the directory validate keeps configs out of is the
+// one the agent keeps its records in.
+func TestStateDirIsContentsAgentStateDir(t *testing.T) {
+	if "/"+StateDir != content.AgentStateDir || "/"+FirstBootPath != content.FirstBootPath {
+		t.Errorf("agent's StateDir %q, FirstBootPath %q; ignition/content says %q, %q", StateDir, FirstBootPath, content.AgentStateDir, content.FirstBootPath)
+	}
+}

@@ -172,8 +172,11 @@ func ItemChanges(old, new *model.Rendered) []ItemChange {
 			o.Group == n.Group && o.Sensitive == n.Sensitive {
 			continue
 		}
+		// A file marked sensitive hides its content on both sides: the old content of a file
+		// that is now sensitive is what it was made sensitive for.
+		hide := o != nil && o.Sensitive || n != nil && n.Sensitive
 		out = append(out, ItemChange{Kind: ItemFile, Name: path, Action: action(o != nil, n != nil),
-			ContentChanged: o == nil || n == nil || !bytes.Equal(o.Contents, n.Contents), Before: fileItem(o), After: fileItem(n)})
+			ContentChanged: o == nil || n == nil || !bytes.Equal(o.Contents, n.Contents), Before: fileItem(o, hide), After: fileItem(n, hide)})
 	}
 	for _, name := range unionSorted(old.Units, new.Units, func(u model.Unit) string { return u.Name }) {
 		o, n := unitItem(old.Unit(name)), unitItem(new.Unit(name))
@@ -215,11 +218,12 @@ func action(before, after bool) ItemAction {
 	return ItemUpdate
 }
 
-func fileItem(f *model.File) *Item {
+// fileItem is f as a plan shows it; hide hides its content though f is not sensitive.
+func fileItem(f *model.File, hide bool) *Item {
 	if f == nil {
 		return nil
 	}
-	return &Item{Mode: f.Mode, User: f.User, Group: f.Group, Sensitive: f.Sensitive, Content: ContentOf(f.Contents, f.Sensitive)}
+	return &Item{Mode: f.Mode, User: f.User, Group: f.Group, Sensitive: f.Sensitive, Content: ContentOf(f.Contents, f.Sensitive || hide)}
 }
 
 func unitItem(u *model.Unit) *Item {

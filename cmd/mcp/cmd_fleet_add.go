@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/nodeexec/bootclient"
@@ -159,7 +160,7 @@ func fetchServed(ctx context.Context, client *http.Client, server, pool string) 
 		return nil, fmt.Errorf("fetching the served config: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, model.MaxRenderedSize))
+	body, err := io.ReadAll(boundedfile.LimitBody("the answer", resp.Body, model.MaxRenderedSize))
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", url, err)
 	}

@@ -45,7 +45,7 @@ func (c *cli) pointer(args []string) int {
 		}
 	}
 	if *token != "" {
-		b, err := boundedfile.Read(c.path(*token), boundedfile.MaxCredential, 0)
+		b, err := boundedfile.ReadToken(c.path(*token))
 		if err != nil {
 			return c.errorf("-token-file: %v", err)
 		}

@@ -65,7 +65,7 @@ func (c *cli) serve(args []string) int {
 	reg := prometheus.NewRegistry()
 	srv := bootsrv.New(reg)
 	if *tokenFile != "" {
-		b, err := boundedfile.Read(c.path(*tokenFile), boundedfile.MaxCredential, 0)
+		b, err := boundedfile.ReadToken(c.path(*tokenFile))
 		if err != nil {
 			return c.errorf("-token-file: %v", err)
 		}

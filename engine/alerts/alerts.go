@@ -15,12 +15,18 @@ import (
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 )
 
 // DefaultRequestTimeout bounds one question to Prometheus: an answer that does not come
 // is an error, which holds the pool as a firing alert would.
 const DefaultRequestTimeout = 10 * time.Second
+
+// MaxAnswer bounds Prometheus' answer: tens of thousands of alerts fit; an answer that
+// never ends is an error naming the server and the bound, as a refusal is (the pool is
+// held), not a read until memory runs out.
+const MaxAnswer = 64 << 20
 
 // Prometheus asks Prometheus servers by their base URL. The zero value uses
 // http.DefaultTransport and DefaultRequestTimeout.
@@ -36,7 +42,7 @@ func (p Prometheus) Firing(ctx context.Context, base string) ([]model.Alert, err
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	c, err := api.NewClient(api.Config{Address: base, RoundTripper: rt})
+	c, err := api.NewClient(api.Config{Address: base, RoundTripper: bounded{rt}})
 	if err != nil {
 		return nil, fmt.Errorf("asking Prometheus at %s: %w", base, err)
 	}
@@ -65,6 +71,17 @@ func (p Prometheus) Firing(ctx context.Context, base string) ([]model.Alert, err
 		out = append(out, model.Alert{Labels: labels, ActiveAt: a.ActiveAt})
 	}
 	return out, nil
+}
+
+// bounded bounds each answer's body at MaxAnswer: Prometheus' client reads it whole.
+type bounded struct{ next http.RoundTripper }
+
+func (b bounded) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.next.RoundTrip(req)
+	if err == nil {
+		resp.Body = boundedfile.LimitBody("the answer to "+req.Method+" "+req.URL.Path, resp.Body, MaxAnswer)
+	}
+	return resp, err
 }
 
 // shorter drops the url.Error's repetition of the URL the message names already.

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/testkit/endless"
 )
 
 // fakePrometheus answers /api/v1/alerts with body (status code), as Prometheus does, and
@@ -121,5 +122,16 @@ func TestFiringErrors(t *testing.T) {
 		if err != nil && strings.Count(err.Error(), tt.base) != 1 {
 			t.Errorf("%s: error %q names the server more than once", tt.base, err)
 		}
+	}
+}
+
+// An answer that never ends is an error naming the server and the bound, at the bound —
+// not a read until memory runs out.
+func TestEndlessAnswerIsRefused(t *testing.T) {
+	s := endless.Server(t, "application/json", `{"status":"success","data":{"alerts":[`,
+		`{"labels":{"alertname":"A"},"annotations":{},"state":"pending","activeAt":"2026-11-26T10:00:00Z","value":"1"},`)
+	_, err := Prometheus{RequestTimeout: time.Minute}.Firing(context.Background(), s.URL)
+	if err == nil || !strings.Contains(err.Error(), "asking Prometheus at "+s.URL) || !strings.Contains(err.Error(), "larger than 64 MiB") {
+		t.Errorf("error %v, want it to name the server and the bound (64 MiB)", err)
 	}
 }

@@ -286,7 +286,8 @@ func checkPath(p string, r hcl.Range) *hcl.Diagnostic {
 	if why := model.Unmanaged(p); why != "" {
 		return errAt(r, "Path outside the managed trees", fmt.Sprintf("File path %q: %s.", p, why))
 	}
-	return nil
+	// Files, directories and links alike: the agent's own records are not a config's.
+	return checkAgentPath(p, r)
 }
 
 var fileSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "content"}, {Name: "content_base64"},
@@ -305,7 +306,9 @@ func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
 		switch a.Name {
 		case "content":
 			var s string
+			l.secrets.inContent = true
 			s, d = l.str(a)
+			l.secrets.inContent = false
 			f.Contents = []byte(s)
 		case "content_base64":
 			f.Contents, d = l.base64(a)
@@ -325,6 +328,8 @@ func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
 	if d := oneContent(f.Path, b, content.Attributes); d != nil {
 		diags = append(diags, d)
 	}
+	l.fileSecrets(&f, content.Attributes["content"])
+	l.fileSecrets(&f, content.Attributes["content_base64"])
 	return f, diags
 }
 

@@ -45,6 +45,9 @@ type Result struct {
 	Files   map[string]*hcl.File
 	// Variables are the values the variables were given (a saved plan records them).
 	Variables map[string]cty.Value
+	// SensitiveVariables are the variables whose values mcp never shows: declared
+	// sensitive, or reaching a sensitive file's content.
+	SensitiveVariables map[string]bool
 }
 
 var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
@@ -94,6 +97,7 @@ func Load(dir string, opts Options) (*Result, hcl.Diagnostics) {
 	diags = append(diags, l.pools(blocks.OfType("pool"))...)
 	diags = append(diags, l.configs(blocks.OfType("config"))...)
 	res.Desired = l.d
+	res.SensitiveVariables = l.sensitiveVariables()
 	return res, diags
 }
 
@@ -121,6 +125,7 @@ type loader struct {
 	schemas Schemas
 	d       *model.Desired
 	ctx     *hcl.EvalContext
+	secrets secrets
 }
 
 // absPath resolves a path of the configuration against its directory; a leading "~/" is
@@ -176,6 +181,12 @@ func (l *loader) variables(blocks hcl.Blocks, opts Options) (map[string]cty.Valu
 			continue
 		}
 		decl[v.name] = v
+		if v.sensitive {
+			if l.secrets.declared == nil {
+				l.secrets.declared = map[string]hcl.Range{}
+			}
+			l.secrets.declared[v.name] = v.decl
+		}
 	}
 	set := func(name string, val cty.Value, src string, rng *hcl.Range) {
 		v, ok := decl[name]

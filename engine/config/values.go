@@ -20,12 +20,19 @@ type variable struct {
 	// expr: values from the command line and the environment are HCL expressions (a
 	// type other than string is declared, any included), not strings.
 	expr bool
+	// sensitive: declared sensitive = true (sensitive.go).
+	sensitive bool
 }
 
 func decodeVariable(b *hcl.Block) (*variable, hcl.Diagnostics) {
 	v := &variable{name: b.Labels[0], typ: cty.DynamicPseudoType, decl: b.LabelRanges[0]}
 	content, diags := b.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{
-		{Name: "default"}, {Name: "description"}, {Name: "type"}}})
+		{Name: "default"}, {Name: "description"}, {Name: "type"}, {Name: "sensitive"}}})
+	if a := content.Attributes["sensitive"]; a != nil {
+		s, d := sensitiveAttr(a)
+		diags = append(diags, d...)
+		v.sensitive = s
+	}
 	if a := content.Attributes["type"]; a != nil {
 		t, d := typeexpr.TypeConstraint(a.Expr)
 		diags = append(diags, d...)
@@ -94,6 +101,9 @@ func capitalize(s string) string {
 // accessors panic on a null, unknown or marked value, anywhere inside a collection too.
 // Each refusal points at the innermost expression the bad value came from.
 func (l *loader) eval(a *hcl.Attribute) (cty.Value, hcl.Diagnostics) {
+	if d := l.checkSensitiveUse(a); d.HasErrors() {
+		return cty.NilVal, d
+	}
 	v, diags := a.Expr.Value(l.ctx)
 	if diags.HasErrors() {
 		if l.ctx != nil {

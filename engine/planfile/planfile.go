@@ -50,14 +50,16 @@ type File struct {
 	Refresh *model.RefreshStats `json:"refresh,omitempty"`
 }
 
-// Variable is one variable's value with its type, in go-cty's JSON encoding.
+// Variable is one variable's value with its type, in go-cty's JSON encoding. Sensitive:
+// mcp shows not its value (the plan file holds it, for apply, as Terraform's does).
 type Variable struct {
-	Type  json.RawMessage `json:"type"`
-	Value json.RawMessage `json:"value"`
+	Type      json.RawMessage `json:"type"`
+	Value     json.RawMessage `json:"value"`
+	Sensitive bool            `json:"sensitive,omitempty"`
 }
 
-// EncodeVariables records variable values for a saved plan.
-func EncodeVariables(vals map[string]cty.Value) (map[string]Variable, error) {
+// EncodeVariables records variable values for a saved plan, marking the sensitive ones.
+func EncodeVariables(vals map[string]cty.Value, sensitive map[string]bool) (map[string]Variable, error) {
 	out := make(map[string]Variable, len(vals))
 	for name, v := range vals {
 		t, err := ctyjson.MarshalType(v.Type())
@@ -68,7 +70,7 @@ func EncodeVariables(vals map[string]cty.Value) (map[string]Variable, error) {
 		if err != nil {
 			return nil, fmt.Errorf("variable %s: %w", name, err)
 		}
-		out[name] = Variable{Type: t, Value: b}
+		out[name] = Variable{Type: t, Value: b, Sensitive: sensitive[name]}
 	}
 	return out, nil
 }

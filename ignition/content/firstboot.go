@@ -8,9 +8,14 @@ import (
 	"github.com/mcpfleet/mcp/model"
 )
 
+// AgentStateDir is the node agent's own directory (nodeexec.StateDir, from the root): its
+// pending update, the config the node runs, its report, the first-boot record. Nothing a
+// config declares may be written there (engine/config refuses it at validate).
+const AgentStateDir = "/var/lib/mcp"
+
 // FirstBootPath is where the boot server's served config puts the first-boot record in a
 // new node's root (docs/boot-server.md): the agent's first-boot path reads it.
-const FirstBootPath = "/var/lib/mcp/firstboot.json"
+const FirstBootPath = AgentStateDir + "/firstboot.json"
 
 // FirstBootMode is the record's file mode: like the agent's own records beside it
 // (current.json, pending.json), for root only.

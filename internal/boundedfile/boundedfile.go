@@ -4,7 +4,8 @@
 // regular files, opened without blocking (a FIFO without a writer would block the open
 // forever), and never read past a bound (a symlink to /dev/zero must be an error, not an
 // exhausted memory). Read and Open take a path; ReadIn and OpenIn a name inside an
-// os.Root (a node's root), which they cannot leave.
+// os.Root (a node's root), which they cannot leave. LimitBody bounds what is read from a
+// network peer the same way.
 package boundedfile
 
 import (
@@ -307,3 +308,51 @@ func Describe(m fs.FileMode) string {
 	}
 	return "an irregular file (" + m.Type().String() + ")"
 }
+
+// ReadToken reads a bearer-token file (a regular file of at most MaxCredential bytes) and
+// refuses one that is empty or holds only whitespace: an empty secret would make a server
+// that asks for no token, or a client that sends none. The bytes are returned as read;
+// each caller trims them as it always has.
+func ReadToken(path string) ([]byte, error) {
+	b, err := Read(path, MaxCredential, 0)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(string(b)) == "" {
+		return nil, fmt.Errorf("token file %s is empty (or only whitespace): a token is required", path)
+	}
+	return b, nil
+}
+
+// LimitBody bounds a network answer's body (a Prometheus answer, a boot server's config):
+// reading past max bytes is an error naming what and the bound, wrapping ErrTooLarge, so
+// an answer that never ends costs at most max bytes, not all the memory there is.
+func LimitBody(what string, body io.ReadCloser, max int64) io.ReadCloser {
+	return &limitedBody{body: body, what: what, max: max, left: max}
+}
+
+type limitedBody struct {
+	body      io.ReadCloser
+	what      string
+	max, left int64
+	err       error
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.err != nil {
+		return 0, l.err
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1] // one byte past the bound tells "exactly max" from "more"
+	}
+	n, err := l.body.Read(p)
+	if int64(n) <= l.left {
+		l.left -= int64(n)
+		return n, err
+	}
+	n, l.left = int(l.left), 0
+	l.err = fmt.Errorf("%s is larger than %s, %w", l.what, size(l.max), ErrTooLarge)
+	return n, l.err
+}
+
+func (l *limitedBody) Close() error { return l.body.Close() }

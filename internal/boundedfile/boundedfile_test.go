@@ -1,7 +1,9 @@
 package boundedfile
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,5 +112,23 @@ func TestReadDir(t *testing.T) {
 	syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o644)
 	if _, err := ReadDir(filepath.Join(dir, "fifo")); !errors.Is(err, syscall.ENOTDIR) {
 		t.Errorf("fifo: %v", err)
+	}
+}
+
+// TestLimitBody: up to the bound reads whole; one byte more is an error naming the source
+// and the bound, wrapping ErrTooLarge.
+func TestLimitBody(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		fail bool
+	}{{0, false}, {1 << 20, false}, {1<<20 + 1, true}, {5 << 20, true}} {
+		b, err := io.ReadAll(LimitBody("the answer of GET http://x/y", io.NopCloser(bytes.NewReader(make([]byte, tt.n))), 1<<20))
+		if tt.fail {
+			if !errors.Is(err, ErrTooLarge) || err.Error() != "the answer of GET http://x/y is larger than 1 MiB, more than mcp reads" || len(b) != 1<<20 {
+				t.Errorf("%d bytes: read %d, error %v; want 1 MiB read and the error naming source and bound", tt.n, len(b), err)
+			}
+		} else if err != nil || len(b) != tt.n {
+			t.Errorf("%d bytes: read %d, error %v", tt.n, len(b), err)
+		}
 	}
 }

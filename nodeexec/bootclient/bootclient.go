@@ -9,10 +9,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -39,7 +39,8 @@ func FetchRendered(ctx context.Context, client *http.Client, server, name string
 		return nil, fmt.Errorf("fetching %s: %s", url, resp.Status)
 	}
 	r := new(model.Rendered)
-	if err := json.NewDecoder(io.LimitReader(resp.Body, model.MaxRenderedSize)).Decode(r); err != nil {
+	body := boundedfile.LimitBody("the answer", resp.Body, model.MaxRenderedSize)
+	if err := json.NewDecoder(body).Decode(r); err != nil {
 		return nil, fmt.Errorf("fetching %s: %w", url, err)
 	}
 	if r.Name != name {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/testkit/endless"
 )
 
 // TestFetchRendered: the config the server holds under the name is fetched; a missing one,
@@ -42,5 +43,15 @@ func TestFetchRendered(t *testing.T) {
 	}
 	if _, err := FetchRendered(ctx, nil, "", "rendered-worker-1"); err == nil || !strings.Contains(err.Error(), "no boot server URL given") {
 		t.Errorf("no server: got %v", err)
+	}
+}
+
+// TestEndlessAnswerIsRefused: a server whose answer never ends is an error naming what was
+// fetched and the bound, at the bound.
+func TestEndlessAnswerIsRefused(t *testing.T) {
+	s := endless.Server(t, "application/json", `{"name":"rendered-worker-1","pool":"worker","files":[`, `{"path":"/etc/a","contents":"eA=="},`)
+	_, err := FetchRendered(context.Background(), s.Client(), s.URL, "rendered-worker-1")
+	if err == nil || !strings.Contains(err.Error(), s.URL+"/rendered/rendered-worker-1") || !strings.Contains(err.Error(), "larger than 64 MiB") {
+		t.Errorf("error %v, want it to name the URL and the bound (64 MiB)", err)
 	}
 }

@@ -217,14 +217,15 @@ func (p *Provider) writePending(ctx context.Context, node string) error {
 
 // Release ends c on node. A claim not written yet is dropped; one taken under the state
 // lock is left on the node as the record of who worked on it last (it ends with the lock:
-// the next holder of the lock takes it over at once), which costs no request; one taken
-// without the lock is replaced by leave, only if the node still has it.
+// the next holder of the lock takes it over at once), which costs no request — unless the
+// apply failed the node: then, as one taken without the lock always is, it is replaced by
+// leave, only if the node still has it, so the failure is on the node for status -nodes.
 func (p *Provider) Release(ctx context.Context, node string, c model.Claim, leave *model.Claim) error {
 	p.claimMu.Lock()
 	h := p.claims[[2]string{node, c.Apply}]
 	delete(p.claims, [2]string{node, c.Apply})
 	p.claimMu.Unlock()
-	if h == nil || h.pending || c.Lock != "" {
+	if h == nil || h.pending || c.Lock != "" && (leave == nil || leave.Failed == "") {
 		return nil
 	}
 	ops := []jsonOp{{Op: "test", Path: claimPath, Value: h.raw}, {Op: "remove", Path: claimPath}}

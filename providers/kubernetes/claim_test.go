@@ -75,6 +75,30 @@ func TestClaimUnderTheLockRidesOnTheCordon(t *testing.T) {
 	}
 }
 
+// A node an apply under the lock failed (a drain a PDB refused) keeps the failure: the
+// release writes the released claim with it, for status -nodes, as without the lock.
+func TestFailureUnderTheLockIsRecorded(t *testing.T) {
+	c := fake.NewClientset(kNode("w-0", "a", true, nil))
+	p := NewForClient(c, Options{})
+	ctx := context.Background()
+	a := model.Claim{Apply: "a", Lock: "lock-a", Since: time.Now().UTC()}
+	if _, err := p.Claim(ctx, "w-0", a, alive); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Cordon(ctx, "w-0"); err != nil {
+		t.Fatal(err)
+	}
+	done := a
+	done.Released = time.Now().UTC()
+	done.Failed = "drain node w-0: eviction of demo/db-0 refused by PodDisruptionBudget demo/db-pdb"
+	if err := p.Release(ctx, "w-0", a, &done); err != nil {
+		t.Fatal(err)
+	}
+	if cl, _ := nodeClaim(t, c, "w-0"); cl == nil || cl.Held() || cl.Failed != done.Failed {
+		t.Errorf("claim after the failed node's release: %+v, want released with the failure", cl)
+	}
+}
+
 // The hand-over carries the claim of a node that is not cordoned (an update in place):
 // one patch for both.
 func TestClaimUnderTheLockRidesOnTheHandover(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,26 +58,71 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 			return err
 		}
 	}
-	w := &waiter{node: node, target: target.Name, id: h.UpdateID, steps: h.Steps, done: onlyOf(steps, done)}
+	w := &waiter{node: node, target: target.Name, id: h.UpdateID, steps: h.Steps, done: onlyOf(steps, done), ctx: ctx}
 	tctx, cancel := context.WithTimeout(ctx, p.o.NodeTimeout)
 	defer cancel()
 	hub, release := p.nodes(tctx, node)
 	defer release()
+	stopNote := w.noteUntakenUp(ctx, p.o.NodeTimeout)
 	err = hub.wait(tctx, node, w.observe)
+	stopNote()
 	var lost *unreachableError
+	var unknown error = providers.ErrOutcomeUnknown
+	if !w.seen {
+		unknown = notTakenUp{}
+	}
 	switch {
 	case err == nil:
 		return nil
 	case w.err != nil:
 		return w.err
 	case ctx.Err() != nil:
-		return fmt.Errorf("node %s: waiting for the agent (update %s to %s; %s): %w (%w)", node, h.UpdateID, target.Name, w.last(), context.Cause(ctx), providers.ErrOutcomeUnknown)
+		return fmt.Errorf("node %s: waiting for the agent (update %s to %s; %s): %w (%w)", node, h.UpdateID, target.Name, w.last(), context.Cause(ctx), unknown)
 	case errors.As(err, &lost):
-		return fmt.Errorf("node %s: waiting for the agent (update %s to %s; %s): %w; the node is left as it is (%w)", node, h.UpdateID, target.Name, w.last(), lost, providers.ErrOutcomeUnknown)
+		return fmt.Errorf("node %s: waiting for the agent (update %s to %s; %s): %w; the node is left as it is (%w)", node, h.UpdateID, target.Name, w.last(), lost, unknown)
 	case tctx.Err() != nil:
-		return fmt.Errorf("node %s: the agent did not finish update %s to %s within %s (%s; %w)", node, h.UpdateID, target.Name, p.o.NodeTimeout, w.last(), providers.ErrOutcomeUnknown)
+		return fmt.Errorf("node %s: the agent did not finish update %s to %s within %s (%s; %w)", node, h.UpdateID, target.Name, p.o.NodeTimeout, w.last(), unknown)
 	}
-	return fmt.Errorf("node %s: waiting for the agent: %w (%w)", node, err, providers.ErrOutcomeUnknown)
+	return fmt.Errorf("node %s: waiting for the agent: %w (%w)", node, err, unknown)
+}
+
+// notTakenUp is ErrOutcomeUnknown for an agent that never took up its update (w.last()
+// says so already): it is also ErrNotTakenUp.
+type notTakenUp struct{}
+
+func (notTakenUp) Error() string { return providers.ErrOutcomeUnknown.Error() }
+
+func (notTakenUp) Is(target error) bool {
+	return target == providers.ErrNotTakenUp || target == providers.ErrOutcomeUnknown
+}
+
+// untakenUpNote is how long apply waits in silence for an agent to take up its update
+// before saying so: an agent that runs takes it up within a second or two.
+var untakenUpNote = 15 * time.Second
+
+// noteUntakenUp says, through the context's wait note, when the agent has not taken up
+// the update untakenUpNote after the hand-over, and again once it does; stop ends it.
+func (w *waiter) noteUntakenUp(ctx context.Context, timeout time.Duration) (stop func()) {
+	handed := time.Now()
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case <-done:
+			return
+		case <-time.After(untakenUpNote):
+		}
+		w.noteMu.Lock()
+		defer w.noteMu.Unlock()
+		if w.takenUp {
+			return
+		}
+		providers.WaitNote(ctx, fmt.Sprintf("waiting for its agent to take up update %s to %s (handed over %s ago; node_timeout %s)",
+			w.id, w.target, time.Since(handed).Round(time.Second), timeout))
+		w.noted = true
+	}()
+	return func() { close(done); <-finished }
 }
 
 // unreachableError: the API server has failed every list and watch of a wait for a while.
@@ -162,6 +208,10 @@ type waiter struct {
 	report           protocol.Report // the latest report for id
 	seen             bool            // report is set
 	err              error           // why the wait failed, when the agent said so
+	ctx              context.Context // carries the wait note
+	// takenUp is seen, for noteUntakenUp's goroutine; noted: it said the agent had not.
+	noteMu         sync.Mutex
+	takenUp, noted bool
 }
 
 // observe is the wait's condition: true once the agent reports Done on the target for id.
@@ -176,6 +226,12 @@ func (w *waiter) observe(n *corev1.Node) (bool, error) {
 		return false, nil
 	}
 	w.report, w.seen = r, true
+	w.noteMu.Lock()
+	if !w.takenUp && w.noted {
+		providers.WaitNote(w.ctx, fmt.Sprintf("its agent took up update %s", w.id))
+	}
+	w.takenUp = true
+	w.noteMu.Unlock()
 	w.advance(min(r.Progress, len(w.steps)))
 	switch r.State {
 	case model.StateDegraded:

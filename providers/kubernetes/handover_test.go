@@ -2,6 +2,7 @@ package kubernetes
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,11 +11,13 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
@@ -153,5 +156,44 @@ func TestRunNodeStepsRejectsEngineSteps(t *testing.T) {
 		[]model.Step{{Kind: model.StepDrain}}, nil)
 	if err == nil || len(c.Actions()) != 0 {
 		t.Errorf("a drain step was handed to the node: err %v, actions %v", err, c.Actions())
+	}
+}
+
+// An agent that never takes up its update: apply is told so while it waits, and the error
+// says nothing on the node started (providers.ErrNotTakenUp) as well as that its outcome
+// is not known (the hand-over stays). One that takes it up late is said to have.
+func TestRunNodeStepsAgentNeverTakesUp(t *testing.T) {
+	defer func(d time.Duration) { untakenUpNote = d }(untakenUpNote)
+	untakenUpNote = 50 * time.Millisecond
+	c, _ := watchedClient(t)
+	var mu sync.Mutex
+	var notes []string
+	ctx := providers.WithWaitNote(context.Background(), func(s string) { mu.Lock(); notes = append(notes, s); mu.Unlock() })
+	err := NewForClient(c, Options{NodeTimeout: 500 * time.Millisecond}).RunNodeSteps(ctx, "w-0", nil, target, steps, func(model.Step) {})
+	if !errors.Is(err, providers.ErrNotTakenUp) || !errors.Is(err, providers.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "has not taken up the update") {
+		t.Errorf("error %v, want it not taken up and the outcome unknown", err)
+	}
+	mu.Lock()
+	if len(notes) != 1 || !strings.HasPrefix(notes[0], "waiting for its agent to take up update ") || !strings.Contains(notes[0], "node_timeout 500ms") {
+		t.Errorf("notes %q, want one saying what apply waits for", notes)
+	}
+	notes = nil
+	mu.Unlock()
+
+	c, watching := watchedClient(t)
+	var once sync.Once
+	late := make(chan struct{})
+	c.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() { time.AfterFunc(200*time.Millisecond, func() { close(late) }) })
+		return false, nil, nil
+	})
+	go func() { <-late; <-agent(t, c, watching, protocol.Report{State: model.StateDone, Progress: 2, Current: target.Name}) }()
+	if err := NewForClient(c, Options{NodeTimeout: 30 * time.Second}).RunNodeSteps(ctx, "w-0", nil, target, steps, func(model.Step) {}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(notes) != 2 || !strings.HasPrefix(notes[1], "its agent took up update ") {
+		t.Errorf("notes %q, want the wait and then the agent taking the update up", notes)
 	}
 }

@@ -91,17 +91,28 @@ func (h *watchHub) podsOn(node string) []*corev1.Pod {
 	return out
 }
 
-// slimPod keeps of a pod what the Ready gate reads — its name, owner, node, phase and
-// conditions — so that the shared store of 15,000 pods stays small.
+// slimPod keeps of a pod what the Ready gate reads — its name, controller, node, phase and
+// Ready condition (without its message, which the gate does not show) — so that the shared
+// store of 15,000 pods stays small, and each pod in it bounded.
 func slimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Pod{
+	kept := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID,
-			ResourceVersion: pod.ResourceVersion, OwnerReferences: pod.OwnerReferences},
+			ResourceVersion: pod.ResourceVersion},
 		Spec:   corev1.PodSpec{NodeName: pod.Spec.NodeName},
-		Status: corev1.PodStatus{Phase: pod.Status.Phase, Conditions: pod.Status.Conditions},
-	}, nil
+		Status: corev1.PodStatus{Phase: pod.Status.Phase},
+	}
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		kept.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			c.Message = ""
+			kept.Status.Conditions = append(kept.Status.Conditions, c)
+		}
+	}
+	return kept, nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
+	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 var _ providers.WatchSharer = (*Provider)(nil)
@@ -248,14 +249,50 @@ func (p *Provider) newHub(parent context.Context, src hubSource) *watchHub {
 	return h
 }
 
-// slimNode drops what no wait reads and what makes a Node large (its image list, managed
-// fields), so the shared store of a big fleet stays small.
+// slimNode keeps of a node what mcp reads of it — its name, labels, mcp's own annotations
+// (the API server holds all of a node's annotations under 256 KiB), cordon, the Ready
+// condition with its message cut, its boot id — so what the shared store keeps of a node
+// is bounded, however much else other parts of the cluster hang on it (images, volumes,
+// their own annotations, conditions with long messages). The claim's patch tests whether
+// the node has annotations at all: a node with only others' keeps an empty map.
 func slimNode(obj any) (any, error) {
-	if n, ok := obj.(*corev1.Node); ok {
-		n.ManagedFields = nil
-		n.Status.Images = nil
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
 	}
-	return obj, nil
+	kept := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion,
+			CreationTimestamp: n.CreationTimestamp, Labels: n.Labels},
+		Spec:   corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
+		Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{BootID: n.Status.NodeInfo.BootID}},
+	}
+	if n.Annotations != nil {
+		kept.Annotations = map[string]string{}
+		for k, v := range n.Annotations {
+			if strings.HasPrefix(k, protocol.Prefix) {
+				kept.Annotations[k] = v
+			}
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			c.Message = cutMessage(c.Message)
+			kept.Status.Conditions = append(kept.Status.Conditions, c)
+		}
+	}
+	return kept, nil
+}
+
+// maxKeptMessage bounds a condition's message the shared store keeps (it is shown in a
+// gate's error, where a paragraph is plenty).
+const maxKeptMessage = 1 << 10
+
+// cutMessage is s cut to at most maxKeptMessage bytes, marked as cut.
+func cutMessage(s string) string {
+	if len(s) <= maxKeptMessage {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxKeptMessage], "") + "…"
 }
 
 // note follows whether the API server answers the hub's lists and watches: when every one

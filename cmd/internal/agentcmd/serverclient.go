@@ -5,9 +5,10 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 )
 
 // serverClient is the HTTP client the agent fetches rendered configs with: trusting the
@@ -16,7 +17,7 @@ import (
 func serverClient(caFile, tokenFile string) (*http.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
+		pem, err := boundedfile.Read(caFile, boundedfile.MaxCredential, 0)
 		if err != nil {
 			return nil, fmt.Errorf("-server-ca: %w", err)
 		}
@@ -40,15 +41,11 @@ func serverClient(caFile, tokenFile string) (*http.Client, error) {
 }
 
 func readToken(file string) (string, error) {
-	b, err := os.ReadFile(file)
+	b, err := boundedfile.ReadToken(file)
 	if err != nil {
 		return "", fmt.Errorf("-server-token-file: %w", err)
 	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("-server-token-file %s is empty", file)
-	}
-	return tok, nil
+	return strings.TrimSpace(string(b)), nil
 }
 
 // bearer adds the token, read again at each request (a Secret's mounted file follows the

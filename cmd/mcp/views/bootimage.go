@@ -39,7 +39,7 @@ func writeBootImages(w io.Writer, c painter, p *planner.Plan) {
 			case planner.TemplateUpdate:
 				t.add(c.yellow(symInPlace), tp.Template.ID(), tp.Template.Platform, tp.From+" → "+tp.To)
 			case planner.TemplateDegraded:
-				t.add(c.red("!"), tp.Template.ID(), tp.Template.Platform, c.red("degraded: ")+tp.Reason)
+				t.add(c.red("!"), tp.Template.ID(), tp.Template.Platform, c.red("degraded: ")+Untrusted(tp.Reason))
 			}
 		}
 		if len(t.rows) > 1 {

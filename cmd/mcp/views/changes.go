@@ -377,7 +377,7 @@ func writeReasons(w io.Writer, c painter, nodes []*planner.NodePlan) {
 			if s.Reason == "" {
 				continue
 			}
-			l := s.String() + ": " + s.Reason
+			l := s.String() + ": " + Untrusted(s.Reason)
 			if !seen[l] {
 				seen[l] = true
 				lines = append(lines, l)

@@ -20,7 +20,8 @@ type Meta struct {
 	ConfigDir        string
 	Version          string
 	Created          time.Time // when the plan was made; zero: not known
-	// Variables are the configuration's variables' values (JSON), by name.
+	// Variables are the configuration's variables' values (JSON), by name; a sensitive
+	// one's is nil (not shown).
 	Variables        map[string]json.RawMessage
 	Refresh          *model.RefreshStats
 	Targets, Exclude []string
@@ -45,8 +46,10 @@ type jsonPlan struct {
 	MCP             jsonMeta                `json:"mcp"`
 }
 
+// jsonVariable is a variable's value, or for a sensitive one only that it is sensitive.
 type jsonVariable struct {
-	Value json.RawMessage `json:"value"`
+	Value     json.RawMessage `json:"value,omitempty"`
+	Sensitive bool            `json:"sensitive,omitempty"`
 }
 
 type resourceChange struct {
@@ -139,7 +142,7 @@ func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
 			Refresh: meta.Refresh, Targets: meta.Targets, Exclude: meta.Exclude}}
 	out.Variables = make(map[string]jsonVariable, len(meta.Variables)) // none: omitted
 	for name, v := range meta.Variables {
-		out.Variables[name] = jsonVariable{Value: v}
+		out.Variables[name] = jsonVariable{Value: v, Sensitive: v == nil}
 	}
 	if !meta.Created.IsZero() {
 		out.Timestamp = meta.Created.UTC().Format(time.RFC3339)
@@ -222,7 +225,9 @@ func complete(p *planner.Plan, targets []string) bool {
 func writeJSONPlan(w io.Writer, pf *planfile.File) error {
 	vars := make(map[string]json.RawMessage, len(pf.Variables))
 	for name, v := range pf.Variables {
-		vars[name] = v.Value
+		if vars[name] = v.Value; v.Sensitive {
+			vars[name] = nil
+		}
 	}
 	b, err := JSONPlan(pf.Plan, Meta{Variables: vars, Lineage: pf.Lineage, Serial: pf.Serial, FleetFingerprint: pf.FleetFingerprint,
 		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion, Created: pf.Created, Refresh: pf.Refresh, Targets: pf.Targets, Exclude: pf.Exclude})

@@ -84,7 +84,7 @@ func itemValue(ic planner.ItemChange, it *planner.Item) (any, any) {
 	case planner.ItemFile:
 		v["path"], v["mode"], v["user"], v["group"] = ic.Name, fmt.Sprintf("%04o", it.Mode), it.User, it.Group
 		contentAttrs(v, it.Content)
-		if it.Sensitive {
+		if it.Sensitive || it.Content != nil && it.Content.Hidden == planner.HiddenSensitive {
 			sens["content"] = true
 		}
 	case planner.ItemUnit:

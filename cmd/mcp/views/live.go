@@ -51,6 +51,7 @@ const barWidth = 24
 
 type liveNode struct {
 	name, pool, doing string
+	waits             string // what its executor keeps apply waiting on, until its next step
 	since             time.Time
 	bar               *mpb.Bar
 }
@@ -123,7 +124,7 @@ func (l *LiveProgress) Event(e engine.Event) {
 				n.bar = l.p.New(0, mpb.NopStyle(), mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return l.nodeStatus(n) })))
 			})
 		}
-		n.doing, n.since = e.Step.String(), e.Time
+		n.doing, n.since, n.waits = e.Step.String(), e.Time, ""
 		if e.Kind == engine.EventChecking {
 			n.doing = "health gates"
 		}
@@ -144,12 +145,20 @@ func (l *LiveProgress) Event(e engine.Event) {
 		switch e.Kind {
 		case engine.EventNodeFailed:
 			lp.failed++
-			msg := fmt.Sprintf("node.%s: %s: %s\n", e.Node, l.c.red("failed"), strings.TrimPrefix(e.Err.Error(), "node "+e.Node+": "))
+			msg := fmt.Sprintf("node.%s: %s: %s\n", e.Node, l.c.red("failed"), UntrustedLines(strings.TrimPrefix(e.Err.Error(), "node "+e.Node+": ")))
 			after = append(after, func() { io.WriteString(l.p, msg) })
 		case engine.EventUnconfirmed:
 			lp.unconfirmed++
 			msg := fmt.Sprintf("node.%s: %s\n", e.Node, l.c.yellow("steps done, health gates not confirmed"))
 			after = append(after, func() { io.WriteString(l.p, msg) })
+		}
+	case engine.EventNodeWaiting:
+		if n := l.node[e.Node]; n != nil {
+			n.waits = Untrusted(e.Reason)
+		}
+	case engine.EventStepDone:
+		if n := l.node[e.Node]; n != nil {
+			n.waits = ""
 		}
 	case engine.EventWaiting:
 		if lp.started[e.Node] {
@@ -158,12 +167,12 @@ func (l *LiveProgress) Event(e engine.Event) {
 		if lp.waiting == "" {
 			lp.waitSince = e.Time
 		}
-		lp.waiting, lp.waitFor = fmt.Sprintf("node.%s: %s", e.Node, e.Reason), e.Node
+		lp.waiting, lp.waitFor = fmt.Sprintf("node.%s: %s", e.Node, Untrusted(e.Reason)), e.Node
 	case engine.EventAlertsFiring:
-		msg := fmt.Sprintf("pool.%s: %s: %s\n", e.Pool, l.c.red("stopping"), e.Reason)
+		msg := fmt.Sprintf("pool.%s: %s: %s\n", e.Pool, l.c.red("stopping"), Untrusted(e.Reason))
 		after = append(after, func() { io.WriteString(l.p, msg) })
 	case engine.EventClaimed:
-		msg := fmt.Sprintf("node.%s: %s\n", e.Node, l.c.yellow(e.Reason))
+		msg := fmt.Sprintf("node.%s: %s\n", e.Node, l.c.yellow(Untrusted(e.Reason)))
 		after = append(after, func() { io.WriteString(l.p, msg) })
 	case engine.EventPoolStopped:
 		lp.stopped, lp.waiting, lp.waitFor = true, "", ""
@@ -234,7 +243,11 @@ func cut(s string, room int) string {
 func (l *LiveProgress) nodeStatus(n *liveNode) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return fmt.Sprintf("  node.%s: %s (%s)", n.name, n.doing, l.now().Sub(n.since).Round(time.Second))
+	took := l.now().Sub(n.since).Round(time.Second)
+	if n.waits != "" {
+		return fmt.Sprintf("  node.%s: %s (%s): %s", n.name, n.doing, took, n.waits)
+	}
+	return fmt.Sprintf("  node.%s: %s (%s)", n.name, n.doing, took)
 }
 
 // Stop ends the redrawing, leaving the pools' last lines on the screen. Apply has returned

@@ -157,3 +157,28 @@ func TestLiveAlertGate(t *testing.T) {
 	}
 	l.Stop()
 }
+
+// A node whose agent keeps apply waiting says on what, in its line, until its next step;
+// the line view prints it once.
+func TestLiveNodeWaitsOnItsAgent(t *testing.T) {
+	plan := &planner.Plan{Nodes: []planner.NodePlan{{Name: "w-0", Pool: "worker", Action: planner.NodeUpdate}}}
+	l := NewLiveProgress(&bytes.Buffer{}, false, plan)
+	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	l.now = func() time.Time { return at.Add(20 * time.Second) }
+	write := model.Step{Kind: model.StepWrite, Target: "/etc/a"}
+	why := "waiting for its agent to take up update u1 to rendered-worker-1 (handed over 15s ago; node_timeout 30m0s)"
+	l.Event(engine.Event{Kind: engine.EventStepStart, Node: "w-0", Pool: "worker", Step: write, Time: at})
+	l.Event(engine.Event{Kind: engine.EventNodeWaiting, Node: "w-0", Pool: "worker", Reason: why, Time: at.Add(15 * time.Second)})
+	if got, want := l.nodeStatus(l.node["w-0"]), "  node.w-0: write /etc/a (20s): "+why; got != want {
+		t.Errorf("node line:\n got %q\nwant %q", got, want)
+	}
+	l.Event(engine.Event{Kind: engine.EventStepDone, Node: "w-0", Pool: "worker", Step: write, Time: at.Add(20 * time.Second)})
+	if got := l.nodeStatus(l.node["w-0"]); strings.Contains(got, "waiting") {
+		t.Errorf("node line after its step: %q, want the wait gone", got)
+	}
+	var out bytes.Buffer
+	NewHumanProgress(&out, false).Event(engine.Event{Kind: engine.EventNodeWaiting, Node: "w-0", Pool: "worker", Reason: why})
+	if got, want := out.String(), "node.w-0: "+why+"\n"; got != want {
+		t.Errorf("line view:\n got %q\nwant %q", got, want)
+	}
+}

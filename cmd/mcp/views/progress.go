@@ -77,16 +77,16 @@ func (h *humanProgress) Event(e engine.Event) {
 		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.yellow("steps done, health gates not confirmed"))
 	case engine.EventPoolStopped:
 		if e.Reason != "" {
-			fmt.Fprintf(h.w, "pool.%s: %s: %s\n", e.Pool, h.c.red("not started"), e.Reason)
+			fmt.Fprintf(h.w, "pool.%s: %s: %s\n", e.Pool, h.c.red("not started"), Untrusted(e.Reason))
 			break
 		}
 		fmt.Fprintf(h.w, "pool.%s: %s: no more nodes of this pool start\n", e.Pool, h.c.red("stopped"))
-	case engine.EventHeld, engine.EventClaimed:
-		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.yellow(e.Reason))
+	case engine.EventHeld, engine.EventClaimed, engine.EventNodeWaiting:
+		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.yellow(Untrusted(e.Reason)))
 	case engine.EventWaiting:
-		fmt.Fprintf(h.w, "pool.%s: %s before node.%s: %s\n", e.Pool, h.c.yellow("waiting"), e.Node, e.Reason)
+		fmt.Fprintf(h.w, "pool.%s: %s before node.%s: %s\n", e.Pool, h.c.yellow("waiting"), e.Node, Untrusted(e.Reason))
 	case engine.EventAlertsFiring:
-		fmt.Fprintf(h.w, "pool.%s: %s: %s\n", e.Pool, h.c.red("stopping"), e.Reason)
+		fmt.Fprintf(h.w, "pool.%s: %s: %s\n", e.Pool, h.c.red("stopping"), Untrusted(e.Reason))
 	case engine.EventTemplate:
 		io.WriteString(h.w, templateLine(h.c, e))
 	}
@@ -100,7 +100,7 @@ func stepError(e engine.Event) string {
 		msg = strings.TrimPrefix(msg, "node "+e.Node+": ")
 		msg = strings.TrimPrefix(msg, e.Step.String()+": ")
 	}
-	return msg
+	return UntrustedLines(msg)
 }
 
 func (h *humanProgress) Summary(s ApplySummary) {
@@ -109,7 +109,7 @@ func (h *humanProgress) Summary(s ApplySummary) {
 	if len(s.Failures) > 0 {
 		fmt.Fprintf(h.w, "\n%s\n", h.c.red("Errors:"))
 		for _, f := range s.Failures {
-			fmt.Fprintf(h.w, "  %s\n", f)
+			fmt.Fprintf(h.w, "  %s\n", Untrusted(f))
 		}
 	}
 	counts := fmt.Sprintf("Nodes: %d updated, %d failed, %d not started", s.Updated, s.Failed, s.Deferred)
@@ -190,6 +190,8 @@ func (j *jsonProgress) Event(e engine.Event) {
 		je.Message = fmt.Sprintf("node.%s: %s %s", e.Node, e.Step, e.Kind)
 	} else if e.Kind == engine.EventTemplate {
 		je.Message = strings.TrimSuffix(templateLine(painter(false), e), "\n")
+	} else if e.Kind == engine.EventNodeWaiting {
+		je.Message = fmt.Sprintf("node.%s: %s", e.Node, e.Reason)
 	} else if e.Node == "" { // a pool's event
 		je.Message = fmt.Sprintf("pool.%s: %s", e.Pool, e.Kind)
 	} else {
@@ -215,7 +217,7 @@ func (j *jsonProgress) Summary(s ApplySummary) {
 // templateLine reports a machine template's boot image set, or not.
 func templateLine(c painter, e engine.Event) string {
 	if e.Err != nil {
-		return fmt.Sprintf("machine_template.%s: %s %s: %v\n", e.Pool, e.Reason, c.red("failed"), e.Err)
+		return fmt.Sprintf("machine_template.%s: %s %s: %s\n", e.Pool, e.Reason, c.red("failed"), UntrustedLines(e.Err.Error()))
 	}
 	return fmt.Sprintf("machine_template.%s: %s %s\n", e.Pool, e.Reason, c.green("set"))
 }

@@ -134,8 +134,9 @@ func newTable(header ...string) *table {
 
 func (t *table) row(cells ...string) {
 	for i, c := range cells {
-		// A tab or line break in free text (a reason) would break the columns.
-		cells[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(c)
+		// Free text (a node's reason) may hold anything: a tab or line break would break
+		// the columns, a control sequence the terminal.
+		cells[i] = Untrusted(c)
 	}
 	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
 }

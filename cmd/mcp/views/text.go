@@ -132,7 +132,7 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 		fmt.Fprintf(w, "  %s its node_selector matches no node of the fleet: it updates nothing now, and new nodes of it boot its config\n", c.yellow("note:"))
 	}
 	for _, b := range pp.Blockers {
-		fmt.Fprintf(w, "  %s %s\n", c.red("blocked:"), b.Message)
+		fmt.Fprintf(w, "  %s %s\n", c.red("blocked:"), Untrusted(b.Message))
 	}
 	for _, wn := range pp.Warnings {
 		fmt.Fprintf(w, "  %s %s\n", c.yellow("warning:"), wn)
@@ -156,17 +156,17 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 		}
 		t.add(c.symbol(n), "node."+n.Name, n.Zone, wave, describeSteps(n))
 		if n.Condition != "" {
-			t.add("", "", "", "", c.yellow("condition: ")+n.Condition+ownSlot(n))
+			t.add("", "", "", "", c.yellow("condition: ")+Untrusted(n.Condition)+ownSlot(n))
 		}
 		if n.Happened != "" {
-			t.add("", "", "", "", c.yellow("happened: ")+n.Happened)
+			t.add("", "", "", "", c.yellow("happened: ")+Untrusted(n.Happened))
 		}
 		for _, b := range n.Blockers {
 			if b.Kind == planner.BlockPDBWait {
-				t.add("", "", "", "", c.yellow("waits: ")+b.Message)
+				t.add("", "", "", "", c.yellow("waits: ")+Untrusted(b.Message))
 				continue
 			}
-			t.add("", "", "", "", c.red("blocked: ")+b.Message)
+			t.add("", "", "", "", c.red("blocked: ")+Untrusted(b.Message))
 		}
 		if n.DriftOnly {
 			t.add("", "", "", "", c.yellow("drift: ")+"only restores drift (see the note above)")
@@ -174,11 +174,11 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 			t.add("", "", "", "", c.yellow("drift: ")+"also restores drift (see the note above)")
 		}
 		for _, wn := range n.Warnings {
-			t.add("", "", "", "", c.yellow("warning: ")+wn)
+			t.add("", "", "", "", c.yellow("warning: ")+Untrusted(wn))
 		}
 		if verbose {
 			for _, s := range n.Steps {
-				t.add("", "", "", "", "  "+s.String()+": "+s.Reason)
+				t.add("", "", "", "", "  "+s.String()+": "+Untrusted(s.Reason))
 			}
 		}
 	}
@@ -196,7 +196,7 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 	}
 	for _, n := range nodes {
 		if !n.Changed() && n.Condition != "" && n.Held == "" {
-			fmt.Fprintf(w, "  %s node.%s: %s (counts against max_unavailable)\n", c.yellow("out of service:"), n.Name, n.Condition)
+			fmt.Fprintf(w, "  %s node.%s: %s (counts against max_unavailable)\n", c.yellow("out of service:"), n.Name, Untrusted(n.Condition))
 		}
 	}
 	writeChanges(w, c, pp)
@@ -211,9 +211,9 @@ func writeHeld(w io.Writer, c painter, n *planner.NodePlan) {
 	if n.Held == "" {
 		return
 	}
-	fmt.Fprintf(w, "  %s node.%s: %s; no steps", c.yellow("held:"), n.Name, n.Held)
+	fmt.Fprintf(w, "  %s node.%s: %s; no steps", c.yellow("held:"), n.Name, Untrusted(n.Held))
 	if n.Condition != "" {
-		fmt.Fprintf(w, "; %s, counts against max_unavailable", n.Condition)
+		fmt.Fprintf(w, "; %s, counts against max_unavailable", Untrusted(n.Condition))
 	}
 	fmt.Fprintln(w)
 }
