@@ -60,9 +60,9 @@ var spec22 = []string{"mco/test-config.yaml", "mco/99-worker-ssh-docs.yaml"}
 
 // buEntry is one Butane or MachineConfig of the corpus with what it declares.
 type buEntry struct {
-	name   string // fcos-docs/x.bu, typhoon/x.bu, mco/x.yaml
-	file   string // its path from the acceptance directory
-	cfg    types.Config
+	name string // fcos-docs/x.bu, typhoon/x.bu, mco/x.yaml
+	file string // its path from the acceptance directory
+	cfg  types.Config
 	// noBoot says why the real Ignition client cannot boot it on a scratch root ("": it
 	// can): then it is applied and judged in the served config only.
 	noBoot string
@@ -234,6 +234,7 @@ func corpusButane(t *testing.T, ign string) {
 		t.Errorf("drift after apply: %v\n%s", err, out)
 	}
 	url := startServe(t, dir)
+	onNodes, onIgnition, booted := tally{}, tally{}, 0
 	for _, pool := range pools {
 		var in []*buEntry
 		for _, e := range entries {
@@ -251,12 +252,20 @@ func corpusButane(t *testing.T, ign string) {
 			})
 		}
 		for _, e := range in {
-			judgeEntry(t, e, "node "+pool+"-0", node, false)
+			judgeEntry(t, e, "node "+pool+"-0", node, false, onNodes)
 			if S != "" {
-				judgeEntry(t, e, "Ignition's root for "+pool, S, true)
+				judgeEntry(t, e, "Ignition's root for "+pool, S, true, onIgnition)
+				booted++
+			} else {
+				t.Logf("%s: served, not booted: %s", e.name, e.noBoot)
 			}
 			judgeServed(t, e, served)
 		}
+	}
+	t.Logf("compared on the fleet's nodes: %v", onNodes)
+	t.Logf("compared on Ignition's roots (%d entries booted): %v", booted, onIgnition)
+	if onNodes["files"] < 150 || onIgnition["files"] < 150 || booted < 80 {
+		t.Errorf("too little compared: the corpus is not read")
 	}
 }
 
@@ -410,9 +419,12 @@ func firstBootPath(p string) bool {
 	return slices.ContainsFunc([]string{"/home/", "/root/", "/srv/", "/mnt/"}, func(t string) bool { return strings.HasPrefix(p, t) })
 }
 
+// tally counts what the corpus test compared, by kind.
+type tally map[string]int
+
 // judgeEntry compares root with what e declares; ignition says root is Ignition's, which
 // also has what mcp leaves to first boot.
-func judgeEntry(t *testing.T, e *buEntry, what, root string, ignition bool) {
+func judgeEntry(t *testing.T, e *buEntry, what, root string, ignition bool, n tally) {
 	t.Helper()
 	bad := func(format string, args ...any) { t.Errorf("%s: %s: %s", e.name, what, fmt.Sprintf(format, args...)) }
 	s := &e.cfg.Storage
@@ -430,6 +442,7 @@ func judgeEntry(t *testing.T, e *buEntry, what, root string, ignition bool) {
 			continue
 		}
 		checkMode(bad, root, f.Path, f.Mode, 0o644)
+		n["files"]++
 	}
 	for _, d := range s.Directories {
 		if firstBootPath(d.Path) && !ignition {
@@ -440,6 +453,7 @@ func judgeEntry(t *testing.T, e *buEntry, what, root string, ignition bool) {
 			continue
 		}
 		checkMode(bad, root, d.Path, d.Mode, 0o755)
+		n["directories"]++
 	}
 	for _, l := range s.Links {
 		if firstBootPath(l.Path) && !ignition {
@@ -455,8 +469,10 @@ func judgeEntry(t *testing.T, e *buEntry, what, root string, ignition bool) {
 		} else if got, err := os.Readlink(p); err != nil || got != *l.Target {
 			bad("link %s → %q (%v), want → %q", l.Path, got, err, *l.Target)
 		}
+		n["links"]++
 	}
 	judgeUnits(bad, root, e.cfg.Systemd.Units)
+	n["units"] += len(e.cfg.Systemd.Units)
 	for _, u := range e.cfg.Passwd.Users {
 		if u.Name == "core" && len(u.SSHAuthorizedKeys) > 0 {
 			got, err := os.ReadFile(filepath.Join(root, "home/core/.ssh/authorized_keys.d/ignition"))
@@ -467,16 +483,22 @@ func judgeEntry(t *testing.T, e *buEntry, what, root string, ignition bool) {
 			if err != nil || !slices.Equal(strings.Fields(string(got)), strings.Fields(strings.Join(want, "\n"))) {
 				bad("the core user's keys: %v %q, want %q", err, got, want)
 			}
+			n["core keys"]++
 		} else if ignition {
 			if passwd, _ := os.ReadFile(filepath.Join(root, "etc/passwd")); !strings.Contains(string(passwd), "\n"+u.Name+":") {
 				bad("user %s is not in etc/passwd", u.Name)
 			}
+			n["users"]++
 		}
 	}
 	for _, g := range e.cfg.Passwd.Groups {
-		if group, _ := os.ReadFile(filepath.Join(root, "etc/group")); ignition && !strings.Contains(string(group), "\n"+g.Name+":") {
+		if !ignition {
+			continue
+		}
+		if group, _ := os.ReadFile(filepath.Join(root, "etc/group")); !strings.Contains(string(group), "\n"+g.Name+":") {
 			bad("group %s is not in etc/group", g.Name)
 		}
+		n["groups"]++
 	}
 }
 

@@ -20,9 +20,9 @@ import (
 // HCL writes mcs as mcp configuration: one config block per MachineConfig, named as the
 // MachineConfig (so configs merge in the MCO's order, by name), for the pools the
 // MachineConfig's role label names (pools overrides the label when not empty). A
-// MachineConfig whose pool is known neither way, or whose content HCL text cannot hold,
-// is an error naming it. Warnings name what is written differently from the YAML although
-// the node ends up the same.
+// MachineConfig whose pool is known neither way is an error naming it. Warnings name what
+// is written differently from the YAML although the node ends up the same, and what is
+// first boot only.
 func HCL(mcs []MachineConfig, pools []string) (out []byte, warnings []string, err error) {
 	f := hclwrite.NewEmptyFile()
 	body := f.Body()

@@ -343,6 +343,10 @@ func TestImportIsTheMachineconfigAttribute(t *testing.T) {
 		}) {
 			t.Errorf("the spec 2.2 SSH keys example: %+v", gotImport.Files)
 		}
+		if strings.HasSuffix(p, "90-infra-testfile.yaml") && (!strings.Contains(string(gotAttr.FirstBoot), "/home/core/test") || !firstBootWarned(d2) ||
+			slices.ContainsFunc(gotAttr.Files, func(f model.File) bool { return f.Path == "/home/core/test" })) {
+			t.Errorf("a file under /home is first boot only, with a warning: first boot %s, %s", gotAttr.FirstBoot, d2)
+		}
 		if strings.HasSuffix(p, "50-tree.yaml") {
 			checkTree(t, gotImport, string(imported))
 		}
