@@ -45,6 +45,14 @@ var values = map[string]cty.Value{
 	"node_labels":            cty.StringVal("node.example.com/pool=demo"),
 	"node_taints":            cty.StringVal(""),
 	"cloud_provider":         cty.NullVal(cty.String),
+	// Flatcar's bare-metal installer (install.yaml), as Matchbox serves it.
+	"ignition_endpoint": cty.StringVal("http://matchbox.example.com:8080/ignition"),
+	"mac":               cty.StringVal("52:54:00:a1:9c:ae"),
+	"install_disk":      cty.StringVal("/dev/sda"),
+	"os_channel":        cty.StringVal("stable"),
+	"os_version":        cty.StringVal("current"),
+	"oem_flag":          cty.StringVal(""),
+	"baseurl_flag":      cty.StringVal(""),
 }
 
 func main() {
