@@ -27,75 +27,15 @@ type corpusEntry struct {
 	Contents struct {
 		Inline string `json:"inline"`
 	} `json:"-"`
-	Name    string  `json:"name"`
-	Enabled *bool   `json:"enabled"`
-	Mask    bool    `json:"mask"`
-	Unit    string  `json:"-"`
+	Name    string                            `json:"name"`
+	Enabled *bool                             `json:"enabled"`
+	Mask    bool                              `json:"mask"`
+	Unit    string                            `json:"-"`
 	Dropins []struct{ Name, Contents string } `json:"dropins"`
 }
 
 // key is what a later entry replaces an earlier one by: the file's path or the unit's name.
 func (e *corpusEntry) key() string { return e.Path + e.Name }
-
-const (
-	escapeKind = "invalid data character"          // content with [ ] or DEL: not escaped in the data URL yet
-	pathKind   = "Path outside the managed trees" // /usr/local and /opt: not managed yet
-)
-
-// pendingOtherItems are corpus entries mcp refuses today for a reason other work removes,
-// with the error that says so. When one stops failing that way, TestCorpus fails: move it
-// out of this list (it is then applied, booted and compared as the rest).
-var pendingOtherItems = map[string]string{
-	"templates/common/_base/files/NetworkManager-clean-initrd-state.yaml": pathKind,
-	"templates/common/_base/files/NetworkManager-ipv6.conf.yaml": escapeKind,
-	"templates/common/_base/files/NetworkManager-keyfiles.yaml": escapeKind,
-	"templates/common/_base/files/bond-esp-offload.yaml": escapeKind,
-	"templates/common/_base/files/configure-ovs-network.yaml": pathKind,
-	"templates/common/_base/files/container-storage.yaml": escapeKind,
-	"templates/common/_base/files/etc-systemd-system.conf.d-10-default-env-godebug.conf.yaml": escapeKind,
-	"templates/common/_base/files/etc-systemd-system.conf.d-10-default-timeout-stop.conf.yaml": escapeKind,
-	"templates/common/_base/files/gcp-disable-idpf-tx-checksum-off.yaml": escapeKind,
-	"templates/common/_base/files/kubelet-auto-sizing.yaml": pathKind,
-	"templates/common/_base/files/kubelet-log-level.yaml": escapeKind,
-	"templates/common/_base/files/nm-ignore-sdn.yaml": escapeKind,
-	"templates/common/_base/files/nmstate-configuration.yaml": pathKind,
-	"templates/common/_base/files/nmstate-service-keep-state-file-after-apply.yaml": escapeKind,
-	"templates/common/_base/files/podman-policy-args.yaml": escapeKind,
-	"templates/common/_base/files/usr-local-bin-mco-hostname.yaml": pathKind,
-	"templates/common/_base/files/vsphere-disable-vmxnet3v4-features.yaml": escapeKind,
-	"templates/common/_base/files/wait-for-ipsec-connect.yaml": pathKind,
-	"templates/common/_base/files/wait-for-node-ip.yaml": pathKind,
-	"templates/common/aws/files/usr-local-bin-aws-kubelet-nodename.yaml": pathKind,
-	"templates/common/aws/files/usr-local-bin-aws-kubelet-providerid.yaml": pathKind,
-	"templates/common/cloud-platform-alt-dns/files/usr-local-bin-update-dns-server.yaml": pathKind,
-	"templates/common/gcp/files/etc-networkmanager-conf.d-hostname.yaml": escapeKind,
-	"templates/common/on-prem/files/configure-ip-forwarding.yaml": pathKind,
-	"templates/common/on-prem/files/keepalived-script-default-ingress.yaml": escapeKind,
-	"templates/common/on-prem/files/wait-for-br-ex-up.yaml": pathKind,
-	"templates/common/openstack/files/ipv6-config.yaml": escapeKind,
-	"templates/common/openstack/files/usr-local-bin-openstack-kubelet-nodename.yaml": pathKind,
-	"templates/common/vsphere/files/vsphere-hostname.yaml": pathKind,
-	"templates/master/00-master/_base/files/kubelet-cgroups.yaml": escapeKind,
-	"templates/master/00-master/_base/files/usr-local-bin-openshift-kubeconfig-gen.yaml": pathKind,
-	"templates/master/00-master/azure/files/opt-libexec-openshift-azure-routes-sh.yaml": pathKind,
-	"templates/master/00-master/gcp/files/opt-libexec-openshift-gcp-routes-sh.yaml": pathKind,
-	"templates/master/00-master/on-prem/files/keepalived-script.yaml": escapeKind,
-	"templates/master/00-master/sno/files/sno-forcedns-fix.yaml": escapeKind,
-	"templates/master/00-master/two-node-with-fencing/files/fencing-validator.yaml": pathKind,
-	"templates/master/00-master/two-node-with-fencing/files/taint-fenced-node.yaml": pathKind,
-	"templates/master/00-master/two-node-with-fencing/files/tnf-taint-alert.yaml": escapeKind,
-	"templates/master/00-master/two-node-with-fencing/files/tnf-untaint-alert.yaml": escapeKind,
-	"templates/master/00-master/two-node-with-fencing/files/untaint-fenced-node.yaml": pathKind,
-	"templates/master/01-master-container-runtime/_base/files/container-registries.yaml": escapeKind,
-	"templates/master/01-master-container-runtime/_base/files/policy-no-sigstoresigned.yaml": escapeKind,
-	"templates/master/01-master-container-runtime/_base/files/policy.yaml": escapeKind,
-	"templates/master/01-master-kubelet/_base/files/kubenswrapper.yaml": pathKind,
-	"templates/worker/00-worker/_base/files/kubelet-cgroups.yaml": escapeKind,
-	"templates/worker/01-worker-container-runtime/_base/files/container-registries.yaml": escapeKind,
-	"templates/worker/01-worker-container-runtime/_base/files/policy-no-sigstoresigned.yaml": escapeKind,
-	"templates/worker/01-worker-container-runtime/_base/files/policy.yaml": escapeKind,
-	"templates/worker/01-worker-kubelet/_base/files/kubenswrapper.yaml": pathKind,
-}
 
 func readCorpus(t *testing.T) []corpusEntry {
 	t.Helper()
@@ -310,13 +250,12 @@ func checkRoot(t *testing.T, what, root string, want map[string]corpusEntry) {
 	}
 }
 
-// TestCorpus: every corpus entry mcp takes today is loaded (as config blocks), rendered
-// (Ignition's parser checks it), applied to the local fleet, served by mcp serve and
-// written by the real Ignition client, each byte for byte as its source; drift is clean
-// after. Each pending entry still fails the way pendingOtherItems says.
+// TestCorpus: every corpus entry is loaded (as config blocks), rendered (Ignition's
+// parser checks it), applied to the local fleet, served by mcp serve and written by the
+// real Ignition client, each byte for byte as its source; drift is clean after. The
+// Butane and MachineConfig entries are judged the same way (corpusButane).
 func TestCorpus(t *testing.T) {
 	entries := readCorpus(t)
-	var ready []corpusEntry
 	files, units := 0, 0
 	for _, e := range entries {
 		if e.Path != "" {
@@ -324,24 +263,15 @@ func TestCorpus(t *testing.T) {
 		} else {
 			units++
 		}
-		if _, pending := pendingOtherItems[e.Src]; !pending {
-			ready = append(ready, e)
-		}
 	}
-	t.Logf("corpus: %d entries (%d files, %d units), %d applied, %d pending", len(entries), files, units, len(ready), len(entries)-len(ready))
-	for src := range pendingOtherItems {
-		if !slices.ContainsFunc(entries, func(e corpusEntry) bool { return e.Src == src }) {
-			t.Errorf("pendingOtherItems names %s, which the corpus lacks", src)
-		}
-	}
-
+	t.Logf("MCO templates: %d entries (%d files, %d units), all applied", len(entries), files, units)
 	dir := localQuickstart(t, "0s", "0s")
-	corpusHCL(t, dir, ready)
+	corpusHCL(t, dir, entries)
 	if out, err := exec.Command(mcpBinary(t), "-chdir="+dir, "apply", "-auto-approve", "-no-color").CombinedOutput(); err != nil {
 		t.Fatalf("apply: %v\n%s", err, out)
 	}
 	for node, pool := range map[string]string{"worker-0": "worker", "infra-0": "infra"} {
-		checkRoot(t, "fleet node "+node, filepath.Join(dir, "fleet", "nodes", node, "root"), expected(ready, pool))
+		checkRoot(t, "fleet node "+node, filepath.Join(dir, "fleet", "nodes", node, "root"), expected(entries, pool))
 	}
 	if out, err := exec.Command(mcpBinary(t), "-chdir="+dir, "drift", "-detailed-exitcode", "-no-color").CombinedOutput(); err != nil {
 		t.Errorf("drift after apply: %v\n%s", err, out)
@@ -350,20 +280,7 @@ func TestCorpus(t *testing.T) {
 	url := startServe(t, dir)
 	for _, pool := range []string{"worker", "infra"} {
 		S := firstBoot(t, ign, url+"/config/"+pool)
-		checkRoot(t, "Ignition's root for "+pool, S, expected(ready, pool))
+		checkRoot(t, "Ignition's root for "+pool, S, expected(entries, pool))
 	}
-
-	for _, e := range entries {
-		want, pending := pendingOtherItems[e.Src]
-		if !pending {
-			continue
-		}
-		d := t.TempDir()
-		os.WriteFile(filepath.Join(d, "main.hcl"), []byte("provider \"local\" { fleet = \"./fleet\" }\npool \"worker\" {}\npool \"infra\" {}\n"), 0o644)
-		corpusHCL(t, d, []corpusEntry{e})
-		out, err := exec.Command(mcpBinary(t), "-chdir="+d, "validate", "-no-color").CombinedOutput()
-		if err == nil || !strings.Contains(string(out), want) {
-			t.Errorf("%s is pending (%q), but validate says: %v\n%s\nWhen it passes, take it out of pendingOtherItems.", e.Src, want, err, out)
-		}
-	}
+	t.Run("butane-and-machineconfigs", func(t *testing.T) { corpusButane(t, ign) })
 }

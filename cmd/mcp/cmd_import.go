@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/engine/config/machineconfig"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 )
@@ -43,7 +44,7 @@ func (c *cli) importMachineConfig(args []string) int {
 		if err != nil {
 			return c.errorf("%v", err)
 		}
-		mcs, problems := machineconfig.Parse(b)
+		mcs, problems := machineconfig.ParseWith(b, config.FirstBootOnly)
 		for _, p := range problems {
 			kind := "Error"
 			if p.Warning {

@@ -54,9 +54,12 @@ Run mcp import machineconfig -h for its help.`,
 		Usage: "mcp [global options] import machineconfig [options] FILE...",
 		Text: `Reads MachineConfig YAML (one object, several documents, or a List as oc get -o yaml
 prints) and writes one config block per MachineConfig, named as it, with the MCO's
-semantics: its Ignition config's files and systemd units (spec 3.x, or 2.2 translated as
-the MCO does), spec.kernelArguments split as the MCO splits them, osImageURL as os_image,
-and the pool the machineconfiguration.openshift.io/role label names. What mcp cannot do
+semantics: its Ignition config (spec 3.x, or 2.2 translated as the MCO does) as file
+(content_base64 for bytes that are not UTF-8), directory, link, unit and
+ssh_authorized_keys blocks, and what only first boot does (users, disks, files under
+/home…) as an ignition attribute, with a warning; spec.kernelArguments split as the MCO
+splits them, osImageURL as os_image, and the pool the
+machineconfiguration.openshift.io/role label names. What mcp cannot do
 (kernelType realtime or 64k-pages, extensions, fips: true) is refused with its line and
 column, and nothing is written. A config block can also read a MachineConfig as it is:
 machineconfig = file("99-worker-chrony.yaml") (docs/configuration.md).`,

@@ -145,7 +145,9 @@ func TestStatusTheKubectlWay(t *testing.T) {
 		}
 	}
 	if !regexpLine(out, `^infra +rendered-infra-\w+ +False +False +False +2 +0 +0 +0 +\d+d$`) ||
-		!regexpLine(out, `^worker +rendered-worker-\w+ +False +False +True +4 +3 +3 +1 +\d+d$`) {
+		// worker-1 fails while a second worker runs beside it (max_unavailable 50%): whether a
+		// third had started by then is timing, so 2 or 3 are updated, and as many ready.
+		!regexpLine(out, `^worker +rendered-worker-\w+ +False +False +True +4 +(2 +2|3 +3) +1 +\d+d$`) {
 		t.Errorf("status:\n%s", out)
 	}
 	_, wide, _ := mcp(t, dir, "status", "-o", "wide")

@@ -39,7 +39,7 @@ func (l *loader) butane(a *hcl.Attribute, c *model.Config, kind string, translat
 		return diags
 	}
 	where := butaneSource(a.Expr, kind)
-	res, problems := translate([]byte(text), firstBootOnly)
+	res, problems := translate([]byte(text), FirstBootOnly)
 	for _, p := range problems {
 		d := errAt(a.Range, "Invalid "+kind, fmt.Sprintf("%s: %s.", where, p.Message))
 		if p.Warning {
@@ -144,9 +144,9 @@ func (l *loader) butaneTree(r hcl.Range, c *model.Config, res *butane.Result, wh
 // only (users' homes, above all), not refused.
 var firstBootTrees = []string{"/home", "/root", "/srv", "/mnt"}
 
-// firstBootOnly reports whether a Butane or Ignition path is left to first boot: not one
-// mcp manages, and in one of firstBootTrees.
-func firstBootOnly(p string) bool {
+// FirstBootOnly reports whether a Butane, Ignition or MachineConfig path is left to first
+// boot: not one mcp manages, and in one of firstBootTrees.
+func FirstBootOnly(p string) bool {
 	if checkPath(p, hcl.Range{}) == nil {
 		return false
 	}

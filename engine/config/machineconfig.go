@@ -25,7 +25,7 @@ func (l *loader) machineConfig(a *hcl.Attribute, poolsAttr *hcl.Attribute, c *mo
 		return diags
 	}
 	where := yamlSource(a.Expr)
-	mcs, problems := machineconfig.Parse([]byte(text))
+	mcs, problems := machineconfig.ParseWith([]byte(text), FirstBootOnly)
 	for _, p := range problems {
 		d := errAt(a.Range, "Invalid MachineConfig", fmt.Sprintf("%s: %s.", where, p))
 		if p.Warning {

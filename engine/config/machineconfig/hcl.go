@@ -1,8 +1,10 @@
 package machineconfig
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
-	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -18,9 +20,9 @@ import (
 // HCL writes mcs as mcp configuration: one config block per MachineConfig, named as the
 // MachineConfig (so configs merge in the MCO's order, by name), for the pools the
 // MachineConfig's role label names (pools overrides the label when not empty). A
-// MachineConfig whose pool is known neither way, or whose content HCL text cannot hold,
-// is an error naming it. Warnings name what is written differently from the YAML although
-// the node ends up the same.
+// MachineConfig whose pool is known neither way is an error naming it. Warnings name what
+// is written differently from the YAML although the node ends up the same, and what is
+// first boot only.
 func HCL(mcs []MachineConfig, pools []string) (out []byte, warnings []string, err error) {
 	f := hclwrite.NewEmptyFile()
 	body := f.Body()
@@ -65,25 +67,110 @@ func (w *writer) config(body *hclwrite.Body, pools []string) error {
 		return nil
 	}
 	for _, file := range mc.Ignition.Files {
-		if !utf8.Valid(file.Contents) {
-			return fmt.Errorf("file %s: its content is not UTF-8 text, which an HCL string cannot hold", file.Path)
-		}
 		b.AppendNewline()
 		fb := b.AppendNewBlock("file", []string{file.Path}).Body()
 		fb.SetAttributeValue("mode", cty.StringVal(fmt.Sprintf("%04o", file.Mode)))
-		if file.User != "" {
-			fb.SetAttributeValue("user", cty.StringVal(file.User))
+		owner(fb, file.User, file.Group)
+		if utf8.Valid(file.Contents) {
+			fb.SetAttributeRaw("content", text(string(file.Contents)))
+		} else {
+			// An HCL string is UTF-8 text: other bytes go as base64, as filebase64 gives them.
+			fb.SetAttributeValue("content_base64", cty.StringVal(base64.StdEncoding.EncodeToString(file.Contents)))
 		}
-		if file.Group != "" {
-			fb.SetAttributeValue("group", cty.StringVal(file.Group))
+	}
+	for _, d := range mc.Ignition.Directories {
+		if d.Overwrite {
+			continue // in the ignition attribute: a directory block has no overwrite
 		}
-		fb.SetAttributeRaw("content", text(string(file.Contents)))
+		b.AppendNewline()
+		db := b.AppendNewBlock("directory", []string{d.Path}).Body()
+		db.SetAttributeValue("mode", cty.StringVal(fmt.Sprintf("%04o", d.Mode)))
+		owner(db, d.User, d.Group)
+	}
+	for _, l := range mc.Ignition.Links {
+		b.AppendNewline()
+		lb := b.AppendNewBlock("link", []string{l.Path}).Body()
+		lb.SetAttributeValue("target", cty.StringVal(l.Target))
+		if l.Hard {
+			lb.SetAttributeValue("hard", cty.True)
+		}
+		owner(lb, l.User, l.Group)
 	}
 	for _, u := range mc.Ignition.Units {
 		b.AppendNewline()
 		w.unit(b.AppendNewBlock("unit", []string{u.Name}).Body(), &u)
 	}
+	if len(mc.Ignition.SSHKeys) > 0 {
+		b.AppendNewline()
+		b.AppendNewBlock("ssh_authorized_keys", nil).Body().SetAttributeValue("keys", strings_(mc.Ignition.SSHKeys))
+	}
+	ign, err := firstBoot(mc.Ignition)
+	if err != nil {
+		return err
+	}
+	if ign != nil {
+		if parts := append(slices.Clone(mc.Ignition.FirstBootParts), mc.Ignition.FirstBootPaths...); len(parts) > 0 {
+			w.warnings = append(w.warnings, fmt.Sprintf("MachineConfig %s: %s: written as the config's ignition attribute, "+
+				"first boot only: booting nodes get them, running nodes never do", mc.Name, strings.Join(parts, ", ")))
+		}
+		b.AppendNewline()
+		b.SetAttributeRaw("ignition", text(string(ign)))
+	}
 	return nil
+}
+
+func owner(b *hclwrite.Body, user, group string) {
+	if user != "" {
+		b.SetAttributeValue("user", cty.StringVal(user))
+	}
+	if group != "" {
+		b.SetAttributeValue("group", cty.StringVal(group))
+	}
+}
+
+// firstBoot is the Ignition config (spec 3.6.0, indented) of what r holds that no block
+// says: its first-boot part (users, groups, disks, filesystems, configs to merge, files
+// under /home…) and its directories with Ignition's overwrite. nil when there is none.
+// mcp reads it back as an ignition attribute: the same parts, first boot only.
+func firstBoot(r *butane.Result) ([]byte, error) {
+	doc := map[string]any{}
+	if r.FirstBoot != nil {
+		if err := json.Unmarshal(r.FirstBoot, &doc); err != nil {
+			return nil, fmt.Errorf("its first-boot part: %w", err)
+		}
+	}
+	var dirs []any
+	for _, d := range r.Directories {
+		if !d.Overwrite {
+			continue
+		}
+		e := map[string]any{"path": d.Path, "mode": d.Mode, "overwrite": true}
+		if d.User != "" {
+			e["user"] = map[string]any{"name": d.User}
+		}
+		if d.Group != "" {
+			e["group"] = map[string]any{"name": d.Group}
+		}
+		dirs = append(dirs, e)
+	}
+	if len(dirs) > 0 {
+		storage, _ := doc["storage"].(map[string]any)
+		if storage == nil {
+			storage = map[string]any{}
+			doc["storage"] = storage
+		}
+		old, _ := storage["directories"].([]any)
+		storage["directories"] = append(old, dirs...)
+	}
+	if len(doc) == 0 {
+		return nil, nil
+	}
+	doc["ignition"] = map[string]any{"version": "3.6.0"}
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("its first-boot part: %w", err)
+	}
+	return append(out, '\n'), nil
 }
 
 func (w *writer) unit(ub *hclwrite.Body, u *model.Unit) {
@@ -106,25 +193,11 @@ func (w *writer) unit(ub *hclwrite.Body, u *model.Unit) {
 	}
 }
 
-// unwritable names what r declares that HCL blocks cannot say yet: it must fail, not be
-// left out of what is written.
+// unwritable names what r declares that HCL cannot say: it must fail, not be left out of
+// what is written.
 func unwritable(r *butane.Result) error {
-	if r == nil {
-		return nil
-	}
-	if len(r.KernelArgs) > 0 {
+	if r != nil && len(r.KernelArgs) > 0 {
 		return fmt.Errorf("kernel arguments in spec.config: give them as spec.kernelArguments")
-	}
-	v := reflect.ValueOf(*r)
-	for i := range v.NumField() {
-		switch name := v.Type().Field(i).Name; name {
-		case "Files", "Units", "KernelArgs", "KernelArgPaths", "Spec":
-		default:
-			if !v.Field(i).IsZero() {
-				return fmt.Errorf("spec.config declares %s, which mcp import does not write as HCL yet: "+
-					"give the MachineConfig to a config block as machineconfig = file(…) instead", name)
-			}
-		}
 	}
 	return nil
 }

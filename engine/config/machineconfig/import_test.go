@@ -2,8 +2,10 @@ package machineconfig_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -12,6 +14,8 @@ import (
 	v36 "github.com/coreos/ignition/v2/config/v3_6"
 	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/hashicorp/hcl/v2"
 	"github.com/vincent-petithory/dataurl"
 	"sigs.k8s.io/yaml"
 
@@ -26,15 +30,8 @@ import (
 
 // The MCO's example MachineConfigs that mcp takes (testdata/mco, README.md there).
 var accepted = []string{"99-worker-chrony.yaml", "99-worker-disable-chrony.yaml", "99-worker-duplicated-kargs.yaml",
-	"99-worker-journald.yaml", "99-worker-kernel-selinux.yaml", "99-worker-policy-json.yaml"}
-
-// pendingOtherItems are examples that mcp reads but cannot render yet, for a reason other
-// work removes, with the error that says so. When one renders, this test fails: move it
-// to accepted.
-var pendingOtherItems = map[string]string{
-	// Content with "[" or "]" is not escaped in the rendered data URL yet.
-	"99-worker-policy-json.yaml": "invalid data character",
-}
+	"99-worker-journald.yaml", "99-worker-kernel-selinux.yaml", "99-worker-policy-json.yaml",
+	"99_openshift-machineconfig_worker.yaml", "99-worker-extra-disks.yaml"}
 
 // state is what a pool's nodes get, as the MCO's merged MachineConfig says it.
 type state struct {
@@ -100,6 +97,16 @@ func mcoState(t *testing.T, paths ...string) state {
 			mode = *f.Mode
 		}
 		st.Files[f.Path] = file{mode, string(d.Data)}
+	}
+	for _, u := range merged.Passwd.Users {
+		// The MCO writes the core user's keys, one a line, to the file Ignition writes them to.
+		if u.Name == "core" && len(u.SSHAuthorizedKeys) > 0 {
+			var keys string
+			for _, k := range u.SSHAuthorizedKeys {
+				keys += string(k) + "\n"
+			}
+			st.Files["/home/core/.ssh/authorized_keys.d/ignition"] = file{0o600, keys}
+		}
 	}
 	for _, u := range merged.Systemd.Units {
 		mu := model.Unit{Name: u.Name, Enabled: u.Enabled, Mask: u.Mask != nil && *u.Mask}
@@ -202,12 +209,6 @@ func TestImportPlansAsTheMCO(t *testing.T) {
 	for _, name := range accepted {
 		p := filepath.Join(dir, name)
 		got, err := mcpState(t, nil, p)
-		if want, pending := pendingOtherItems[name]; pending {
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("%s renders now (or fails otherwise: %v): move it from pendingOtherItems to the examples that pass", name, err)
-			}
-			continue
-		}
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -252,5 +253,126 @@ func TestImportSpec22Example(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-read +planned):\n%s", diff)
+	}
+}
+
+// renderDir loads the configuration in dir and renders pool as mcp plan would.
+func renderDir(t *testing.T, dir, pool string) (model.Rendered, hcl.Diagnostics) {
+	t.Helper()
+	res, diags := config.Load(dir, config.Options{Schemas: config.Schemas{
+		Providers: []model.BlockSpec{local.Spec.BlockSpec}, Backends: []model.BlockSpec{localstate.Spec.BlockSpec}}})
+	if diags.HasErrors() {
+		return model.Rendered{}, diags
+	}
+	rendered, rdiags := planner.Render(res.Desired)
+	if rendered[pool] == nil {
+		return model.Rendered{}, append(diags, rdiags...)
+	}
+	return *rendered[pool], append(diags, rdiags...)
+}
+
+// A MachineConfig given to a config block as machineconfig = file(…) renders the same
+// config as the HCL mcp import machineconfig writes from it: files (any bytes), units,
+// directories, links, the core user's SSH keys, kernel arguments, the OS image and the
+// first-boot part (disks, RAID, filesystems; files under /home), with the same warnings
+// about what is first boot only.
+func TestImportIsTheMachineconfigAttribute(t *testing.T) {
+	binary := "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 50-tree\n" +
+		"  labels: {machineconfiguration.openshift.io/role: worker}\nspec:\n  config:\n    ignition: {version: 3.4.0}\n" +
+		"    passwd: {users: [{name: core, sshAuthorizedKeys: [ssh-ed25519 AAAA a@b]}, {name: ops, groups: [wheel]}]}\n" +
+		"    storage:\n      files: [{path: /opt/bin/tool, mode: 493, contents: {source: \"data:;base64,AP/+gA0K\"}}]\n" +
+		"      directories: [{path: /var/lib/app, mode: 488, user: {name: core}}, {path: /var/lib/fresh, overwrite: true}]\n" +
+		"      links: [{path: /etc/localtime, target: ../usr/share/zoneinfo/UTC}, {path: /etc/app.conf, target: /etc/os-release, hard: true}]\n"
+	extra := t.TempDir()
+	if err := os.WriteFile(filepath.Join(extra, "50-tree.yaml"), []byte(binary), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mco, _ := filepath.Abs(filepath.Join("testdata", "mco"))
+	files := append(slices.Clone(accepted), "90-infra-testfile.yaml", "test-config.yaml", "99-worker-ssh-docs.yaml")
+	for i := range files {
+		files[i] = filepath.Join(mco, files[i])
+	}
+	files = append(files, filepath.Join(extra, "50-tree.yaml"))
+	for _, p := range files {
+		b, _ := os.ReadFile(p)
+		mcs, problems := machineconfig.ParseWith(b, config.FirstBootOnly)
+		if mcs == nil {
+			t.Fatalf("%s: %v", p, problems)
+		}
+		imported, warnings, err := machineconfig.HCL(mcs, []string{"worker"})
+		if err != nil {
+			t.Errorf("%s: %v", p, err)
+			continue
+		}
+		main := "provider \"local\" { fleet = \"./fleet\" }\npool \"worker\" {}\n"
+		a, b2 := t.TempDir(), t.TempDir()
+		os.WriteFile(filepath.Join(a, "main.hcl"), []byte(main), 0o644)
+		os.WriteFile(filepath.Join(a, "imported.hcl"), imported, 0o644)
+		os.WriteFile(filepath.Join(b2, "main.hcl"), []byte(main+fmt.Sprintf("config %q {\n  pools = [\"worker\"]\n  machineconfig = file(%q)\n}\n", mcs[0].Name, p)), 0o644)
+		gotImport, d1 := renderDir(t, a, "worker")
+		gotAttr, d2 := renderDir(t, b2, "worker")
+		if d1.HasErrors() || d2.HasErrors() {
+			t.Errorf("%s: import: %s\nattribute: %s\n%s", p, d1, d2, imported)
+			continue
+		}
+		// The import leaves out enabled where enabling links nothing (no [Install]; mcp's
+		// unit blocks refuse it): the node is the same, the config's name is not.
+		noop := false
+		for _, r := range []*model.Rendered{&gotAttr, &gotImport} {
+			for i, u := range r.Units {
+				if n := normalUnit(u); !reflect.DeepEqual(n.Enabled, u.Enabled) {
+					r.Units[i].Enabled, noop = n.Enabled, true
+				}
+			}
+		}
+		ignored := []string{"Provenance"}
+		if noop {
+			ignored = append(ignored, "Name")
+		}
+		if diff := cmp.Diff(gotAttr, gotImport, cmpopts.IgnoreFields(model.Rendered{}, ignored...),
+			cmpopts.IgnoreFields(model.File{}, "DeclRange", "Butane"), cmpopts.IgnoreFields(model.Unit{}, "DeclRange", "Butane"),
+			cmpopts.IgnoreFields(model.Directory{}, "DeclRange", "Butane"), cmpopts.IgnoreFields(model.Link{}, "DeclRange", "Butane"),
+			cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s: (-machineconfig attribute +imported HCL):\n%s\n%s", p, diff, imported)
+		}
+		if firstBootWarned(d2) != firstBootWarned(d1) || (firstBootWarned(d1) && !slices.ContainsFunc(warnings, func(w string) bool { return strings.Contains(w, "first boot only") })) {
+			t.Errorf("%s: first-boot warnings differ: attribute %s, import %s, import's own %q", p, d2, d1, warnings)
+		}
+		if strings.HasSuffix(p, "ssh-docs.yaml") && !slices.ContainsFunc(gotImport.Files, func(f model.File) bool {
+			return f.Path == model.SSHKeysFile && string(f.Contents) == "ssh-rsa ABC123....\nssh-ed25519 XYZ7890....\n"
+		}) {
+			t.Errorf("the spec 2.2 SSH keys example: %+v", gotImport.Files)
+		}
+		if strings.HasSuffix(p, "90-infra-testfile.yaml") && (!strings.Contains(string(gotAttr.FirstBoot), "/home/core/test") || !firstBootWarned(d2) ||
+			slices.ContainsFunc(gotAttr.Files, func(f model.File) bool { return f.Path == "/home/core/test" })) {
+			t.Errorf("a file under /home is first boot only, with a warning: first boot %s, %s", gotAttr.FirstBoot, d2)
+		}
+		if strings.HasSuffix(p, "50-tree.yaml") {
+			checkTree(t, gotImport, string(imported))
+		}
+	}
+}
+
+func firstBootWarned(d hcl.Diagnostics) bool {
+	return slices.ContainsFunc(d, func(x *hcl.Diagnostic) bool { return x.Summary == "First boot only" })
+}
+
+// checkTree: the hand-written MachineConfig's tree is all there, binary content as
+// content_base64, and the other user first boot only.
+func checkTree(t *testing.T, r model.Rendered, imported string) {
+	t.Helper()
+	for _, want := range []string{`content_base64 = "AP/+gA0K"`, `directory "/var/lib/app"`, `link "/etc/localtime"`, "hard   = true",
+		"ssh_authorized_keys {", `"overwrite": true`, `"name": "ops"`} {
+		if !strings.Contains(imported, want) {
+			t.Errorf("the HCL written lacks %q:\n%s", want, imported)
+		}
+	}
+	i := slices.IndexFunc(r.Files, func(f model.File) bool { return f.Path == "/opt/bin/tool" })
+	if i < 0 || string(r.Files[i].Contents) != "\x00\xff\xfe\x80\r\n" || r.Files[i].Mode != 0o755 {
+		t.Errorf("binary file: %+v", r.Files)
+	}
+	j := slices.IndexFunc(r.Directories, func(d model.Directory) bool { return d.Path == "/var/lib/fresh" })
+	if j < 0 || !r.Directories[j].Overwrite || len(r.Links) != 2 || !strings.Contains(string(r.FirstBoot), `"ops"`) {
+		t.Errorf("directories %+v, links %+v, first boot %s", r.Directories, r.Links, r.FirstBoot)
 	}
 }

@@ -76,11 +76,15 @@ const MaxSize = 8 << 20
 
 // Parse reads every MachineConfig of text. The MachineConfigs are returned only when no
 // problem is an error.
-func Parse(text []byte) ([]MachineConfig, []Problem) {
+func Parse(text []byte) ([]MachineConfig, []Problem) { return ParseWith(text, nil) }
+
+// ParseWith is Parse where files, directories and links at a path firstBootOnly takes are
+// left in spec.config's first-boot part, as a Butane or Ignition config's are (nil: none).
+func ParseWith(text []byte, firstBootOnly func(path string) bool) ([]MachineConfig, []Problem) {
 	if len(text) > MaxSize {
 		return nil, []Problem{{Message: fmt.Sprintf("the text is %d bytes, more than mcp reads (%d)", len(text), MaxSize)}}
 	}
-	p := &parser{}
+	p := &parser{firstBootOnly: firstBootOnly}
 	dec := yaml.NewDecoder(bytes.NewReader(text))
 	for {
 		var doc yaml.Node
@@ -107,8 +111,9 @@ func Parse(text []byte) ([]MachineConfig, []Problem) {
 }
 
 type parser struct {
-	mcs      []MachineConfig
-	problems []Problem
+	mcs           []MachineConfig
+	problems      []Problem
+	firstBootOnly func(string) bool
 }
 
 func (p *parser) errorf(at Pos, format string, args ...any) {
@@ -317,7 +322,7 @@ func (p *parser) config(mc *MachineConfig, n *yaml.Node) {
 		p.errorf(at(n), "%s: %v", where, err)
 		return
 	}
-	res, problems := butane.FromIgnitionJSON(raw, nil)
+	res, problems := butane.FromIgnitionJSON(raw, p.firstBootOnly)
 	for _, pr := range problems {
 		p.problems = append(p.problems, Problem{At: locate(n, remap(jsonPath(pr.Message))), Warning: pr.Warning,
 			Message: where + ": " + pr.Message})

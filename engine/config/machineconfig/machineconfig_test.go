@@ -205,12 +205,15 @@ spec:
 	}
 }
 
-// The installer's SSH key MachineConfig sets the core user's keys, which mcp does not
-// manage yet: it is refused naming passwd.users, at its line. When it reads, this fails:
-// make it an example that plans.
-func TestPendingSSHKeys(t *testing.T) {
+// The installer's SSH key MachineConfig sets the core user's keys, which mcp manages as
+// the MCO does: they are read as keys, and nothing of the config is left for first boot.
+func TestInstallerSSHKeys(t *testing.T) {
 	mcs, problems := parseFile(t, "99_openshift-machineconfig_worker.yaml")
-	if mcs != nil || len(problems) == 0 || !strings.Contains(problems[0].String(), "line 18, column 7: MachineConfig 99-worker-ssh: spec.config: passwd.users") {
-		t.Errorf("reads now, or is refused otherwise (%v): move it to the examples that plan", problems)
+	if len(problems) > 0 || len(mcs) != 1 {
+		t.Fatal(problems)
+	}
+	ign := mcs[0].Ignition
+	if !slices.Equal(ign.SSHKeys, []string{"ssh-rsa SSH-AUTHORIZED-KEY"}) || ign.SSHKeysAt != "passwd.users.0.sshAuthorizedKeys" || ign.FirstBoot != nil {
+		t.Errorf("keys %q at %q, first boot %s", ign.SSHKeys, ign.SSHKeysAt, ign.FirstBoot)
 	}
 }

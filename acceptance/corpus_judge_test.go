@@ -1,0 +1,220 @@
+package acceptance
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coreos/ignition/v2/config/v3_6/types"
+	"github.com/vincent-petithory/dataurl"
+)
+
+// Judging a root and a served config by what a corpus entry declares (corpusButane).
+
+// firstBootPath: mcp leaves these trees to first boot (engine/config FirstBootOnly).
+func firstBootPath(p string) bool {
+	return slices.ContainsFunc([]string{"/home/", "/root/", "/srv/", "/mnt/"}, func(t string) bool { return strings.HasPrefix(p, t) })
+}
+
+// tally counts what the corpus test compared, by kind.
+type tally map[string]int
+
+// judgeEntry compares root with what e declares; ignition says root is Ignition's, which
+// also has what mcp leaves to first boot.
+func judgeEntry(t *testing.T, e *buEntry, what, root string, ignition bool, n tally) {
+	t.Helper()
+	bad := func(format string, args ...any) { t.Errorf("%s: %s: %s", e.name, what, fmt.Sprintf(format, args...)) }
+	s := &e.cfg.Storage
+	for _, f := range s.Files {
+		if firstBootPath(f.Path) && !ignition {
+			continue
+		}
+		want, err := contents(f.Contents)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", e.name, f.Path, err)
+		}
+		got, err := os.ReadFile(filepath.Join(root, f.Path))
+		if err != nil || !bytes.Equal(got, want) {
+			bad("file %s: %d bytes (%v), want %d", f.Path, len(got), err, len(want))
+			continue
+		}
+		checkMode(bad, root, f.Path, f.Mode, 0o644)
+		n["files"]++
+	}
+	for _, d := range s.Directories {
+		if firstBootPath(d.Path) && !ignition {
+			continue
+		}
+		if st, err := os.Stat(filepath.Join(root, d.Path)); err != nil || !st.IsDir() {
+			bad("directory %s: %v", d.Path, err)
+			continue
+		}
+		checkMode(bad, root, d.Path, d.Mode, 0o755)
+		n["directories"]++
+	}
+	for _, l := range s.Links {
+		if firstBootPath(l.Path) && !ignition {
+			continue
+		}
+		p := filepath.Join(root, l.Path)
+		if l.Hard != nil && *l.Hard {
+			a, err1 := os.Stat(p)
+			b, err2 := os.Stat(filepath.Join(root, *l.Target))
+			if err1 != nil || err2 != nil || !os.SameFile(a, b) {
+				bad("hard link %s is not %s: %v %v", l.Path, *l.Target, err1, err2)
+			}
+		} else if got, err := os.Readlink(p); err != nil || got != *l.Target {
+			bad("link %s → %q (%v), want → %q", l.Path, got, err, *l.Target)
+		}
+		n["links"]++
+	}
+	judgeUnits(bad, root, e.cfg.Systemd.Units)
+	n["units"] += len(e.cfg.Systemd.Units)
+	for _, u := range e.cfg.Passwd.Users {
+		if u.Name == "core" && len(u.SSHAuthorizedKeys) > 0 {
+			got, err := os.ReadFile(filepath.Join(root, "home/core/.ssh/authorized_keys.d/ignition"))
+			var want []string
+			for _, k := range u.SSHAuthorizedKeys {
+				want = append(want, string(k))
+			}
+			if err != nil || !slices.Equal(strings.Fields(string(got)), strings.Fields(strings.Join(want, "\n"))) {
+				bad("the core user's keys: %v %q, want %q", err, got, want)
+			}
+			n["core keys"]++
+		} else if ignition {
+			if passwd, _ := os.ReadFile(filepath.Join(root, "etc/passwd")); !strings.Contains(string(passwd), "\n"+u.Name+":") {
+				bad("user %s is not in etc/passwd", u.Name)
+			}
+			n["users"]++
+		}
+	}
+	for _, g := range e.cfg.Passwd.Groups {
+		if !ignition {
+			continue
+		}
+		if group, _ := os.ReadFile(filepath.Join(root, "etc/group")); !strings.Contains(string(group), "\n"+g.Name+":") {
+			bad("group %s is not in etc/group", g.Name)
+		}
+		n["groups"]++
+	}
+}
+
+func judgeUnits(bad func(string, ...any), root string, units []types.Unit) {
+	same := func(p, want string) {
+		if got, err := os.ReadFile(filepath.Join(root, p)); err != nil || string(got) != want {
+			bad("%s: %v, %d bytes, want %d", p, err, len(got), len(want))
+		}
+	}
+	for _, u := range units {
+		if u.Contents != nil && (u.Mask == nil || !*u.Mask) {
+			same("etc/systemd/system/"+u.Name, *u.Contents)
+		}
+		for _, d := range u.Dropins {
+			if d.Contents != nil {
+				same("etc/systemd/system/"+u.Name+".d/"+d.Name, *d.Contents)
+			}
+		}
+		if u.Mask != nil && *u.Mask {
+			if l, err := os.Readlink(filepath.Join(root, "etc/systemd/system", u.Name)); err != nil || l != "/dev/null" {
+				bad("unit %s is not masked: %q %v", u.Name, l, err)
+			}
+		}
+	}
+}
+
+func checkMode(bad func(string, ...any), root, p string, mode *int, def int) {
+	want := def
+	if mode != nil {
+		want = *mode
+	}
+	st, err := os.Stat(filepath.Join(root, p))
+	if err != nil {
+		return
+	}
+	if got := int(st.Mode().Perm()) | modeBits(st.Mode()); got != want {
+		bad("%s: mode %04o, want %04o", p, got, want)
+	}
+}
+
+func modeBits(m fs.FileMode) int {
+	b := 0
+	if m&fs.ModeSetuid != 0 {
+		b |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		b |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		b |= 0o1000
+	}
+	return b
+}
+
+// contents is a file's bytes as Ignition writes them: a data URL, gzip when it says so.
+func contents(r types.Resource) ([]byte, error) {
+	if r.Source == nil {
+		return nil, nil
+	}
+	d, err := dataurl.DecodeString(*r.Source)
+	if err != nil {
+		return nil, err
+	}
+	if r.Compression != nil && *r.Compression == "gzip" {
+		z, err := gzip.NewReader(bytes.NewReader(d.Data))
+		if err != nil {
+			return nil, err
+		}
+		return io.ReadAll(z)
+	}
+	return d.Data, nil
+}
+
+// judgeServed: what mcp serves at first boot only is in the pool's served config as the
+// entry gives it.
+func judgeServed(t *testing.T, e *buEntry, served types.Config) {
+	t.Helper()
+	in := func(what string, want, got any) {
+		w, g := reflect.ValueOf(want), reflect.ValueOf(got)
+		for i := range w.Len() {
+			found := false
+			for j := range g.Len() {
+				if reflect.DeepEqual(w.Index(i).Interface(), g.Index(j).Interface()) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s: the served config lacks %s %d: %+v", e.name, what, i, w.Index(i).Interface())
+			}
+		}
+	}
+	s, g := &e.cfg.Storage, &served.Storage
+	in("storage.disks", s.Disks, g.Disks)
+	in("storage.raid", s.Raid, g.Raid)
+	in("storage.filesystems", s.Filesystems, g.Filesystems)
+	in("storage.luks", s.Luks, g.Luks)
+	in("ignition.config.merge", e.cfg.Ignition.Config.Merge, served.Ignition.Config.Merge)
+	in("ignition.security.tls.certificateAuthorities", e.cfg.Ignition.Security.TLS.CertificateAuthorities, served.Ignition.Security.TLS.CertificateAuthorities)
+	if r := e.cfg.Ignition.Config.Replace; r.Source != nil && !reflect.DeepEqual(r, served.Ignition.Config.Replace) {
+		t.Errorf("%s: the served config's ignition.config.replace is %+v, want %+v", e.name, served.Ignition.Config.Replace, r)
+	}
+	if p := e.cfg.Ignition.Proxy; p.HTTPSProxy != nil && !reflect.DeepEqual(p, served.Ignition.Proxy) {
+		t.Errorf("%s: the served config's ignition.proxy is %+v, want %+v", e.name, served.Ignition.Proxy, p)
+	}
+	var users []string
+	for _, u := range served.Passwd.Users {
+		users = append(users, u.Name)
+	}
+	for _, u := range e.cfg.Passwd.Users {
+		if u.Name != "core" && !slices.Contains(users, u.Name) {
+			t.Errorf("%s: the served config lacks user %s (has %v)", e.name, u.Name, users)
+		}
+	}
+}
