@@ -136,6 +136,11 @@ func (l *loader) butaneTree(r hcl.Range, c *model.Config, res *butane.Result, wh
 			Detail: fmt.Sprintf("%s: %s: outside the trees mcp manages on running nodes (%s), so booting nodes get them as Ignition writes them, and running nodes never do.",
 				where, strings.Join(res.FirstBootPaths, ", "), strings.Join(model.ManagedPrefixes, ", "))})
 	}
+	for _, f := range res.FirstBootFiles {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "First boot only", Subject: r.Ptr(),
+			Detail: fmt.Sprintf("%s: file %s: mcp cannot know its bytes when it plans, so it cannot show a diff of it or check it for drift; booting nodes get it as Ignition writes it, running nodes never do.",
+				where, f)})
+	}
 	return diags
 }
 

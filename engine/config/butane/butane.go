@@ -46,6 +46,10 @@ type Result struct {
 	FirstBoot      []byte
 	FirstBootParts []string
 	FirstBootPaths []string
+	// FirstBootFiles are the files left in the first-boot part because mcp cannot know
+	// their bytes when it plans (split.go's unknownBytes), each with its path, place and
+	// why: "/etc/x (storage.files.0): contents from https://…".
+	FirstBootFiles []string
 	// Spec is the Ignition spec the Butane variant and version translate to.
 	Spec string
 }
@@ -204,18 +208,11 @@ func file(f *types.File, at string) (model.File, string) {
 	if f.Group.Name != nil {
 		mf.Group = *f.Group.Name
 	}
-	if len(f.Append) > 0 {
-		return mf, "append is not supported: mcp writes whole files"
-	}
+	// Sources that are not data URLs, compression and append are first boot only
+	// (unknownBytes), so what reaches here is inline.
 	c := f.Contents
-	if c.Compression != nil && *c.Compression != "" {
-		return mf, "compressed contents are not supported: give the contents inline"
-	}
 	if c.Source == nil {
 		return mf, ""
-	}
-	if !strings.HasPrefix(*c.Source, "data:") {
-		return mf, "contents from a URL are not supported: mcp writes and checks the bytes itself, so give them inline"
 	}
 	d, err := dataurl.DecodeString(*c.Source)
 	if err != nil {
