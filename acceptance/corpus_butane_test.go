@@ -36,11 +36,6 @@ var refusedCorpus = map[string]string{
 	"fcos-docs/tutorial-services-1.bu":                  "does not read local files named in Butane",
 	"fcos-docs/tutorial-updates-1.bu":                   "does not read local files named in Butane",
 	"fcos-docs/tutorial-user-systemd-unit-on-boot-6.bu": "does not read local files named in Butane",
-	// Appending to a file the OS owns (/boot/grub2/user.cfg): mcp writes whole files.
-	"fcos-docs/grub-password-1.bu": "append is not supported",
-	// A file fetched from a URL (gzip): mcp cannot know, hash or drift-check content it
-	// does not have when it plans (docs/decisions.md).
-	"fcos-docs/managing-files-3.bu": "compressed contents are not supported",
 	// What the MCO does and mcp cannot (engine/config/machineconfig).
 	"mco/50-fips.yaml":            "spec.fips: true",
 	"mco/50-ignition-kargs.yaml":  "spec.config.kernelArguments",
@@ -93,7 +88,9 @@ func buEntries(t *testing.T) (ok []*buEntry, refused []string) {
 				t.Fatalf("%s: %v", f, err)
 			}
 			raw = mc.Spec.Config
-		} else if raw, _, err = butane.TranslateBytes(b, common.TranslateBytesOptions{}); err != nil {
+		} else if raw, _, err = butane.TranslateBytes(b, common.TranslateBytesOptions{
+			// As mcp translates: compression is then the entry's own (unknownBytes).
+			TranslateOptions: common.TranslateOptions{NoResourceAutoCompression: true}}); err != nil {
 			t.Fatalf("%s: Butane: %v", f, err)
 		}
 		if e.cfg, _, err = v36.ParseCompatibleVersion(raw); err != nil {
@@ -103,6 +100,8 @@ func buEntries(t *testing.T) (ok []*buEntry, refused []string) {
 		switch {
 		case ic.Config.Replace.Source != nil || len(ic.Config.Merge) > 0 || len(ic.Security.TLS.CertificateAuthorities) > 0:
 			e.noBoot = "it points Ignition at configs or certificates on other hosts (example.com)"
+		case slices.ContainsFunc(e.cfg.Storage.Files, func(f types.File) bool { return remote(f.Contents) }):
+			e.noBoot = "a file's contents come from another host (example.com)"
 		case len(e.cfg.Storage.Luks) > 0:
 			e.noBoot = "LUKS: Ignition's files stage reads the volumes' UUIDs from the devices its disks stage made"
 		case slices.ContainsFunc(e.cfg.Systemd.Units, func(u types.Unit) bool { return u.Enabled != nil && strings.Contains(u.Name, "@") }):

@@ -118,7 +118,7 @@ func TestButaneProblemsAreDiagnosed(t *testing.T) {
 		{"append", `"variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n    - path: /etc/a\n      append:\n        - inline: more\n"`, nil,
 			"First boot only", []string{"file /etc/a (storage.files.0): 1 fragment(s) to append"}, true},
 		{"local file", `"variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n    - path: /etc/l\n      contents:\n        local: l.txt\n"`, nil,
-			"Invalid Butane", []string{"line 7, column 16", "does not read local files"}, false},
+			"Invalid Butane", []string{"line 7, column 16", "reads local files named in Butane from the directory of the Butane file"}, false},
 		{"same path as a block", `"variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n    - path: /etc/block.conf\n"`, nil,
 			"Duplicate file", []string{"/etc/block.conf (storage.files.0) is also declared by the file block at", "main.hcl:6,8"}, false},
 		{"bad unit name", `"variant: fcos\nversion: 1.5.0\nsystemd:\n  units:\n    - name: x.snapshot\n      contents: x\n"`, nil,

@@ -58,7 +58,7 @@ func FuzzTranslate(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		res, problems := translate([]byte(s), nil)
+		res, problems := translate([]byte(s), "", nil)
 		for _, p := range problems {
 			if p.Message == "" {
 				t.Error("a problem without a message")
