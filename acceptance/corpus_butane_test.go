@@ -29,13 +29,6 @@ import (
 
 // refusedCorpus are the entries mcp refuses, with the reason `mcp validate` must give.
 var refusedCorpus = map[string]string{
-	// Butane's local file references: mcp reads a Butane text alone (templatefile() gives
-	// the contents inline).
-	"fcos-docs/authentication-3.bu":                     "does not read local files named in Butane",
-	"fcos-docs/tutorial-containers-1.bu":                "does not read local files named in Butane",
-	"fcos-docs/tutorial-services-1.bu":                  "does not read local files named in Butane",
-	"fcos-docs/tutorial-updates-1.bu":                   "does not read local files named in Butane",
-	"fcos-docs/tutorial-user-systemd-unit-on-boot-6.bu": "does not read local files named in Butane",
 	// What the MCO does and mcp cannot (engine/config/machineconfig).
 	"mco/50-fips.yaml":            "spec.fips: true",
 	"mco/50-ignition-kargs.yaml":  "spec.config.kernelArguments",
@@ -90,7 +83,9 @@ func buEntries(t *testing.T) (ok []*buEntry, refused []string) {
 			raw = mc.Spec.Config
 		} else if raw, _, err = butane.TranslateBytes(b, common.TranslateBytesOptions{
 			// As mcp translates: compression is then the entry's own (unknownBytes).
-			TranslateOptions: common.TranslateOptions{NoResourceAutoCompression: true}}); err != nil {
+			// Local references read from the entry's directory, as mcp reads them from the
+			// directory of the file butane = file(…) names.
+			TranslateOptions: common.TranslateOptions{NoResourceAutoCompression: true, FilesDir: filepath.Dir(f)}}); err != nil {
 			t.Fatalf("%s: Butane: %v", f, err)
 		}
 		if e.cfg, _, err = v36.ParseCompatibleVersion(raw); err != nil {
@@ -296,6 +291,7 @@ func writeCorpusDir(t *testing.T, dir string, entries []*buEntry, pools []string
  "boot_id": "4b6bccf1db486efaa17804b843072493", "boot_image": "quay.io/fedora/fedora-coreos:stable", "state": "Done"}`, p+"-0", p))
 	}
 	os.MkdirAll(filepath.Join(dir, "corpus"), 0o755)
+	copyLocalFiles(t, filepath.Join(dir, "corpus"))
 	for i, e := range entries {
 		src, err := os.ReadFile(e.file)
 		if err != nil {
@@ -406,4 +402,22 @@ func servedConfig(t *testing.T, url string) types.Config {
 		t.Fatalf("%s: %v\n%s", url, err, b)
 	}
 	return cfg
+}
+
+// localFiles are what the Fedora CoreOS documentation's configs name as Butane local
+// files (testdata/corpus/README.md): beside them, and beside their copies in a corpus
+// directory.
+var localFiles = []string{"ssh-key.pub", "public-ipv4.sh", "issuegen-public-ipv4.service",
+	"users/core/id_rsa.pub", "users/jlebon/id_rsa.pub", "users/jlebon/id_ed25519.pub", "users/miabbott/id_rsa.pub"}
+
+func copyLocalFiles(t *testing.T, dir string) {
+	t.Helper()
+	for _, f := range localFiles {
+		b, err := os.ReadFile(filepath.Join("testdata/corpus/fcos-docs", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)
+		writeFile(t, filepath.Join(dir, f), string(b))
+	}
 }
