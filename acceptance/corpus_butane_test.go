@@ -29,18 +29,6 @@ import (
 
 // refusedCorpus are the entries mcp refuses, with the reason `mcp validate` must give.
 var refusedCorpus = map[string]string{
-	// Butane's local file references: mcp reads a Butane text alone (templatefile() gives
-	// the contents inline).
-	"fcos-docs/authentication-3.bu":                     "does not read local files named in Butane",
-	"fcos-docs/tutorial-containers-1.bu":                "does not read local files named in Butane",
-	"fcos-docs/tutorial-services-1.bu":                  "does not read local files named in Butane",
-	"fcos-docs/tutorial-updates-1.bu":                   "does not read local files named in Butane",
-	"fcos-docs/tutorial-user-systemd-unit-on-boot-6.bu": "does not read local files named in Butane",
-	// Appending to a file the OS owns (/boot/grub2/user.cfg): mcp writes whole files.
-	"fcos-docs/grub-password-1.bu": "append is not supported",
-	// A file fetched from a URL (gzip): mcp cannot know, hash or drift-check content it
-	// does not have when it plans (docs/decisions.md).
-	"fcos-docs/managing-files-3.bu": "compressed contents are not supported",
 	// What the MCO does and mcp cannot (engine/config/machineconfig).
 	"mco/50-fips.yaml":            "spec.fips: true",
 	"mco/50-ignition-kargs.yaml":  "spec.config.kernelArguments",
@@ -93,7 +81,11 @@ func buEntries(t *testing.T) (ok []*buEntry, refused []string) {
 				t.Fatalf("%s: %v", f, err)
 			}
 			raw = mc.Spec.Config
-		} else if raw, _, err = butane.TranslateBytes(b, common.TranslateBytesOptions{}); err != nil {
+		} else if raw, _, err = butane.TranslateBytes(b, common.TranslateBytesOptions{
+			// As mcp translates: compression is then the entry's own (unknownBytes).
+			// Local references read from the entry's directory, as mcp reads them from the
+			// directory of the file butane = file(…) names.
+			TranslateOptions: common.TranslateOptions{NoResourceAutoCompression: true, FilesDir: filepath.Dir(f)}}); err != nil {
 			t.Fatalf("%s: Butane: %v", f, err)
 		}
 		if e.cfg, _, err = v36.ParseCompatibleVersion(raw); err != nil {
@@ -103,6 +95,8 @@ func buEntries(t *testing.T) (ok []*buEntry, refused []string) {
 		switch {
 		case ic.Config.Replace.Source != nil || len(ic.Config.Merge) > 0 || len(ic.Security.TLS.CertificateAuthorities) > 0:
 			e.noBoot = "it points Ignition at configs or certificates on other hosts (example.com)"
+		case slices.ContainsFunc(e.cfg.Storage.Files, func(f types.File) bool { return remote(f.Contents) }):
+			e.noBoot = "a file's contents come from another host (example.com)"
 		case len(e.cfg.Storage.Luks) > 0:
 			e.noBoot = "LUKS: Ignition's files stage reads the volumes' UUIDs from the devices its disks stage made"
 		case slices.ContainsFunc(e.cfg.Systemd.Units, func(u types.Unit) bool { return u.Enabled != nil && strings.Contains(u.Name, "@") }):
@@ -297,6 +291,7 @@ func writeCorpusDir(t *testing.T, dir string, entries []*buEntry, pools []string
  "boot_id": "4b6bccf1db486efaa17804b843072493", "boot_image": "quay.io/fedora/fedora-coreos:stable", "state": "Done"}`, p+"-0", p))
 	}
 	os.MkdirAll(filepath.Join(dir, "corpus"), 0o755)
+	copyLocalFiles(t, filepath.Join(dir, "corpus"))
 	for i, e := range entries {
 		src, err := os.ReadFile(e.file)
 		if err != nil {
@@ -407,4 +402,22 @@ func servedConfig(t *testing.T, url string) types.Config {
 		t.Fatalf("%s: %v\n%s", url, err, b)
 	}
 	return cfg
+}
+
+// localFiles are what the Fedora CoreOS documentation's configs name as Butane local
+// files (testdata/corpus/README.md): beside them, and beside their copies in a corpus
+// directory.
+var localFiles = []string{"ssh-key.pub", "public-ipv4.sh", "issuegen-public-ipv4.service",
+	"users/core/id_rsa.pub", "users/jlebon/id_rsa.pub", "users/jlebon/id_ed25519.pub", "users/miabbott/id_rsa.pub"}
+
+func copyLocalFiles(t *testing.T, dir string) {
+	t.Helper()
+	for _, f := range localFiles {
+		b, err := os.ReadFile(filepath.Join("testdata/corpus/fcos-docs", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755)
+		writeFile(t, filepath.Join(dir, f), string(b))
+	}
 }

@@ -187,7 +187,7 @@ func (l *loader) onDrift(a *hcl.Attribute) (model.OnDrift, hcl.Diagnostics) {
 var configSchema = &hcl.BodySchema{
 	// pools is required unless machineconfig is given (its role label then names the pool).
 	Attributes: []hcl.AttributeSchema{{Name: "pools"}, {Name: "kernel_args"}, {Name: "os_image"}, {Name: "butane"},
-		{Name: "ignition"}, {Name: "machineconfig"}},
+		{Name: "butane_files_dir"}, {Name: "ignition"}, {Name: "machineconfig"}},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "file", LabelNames: []string{"path"}},
 		{Type: "unit", LabelNames: []string{"name"}}, {Type: "directory", LabelNames: []string{"path"}},
 		{Type: "link", LabelNames: []string{"path"}}, {Type: "ssh_authorized_keys"}},

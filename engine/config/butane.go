@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"strings"
 
@@ -22,7 +23,24 @@ func (l *loader) texts(attrs hcl.Attributes, c *model.Config) hcl.Diagnostics {
 		return hcl.Diagnostics{errAt(i.NameRange, "Both butane and ignition",
 			fmt.Sprintf("Config %q has a butane attribute (at %s) and an ignition attribute: give one, or put them in two configs.", c.Name, posOf(b.NameRange)))}
 	case b != nil:
-		return l.butane(b, c, "Butane", butane.Translate)
+		dir, diags := l.butaneFilesDir(attrs, b)
+		if diags.HasErrors() {
+			return diags
+		}
+		translate := func(text []byte, firstBootOnly func(string) bool) (*butane.Result, []butane.Problem) {
+			staged, err := stageButaneFiles(text, dir)
+			if err != nil {
+				return nil, []butane.Problem{{Message: err.Error()}}
+			}
+			if staged != "" {
+				defer os.RemoveAll(staged)
+			}
+			return butane.TranslateFiles(text, staged, firstBootOnly)
+		}
+		return append(diags, l.butane(b, c, "Butane", translate)...)
+	case attrs["butane_files_dir"] != nil:
+		return hcl.Diagnostics{errAt(attrs["butane_files_dir"].NameRange, "butane_files_dir without butane",
+			fmt.Sprintf("Config %q has butane_files_dir but no butane attribute for it to serve.", c.Name))}
 	case i != nil:
 		return l.butane(i, c, "Ignition", butane.FromIgnition)
 	}
@@ -135,6 +153,11 @@ func (l *loader) butaneTree(r hcl.Range, c *model.Config, res *butane.Result, wh
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "First boot only", Subject: r.Ptr(),
 			Detail: fmt.Sprintf("%s: %s: outside the trees mcp manages on running nodes (%s), so booting nodes get them as Ignition writes them, and running nodes never do.",
 				where, strings.Join(res.FirstBootPaths, ", "), strings.Join(model.ManagedPrefixes, ", "))})
+	}
+	for _, f := range res.FirstBootFiles {
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "First boot only", Subject: r.Ptr(),
+			Detail: fmt.Sprintf("%s: file %s: mcp cannot know its bytes when it plans, so it cannot show a diff of it or check it for drift; booting nodes get it as Ignition writes it, running nodes never do.",
+				where, f)})
 	}
 	return diags
 }

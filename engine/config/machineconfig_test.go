@@ -86,3 +86,24 @@ func TestMachineConfigRefusals(t *testing.T) {
 		t.Errorf("no pools: %v", diags)
 	}
 }
+
+// A MachineConfig's file from a URL is first boot only, as a Butane's is: in the config's
+// first-boot part as given, with a warning naming it; the data: file beside it is managed.
+func TestMachineConfigRemoteFileFirstBootOnly(t *testing.T) {
+	mc := strings.Replace(chronyMC, "    systemd:\n", "      - path: /etc/remote\n        contents: {source: \"https://example.com/r\"}\n    systemd:\n", 1)
+	res, diags := Load(mcConfig(t, "", mc), Options{Schemas: testSchemas})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	c := res.Desired.Configs[0]
+	if len(c.Files) != 1 || !strings.Contains(string(c.FirstBoot), `"source":"https://example.com/r"`) {
+		t.Errorf("files %+v, first boot %s", c.Files, c.FirstBoot)
+	}
+	found := false
+	for _, d := range diags {
+		found = found || d.Summary == "First boot only" && strings.Contains(d.Detail, "file /etc/remote (storage.files.1): contents from https://example.com/r")
+	}
+	if !found {
+		t.Errorf("no first-boot warning naming /etc/remote: %v", diags)
+	}
+}

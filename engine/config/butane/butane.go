@@ -5,7 +5,8 @@
 // translation is Butane's own (github.com/coreos/ignition/v2/butane, which is where Butane
 // lives since Ignition v2.27.0), so the variants and versions accepted are the library's.
 // The Ignition config it produces is read with Ignition's parser through the ignition
-// room's table of specs. It does no I/O: Butane's local file references are refused.
+// room's table of specs. It reads files only from the files directory its caller gives
+// (TranslateFiles): Butane's local file references are refused without one.
 package butane
 
 import (
@@ -46,6 +47,10 @@ type Result struct {
 	FirstBoot      []byte
 	FirstBootParts []string
 	FirstBootPaths []string
+	// FirstBootFiles are the files left in the first-boot part because mcp cannot know
+	// their bytes when it plans (split.go's unknownBytes), each with its path, place and
+	// why: "/etc/x (storage.files.0): contents from https://…".
+	FirstBootFiles []string
 	// Spec is the Ignition spec the Butane variant and version translate to.
 	Spec string
 }
@@ -84,13 +89,28 @@ func Translate(text []byte, firstBootOnly func(path string) bool) (res *Result, 
 			res, problems = nil, []Problem{{Message: fmt.Sprintf("the Butane translator failed on this text: %v", v)}}
 		}
 	}()
-	return translate(text, firstBootOnly)
+	return translate(text, "", firstBootOnly)
 }
 
-func translate(text []byte, firstBootOnly func(string) bool) (*Result, []Problem) {
+// TranslateFiles is Translate with Butane's files directory (its --files-dir): local,
+// ssh_authorized_keys_local, contents_local and trees read from filesDir. The caller
+// confines what filesDir holds; "" is none.
+func TranslateFiles(text []byte, filesDir string, firstBootOnly func(path string) bool) (res *Result, problems []Problem) {
+	if len(text) > MaxSize {
+		return Translate(text, firstBootOnly)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			res, problems = nil, []Problem{{Message: fmt.Sprintf("the Butane translator failed on this text: %v", v)}}
+		}
+	}()
+	return translate(text, filesDir, firstBootOnly)
+}
+
+func translate(text []byte, filesDir string, firstBootOnly func(string) bool) (*Result, []Problem) {
 	ign, rpt, err := config.TranslateBytes(text, common.TranslateBytesOptions{Raw: true,
 		// Inline contents stay plain text, as mcp compares and writes them.
-		TranslateOptions: common.TranslateOptions{NoResourceAutoCompression: true}})
+		TranslateOptions: common.TranslateOptions{NoResourceAutoCompression: true, FilesDir: filesDir}})
 	problems := fromReport(rpt)
 	if err != nil {
 		if !rpt.IsFatal() {
@@ -179,7 +199,7 @@ func fromReport(r report.Report) []Problem {
 		msg := e.Message
 		if msg == common.ErrNoFilesDir.Error() {
 			// Butane's CLI flag means nothing here.
-			msg = "mcp does not read local files named in Butane: give the contents inline (the butane attribute may be a templatefile())"
+			msg = "mcp reads local files named in Butane from the directory of the Butane file (butane = file(\"x.bu\")) or butane_files_dir: give one, or the contents inline"
 		}
 		if len(at) > 0 {
 			msg = strings.Join(at, ", ") + ": " + msg
@@ -204,18 +224,11 @@ func file(f *types.File, at string) (model.File, string) {
 	if f.Group.Name != nil {
 		mf.Group = *f.Group.Name
 	}
-	if len(f.Append) > 0 {
-		return mf, "append is not supported: mcp writes whole files"
-	}
+	// Sources that are not data URLs, compression and append are first boot only
+	// (unknownBytes), so what reaches here is inline.
 	c := f.Contents
-	if c.Compression != nil && *c.Compression != "" {
-		return mf, "compressed contents are not supported: give the contents inline"
-	}
 	if c.Source == nil {
 		return mf, ""
-	}
-	if !strings.HasPrefix(*c.Source, "data:") {
-		return mf, "contents from a URL are not supported: mcp writes and checks the bytes itself, so give them inline"
 	}
 	d, err := dataurl.DecodeString(*c.Source)
 	if err != nil {

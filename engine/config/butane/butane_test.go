@@ -58,7 +58,7 @@ func FuzzTranslate(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		res, problems := translate([]byte(s), nil)
+		res, problems := translate([]byte(s), "", nil)
 		for _, p := range problems {
 			if p.Message == "" {
 				t.Error("a problem without a message")
@@ -71,4 +71,46 @@ func FuzzTranslate(f *testing.F) {
 			t.Error("neither a result nor a problem")
 		}
 	})
+}
+
+// A file whose bytes mcp cannot know when it plans — from a URL (with or without a hash),
+// compressed, or with fragments to append — is left in the first-boot part as the text
+// gives it, named with why; the inline file beside it is managed.
+func TestUnknownBytesAreFirstBootOnly(t *testing.T) {
+	text := `variant: fcos
+version: 1.5.0
+storage:
+  files:
+    - path: /etc/inline
+      contents: {inline: x}
+    - path: /etc/remote
+      contents:
+        source: https://example.com/r
+        verification: {hash: sha512-` + strings.Repeat("0", 128) + `}
+    - path: /etc/gz
+      contents: {compression: gzip, source: "data:;base64,H4sIAAAAAAAC/0sEAIOx09cBAAAA"}
+    - path: /etc/more
+      append: [{inline: more}]
+`
+	res, problems := Translate([]byte(text), nil)
+	if res == nil {
+		t.Fatal(problems)
+	}
+	if len(res.Files) != 1 || res.Files[0].Path != "/etc/inline" {
+		t.Errorf("managed files %+v", res.Files)
+	}
+	want := []string{"/etc/remote (storage.files.1): contents from https://example.com/r",
+		"/etc/gz (storage.files.2): gzip-compressed contents", "/etc/more (storage.files.3): 1 fragment(s) to append"}
+	if fmt.Sprint(res.FirstBootFiles) != fmt.Sprint(want) {
+		t.Errorf("first-boot files %q", res.FirstBootFiles)
+	}
+	fb := string(res.FirstBoot)
+	for _, s := range []string{`"source":"https://example.com/r"`, `"hash":"sha512-000`, `"compression":"gzip"`, `"append":[{`, `"source":"data:,more"`} {
+		if !strings.Contains(fb, s) {
+			t.Errorf("first-boot part lacks %s: %s", s, fb)
+		}
+	}
+	if strings.Contains(fb, "/etc/inline") {
+		t.Errorf("managed file in the first-boot part: %s", fb)
+	}
 }

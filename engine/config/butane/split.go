@@ -3,6 +3,7 @@ package butane
 import (
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/coreos/ignition/v2/config/v3_6/types"
 
@@ -12,7 +13,9 @@ import (
 
 // fromIgnition takes what mcp manages out of cfg — files, directories, links, units,
 // kernel arguments, the core user's SSH keys — and keeps the rest as the first-boot part.
-// What mcp would manage but cannot (a file's remote contents, an owner by number…) is an
+// A file whose bytes mcp cannot know when it plans (contents from a URL, compressed
+// contents, appended fragments) is left in the first-boot part too, and named with why
+// in Result.FirstBootFiles. What mcp would manage but cannot (an owner by number…) is an
 // error naming it.
 func fromIgnition(cfg *types.Config, firstBootOnly func(string) bool) (*Result, []string) {
 	res := &Result{Spec: cfg.Ignition.Version}
@@ -29,6 +32,11 @@ func fromIgnition(cfg *types.Config, firstBootOnly func(string) bool) (*Result, 
 	for i, f := range cfg.Storage.Files {
 		at := fmt.Sprintf("storage.files.%d", i)
 		if leave(f.Path, at) {
+			rest.Storage.Files = append(rest.Storage.Files, f)
+			continue
+		}
+		if why := unknownBytes(&f); why != "" {
+			res.FirstBootFiles = append(res.FirstBootFiles, fmt.Sprintf("%s (%s): %s", f.Path, at, why))
 			rest.Storage.Files = append(rest.Storage.Files, f)
 			continue
 		}
@@ -140,6 +148,24 @@ func parts(rest *types.Config) []string {
 	r := *rest
 	r.Passwd = types.Passwd{}
 	return append(out, setFields(reflect.ValueOf(r), "")...)
+}
+
+// unknownBytes is why mcp cannot know f's bytes when it plans, or "" when it can: its
+// contents come from a URL, are compressed, or it has fragments to append. Ignition
+// fetches, decompresses and appends them on a booting node, as the config says.
+func unknownBytes(f *types.File) string {
+	var why []string
+	c := f.Contents
+	if c.Source != nil && !strings.HasPrefix(*c.Source, "data:") {
+		why = append(why, "contents from "+*c.Source)
+	}
+	if c.Compression != nil && *c.Compression != "" {
+		why = append(why, *c.Compression+"-compressed contents")
+	}
+	if len(f.Append) > 0 {
+		why = append(why, fmt.Sprintf("%d fragment(s) to append", len(f.Append)))
+	}
+	return strings.Join(why, ", ")
 }
 
 // directory is d as mcp manages it, or why it cannot be.

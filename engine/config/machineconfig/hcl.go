@@ -109,7 +109,7 @@ func (w *writer) config(body *hclwrite.Body, pools []string) error {
 		return err
 	}
 	if ign != nil {
-		if parts := append(slices.Clone(mc.Ignition.FirstBootParts), mc.Ignition.FirstBootPaths...); len(parts) > 0 {
+		if parts := append(slices.Concat(mc.Ignition.FirstBootParts, mc.Ignition.FirstBootPaths), mc.Ignition.FirstBootFiles...); len(parts) > 0 {
 			w.warnings = append(w.warnings, fmt.Sprintf("MachineConfig %s: %s: written as the config's ignition attribute, "+
 				"first boot only: booting nodes get them, running nodes never do", mc.Name, strings.Join(parts, ", ")))
 		}

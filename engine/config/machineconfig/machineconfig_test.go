@@ -153,10 +153,10 @@ spec:
       - path: /etc/a
         contents: {source: "data:,a"}
       - path: /etc/b
-        contents: {source: "https://example.com/b"}
+        user: {id: 1000}
 `
 	_, problems := Parse([]byte(text))
-	if len(problems) != 1 || problems[0].At != (Pos{11, 9}) || !strings.Contains(problems[0].Message, "contents from a URL") {
+	if len(problems) != 1 || problems[0].At != (Pos{11, 9}) || !strings.Contains(problems[0].Message, "owner by number") {
 		t.Errorf("got %v", problems)
 	}
 }
