@@ -40,7 +40,7 @@ var running sync.Map
 // claimJudge judges claims for a workspace.
 type claimJudge struct {
 	w    *Workspace
-	self liveproc.Process
+	self model.Process
 	host string // user@host
 
 	mu     sync.Mutex
@@ -71,7 +71,7 @@ func newClaimJudge(w *Workspace) *claimJudge {
 }
 
 // live says whether held's apply still runs, and how that was judged:
-//   - on this machine (its boot id and PID namespace), by its process: running, not a
+//   - from the same machine, boot and PID namespace, by its process: running, not a
 //     zombie, started when the claim says (not a reused PID); in this process, by its
 //     apply being under way;
 //   - elsewhere, taken under the state lock: while that lock is held — so never, for an
@@ -88,7 +88,7 @@ func (j *claimJudge) live(held model.Claim) (bool, string) {
 		return false, why
 	}
 	live, why := j.judge(held)
-	if !live && (held.Machine == j.self.Machine && held.Machine != "" || held.Lock != "" && !j.w.NoLock) {
+	if !live && (held.SamePlace(j.self) || held.Lock != "" && !j.w.NoLock) {
 		j.mu.Lock()
 		j.gone[held.Apply] = why
 		j.mu.Unlock()
@@ -98,16 +98,14 @@ func (j *claimJudge) live(held model.Claim) (bool, string) {
 
 func (j *claimJudge) judge(held model.Claim) (bool, string) {
 	switch {
-	case held.Machine != "" && held.Machine == j.self.Machine && held.PID == j.self.PID:
+	case held.SamePlace(j.self) && held.PID == j.self.PID:
 		if _, ok := running.Load(held.Apply); ok {
 			return true, "an apply of this process"
 		}
 		return false, "its apply in this process has ended"
-	case held.Machine != "" && held.Machine == j.self.Machine:
-		if liveproc.Runs(held.PID, held.Start) {
-			return true, fmt.Sprintf("process %d runs on this host", held.PID)
-		}
-		return false, fmt.Sprintf("process %d no longer runs on this host", held.PID)
+	case held.SamePlace(j.self):
+		live, _, why := liveproc.Judge(held.Process)
+		return live, why
 	case held.Lock != "" && !j.w.NoLock:
 		return false, fmt.Sprintf("it was taken under state lock %s, and this apply holds the lock now", held.Lock)
 	case held.Lock != "":
@@ -230,8 +228,7 @@ func (a *applier) othersClaims(busy map[string]string, node string, observed []m
 // renewed.
 func (a *applier) newClaim() model.Claim {
 	j := a.w.judge()
-	c := model.Claim{Apply: a.id, Lock: a.w.lockID, Host: j.host, Machine: j.self.Machine, PID: j.self.PID,
-		Start: j.self.Start, Since: time.Now().UTC()}
+	c := model.Claim{Apply: a.id, Lock: a.w.lockID, Host: j.host, Process: j.self, Since: time.Now().UTC()}
 	if a.w.NoLock {
 		c.Lock, c.Expires = "", c.Since.Add(claimTTL)
 	}

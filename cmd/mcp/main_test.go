@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcp/internal/liveproc"
 	"github.com/mcpfleet/mcp/state"
 	"github.com/mcpfleet/mcp/state/localstate"
 	"github.com/mcpfleet/mcp/testkit/quickstarttest"
@@ -403,7 +404,7 @@ func TestForceUnlockOfKilledUnreapedHolder(t *testing.T) {
 	}
 	defer holder.Wait()
 	info := state.NewLockInfo("apply", "test")
-	info.PID = holder.Process.Pid
+	info.Process, _ = liveproc.Of(holder.Process.Pid)
 	raw, _ := json.Marshal(info)
 	if err := os.WriteFile(filepath.Join(dir, "mcp.state.lock"), raw, 0o644); err != nil {
 		t.Fatal(err)
@@ -417,7 +418,7 @@ func TestForceUnlockOfKilledUnreapedHolder(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	code, out, errOut := mcp(t, dir, "force-unlock", info.ID)
-	if code != 0 || strings.Contains(out+errOut, "runs on this host") {
+	if code != 0 || strings.Contains(out+errOut, "runs on this machine") {
 		t.Fatalf("force-unlock of a killed, unreaped holder: exit %d, want 0 without asking\n%s%s", code, out, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "mcp.state.lock")); !os.IsNotExist(err) {
