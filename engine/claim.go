@@ -188,6 +188,8 @@ func (a *applier) claimedSince(node string, observed []model.Node) error {
 		}
 		seen := a.w.seen[node]
 		switch {
+		case seen.live && n.Claim.Same(seen.claim) && !n.Claim.SamePlace(a.w.judge().self):
+			return a.claimLapsing(node, n.Claim)
 		case seen.live:
 			return notStarted(&claimedError{node, fmt.Sprintf("%s held it when this apply's plan was made (%s): the plan's steps for it may be stale",
 				seen.claim, seen.why)})
@@ -204,6 +206,27 @@ func (a *applier) claimedSince(node string, observed []model.Node) error {
 	}
 	return nil
 }
+
+// claimLapsing weighs a node whose claim, live when the plan was made, is unchanged since
+// and names an apply elsewhere (another machine, boot or PID namespace): its liveness is
+// its lease (or the state lock it was taken under), not a process this run can check. A
+// live apply there renews its claim, so one still the same once it has expired (or its
+// lock gone) is an apply that stopped before the plan and touched the node no more: the
+// node is this apply's, in its own slot, and the room its claim held frees then, not at the
+// end of -budget-wait. Until then the node waits for room, saying for what.
+func (a *applier) claimLapsing(node string, held *model.Claim) error {
+	live, why := a.w.judge().live(*held)
+	if !live {
+		return nil
+	}
+	return &claimWaitError{why: fmt.Sprintf("node %s is held by %s (%s)", node, held, why)}
+}
+
+// claimWaitError: the node may start once another apply's claim on it lapses; it waits for
+// room meanwhile, within -budget-wait.
+type claimWaitError struct{ why string }
+
+func (e *claimWaitError) Error() string { return e.why }
 
 // othersClaims adds to busy (a copy is returned) the nodes of observed, other than node,
 // that another live apply holds: they are about to be out of service, or are.

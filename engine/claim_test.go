@@ -217,6 +217,54 @@ func TestClaimedNodeIsNotStarted(t *testing.T) {
 	}
 }
 
+// An apply on another machine, without the lock, claimed infra-1 (its pool has room for
+// one), cordoned it, journaled the cordon and stopped: its claim is live until it expires,
+// and the node out of service holds the pool's room. The plan, made while the claim is
+// live, resumes infra-1 first and has infra-0 wait for it. When the claim lapses,
+// unchanged, infra-1 is this apply's: it is finished and the room frees then — both nodes
+// are updated — instead of infra-0 waiting out -budget-wait for room only the lapsed claim
+// held.
+func TestLapsedClaimFreesItsRoom(t *testing.T) {
+	dir := quickstart(t)
+	w := load(t, dir)
+	w.NoLock = true
+	lp := w.Provider.(*local.Provider)
+	ctx := context.Background()
+	_, pf := planned(t, w)
+	for _, n := range pf.Plan.Nodes {
+		if n.Name == "infra-1" {
+			r := state.JournalRecord{Node: n.Name, From: n.From, Target: n.To, Step: model.Step{Kind: model.StepCordon}.Key()}
+			if err := w.Backend.AppendJournal(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	elsewhere := model.Process{MachineID: "0123456789abcdef0123456789abcdef", BootID: "b", PIDNamespace: "pid:[1]", PID: 1}
+	expires := time.Now().Add(1500 * time.Millisecond).UTC()
+	c := model.Claim{Apply: "stopped", Host: "you@there", Process: elsewhere, Since: time.Now().UTC(), Expires: expires}
+	if _, err := lp.Claim(ctx, "infra-1", c, func(model.Claim) (bool, string) { return false, "" }); err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.Cordon(ctx, "infra-1"); err != nil {
+		t.Fatal(err)
+	}
+	res, err, evs := apply(t, w, ApplyOptions{BudgetPoll: 20 * time.Millisecond, BudgetWait: 20 * time.Second})
+	if Outcome(res, err) != Complete || len(res.Updated) != 6 {
+		t.Fatalf("outcome %v, updated %v, skipped %v, deferred %v, err %v; want all 6 updated once the claim lapsed",
+			Outcome(res, err), res.Updated, res.Skipped, res.Deferred, err)
+	}
+	waited := false
+	for _, e := range evs {
+		waited = waited || e.Kind == EventWaiting && e.Node == "infra-1" && strings.Contains(e.Reason, "apply stopped")
+	}
+	if !waited {
+		t.Error("infra-1 did not say it waited for the claim to lapse")
+	}
+	if time.Now().Before(expires) {
+		t.Error("apply finished before the claim lapsed")
+	}
+}
+
 // Without the lock, apply carries out the plan it showed; a node another apply worked on
 // since (its claim changed) is not started: its planned steps may be stale.
 func TestNodeWorkedOnSinceThePlanIsNotStarted(t *testing.T) {
