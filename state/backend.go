@@ -54,6 +54,9 @@ type LockStatus struct {
 	// Alive is false only when the holder is known to be gone (its process no longer runs on
 	// this host; its Lease expired). A holder that cannot be checked counts as alive.
 	Alive bool
+	// Unchecked: Alive only because whether the holder runs cannot be checked from here (it
+	// runs on another machine, boot or PID namespace, and the lock has no lease to run out).
+	Unchecked bool
 	// Detail says how Alive was judged, for people: "process 4242 runs on this machine".
 	Detail string
 }

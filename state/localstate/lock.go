@@ -219,6 +219,6 @@ func (l *Local) LockStatus(ctx context.Context) (*state.LockStatus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading lock %s: %w", l.lockPath(), err)
 	}
-	alive, _, why := liveproc.Judge(info.Process)
-	return &state.LockStatus{Holder: info, Alive: alive, Detail: why}, nil
+	alive, known, why := liveproc.Judge(info.Process)
+	return &state.LockStatus{Holder: info, Alive: alive, Unchecked: !known, Detail: why}, nil
 }

@@ -1,0 +1,210 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/state"
+)
+
+const (
+	// FaultAnotherMachine: a second apply in a PID namespace of its own (unshare --pid
+	// --fork --mount-proc: a container or another host sharing the state directory, as far
+	// as PIDs go) beside a live apply, which runs on either side: from there force-unlock
+	// without -force must be refused and the lock stay, and an apply with -lock=false
+	// starts no node beside the live one. Half the time the live apply is then SIGKILLed
+	// (its machine lost): its lock is removed with -force, as an operator who knows it dead
+	// would, and the next apply takes its claims over.
+	FaultAnotherMachine Fault = "another-machine"
+	// FaultRollback: a node's OS rolls back at its update's reboot (fault.reboot=rollback):
+	// apply fails it, Degraded. The cause is then fixed and the next apply must update the
+	// node again from what it runs, with one new reboot.
+	FaultRollback Fault = "os-rollback"
+)
+
+// pidNamespace is the command line that runs a command in a PID namespace of its own, or
+// why there is none here.
+func pidNamespace() ([]string, string) {
+	if os.Geteuid() != 0 {
+		return nil, "a PID namespace of its own needs root"
+	}
+	ns := []string{"unshare", "--pid", "--fork", "--mount-proc"}
+	if out, err := exec.Command(ns[0], append(ns[1:], "true")...).CombinedOutput(); err != nil {
+		return nil, fmt.Sprintf("unshare does not run here: %v %s", err, bytes.TrimSpace(out))
+	}
+	return ns, ""
+}
+
+// inPlace makes cmd run behind prefix (a namespace's command line; none: as it is).
+func inPlace(cmd *exec.Cmd, prefix []string) *exec.Cmd {
+	if len(prefix) > 0 {
+		cmd.Args = append(append([]string{}, prefix...), cmd.Args...)
+		cmd.Path, cmd.Err = "", nil
+		if lp, err := exec.LookPath(prefix[0]); err == nil {
+			cmd.Path = lp
+		} else {
+			cmd.Err = err
+		}
+	}
+	return cmd
+}
+
+// anotherMachine runs FaultAnotherMachine.
+func (h *harness) anotherMachine(ctx context.Context) error {
+	ns, why := pidNamespace()
+	if ns == nil {
+		h.o.Log("another machine: no PID namespace (%s): a SIGKILL instead", why)
+		return h.signalled(ctx, FaultKill)
+	}
+	liveIn, otherIn := []string(nil), ns
+	if h.rng.IntN(2) == 0 {
+		liveIn, otherIn = ns, nil
+	}
+	side := map[bool]string{true: "in a PID namespace of its own", false: "here"}
+	live := inPlace(h.applyCmd(ctx), liveIn)
+	var out bytes.Buffer
+	live.Stdout, live.Stderr = &out, &out
+	if err := live.Start(); err != nil {
+		return err
+	}
+	h.rep.Runs++
+	started := time.Now()
+	exited := make(chan struct{})
+	go func() { live.Wait(); close(exited) }()
+	h.waitForLock(exited)
+
+	if id := h.lockID(); id != "" {
+		fu := inPlace(exec.CommandContext(ctx, h.o.MCP, "-chdir="+h.o.Dir, "force-unlock", id), otherIn)
+		fuOut, err := fu.CombinedOutput()
+		if err == nil && !ended(exited) {
+			h.problem("force-unlock without -force, run %s, removed the lock of the live apply %s:\n%s",
+				side[otherIn != nil], side[liveIn != nil], lastLines(string(fuOut), 8))
+		}
+	}
+	other := inPlace(h.applyCmd(ctx, "-lock=false", "-budget-wait=1s"), otherIn)
+	otherOut, _ := other.CombinedOutput()
+	h.rep.Runs++
+	if code := other.ProcessState.ExitCode(); code != 0 && code != 2 {
+		h.problem("an apply with -lock=false %s beside the live one %s exited %d:\n%s",
+			side[otherIn != nil], side[liveIn != nil], code, lastLines(string(otherOut), 12))
+	}
+	h.o.Log("another machine: live apply %s, the other %s (exit %d)", side[liveIn != nil], side[otherIn != nil], other.ProcessState.ExitCode())
+	if h.rng.IntN(2) == 0 && !ended(exited) {
+		syscall.Kill(-live.Process.Pid, syscall.SIGKILL)
+		<-exited
+		h.kills = append(h.kills, time.Now())
+		h.rep.Kills++
+		h.o.Log("another machine: the live apply %s SIGKILLed", side[liveIn != nil])
+		if err := h.audit(out.String()+string(otherOut), started); err != nil {
+			return err
+		}
+		if err := h.checkState(ctx); err != nil {
+			h.rep.Problems = append(h.rep.Problems, fmt.Sprintf("after kill %d: %v", h.rep.Kills, err))
+			return err
+		}
+		return h.run.UnlockKilled()
+	}
+	select {
+	case <-exited:
+	case <-time.After(gracefulWait + 10*h.o.MaxDelay):
+		syscall.Kill(-live.Process.Pid, syscall.SIGKILL)
+		<-exited
+		h.problem("the live apply did not end:\n%s", lastLines(out.String(), 12))
+		return h.run.UnlockKilled()
+	}
+	if code := live.ProcessState.ExitCode(); code > 2 {
+		h.problem("the live apply %s exited %d:\n%s", side[liveIn != nil], code, lastLines(out.String(), 12))
+	}
+	h.lockReleased(FaultAnotherMachine, out.String())
+	return h.audit(out.String()+string(otherOut), started)
+}
+
+// waitForLock waits, a random part of MaxDelay at most, for the live apply to hold the
+// state lock (or to end).
+func (h *harness) waitForLock(exited <-chan struct{}) {
+	deadline := time.Now().Add(time.Duration(h.rng.Int64N(int64(h.o.MaxDelay) + 1)))
+	for time.Now().Before(deadline) && h.lockID() == "" && !ended(exited) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// lockID is the state lock's ID ("" when it is not held or does not read yet).
+func (h *harness) lockID() string {
+	var info state.LockInfo
+	b, err := os.ReadFile(filepath.Join(h.o.Dir, "mcp.state.lock"))
+	if err != nil || json.Unmarshal(b, &info) != nil {
+		return ""
+	}
+	return info.ID
+}
+
+// ended says whether exited is closed: the apply has ended.
+func ended(exited <-chan struct{}) bool {
+	select {
+	case <-exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// rollback runs FaultRollback: a node's OS rolls back under an apply run to its end; then
+// the fault is fixed and apply runs to its end again. A node that was Degraded by the
+// rollback must not be after that.
+func (h *harness) rollback(ctx context.Context) error {
+	p := h.o.Pools[h.rng.IntN(len(h.o.Pools))]
+	node := fmt.Sprintf("%s-%d", p.Name, h.rng.IntN(p.Size))
+	if _, err := h.run.Run("fleet", "set", "-fleet", h.fleet(), node, "fault.reboot=rollback"); err != nil {
+		return err
+	}
+	first, err := h.applyToEnd(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := h.run.Run("fleet", "set", "-fleet", h.fleet(), node, "fault.reboot-"); err != nil {
+		return err
+	}
+	rolledBack := strings.Contains(h.nodeReason(node), "after reboot: verify")
+	second, err := h.applyToEnd(ctx)
+	if err != nil {
+		return err
+	}
+	h.o.Log("os rollback on %s: apply %d, rolled back %v; fixed: apply %d", node, first, rolledBack, second)
+	if reason := h.nodeReason(node); rolledBack && second == 0 && reason != "" {
+		h.problem("node %s, its OS rolled back and the cause fixed, is not healed by an apply that exited 0: %s", node, reason)
+	}
+	return nil
+}
+
+// applyToEnd runs one apply to its end, audits it, and returns its exit code.
+func (h *harness) applyToEnd(ctx context.Context) (int, error) {
+	cmd := h.applyCmd(ctx)
+	started := time.Now()
+	out, _ := cmd.CombinedOutput()
+	h.rep.Runs++
+	code := cmd.ProcessState.ExitCode()
+	if code > 2 {
+		h.problem("apply exited %d:\n%s", code, lastLines(string(out), 12))
+	}
+	h.lockReleased(FaultRollback, string(out))
+	return code, h.audit(string(out), started)
+}
+
+// nodeReason is why the node says it is Degraded ("" when it is not).
+func (h *harness) nodeReason(node string) string {
+	var n model.Node
+	b, err := os.ReadFile(filepath.Join(h.fleet(), "nodes", node, "node.json"))
+	if err != nil || json.Unmarshal(b, &n) != nil || n.State != model.StateDegraded {
+		return ""
+	}
+	return n.Reason
+}
