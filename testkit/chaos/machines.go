@@ -157,46 +157,86 @@ func ended(exited <-chan struct{}) bool {
 	}
 }
 
-// rollback runs FaultRollback: a node's OS rolls back under an apply run to its end; then
-// the fault is fixed and apply runs to its end again. A node that was Degraded by the
-// rollback must not be after that.
+// rollback runs FaultRollback: a node's OS rolls back under an apply, which is stopped
+// (SIGTERM) once the node has failed; then the fault is fixed and the next apply runs until
+// the node is healed, and is stopped too. A node the rollback Degraded must be Done after
+// that, with no second reboot of its own for one update (the judge's count).
+//
+// Both applies are stopped rather than run to their end, and their drains bounded to 5 s: a
+// node Degraded keeps the pod its drain evicted away, and other nodes' drains wait for that
+// PodDisruptionBudget until their timeout.
 func (h *harness) rollback(ctx context.Context) error {
 	p := h.o.Pools[h.rng.IntN(len(h.o.Pools))]
 	node := fmt.Sprintf("%s-%d", p.Name, h.rng.IntN(p.Size))
 	if _, err := h.run.Run("fleet", "set", "-fleet", h.fleet(), node, "fault.reboot=rollback"); err != nil {
 		return err
 	}
-	first, err := h.applyToEnd(ctx)
+	failed := func() bool { return strings.Contains(h.nodeReason(node), "after reboot: verify") }
+	first, err := h.applyUntil(ctx, failed)
 	if err != nil {
 		return err
 	}
 	if _, err := h.run.Run("fleet", "set", "-fleet", h.fleet(), node, "fault.reboot-"); err != nil {
 		return err
 	}
-	rolledBack := strings.Contains(h.nodeReason(node), "after reboot: verify")
-	second, err := h.applyToEnd(ctx)
+	rolledBack := failed()
+	healed := func() bool { return h.nodeState(node) == model.StateDone }
+	second, err := h.applyUntil(ctx, healed)
 	if err != nil {
 		return err
 	}
-	h.o.Log("os rollback on %s: apply %d, rolled back %v; fixed: apply %d", node, first, rolledBack, second)
-	if reason := h.nodeReason(node); rolledBack && second == 0 && reason != "" {
-		h.problem("node %s, its OS rolled back and the cause fixed, is not healed by an apply that exited 0: %s", node, reason)
+	h.o.Log("os rollback on %s: apply %d, rolled back %v; fixed: apply %d, healed %v", node, first, rolledBack, second, healed())
+	if rolledBack && !healed() {
+		h.problem("node %s, its OS rolled back and the cause fixed, is not healed by the next apply: %s %s", node, h.nodeState(node), h.nodeReason(node))
 	}
 	return nil
 }
 
-// applyToEnd runs one apply to its end, audits it, and returns its exit code.
-func (h *harness) applyToEnd(ctx context.Context) (int, error) {
-	cmd := h.applyCmd(ctx)
-	started := time.Now()
-	out, _ := cmd.CombinedOutput()
-	h.rep.Runs++
-	code := cmd.ProcessState.ExitCode()
-	if code > 2 {
-		h.problem("apply exited %d:\n%s", code, lastLines(string(out), 12))
+// applyUntil runs one apply until it ends or done holds, then stops it gracefully
+// (SIGTERM), audits it, and returns its exit code.
+func (h *harness) applyUntil(ctx context.Context, done func() bool) (int, error) {
+	cmd := h.applyCmd(ctx, "-drain-timeout=5s", "-drain-retry-delay=100ms")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return 0, err
 	}
-	h.lockReleased(FaultRollback, string(out))
-	return code, h.audit(string(out), started)
+	h.rep.Runs++
+	started := time.Now()
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	// Until apply holds the lock it may not have its signal handling yet.
+	for !ended(exited) && (h.lockID() == "" || !done()) && time.Since(started) < gracefulWait {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !ended(exited) {
+		syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(gracefulWait):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+			h.problem("apply did not stop within %s of SIGTERM:\n%s", gracefulWait, lastLines(out.String(), 12))
+			return -1, h.run.UnlockKilled()
+		}
+	}
+	code := cmd.ProcessState.ExitCode()
+	h.o.Log("apply ended (%s): %s", exitOf(cmd), lastLines(out.String(), 3))
+	if code > 2 || code < 0 {
+		h.problem("apply exited %d (%s):\n%s", code, exitOf(cmd), lastLines(out.String(), 12))
+	}
+	h.lockReleased(FaultRollback, out.String())
+	return code, h.audit(out.String(), started)
+}
+
+// nodeState is the state the node reports.
+func (h *harness) nodeState(node string) string {
+	var n model.Node
+	b, err := os.ReadFile(filepath.Join(h.fleet(), "nodes", node, "node.json"))
+	if err != nil || json.Unmarshal(b, &n) != nil {
+		return ""
+	}
+	return n.State
 }
 
 // nodeReason is why the node says it is Degraded ("" when it is not).
