@@ -188,7 +188,8 @@ func assertUntouched(t *testing.T, dir, why string, nodes ...string) {
 	}
 }
 
-// A command check that starts a background child and fails leaves nothing running, try
+// A command check that starts a background child and a daemon in a session of its own
+// (setsid -f, which its process group does not hold) and fails leaves nothing running, try
 // after try: apply fails the node at its gate, and the process table holds no process of
 // the check (its argv carries a marker) once apply has exited.
 func TestCommandCheckLeavesNoProcess(t *testing.T) {
@@ -200,7 +201,7 @@ func TestCommandCheckLeavesNoProcess(t *testing.T) {
 	marker := fmt.Sprintf("mcp-check-leak-%d-%d", os.Getpid(), time.Now().UnixNano())
 	t.Cleanup(func() { proctable.KillMarked(marker) })
 	check := fmt.Sprintf(`  health_check "leaves-a-child" {
-    command = ["/bin/sh", "-c", "(sleep 300; : %s) & exit 1"]
+    command = ["/bin/sh", "-c", "(sleep 300; : %[1]s) & setsid -f sh -c 'sleep 317; : %[1]s' </dev/null >/dev/null 2>&1; exit 1"]
     timeout = "1s"
   }
 `, marker)

@@ -184,6 +184,48 @@ func TestKubeRebootIntoTheWrongImageDegrades(t *testing.T) {
 	}
 }
 
+// TestKubeRollbackThenFixedHeals: the machine boots the old deployment once (the update's
+// reboot rolled back), the node is Degraded; with the cause gone, the next apply updates it
+// again from what it runs — kargs, pivot and one new reboot, each a real call to the host —
+// and the plan never says the rolled-back reboot finished the update.
+func TestKubeRollbackThenFixedHeals(t *testing.T) {
+	c := newKubeCluster(t, hostPools, map[string]int{"worker": 1})
+	c.bootedFrom(t, fcos41)
+	c.machine(t, "worker-0", nodeexec.MachineRollback, "")
+	if out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-drain-retry-delay=500ms"); code != 1 {
+		t.Fatalf("apply with the OS rolling back: exit %d, want 1\n%s", code, out)
+	}
+	if n := c.node(t, "worker-0"); n.Annotations[protocol.State] != model.StateDegraded {
+		t.Fatalf("worker-0 is %q (%s), want Degraded", n.Annotations[protocol.State], n.Annotations[protocol.Reason])
+	}
+	if err := os.Remove(filepath.Join(c.agents["worker-0"].root, nodeexec.MachineDir, nodeexec.MachineRollback)); err != nil {
+		t.Fatal(err)
+	}
+	calls := len(hostCalls(t, c.agents["worker-0"]))
+
+	out, _ := c.mcp(t, "mcp-apply", "plan", "-no-color")
+	if row := planRow(out, "worker-0"); strings.Contains(out, "rebooted into") ||
+		!strings.Contains(row, "kargs") || !strings.Contains(row, "pivot") || !strings.Contains(row, "reboot") {
+		t.Errorf("plan after the fix: worker-0's steps %q; want kargs, pivot and reboot, and no reboot said to have happened\n%s", row, out)
+	}
+	if out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-drain-retry-delay=500ms"); code != 0 {
+		t.Fatalf("apply after the fix: exit %d\n%s", code, out)
+	}
+	n := c.waitAnnotations(t, "worker-0", fcos42Release, "rw", "root=UUID=34bfd606", "console=ttyS0,115200n8", "nosmt")
+	if n.Annotations[protocol.State] != model.StateDone || n.Annotations[protocol.CurrentConfig] != c.pointer(t, "worker") {
+		t.Errorf("worker-0: %s on %q, want Done on the pool's config", n.Annotations[protocol.State], n.Annotations[protocol.CurrentConfig])
+	}
+	if b := c.agents["worker-0"].boots.Load(); b != 3 {
+		t.Errorf("worker-0 booted %d times; want 3 (first boot, the rolled-back reboot, one more)", b)
+	}
+	after := hostCalls(t, c.agents["worker-0"])[calls:]
+	for _, want := range []string{"kargs", "pivot", "reboot"} {
+		if !slices.ContainsFunc(after, func(c string) bool { return strings.Contains(c, want) }) {
+			t.Errorf("the second apply made no %s call to the host: %v", want, after)
+		}
+	}
+}
+
 // TestKubePoolImageAlreadyBootedPlansNoReboot: nodes that run a config of mcp's and boot
 // image X; the pool's os_image is set to X. The plan gives them the new config with no
 // pivot and no reboot, and apply does not reboot them: the Node's reported image is what

@@ -40,7 +40,7 @@ var running sync.Map
 // claimJudge judges claims for a workspace.
 type claimJudge struct {
 	w    *Workspace
-	self liveproc.Process
+	self model.Process
 	host string // user@host
 
 	mu     sync.Mutex
@@ -71,7 +71,7 @@ func newClaimJudge(w *Workspace) *claimJudge {
 }
 
 // live says whether held's apply still runs, and how that was judged:
-//   - on this machine (its boot id and PID namespace), by its process: running, not a
+//   - from the same machine, boot and PID namespace, by its process: running, not a
 //     zombie, started when the claim says (not a reused PID); in this process, by its
 //     apply being under way;
 //   - elsewhere, taken under the state lock: while that lock is held — so never, for an
@@ -88,7 +88,7 @@ func (j *claimJudge) live(held model.Claim) (bool, string) {
 		return false, why
 	}
 	live, why := j.judge(held)
-	if !live && (held.Machine == j.self.Machine && held.Machine != "" || held.Lock != "" && !j.w.NoLock) {
+	if !live && (held.SamePlace(j.self) || held.Lock != "" && !j.w.NoLock) {
 		j.mu.Lock()
 		j.gone[held.Apply] = why
 		j.mu.Unlock()
@@ -98,16 +98,14 @@ func (j *claimJudge) live(held model.Claim) (bool, string) {
 
 func (j *claimJudge) judge(held model.Claim) (bool, string) {
 	switch {
-	case held.Machine != "" && held.Machine == j.self.Machine && held.PID == j.self.PID:
+	case held.SamePlace(j.self) && held.PID == j.self.PID:
 		if _, ok := running.Load(held.Apply); ok {
 			return true, "an apply of this process"
 		}
 		return false, "its apply in this process has ended"
-	case held.Machine != "" && held.Machine == j.self.Machine:
-		if liveproc.Runs(held.PID, held.Start) {
-			return true, fmt.Sprintf("process %d runs on this host", held.PID)
-		}
-		return false, fmt.Sprintf("process %d no longer runs on this host", held.PID)
+	case held.SamePlace(j.self):
+		live, _, why := liveproc.Judge(held.Process)
+		return live, why
 	case held.Lock != "" && !j.w.NoLock:
 		return false, fmt.Sprintf("it was taken under state lock %s, and this apply holds the lock now", held.Lock)
 	case held.Lock != "":
@@ -190,6 +188,8 @@ func (a *applier) claimedSince(node string, observed []model.Node) error {
 		}
 		seen := a.w.seen[node]
 		switch {
+		case seen.live && n.Claim.Same(seen.claim) && !n.Claim.SamePlace(a.w.judge().self):
+			return a.claimLapsing(node, n.Claim)
 		case seen.live:
 			return notStarted(&claimedError{node, fmt.Sprintf("%s held it when this apply's plan was made (%s): the plan's steps for it may be stale",
 				seen.claim, seen.why)})
@@ -206,6 +206,27 @@ func (a *applier) claimedSince(node string, observed []model.Node) error {
 	}
 	return nil
 }
+
+// claimLapsing weighs a node whose claim, live when the plan was made, is unchanged since
+// and names an apply elsewhere (another machine, boot or PID namespace): its liveness is
+// its lease (or the state lock it was taken under), not a process this run can check. A
+// live apply there renews its claim, so one still the same once it has expired (or its
+// lock gone) is an apply that stopped before the plan and touched the node no more: the
+// node is this apply's, in its own slot, and the room its claim held frees then, not at the
+// end of -budget-wait. Until then the node waits for room, saying for what.
+func (a *applier) claimLapsing(node string, held *model.Claim) error {
+	live, why := a.w.judge().live(*held)
+	if !live {
+		return nil
+	}
+	return &claimWaitError{why: fmt.Sprintf("node %s is held by %s (%s)", node, held, why)}
+}
+
+// claimWaitError: the node may start once another apply's claim on it lapses; it waits for
+// room meanwhile, within -budget-wait.
+type claimWaitError struct{ why string }
+
+func (e *claimWaitError) Error() string { return e.why }
 
 // othersClaims adds to busy (a copy is returned) the nodes of observed, other than node,
 // that another live apply holds: they are about to be out of service, or are.
@@ -230,8 +251,7 @@ func (a *applier) othersClaims(busy map[string]string, node string, observed []m
 // renewed.
 func (a *applier) newClaim() model.Claim {
 	j := a.w.judge()
-	c := model.Claim{Apply: a.id, Lock: a.w.lockID, Host: j.host, Machine: j.self.Machine, PID: j.self.PID,
-		Start: j.self.Start, Since: time.Now().UTC()}
+	c := model.Claim{Apply: a.id, Lock: a.w.lockID, Host: j.host, Process: j.self, Since: time.Now().UTC()}
 	if a.w.NoLock {
 		c.Lock, c.Expires = "", c.Since.Add(claimTTL)
 	}

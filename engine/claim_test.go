@@ -31,7 +31,7 @@ func (v lockView) LockStatus(context.Context) (*state.LockStatus, error) { retur
 
 // sleeper starts a process that runs until the test ends, and returns it as a claim would
 // record it.
-func sleeper(t *testing.T) (*exec.Cmd, liveproc.Process) {
+func sleeper(t *testing.T) (*exec.Cmd, model.Process) {
 	t.Helper()
 	cmd := exec.Command("sleep", "60")
 	if err := cmd.Start(); err != nil {
@@ -39,7 +39,7 @@ func sleeper(t *testing.T) (*exec.Cmd, liveproc.Process) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	p, err := liveproc.Of(cmd.Process.Pid)
-	if err != nil || p.Machine == "" {
+	if err != nil || p.BootID == "" || p.PIDNamespace == "" {
 		t.Skipf("no /proc to record a process by (%v)", err)
 	}
 	return cmd, p
@@ -50,15 +50,19 @@ func sleeper(t *testing.T) (*exec.Cmd, liveproc.Process) {
 // by the state lock it was taken under, or by its expiry.
 func TestClaimJudge(t *testing.T) {
 	self := liveproc.Self()
-	if self.Machine == "" {
+	if self.BootID == "" || self.PIDNamespace == "" {
 		t.Skip("no /proc to tell machines apart")
 	}
 	w := &Workspace{Backend: lockView{}}
-	here := func(apply string, p liveproc.Process) model.Claim {
-		return model.Claim{Apply: apply, Host: "me@here", Machine: p.Machine, PID: p.PID, Start: p.Start, Since: time.Now()}
+	here := func(apply string, p model.Process) model.Claim {
+		return model.Claim{Apply: apply, Host: "me@here", Process: p, Since: time.Now()}
 	}
 	cmd, child := sleeper(t)
-	elsewhere := model.Claim{Host: "you@there", Machine: "another-boot/pid:[1]", PID: child.PID, Since: time.Now()}
+	elsewhere := model.Claim{Host: "you@there", Process: model.Process{MachineID: child.MachineID, BootID: child.BootID, PIDNamespace: "pid:[1]",
+		PID: child.PID, Start: child.Start}, Since: time.Now()}
+	otherMachine := elsewhere
+	otherMachine.Process = child
+	otherMachine.MachineID, otherMachine.Apply, otherMachine.Lock = "0123456789abcdef0123456789abcdef", "m1", "L"
 	for _, tc := range []struct {
 		name   string
 		claim  model.Claim
@@ -68,7 +72,7 @@ func TestClaimJudge(t *testing.T) {
 	}{
 		{"released", func() model.Claim { c := here("r", child); c.Released = time.Now(); return c }(), false, nil, false},
 		{"another process, running", here("p1", child), false, nil, true},
-		{"another process's PID, reused", here("p2", liveproc.Process{Machine: child.Machine, PID: child.PID, Start: child.Start + 1}), false, nil, false},
+		{"another process's PID, reused", here("p2", func() model.Process { p := child; p.Start++; return p }()), false, nil, false},
 		{"this process, its apply under way", here("running", self), false, nil, true},
 		{"this process, its apply ended", here("ended", self), false, nil, false},
 		{"elsewhere, under a lock this apply holds now", func() model.Claim { c := elsewhere; c.Apply, c.Lock = "l1", "L"; return c }(), false, nil, false},
@@ -79,6 +83,20 @@ func TestClaimJudge(t *testing.T) {
 		{"elsewhere, under a lock whose holder is gone", func() model.Claim { c := elsewhere; c.Apply, c.Lock = "l4", "L"; return c }(), true,
 			&state.LockStatus{Holder: state.LockInfo{ID: "L", Operation: "apply"}, Alive: false}, false},
 		{"elsewhere, without the lock, not expired", func() model.Claim { c := elsewhere; c.Apply, c.Expires = "e1", time.Now().Add(time.Minute); return c }(), false, nil, true},
+		// A live apply in another PID namespace (a container sharing the state) or on
+		// another machine with the same PID numbers: its PID says nothing here.
+		{"another PID namespace, its PID dead here, under the lock a live apply holds", func() model.Claim {
+			c := elsewhere
+			c.Apply, c.Lock, c.PID = "n1", "L", 999999
+			return c
+		}(), true, &state.LockStatus{Holder: state.LockInfo{ID: "L", Operation: "apply"}, Alive: true}, true},
+		{"another machine, without the lock, not expired, its PID dead here", func() model.Claim {
+			c := otherMachine
+			c.Apply, c.Lock, c.PID, c.Expires = "m2", "", 999999, time.Now().Add(time.Minute)
+			return c
+		}(), true, nil, true},
+		{"another machine, under the lock a live apply holds", otherMachine, true,
+			&state.LockStatus{Holder: state.LockInfo{ID: "L", Operation: "apply"}, Alive: true}, true},
 		{"elsewhere, without the lock, expired", func() model.Claim { c := elsewhere; c.Apply, c.Expires = "e2", time.Now().Add(-time.Second); return c }(), false, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,8 +174,8 @@ func TestClaimedNodeIsNotStarted(t *testing.T) {
 	dead, killed := sleeper(t)
 	dead.Process.Kill()
 	dead.Wait()
-	for node, p := range map[string]liveproc.Process{"worker-0": live, "worker-1": killed} {
-		c := model.Claim{Apply: "other-" + node, Host: "me@here", Machine: p.Machine, PID: p.PID, Start: p.Start, Since: time.Now().UTC()}
+	for node, p := range map[string]model.Process{"worker-0": live, "worker-1": killed} {
+		c := model.Claim{Apply: "other-" + node, Host: "me@here", Process: p, Since: time.Now().UTC()}
 		if _, err := lp.Claim(context.Background(), node, c, gone); err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +187,7 @@ func TestClaimedNodeIsNotStarted(t *testing.T) {
 	if len(res.Skipped) != 1 || res.Skipped[0] != "worker-0" || len(res.Updated) != 5 {
 		t.Errorf("skipped %v, updated %v; want worker-0 skipped, the other 5 updated", res.Skipped, res.Updated)
 	}
-	if !strings.Contains(err.Error(), "other-worker-0") || !strings.Contains(err.Error(), "runs on this host") {
+	if !strings.Contains(err.Error(), "other-worker-0") || !strings.Contains(err.Error(), "runs on this machine") {
 		t.Errorf("the error does not name the holder and why it is alive: %v", err)
 	}
 	var claimed int
@@ -199,6 +217,54 @@ func TestClaimedNodeIsNotStarted(t *testing.T) {
 	}
 }
 
+// An apply on another machine, without the lock, claimed infra-1 (its pool has room for
+// one), cordoned it, journaled the cordon and stopped: its claim is live until it expires,
+// and the node out of service holds the pool's room. The plan, made while the claim is
+// live, resumes infra-1 first and has infra-0 wait for it. When the claim lapses,
+// unchanged, infra-1 is this apply's: it is finished and the room frees then — both nodes
+// are updated — instead of infra-0 waiting out -budget-wait for room only the lapsed claim
+// held.
+func TestLapsedClaimFreesItsRoom(t *testing.T) {
+	dir := quickstart(t)
+	w := load(t, dir)
+	w.NoLock = true
+	lp := w.Provider.(*local.Provider)
+	ctx := context.Background()
+	_, pf := planned(t, w)
+	for _, n := range pf.Plan.Nodes {
+		if n.Name == "infra-1" {
+			r := state.JournalRecord{Node: n.Name, From: n.From, Target: n.To, Step: model.Step{Kind: model.StepCordon}.Key()}
+			if err := w.Backend.AppendJournal(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	elsewhere := model.Process{MachineID: "0123456789abcdef0123456789abcdef", BootID: "b", PIDNamespace: "pid:[1]", PID: 1}
+	expires := time.Now().Add(1500 * time.Millisecond).UTC()
+	c := model.Claim{Apply: "stopped", Host: "you@there", Process: elsewhere, Since: time.Now().UTC(), Expires: expires}
+	if _, err := lp.Claim(ctx, "infra-1", c, func(model.Claim) (bool, string) { return false, "" }); err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.Cordon(ctx, "infra-1"); err != nil {
+		t.Fatal(err)
+	}
+	res, err, evs := apply(t, w, ApplyOptions{BudgetPoll: 20 * time.Millisecond, BudgetWait: 20 * time.Second})
+	if Outcome(res, err) != Complete || len(res.Updated) != 6 {
+		t.Fatalf("outcome %v, updated %v, skipped %v, deferred %v, err %v; want all 6 updated once the claim lapsed",
+			Outcome(res, err), res.Updated, res.Skipped, res.Deferred, err)
+	}
+	waited := false
+	for _, e := range evs {
+		waited = waited || e.Kind == EventWaiting && e.Node == "infra-1" && strings.Contains(e.Reason, "apply stopped")
+	}
+	if !waited {
+		t.Error("infra-1 did not say it waited for the claim to lapse")
+	}
+	if time.Now().Before(expires) {
+		t.Error("apply finished before the claim lapsed")
+	}
+}
+
 // Without the lock, apply carries out the plan it showed; a node another apply worked on
 // since (its claim changed) is not started: its planned steps may be stale.
 func TestNodeWorkedOnSinceThePlanIsNotStarted(t *testing.T) {
@@ -207,7 +273,7 @@ func TestNodeWorkedOnSinceThePlanIsNotStarted(t *testing.T) {
 	w.NoLock = true
 	ctx := context.Background()
 	st, pf := planned(t, w)
-	other := model.Claim{Apply: "other", Host: "you@there", Machine: "elsewhere", PID: 1, Since: time.Now().UTC()}
+	other := model.Claim{Apply: "other", Host: "you@there", Process: model.Process{BootID: "elsewhere", PID: 1}, Since: time.Now().UTC()}
 	other.Released = other.Since.Add(time.Second)
 	if _, err := w.Provider.(*local.Provider).Claim(ctx, "infra-1", other, func(model.Claim) (bool, string) { return false, "" }); err != nil {
 		t.Fatal(err)

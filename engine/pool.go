@@ -381,6 +381,9 @@ func (r *poolRun) look(node string, fresh bool) (bool, string, error) {
 		return false, "", err
 	}
 	if err := r.a.claimedSince(node, observed); err != nil {
+		if cw, ok := errors.AsType[*claimWaitError](err); ok {
+			return false, cw.why, nil
+		}
 		return false, "", err
 	}
 	if r.a.w.NoLock {

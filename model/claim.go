@@ -19,13 +19,9 @@ type Claim struct {
 	Lock string `json:"lock,omitempty"`
 	// Host is user@host of the apply, for people.
 	Host string `json:"host,omitempty"`
-	// Machine names the running kernel and PID namespace the apply's process is in (its
-	// boot id and PID namespace): only where they are the same does PID name that process.
-	Machine string `json:"machine,omitempty"`
-	PID     int    `json:"pid,omitempty"`
-	// Start is when the process started, in clock ticks after boot (/proc/PID/stat): a
-	// PID reused by another process has another.
-	Start uint64    `json:"start,omitempty"`
+	// Process is the apply's process: its machine, boot and PID namespace, PID and start
+	// time; only from the same machine, boot and namespace does PID name that process.
+	Process
 	Since time.Time `json:"since"`
 	// Expires bounds a claim taken without the state lock, for whoever cannot check its
 	// process: its apply renews it while it works on the node.
@@ -62,8 +58,8 @@ func (a *Claim) Same(b *Claim) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Apply == b.Apply && a.Lock == b.Lock && a.Host == b.Host && a.Machine == b.Machine &&
-		a.PID == b.PID && a.Start == b.Start && a.Since.Equal(b.Since) && a.Expires.Equal(b.Expires) &&
+	return a.Apply == b.Apply && a.Lock == b.Lock && a.Host == b.Host && a.Process == b.Process &&
+		a.Since.Equal(b.Since) && a.Expires.Equal(b.Expires) &&
 		a.Released.Equal(b.Released) && a.Failed == b.Failed
 }
 

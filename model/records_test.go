@@ -11,7 +11,7 @@ import (
 
 func TestClaims(t *testing.T) {
 	since := time.Date(2025, 3, 1, 10, 58, 6, 0, time.UTC)
-	a := &Claim{Apply: "A", Host: "root@build-1", PID: 4242, Since: since}
+	a := &Claim{Apply: "A", Host: "root@build-1", Process: Process{PID: 4242}, Since: since}
 	released := *a
 	released.Released = since.Add(time.Minute)
 	for _, c := range []struct {
@@ -34,8 +34,8 @@ func TestClaims(t *testing.T) {
 	}{
 		{"both none", nil, nil, true}, {"one none", a, nil, false}, {"itself", a, a, true},
 		{"the same instant elsewhere", a, &inZone, true}, {"released since", a, &released, false},
-		{"another apply", a, &Claim{Apply: "B", Host: a.Host, PID: a.PID, Since: since}, false},
-		{"another process", a, &Claim{Apply: "A", Host: a.Host, PID: 1, Since: since}, false},
+		{"another apply", a, &Claim{Apply: "B", Host: a.Host, Process: a.Process, Since: since}, false},
+		{"another process", a, &Claim{Apply: "A", Host: a.Host, Process: Process{PID: 1}, Since: since}, false},
 	} {
 		if c.x.Same(c.y) != c.same || c.y.Same(c.x) != c.same {
 			t.Errorf("%s: same %v, want %v", c.name, c.x.Same(c.y), c.same)

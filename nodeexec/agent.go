@@ -242,11 +242,25 @@ func (a *Agent) Resume(ctx context.Context, done func(model.Step)) (bool, error)
 	}
 	for _, s := range p.Steps {
 		if err := a.Exec.Run(ctx, from, p.Target, s); err != nil {
-			return true, a.Degrade(fmt.Errorf("after reboot: %s: %w", s, err))
+			return true, a.endAttempt(fmt.Errorf("after reboot: %s: %w", s, err))
 		}
 		done(s)
 	}
 	return true, a.finish(p.Target.Name)
+}
+
+// endAttempt ends an update that failed after its reboot (a verify that found the machine
+// back on the deployment it ran before, an OS rollback): the pending record goes, then the
+// node reports Degraded. The record said what was in flight; kept, a later update would
+// take the changed boot id for its own reboot having happened and skip the steps the node
+// still needs. Removed first, so that a crash between the two leaves a node whose next
+// update starts from what it runs, not one that reports Degraded and still looks
+// mid-reboot.
+func (a *Agent) endAttempt(err error) error {
+	if rerr := a.removePending(); rerr != nil {
+		return a.Degrade(fmt.Errorf("%w (and removing the pending record failed: %v)", err, rerr))
+	}
+	return a.Degrade(err)
 }
 
 func (a *Agent) writePending(p *pending) error {

@@ -34,7 +34,8 @@ type Check struct {
 	Chroot string
 }
 
-// CheckEnv is the whole environment of a command check.
+// CheckEnv is the whole environment of a command check, but for the run's mark
+// (CheckRunEnv, added where the jail needs it).
 func CheckEnv(node, root string) []string {
 	return []string{"PATH=" + CheckPath, "MCP_NODE=" + node, "MCP_NODE_ROOT=" + root}
 }

@@ -19,6 +19,18 @@ import (
 // from the process table once RunCheck returns, and one that keeps the output open or
 // writes to it later is not waited for.
 func TestRunCheckLeavesNoProcess(t *testing.T) {
+	t.Run("cgroup", func(t *testing.T) { runCheckLeavesNoProcess(t) })
+	// Where no cgroup v2 can be made (a container), this process is the checks' subreaper.
+	t.Run("subreaper", func(t *testing.T) {
+		useCheckCgroups = false
+		defer func() { useCheckCgroups = true }()
+		runCheckLeavesNoProcess(t)
+	})
+}
+
+// The seventh finding: a check that daemonizes (setsid -f) left its daemon
+// running after apply; its process group did not hold it.
+func runCheckLeavesNoProcess(t *testing.T) {
 	for i, tt := range []struct {
 		name    string
 		script  string // %s: the marker
@@ -32,6 +44,10 @@ func TestRunCheckLeavesNoProcess(t *testing.T) {
 			model.CheckResult{Output: "ok\n"}},
 		{"passes, child writing later is not waited for", "(sleep 1; echo late; sleep 300; : %s) & echo early", 10 * time.Second, false,
 			model.CheckResult{Output: "early\n"}},
+		{"passes, a daemon forked off into a session of its own", "setsid -f sh -c 'sleep 317; : %s'; echo ok", 10 * time.Second, false,
+			model.CheckResult{Output: "ok\n"}},
+		{"fails, a daemon of a daemon, its output closed", "setsid -f sh -c '(setsid -f sh -c \"sleep 317; : %[1]s\") </dev/null >/dev/null 2>&1; sleep 317; : %[1]s' </dev/null >/dev/null 2>&1; exit 3", 10 * time.Second, false,
+			model.CheckResult{ExitCode: 3}},
 		{"killed at its timeout", "(sleep 300; : %s) & echo waiting; sleep 30", 300 * time.Millisecond, false,
 			model.CheckResult{ExitCode: -1, Output: "waiting\n", Error: "killed after 300ms"}},
 		{"stopped", "(sleep 300; : %s) & echo waiting; touch started; sleep 30", 10 * time.Second, true,

@@ -32,7 +32,7 @@ type Claimer interface {
 }
 
 // ClaimLive judges whether the apply that holds a claim still runs, and says how it judged
-// (for people): "process 4242 runs on this host".
+// (for people): "process 4242 runs on this machine".
 type ClaimLive func(held model.Claim) (live bool, why string)
 
 // ErrClaimed is wrapped by *ClaimedError.

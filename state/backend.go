@@ -7,6 +7,9 @@ import (
 	"os"
 	"os/user"
 	"time"
+
+	"github.com/mcpfleet/mcp/internal/liveproc"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // Backend stores and locks the state.
@@ -51,7 +54,10 @@ type LockStatus struct {
 	// Alive is false only when the holder is known to be gone (its process no longer runs on
 	// this host; its Lease expired). A holder that cannot be checked counts as alive.
 	Alive bool
-	// Detail says how Alive was judged, for people: "process 4242 runs on this host".
+	// Unchecked: Alive only because whether the holder runs cannot be checked from here (it
+	// runs on another machine, boot or PID namespace, and the lock has no lease to run out).
+	Unchecked bool
+	// Detail says how Alive was judged, for people: "process 4242 runs on this machine".
 	Detail string
 }
 
@@ -74,13 +80,14 @@ type Losable interface {
 
 // LockInfo says who holds the lock, as Terraform's does.
 type LockInfo struct {
-	ID        string    `json:"id"`
-	Operation string    `json:"operation"`
-	Who       string    `json:"who"`
-	PID       int       `json:"pid"`
-	Version   string    `json:"version"`
-	Created   time.Time `json:"created"`
-	Path      string    `json:"path"`
+	ID        string `json:"id"`
+	Operation string `json:"operation"`
+	Who       string `json:"who"`
+	// Process is the holder: its machine, boot, PID namespace, PID and start time.
+	model.Process
+	Version string    `json:"version"`
+	Created time.Time `json:"created"`
+	Path    string    `json:"path"`
 }
 
 // NewLockInfo describes this process taking the lock for operation.
@@ -92,7 +99,7 @@ func NewLockInfo(operation, version string) LockInfo {
 	if h, err := os.Hostname(); err == nil {
 		who += "@" + h
 	}
-	return LockInfo{ID: newLineage(), Operation: operation, Who: who, PID: os.Getpid(),
+	return LockInfo{ID: newLineage(), Operation: operation, Who: who, Process: liveproc.Self(),
 		Version: version, Created: time.Now().UTC().Truncate(time.Second)}
 }
 

@@ -25,7 +25,9 @@ func (c *cli) version(args []string) int {
 // forceUnlock removes the state lock with the given ID. When the backend can tell that the
 // holder is alive (state.LockInspector), it says who and why that is dangerous and asks for
 // "yes" on a terminal; without one, or with another answer, it refuses unless -force — as
-// Terraform's force-unlock does. A holder known to be gone is unlocked without asking.
+// Terraform's force-unlock does. A holder that cannot be proved dead (it runs on another
+// machine, boot or PID namespace) is refused without asking: only -force removes its lock.
+// A holder known to be gone is unlocked without asking.
 func (c *cli) forceUnlock(args []string) int {
 	fs := c.newFlags("force-unlock")
 	var lf loadFlags
@@ -52,6 +54,12 @@ func (c *cli) forceUnlock(args []string) int {
 			return c.errorf("%v", err)
 		}
 		// Another ID, or no lock: ForceUnlock says so.
+		if st != nil && st.Holder.ID == id && st.Alive && st.Unchecked {
+			// Not proved dead is not dead: only -force says the holder is gone.
+			return c.errorf("the state lock %s is held by %s (pid %d, operation %q), which cannot be proved dead: %s. "+
+				"If you know it has stopped (its machine or container is gone), run mcp force-unlock -force %s",
+				id, st.Holder.Who, st.Holder.PID, st.Holder.Operation, st.Detail, id)
+		}
 		if st != nil && st.Holder.ID == id && st.Alive {
 			if code := c.confirmForceUnlock(st); code != 0 {
 				return code

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcp/internal/liveproc"
 	"github.com/mcpfleet/mcp/state"
 	"github.com/mcpfleet/mcp/state/localstate"
 	"github.com/mcpfleet/mcp/testkit/quickstarttest"
@@ -403,7 +404,7 @@ func TestForceUnlockOfKilledUnreapedHolder(t *testing.T) {
 	}
 	defer holder.Wait()
 	info := state.NewLockInfo("apply", "test")
-	info.PID = holder.Process.Pid
+	info.Process, _ = liveproc.Of(holder.Process.Pid)
 	raw, _ := json.Marshal(info)
 	if err := os.WriteFile(filepath.Join(dir, "mcp.state.lock"), raw, 0o644); err != nil {
 		t.Fatal(err)
@@ -417,10 +418,34 @@ func TestForceUnlockOfKilledUnreapedHolder(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	code, out, errOut := mcp(t, dir, "force-unlock", info.ID)
-	if code != 0 || strings.Contains(out+errOut, "runs on this host") {
+	if code != 0 || strings.Contains(out+errOut, "runs on this machine") {
 		t.Fatalf("force-unlock of a killed, unreaped holder: exit %d, want 0 without asking\n%s%s", code, out, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "mcp.state.lock")); !os.IsNotExist(err) {
 		t.Errorf("lock after force-unlock: %v", err)
+	}
+}
+
+// TestForceUnlockOfHolderElsewhereRefuses: a holder in another PID namespace (or boot, or
+// machine) cannot be proved dead from here — its PID means nothing here — so force-unlock
+// without -force refuses it, even with "yes" at hand, saying where it runs; -force removes it.
+func TestForceUnlockOfHolderElsewhereRefuses(t *testing.T) {
+	dir := quickstart(t)
+	info := state.NewLockInfo("apply", "test")
+	info.PIDNamespace, info.PID = "pid:[4026532999]", 999999 // no such PID here
+	raw, _ := json.Marshal(info)
+	if err := os.WriteFile(filepath.Join(dir, "mcp.state.lock"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"-chdir=" + dir, "force-unlock", info.ID}, strings.NewReader("yes\n"), &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "cannot be checked from here") || !strings.Contains(errb.String(), "-force "+info.ID) {
+		t.Fatalf("force-unlock of a holder elsewhere: exit %d, want 1 saying why and naming -force\n%s%s", code, out.String(), errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "mcp.state.lock")); err != nil {
+		t.Fatalf("the lock was removed: %v", err)
+	}
+	if code, stdout, errOut := mcp(t, dir, "force-unlock", "-force", info.ID); code != 0 {
+		t.Fatalf("force-unlock -force: exit %d\n%s%s", code, stdout, errOut)
 	}
 }

@@ -1,8 +1,8 @@
 // Package liveproc says whether a process another mcp run recorded (in a lock file, in a
 // node's claim) still runs: its PID exists and is not a zombie, and — when its start time
 // was recorded — it is the same process, not another that was given the PID since. A PID
-// means that process only on the same running kernel and in the same PID namespace
-// (Machine).
+// means that process only on the same machine, in the same boot and the same PID namespace
+// (model.Process): from anywhere else it is not judged at all (Judge).
 package liveproc
 
 import (
@@ -15,43 +15,54 @@ import (
 	"syscall"
 
 	"github.com/mcpfleet/mcp/internal/boundedfile"
+	"github.com/mcpfleet/mcp/model"
 )
 
-// Process is a process as another run records it.
-type Process struct {
-	// Machine is the boot id of the running kernel and the PID namespace ("" when they
-	// cannot be read: then no PID can be checked from elsewhere).
-	Machine string
-	PID     int
-	// Start is the process's start time in clock ticks after boot (0: unknown).
-	Start uint64
-}
-
-// Self is this process.
-func Self() Process {
-	p := Process{Machine: Machine(), PID: os.Getpid()}
+// Self is this process, as another run would record it.
+func Self() model.Process {
+	p := Here()
+	p.PID = os.Getpid()
 	p.Start, _ = startTime(p.PID)
 	return p
 }
 
-// Of is process pid of this machine, as another run would record it.
-func Of(pid int) (Process, error) {
+// Of is process pid of this machine, boot and PID namespace.
+func Of(pid int) (model.Process, error) {
+	p := Here()
 	start, err := startTime(pid)
-	return Process{Machine: Machine(), PID: pid, Start: start}, err
+	p.PID, p.Start = pid, start
+	return p, err
 }
 
-// Machine names this running kernel and PID namespace: its boot id and the PID
-// namespace's inode, or "" when /proc does not say.
-func Machine() string {
-	boot, err := boundedfile.Read("/proc/sys/kernel/random/boot_id", 4<<10, 0)
-	if err != nil {
-		return ""
+// Here is where this process runs: the machine id (/etc/machine-id), the boot id and the
+// PID namespace; a part /proc or /etc does not say is "" (and then matches nothing).
+func Here() model.Process {
+	var p model.Process
+	if b, err := boundedfile.Read("/etc/machine-id", 4<<10, 0); err == nil {
+		p.MachineID = strings.TrimSpace(string(b))
 	}
-	ns, err := os.Readlink("/proc/self/ns/pid")
-	if err != nil {
-		return ""
+	if b, err := boundedfile.Read("/proc/sys/kernel/random/boot_id", 4<<10, 0); err == nil {
+		p.BootID = strings.TrimSpace(string(b))
 	}
-	return strings.TrimSpace(string(boot)) + "/" + ns
+	p.PIDNamespace, _ = os.Readlink("/proc/self/ns/pid")
+	return p
+}
+
+// Judge says whether p runs, and whether that could be known: only from the same machine,
+// boot and PID namespace (Runs); from anywhere else, or for a record that names no process,
+// known is false and live true — it cannot be proved dead. why says how, for people.
+func Judge(p model.Process) (live, known bool, why string) {
+	here := Here()
+	switch {
+	case p.PID <= 0:
+		return true, false, "it names no process, so whether it runs cannot be checked"
+	case !p.SamePlace(here):
+		return true, false, fmt.Sprintf("process %d runs elsewhere (%s; this run: %s): whether it still runs cannot be checked from here",
+			p.PID, p.Place(), here.Place())
+	case Runs(p.PID, p.Start):
+		return true, true, fmt.Sprintf("process %d runs on this machine", p.PID)
+	}
+	return false, true, fmt.Sprintf("process %d no longer runs on this machine", p.PID)
 }
 
 // Runs says whether process pid runs on this machine: it exists — kill(pid, 0) succeeds or

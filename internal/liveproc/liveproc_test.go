@@ -13,7 +13,7 @@ func TestRuns(t *testing.T) {
 		t.Skip("reads /proc")
 	}
 	me := Self()
-	if me.Machine == "" || me.Start == 0 {
+	if me.BootID == "" || me.PIDNamespace == "" || me.Start == 0 {
 		t.Fatalf("Self() = %+v: no machine or start time from /proc", me)
 	}
 	if !Runs(me.PID, me.Start) || !Runs(me.PID, 0) {

@@ -185,11 +185,12 @@ func (h *host) Reboot(ctx context.Context) error {
 	}
 	start := time.Now()
 	_, err := h.p.updateNode(h.node, func(r *record) ([]Event, error) {
-		e := Event{Kind: EventReboot, BootID: r.BootID, DesiredConfig: r.DesiredConfig, NextBootID: newBootID()}
+		e := Event{Kind: EventReboot, BootID: r.BootID, DesiredConfig: r.DesiredConfig, NextBootID: newBootID(),
+			RolledBack: r.Faults.Reboot == rebootRollback}
 		if r.Faults.Reboot != rebootHang {
 			e.Until = time.Now().Add(h.p.o.RebootDuration)
 		}
-		r.Ready, r.NextBootID, r.RebootingUntil = false, e.NextBootID, e.Until
+		r.Ready, r.NextBootID, r.RebootingUntil, r.RollingBack = false, e.NextBootID, e.Until, e.RolledBack
 		return []Event{e}, nil
 	})
 	if err != nil {

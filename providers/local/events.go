@@ -71,7 +71,10 @@ type Event struct {
 	BootID     string    `json:"boot_id,omitempty"`
 	NextBootID string    `json:"next_boot_id,omitempty"`
 	Until      time.Time `json:"until,omitzero"`
-	Pods       []string  `json:"pods,omitempty"` // drain: namespace/name of the pods evicted
+	// RolledBack: reboot (it began under fault.reboot=rollback: the machine comes back on
+	// the deployment it ran before, the update's staged one discarded).
+	RolledBack bool     `json:"rolled_back,omitempty"`
+	Pods       []string `json:"pods,omitempty"` // drain: namespace/name of the pods evicted
 	// OSImage: firstboot (the image booted from); pivot (the image staged).
 	OSImage string `json:"os_image,omitempty"`
 	// Apply: claim, release (the apply run); TookOver: claim (the apply that held it).

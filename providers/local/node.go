@@ -28,6 +28,9 @@ type record struct {
 	// first reader after RebootingUntil sees it back, and records it.
 	RebootingUntil time.Time `json:"rebooting_until,omitzero"`
 	NextBootID     string    `json:"next_boot_id,omitempty"`
+	// RollingBack is set with them when the reboot began under fault.reboot=rollback: the
+	// machine comes back on the deployment it ran before.
+	RollingBack bool `json:"rolling_back,omitempty"`
 	// StagedOSImage is the OS image a pivot staged: the machine runs it (os_image) from
 	// its next boot on, as rpm-ostree's staged deployment is booted at the next reboot.
 	StagedOSImage string `json:"staged_os_image,omitempty"`
@@ -65,12 +68,14 @@ func (r *record) completeReboot(now time.Time) time.Time {
 }
 
 // endReboot brings the machine up with its new boot id, on the OS image and kernel
-// arguments a pivot and a kargs step staged — or, with fault.reboot=rollback, on those it
-// ran before: the staged deployment failed and was rolled back, and is gone.
+// arguments a pivot and a kargs step staged — or, for a reboot that began under
+// fault.reboot=rollback, on those it ran before: the staged deployment failed and was
+// rolled back, and is gone.
 func (r *record) endReboot() {
 	r.Ready, r.BootID = true, r.NextBootID
-	r.RebootingUntil, r.NextBootID = time.Time{}, ""
-	if r.Faults.Reboot != rebootRollback {
+	rollback := r.RollingBack
+	r.RebootingUntil, r.NextBootID, r.RollingBack = time.Time{}, "", false
+	if !rollback {
 		if r.StagedOSImage != "" {
 			r.OSImage = r.StagedOSImage
 		}

@@ -19,7 +19,7 @@ func claimsOneApply(t *testing.T, newProvider New) {
 	cl := capability[providers.Claimer](t, p, "Claimer", "keeps no claims")
 	since := time.Now().UTC().Truncate(time.Second)
 	claim := func(apply, lock string) model.Claim {
-		return model.Claim{Apply: apply, Lock: lock, Host: "test@host", PID: 1, Since: since, Expires: since.Add(time.Hour)}
+		return model.Claim{Apply: apply, Lock: lock, Host: "test@host", Process: model.Process{PID: 1}, Since: since, Expires: since.Add(time.Hour)}
 	}
 	alive := func(model.Claim) (bool, string) { return true, "alive in the test" }
 	gone := func(model.Claim) (bool, string) { return false, "gone in the test" }

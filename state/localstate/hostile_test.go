@@ -145,7 +145,7 @@ func TestZombieHolderIsDead(t *testing.T) {
 	pid := cmd.Process.Pid
 	defer cmd.Wait()
 	info := state.NewLockInfo("apply", "test")
-	info.PID = pid
+	info.Process, _ = liveproc.Of(pid)
 	writeLock(t, b, info)
 	if st, err := b.LockStatus(ctx); err != nil || !st.Alive {
 		t.Fatalf("a running holder: %+v, %v", st, err)

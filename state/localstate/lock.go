@@ -205,11 +205,12 @@ func (l *Local) ForceUnlock(ctx context.Context, id string) error {
 	return os.Remove(l.lockPath())
 }
 
-// state.LockStatus says who holds the lock file and whether it is alive: a holder on this host
-// (state.LockInfo.Who is user@host) is alive while its PID runs (liveproc.Runs); a PID reused
-// since counts as alive, which only makes force-unlock ask.
-// A holder on another host, or a lock file being written, cannot be checked and counts as
-// alive.
+// LockStatus says who holds the lock file and whether it is alive: a holder on this machine,
+// in this boot and this PID namespace is alive while its process runs (liveproc.Judge: not a
+// zombie, not a PID reused since). Anywhere else — a container or another host sharing the
+// state directory, a lock file that names no process or is being written — whether it runs
+// cannot be checked: it counts as alive, and a local lock has no lease to run out, so only
+// its holder's unlock or force-unlock -force removes it.
 func (l *Local) LockStatus(ctx context.Context) (*state.LockStatus, error) {
 	info, err := l.readLock()
 	if errors.Is(err, fs.ErrNotExist) {
@@ -218,21 +219,6 @@ func (l *Local) LockStatus(ctx context.Context) (*state.LockStatus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading lock %s: %w", l.lockPath(), err)
 	}
-	st := &state.LockStatus{Holder: info, Alive: true}
-	host, _ := os.Hostname()
-	_, holderHost, _ := strings.Cut(info.Who, "@")
-	switch {
-	case info.PID <= 0:
-		st.Detail = fmt.Sprintf("lock file %s names no process (pid %d), so whether its holder runs cannot be checked", l.lockPath(), info.PID)
-	case holderHost == "" || holderHost != host:
-		st.Detail = fmt.Sprintf("it was taken on host %q, not this one (%q): whether process %d still runs there cannot be checked from here", holderHost, host, info.PID)
-	default:
-		st.Alive = liveproc.Runs(info.PID, 0)
-		if st.Alive {
-			st.Detail = fmt.Sprintf("process %d runs on this host (%s)", info.PID, host)
-		} else {
-			st.Detail = fmt.Sprintf("process %d no longer runs on this host (%s)", info.PID, host)
-		}
-	}
-	return st, nil
+	alive, known, why := liveproc.Judge(info.Process)
+	return &state.LockStatus{Holder: info, Alive: alive, Unchecked: !known, Detail: why}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/state"
 )
 
@@ -104,8 +105,9 @@ func deadPID(t *testing.T) int {
 	return cmd.Process.Pid
 }
 
-// TestLocalLockStatus: the holder is alive when its process runs on this host; a process
-// that exited is dead; a holder on another host cannot be checked and counts as alive.
+// TestLocalLockStatus: the holder is alive when its process runs on this machine, in this
+// boot and PID namespace; a process that exited is dead; a holder anywhere else cannot be
+// checked and counts as alive.
 func TestLocalLockStatus(t *testing.T) {
 	ctx := context.Background()
 	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
@@ -129,7 +131,11 @@ func TestLocalLockStatus(t *testing.T) {
 		alive bool
 	}{
 		{"dead process", func(i *state.LockInfo) { i.PID = deadPID(t) }, false},
-		{"another host", func(i *state.LockInfo) { i.Who = "alice@elsewhere.example"; i.PID = deadPID(t) }, true},
+		// A PID from anywhere else says nothing here: the holder cannot be proved dead.
+		{"another machine", func(i *state.LockInfo) { i.MachineID = "0123456789abcdef0123456789abcdef"; i.PID = deadPID(t) }, true},
+		{"another boot", func(i *state.LockInfo) { i.BootID = "6a2c4bbc-5d6e-4f1a-9b3e-000000000000"; i.PID = deadPID(t) }, true},
+		{"another PID namespace", func(i *state.LockInfo) { i.PIDNamespace = "pid:[1]"; i.PID = deadPID(t) }, true},
+		{"a lock naming only a PID", func(i *state.LockInfo) { i.Process = model.Process{PID: deadPID(t)} }, true},
 		{"no pid", func(i *state.LockInfo) { i.PID = 0 }, true},
 	} {
 		info := state.NewLockInfo("apply", "test")

@@ -81,9 +81,12 @@ type Report struct {
 	Runs        int // applies started, killed ones included
 	ReRuns      int // applies after the last kill until the plan was empty
 	Generations int // configuration changes rolled out (each a new rendered config per pool)
-	// DoubleReboots counts reboots beyond the first of one node into one rendered config.
+	// DoubleReboots counts reboots beyond the first of one node into one rendered config;
+	// RolledBack the reboots the OS rolled back (FaultRollback), which end their attempt and
+	// are not counted there.
 	DoubleReboots int
 	Reboots       int
+	RolledBack    int
 	LeftCordoned  []string
 	// MaxOut is, per pool, the most nodes out of service (NotReady, cordoned, updating or
 	// Degraded) at an instant mcp took one out of service (a cordon, or an update in
@@ -104,7 +107,7 @@ func (r *Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "disrupted applies %d (%s), applies %d (re-runs after the last %d), rollouts %d, reboots %d, in %s\n",
 		r.Disruptions, r.faultCounts(), r.Runs, r.ReRuns, r.Generations, r.Reboots, r.Elapsed.Round(time.Millisecond))
-	fmt.Fprintf(&b, "double reboots for one rendered config: %d\n", r.DoubleReboots)
+	fmt.Fprintf(&b, "double reboots for one rendered config: %d (reboots the OS rolled back, not counted: %d)\n", r.DoubleReboots, r.RolledBack)
 	fmt.Fprintf(&b, "nodes left cordoned: %d\n", len(r.LeftCordoned))
 	fmt.Fprintf(&b, "state read after every kill: %d of %d ok\n", r.StateChecks, r.Kills)
 	fmt.Fprintf(&b, "nodes read at the end (root file, node.json): %d\n", r.RootsChecked)
@@ -194,7 +197,8 @@ func (h *harness) setUp() error {
 }
 
 // nextGeneration writes the configuration anew with the next generation: odd ones change a
-// file that needs a reboot, even ones one that needs a restart — every node changes.
+// file that needs a reboot and a kernel argument, even ones a file that needs a restart —
+// every node changes.
 func (h *harness) nextGeneration() error {
 	h.gen++
 	var b strings.Builder
@@ -211,8 +215,11 @@ func (h *harness) nextGeneration() error {
 	if h.gen%2 == 0 {
 		policy = "restart:chronyd.service"
 	}
-	fmt.Fprintf(&b, "config \"50-chaos\" {\n  pools = [%s]\n  file \"/etc/chaos.conf\" {\n    content = \"generation %d\\n\"\n    on_change = [%q]\n  }\n}\n",
-		strings.Join(names, ", "), h.gen, policy)
+	// A kernel argument the reboot generations change: staged until the reboot, so that an
+	// OS rolling back at the reboot (FaultRollback) leaves the node without it.
+	kargs := h.gen - (1 - h.gen%2)
+	fmt.Fprintf(&b, "config \"50-chaos\" {\n  pools = [%s]\n  kernel_args = [\"mcp.chaos=%d\"]\n  file \"/etc/chaos.conf\" {\n    content = \"generation %d\\n\"\n    on_change = [%q]\n  }\n}\n",
+		strings.Join(names, ", "), kargs, h.gen, policy)
 	h.rep.Generations = h.gen
 	h.o.Log("configuration generation %d (%s)", h.gen, policy)
 	return os.WriteFile(filepath.Join(h.o.Dir, "main.hcl"), []byte(b.String()), 0o644)
@@ -307,6 +314,26 @@ func (r Runner) UnlockDead() error {
 		return fmt.Errorf("the lock a killed apply left does not read: %w", err)
 	}
 	_, err = r.Run("force-unlock", info.ID)
+	return err
+}
+
+// UnlockKilled removes the lock of an apply the harness SIGKILLed itself, with -force: one
+// killed in a PID namespace of its own cannot be proved dead from here (force-unlock
+// refuses it without -force), and the harness, which killed it, knows it is. No lock is no
+// error.
+func (r Runner) UnlockKilled() error {
+	b, err := os.ReadFile(filepath.Join(r.Dir, "mcp.state.lock"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var info state.LockInfo
+	if err := json.Unmarshal(b, &info); err != nil {
+		return fmt.Errorf("the lock a killed apply left does not read: %w", err)
+	}
+	_, err = r.Run("force-unlock", "-force", info.ID)
 	return err
 }
 

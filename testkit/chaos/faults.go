@@ -43,7 +43,8 @@ const (
 )
 
 // AllFaults are the faults a run draws from when Options.Faults is empty.
-var AllFaults = []Fault{FaultKill, FaultTerm, FaultTimeout, FaultHangup, FaultClosedStdout, FaultSpecialFile, FaultOutside, FaultNoLock}
+var AllFaults = []Fault{FaultKill, FaultTerm, FaultTimeout, FaultHangup, FaultClosedStdout, FaultSpecialFile, FaultOutside, FaultNoLock,
+	FaultAnotherMachine, FaultRollback}
 
 // gracefulWait bounds how long apply may take to stop after a graceful signal: its
 // started nodes finish (a simulated reboot is well under a second), and it saves the state.
@@ -69,6 +70,10 @@ func (h *harness) disrupt(ctx context.Context, f Fault) error {
 		return h.specialFile(ctx)
 	case FaultNoLock:
 		return h.noLock(ctx)
+	case FaultAnotherMachine:
+		return h.anotherMachine(ctx)
+	case FaultRollback:
+		return h.rollback(ctx)
 	case FaultOutside:
 		if err := h.outside(); err != nil {
 			return err

@@ -16,7 +16,8 @@ import (
 )
 
 // judge reads every node's event log and checks the promises: no node rebooted twice into
-// one rendered config, none left cordoned, and no pool ever had more nodes out of service
+// one rendered config (a reboot the OS rolled back not counted: it ended its attempt), none
+// left cordoned, and no pool ever had more nodes out of service
 // at once than its max_unavailable.
 func (h *harness) judge() error {
 	logs, err := local.ReadEvents(h.fleet())
@@ -117,6 +118,12 @@ func judgeLogs(r *Report, logs map[string][]local.Event, kills []time.Time) erro
 		}
 		if e.Kind == local.EventReboot {
 			r.Reboots++
+			if e.RolledBack {
+				// The OS rolled the update back at this boot: the attempt ended, and the
+				// update's one reboot is still owed (FaultRollback).
+				r.RolledBack++
+				continue
+			}
 			key := [2]string{e.Node, e.DesiredConfig}
 			if reboots[key]++; reboots[key] == 2 {
 				r.DoubleReboots++
