@@ -64,8 +64,18 @@ func (f *fakeOSTree) host() *Host {
 // tests' VM nodes (Debian 12, ostree 2022.7): testdata/ostree-admin-status-*.txt, each
 // named for what it shows.
 func TestOSTreeStatusOfOstree2022(t *testing.T) {
+	const v2 = "f3595dd93698b4ffbb218739007729e08118190f3ffdd733b898abda8bf169c9"
+	v1 := func(booted, rollback bool) OSTreeDeployment {
+		return OSTreeDeployment{Stateroot: "debian", Checksum: "d577e2df27663af1193c210f13e59660d4520d62913d77bc4729a6fb48f1bc80",
+			Booted: booted, Rollback: rollback, Version: "v1", Refspec: "vm:mcp/v1"}
+	}
 	want := map[string][]OSTreeDeployment{
-		"booted": {{Stateroot: "debian", Checksum: "d577e2df27663af1193c210f13e59660d4520d62913d77bc4729a6fb48f1bc80", Booted: true, Version: "v1", Refspec: "vm:mcp/v1"}},
+		"booted": {v1(true, false)},
+		// after a pivot to v2 and its reboot
+		"rollback": {{Stateroot: "debian", Checksum: v2, Booted: true, Version: "v2", Refspec: "vm:mcp/v2"}, v1(false, true)},
+		// a commit deployed that did not boot: the machine fell back to v2
+		"pending": {{Stateroot: "debian", Checksum: "055cf4b6213d4892539debc77fa242bf652998167a4f1f451ed90a66233adc09", Pending: true, Version: "broken", Refspec: "vm:mcp/broken"},
+			{Stateroot: "debian", Checksum: v2, Booted: true, Version: "v2", Refspec: "vm:mcp/v2"}},
 	}
 	for name, want := range want {
 		b, err := os.ReadFile("testdata/ostree-admin-status-" + name + ".txt")
