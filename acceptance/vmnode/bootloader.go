@@ -23,8 +23,18 @@ type Entry struct {
 
 // Entries reads the boot entries from a stopped node's raw ext4 disk with debugfs (no
 // mount, no loop device), highest version first. /boot/loader is a link to loader.0 or
-// loader.1, which ostree swaps atomically; debugfs follows it.
+// loader.1, which ostree swaps atomically; debugfs follows it. A disk whose machine lost
+// power has its journal replayed first (e2fsck -E journal_only), as the kernel does when
+// it mounts it: debugfs reads only what was checkpointed, and a power loss in the middle
+// of a deployment can leave the checkpointed /boot between two states that the journal
+// holds whole. (A boot loader that reads ext4 without the journal, as GRUB does, relies
+// on ostree freezing /boot after each change, which checkpoints it.)
 func Entries(disk string) ([]Entry, error) {
+	if out, err := exec.Command("e2fsck", "-E", "journal_only", "-p", disk).CombinedOutput(); err != nil {
+		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() > 1 { // 1: replayed, corrected
+			return nil, fmt.Errorf("e2fsck -E journal_only %s: %v: %s", disk, err, out)
+		}
+	}
 	out, err := debugfs(disk, "ls /boot/loader/entries")
 	if err != nil {
 		return nil, err

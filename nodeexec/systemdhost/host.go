@@ -27,7 +27,7 @@ import (
 type Commands struct {
 	// Tool, when ToolOSTree, drives a plain OSTree host (OSTreeCommands): kernel
 	// arguments, pivot and unstage are `ostree admin` deployments, not the argv below.
-	Tool string
+	Tool  string
 	Kargs []string // default: rpm-ostree kargs
 	Pivot []string // default: rpm-ostree rebase ostree-unverified-registry:{image}
 	// Status prints the OS tool's status as JSON (default: rpm-ostree status --json), and
