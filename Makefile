@@ -49,6 +49,13 @@ chaos-vm: bin/k8s bin/vm
 	MCP_REQUIRE_K8S=1 MCP_REQUIRE_VM=1 MCP_VM_POWERLOSS=$${KILLS:-30} MCP_VM_SEED=$${SEED:-1} \
 		$(GO) test -count=1 -timeout 180m -run '^TestVMPowerLoss$$' ./acceptance/
 
+# A real machine's update (kargs + a new OS commit: write, pull, deploy, reboot, verify)
+# against its bare reboot, RUNS times each (acceptance/vm_bench_test.go; docs/benchmarks.md).
+.PHONY: bench-vm
+bench-vm: bin/k8s bin/vm
+	MCP_REQUIRE_K8S=1 MCP_REQUIRE_VM=1 MCP_VM_BENCH=1 MCP_VM_BENCH_RUNS=$${RUNS:-3} \
+		$(GO) test -count=1 -timeout 90m -v -run '^TestVMBenchUpdateVsReboot$$' ./acceptance/
+
 # Every fuzz target (found in the test files): a short pass in make test, long runs here.
 # Seeds live in each package's testdata/fuzz/. The short pass counts executions instead of
 # seconds: a count has no wall-clock deadline for Go 1.26's fuzz coordinator to race
