@@ -1,6 +1,6 @@
 // Package systemdhost performs a node's non-file effects on a real machine: systemd over
 // D-Bus (go-systemd, the …Context methods) and the OS through configurable commands
-// (rpm-ostree by default, or bootc's), and reads what the running boot runs: its kernel
+// (rpm-ostree by default, bootc's, or plain ostree's), and reads what the running boot runs: its kernel
 // arguments from /proc/cmdline, its OS image from the OS tool's status. It implements
 // nodeexec.Host.
 package systemdhost
@@ -25,6 +25,9 @@ import (
 // kernel-argument changes are appended as --append-if-missing=ARG / --delete-if-present=ARG
 // (rpm-ostree's spelling).
 type Commands struct {
+	// Tool, when ToolOSTree, drives a plain OSTree host (OSTreeCommands): kernel
+	// arguments, pivot and unstage are `ostree admin` deployments, not the argv below.
+	Tool  string
 	Kargs []string // default: rpm-ostree kargs
 	Pivot []string // default: rpm-ostree rebase ostree-unverified-registry:{image}
 	// Status prints the OS tool's status as JSON (default: rpm-ostree status --json), and
@@ -58,7 +61,8 @@ var BootcCommands = Commands{
 }
 
 // CommandsFor gives the commands of an OS tool: "rpm-ostree" (the default: Fedora CoreOS,
-// RHCOS) or "bootc". Which one a host runs is the operator's word (the agent's -os-tool):
+// RHCOS), "bootc", or "ostree" (a plain OSTree host: OSTreeCommands). Which one a host
+// runs is the operator's word (the agent's -os-tool):
 // bootc's own documentation says a host cannot be told to be one or the other, since both
 // drive the same ostree deployments.
 func CommandsFor(tool string) (Commands, error) {
@@ -67,8 +71,10 @@ func CommandsFor(tool string) (Commands, error) {
 		return DefaultCommands, nil
 	case "bootc":
 		return BootcCommands, nil
+	case ToolOSTree:
+		return OSTreeCommands, nil
 	}
-	return Commands{}, fmt.Errorf("OS tool %q: want rpm-ostree or bootc", tool)
+	return Commands{}, fmt.Errorf("OS tool %q: want rpm-ostree, bootc or ostree", tool)
 }
 
 // DefaultCmdline is where the running kernel's command line is read. A container shares
@@ -91,6 +97,8 @@ type Host struct {
 	// Cmdline is the file the running kernel's arguments are read from (default
 	// DefaultCmdline).
 	Cmdline string
+
+	ostree ostreeState // with ToolOSTree: what this process asked of the next boot
 }
 
 // New connects to the system manager (DBUS_SYSTEM_BUS_ADDRESS is honoured).
@@ -213,6 +221,9 @@ func (h *Host) SetKernelArgs(ctx context.Context, add, remove []string) error {
 	if len(add) == 0 && len(remove) == 0 {
 		return nil
 	}
+	if h.Commands.Tool == ToolOSTree {
+		return h.ostreeKargs(ctx, add, remove)
+	}
 	argv := append([]string(nil), h.Commands.Kargs...)
 	// The -if-missing/-if-present forms make the call idempotent (nodeexec.Host's
 	// contract): a resumed step, or one restoring drift, asks for arguments already there.
@@ -229,6 +240,9 @@ func (h *Host) Pivot(ctx context.Context, image string) error {
 	if image == "" {
 		return errors.New("pivot: no OS image given")
 	}
+	if h.Commands.Tool == ToolOSTree {
+		return h.ostreePivot(ctx, image)
+	}
 	argv := make([]string, len(h.Commands.Pivot))
 	for i, a := range h.Commands.Pivot {
 		argv[i] = strings.ReplaceAll(a, "{image}", image)
@@ -238,6 +252,9 @@ func (h *Host) Pivot(ctx context.Context, image string) error {
 
 // Unstage discards the deployment a kargs or pivot staged (rpm-ostree cleanup -p).
 func (h *Host) Unstage(ctx context.Context) error {
+	if h.Commands.Tool == ToolOSTree {
+		return h.ostreeUnstage(ctx)
+	}
 	if len(h.Commands.Unstage) == 0 {
 		return errors.New("unstage: no command configured")
 	}
@@ -250,20 +267,15 @@ func (h *Host) Unstage(ctx context.Context) error {
 // booted from an ostree commit, as boot images older than container-native ones are —
 // reports "": it runs no pool's image.
 func (h *Host) BootedImage(ctx context.Context) (string, error) {
-	argv, err := h.argv(h.Commands.Status)
-	if err != nil {
-		return "", fmt.Errorf("reading the booted OS image: %w", err)
-	}
-	out := h.Output
-	if out == nil {
-		out = commandOutput
-	}
-	b, err := out(ctx, argv)
+	b, err := h.output(ctx, h.Commands.Status)
 	if err != nil {
 		return "", fmt.Errorf("reading the booted OS image: %w", err)
 	}
 	booted := h.Commands.Booted
-	if booted == nil {
+	switch {
+	case h.Commands.Tool == ToolOSTree:
+		booted = OSTreeBootedImageOf
+	case booted == nil:
 		booted = BootedImageOf
 	}
 	return booted(b)
@@ -384,6 +396,20 @@ func (h *Host) run(ctx context.Context, argv []string) error {
 		run = runCommand
 	}
 	return run(ctx, argv)
+}
+
+// output runs a command that changes nothing (chrooted when Chroot is set) and returns
+// its standard output.
+func (h *Host) output(ctx context.Context, argv []string) ([]byte, error) {
+	argv, err := h.argv(argv)
+	if err != nil {
+		return nil, err
+	}
+	out := h.Output
+	if out == nil {
+		out = commandOutput
+	}
+	return out(ctx, argv)
 }
 
 // argv is a command as run: chrooted when Chroot is set.

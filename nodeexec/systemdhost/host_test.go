@@ -158,3 +158,24 @@ func TestKernelArgs(t *testing.T) {
 		t.Error("an unreadable command line gave no error")
 	}
 }
+
+// TestBootedImageOfUpstreamSamples reads the tools' status as their projects publish it
+// (testdata/upstream/SOURCES.md): the fields read are where the real tools put them.
+func TestBootedImageOfUpstreamSamples(t *testing.T) {
+	for file, tc := range map[string]struct {
+		read func([]byte) (string, error)
+		want string
+	}{
+		"rpm-ostree-status-rhcos-4.12.json": {BootedImageOf, "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:90780b08939d913d9cfc5565eecdd12055dd57301b2109985e149830a92ed6b1"},
+		"bootc-status-staged-booted.json":   {BootcBootedImageOf, "quay.io/example/someimage:latest"},
+		"bootc-status-local-oci.json":       {BootcBootedImageOf, "oci:/var/mnt/osupdate"},
+	} {
+		b, err := os.ReadFile(filepath.Join("testdata/upstream", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := tc.read(b); err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v; want %q", file, got, err, tc.want)
+		}
+	}
+}

@@ -79,7 +79,7 @@ func Run(ctx context.Context, name string, args []string, stdout, stderr io.Writ
 	listen := fs.String("listen", "", "serve /healthz and /metrics on this address (e.g. :9101)")
 	hostKind := fs.String("host", "systemd", "how units and the OS are driven: systemd (D-Bus, rpm-ostree) or record (log only; enabling links units in -root as systemctl would)")
 	osChroot := fs.String("os-chroot", "", "run the kernel-argument, OS-image and health-check commands chrooted here (e.g. /host in a container)")
-	osTool := fs.String("os-tool", "rpm-ostree", "with -host=systemd: the host's OS tool, rpm-ostree (Fedora CoreOS, RHCOS) or bootc: it pivots and says which image is booted")
+	osTool := fs.String("os-tool", "rpm-ostree", "with -host=systemd: the host's OS tool, rpm-ostree (Fedora CoreOS, RHCOS), bootc, or ostree (a plain OSTree host): it pivots and says which image is booted")
 	cmdline := fs.String("cmdline", systemdhost.DefaultCmdline, "with -host=systemd: where the running kernel's arguments are read")
 	booted := fs.String("booted-image", "", "with -host=record: the OS image the machine was first booted from (default none; its pivots are booted from ROOT/"+nodeexec.MachineDir+")")
 	allow := fs.String("allow", strings.Join(nodeexec.DefaultAllowed, ","), "path prefixes the agent may write")
