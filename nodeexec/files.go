@@ -246,10 +246,16 @@ func SymlinkIn(r *os.Root, rel, target string, sync bool) error {
 
 // symlinkAtomic replaces rel by a link to target: a new link beside it, renamed over it.
 func symlinkAtomic(r *os.Root, rel, target string) error {
+	return replaceAtomic(r, rel, func(tmp string) error { return r.Symlink(target, tmp) })
+}
+
+// replaceAtomic puts what create makes at a temporary name beside rel over rel, by a
+// rename: rel is the old thing or the new one, never missing.
+func replaceAtomic(r *os.Root, rel string, create func(tmp string) error) error {
 	var rb [6]byte
 	rand.Read(rb[:])
 	tmp := path.Join(path.Dir(rel), "."+path.Base(rel)+".mcp-"+hex.EncodeToString(rb[:]))
-	if err := r.Symlink(target, tmp); err != nil {
+	if err := create(tmp); err != nil {
 		return err
 	}
 	if err := r.Rename(tmp, rel); err != nil {

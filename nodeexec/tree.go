@@ -1,8 +1,6 @@
 package nodeexec
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -134,17 +132,7 @@ func (e *Executor) writeLink(r *os.Root, l *model.Link) error {
 // hardLinkAtomic makes rel another name of the file at target: a new link beside rel,
 // renamed over it.
 func hardLinkAtomic(r *os.Root, target, rel string) error {
-	var rb [6]byte
-	rand.Read(rb[:])
-	tmp := path.Join(path.Dir(rel), "."+path.Base(rel)+".mcp-"+hex.EncodeToString(rb[:]))
-	if err := r.Link(target, tmp); err != nil {
-		return err
-	}
-	if err := r.Rename(tmp, rel); err != nil {
-		r.Remove(tmp)
-		return err
-	}
-	return nil
+	return replaceAtomic(r, rel, func(tmp string) error { return r.Link(target, tmp) })
 }
 
 func typeWord(m fs.FileMode) string {
