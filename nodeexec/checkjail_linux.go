@@ -118,10 +118,22 @@ func (j *jail) drop() {
 // re-parented here in turn.
 func (j *jail) killMarked(main int) {
 	want := []byte(CheckRunEnv + "=" + j.mark)
+	// A process with no environment to read is looked at again for a short while only: an
+	// exec ends within it, and an adopted zombie (left for whoever reaps it) never does.
+	looks := 0
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		left := false
+		left, unsure := false, false
 		for _, pid := range adopted() {
-			if pid == main || !marked(pid, want) {
+			if pid == main {
+				continue
+			}
+			switch m, known := marked(pid, want); {
+			case !known:
+				// No environment to read: a process in the middle of an exec, or one
+				// dead and not yet reaped. Looked at again, not taken for unmarked yet.
+				unsure = true
+				continue
+			case !m:
 				continue
 			}
 			left = true
@@ -129,9 +141,13 @@ func (j *jail) killMarked(main int) {
 			var ws unix.WaitStatus
 			unix.Wait4(pid, &ws, 0, nil)
 		}
-		if !left {
+		if left {
+			continue
+		}
+		if looks++; !unsure || looks > 20 {
 			return
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -246,11 +262,13 @@ func adopted() []int {
 	return pids
 }
 
-// marked says whether process pid's environment holds want (a whole NUL-separated entry).
-func marked(pid int, want []byte) bool {
+// marked says whether process pid's environment holds want (a whole NUL-separated entry);
+// known is false when there was no environment to read (the process is gone, dying, or
+// between the two halves of an exec).
+func marked(pid int, want []byte) (m, known bool) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/environ", pid))
 	if err != nil {
-		return false
+		return false, false
 	}
 	defer f.Close()
 	s := bufio.NewScanner(f)
@@ -264,10 +282,12 @@ func marked(pid int, want []byte) bool {
 		}
 		return 0, nil, nil
 	})
+	any := false
 	for s.Scan() {
+		any = true
 		if bytes.Equal(s.Bytes(), want) {
-			return true
+			return true, true
 		}
 	}
-	return false
+	return false, any
 }
