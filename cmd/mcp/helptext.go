@@ -135,7 +135,8 @@ periodically and serves Prometheus metrics (-listen).
 		Groups: []cmdhelp.Group{{Title: "Options", Flags: []string{"json", "detailed-exitcode", "no-color"}},
 			{Title: "Periodic options", Flags: []string{"every", "listen"}}, varOptions},
 		Exit: []string{"0  Done; with -detailed-exitcode: no drift.", exitError,
-			"2  With -detailed-exitcode: some node drifted, is unmanaged or on an unknown config."},
+			"2  With -detailed-exitcode: some node drifted, is unmanaged, on an unknown config, or",
+			"   changed since its rollout in what no config manages (information)."},
 		Examples: []string{"mcp drift -detailed-exitcode", "mcp drift -every 10m -listen :9102"},
 	},
 	"status": {
