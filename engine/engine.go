@@ -258,6 +258,7 @@ func (w *Workspace) refreshWith(ctx context.Context, st *state.State, nodesOnly 
 		n := &fleet.Nodes[i]
 		if cur := st.Rendered[n.CurrentConfig]; cur != nil {
 			n.Drift = append(n.Drift, model.HostDrift(n, cur)...)
+			n.Outside = model.UnmanagedHostDrift(n, cur)
 		}
 	}
 	w.explainDrift(ctx, st, fleet)

@@ -47,6 +47,13 @@ type Node struct {
 	// DriftUnlisted counts drifted paths the report does not list (the Kubernetes
 	// annotation carries the first protocol.MaxDrift).
 	DriftUnlisted int `json:"drift_unlisted,omitempty"`
+	// RolledOut is what the node's host ran when its agent last finished an update (its
+	// Done): the baseline of what CurrentConfig does not manage. nil: not recorded.
+	RolledOut *HostRecord `json:"rolled_out,omitempty"`
+	// Outside lists how the node differs from RolledOut in what CurrentConfig does not
+	// manage (UnmanagedHostDrift, added at refresh): information for people and drift
+	// runs; no plan acts on it.
+	Outside []Drift `json:"outside,omitempty"`
 	// PendingReboot is an update the node's agent rebooted into and has not finished, as
 	// recorded on the node before the reboot (nil: none, or the provider does not say).
 	// With BootID it tells whether that reboot happened (RebootedInto).
@@ -116,6 +123,11 @@ const (
 	DriftKernelArgs DriftKind = "kernel-args"
 	// DriftOSImage: the node runs another OS image than its config's (Path DriftPathOSImage).
 	DriftOSImage DriftKind = "os-image"
+	// DriftUnmanagedKernelArgs and DriftUnmanagedOSImage are Node.Outside's: kernel
+	// arguments the config does not name were added or removed since the rollout, or the
+	// node boots another image than at the rollout in a pool that sets no os_image.
+	DriftUnmanagedKernelArgs DriftKind = "unmanaged-kernel-args"
+	DriftUnmanagedOSImage    DriftKind = "unmanaged-os-image"
 )
 
 // The Path of drift that is not a file: the configuration attribute that differs.
@@ -142,6 +154,19 @@ type Drift struct {
 func (d Drift) String() string {
 	if d.Sensitive {
 		return fmt.Sprintf("%s: %s (sensitive)", d.Path, d.Kind)
+	}
+	if d.Kind == DriftUnmanagedKernelArgs { // Found: added since the rollout; Expected: removed
+		var s []string
+		if d.Found != "" {
+			s = append(s, "added since the rollout: "+d.Found)
+		}
+		if d.Expected != "" {
+			s = append(s, "removed since the rollout: "+d.Expected)
+		}
+		return fmt.Sprintf("%s: %s (%s)", d.Path, d.Kind, strings.Join(s, "; "))
+	}
+	if d.Kind == DriftUnmanagedOSImage {
+		return fmt.Sprintf("%s: %s (rolled out on %s, now boots %s)", d.Path, d.Kind, d.Expected, d.Found)
 	}
 	if d.Expected != "" || d.Found != "" {
 		return fmt.Sprintf("%s: %s (expected %s, found %s)", d.Path, d.Kind, short(d.Expected), short(d.Found))

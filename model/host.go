@@ -82,3 +82,47 @@ func argName(a string) string {
 	name, _, _ := strings.Cut(a, "=")
 	return name
 }
+
+// HostRecord is what a node's host ran at one moment: its kernel arguments (nil: it could
+// not say; an empty list: none) and its OS image ("": it could not say).
+type HostRecord struct {
+	KernelArgs []string `json:"kernel_args"`
+	OSImage    string   `json:"os_image,omitempty"`
+}
+
+// UnmanagedHostDrift compares what the node reports it runs with what it ran when its
+// current config was rolled out (n.RolledOut), in what current does not manage: kernel
+// arguments current does not name, added or removed since (a debug argument set by
+// hand), and the OS image when current names none. These are information, never steps:
+// nothing in the configuration says what they should be. Unknown on either side is not
+// compared.
+func UnmanagedHostDrift(n *Node, current *Rendered) []Drift {
+	base := n.RolledOut
+	if base == nil {
+		return nil
+	}
+	var out []Drift
+	if base.KernelArgs != nil && n.KernelArgs != nil {
+		added := unmanagedArgs(n.KernelArgs, base.KernelArgs, current.KernelArgs)
+		removed := unmanagedArgs(base.KernelArgs, n.KernelArgs, current.KernelArgs)
+		if len(added)+len(removed) > 0 {
+			out = append(out, Drift{Path: DriftPathKernelArgs, Kind: DriftUnmanagedKernelArgs,
+				Expected: strings.Join(removed, " "), Found: strings.Join(added, " ")})
+		}
+	}
+	if current.OSImage == "" && base.OSImage != "" && n.OSImage != "" && n.OSImage != base.OSImage {
+		out = append(out, Drift{Path: DriftPathOSImage, Kind: DriftUnmanagedOSImage, Expected: base.OSImage, Found: n.OSImage})
+	}
+	return out
+}
+
+// unmanagedArgs are the arguments of a that b lacks and managed does not name.
+func unmanagedArgs(a, b, managed []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) && !slices.Contains(managed, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}

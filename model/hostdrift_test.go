@@ -78,3 +78,42 @@ func TestCheckHost(t *testing.T) {
 		t.Errorf("an argument removed and kept: %v", got)
 	}
 }
+
+// What the config does not manage is compared with what the node ran at its rollout:
+// kernel arguments it does not name, added or removed since, and the image when it names
+// none. The config's own arguments and image are HostDrift's; unknown is not compared.
+func TestUnmanagedHostDrift(t *testing.T) {
+	cur := &Rendered{KernelArgs: []string{"nosmt"}}
+	base := &HostRecord{KernelArgs: []string{"root=UUID=1", "nosmt", "quiet"}, OSImage: "os:1"}
+	tests := []struct {
+		name  string
+		node  Node
+		cur   *Rendered
+		want  []Drift
+		shown string
+	}{
+		{"as rolled out", Node{RolledOut: base, KernelArgs: []string{"root=UUID=1", "nosmt", "quiet"}, OSImage: "os:1"}, cur, nil, ""},
+		{"no baseline", Node{KernelArgs: []string{"debug"}, OSImage: "os:2"}, cur, nil, ""},
+		{"the config's own argument removed: HostDrift's", Node{RolledOut: base, KernelArgs: []string{"root=UUID=1", "quiet"}, OSImage: "os:1"}, cur, nil, ""},
+		{"one added, one removed", Node{RolledOut: base, KernelArgs: []string{"root=UUID=1", "nosmt", "debug"}, OSImage: "os:1"}, cur,
+			[]Drift{{Path: DriftPathKernelArgs, Kind: DriftUnmanagedKernelArgs, Expected: "quiet", Found: "debug"}},
+			"kernel_args: unmanaged-kernel-args (added since the rollout: debug; removed since the rollout: quiet)"},
+		{"another image, none managed", Node{RolledOut: base, KernelArgs: []string{"root=UUID=1", "nosmt", "quiet"}, OSImage: "os:2"}, cur,
+			[]Drift{{Path: DriftPathOSImage, Kind: DriftUnmanagedOSImage, Expected: "os:1", Found: "os:2"}},
+			"os_image: unmanaged-os-image (rolled out on os:1, now boots os:2)"},
+		{"another image, managed: HostDrift's", Node{RolledOut: base, KernelArgs: []string{"root=UUID=1", "nosmt", "quiet"}, OSImage: "os:2"},
+			&Rendered{KernelArgs: []string{"nosmt"}, OSImage: "os:3"}, nil, ""},
+		{"unknown now", Node{RolledOut: base}, cur, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := UnmanagedHostDrift(&tt.node, tt.cur)
+			if d := cmp.Diff(tt.want, got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+			if len(got) == 1 && got[0].String() != tt.shown {
+				t.Errorf("shown as %q, want %q", got[0].String(), tt.shown)
+			}
+		})
+	}
+}

@@ -2,8 +2,10 @@ package planner
 
 import (
 	"bytes"
+	"cmp"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/mcpfleet/mcp/internal/textdiff"
 	"github.com/mcpfleet/mcp/model"
@@ -82,6 +84,12 @@ type Item struct {
 	// The kernel arguments, the OS image.
 	KernelArgs []string `json:"kernel_args,omitempty"`
 	OSImage    string   `json:"os_image,omitempty"`
+	// Running is set on the Before of an OS image the nodes' config named none of: the
+	// images the move's nodes run now, per image (OSImage is the one most of them run), so
+	// that a first os_image shows what it replaces. Unreported counts the move's nodes
+	// that report no image.
+	Running    []ImageNodes `json:"running,omitempty"`
+	Unreported int          `json:"unreported,omitempty"`
 	// A link's (Mode, User and Group are a directory's and a link's too). A first-boot
 	// part's Content is its Ignition JSON, indented.
 	Target string `json:"target,omitempty"`
@@ -134,6 +142,7 @@ func poolChanges(in Input, pp *PoolPlan, nodes []NodePlan, target *model.Rendere
 		}
 		out[k].Nodes = append(out[k].Nodes, n.Name)
 	}
+	runningImages(in.Fleet, out)
 	// The boot pointer moves when the pool's rollout starts: not for a paused pool, nor
 	// for one -target leaves out.
 	if _, ok := at[pp.Previous]; pp.ReRendered && !pp.PointerKept && !pp.Paused && !ok {
@@ -271,4 +280,55 @@ func unionSorted[T any](a, b []T, key func(T) string) []string {
 		seen[key(x)] = true
 	}
 	return slices.Sorted(maps.Keys(seen))
+}
+
+// ImageNodes is one OS image and how many nodes run it.
+type ImageNodes struct {
+	OSImage string `json:"os_image"`
+	Nodes   int    `json:"nodes"`
+}
+
+// runningImages gives each change's first OS image (one its nodes' config named none of)
+// a Before of what those nodes run now, as they report it: the change is then an update
+// of their image, not the creation of one. Nodes that report no image are counted apart;
+// when none reports one, Before stays nil.
+func runningImages(fleet *model.Fleet, changes []Change) {
+	var booted map[string]string
+	for k := range changes {
+		for i := range changes[k].Items {
+			it := &changes[k].Items[i]
+			if it.Kind != ItemOSImage || it.Before != nil {
+				continue
+			}
+			if booted == nil {
+				booted = map[string]string{}
+				if fleet != nil {
+					for _, n := range fleet.Nodes {
+						booted[n.Name] = n.OSImage
+					}
+				}
+			}
+			before := &Item{}
+			count := map[string]int{}
+			for _, name := range changes[k].Nodes {
+				if img := booted[name]; img != "" {
+					count[img]++
+				} else {
+					before.Unreported++
+				}
+			}
+			for img, n := range count {
+				before.Running = append(before.Running, ImageNodes{OSImage: img, Nodes: n})
+			}
+			if len(before.Running) == 0 {
+				continue
+			}
+			// Most nodes first, then by name: the order is the plan's, on every run.
+			slices.SortFunc(before.Running, func(a, b ImageNodes) int {
+				return cmp.Or(b.Nodes-a.Nodes, strings.Compare(a.OSImage, b.OSImage))
+			})
+			before.OSImage = before.Running[0].OSImage
+			it.Before, it.Action = before, ItemUpdate
+		}
+	}
 }

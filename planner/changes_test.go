@@ -130,3 +130,52 @@ func TestPausedPoolShowsNoPointerMove(t *testing.T) {
 		t.Errorf("changes of a paused pool with no nodes: %+v", cs)
 	}
 }
+
+// A first os_image (the nodes' config named none) is an update of what the nodes run:
+// its Before lists their booted images, most nodes first, and counts those that report
+// none; a move whose nodes report no image stays a creation.
+func TestFirstOSImageShowsWhatNodesRun(t *testing.T) {
+	old := &model.Rendered{Name: "rendered-worker-old", Pool: "worker"}
+	tg := target("worker")
+	tg.OSImage = "img:41"
+	nodes := []model.Node{node("w-0", "worker", "a", 0), node("w-1", "worker", "a", 1), node("w-2", "worker", "a", 2),
+		node("w-3", "worker", "a", 3)}
+	for i, img := range []string{"img:40", "img:stable", "img:stable", ""} {
+		nodes[i].CurrentConfig, nodes[i].OSImage = old.Name, img
+	}
+	in := Input{Desired: desired(model.Pool{Name: "worker", MaxUnavailable: model.IntOrPercent{Value: 4}}),
+		Rendered: map[string]*model.Rendered{"worker": tg}, Known: map[string]*model.Rendered{old.Name: old},
+		Pointers: map[string]string{"worker": old.Name}, Fleet: &model.Fleet{Nodes: nodes}}
+	p, err := MakePlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ItemChange{{Kind: ItemOSImage, Action: ItemUpdate,
+		Before: &Item{OSImage: "img:stable", Running: []ImageNodes{{"img:stable", 2}, {"img:40", 1}}, Unreported: 1},
+		After:  &Item{OSImage: "img:41"}}}
+	if d := cmp.Diff(want, p.Pools[0].Changes[0].Items); d != "" {
+		t.Errorf("items (-want +got):\n%s", d)
+	}
+	var why []string
+	for _, n := range p.Nodes {
+		for _, s := range n.Steps {
+			if s.Kind == model.StepPivot && n.Name == "w-1" {
+				why = append(why, s.Reason)
+			}
+		}
+	}
+	if d := cmp.Diff([]string{"os image img:stable (booted) → img:41"}, why); d != "" {
+		t.Errorf("w-1's pivot reason (-want +got):\n%s", d)
+	}
+
+	for i := range nodes {
+		nodes[i].OSImage = ""
+	}
+	if p, err = MakePlan(in); err != nil {
+		t.Fatal(err)
+	}
+	want = []ItemChange{{Kind: ItemOSImage, Action: ItemCreate, After: &Item{OSImage: "img:41"}}}
+	if d := cmp.Diff(want, p.Pools[0].Changes[0].Items); d != "" {
+		t.Errorf("no node reports an image: items (-want +got):\n%s", d)
+	}
+}

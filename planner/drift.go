@@ -25,6 +25,9 @@ type DriftPool struct {
 	// the differences they reported (files, units, kernel arguments, OS image, unlisted).
 	Drifted int `json:"drifted"`
 	Paths   int `json:"paths"`
+	// Changed counts the pool's nodes whose Outside lists something: changed since the
+	// rollout in what the configuration does not manage.
+	Changed int `json:"changed,omitempty"`
 }
 
 // DriftStatus is how a node stands against the config it runs.
@@ -40,11 +43,16 @@ const (
 	// DriftUnknownConfig: the node runs a rendered config the state does not hold, so
 	// what it should look like is not known.
 	DriftUnknownConfig DriftStatus = "unknown-config"
+	// DriftChanged: the node is as its config has it, but differs from what was rolled
+	// out in what the config does not manage (DriftNode.Outside): information.
+	DriftChanged DriftStatus = "changed"
 )
 
-// Counts reports whether the status is a finding: what makes mcp drift exit 2.
+// Counts reports whether the status is a finding: what makes mcp drift exit 2. A change
+// in what the configuration does not manage is one: the run says everything that differs
+// from what was rolled out, though no plan acts on it (docs/decisions.md).
 func (s DriftStatus) Counts() bool {
-	return s == DriftDrifted || s == DriftUnmanaged || s == DriftUnknownConfig
+	return s == DriftDrifted || s == DriftUnmanaged || s == DriftUnknownConfig || s == DriftChanged
 }
 
 // DriftNode is one node's part of a drift report.
@@ -56,6 +64,9 @@ type DriftNode struct {
 	Drift         []model.Drift `json:"drift,omitempty"`
 	// DriftUnlisted counts drifted paths the node reported without listing them.
 	DriftUnlisted int `json:"drift_unlisted,omitempty"`
+	// Outside lists how the node differs from what it ran at its rollout in what its
+	// config does not manage (model.Node.Outside): reported, never restored.
+	Outside []model.Drift `json:"outside,omitempty"`
 }
 
 // Paths is how many differences the node reported.
@@ -86,7 +97,8 @@ func MakeDriftReport(d *model.Desired, known map[string]*model.Rendered, fleet *
 	}
 	for i := range fleet.Nodes {
 		n := &fleet.Nodes[i]
-		dn := DriftNode{Name: n.Name, CurrentConfig: n.CurrentConfig, Drift: n.Drift, DriftUnlisted: n.DriftUnlisted}
+		dn := DriftNode{Name: n.Name, CurrentConfig: n.CurrentConfig, Drift: n.Drift, DriftUnlisted: n.DriftUnlisted,
+			Outside: n.Outside}
 		pi, inPool := poolOf[n.Name]
 		switch {
 		case !inPool:
@@ -97,14 +109,19 @@ func MakeDriftReport(d *model.Desired, known map[string]*model.Rendered, fleet *
 			dn.Status = DriftUnknownConfig
 		case dn.Paths() > 0:
 			dn.Status = DriftDrifted
+		case len(dn.Outside) > 0:
+			dn.Status = DriftChanged
 		default:
 			dn.Status = DriftClean
 		}
 		if inPool {
 			dn.Pool = r.Pools[pi].Name
-			if dn.Status.Counts() {
+			if dn.Status == DriftDrifted || dn.Status == DriftUnknownConfig {
 				r.Pools[pi].Drifted++
 				r.Pools[pi].Paths += dn.Paths()
+			}
+			if len(dn.Outside) > 0 {
+				r.Pools[pi].Changed++
 			}
 		}
 		r.Nodes = append(r.Nodes, dn)

@@ -206,7 +206,7 @@ func (p *Plan) HasChanges() bool {
 
 // HasConfigChanges reports whether the plan changes anything for a change of the
 // configuration, not counting nodes whose steps only restore drift: what plan's
-// -detailed-exitcode exits 2 for (drift is `mcp drift`'s to report).
+// -detailed-exitcode=config exits 2 for (plain -detailed-exitcode exits 2 for HasChanges).
 func (p *Plan) HasConfigChanges() bool {
 	for i := range p.Nodes {
 		if p.Nodes[i].Changed() && !p.Nodes[i].DriftOnly {

@@ -89,6 +89,9 @@ func DeriveOn(old, new *model.Rendered, h Host) []model.Step {
 	}
 	if new.OSImage != "" && old.OSImage != new.OSImage && !h.runs(new.OSImage) {
 		why := fmt.Sprintf("os image %s → %s", orNone(old.OSImage), new.OSImage)
+		if old.OSImage == "" && h.OSImage != "" { // a first os_image: say what it replaces
+			why = fmt.Sprintf("os image %s (booted) → %s", h.OSImage, new.OSImage)
+		}
 		b.add(model.StepPivot, "", why)
 		b.policy(model.Policy{Kind: model.PolicyReboot}, why)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/engine/planfile"
+	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/state"
 )
 
@@ -17,7 +19,8 @@ func (c *cli) plan(args []string) int {
 	fs := c.newFlags("plan")
 	out := fs.String("out", "", "save the plan to this file, for mcp apply FILE")
 	asJSON := fs.Bool("json", false, "print the plan as JSON (Terraform's plan JSON shape)")
-	detailed := fs.Bool("detailed-exitcode", false, "exit 0 when there are no configuration changes (drift alone is not one: see mcp drift), 1 on error, 2 when there are")
+	var detailed exitcodeFlag
+	fs.Var(&detailed, "detailed-exitcode", "exit 0 when apply would change nothing, 1 on error, 2 when it would change a node or pool (drift restores included, as Terraform's); =config: 2 only for changes the configuration asks for")
 	var sf scopeFlags
 	sf.register(fs)
 	var lf loadFlags
@@ -46,10 +49,49 @@ func (c *cli) plan(args []string) int {
 		// and the run fails, since apply will refuse it.
 		return c.errorf("apply will refuse this plan: %s", strings.Join(r, "; "))
 	}
-	if *detailed && pf.Plan.HasConfigChanges() {
+	if detailed.exitsTwo(pf.Plan) {
 		return 2
 	}
 	return 0
+}
+
+// exitcodeFlag is plan's -detailed-exitcode: a bool flag, as Terraform's, exiting 2
+// whenever apply would change anything; -detailed-exitcode=config exits 2 only for
+// changes the configuration asks for, not for steps that only restore drift.
+type exitcodeFlag struct{ on, configOnly bool }
+
+func (f *exitcodeFlag) String() string {
+	if f.configOnly {
+		return "config"
+	}
+	return ""
+}
+
+func (f *exitcodeFlag) IsBoolFlag() bool { return true }
+
+func (f *exitcodeFlag) Set(v string) error {
+	switch v {
+	case "true":
+		*f = exitcodeFlag{on: true}
+	case "false":
+		*f = exitcodeFlag{}
+	case "config":
+		*f = exitcodeFlag{on: true, configOnly: true}
+	default:
+		return errors.New("it takes no value, or =config (exit 2 only for configuration changes)")
+	}
+	return nil
+}
+
+// exitsTwo says whether the plan makes the flag exit 2.
+func (f *exitcodeFlag) exitsTwo(p *planner.Plan) bool {
+	switch {
+	case !f.on:
+		return false
+	case f.configOnly:
+		return p.HasConfigChanges()
+	}
+	return p.HasChanges()
 }
 
 // scopeFlags are -target and -exclude (plan, and apply without a saved plan).

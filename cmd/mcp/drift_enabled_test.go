@@ -99,10 +99,10 @@ func TestDriftOfUnitEnablement(t *testing.T) {
 	}
 
 	// Plan notes it apart and restores it: a unit's write, with the unit's own policy.
-	code, out, errOut = mcp(t, dir, "plan", "-detailed-exitcode", "-no-color")
+	code, out, errOut = mcp(t, dir, "plan", "-detailed-exitcode=config", "-no-color")
 	if code != 0 || !strings.Contains(out, "Note: 2 nodes have drifted") || !strings.Contains(out, missing) ||
 		!strings.Contains(out, extra) || !strings.Contains(out, "restored by this plan") {
-		t.Fatalf("plan: exit %d, want 0 with both drifts noted and restored\n%s%s", code, out, errOut)
+		t.Fatalf("plan -detailed-exitcode=config: exit %d, want 0 with both drifts noted and restored\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = mcp(t, dir, "apply", "-auto-approve", "-no-color")
 	if code != 0 || !strings.Contains(out, "node.worker-1: write node-exporter.service done") ||

@@ -65,8 +65,9 @@ func introduceDrift(t *testing.T, dir string) {
 
 // TestDriftRunPlanReportAndRestore is the acceptance on a local fleet: mcp drift
 // names each drifted node and what differs and exits 2; with on_drift = "report" plan shows
-// the drift and exits 0 under -detailed-exitcode; with "restore" one apply puts all three
-// back, and mcp drift exits 0 again.
+// the drift and exits 0 under -detailed-exitcode (apply would do nothing); with "restore"
+// plan exits 2 (0 with =config), one apply puts all three back, and mcp drift exits 0
+// again.
 func TestDriftRunPlanReportAndRestore(t *testing.T) {
 	dir := driftFleet(t)
 	introduceDrift(t, dir)
@@ -143,8 +144,11 @@ func TestDriftRunPlanReportAndRestore(t *testing.T) {
 	// on_drift = "restore" (the default): planned apart from changes, and one apply fixes all.
 	os.WriteFile(main, restoreHCL, 0o644)
 	code, out, errOut = mcp(t, dir, "plan", "-detailed-exitcode", "-no-color")
-	if code != 0 || !strings.Contains(out, "restored by this plan") || !strings.Contains(out, "3 only restoring drift") {
-		t.Fatalf("plan restoring drift: exit %d, want 0 (drift is not a config change)\n%s%s", code, out, errOut)
+	if code != 2 || !strings.Contains(out, "restored by this plan") || !strings.Contains(out, "3 only restoring drift") {
+		t.Fatalf("plan restoring drift: exit %d, want 2 (apply would reboot nodes)\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := mcp(t, dir, "plan", "-detailed-exitcode=config", "-no-color"); code != 0 {
+		t.Fatalf("plan -detailed-exitcode=config restoring drift: exit %d, want 0 (no configuration change)\n%s%s", code, out, errOut)
 	}
 	if code, out, errOut := mcp(t, dir, "apply", "-auto-approve", "-no-color"); code != 0 ||
 		!strings.Contains(out, "node.infra-0: kargs done") || !strings.Contains(out, "node.worker-2: pivot done") ||

@@ -246,11 +246,15 @@ func TestDriftIsPlannedAndRestored(t *testing.T) {
 	}
 	chrony := filepath.Join(dir, "fleet/nodes/worker-2/root/etc/chrony.conf")
 	os.WriteFile(chrony, []byte("server evil.example.com\n"), 0o644)
-	// Drift is not a configuration change: -detailed-exitcode stays 0 (mcp drift reports it).
+	// Apply would restart chronyd on worker-2: -detailed-exitcode exits 2, as Terraform's
+	// for an update that undoes drift; =config does not count drift restores.
 	code, out, errOut := mcp(t, dir, "plan", "-no-color", "-detailed-exitcode")
-	if code != 0 || !strings.Contains(out, "drift: /etc/chrony.conf: content") ||
+	if code != 2 || !strings.Contains(out, "drift: /etc/chrony.conf: content") ||
 		!strings.Contains(out, "node.worker-2") || strings.Contains(out, "node.worker-1") {
-		t.Fatalf("plan after drift: exit %d\n%s%s", code, out, errOut)
+		t.Fatalf("plan after drift: exit %d, want 2\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := mcp(t, dir, "plan", "-no-color", "-detailed-exitcode=config"); code != 0 {
+		t.Fatalf("plan -detailed-exitcode=config after drift: exit %d, want 0\n%s%s", code, out, errOut)
 	}
 	_, out, _ = mcp(t, dir, "plan", "-json")
 	var pj struct {

@@ -158,6 +158,13 @@ func nodeOf(n *corev1.Node) model.Node {
 		// report, and the plan shows the node's kernel arguments as unknown.
 		_ = json.Unmarshal([]byte(s), &m.KernelArgs)
 	}
+	if s := a[protocol.RolledOut]; s != "" {
+		// Likewise: unreadable is not recorded, and nothing is compared with it.
+		var r model.HostRecord
+		if json.Unmarshal([]byte(s), &r) == nil {
+			m.RolledOut = &r
+		}
+	}
 	return m
 }
 

@@ -54,8 +54,13 @@ func (s nodeState) Working(desired string) error {
 	return s.p.update(s.node, func(r *record) { r.DesiredConfig, r.State, r.Reason = desired, model.StateWorking, "" })
 }
 
+// Done records, with the config, what the machine runs at that moment (model.Node.RolledOut):
+// a local machine always knows its kernel arguments, none being an empty list.
 func (s nodeState) Done(current string) error {
-	return s.p.update(s.node, func(r *record) { r.CurrentConfig, r.State, r.Reason = current, model.StateDone, "" })
+	return s.p.update(s.node, func(r *record) {
+		r.CurrentConfig, r.State, r.Reason = current, model.StateDone, ""
+		r.RolledOut = &model.HostRecord{KernelArgs: append([]string{}, r.KernelArgs...), OSImage: r.OSImage}
+	})
 }
 
 func (s nodeState) Degraded(reason string) error {

@@ -281,8 +281,8 @@ func (r Runner) Run(args ...string) (string, error) {
 }
 
 // PlanChanges runs mcp plan -detailed-exitcode, then mcp drift -detailed-exitcode: true when
-// there are changes or drift (plan's exit code counts configuration changes only, and a
-// killed apply must leave no drift behind either).
+// there are changes or drift (plan's exit code counts what apply would do, drift restores
+// included; drift adds what no plan acts on, and a killed apply must leave none behind).
 func (r Runner) PlanChanges() (bool, error) {
 	for _, args := range [][]string{{"plan", "-detailed-exitcode", "-no-color", "-lock=false"},
 		{"drift", "-detailed-exitcode", "-no-color"}} {

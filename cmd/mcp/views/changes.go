@@ -96,11 +96,7 @@ func writeItem(w io.Writer, c painter, ch planner.Change, it planner.ItemChange)
 			}
 		}
 	case planner.ItemOSImage:
-		fmt.Fprintf(w, "    %s os_image\n", sym)
-		if it.Before != nil {
-			fmt.Fprintf(w, "%s%s\n", in, c.red("- "+it.Before.OSImage))
-		}
-		fmt.Fprintf(w, "%s%s\n", in, c.green("+ "+it.After.OSImage))
+		writeOSImage(w, c, sym, in, it)
 	case planner.ItemFile:
 		fmt.Fprintf(w, "    %s file %s%s\n", sym, it.Name, attrChanges(it))
 		writeDiff(w, c, in, contentDiff(itemContent(it.Before), itemContent(it.After), it.ContentChanged, it.Name, ch))
@@ -395,4 +391,26 @@ func writeReasons(w io.Writer, c painter, nodes []*planner.NodePlan) {
 		}
 		fmt.Fprintf(w, "    %s\n", l)
 	}
+}
+
+// writeOSImage writes an OS image's change. A first os_image (the nodes' config named none)
+// shows what the nodes run now instead, per image with how many nodes run it.
+func writeOSImage(w io.Writer, c painter, sym, in string, it planner.ItemChange) {
+	b := it.Before
+	if b == nil || len(b.Running) == 0 {
+		fmt.Fprintf(w, "    %s os_image\n", sym)
+		if b != nil {
+			fmt.Fprintf(w, "%s%s\n", in, c.red("- "+b.OSImage))
+		}
+		fmt.Fprintf(w, "%s%s\n", in, c.green("+ "+it.After.OSImage))
+		return
+	}
+	fmt.Fprintf(w, "    %s os_image (the config named none; the nodes run now:)\n", sym)
+	for _, r := range b.Running {
+		fmt.Fprintf(w, "%s%s\n", in, c.red(fmt.Sprintf("- %s  (%s)", r.OSImage, plural(r.Nodes, "%d node", "%d nodes"))))
+	}
+	if b.Unreported > 0 {
+		fmt.Fprintf(w, "%s  %s\n", in, plural(b.Unreported, "%d node reports no image", "%d nodes report no image"))
+	}
+	fmt.Fprintf(w, "%s%s\n", in, c.green("+ "+it.After.OSImage))
 }

@@ -67,7 +67,7 @@ func (v driftHuman) Report(r *planner.DriftReport, _ DriftRun) error {
 	for i := range r.Nodes {
 		n := &r.Nodes[i]
 		switch n.Status {
-		case planner.DriftDrifted:
+		case planner.DriftDrifted, planner.DriftChanged:
 			fmt.Fprintf(&b, "%s (pool %s, %s)\n", c.bold("node."+n.Name), n.Pool, n.CurrentConfig)
 			for _, d := range n.Drift {
 				fmt.Fprintf(&b, "  %s%s\n", c.yellow("drift: "), d.String())
@@ -75,6 +75,9 @@ func (v driftHuman) Report(r *planner.DriftReport, _ DriftRun) error {
 			}
 			if n.DriftUnlisted > 0 {
 				fmt.Fprintf(&b, "  %sand %d more paths, not listed\n", c.yellow("drift: "), n.DriftUnlisted)
+			}
+			for _, d := range n.Outside {
+				fmt.Fprintf(&b, "  %s%s\n", "info: ", d.String())
 			}
 		case planner.DriftUnmanaged:
 			fmt.Fprintf(&b, "%s: no pool selects it\n", c.bold("node."+n.Name))
@@ -87,6 +90,10 @@ func (v driftHuman) Report(r *planner.DriftReport, _ DriftRun) error {
 		b.WriteByte('\n')
 	}
 	for _, p := range r.Pools {
+		if p.Changed > 0 {
+			fmt.Fprintf(&b, "pool.%s: %d of %s changed since the rollout in what the configuration does not manage "+
+				"(information: no plan changes it)\n", p.Name, p.Changed, plural(p.Size, "%d node", "%d nodes"))
+		}
 		if p.Drifted == 0 {
 			continue
 		}
@@ -119,11 +126,14 @@ func DriftSummary(r *planner.DriftReport) string {
 	if n := counts[planner.DriftUnknownConfig]; n > 0 {
 		extra = append(extra, plural(n, "%d node on a config the state lacks", "%d nodes on a config the state lacks"))
 	}
+	if n := counts[planner.DriftChanged]; n > 0 {
+		extra = append(extra, plural(n, "%d node changed only in what no config manages", "%d nodes changed only in what no config manages"))
+	}
 	if n := counts[planner.DriftUnconfigured]; n > 0 {
 		extra = append(extra, plural(n, "%d node not configured by mcp yet", "%d nodes not configured by mcp yet"))
 	}
 	s := "No drift: every node matches the config it runs."
-	if d := counts[planner.DriftDrifted]; d > 0 || r.HasDrift() {
+	if d := counts[planner.DriftDrifted]; d > 0 || counts[planner.DriftUnmanaged]+counts[planner.DriftUnknownConfig] > 0 {
 		verb := "differ from the config they run"
 		if d == 1 {
 			verb = "differs from the config it runs"

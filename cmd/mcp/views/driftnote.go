@@ -48,8 +48,9 @@ func writeDriftNote(w io.Writer, c painter, p *planner.Plan) {
 	}
 	if restored > 0 {
 		fmt.Fprintf(w, "\nThe steps below put the drift back (each file with its own on_change policy, kernel arguments\n"+
-			"and OS image with a reboot). They are not configuration changes: plan -detailed-exitcode does not\n"+
-			"count them; `mcp drift` reports drift alone.\n")
+			"and OS image with a reboot). They are changes apply makes (plan -detailed-exitcode exits 2 for\n"+
+			"them), not of the configuration (-detailed-exitcode=config does not count them); `mcp drift`\n"+
+			"reports drift alone.\n")
 	}
 	if reported > 0 {
 		fmt.Fprintf(w, "\nDrift in pools with on_drift = \"report\" is shown only: nothing is planned for it.\n")

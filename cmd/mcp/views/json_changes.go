@@ -101,6 +101,16 @@ func itemValue(ic planner.ItemChange, it *planner.Item) (any, any) {
 		v["kernel_args"] = nonNil(it.KernelArgs)
 	case planner.ItemOSImage:
 		v["os_image"] = it.OSImage
+		if len(it.Running) > 0 { // a first os_image's before: what the nodes run now
+			running := make([]map[string]any, len(it.Running))
+			for i, r := range it.Running {
+				running[i] = map[string]any{"os_image": r.OSImage, "nodes": r.Nodes}
+			}
+			v["running"] = running
+			if it.Unreported > 0 {
+				v["unreported"] = it.Unreported
+			}
+		}
 	case planner.ItemDirectory:
 		v["path"], v["mode"], v["user"], v["group"] = ic.Name, fmt.Sprintf("%04o", it.Mode), it.User, it.Group
 	case planner.ItemLink:

@@ -2,6 +2,7 @@ package kagent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -107,5 +108,27 @@ func TestRebootIntoTheWrongImageDegrades(t *testing.T) {
 		if !strings.Contains(rep.Reason, want) {
 			t.Errorf("reason %q does not say %q", rep.Reason, want)
 		}
+	}
+}
+
+// Done records what the host runs at that moment in the rolled-out annotation: the
+// baseline a drift run compares what the config does not manage with (a kernel argument
+// added by hand later). What the host cannot say is not recorded.
+func TestDoneRecordsWhatWasRolledOut(t *testing.T) {
+	client, _ := cluster(t, nil)
+	host := &nodeexec.RecordingHost{}
+	a, root := newAgent(t, client, "", host)
+	machine(t, host, root, a, "quay.io/fcos@sha256:1", "root=UUID=34bf nosmt")
+	if err := a.State.Done("rendered-worker-a"); err != nil {
+		t.Fatal(err)
+	}
+	ann := getNode(t, client).Annotations
+	if got, want := ann[protocol.RolledOut], `{"kernel_args":["root=UUID=34bf","nosmt"],"os_image":"quay.io/fcos@sha256:1"}`; got != want {
+		t.Errorf("rolled-out after Done: %q, want %q", got, want)
+	}
+	// The engine reads it back as the node's baseline.
+	var r model.HostRecord
+	if err := json.Unmarshal([]byte(ann[protocol.RolledOut]), &r); err != nil || r.OSImage != "quay.io/fcos@sha256:1" {
+		t.Errorf("rolled-out does not read as a model.HostRecord: %v %+v", err, r)
 	}
 }

@@ -138,6 +138,13 @@ func (s *NodeState) Done(current string) error {
 		s.ReportError(err)
 	}
 	maps.Copy(ann, s.observed(nil, o))
+	if s.Host != nil {
+		ann[protocol.RolledOut] = nil
+		if o.KernelArgs != nil || o.OSImage != "" {
+			b, _ := json.Marshal(model.HostRecord{KernelArgs: o.KernelArgs, OSImage: o.OSImage})
+			ann[protocol.RolledOut] = string(b)
+		}
+	}
 	if err := s.patch(ann); err != nil {
 		return err
 	}

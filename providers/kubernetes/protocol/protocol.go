@@ -51,6 +51,11 @@ const (
 	// OSImage and KernelArgs (JSON list) are what the node booted with.
 	OSImage    = Prefix + "os-image"
 	KernelArgs = Prefix + "kernel-args"
+	// RolledOut is the JSON model.HostRecord of what the host ran when the agent last
+	// reported Done: the baseline drift runs compare what the config does not manage with.
+	// Written with Done only (the drift check's patches leave it), removed when the host
+	// could say neither.
+	RolledOut = Prefix + "rolled-out"
 )
 
 // AgentAnnotations are every Node annotation an agent writes: its reports, and
@@ -58,7 +63,7 @@ const (
 // ValidatingAdmissionPolicy in deploy/ lets an agent change these on its own Node and
 // nothing else (deploy_test.go checks the policy's list is this one).
 var AgentAnnotations = []string{ObservedUpdateID, State, Reason, Progress, CurrentConfig, DesiredConfig,
-	Drift, DriftCount, OSImage, KernelArgs, CheckResult}
+	Drift, DriftCount, OSImage, KernelArgs, CheckResult, RolledOut}
 
 // BootImageError is the annotation apply writes on a machine template (a MachineSet, a
 // Cluster API infrastructure template) whose image the API server refused to set: the
