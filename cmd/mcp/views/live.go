@@ -22,17 +22,17 @@ import (
 // with its current step. What must outlast the redraw — a failure, a stopped pool — is
 // printed above the lines; the summary follows once they are gone.
 type LiveProgress struct {
-	p    *mpb.Progress
-	c    painter
-	sum  Progress // prints the summary, as the line view does
-	now  func() time.Time
+	p   *mpb.Progress
+	c   painter
+	sum Progress // prints the summary, as the line view does
+	now func() time.Time
 	// size is the terminal's (nil: not a terminal, nothing is wrapped).
 	size    func() (width, height int, err error)
 	reboots reboots
-	mu   sync.Mutex
-	pool map[string]*livePool
-	node map[string]*liveNode
-	done bool
+	mu      sync.Mutex
+	pool    map[string]*livePool
+	node    map[string]*liveNode
+	done    bool
 }
 
 type livePool struct {
