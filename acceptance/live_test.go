@@ -70,10 +70,14 @@ config "50-x" {
 		t.Errorf("no screen showed pool lines (%v), a node's line with its step (%v) and 2 workers updating (%v); the last screens:\n%s",
 			sawPool, sawNode, sawUpdating, strings.Join(screens[max(0, len(screens)-3):], "\n----\n"))
 	}
-	// Redrawn in place: the whole terminal, scrollback included, holds a few lines, where
-	// the line-per-event output has two per step of each of the 8 nodes (over 80).
+	// Redrawn in place: the whole terminal, scrollback included, holds a few lines before
+	// the summary's list of nodes, where the line-per-event output has two per step of
+	// each of the 8 nodes (over 80).
 	lines := 0
 	for _, l := range strings.Split(history, "\n") {
+		if l == "Nodes:" {
+			break
+		}
 		if strings.TrimSpace(l) != "" {
 			lines++
 		}
@@ -81,7 +85,8 @@ config "50-x" {
 	if lines > 12 {
 		t.Errorf("the terminal holds %d lines after apply, want the progress redrawn in place (at most 12):\n%s", lines, history)
 	}
-	for _, want := range []string{"Apply complete! Nodes: 8 updated, 0 failed, 0 not started.", "EXIT=0"} {
+	for _, want := range []string{"Apply complete! Nodes: 8 updated, 0 failed, 0 not started.", "EXIT=0",
+		"\nNodes:\n  node.infra-0   updated, rebooted: boot id ", "\n  node.worker-5  updated, rebooted: boot id "} {
 		if !strings.Contains(final, want) {
 			t.Errorf("the final screen lacks %q:\n%s", want, final)
 		}
@@ -96,9 +101,11 @@ config "50-x" {
 
 // The live view fits the terminal it is drawn on, as a person sees it in tmux at 160 and
 // then 80 columns (resized mid-apply): each pool's bar keeps its width however long its
-// wait message (the message is cut instead), no line wraps, and the final frame is exact —
-// every node done, no wait left over. The plan printed before the apply does not wrap at
-// 160 columns either.
+// wait message (which goes on the lines below, wrapped at spaces), no line wraps, none is
+// cut mid-word (issue 33: "waiting 0s before n…"), and the final frame is exact — every
+// node done, no wait left over — and ends with each node rebooted and its boot ids,
+// wrapped to 80 columns. The plan printed before the apply does not wrap at 160 columns
+// either.
 func TestLiveProgressFitsTheTerminal(t *testing.T) {
 	// One node at a time, each drained and rebooted: the others wait, with a long reason.
 	mcp, dir := liveFleet(t, "worker=6", `provider "local" {
@@ -112,8 +119,9 @@ pool "worker" {
 }
 
 config "50-x" {
-  pools = ["worker"]
+  pools       = ["worker"]
   file "/etc/x.conf" { content = "x\n" }
+  kernel_args = ["nosmt"]
 }
 `)
 	tmux := tmuxServer(t, dir, "mcp-fit")
@@ -152,6 +160,7 @@ config "50-x" {
 		t.Fatal("the apply ended before the terminal could be resized")
 	}
 	bar := regexp.MustCompile(`^pool\.worker +\[[^\]]{22}\] `)
+	midWord := regexp.MustCompile(`\S…`) // mpb's cut, and the view's before: "before n…"
 	var sawWait80, sawWait160 bool
 	for _, f := range frames {
 		if f.settling {
@@ -169,15 +178,15 @@ config "50-x" {
 			if n := utf8.RuneCountInString(l); n > f.width {
 				t.Errorf("a line of %d columns on a terminal of %d wraps:\n%s", n, f.width, l)
 			}
-			if !strings.HasPrefix(l, "pool.worker") {
-				continue
-			}
-			if !bar.MatchString(l) {
-				t.Errorf("the pool's bar lost its width on a terminal of %d:\n%q", f.width, l)
+			if midWord.MatchString(l) {
+				t.Errorf("a line cut mid-word on a terminal of %d:\n%s", f.width, l)
 			}
 			if strings.Contains(l, "waiting") {
 				sawWait80 = sawWait80 || f.width == 80
 				sawWait160 = sawWait160 || f.width == 160
+			}
+			if strings.HasPrefix(l, "pool.worker") && !bar.MatchString(l) {
+				t.Errorf("the pool's bar lost its width on a terminal of %d:\n%q", f.width, l)
 			}
 		}
 	}
@@ -188,6 +197,10 @@ config "50-x" {
 	if strings.Count(final, "pool.worker") != 1 || !regexp.MustCompile(`(?m)^pool\.worker +\[={22}\] 6/6 done$`).MatchString(final) || strings.Contains(final, "waiting") ||
 		!strings.Contains(final, "Apply complete! Nodes: 6 updated, 0 failed, 0 not started.") || !strings.Contains(final, "EXIT=0") {
 		t.Errorf("the final frame:\n%s", final)
+	}
+	rebooted := regexp.MustCompile(`(?m)^  node\.worker-\d  updated, rebooted: boot id [0-9a-f]{32} →\n {17}[0-9a-f]{32}$`)
+	if got := len(rebooted.FindAllString(final, -1)); got != 6 {
+		t.Errorf("the final frame names %d nodes rebooted with their boot ids on two lines of 80 columns, want 6:\n%s", got, final)
 	}
 }
 

@@ -115,7 +115,9 @@ type ApplyResult struct {
 	// Deferred nodes were deferred by the plan: their pool is paused, or there was no room
 	// in its budget when the plan was made.
 	Deferred []string
-	Elapsed  time.Duration
+	// NotStarted says why each node of Skipped and Deferred was not started.
+	NotStarted map[string]NotStarted
+	Elapsed    time.Duration
 	// APIRequests is the number of API requests the rollout made (after the refresh and the
 	// plan); -1: the provider does not count them (providers.RequestCounter).
 	APIRequests int64
@@ -200,8 +202,10 @@ func (w *Workspace) Apply(ctx context.Context, st *state.State, pf *planfile.Fil
 			// an apply without the lock (or a node) changed the fleet or the state
 			// meanwhile. Doing it anyway would not be what was shown; nothing started, so
 			// nothing failed either: run again (exit 2), as for a node another apply holds.
-			return &ApplyResult{Skipped: changedNodes(pf.Plan)}, notStarted(errors.New(
-				"the fleet or the state changed between this apply's plan and its first node (an apply without the lock, or a node): no node was started; run mcp apply again"))
+			err := errors.New("the fleet or the state changed between this apply's plan and its first node (an apply without the lock, or a node): no node was started; run mcp apply again")
+			res := &ApplyResult{Skipped: changedNodes(pf.Plan)}
+			res.notStarted(NotStarted{Why: err.Error()}, res.Skipped...)
+			return res, notStarted(err)
 		}
 		return nil, err
 	}
@@ -359,6 +363,7 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 			case n.Pool != pp.Name || !n.Changed():
 			case n.Deferred:
 				res.Deferred = append(res.Deferred, n.Name)
+				res.notStarted(deferredWhy(a.plan, pp), n.Name)
 			default:
 				nodes = append(nodes, n)
 			}
@@ -367,6 +372,7 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 			if len(nodes) > 0 || pp.ReRendered {
 				resMu.Lock()
 				res.Skipped = append(res.Skipped, nodeNames(nodes)...)
+				res.notStarted(NotStarted{Why: why.Error()}, nodeNames(nodes)...)
 				errs = append(errs, why)
 				resMu.Unlock()
 				a.emit(Event{Kind: EventPoolStopped, Pool: pp.Name, Reason: why.Error()})
@@ -386,6 +392,9 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 			res.Failed = append(res.Failed, pr.Failed...)
 			res.Unconfirmed = append(res.Unconfirmed, pr.Unconfirmed...)
 			res.Skipped = append(res.Skipped, pr.Skipped...)
+			for n, ns := range pr.NotStarted {
+				res.notStarted(ns, n)
+			}
 			errs = append(errs, pr.errs...)
 		}()
 	}

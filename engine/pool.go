@@ -186,11 +186,14 @@ func (r *poolRun) halted() bool {
 func (r *poolRun) skip(rest []planner.NodePlan, why error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	ns := stoppedWhy(r.ctx, r.pp.Name)
+	if why != nil {
+		ns = NotStarted{Why: why.Error()}
+		r.pr.errs = append(r.pr.errs, why)
+	}
 	for _, n := range rest {
 		r.pr.Skipped = append(r.pr.Skipped, n.Name)
-	}
-	if why != nil {
-		r.pr.errs = append(r.pr.errs, why)
+		r.pr.notStarted(ns, n.Name)
 	}
 	r.a.emit(Event{Kind: EventPoolStopped, Pool: r.pp.Name})
 }
@@ -201,6 +204,7 @@ func (r *poolRun) held(node string, why error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.pr.Skipped = append(r.pr.Skipped, node)
+	r.pr.notStarted(NotStarted{Why: why.Error(), Held: true}, node)
 	r.a.emit(Event{Kind: EventHeld, Pool: r.pp.Name, Node: node, Reason: why.Error()})
 }
 
@@ -215,6 +219,7 @@ func (r *poolRun) claimed(node string, why error) {
 	if ce := new(*claimedError); errors.As(why, ce) {
 		reason = "not started: " + (*ce).why
 	}
+	r.pr.notStarted(NotStarted{Why: reason}, node)
 	r.a.emit(Event{Kind: EventClaimed, Pool: r.pp.Name, Node: node, Reason: reason})
 }
 

@@ -68,7 +68,7 @@ func TestNotReadyNodeInTheRolloutKeepsTheBudget(t *testing.T) {
 		// Deferred nodes are changes the plan included and this apply did not make: not a
 		// success (exit 2: run apply again), but not a failure either.
 		converged := code == 0
-		if !converged && (code != 2 || !strings.Contains(out, "Apply incomplete:") || !strings.Contains(out, "not started")) {
+		if !converged && (code != 2 || !strings.Contains(out, "Apply incomplete.") || !strings.Contains(out, "not started")) {
 			t.Fatalf("apply %d: exit %d\n%s%s", run, code, out, errOut)
 		}
 		if planCode, _, _ := mcp(t, dir, "plan", "-detailed-exitcode"); (planCode == 0) != converged {

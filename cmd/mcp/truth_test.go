@@ -234,7 +234,7 @@ func TestHoldMidApplyIsNotStartedAndNotComplete(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	r := <-done
-	if r.code != 2 || !strings.Contains(r.out, "put on hold after the plan was made") || !strings.Contains(r.out, "Apply incomplete:") {
+	if r.code != 2 || !strings.Contains(r.out, "put on hold after the plan was made") || !strings.Contains(r.out, "Apply incomplete.") {
 		t.Errorf("apply with a hold set mid-apply: exit %d\n%s", r.code, r.out)
 	}
 	if got := events(t, dir, other, local.EventCordon); len(got) != 0 {

@@ -37,7 +37,7 @@ type applyHuman struct {
 	text
 }
 
-func (v applyHuman) Plan(pf *planfile.File) error { return v.plan(pf, false) }
+func (v applyHuman) Plan(pf *planfile.File) error { return v.planBody(pf) }
 
 // applyJSON leaves the plan out: its output is the progress stream (mcp plan -json shows
 // a plan).

@@ -360,11 +360,12 @@ func writeDiff(w io.Writer, c painter, indent, diff string) {
 // reasonsShown is how many distinct step reasons a pool's "Why" lists in the plan.
 const reasonsShown = 12
 
-// writeReasons writes, once each, the reasons of the steps the pool's changing nodes take
-// (a compact form of mcp show's per-node reasons).
+// writeReasons writes the reasons of the steps the pool's changing nodes take, each once,
+// after the steps it is the reason of ("cordon, drain, kargs, reboot: kernel arguments
+// +nosmt"): one reason usually moves several steps, and on every node alike.
 func writeReasons(w io.Writer, c painter, nodes []*planner.NodePlan) {
-	var lines []string
-	seen := map[string]bool{}
+	var reasons []string
+	steps := map[string][]string{} // a reason's steps, in the order they first come
 	for _, n := range nodes {
 		if !n.Changed() {
 			continue
@@ -373,23 +374,25 @@ func writeReasons(w io.Writer, c painter, nodes []*planner.NodePlan) {
 			if s.Reason == "" {
 				continue
 			}
-			l := s.String() + ": " + Untrusted(s.Reason)
-			if !seen[l] {
-				seen[l] = true
-				lines = append(lines, l)
+			r, st := Untrusted(s.Reason), s.String()
+			if _, ok := steps[r]; !ok {
+				reasons = append(reasons, r)
+			}
+			if !slices.Contains(steps[r], st) {
+				steps[r] = append(steps[r], st)
 			}
 		}
 	}
-	if len(lines) == 0 {
+	if len(reasons) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "\n  %s\n", c.bold("Why:"))
-	for i, l := range lines {
+	for i, r := range reasons {
 		if i == reasonsShown {
-			fmt.Fprintf(w, "    … %d more (mcp show PLANFILE gives each node's steps with their reasons)\n", len(lines)-reasonsShown)
+			fmt.Fprintf(w, "    … %d more (mcp show -json PLANFILE gives each node's steps with their reasons)\n", len(reasons)-reasonsShown)
 			break
 		}
-		fmt.Fprintf(w, "    %s\n", l)
+		fmt.Fprintf(w, "    %s: %s\n", strings.Join(steps[r], ", "), r)
 	}
 }
 

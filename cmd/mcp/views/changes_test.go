@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,11 +33,31 @@ func TestPlanShowsEachChangeOnce(t *testing.T) {
 			t.Errorf("%q appears %d times, want %d:\n%s", want, got, n, s)
 		}
 	}
-	// mcp show lists each node's reasons instead of the compact "Why".
-	out.Reset()
-	HumanPlan(&out, p, HumanOptions{Verbose: true})
-	if strings.Contains(out.String(), "Why:") || !strings.Contains(out.String(), "-server a iburst") {
-		t.Errorf("verbose plan:\n%s", out.String())
+}
+
+// A "Why" names a reason once, after every step it moves (issue 33): a kernel argument
+// added is the reason of six steps, written before as six lines saying the same.
+func TestWhyGroupsStepsOfOneReason(t *testing.T) {
+	karg := "kernel arguments +nosmt"
+	var steps []model.Step
+	for _, k := range []model.StepKind{model.StepCordon, model.StepDrain, model.StepKargs, model.StepReboot, model.StepVerify, model.StepUncordon} {
+		steps = append(steps, model.Step{Kind: k, Reason: karg})
+	}
+	steps = slices.Insert(steps, 2, model.Step{Kind: model.StepWrite, Target: "/etc/motd", Reason: "/etc/motd added"})
+	p := &planner.Plan{Pools: []planner.PoolPlan{{Name: "infra", Rendered: "r-2", Previous: "r-1", ReRendered: true, Size: 2, MaxUnavailable: 1, Slots: 1, Updates: 2, Waves: 2}},
+		Nodes: []planner.NodePlan{
+			{Name: "infra-0", Pool: "infra", Action: planner.NodeUpdate, Steps: steps, Reboot: true, Wave: 1},
+			{Name: "infra-1", Pool: "infra", Action: planner.NodeUpdate, Steps: steps, Reboot: true, Wave: 2},
+		}}
+	var out bytes.Buffer
+	if err := HumanPlan(&out, p, HumanOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, why, _ := strings.Cut(out.String(), "Why:\n")
+	why, _, _ = strings.Cut(why, "\n\n")
+	want := "    cordon, drain, kargs, reboot, verify, uncordon: kernel arguments +nosmt\n    write /etc/motd: /etc/motd added"
+	if diff := cmp.Diff(want, why); diff != "" {
+		t.Errorf("the Why (-want +got):\n%s\n%s", diff, out.String())
 	}
 }
 

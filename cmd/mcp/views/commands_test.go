@@ -115,6 +115,8 @@ func sampleEvents() []engine.Event {
 		{Time: at, Kind: engine.EventWaiting, Node: "w-1", Pool: "worker", Reason: "max_unavailable 1: 1 of the pool's nodes are out of service"},
 		{Time: at, Kind: engine.EventStepStart, Node: "w-0", Pool: "worker", Step: drain},
 		{Time: at, Kind: engine.EventStepDone, Node: "w-0", Pool: "worker", Step: drain, Elapsed: 1500 * time.Millisecond},
+		{Time: at, Kind: engine.EventStepDone, Node: "w-0", Pool: "worker", Elapsed: 40 * time.Second,
+			Step: model.Step{Kind: model.StepReboot, Reason: "kernel arguments +nosmt", Evidence: "boot id 9d72a2317ce95604ab300b8a80bbd582 → c4d0ada85fad9326215d92619da43e79"}},
 		{Time: at, Kind: engine.EventNodeDone, Node: "w-0", Pool: "worker"},
 		{Time: at, Kind: engine.EventStepFailed, Node: "w-1", Pool: "worker", Step: drain, Err: errors.New("refused")},
 		{Time: at, Kind: engine.EventNodeFailed, Node: "w-1", Pool: "worker", Err: errors.New("node w-1: drain: refused")},
@@ -125,6 +127,8 @@ func sampleEvents() []engine.Event {
 // sampleResult is an apply with a failed node, a skipped and a deferred one, and two errors.
 func sampleResult() (*engine.ApplyResult, error) {
 	return &engine.ApplyResult{Updated: []string{"w-0"}, Failed: []string{"w-1"}, Skipped: []string{"w-2"},
-			Deferred: []string{"infra-0"}, Elapsed: 3 * time.Second},
+			Deferred: []string{"infra-0"}, Elapsed: 3 * time.Second, NotStarted: map[string]engine.NotStarted{
+				"w-2":     {Why: "pool worker stopped after its failed nodes"},
+				"infra-0": {Why: "deferred by the plan: pool infra is paused", Held: true}}},
 		errors.Join(fmt.Errorf("node w-1: drain: refused"), fmt.Errorf("pool worker stopped"))
 }

@@ -22,14 +22,17 @@ import (
 // with its current step. What must outlast the redraw — a failure, a stopped pool — is
 // printed above the lines; the summary follows once they are gone.
 type LiveProgress struct {
-	p    *mpb.Progress
-	c    painter
-	sum  Progress // prints the summary, as the line view does
-	now  func() time.Time
-	mu   sync.Mutex
-	pool map[string]*livePool
-	node map[string]*liveNode
-	done bool
+	p   *mpb.Progress
+	c   painter
+	sum Progress // prints the summary, as the line view does
+	now func() time.Time
+	// size is the terminal's (nil: not a terminal, nothing is wrapped).
+	size    func() (width, height int, err error)
+	reboots reboots
+	mu      sync.Mutex
+	pool    map[string]*livePool
+	node    map[string]*liveNode
+	done    bool
 }
 
 type livePool struct {
@@ -43,28 +46,43 @@ type livePool struct {
 	started          map[string]bool // nodes that started: a wait for one of them is over
 	stopped          bool
 	bar              *mpb.Bar
+	// below is the text of the lines under the bar's (what did not fit beside it, and the
+	// wait), set with each frame's bar line; lines is it wrapped, set by the first line.
+	below string
+	lines []string
 }
 
 // barWidth is the width of a pool's bar, brackets included: it keeps it, however long
-// the text after it (which is cut to the terminal instead).
+// the text after it (which goes on the lines below instead).
 const barWidth = 24
+
+// poolLinesBelow and nodeLinesBelow are how many lines a pool's and a node's text may take
+// under their first: the rest is left out at a word's end, with "…".
+const (
+	poolLinesBelow = 3
+	nodeLinesBelow = 2
+)
 
 type liveNode struct {
 	name, pool, doing string
 	waits             string // what its executor keeps apply waiting on, until its next step
 	since             time.Time
 	bar               *mpb.Bar
+	lines             []string // its text wrapped, set with each frame's first line
 }
 
 // NewLiveProgress draws the apply of plan on the terminal w. Use it only when w is a
 // terminal and the output is not JSON: elsewhere the line view (NewHumanProgress) keeps
 // its exact output.
 func NewLiveProgress(w io.Writer, color bool, plan *planner.Plan) *LiveProgress {
-	l := &LiveProgress{c: painter(color), sum: NewHumanProgress(w, color), now: time.Now,
+	sum := NewHumanProgress(w, color).(*humanProgress)
+	l := &LiveProgress{c: painter(color), sum: sum, now: time.Now, reboots: reboots{},
 		pool: map[string]*livePool{}, node: map[string]*liveNode{}}
 	opts := []mpb.ContainerOption{mpb.WithOutput(w), mpb.WithRefreshRate(200 * time.Millisecond)}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		opts = append(opts, mpb.WithConsoleWriter(&reflowConsole{out: w, size: func() (int, int, error) { return term.GetSize(int(f.Fd())) }}))
+		l.size = func() (int, int, error) { return term.GetSize(int(f.Fd())) }
+		sum.cols = l.cols
+		opts = append(opts, mpb.WithConsoleWriter(&reflowConsole{out: w, size: l.size}))
 	}
 	l.p = mpb.New(opts...)
 	total := map[string]int{}
@@ -89,7 +107,8 @@ func NewLiveProgress(w io.Writer, color bool, plan *planner.Plan) *LiveProgress 
 			// The text gets what the terminal has left beside the bar and the spaces around
 			// it: were it longer, mpb would take the room from the bar.
 			mpb.AppendDecorators(decor.Any(func(s decor.Statistics) string { return l.poolStatus(lp, s.AvailableWidth-barWidth-2) })),
-			mpb.BarWidth(barWidth))
+			mpb.BarWidth(barWidth),
+			mpb.BarBtmExtender(l.poolBelow(lp)...))
 		l.pool[name] = lp
 	}
 	return l
@@ -121,7 +140,8 @@ func (l *LiveProgress) Event(e engine.Event) {
 				lp.waiting, lp.waitFor = "", "" // the node it waited for started
 			}
 			after = append(after, func() {
-				n.bar = l.p.New(0, mpb.NopStyle(), mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return l.nodeStatus(n) })))
+				n.bar = l.p.New(0, mpb.NopStyle(), mpb.PrependDecorators(decor.Any(func(s decor.Statistics) string { return l.nodeFirst(n, s.AvailableWidth) })),
+					mpb.BarBtmExtender(l.nodeBelow(n)...))
 			})
 		}
 		n.doing, n.since, n.waits = e.Step.String(), e.Time, ""
@@ -146,17 +166,18 @@ func (l *LiveProgress) Event(e engine.Event) {
 		case engine.EventNodeFailed:
 			lp.failed++
 			msg := fmt.Sprintf("node.%s: %s: %s\n", e.Node, l.c.red("failed"), UntrustedLines(strings.TrimPrefix(e.Err.Error(), "node "+e.Node+": ")))
-			after = append(after, func() { io.WriteString(l.p, msg) })
+			after = append(after, func() { l.above(msg) })
 		case engine.EventUnconfirmed:
 			lp.unconfirmed++
 			msg := fmt.Sprintf("node.%s: %s\n", e.Node, l.c.yellow("steps done, health gates not confirmed"))
-			after = append(after, func() { io.WriteString(l.p, msg) })
+			after = append(after, func() { l.above(msg) })
 		}
 	case engine.EventNodeWaiting:
 		if n := l.node[e.Node]; n != nil {
 			n.waits = Untrusted(e.Reason)
 		}
 	case engine.EventStepDone:
+		l.reboots.see(e)
 		if n := l.node[e.Node]; n != nil {
 			n.waits = ""
 		}
@@ -170,14 +191,14 @@ func (l *LiveProgress) Event(e engine.Event) {
 		lp.waiting, lp.waitFor = fmt.Sprintf("node.%s: %s", e.Node, Untrusted(e.Reason)), e.Node
 	case engine.EventAlertsFiring:
 		msg := fmt.Sprintf("pool.%s: %s: %s\n", e.Pool, l.c.red("stopping"), Untrusted(e.Reason))
-		after = append(after, func() { io.WriteString(l.p, msg) })
+		after = append(after, func() { l.above(msg) })
 	case engine.EventClaimed:
 		msg := fmt.Sprintf("node.%s: %s\n", e.Node, l.c.yellow(Untrusted(e.Reason)))
-		after = append(after, func() { io.WriteString(l.p, msg) })
+		after = append(after, func() { l.above(msg) })
 	case engine.EventPoolStopped:
 		lp.stopped, lp.waiting, lp.waitFor = true, "", ""
 		msg := fmt.Sprintf("pool.%s: %s: no more nodes of this pool start\n", e.Pool, l.c.red("stopped"))
-		after = append(after, func() { io.WriteString(l.p, msg) })
+		after = append(after, func() { l.above(msg) })
 	}
 	l.mu.Unlock()
 	for _, f := range after {
@@ -185,20 +206,22 @@ func (l *LiveProgress) Event(e engine.Event) {
 	}
 }
 
-// poolStatus is the text after a pool's bar: counts, and what its next node waits for, cut
-// to room columns (colours then left out).
+// poolStatus is the text after a pool's bar: the parts of it — its counts, what its next
+// node waits for — that fit in room columns, whole; the rest go on the lines below.
 func (l *LiveProgress) poolStatus(lp *livePool, room int) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := l.poolText(lp, l.c)
-	if width(s) <= room {
-		return s
+	parts, wait := l.poolParts(lp, l.c)
+	if wait != "" {
+		parts = append(parts, wait)
 	}
-	return cut(l.poolText(lp, painter(false)), room)
+	line, rest := fitParts(parts, room)
+	lp.below = strings.Join(rest, ", ")
+	return line
 }
 
-// poolText is the text after a pool's bar, painted by c.
-func (l *LiveProgress) poolText(lp *livePool, c painter) string {
+// poolParts are a pool's counts, and what its next node waits for ("" when none).
+func (l *LiveProgress) poolParts(lp *livePool, c painter) (counts []string, wait string) {
 	parts := []string{fmt.Sprintf("%d/%d done", lp.finished-lp.failed-lp.unconfirmed, lp.total)}
 	if lp.updating > 0 {
 		parts = append(parts, fmt.Sprintf("%d updating", lp.updating))
@@ -213,30 +236,9 @@ func (l *LiveProgress) poolText(lp *livePool, c painter) string {
 		parts = append(parts, c.red("stopped"))
 	}
 	if lp.waiting != "" {
-		parts = append(parts, c.yellow(fmt.Sprintf("waiting %s", l.now().Sub(lp.waitSince).Round(time.Second)))+" before "+lp.waiting)
+		wait = c.yellow(fmt.Sprintf("waiting %s", l.now().Sub(lp.waitSince).Round(time.Second))) + " before " + lp.waiting
 	}
-	return strings.Join(parts, ", ")
-}
-
-// cut keeps the first columns of s that fit in room, with "…" for the rest.
-func cut(s string, room int) string {
-	if room <= 0 {
-		return ""
-	}
-	if width(s) <= room {
-		return s
-	}
-	var b strings.Builder
-	w := 0
-	for _, r := range s {
-		rw := width(string(r))
-		if w+rw > room-1 {
-			break
-		}
-		b.WriteRune(r)
-		w += rw
-	}
-	return b.String() + "…"
+	return parts, wait
 }
 
 // nodeStatus is a node's line: its current step and for how long.
@@ -276,8 +278,12 @@ func (l *LiveProgress) Stop() {
 	l.p.Wait()
 }
 
-// Summary stops the redrawing and prints the summary below the pools' lines.
+// Summary stops the redrawing and prints the summary below the pools' lines, with the
+// nodes that rebooted.
 func (l *LiveProgress) Summary(s ApplySummary) {
 	l.Stop()
+	l.mu.Lock()
+	l.reboots.fill(&s)
+	l.mu.Unlock()
 	l.sum.Summary(s)
 }

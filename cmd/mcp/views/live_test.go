@@ -3,9 +3,12 @@ package views
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vbauerster/mpb/v8/decor"
 
 	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/model"
@@ -60,9 +63,10 @@ func TestLiveLines(t *testing.T) {
 	}
 }
 
-// A pool's text is cut to the room the terminal leaves beside its bar, so that the bar
-// keeps its width; a wait for a node that has started since is no longer shown, and the
-// final frame shows no wait.
+// A pool's text fits the terminal: beside its bar what fits whole, so that the bar keeps
+// its width, and the rest on the lines below, wrapped without a word cut (issue 33: it was
+// cut at 80 columns, "waiting 0s before n…"); a wait for a node that has started since is
+// no longer shown, and the final frame shows no wait.
 func TestLivePoolTextFitsAndWaitsEnd(t *testing.T) {
 	plan := &planner.Plan{Nodes: []planner.NodePlan{
 		{Name: "w-0", Pool: "worker", Action: planner.NodeUpdate},
@@ -76,13 +80,24 @@ func TestLivePoolTextFitsAndWaitsEnd(t *testing.T) {
 	long := "max_unavailable 1: 1 of the pool's nodes are out of service: w-0 (updating, cordoned, waiting for its pods to come back)"
 	l.Event(engine.Event{Kind: engine.EventStepStart, Node: "w-0", Pool: "worker", Step: model.Step{Kind: model.StepDrain}, Time: at})
 	l.Event(engine.Event{Kind: engine.EventWaiting, Node: "w-1", Pool: "worker", Reason: long, Time: at})
-	for _, room := range []int{80 - len("pool.worker ") - barWidth - 2, 20, 1} {
-		got := l.poolStatus(lp, room)
-		if width(got) > room || !strings.HasSuffix(got, "…") || strings.Contains(got, "\x1b[") {
-			t.Errorf("room %d: %q (%d columns)", room, got, width(got))
+	for _, cols := range []int{80, 70, 64} {
+		frame := poolFrame(l, lp, cols)
+		if frame[0] != "0/2 done, 1 updating" {
+			t.Errorf("%d columns: beside the bar %q", cols, frame[0])
+		}
+		text := ansi.ReplaceAllString(strings.Join(frame[1:], " "), "")
+		for _, line := range frame[1:] {
+			if width(line) > cols {
+				t.Errorf("%d columns: a line of %d: %q", cols, width(line), line)
+			}
+		}
+		// Every word whole, in order, up to where the lines end ("…" after a whole word).
+		text = strings.TrimSuffix(text, " …")
+		if words := strings.Fields(text); !strings.HasPrefix("waiting 0s before node.w-1: "+long, strings.Join(words, " ")) || len(words) < 8 {
+			t.Errorf("%d columns: the wait below the bar is not the reason's words, whole:\n%s", cols, strings.Join(frame, "\n"))
 		}
 	}
-	if got := l.poolStatus(lp, 300); !strings.Contains(got, "\x1b[33mwaiting 0s\x1b[0m before node.w-1: "+long) {
+	if got := poolFrame(l, lp, 400); len(got) != 1 || got[0] != "0/2 done, 1 updating, \x1b[33mwaiting 0s\x1b[0m before node.w-1: "+long {
 		t.Errorf("room enough: %q", got)
 	}
 	// w-1 starts: its wait is over; a late wait event for it changes nothing.
@@ -94,8 +109,63 @@ func TestLivePoolTextFitsAndWaitsEnd(t *testing.T) {
 	l.Event(engine.Event{Kind: engine.EventNodeDone, Node: "w-0", Pool: "worker", Time: at})
 	l.Event(engine.Event{Kind: engine.EventNodeDone, Node: "w-1", Pool: "worker", Time: at})
 	l.Stop()
-	if got := l.poolStatus(lp, 300); got != "2/2 done" {
+	if got := poolFrame(l, lp, 80); len(got) != 1 || got[0] != "2/2 done" {
 		t.Errorf("the final frame: %q", got)
+	}
+}
+
+// poolFrame is what the live view draws of pool lp on a terminal cols wide: the text after
+// its bar, then its lines below.
+func poolFrame(l *LiveProgress, lp *livePool, cols int) []string {
+	out := []string{l.poolStatus(lp, cols-len("pool."+lp.name)-1-barWidth-2)}
+	var b bytes.Buffer
+	for _, f := range l.poolBelow(lp) {
+		f.Fill(&b, decor.Statistics{AvailableWidth: cols})
+	}
+	if b.Len() > 0 {
+		out = append(out, strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")...)
+	}
+	return out
+}
+
+// A node's line wraps the same way: its first line fits, what it waits on goes below.
+func TestLiveNodeLineWraps(t *testing.T) {
+	plan := &planner.Plan{Nodes: []planner.NodePlan{{Name: "w-0", Pool: "worker", Action: planner.NodeUpdate}}}
+	l := NewLiveProgress(new(bytes.Buffer), false, plan)
+	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	l.now = func() time.Time { return at }
+	l.Event(engine.Event{Kind: engine.EventStepStart, Node: "w-0", Pool: "worker", Step: model.Step{Kind: model.StepDrain}, Time: at})
+	l.Event(engine.Event{Kind: engine.EventNodeWaiting, Node: "w-0", Pool: "worker", Time: at,
+		Reason: "eviction of demo/web-2 refused by PodDisruptionBudget demo/web-pdb (needs 2 healthy, has 2); retrying every 5s"})
+	n := l.node["w-0"]
+	first := l.nodeFirst(n, 40)
+	var b bytes.Buffer
+	for _, f := range l.nodeBelow(n) {
+		f.Fill(&b, decor.Statistics{AvailableWidth: 40})
+	}
+	want := "  node.w-0: drain (0s): eviction of\n    demo/web-2 refused by\n    PodDisruptionBudget demo/web-pdb …\n"
+	if got := first + "\n" + b.String(); got != want {
+		t.Errorf("node lines at 40 columns:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestWrapWords(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		cols int
+		want []string
+	}{
+		{"a bb ccc", 0, []string{"a bb ccc"}},
+		{"a bb ccc", 4, []string{"a bb", "ccc"}},
+		{"a bb ccc dddd", 5, []string{"a bb", "ccc", "dddd"}},
+		{"abcdefgh ij", 4, []string{"abcdefgh", "ij"}}, // a word wider than the line: alone
+	} {
+		if got := wrapWords(c.s, c.cols); !slices.Equal(got, c.want) {
+			t.Errorf("wrapWords(%q, %d) = %q, want %q", c.s, c.cols, got, c.want)
+		}
+	}
+	if got, want := wrapAbbrev("one two three four five six", 9, 2), []string{"one two", "three …"}; !slices.Equal(got, want) {
+		t.Errorf("wrapAbbrev = %q, want %q", got, want)
 	}
 }
 

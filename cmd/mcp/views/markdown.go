@@ -25,7 +25,7 @@ const (
 // their rendered configs and how many nodes update in place, drain or reboot; then, per
 // pool with something to say, its nodes grouped by what they do, and its blockers, waits,
 // holds, drift and warnings, named as the human plan names them. Lists longer than
-// foldAfter are folded. Step reasons are left to mcp show: the summary is for review.
+// foldAfter are folded. Step reasons are left to mcp show (and its -json): the summary is for review.
 //
 // Each pool's changes follow it, a diff per file and unit in a <details> block (tfcmt's
 // way), within GitHub's limit on a comment: the summary without diffs is measured first,

@@ -25,12 +25,7 @@ func NewPlan(asJSON bool, w io.Writer, color bool) Plan {
 
 type planHuman struct{ text }
 
-func (v planHuman) Plan(pf *planfile.File) error {
-	if pf.Refresh != nil {
-		fmt.Fprintf(v.w, "%s\n\n", RefreshLine(pf.Refresh))
-	}
-	return v.plan(pf, false)
-}
+func (v planHuman) Plan(pf *planfile.File) error { return v.plan(pf) }
 
 func (v planHuman) Saved(path string) {
 	fmt.Fprintf(v.w, "\nSaved the plan to: %s\nTo carry out exactly these actions, run:\n  mcp apply %q\n", path, path)

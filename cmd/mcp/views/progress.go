@@ -25,6 +25,8 @@ type ApplySummary struct {
 	Elapsed     time.Duration
 	// APIRequests: what the rollout cost the API server (only from providers that count).
 	APIRequests int64 `json:",omitempty"`
+	// Nodes says what became of each node the plan changed.
+	Nodes []NodeResult `json:",omitempty"`
 }
 
 // SummaryOf sums up an apply from its result and the error it returned, one failure a
@@ -32,7 +34,7 @@ type ApplySummary struct {
 func SummaryOf(res *engine.ApplyResult, err error) ApplySummary {
 	s := ApplySummary{Outcome: outcomeNames[engine.Outcome(res, err)], Updated: len(res.Updated), Failed: len(res.Failed),
 		Deferred: len(res.Deferred) + len(res.Skipped), Unconfirmed: len(res.Unconfirmed), Elapsed: res.Elapsed,
-		APIRequests: max(res.APIRequests, 0)}
+		APIRequests: max(res.APIRequests, 0), Nodes: nodeResults(res)}
 	if err != nil {
 		s.Failures = strings.Split(err.Error(), "\n")
 	}
@@ -48,19 +50,23 @@ type Progress interface {
 }
 
 type humanProgress struct {
-	mu sync.Mutex
-	w  io.Writer
-	c  painter
+	mu      sync.Mutex
+	w       io.Writer
+	c       painter
+	reboots reboots
+	// cols is the terminal's width, for the summary to fit it (nil or 0: no terminal).
+	cols func() int
 }
 
 // NewHumanProgress prints one line per step start and end.
 func NewHumanProgress(w io.Writer, color bool) Progress {
-	return &humanProgress{w: w, c: painter(color)}
+	return &humanProgress{w: w, c: painter(color), reboots: reboots{}}
 }
 
 func (h *humanProgress) Event(e engine.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.reboots.see(e)
 	addr := "node." + e.Node
 	switch e.Kind {
 	case engine.EventStepStart:
@@ -106,12 +112,22 @@ func stepError(e engine.Event) string {
 func (h *humanProgress) Summary(s ApplySummary) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	cols := 0
+	if h.cols != nil {
+		cols = h.cols()
+	}
 	if len(s.Failures) > 0 {
 		fmt.Fprintf(h.w, "\n%s\n", h.c.red("Errors:"))
 		for _, f := range s.Failures {
-			fmt.Fprintf(h.w, "  %s\n", Untrusted(f))
+			indent := "  "
+			for _, l := range wrapWords(Untrusted(f), cols-4) {
+				fmt.Fprintf(h.w, "%s%s\n", indent, l)
+				indent = "    " // a wrapped error's next lines
+			}
 		}
 	}
+	h.reboots.fill(&s)
+	writeNodeResults(h.w, h.c, s.Nodes, cols)
 	counts := fmt.Sprintf("Nodes: %d updated, %d failed, %d not started", s.Updated, s.Failed, s.Deferred)
 	if s.Unconfirmed > 0 {
 		counts += fmt.Sprintf(", %d not confirmed", s.Unconfirmed)
@@ -121,7 +137,11 @@ func (h *humanProgress) Summary(s ApplySummary) {
 	case "failed":
 		fmt.Fprintf(h.w, "\n%s\n", h.c.red(fmt.Sprintf("Apply failed. %s. (%s)", counts, took)))
 	case "incomplete":
-		fmt.Fprintf(h.w, "\n%s\n", h.c.yellow(fmt.Sprintf("Apply incomplete: %s; run mcp apply again to continue. (%s)", counts, took)))
+		next := "run mcp apply again to continue"
+		if !s.again() {
+			next = "the nodes not started wait for a person (a hold, a paused pool)"
+		}
+		fmt.Fprintf(h.w, "\n%s\n", h.c.yellow(fmt.Sprintf("Apply incomplete. %s; %s. (%s)", counts, next, took)))
 	default:
 		fmt.Fprintf(h.w, "\n%s\n", h.c.green(fmt.Sprintf("Apply complete! %s. (%s)", counts, took)))
 	}
@@ -149,13 +169,16 @@ func doneLine(e engine.Event) string {
 }
 
 type jsonProgress struct {
-	mu  sync.Mutex
-	enc *json.Encoder
+	mu      sync.Mutex
+	enc     *json.Encoder
+	reboots reboots
 }
 
 // NewJSONProgress writes one JSON object per line, in the style of Terraform's
 // machine-readable UI.
-func NewJSONProgress(w io.Writer) Progress { return &jsonProgress{enc: json.NewEncoder(w)} }
+func NewJSONProgress(w io.Writer) Progress {
+	return &jsonProgress{enc: json.NewEncoder(w), reboots: reboots{}}
+}
 
 type jsonEvent struct {
 	Level     string           `json:"@level"`
@@ -199,6 +222,7 @@ func (j *jsonProgress) Event(e engine.Event) {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.reboots.see(e)
 	j.enc.Encode(je)
 }
 
@@ -210,6 +234,7 @@ func (j *jsonProgress) Summary(s ApplySummary) {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	j.reboots.fill(&s)
 	j.enc.Encode(jsonEvent{Level: level, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Type: "apply_summary",
 		Message: fmt.Sprintf("Apply %s: %d updated, %d failed, %d not started", s.Outcome, s.Updated, s.Failed, s.Deferred), Summary: &s})
 }

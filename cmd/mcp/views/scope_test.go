@@ -35,7 +35,7 @@ func scopedPlan() *planfile.File {
 
 func TestHumanPlanHeldTargetedAndPDBWait(t *testing.T) {
 	var out bytes.Buffer
-	if err := (text{w: &out}).plan(scopedPlan(), false); err != nil {
+	if err := (text{w: &out}).plan(scopedPlan()); err != nil {
 		t.Fatal(err)
 	}
 	s := out.String()

@@ -16,7 +16,7 @@ import (
 
 // Show is what mcp show shows: a saved plan, or a pool's rendered config.
 type Show interface {
-	// Plan shows a saved plan; for people with every step's reason.
+	// Plan shows a saved plan: for people, as mcp plan showed it when it was made.
 	Plan(pf *planfile.File) error
 	Rendered(r *model.Rendered) error
 }
@@ -31,7 +31,7 @@ func NewShow(asJSON bool, w io.Writer, color bool) Show {
 
 type showHuman struct{ text }
 
-func (v showHuman) Plan(pf *planfile.File) error { return v.plan(pf, true) }
+func (v showHuman) Plan(pf *planfile.File) error { return v.plan(pf) }
 
 // Rendered prints who wrote each file, unit and kernel argument, then the Ignition config,
 // indented: what a booting node of the pool fetches (-json | jq .ignition gives it alone),

@@ -19,9 +19,18 @@ type text struct {
 	color bool
 }
 
-// plan writes a plan; verbose lists every step's reason.
-func (t text) plan(pf *planfile.File, verbose bool) error {
-	if err := HumanPlan(t.w, pf.Plan, HumanOptions{Color: t.color, Verbose: verbose}); err != nil {
+// plan writes a plan as mcp plan prints it and mcp show prints it again from the plan
+// file, as Terraform's show does: what the refresh before it observed, then the plan.
+func (t text) plan(pf *planfile.File) error {
+	if pf.Refresh != nil {
+		fmt.Fprintf(t.w, "%s\n\n", RefreshLine(pf.Refresh))
+	}
+	return t.planBody(pf)
+}
+
+// planBody writes the plan alone (apply, which shows the plan it made before carrying it out).
+func (t text) planBody(pf *planfile.File) error {
+	if err := HumanPlan(t.w, pf.Plan, HumanOptions{Color: t.color}); err != nil {
 		return err
 	}
 	if len(pf.Targets) > 0 {
@@ -33,8 +42,6 @@ func (t text) plan(pf *planfile.File, verbose bool) error {
 // HumanOptions tune the human plan view.
 type HumanOptions struct {
 	Color bool
-	// Verbose lists every step of every changing node with its reason (mcp show).
-	Verbose bool
 }
 
 // Symbols of a node's change, as in Terraform's plan.
@@ -92,7 +99,7 @@ func humanPlan(w *bufio.Writer, p *planner.Plan, o HumanOptions) error {
 	fmt.Fprintf(w, "  %s drain and reboot\n", c.red(symReboot))
 	byPool := nodesByPool(p)
 	for _, pp := range p.Pools {
-		writePool(w, c, pp, byPool[pp.Name], o.Verbose)
+		writePool(w, c, pp, byPool[pp.Name])
 	}
 	writeBootImages(w, c, p)
 	writeNotes(w, c, p)
@@ -109,7 +116,7 @@ func nodesByPool(p *planner.Plan) map[string][]*planner.NodePlan {
 	return out
 }
 
-func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.NodePlan, verbose bool) {
+func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.NodePlan) {
 	rendered := pp.Rendered
 	if pp.ReRendered && pp.Previous != "" {
 		rendered = pp.Previous + " → " + pp.Rendered
@@ -176,11 +183,6 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 		for _, wn := range n.Warnings {
 			t.add("", "", "", "", c.yellow("warning: ")+Untrusted(wn))
 		}
-		if verbose {
-			for _, s := range n.Steps {
-				t.add("", "", "", "", "  "+s.String()+": "+Untrusted(s.Reason))
-			}
-		}
 	}
 	if pp.Updates > 0 {
 		t.write(w)
@@ -200,9 +202,7 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 		}
 	}
 	writeChanges(w, c, pp)
-	if !verbose {
-		writeReasons(w, c, nodes)
-	}
+	writeReasons(w, c, nodes)
 }
 
 // writeHeld writes a held node's line: why, and its condition when it is out of service

@@ -89,9 +89,9 @@ func TestHumanPlan(t *testing.T) {
 		}
 	}
 	out.Reset()
-	HumanPlan(&out, samplePlan(), HumanOptions{Color: true, Verbose: true})
+	HumanPlan(&out, samplePlan(), HumanOptions{Color: true})
 	if !strings.Contains(out.String(), "\033[") || !strings.Contains(out.String(), "restart chronyd.service: on_change restart:chronyd.service") {
-		t.Errorf("colour or verbose reasons missing:\n%s", out.String())
+		t.Errorf("colour or reasons missing:\n%s", out.String())
 	}
 }
 
