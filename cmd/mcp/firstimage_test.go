@@ -24,7 +24,7 @@ func TestFirstOSImageShowsBootedImages(t *testing.T) {
 		"        - quay.io/fedora/fedora-coreos:40  (1 node)\n" +
 		"        + quay.io/fedora/fedora-coreos:41\n"
 	if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "(none)") ||
-		!strings.Contains(out, "pivot: os image quay.io/fedora/fedora-coreos:40 (booted) → quay.io/fedora/fedora-coreos:41") {
+		!strings.Contains(out, "pivot, reboot, verify, uncordon: os image quay.io/fedora/fedora-coreos:40 (booted) → quay.io/fedora/fedora-coreos:41") {
 		t.Fatalf("plan: exit %d, want the booted images per image:\n%s\n%s%s", code, want, out, errOut)
 	}
 	_, out, _ = mcp(t, dir, "plan", "-json")
