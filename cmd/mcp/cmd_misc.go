@@ -51,7 +51,7 @@ func (c *cli) forceUnlock(args []string) int {
 	if insp, ok := ws.Backend.(state.LockInspector); ok && !*force {
 		st, err := insp.LockStatus(c.ctx)
 		if err != nil {
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		}
 		// Another ID, or no lock: ForceUnlock says so.
 		if st != nil && st.Holder.ID == id && st.Alive && st.Unchecked {
@@ -67,7 +67,7 @@ func (c *cli) forceUnlock(args []string) int {
 		}
 	}
 	if err := ws.Backend.ForceUnlock(c.ctx, id); err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	fmt.Fprintln(c.stdout, "The state has been unlocked.")
 	return 0

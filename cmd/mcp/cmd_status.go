@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -34,11 +35,11 @@ func (c *cli) status(args []string) int {
 	}
 	switch {
 	case *asJSON && *output != "" && *output != views.OutputJSON:
-		return c.errorf("-json is -o json: it does not go with -o %s", *output)
+		return c.fail("Invalid output format", fmt.Sprintf("-json is -o json: it does not go with -o %s.", *output))
 	case *asJSON:
 		*output = views.OutputJSON
 	case *output != "" && !slices.Contains(views.StatusOutputs, *output):
-		return c.errorf("-o %s: want one of %s", *output, strings.Join(views.StatusOutputs, ", "))
+		return c.fail("Invalid output format", fmt.Sprintf("-o %s: want one of %s.%s", *output, strings.Join(views.StatusOutputs, ", "), didYouMean(*output, views.StatusOutputs)))
 	}
 	ws := c.load(&lf)
 	if ws == nil {
@@ -67,12 +68,12 @@ func (c *cli) status(args []string) int {
 		case err != nil && c.ctx.Err() != nil:
 			return 0 // interrupted while watching
 		case err != nil && !*watch:
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		case err != nil:
-			c.errorf("%v", err) // one failed refresh does not end the watch
+			c.failErr(err) // one failed refresh does not end the watch
 		default:
 			if err := v.Status(s, time.Now()); err != nil {
-				return c.errorf("%v", err)
+				return c.failErr(err)
 			}
 		}
 		if !*watch {

@@ -87,7 +87,7 @@ func TestFleetSetHelpListsEveryKey(t *testing.T) {
 func TestArgumentsRefused(t *testing.T) {
 	dir := quickstart(t)
 	code, out, errOut := mcp(t, dir, "plan", "-nope")
-	if code != 1 || out != "" || errOut != "Error: flag provided but not defined: -nope\n\nFor more help on using this command, run:\n  mcp plan -h\n" {
+	if code != 1 || out != "" || errOut != "╷\n│ Error: Unknown option -nope\n│\n│ mcp plan has no option -nope.\n│\n│ For more help on using this command, run:\n│   mcp plan -h\n╵\n" {
 		t.Errorf("plan -nope: exit %d\n%s%s", code, out, errOut)
 	}
 	for _, args := range [][]string{{"plan", "somedir"}, {"prune", "somedir"}, {"serve", "somedir"}, {"drift", "x"},
@@ -95,7 +95,7 @@ func TestArgumentsRefused(t *testing.T) {
 		{"show", "a.plan", "b.plan"}, {"validate", ".", "x"}, {"force-unlock", "id", "x"}, {"pointer", "worker", "x", "-url", "http://b"},
 		{"help", "plan", "x"}} {
 		code, out, errOut := mcp(t, dir, args...)
-		if code != 1 || out != "" || !strings.HasPrefix(errOut, "Error: Too many command line arguments: mcp "+args[0]) ||
+		if code != 1 || out != "" || !strings.HasPrefix(errOut, "╷\n│ Error: Too many command line arguments\n│\n│ mcp "+args[0]) ||
 			!strings.Contains(errOut, "mcp -chdir=DIR ") {
 			t.Errorf("mcp %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
 		}
@@ -105,19 +105,19 @@ func TestArgumentsRefused(t *testing.T) {
 	}
 	// A pointer for a pool that does not exist would make a machine that never boots.
 	if code, out, errOut := mcp(t, dir, "pointer", "workr", "-url", "http://boot:8080"); code != 1 || out != "" ||
-		!strings.Contains(errOut, `the configuration has no pool "workr" (pools: infra, worker). Did you mean "worker"?`) {
+		!strings.Contains(errOut, `The configuration has no pool "workr" (pools: infra, worker). Did you mean "worker"?`) {
 		t.Errorf("pointer workr: exit %d\n%s%s", code, out, errOut)
 	}
 	// show -rendered refuses it in the same words.
 	if code, out, errOut := mcp(t, dir, "show", "-rendered", "workr"); code != 1 || out != "" ||
-		!strings.Contains(errOut, `the configuration has no pool "workr" (pools: infra, worker). Did you mean "worker"?`) {
+		!strings.Contains(errOut, `The configuration has no pool "workr" (pools: infra, worker). Did you mean "worker"?`) {
 		t.Errorf("show -rendered workr: exit %d\n%s%s", code, out, errOut)
 	}
 	if code, out, _ := mcp(t, dir, "pointer", "worker", "-url", "http://boot:8080"); code != 0 || !strings.Contains(out, "/config/worker") {
 		t.Errorf("pointer worker: exit %d\n%s", code, out)
 	}
 	// A directory that does not exist is named as such.
-	if code, _, errOut := mcp(t, dir, "validate", "nonexistent"); code != 1 || errOut != "Error: nonexistent: no such directory\n" {
+	if code, _, errOut := mcp(t, dir, "validate", "nonexistent"); code != 1 || errOut != "╷\n│ Error: Nonexistent: no such directory\n╵\n" {
 		t.Errorf("validate nonexistent: exit %d %q", code, errOut)
 	}
 	if code, _, errOut := runIn("-chdir="+filepath.Join(dir, "nope"), "plan"); code != 1 || !strings.Contains(errOut, "nope: no such directory") {

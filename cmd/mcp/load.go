@@ -9,6 +9,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/term"
 
+	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/engine/config"
 )
@@ -40,7 +41,7 @@ func (c *cli) load(lf *loadFlags) *engine.Workspace {
 	ws, res, diags := engine.Load(c.dir, c.configOptions(lf), c.parts)
 	if len(diags) > 0 {
 		var files = filesOf(res)
-		config.WriteDiagnostics(c.stderr, files, diags, !lf.noColor && isTerminal(c.stderr))
+		views.Diagnostics(c.stderr, files, diags, !lf.noColor && isTerminal(c.stderr))
 	}
 	if diags.HasErrors() {
 		return nil
