@@ -20,10 +20,12 @@ var statusInterval = 2 * time.Second
 func (c *cli) status(args []string) int {
 	fs := c.newFlags("status")
 	nodes := fs.Bool("nodes", false, "list nodes (config, state, condition, hold, age, reason) instead of pools")
-	output := fs.String("o", "", "output format, as kubectl get's: wide (more columns), json, yaml (pools and nodes, docs/status.md) or name")
+	output := fs.String("o", "", "output format, as kubectl get's: wide (more columns), json, yaml (pools and nodes, docs/status.md), name, or jsonpath=TEMPLATE")
 	fs.StringVar(output, "output", "", "the same as -o")
 	asJSON := fs.Bool("json", false, "the same as -o json")
 	watch := fs.Bool("watch", false, "refresh every 2s until interrupted; on a terminal in place")
+	fs.BoolVar(watch, "w", false, "the same as -watch")
+	noHeaders := fs.Bool("no-headers", false, "print the tables without their header lines (kubectl's --no-headers)")
 	var lf loadFlags
 	lf.register(fs, false)
 	pos, err := c.parse(fs, args)
@@ -32,6 +34,16 @@ func (c *cli) status(args []string) int {
 	}
 	if len(pos) > 0 {
 		return c.tooMany("status", pos)
+	}
+	jsonPath, isJSONPath := strings.CutPrefix(*output, views.OutputJSONPath+"=")
+	switch {
+	case isJSONPath:
+		if err := views.CheckJSONPath(jsonPath); err != nil {
+			return c.fail("Invalid output format", fmt.Sprintf("-o jsonpath=%s: %v.", jsonPath, err))
+		}
+		*output = views.OutputJSONPath
+	case *output == views.OutputJSONPath:
+		return c.fail("Invalid output format", "-o jsonpath needs its template, as kubectl's: -o jsonpath='{.pools[*].name}'.")
 	}
 	switch {
 	case *asJSON && *output != "" && *output != views.OutputJSON:
@@ -45,7 +57,7 @@ func (c *cli) status(args []string) int {
 	if ws == nil {
 		return 1
 	}
-	o := views.StatusOptions{Output: *output, Nodes: *nodes, Watch: *watch, Interval: statusInterval}
+	o := views.StatusOptions{Output: *output, Nodes: *nodes, Watch: *watch, Interval: statusInterval, NoHeaders: *noHeaders, JSONPath: jsonPath}
 	if f, ok := c.stdout.(*os.File); ok && *watch && isTerminal(f) {
 		o.Redraw = true
 		o.Height = func() int {
@@ -57,7 +69,7 @@ func (c *cli) status(args []string) int {
 		}
 	}
 	if *watch {
-		c.intr.setNotice("stopping the watch; nothing was changed")
+		c.intr.setStopNotice("stopped watching; nothing was changed")
 	}
 	v := views.NewStatus(o, c.stdout)
 	tick := time.NewTicker(statusInterval)
