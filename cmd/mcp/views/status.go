@@ -230,7 +230,7 @@ func nodeReason(n planner.NodeStatus) string {
 		why = append(why, n.Reason)
 	}
 	if k := len(n.Drift) + n.DriftUnlisted; k > 0 {
-		d := fmt.Sprintf("drift: %d differences", k)
+		d := "drift: " + plural(k, "%d difference", "%d differences")
 		if k == 1 && len(n.Drift) == 1 {
 			d = "drift: " + n.Drift[0].String()
 		}
