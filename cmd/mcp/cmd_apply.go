@@ -74,7 +74,7 @@ func (c *cli) apply(args []string) int {
 			return 0
 		}
 		if !*auto {
-			if code, ok := c.approve(v); !ok {
+			if code, ok := c.approve(v, lf.input); !ok {
 				return code
 			}
 		}
@@ -171,11 +171,16 @@ func (c *cli) readSavedPlan(path string, lf *loadFlags, sf *scopeFlags) (*planfi
 	return saved, nil
 }
 
-// approve asks for "yes" on a terminal; without one it refuses, as Terraform does.
-func (c *cli) approve(v views.Apply) (int, bool) {
+// approve asks for "yes" on a terminal; without one, or with -input=false (input false),
+// it refuses, as Terraform does.
+func (c *cli) approve(v views.Apply, input bool) (int, bool) {
+	const how = "Review the plan and run mcp apply -auto-approve, or save it with mcp plan -out=FILE and run mcp apply FILE."
+	if !input {
+		return c.fail("Cannot ask for approval with -input=false", how), false
+	}
 	f, ok := c.stdin.(*os.File)
 	if !ok || !isTerminal(f) {
-		return c.errorf("no terminal to ask for approval on; review the plan and run mcp apply -auto-approve, or save it with mcp plan -out=FILE and run mcp apply FILE"), false
+		return c.fail("No terminal to ask for approval on", how), false
 	}
 	v.AskApproval()
 	// An interrupt at the question cancels, as "no" does (the read itself cannot be).
