@@ -16,6 +16,10 @@ import (
 // run, with the reason: <!-- readme-not-runnable: REASON -->. Keep such blocks rare.
 var notRunnable = regexp.MustCompile(`^<!-- readme-not-runnable: (.+) -->$`)
 
+// suiteTarget matches a make target that runs test suites or benchmarks: never run from
+// a test (make test would run this test again).
+var suiteTarget = regexp.MustCompile(`(?m)^\s*make\s+(test|test-vm|chaos|chaos-vm|fuzz|fuzz-short|bench[-\w]*)(\s|$)`)
+
 // readmeBlock is one command block of the README: its first line's number, its text, and
 // the reason it is not run ("" when it is).
 type readmeBlock struct {
@@ -83,6 +87,10 @@ func TestReadmeRuns(t *testing.T) {
 			skipped++
 			t.Logf("README.md:%d not run: %s", b.line, b.notReason)
 			continue
+		}
+		if m := suiteTarget.FindString(b.text); m != "" {
+			t.Fatalf("README.md:%d: the block runs %q, which runs the tests (this one among them) for up to hours: "+
+				"give it a block of its own marked <!-- readme-not-runnable: REASON -->", b.line, strings.TrimSpace(m))
 		}
 		run++
 		fmt.Fprintf(&script, "echo '### README.md:%d' >&2\n%s", b.line, b.text)

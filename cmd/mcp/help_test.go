@@ -90,6 +90,27 @@ func TestArgumentsRefused(t *testing.T) {
 	if code != 1 || out != "" || errOut != "╷\n│ Error: Unknown option -nope\n│\n│ mcp plan has no option -nope.\n│\n│ For more help on using this command, run:\n│   mcp plan -h\n╵\n" {
 		t.Errorf("plan -nope: exit %d\n%s%s", code, out, errOut)
 	}
+	// A mistyped option gets the nearest one; a count below 1 is refused, not taken as 10.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "-tagret=node.worker-1"}, `mcp plan has no option -tagret. Did you mean "-target"?`},
+		{[]string{"status", "--no-header"}, `mcp status has no option -no-header. Did you mean "-no-headers"?`},
+		{[]string{"apply", "-parallelism=0", "-auto-approve"}, `Error: Invalid value "0" for flag -parallelism: want 1 or more`},
+		{[]string{"apply", "-parallelism=-3", "-auto-approve"}, `Error: Invalid value "-3" for flag -parallelism: want 1 or more`},
+		{[]string{"plan", "-target=node.wroker-1"}, `"wroker-1" in the fleet. Did you mean "node.worker-1"?`},
+		{[]string{"status", "-o", "jsn"}, `-o jsn: want one of wide, json, yaml, name, jsonpath. Did you mean "json"?`},
+		{[]string{"show"}, "│ Error: No plan file given"},
+	} {
+		code, out, errOut := mcp(t, dir, c.args...)
+		if code != 1 || !strings.Contains(errOut, c.want) || !strings.HasPrefix(errOut, "╷\n│ Error: ") {
+			t.Errorf("mcp %s: exit %d, want 1 and %q in a box\n%s%s", strings.Join(c.args, " "), code, c.want, out, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "mcp.state")); err == nil {
+		t.Error("an apply with -parallelism below 1 ran")
+	}
 	for _, args := range [][]string{{"plan", "somedir"}, {"prune", "somedir"}, {"serve", "somedir"}, {"drift", "x"},
 		{"status", "x"}, {"version", "x"}, {"fleet", "list", "x"}, {"graph", "a.plan", "b.plan"}, {"apply", "a.plan", "b.plan"},
 		{"show", "a.plan", "b.plan"}, {"validate", ".", "x"}, {"force-unlock", "id", "x"}, {"pointer", "worker", "x", "-url", "http://b"},

@@ -281,7 +281,6 @@ func (c *cli) newFlags(name string) *flag.FlagSet {
 	return fs
 }
 
-
 // path resolves a path given on the command line against -chdir, as Terraform does.
 func (c *cli) path(p string) string {
 	if p == "" || filepath.IsAbs(p) {
