@@ -132,7 +132,7 @@ func TestBootImagePlansSkewAndEnforce(t *testing.T) {
 	}
 	before, _ := os.ReadFile(filepath.Join(dir, "mcp.state"))
 	out, err := exec.Command(mcp, "-chdir="+dir, "apply", "-auto-approve").CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "apply refused, nothing changed: pool worker has skew = \"enforce\"") {
+	if err == nil || !strings.Contains(string(out), "Apply refused, nothing changed: pool worker has skew = \"enforce\"") {
 		t.Errorf("apply: %v\n%s", err, out)
 	}
 	if after, _ := os.ReadFile(filepath.Join(dir, "mcp.state")); string(after) != string(before) {

@@ -70,6 +70,10 @@ func RoomFor(max int, node string, observed []model.Node, busy map[string]string
 	for i, k := range names {
 		desc[i] = k + " (" + out[k] + ")"
 	}
-	return false, fmt.Sprintf("max_unavailable %d: %d of the pool's nodes are out of service: %s",
-		max, len(out), strings.Join(desc, ", "))
+	verb := "are"
+	if len(out) == 1 {
+		verb = "is"
+	}
+	return false, fmt.Sprintf("max_unavailable %d: %d of the pool's nodes %s out of service: %s",
+		max, len(out), verb, strings.Join(desc, ", "))
 }

@@ -76,7 +76,7 @@ func TestPlanShowsWindowAtItsTime(t *testing.T) {
 func TestRoomForSoakingNode(t *testing.T) {
 	nodes := []model.Node{node("w-0", "worker", "a", 0), node("w-1", "worker", "a", 1)}
 	ok, why := RoomFor(1, "w-1", nodes, map[string]string{"w-0": "soaking until 12:05:00 UTC"})
-	if ok || why != "max_unavailable 1: 1 of the pool's nodes are out of service: w-0 (soaking until 12:05:00 UTC)" {
+	if ok || why != "max_unavailable 1: 1 of the pool's nodes is out of service: w-0 (soaking until 12:05:00 UTC)" {
 		t.Errorf("RoomFor = %v, %q: want no room, the soaking node named", ok, why)
 	}
 }

@@ -261,8 +261,8 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
 	pp.Waves = max(pp.Waves, last)
 	if left := changing - inOwnSlot - scheduled; left > 0 {
 		pp.Blockers = append(pp.Blockers, Blocker{Kind: BlockBudget,
-			Message: fmt.Sprintf("max_unavailable %d already used up: %d of %d nodes out of service (%s); %s deferred",
-				pp.MaxUnavailable, pp.Unavailable, pp.Size, strings.Join(out, ", "), nodeChanges(left))})
+			Message: fmt.Sprintf("max_unavailable %d already used up: %d of %s out of service (%s); %s deferred",
+				pp.MaxUnavailable, pp.Unavailable, nodesWord(pp.Size), strings.Join(out, ", "), nodeChanges(left))})
 	}
 	return poolSlots{slots, first}
 }

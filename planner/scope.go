@@ -2,8 +2,11 @@ package planner
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
+	"github.com/mcpfleet/mcp/internal/suggest"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -34,11 +37,11 @@ func newScope(in Input, members map[string][]*model.Node) (scope, error) {
 		kind, name, err := ParseAddress(t)
 		switch {
 		case err != nil:
-			errs = append(errs, "-target="+t+": "+err.Error())
+			errs = append(errs, "-target="+t+": "+err.Error()+"."+bareName(t, pools, nodes))
 		case kind == "pool" && !pools[name]:
-			errs = append(errs, fmt.Sprintf("-target=%s: the configuration has no pool %q", t, name))
+			errs = append(errs, fmt.Sprintf("-target=%s: the configuration has no pool %q.%s", t, name, suggestAddress("pool", name, pools)))
 		case kind == "node" && !nodes[name]:
-			errs = append(errs, fmt.Sprintf("-target=%s: no pool of the configuration selects a node %q in the fleet", t, name))
+			errs = append(errs, fmt.Sprintf("-target=%s: no pool of the configuration selects a node %q in the fleet.%s", t, name, suggestAddress("node", name, nodes)))
 		case kind == "pool":
 			sc.pools[name] = true
 		default:
@@ -49,19 +52,48 @@ func newScope(in Input, members map[string][]*model.Node) (scope, error) {
 		kind, name, err := ParseAddress(x)
 		switch {
 		case err != nil:
-			errs = append(errs, "-exclude="+x+": "+err.Error())
+			errs = append(errs, "-exclude="+x+": "+err.Error()+"."+bareName(x, nil, nodes))
 		case kind != "node":
 			errs = append(errs, fmt.Sprintf("-exclude=%s: only nodes can be excluded (node.NAME); to keep a pool out, pause it or -target the others", x))
 		case !nodes[name]:
-			errs = append(errs, fmt.Sprintf("-exclude=%s: no pool of the configuration selects a node %q in the fleet", x, name))
+			errs = append(errs, fmt.Sprintf("-exclude=%s: no pool of the configuration selects a node %q in the fleet.%s", x, name, suggestAddress("node", name, nodes)))
 		default:
 			sc.excluded[name] = true
 		}
 	}
 	if len(errs) > 0 {
-		return scope{}, fmt.Errorf("%s", strings.Join(errs, "; "))
+		return scope{}, &ScopeError{Problems: errs}
 	}
 	return sc, nil
+}
+
+// ScopeError is -target and -exclude addresses that name nothing the plan has: each
+// problem names its flag and address, with the nearest one there is.
+type ScopeError struct{ Problems []string }
+
+// Error is the problems, one a line.
+func (e *ScopeError) Error() string { return strings.Join(e.Problems, "\n") }
+
+// suggestAddress is " Did you mean "node.worker-1"?" for the name of names nearest to a
+// misspelt one, as an address of kind.
+func suggestAddress(kind, name string, names map[string]bool) string {
+	best := suggest.Nearest(name, slices.Sorted(maps.Keys(names)))
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" Did you mean %q?", kind+"."+best)
+}
+
+// bareName is " Did you mean "pool.worker"?" for an address given as a bare pool or node
+// name.
+func bareName(addr string, pools, nodes map[string]bool) string {
+	switch {
+	case pools[addr]:
+		return fmt.Sprintf(" Did you mean %q?", "pool."+addr)
+	case nodes[addr]:
+		return fmt.Sprintf(" Did you mean %q?", "node."+addr)
+	}
+	return ""
 }
 
 // ParseAddress splits a resource address of the plan: "pool.NAME" or "node.NAME".

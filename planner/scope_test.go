@@ -110,12 +110,14 @@ func TestMakePlanTargets(t *testing.T) {
 }
 
 func TestMakePlanUnknownTargetsAreErrors(t *testing.T) {
-	_, err := MakePlan(scopeInput([]string{"node.nope", "pool.gpu", "worker"}, []string{"pool.worker", "node.ghost"}, nil))
+	_, err := MakePlan(scopeInput([]string{"node.nope", "pool.gpu", "worker", "node.wroker-1", "pool.wroker"}, []string{"pool.worker", "node.ghost", "node.w3"}, nil))
 	if err == nil {
 		t.Fatal("unknown targets planned")
 	}
 	for _, want := range []string{`-target=node.nope: no pool of the configuration selects a node "nope"`,
-		`-target=pool.gpu: the configuration has no pool "gpu"`, `-target=worker: "worker" is not an address: want pool.NAME or node.NAME`,
+		`-target=pool.gpu: the configuration has no pool "gpu"`, `-target=worker: "worker" is not an address: want pool.NAME or node.NAME. Did you mean "pool.worker"?`,
+		`-target=pool.wroker: the configuration has no pool "wroker". Did you mean "pool.worker"?`,
+		`-exclude=node.w3: no pool of the configuration selects a node "w3" in the fleet. Did you mean "node.w-3"?`,
 		`-exclude=pool.worker: only nodes can be excluded`, `-exclude=node.ghost: no pool`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)

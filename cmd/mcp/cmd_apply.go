@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,7 +40,7 @@ func (c *cli) apply(args []string) int {
 	var saved *planfile.File
 	if len(pos) == 1 {
 		if saved, err = c.readSavedPlan(pos[0], &lf, &sf); err != nil {
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		}
 	}
 	ws := c.load(&lf)
@@ -64,16 +65,16 @@ func (c *cli) apply(args []string) int {
 	pf := saved
 	if pf == nil {
 		if pf, err = ws.Plan(ctx, st); err != nil {
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		}
 		if err := v.Plan(pf); err != nil {
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		}
 		if !pf.Plan.HasChanges() {
 			return 0
 		}
 		if !*auto {
-			if code, ok := c.approve(v); !ok {
+			if code, ok := c.approve(v, lf.input); !ok {
 				return code
 			}
 		}
@@ -96,7 +97,7 @@ func (c *cli) apply(args []string) int {
 		live.Stop() // before anything else is printed
 	}
 	if res == nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	progress.Summary(views.SummaryOf(res, err))
 	v.LeftOut(views.LeftOutOf(pf.Plan))
@@ -122,12 +123,31 @@ var applyExitCode = map[engine.OutcomeKind]int{engine.Complete: 0, engine.Incomp
 
 // registerApplyOptions makes apply's flags that tune the rollout set o.
 func registerApplyOptions(fs *flag.FlagSet, o *engine.ApplyOptions) {
-	fs.IntVar(&o.Parallelism, "parallelism", 10, "most nodes updating at once over all pools")
+	o.Parallelism = 10
+	fs.Var((*atLeastOne)(&o.Parallelism), "parallelism", "most nodes updating at once over all pools (1 or more)")
 	fs.DurationVar(&o.DrainTimeout, "drain-timeout", 10*time.Minute, "give up a node's drain after this long")
 	fs.DurationVar(&o.DrainRetryDelay, "drain-retry-delay", 5*time.Second, "pause after an eviction a PodDisruptionBudget refused")
 	fs.DurationVar(&o.BudgetWait, "budget-wait", 10*time.Minute, "give up starting a pool's next node after waiting this long for room in its max_unavailable, or for its maintenance window to open again after closing mid-rollout")
 	fs.DurationVar(&o.HealthTimeout, "health-timeout", health.DefaultReadyTimeout, "fail a node that is not Ready with its DaemonSet pods Ready this long after its steps")
 	fs.BoolVar(&o.NoWait, "no-wait", false, "do not wait for a closed maintenance window: leave such pools as they are and name their next opening (exit 2); a window closing mid-rollout ends the pool's rollout")
+}
+
+// atLeastOne is a count flag that refuses 0 and negatives: -parallelism=0 would otherwise
+// reach the engine as "not set" and quietly become its default.
+type atLeastOne int
+
+func (n *atLeastOne) String() string { return strconv.Itoa(int(*n)) }
+
+func (n *atLeastOne) Set(s string) error {
+	v, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return fmt.Errorf("want a whole number, 1 or more")
+	case v < 1:
+		return fmt.Errorf("want 1 or more (nodes at once)")
+	}
+	*n = atLeastOne(v)
+	return nil
 }
 
 // readSavedPlan reads the plan file apply was given, and takes its variables into lf.
@@ -151,11 +171,16 @@ func (c *cli) readSavedPlan(path string, lf *loadFlags, sf *scopeFlags) (*planfi
 	return saved, nil
 }
 
-// approve asks for "yes" on a terminal; without one it refuses, as Terraform does.
-func (c *cli) approve(v views.Apply) (int, bool) {
+// approve asks for "yes" on a terminal; without one, or with -input=false (input false),
+// it refuses, as Terraform does.
+func (c *cli) approve(v views.Apply, input bool) (int, bool) {
+	const how = "Review the plan and run mcp apply -auto-approve, or save it with mcp plan -out=FILE and run mcp apply FILE."
+	if !input {
+		return c.fail("Cannot ask for approval with -input=false", how), false
+	}
 	f, ok := c.stdin.(*os.File)
 	if !ok || !isTerminal(f) {
-		return c.errorf("no terminal to ask for approval on; review the plan and run mcp apply -auto-approve, or save it with mcp plan -out=FILE and run mcp apply FILE"), false
+		return c.fail("No terminal to ask for approval on", how), false
 	}
 	v.AskApproval()
 	// An interrupt at the question cancels, as "no" does (the read itself cannot be).

@@ -43,7 +43,7 @@ func (c *cli) drift(args []string) int {
 		drifted, err := c.driftOnce(ws, v, nil)
 		switch {
 		case err != nil:
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		case *detailed && drifted:
 			return 2
 		}
@@ -58,9 +58,9 @@ func (c *cli) driftEvery(ws *engine.Workspace, v views.Drift, every time.Duratio
 	c.intr.setNotice("stopping the periodic drift runs: the run in progress is abandoned and the metrics server closed; nothing was changed")
 	m := driftmetrics.New()
 	if listen != "" {
-		addr, stop, err := m.Serve(listen, func(err error) { fmt.Fprintf(c.stderr, "Error: metrics: %v\n", err) })
+		addr, stop, err := m.Serve(listen, func(err error) { c.fail("Serving the drift metrics", views.Capitalize(err.Error())) })
 		if err != nil {
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		}
 		defer stop()
 		fmt.Fprintf(c.stderr, "Serving drift metrics on http://%s/metrics\n", addr)
@@ -69,7 +69,7 @@ func (c *cli) driftEvery(ws *engine.Workspace, v views.Drift, every time.Duratio
 	defer tick.Stop()
 	for {
 		if _, err := c.driftOnce(ws, v, m); err != nil && c.ctx.Err() == nil {
-			c.errorf("%v", err)
+			c.failErr(err)
 		}
 		select {
 		case <-c.ctx.Done():

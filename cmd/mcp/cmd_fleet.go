@@ -60,7 +60,7 @@ func (c *cli) fleetInit(args []string) int {
 	}
 	spec := local.InitSpec{Pools: pools, Zones: strings.Split(*zones, ","), OSImage: *image, Workloads: *workloads}
 	if err := local.Init(c.path(pos[0]), spec); err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	n := 0
 	for _, p := range pools {
@@ -98,10 +98,10 @@ func (c *cli) fleetSet(args []string) int {
 	}
 	d, err := c.fleetDir(*dir)
 	if err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	if err := local.Set(d, pos[0], pos[1:]); err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	return 0
 }
@@ -118,15 +118,15 @@ func (c *cli) fleetList(args []string) int {
 	}
 	d, err := c.fleetDir(*dir)
 	if err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	p, err := local.New(local.Options{Dir: d})
 	if err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	f, err := p.Refresh(c.ctx)
 	if err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	// Plain aligned columns, as mcp status and kubectl print them: awk and cut read them.
 	t := tabwriter.NewWriter(c.stdout, 0, 8, 3, ' ', 0)
@@ -139,7 +139,7 @@ func (c *cli) fleetList(args []string) int {
 		fmt.Fprintf(t, "%s\t%s\t%t\t%t\t%s\t%s\n", n.Name, orDash(n.Zone), n.Ready, !n.Unschedulable, views.Untrusted(cur), views.Untrusted(orDash(n.State)))
 	}
 	if err := t.Flush(); err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	return 0
 }
@@ -165,11 +165,11 @@ func (c *cli) fleetEvents(args []string) int {
 	}
 	d, err := c.fleetDir(*dir)
 	if err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	all, err := local.ReadEvents(d)
 	if err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	node := "" // all
 	if len(pos) == 1 {

@@ -56,17 +56,17 @@ func (c *cli) fleetAdd(args []string) int {
 	}
 	st, err := ws.ReadState(c.ctx)
 	if err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	boot, err := newBoot(c.ctx, st, *pool, *server)
 	if err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	spec := local.AddSpec{Name: pos[0], Pool: *pool, Labels: maps.Clone(ws.Desired.Pools[i].NodeSelector), Zone: *zone,
 		BootImage: cmpOr(*bootImage, boot.bootImage(st, *pool)), Ignition: boot.ignition}
 	res, err := p.Add(c.ctx, spec, boot.fetch)
 	if err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	n := res.Node
 	how := "on its boot image"

@@ -41,7 +41,7 @@ func TestFleetEvents(t *testing.T) {
 	if code, out, _ := mcp(t, dir, "fleet", "events"); code != 0 || !strings.Contains(out, "infra-1") {
 		t.Errorf("all events: exit %d\n%s", code, out)
 	}
-	if code, _, errOut := mcp(t, dir, "fleet", "events", "nope"); code != 1 || !strings.Contains(errOut, `no node "nope"`) {
+	if code, _, errOut := mcp(t, dir, "fleet", "events", "nope"); code != 1 || !strings.Contains(errOut, `No node "nope"`) {
 		t.Errorf("unknown node: exit %d %s", code, errOut)
 	}
 	// A set is an event too; faults are set like labels.
@@ -102,14 +102,14 @@ func TestFleetAdd(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"new-0", "-pool", "worker"}, `node "new-0" exists`},
-		{[]string{"new-1", "-pool", "nope"}, `pool "nope" is not in the configuration (pools: infra, worker)`},
-		{[]string{"new-1"}, "usage: mcp fleet add NODE -pool POOL"},
-		{[]string{"new-1", "-pool", "worker", "-server", "http://127.0.0.1:1"}, "fetching the served config"},
-		{[]string{".add-x", "-pool", "worker"}, `node name ".add-x"`},
-		{[]string{"UPPER", "-pool", "worker"}, `node name "UPPER"`},
+		{[]string{"new-0", "-pool", "worker"}, `Node "new-0" exists`},
+		{[]string{"new-1", "-pool", "nope"}, `Pool "nope" is not in the configuration (pools: infra, worker)`},
+		{[]string{"new-1"}, "Usage: mcp fleet add NODE -pool POOL"},
+		{[]string{"new-1", "-pool", "worker", "-server", "http://127.0.0.1:1"}, "Fetching the served config"},
+		{[]string{".add-x", "-pool", "worker"}, `Node name ".add-x"`},
+		{[]string{"UPPER", "-pool", "worker"}, `Node name "UPPER"`},
 		{[]string{strings.Repeat("n", 300), "-pool", "worker"}, "must be no more than 253 characters"},
-		{[]string{"new-1", "-pool", "worker", "-zone", "../../z"}, `zone "../../z"`},
+		{[]string{"new-1", "-pool", "worker", "-zone", "../../z"}, `Zone "../../z"`},
 	} {
 		if code, _, errOut := mcp(t, dir, append([]string{"fleet", "add"}, tt.args...)...); code != 1 || !strings.Contains(errOut, tt.want) {
 			t.Errorf("fleet add %v: exit %d, %s", tt.args, code, errOut)

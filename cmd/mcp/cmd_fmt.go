@@ -28,7 +28,7 @@ func (c *cli) fmt(args []string) int {
 	for _, p := range pos {
 		more, err := formatPath(c.path(p))
 		if err != nil {
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		}
 		for n, b := range more {
 			changed[n] = b
@@ -46,7 +46,7 @@ func (c *cli) fmt(args []string) int {
 		}
 		st, err := os.Stat(n)
 		if err != nil {
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		}
 		if err := os.WriteFile(n, changed[n], st.Mode().Perm()); err != nil {
 			return c.errorf("writing %s: %v", n, err)

@@ -32,7 +32,7 @@ func (c *cli) graph(args []string) int {
 		pf, err = ws.Plan(ctx, st)
 		unlock()
 		if err != nil {
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		}
 	case 1:
 		// A saved plan is the graph's whole input: flags for making one would do nothing.
@@ -46,13 +46,13 @@ func (c *cli) graph(args []string) int {
 			return c.errorf("mcp graph PLANFILE takes no %s: they are for making a plan, and the saved plan is made", strings.Join(set, ", "))
 		}
 		if pf, err = planfile.Read(c.path(pos[0])); err != nil {
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		}
 	default:
 		return c.tooMany("graph", pos[1:])
 	}
 	if err := views.Graph(c.stdout, pf.Plan); err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	return 0
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/engine/config/machineconfig"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
@@ -42,37 +45,34 @@ func (c *cli) importMachineConfig(args []string) int {
 	for _, name := range pos {
 		b, err := boundedfile.Read(c.path(name), machineconfig.MaxSize, 0)
 		if err != nil {
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		}
 		mcs, problems := machineconfig.ParseWith(b, config.FirstBootOnly)
 		for _, p := range problems {
-			kind := "Error"
-			if p.Warning {
-				kind = "Warning"
-			} else {
-				failed = true
-			}
-			fmt.Fprintf(c.stderr, "%s: %s: %s\n", kind, name, p)
+			failed = failed || !p.Warning
 		}
+		c.importProblems(name, b, problems)
 		all = append(all, mcs...)
 	}
 	if failed {
 		return 1
 	}
-	hcl, warnings, err := machineconfig.HCL(all, pools)
+	text, warnings, err := machineconfig.HCL(all, pools)
 	if err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
+	var diags hcl.Diagnostics
 	for _, w := range warnings {
-		fmt.Fprintf(c.stderr, "Warning: %s\n", w)
+		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: views.Capitalize(w)})
 	}
+	views.Diagnostics(c.stderr, nil, diags, isTerminal(c.stderr))
 	if *out == "" {
-		_, err = c.stdout.Write(hcl)
+		_, err = c.stdout.Write(text)
 	} else {
-		err = writeNew(c.path(*out), hcl)
+		err = writeNew(c.path(*out), text)
 	}
 	if err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	return 0
 }
@@ -91,4 +91,22 @@ func writeNew(path string, b []byte) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// importProblems prints the problems of the MachineConfig file name (its bytes b) as
+// diagnostics, at their line and column in it.
+func (c *cli) importProblems(name string, b []byte, problems []machineconfig.Problem) {
+	var diags hcl.Diagnostics
+	for _, p := range problems {
+		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: views.Capitalize(p.Message)}
+		if p.Warning {
+			d.Severity = hcl.DiagWarning
+		}
+		if p.At.Line > 0 {
+			at := hcl.Pos{Line: p.At.Line, Column: p.At.Column}
+			d.Subject = &hcl.Range{Filename: name, Start: at, End: at}
+		}
+		diags = append(diags, d)
+	}
+	views.Diagnostics(c.stderr, map[string]*hcl.File{name: {Bytes: b}}, diags, isTerminal(c.stderr))
 }

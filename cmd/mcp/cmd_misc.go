@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/state"
 )
@@ -51,7 +52,7 @@ func (c *cli) forceUnlock(args []string) int {
 	if insp, ok := ws.Backend.(state.LockInspector); ok && !*force {
 		st, err := insp.LockStatus(c.ctx)
 		if err != nil {
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		}
 		// Another ID, or no lock: ForceUnlock says so.
 		if st != nil && st.Holder.ID == id && st.Alive && st.Unchecked {
@@ -61,28 +62,32 @@ func (c *cli) forceUnlock(args []string) int {
 				id, st.Holder.Who, st.Holder.PID, st.Holder.Operation, st.Detail, id)
 		}
 		if st != nil && st.Holder.ID == id && st.Alive {
-			if code := c.confirmForceUnlock(st); code != 0 {
+			if code := c.confirmForceUnlock(st, lf.input); code != 0 {
 				return code
 			}
 		}
 	}
 	if err := ws.Backend.ForceUnlock(c.ctx, id); err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	fmt.Fprintln(c.stdout, "The state has been unlocked.")
 	return 0
 }
 
 // confirmForceUnlock explains whose lock it is and asks for "yes"; 0 means confirmed.
-func (c *cli) confirmForceUnlock(st *state.LockStatus) int {
+func (c *cli) confirmForceUnlock(st *state.LockStatus, input bool) int {
 	h := st.Holder
 	fmt.Fprintf(c.stdout, "The state lock %s is held by %s (pid %d, operation %q, since %s), and that holder looks alive: %s.\n\n"+
 		"Removing the lock of a live holder lets another run change the state and the nodes while it still does: "+
 		"two applies at once drain and reboot more nodes than max_unavailable allows, and their state writes "+
 		"overwrite each other. Wait for it to finish, or stop it first.\n",
 		h.ID, h.Who, h.PID, h.Operation, h.Created.Format(time.RFC3339), st.Detail)
-	if !isTerminal(c.stdin) {
-		return c.errorf("the lock's holder looks alive and there is no terminal to confirm on; if you are sure it must go, run mcp force-unlock -force %s", h.ID)
+	if !input || !isTerminal(c.stdin) {
+		where := "there is no terminal to confirm on"
+		if !input {
+			where = "-input=false asks nothing"
+		}
+		return c.fail("The lock's holder looks alive", fmt.Sprintf("%s; if you are sure it must go, run:\n  mcp force-unlock -force %s", views.Capitalize(where), h.ID))
 	}
 	fmt.Fprint(c.stdout, "\nDo you really want to force-unlock?\n  Only 'yes' will be accepted to confirm.\n\n  Enter a value: ")
 	line, _ := bufio.NewReader(c.stdin).ReadString('\n')

@@ -32,22 +32,22 @@ func (c *cli) plan(args []string) int {
 	pf, err := ws.Plan(ctx, st)
 	unlock()
 	if err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	v := views.NewPlan(*asJSON, c.stdout, c.color(&lf))
 	if err := v.Plan(pf); err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	if *out != "" {
 		if err := planfile.Write(c.path(*out), pf); err != nil {
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		}
 		v.Saved(*out)
 	}
 	if r := pf.Plan.Refusals(); len(r) > 0 {
 		// As a failed precondition in Terraform: the plan is shown (and saved) for review,
 		// and the run fails, since apply will refuse it.
-		return c.errorf("apply will refuse this plan: %s", strings.Join(r, "; "))
+		return c.fail("Apply will refuse this plan", strings.Join(r, "\n"))
 	}
 	if detailed.exitsTwo(pf.Plan) {
 		return 2
@@ -138,14 +138,18 @@ func (c *cli) readStateLocked(ws *engine.Workspace, lf *loadFlags, op string) (*
 		u, err := ws.Lock(c.ctx, op, lf.lockTimeout)
 		if err != nil {
 			cancel()
-			return nil, nil, nil, c.errorf("acquiring the state lock: %v", err)
+			var le *state.LockError
+			if errors.As(err, &le) {
+				return nil, nil, nil, c.failErr(err)
+			}
+			return nil, nil, nil, c.fail("Error acquiring the state lock", views.Capitalize(err.Error()))
 		}
 		stop := make(chan struct{})
 		if l, ok := u.(state.Losable); ok {
 			go func() {
 				select {
 				case <-l.Lost():
-					fmt.Fprintf(c.stderr, "Error: lost the state lock: %v; starting nothing new\n", l.LostErr())
+					c.fail("Lost the state lock", views.Capitalize(l.LostErr().Error())+"; starting nothing new.")
 					cancelCause(fmt.Errorf("%w: %v", state.ErrLockLost, l.LostErr()))
 				case <-stop:
 				}
@@ -157,7 +161,7 @@ func (c *cli) readStateLocked(ws *engine.Workspace, lf *loadFlags, op string) (*
 		release := func(ctx context.Context) {
 			once.Do(func() {
 				if err := u.Unlock(ctx); err != nil {
-					fmt.Fprintf(c.stderr, "Error: releasing the state lock: %v\n", err)
+					c.fail("Error releasing the state lock", views.Capitalize(err.Error()))
 				}
 			})
 		}
@@ -172,7 +176,7 @@ func (c *cli) readStateLocked(ws *engine.Workspace, lf *loadFlags, op string) (*
 	st, err := ws.ReadState(ctx)
 	if err != nil {
 		unlock()
-		return nil, nil, nil, c.errorf("%v", err)
+		return nil, nil, nil, c.failErr(err)
 	}
 	return st, ctx, unlock, 0
 }

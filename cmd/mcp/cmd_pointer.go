@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
@@ -30,7 +31,7 @@ func (c *cli) pointer(args []string) int {
 	// would make a machine that never boots.
 	res, diags := config.Load(c.dir, c.configOptions(&lf))
 	if len(diags) > 0 {
-		config.WriteDiagnostics(c.stderr, filesOf(res), diags, !lf.noColor && isTerminal(c.stderr))
+		views.Diagnostics(c.stderr, filesOf(res), diags, !lf.noColor && isTerminal(c.stderr))
 	}
 	if diags.HasErrors() {
 		return 1
@@ -53,7 +54,7 @@ func (c *cli) pointer(args []string) int {
 	}
 	b, err := ignition.Pointer(o)
 	if err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	fmt.Fprintln(c.stdout, string(b))
 	return 0

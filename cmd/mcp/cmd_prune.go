@@ -20,7 +20,7 @@ func (c *cli) prune(args []string) int {
 	defer unlock()
 	p, err := ws.Prunable(ctx, st)
 	if err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	verb := "Deleting"
 	if *dryRun {
@@ -30,7 +30,7 @@ func (c *cli) prune(args []string) int {
 	if op, ok := ws.Backend.(state.OrphanPruner); ok {
 		names, err := op.PruneOrphans(ctx, *dryRun)
 		if err != nil {
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		}
 		if orphans = len(names); orphans > 0 {
 			fmt.Fprintf(c.stdout, "%s %d state pieces a cut-off write left behind:\n", verb, orphans) // pieces: always several
@@ -57,7 +57,7 @@ func (c *cli) prune(args []string) int {
 		return 0
 	}
 	if err := ws.Backend.DeleteRendered(ctx, p.Delete); err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	fmt.Fprintf(c.stdout, "Pruned %s.\n", renderedConfigs(len(p.Delete)))
 	return 0

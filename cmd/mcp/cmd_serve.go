@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
@@ -51,7 +52,7 @@ func (c *cli) serve(args []string) int {
 	if errors.Is(err, errDiagnosed) {
 		return 1
 	} else if err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	opts := ignition.ServeOptions{FirstBootAgent: *agent}
 	switch s := src.(type) {
@@ -87,7 +88,7 @@ func (c *cli) serve(args []string) int {
 	go bootsrv.Follow(ctx, srv, src, *poll, log)
 	log.Info("listening", "url", fmt.Sprintf("%s://%s", scheme, ln.Addr()), "state", where)
 	if err := srv.Serve(ctx, ln, log); err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	return 0
 }
@@ -100,7 +101,7 @@ func (c *cli) bootSource(ctx context.Context, lf *loadFlags, statePath string) (
 	}
 	res, diags := config.Load(c.dir, c.configOptions(lf))
 	if len(diags) > 0 {
-		config.WriteDiagnostics(c.stderr, filesOf(res), diags, !lf.noColor && isTerminal(c.stderr))
+		views.Diagnostics(c.stderr, filesOf(res), diags, !lf.noColor && isTerminal(c.stderr))
 	}
 	if diags.HasErrors() {
 		return nil, "", errDiagnosed

@@ -33,7 +33,7 @@ func (c *cli) show(args []string) int {
 		case *asJSON || *pool != "":
 			return c.errorf("-markdown shows a saved plan; it does not go with -json or -rendered")
 		case len(pos) != 1:
-			return c.errorf("usage: mcp show -markdown PLANFILE (save a plan with mcp plan -out=PLANFILE)")
+			return c.fail("No plan file given", "Usage: mcp show -markdown PLANFILE\n\nSave a plan with mcp plan -out=PLANFILE.")
 		}
 		v = views.NewShowMarkdown(c.stdout)
 	}
@@ -47,7 +47,7 @@ func (c *cli) show(args []string) int {
 			return c.noPool(*pool, ws.Desired)
 		}
 		if err := v.Rendered(r); err != nil {
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		}
 		return 0
 	}
@@ -55,14 +55,15 @@ func (c *cli) show(args []string) int {
 		return c.tooMany("show", pos[1:])
 	}
 	if len(pos) != 1 {
-		return c.errorf("usage: mcp show [-json|-markdown] PLANFILE  or  mcp show -rendered POOL")
+		return c.fail("No plan file given", "Usage: mcp show [-json|-markdown] PLANFILE  or  mcp show -rendered POOL\n\n"+
+			"As terraform show, mcp show shows a plan from a plan file: save one with mcp plan -out=PLANFILE.")
 	}
 	pf, err := planfile.Read(c.path(pos[0]))
 	if err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	if err := v.Plan(pf); err != nil {
-		return c.errorf("%v", err)
+		return c.failErr(err)
 	}
 	return 0
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -19,10 +20,12 @@ var statusInterval = 2 * time.Second
 func (c *cli) status(args []string) int {
 	fs := c.newFlags("status")
 	nodes := fs.Bool("nodes", false, "list nodes (config, state, condition, hold, age, reason) instead of pools")
-	output := fs.String("o", "", "output format, as kubectl get's: wide (more columns), json, yaml (pools and nodes, docs/status.md) or name")
+	output := fs.String("o", "", "output format, as kubectl get's: wide (more columns), json, yaml (pools and nodes, docs/status.md), name, or jsonpath=TEMPLATE")
 	fs.StringVar(output, "output", "", "the same as -o")
 	asJSON := fs.Bool("json", false, "the same as -o json")
 	watch := fs.Bool("watch", false, "refresh every 2s until interrupted; on a terminal in place")
+	fs.BoolVar(watch, "w", false, "the same as -watch")
+	noHeaders := fs.Bool("no-headers", false, "print the tables without their header lines (kubectl's --no-headers)")
 	var lf loadFlags
 	lf.register(fs, false)
 	pos, err := c.parse(fs, args)
@@ -32,19 +35,29 @@ func (c *cli) status(args []string) int {
 	if len(pos) > 0 {
 		return c.tooMany("status", pos)
 	}
+	jsonPath, isJSONPath := strings.CutPrefix(*output, views.OutputJSONPath+"=")
+	switch {
+	case isJSONPath:
+		if err := views.CheckJSONPath(jsonPath); err != nil {
+			return c.fail("Invalid output format", fmt.Sprintf("-o jsonpath=%s: %v.", jsonPath, err))
+		}
+		*output = views.OutputJSONPath
+	case *output == views.OutputJSONPath:
+		return c.fail("Invalid output format", "-o jsonpath needs its template, as kubectl's: -o jsonpath='{.pools[*].name}'.")
+	}
 	switch {
 	case *asJSON && *output != "" && *output != views.OutputJSON:
-		return c.errorf("-json is -o json: it does not go with -o %s", *output)
+		return c.fail("Invalid output format", fmt.Sprintf("-json is -o json: it does not go with -o %s.", *output))
 	case *asJSON:
 		*output = views.OutputJSON
 	case *output != "" && !slices.Contains(views.StatusOutputs, *output):
-		return c.errorf("-o %s: want one of %s", *output, strings.Join(views.StatusOutputs, ", "))
+		return c.fail("Invalid output format", fmt.Sprintf("-o %s: want one of %s.%s", *output, strings.Join(views.StatusOutputs, ", "), didYouMean(*output, views.StatusOutputs)))
 	}
 	ws := c.load(&lf)
 	if ws == nil {
 		return 1
 	}
-	o := views.StatusOptions{Output: *output, Nodes: *nodes, Watch: *watch, Interval: statusInterval}
+	o := views.StatusOptions{Output: *output, Nodes: *nodes, Watch: *watch, Interval: statusInterval, NoHeaders: *noHeaders, JSONPath: jsonPath}
 	if f, ok := c.stdout.(*os.File); ok && *watch && isTerminal(f) {
 		o.Redraw = true
 		o.Height = func() int {
@@ -56,7 +69,7 @@ func (c *cli) status(args []string) int {
 		}
 	}
 	if *watch {
-		c.intr.setNotice("stopping the watch; nothing was changed")
+		c.intr.setStopNotice("stopped watching; nothing was changed")
 	}
 	v := views.NewStatus(o, c.stdout)
 	tick := time.NewTicker(statusInterval)
@@ -67,12 +80,12 @@ func (c *cli) status(args []string) int {
 		case err != nil && c.ctx.Err() != nil:
 			return 0 // interrupted while watching
 		case err != nil && !*watch:
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		case err != nil:
-			c.errorf("%v", err) // one failed refresh does not end the watch
+			c.failErr(err) // one failed refresh does not end the watch
 		default:
 			if err := v.Status(s, time.Now()); err != nil {
-				return c.errorf("%v", err)
+				return c.failErr(err)
 			}
 		}
 		if !*watch {

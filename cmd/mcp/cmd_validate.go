@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -35,11 +36,11 @@ func (c *cli) validate(args []string) int {
 	if *asJSON {
 		b, err := config.DiagnosticsJSON(diags)
 		if err != nil {
-			return c.errorf("%v", err)
+			return c.failErr(err)
 		}
 		fmt.Fprintln(c.stdout, string(b))
 	} else if len(diags) > 0 {
-		config.WriteDiagnostics(c.stderr, filesOf(res), diags, !lf.noColor && isTerminal(c.stderr))
+		views.Diagnostics(c.stderr, filesOf(res), diags, !lf.noColor && isTerminal(c.stderr))
 	}
 	if diags.HasErrors() {
 		return 1

@@ -87,15 +87,36 @@ func TestFleetSetHelpListsEveryKey(t *testing.T) {
 func TestArgumentsRefused(t *testing.T) {
 	dir := quickstart(t)
 	code, out, errOut := mcp(t, dir, "plan", "-nope")
-	if code != 1 || out != "" || errOut != "Error: flag provided but not defined: -nope\n\nFor more help on using this command, run:\n  mcp plan -h\n" {
+	if code != 1 || out != "" || errOut != "╷\n│ Error: Unknown option -nope\n│\n│ mcp plan has no option -nope.\n│\n│ For more help on using this command, run:\n│   mcp plan -h\n╵\n" {
 		t.Errorf("plan -nope: exit %d\n%s%s", code, out, errOut)
+	}
+	// A mistyped option gets the nearest one; a count below 1 is refused, not taken as 10.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "-tagret=node.worker-1"}, `mcp plan has no option -tagret. Did you mean "-target"?`},
+		{[]string{"status", "--no-header"}, `mcp status has no option -no-header. Did you mean "-no-headers"?`},
+		{[]string{"apply", "-parallelism=0", "-auto-approve"}, `Error: Invalid value "0" for flag -parallelism: want 1 or more`},
+		{[]string{"apply", "-parallelism=-3", "-auto-approve"}, `Error: Invalid value "-3" for flag -parallelism: want 1 or more`},
+		{[]string{"plan", "-target=node.wroker-1"}, `"wroker-1" in the fleet. Did you mean "node.worker-1"?`},
+		{[]string{"status", "-o", "jsn"}, `-o jsn: want one of wide, json, yaml, name, jsonpath. Did you mean "json"?`},
+		{[]string{"show"}, "│ Error: No plan file given"},
+	} {
+		code, out, errOut := mcp(t, dir, c.args...)
+		if code != 1 || !strings.Contains(errOut, c.want) || !strings.HasPrefix(errOut, "╷\n│ Error: ") {
+			t.Errorf("mcp %s: exit %d, want 1 and %q in a box\n%s%s", strings.Join(c.args, " "), code, c.want, out, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "mcp.state")); err == nil {
+		t.Error("an apply with -parallelism below 1 ran")
 	}
 	for _, args := range [][]string{{"plan", "somedir"}, {"prune", "somedir"}, {"serve", "somedir"}, {"drift", "x"},
 		{"status", "x"}, {"version", "x"}, {"fleet", "list", "x"}, {"graph", "a.plan", "b.plan"}, {"apply", "a.plan", "b.plan"},
 		{"show", "a.plan", "b.plan"}, {"validate", ".", "x"}, {"force-unlock", "id", "x"}, {"pointer", "worker", "x", "-url", "http://b"},
 		{"help", "plan", "x"}} {
 		code, out, errOut := mcp(t, dir, args...)
-		if code != 1 || out != "" || !strings.HasPrefix(errOut, "Error: Too many command line arguments: mcp "+args[0]) ||
+		if code != 1 || out != "" || !strings.HasPrefix(errOut, "╷\n│ Error: Too many command line arguments\n│\n│ mcp "+args[0]) ||
 			!strings.Contains(errOut, "mcp -chdir=DIR ") {
 			t.Errorf("mcp %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
 		}
@@ -105,19 +126,19 @@ func TestArgumentsRefused(t *testing.T) {
 	}
 	// A pointer for a pool that does not exist would make a machine that never boots.
 	if code, out, errOut := mcp(t, dir, "pointer", "workr", "-url", "http://boot:8080"); code != 1 || out != "" ||
-		!strings.Contains(errOut, `the configuration has no pool "workr" (pools: infra, worker). Did you mean "worker"?`) {
+		!strings.Contains(errOut, `The configuration has no pool "workr" (pools: infra, worker). Did you mean "worker"?`) {
 		t.Errorf("pointer workr: exit %d\n%s%s", code, out, errOut)
 	}
 	// show -rendered refuses it in the same words.
 	if code, out, errOut := mcp(t, dir, "show", "-rendered", "workr"); code != 1 || out != "" ||
-		!strings.Contains(errOut, `the configuration has no pool "workr" (pools: infra, worker). Did you mean "worker"?`) {
+		!strings.Contains(errOut, `The configuration has no pool "workr" (pools: infra, worker). Did you mean "worker"?`) {
 		t.Errorf("show -rendered workr: exit %d\n%s%s", code, out, errOut)
 	}
 	if code, out, _ := mcp(t, dir, "pointer", "worker", "-url", "http://boot:8080"); code != 0 || !strings.Contains(out, "/config/worker") {
 		t.Errorf("pointer worker: exit %d\n%s", code, out)
 	}
 	// A directory that does not exist is named as such.
-	if code, _, errOut := mcp(t, dir, "validate", "nonexistent"); code != 1 || errOut != "Error: nonexistent: no such directory\n" {
+	if code, _, errOut := mcp(t, dir, "validate", "nonexistent"); code != 1 || errOut != "╷\n│ Error: Nonexistent: no such directory\n╵\n" {
 		t.Errorf("validate nonexistent: exit %d %q", code, errOut)
 	}
 	if code, _, errOut := runIn("-chdir="+filepath.Join(dir, "nope"), "plan"); code != 1 || !strings.Contains(errOut, "nope: no such directory") {

@@ -4,7 +4,7 @@ import "github.com/mcpfleet/mcp/cmd/internal/cmdhelp"
 
 // The option groups most commands share.
 var (
-	varOptions  = cmdhelp.Group{Title: "Common options", Flags: []string{"var", "var-file", "no-color"}}
+	varOptions  = cmdhelp.Group{Title: "Common options", Flags: []string{"var", "var-file", "no-color", "input"}}
 	lockOptions = cmdhelp.Group{Title: "Lock options", Flags: []string{"lock", "lock-timeout"}}
 	scopeGroup  = cmdhelp.Group{Title: "Scope options", Flags: []string{"target", "exclude"}}
 )
@@ -141,14 +141,17 @@ periodically and serves Prometheus metrics (-listen).
 	},
 	"status": {
 		Usage: "mcp [global options] status [options]",
-		Text: `Shows each pool's machine counts as kubectl get mcp does — CONFIG, MACHINES, UPDATED,
-UPDATING, DEGRADED with their conditions (True/False), AGE — or with -nodes each node's
-config, state, reason and condition. One refresh and one read of the state, no lock: it
-watches a running apply. docs/status.md says what each column counts.`,
-		Groups: []cmdhelp.Group{{Title: "Options", Flags: []string{"o", "output", "nodes", "watch", "json", "no-color"}}, varOptions},
+		Text: `Shows each pool as oc get mcp does: NAME, CONFIG, the conditions UPDATED, UPDATING and
+DEGRADED (True/False), MACHINECOUNT, READYMACHINECOUNT, UPDATEDMACHINECOUNT,
+DEGRADEDMACHINECOUNT and AGE; -o wide adds UPDATINGMACHINECOUNT, DRIFTEDMACHINECOUNT,
+HELDMACHINECOUNT and PAUSED. With -nodes, each node: NAME, POOL, CONFIG, STATE, CONDITION,
+HELD, AGE and REASON (-o wide adds DESIRED and DRIFTED). One refresh and one read of the
+state, no lock: it watches a running apply. docs/status.md says what each column counts.`,
+		Groups: []cmdhelp.Group{{Title: "Options", Flags: []string{"o", "output", "nodes", "watch", "w", "no-headers", "json", "no-color"}}, varOptions},
 		Exit:   []string{"0  Shown.", exitError},
 		Examples: []string{"mcp status", "mcp status -nodes -o wide", "mcp status -o json | jq '.pools[] | select(.degraded > 0)'",
-			"mcp status -watch  # follow a rollout; interrupt to stop"},
+			"mcp status -o jsonpath='{.pools[*].name}'", "mcp status -nodes --no-headers | awk '$4 != \"Done\"'",
+			"mcp status -w  # follow a rollout; interrupt to stop"},
 	},
 	"graph": {
 		Usage: "mcp [global options] graph [options] [PLANFILE]",

@@ -36,10 +36,11 @@ func TestImportMachineConfig(t *testing.T) {
 		t.Errorf("-out over an existing file: exit %d %s", code, errOut)
 	}
 	code, out, errOut = mcp(t, dir, "import", "machineconfig", "99-worker-chrony.yaml", "50-fips.yaml")
-	if code != 1 || out != "" || !strings.Contains(errOut, "50-fips.yaml: line 8, column 9: MachineConfig 50-fips: spec.fips: true") {
+	if code != 1 || out != "" || !strings.Contains(errOut, "│ Error: MachineConfig 50-fips: spec.fips: true: FIPS mode") ||
+		!strings.Contains(errOut, "│   on 50-fips.yaml:8,9:") {
 		t.Errorf("fips: exit %d, out %q, err %s", code, out, errOut)
 	}
-	if code, _, errOut := mcp(t, dir, "import", "butane", "x"); code != 1 || !strings.Contains(errOut, `unknown import kind "butane"`) {
+	if code, _, errOut := mcp(t, dir, "import", "butane", "x"); code != 1 || !strings.Contains(errOut, `Unknown import kind "butane"`) {
 		t.Errorf("import butane: exit %d %s", code, errOut)
 	}
 }

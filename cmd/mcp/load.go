@@ -9,6 +9,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/term"
 
+	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/engine/config"
 )
@@ -18,6 +19,7 @@ type loadFlags struct {
 	vars        multiFlag
 	varFiles    multiFlag
 	noColor     bool
+	input       bool // -input=false: never ask (approval, confirmation), as Terraform's
 	lock        bool
 	lockTimeout time.Duration
 	// values, when set, are a saved plan's variables (they replace every other source).
@@ -28,6 +30,7 @@ func (lf *loadFlags) register(fs *flag.FlagSet, locking bool) {
 	fs.Var(&lf.vars, "var", "set a variable: -var 'name=value' (repeatable)")
 	fs.Var(&lf.varFiles, "var-file", "read variables from an HCL file (repeatable)")
 	fs.BoolVar(&lf.noColor, "no-color", false, "print no colour codes")
+	fs.BoolVar(&lf.input, "input", true, "ask on a terminal when a command needs an answer (apply's approval, force-unlock's confirmation); -input=false never asks, and the command fails where it would have asked, as Terraform's")
 	if locking {
 		fs.BoolVar(&lf.lock, "lock", true, "do not take the state lock (for when it cannot be taken: see docs/decisions.md)")
 		fs.DurationVar(&lf.lockTimeout, "lock-timeout", 0, "how long to wait for a state lock held by another run")
@@ -40,7 +43,7 @@ func (c *cli) load(lf *loadFlags) *engine.Workspace {
 	ws, res, diags := engine.Load(c.dir, c.configOptions(lf), c.parts)
 	if len(diags) > 0 {
 		var files = filesOf(res)
-		config.WriteDiagnostics(c.stderr, files, diags, !lf.noColor && isTerminal(c.stderr))
+		views.Diagnostics(c.stderr, files, diags, !lf.noColor && isTerminal(c.stderr))
 	}
 	if diags.HasErrors() {
 		return nil

@@ -16,13 +16,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agext/levenshtein"
-
 	// Maintenance windows name IANA time zones: a copy of the zone database comes with mcp
 	// for machines (and containers) without /usr/share/zoneinfo.
 	_ "time/tzdata"
 
 	"github.com/mcpfleet/mcp/engine"
+	"github.com/mcpfleet/mcp/internal/suggest"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -113,9 +112,9 @@ func runWith(ctx context.Context, parts engine.Parts, args []string, stdin io.Re
 		case args[0] == "-version" || args[0] == "--version":
 			return c.version(nil)
 		default:
-			fmt.Fprintf(stderr, "Error: unknown global option %s\n\n", args[0])
-			c.usage(stderr)
-			return 1
+			name, _, _ := strings.Cut(args[0], "=")
+			return c.fail("Unknown global option "+name, "mcp's global options are -chdir=DIR, -help and -version; a command's options go after the command."+
+				didYouMean(name, []string{"-chdir", "-help", "-version"})+"\n\nTo see all of mcp's commands and options, run:\n  mcp -help")
 		}
 		args = args[1:]
 	}
@@ -130,9 +129,8 @@ func runWith(ctx context.Context, parts engine.Parts, args []string, stdin io.Re
 		}
 		return code
 	}
-	fmt.Fprintf(stderr, "Error: mcp has no command %q.%s\n\nTo see all of mcp's commands, run:\n  mcp -help\n",
-		args[0], didYouMean(args[0], commandNames()))
-	return 1
+	return c.fail(fmt.Sprintf("mcp has no command %q.%s", args[0], didYouMean(args[0], commandNames())),
+		"To see all of mcp's commands, run:\n  mcp -help")
 }
 
 func lookup(name string) *command {
@@ -213,7 +211,7 @@ func (c *cli) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 				c.printHelp(name, fs)
 				return nil, err
 			}
-			fmt.Fprintf(c.stderr, "Error: %v\n\nFor more help on using this command, run:\n  mcp %s -h\n", err, name)
+			c.flagError(fs, name, err)
 			return nil, err
 		}
 		args = fs.Args()
@@ -223,6 +221,19 @@ func (c *cli) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// flagError prints why the flags of the command name did not parse: an option it does
+// not have with the nearest one it has, or the flag package's word on a value.
+func (c *cli) flagError(fs *flag.FlagSet, name string, err error) {
+	more := "For more help on using this command, run:\n  mcp " + name + " -h"
+	if opt, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, "-"+f.Name) })
+		c.fail("Unknown option "+opt, fmt.Sprintf("mcp %s has no option %s.%s\n\n%s", name, opt, didYouMean(opt, names), more))
+		return
+	}
+	c.fail(err.Error(), more)
 }
 
 // printHelp prints the help of the command name, with its options fs (nil: none), on stdout.
@@ -236,10 +247,9 @@ func (c *cli) printHelp(name string, fs *flag.FlagSet) int {
 // tooMany refuses positional arguments a command does not take, as Terraform does, with
 // the way to name another configuration directory.
 func (c *cli) tooMany(cmd string, extra []string) int {
-	fmt.Fprintf(c.stderr, "Error: Too many command line arguments: mcp %s does not take %q.\n\n"+
+	return c.fail("Too many command line arguments", fmt.Sprintf("mcp %s does not take %q.\n\n"+
 		"To use the configuration in another directory, give the global option -chdir before the command:\n"+
-		"  mcp -chdir=DIR %s\n\nFor more help on using this command, run:\n  mcp %s -h\n", cmd, strings.Join(extra, " "), cmd, cmd)
-	return 1
+		"  mcp -chdir=DIR %s\n\nFor more help on using this command, run:\n  mcp %s -h", cmd, strings.Join(extra, " "), cmd, cmd))
 }
 
 // notADir says why a directory cannot be used: it does not exist, or is a file.
@@ -255,18 +265,7 @@ func notADir(err error) string {
 
 // didYouMean suggests the name of names nearest to name, as Terraform does: " Did you mean
 // "plan"?", or "" when none is near.
-func didYouMean(name string, names []string) string {
-	best, dist := "", 3
-	for _, n := range names {
-		if d := levenshtein.Distance(name, n, nil); d < dist {
-			best, dist = n, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" Did you mean %q?", best)
-}
+func didYouMean(name string, names []string) string { return suggest.DidYouMean(name, names) }
 
 // multiFlag collects a repeated string flag (-var a=1 -var b=2).
 type multiFlag []string
@@ -280,11 +279,6 @@ func (c *cli) newFlags(name string) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	return fs
-}
-
-func (c *cli) errorf(format string, a ...any) int {
-	fmt.Fprintf(c.stderr, "Error: "+format+"\n", a...)
-	return 1
 }
 
 // path resolves a path given on the command line against -chdir, as Terraform does.

@@ -188,6 +188,27 @@ func TestStalePlanAndLockRefused(t *testing.T) {
 	}
 }
 
+// -input=false, which CI scripts carry from Terraform, is accepted; it never asks: apply
+// fails where it would have asked, and -auto-approve or a saved plan runs as without it.
+func TestInputFalse(t *testing.T) {
+	dir := quickstart(t)
+	if code, out, errOut := mcp(t, dir, "plan", "-input=false", "-no-color", "-out=ci.plan"); code != 0 {
+		t.Fatalf("plan -input=false: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut := mcp(t, dir, "apply", "-input=false")
+	if code != 1 || !strings.Contains(errOut, "Cannot ask for approval with -input=false") {
+		t.Fatalf("apply -input=false: exit %d, want 1 and why\n%s", code, errOut)
+	}
+	if code, out, errOut := mcp(t, dir, "apply", "-input=false", "-no-color", "ci.plan"); code != 0 {
+		t.Fatalf("apply -input=false PLANFILE: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, args := range [][]string{{"validate", "-input=false"}, {"prune", "-input=false", "-dry-run"}, {"graph", "-input=false"}} {
+		if code, _, errOut := mcp(t, dir, args...); code != 0 {
+			t.Errorf("mcp %s: exit %d\n%s", strings.Join(args, " "), code, errOut)
+		}
+	}
+}
+
 func TestApplyWithoutTerminalNeedsApproval(t *testing.T) {
 	dir := quickstart(t)
 	code, _, errOut := mcp(t, dir, "apply")

@@ -53,10 +53,10 @@ func TestShowMarkdownNeedsASavedPlan(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"show", "-markdown"}, "usage: mcp show -markdown PLANFILE (save a plan with mcp plan -out=PLANFILE)"},
+		{[]string{"show", "-markdown"}, "Usage: mcp show -markdown PLANFILE"},
 		{[]string{"show", "-markdown", "-json", "p"}, "-markdown shows a saved plan; it does not go with -json or -rendered"},
 		{[]string{"show", "-markdown", "-rendered", "worker"}, "it does not go with -json or -rendered"},
-		{[]string{"show", "-markdown", "nope.plan"}, `loading plan "` + filepath.Join(dir, "nope.plan")},
+		{[]string{"show", "-markdown", "nope.plan"}, `Loading plan "` + filepath.Join(dir, "nope.plan")},
 	} {
 		code, out, errOut := mcp(t, dir, c.args...)
 		if code != 1 || out != "" || !strings.Contains(errOut, c.want) {

@@ -40,28 +40,4 @@ func TestReadmeOutput(t *testing.T) {
 	}
 }
 
-// The walk-through's commands, as the README gives them, run in order on the quickstart
-// and exit 0: validate, plan, plan -out, show -json, show -markdown, apply, plan
-// -detailed-exitcode.
-func TestReadmeWalkThroughRuns(t *testing.T) {
-	block := regexp.MustCompile("(?s)cp -r examples/quickstart /tmp/qs && cd /tmp/qs\n(.*?)```").FindStringSubmatch(readme(t))
-	if block == nil {
-		t.Fatal("the README has no walk-through block")
-	}
-	dir := quickstart(t)
-	n := 0
-	for _, line := range strings.Split(block[1], "\n") {
-		line, _, _ = strings.Cut(line, "#")
-		f := strings.Fields(line)
-		if len(f) < 2 || !strings.HasSuffix(f[0], "mcp") {
-			continue
-		}
-		n++
-		if code, out, errOut := mcp(t, dir, f[1:]...); code != 0 {
-			t.Errorf("%s: exit %d\n%s%s", strings.TrimSpace(line), code, out, errOut)
-		}
-	}
-	if n < 7 {
-		t.Errorf("ran %d commands of the walk-through, want its 7", n)
-	}
-}
+// The README's command blocks run as written in acceptance/readme_test.go (TestReadmeRuns).

@@ -31,8 +31,11 @@ const forceTimeout = 5 * time.Second
 // interrupts is the process's handling of interrupts: the running command's notice, and
 // what a forced exit does first. A nil *interrupts (tests calling run) does nothing.
 type interrupts struct {
-	mu      sync.Mutex
-	notice  string
+	mu     sync.Mutex
+	notice string
+	// atOnce: the command stops at once on the first interrupt (status -watch), so its
+	// notice offers no second one.
+	atOnce  bool
 	atForce map[int]func(context.Context)
 	nextID  int
 	stderr  io.Writer
@@ -80,7 +83,12 @@ func (in *interrupts) watch(sigs <-chan os.Signal, cancel func(), now func() tim
 			cancel()
 			go func() {
 				defer close(done)
-				fmt.Fprintf(in.stderr, "\nInterrupt received (%s): %s. Interrupt again to quit at once.\n", sig, in.currentNotice())
+				notice, atOnce := in.currentNotice()
+				if atOnce {
+					fmt.Fprintf(in.stderr, "\nInterrupt received (%s): %s.\n", sig, notice)
+					return
+				}
+				fmt.Fprintf(in.stderr, "\nInterrupt received (%s): %s. Interrupt again to quit at once.\n", sig, notice)
 			}()
 		case at.Sub(first) < burstWindow:
 			// The same interrupt, delivered again (to the process and to its group).
@@ -152,13 +160,24 @@ func (in *interrupts) setNotice(notice string) {
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	in.notice = notice
+	in.notice, in.atOnce = notice, false
 }
 
-func (in *interrupts) currentNotice() string {
+// setStopNotice is setNotice for a command that stops at once on an interrupt, with
+// nothing to finish: its notice says so and offers no second interrupt.
+func (in *interrupts) setStopNotice(notice string) {
+	if in == nil {
+		return
+	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return in.notice
+	in.notice, in.atOnce = notice, true
+}
+
+func (in *interrupts) currentNotice() (string, bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.notice, in.atOnce
 }
 
 // onForce registers fn to run before a forced exit, and returns what unregisters it.

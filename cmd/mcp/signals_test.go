@@ -113,3 +113,38 @@ func TestApplyGoesOnWithoutStdout(t *testing.T) {
 		t.Errorf("the state lock is left: %v", err)
 	}
 }
+
+// An interrupt stops status -watch at once, and its notice says that, not apply's
+// two-stage one ("Interrupt again to quit at once" would offer what is not there).
+func TestStatusWatchInterruptNotice(t *testing.T) {
+	dir := quickstart(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var errb syncBuffer
+	in := &interrupts{notice: "stopping", atForce: map[int]func(context.Context){}, stderr: &errb,
+		exit: func(code int) { t.Errorf("forced exit %d", code) }}
+	sigs := make(chan os.Signal, 1)
+	go in.watch(sigs, cancel, time.Now)
+	defer close(sigs)
+	saved := processInterrupts
+	processInterrupts = in
+	defer func() { processInterrupts = saved }()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-chdir=" + dir, "status", "-watch"}, strings.NewReader(""), &syncBuffer{}, &errb)
+	}()
+	waitFor(t, 30*time.Second, "the watch's notice set", func() bool { _, atOnce := in.currentNotice(); return atOnce })
+	sigs <- os.Interrupt
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("status -watch interrupted: exit %d", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("status -watch did not stop on an interrupt")
+	}
+	in.waitNotice(10 * time.Second)
+	if got, want := errb.String(), "\nInterrupt received (interrupt): stopped watching; nothing was changed.\n"; got != want {
+		t.Errorf("stderr %q, want %q", got, want)
+	}
+}

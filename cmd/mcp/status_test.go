@@ -59,7 +59,7 @@ func TestStatusTablesAndWatch(t *testing.T) {
 		defer cancel()
 		out := &cancelAfter{marker: marker, n: 3, cancel: cancel}
 		var errb bytes.Buffer
-		if code := run(ctx, append([]string{"-chdir=" + dir, "status", "-watch"}, args...), strings.NewReader(""), out, &errb); code != 0 {
+		if code := run(ctx, append([]string{"-chdir=" + dir, "status", "-w"}, args...), strings.NewReader(""), out, &errb); code != 0 {
 			t.Fatalf("status -watch %v: exit %d %s", args, code, errb.String())
 		}
 		return out.String()
@@ -73,14 +73,20 @@ func TestStatusTablesAndWatch(t *testing.T) {
 			t.Errorf("a table of status -watch off a terminal:\n%q", tb)
 		}
 	}
-	lines := strings.Split(strings.TrimSpace(watch("format_version", "-json")), "\n")
-	for _, l := range lines {
-		if !json.Valid([]byte(l)) {
-			t.Errorf("status -watch -json printed a line that is not a document: %q", l)
+	// -w is -watch, as kubectl's; -o json documents follow each other, indented.
+	docs := json.NewDecoder(strings.NewReader(watch("format_version", "-json")))
+	n := 0
+	for ; docs.More(); n++ {
+		var doc map[string]any
+		if err := docs.Decode(&doc); err != nil || doc["format_version"] != "1.3" {
+			t.Fatalf("status -watch -json: document %d: %v %v", n, err, doc)
 		}
 	}
-	if len(lines) != 3 {
-		t.Errorf("status -watch -json printed %d documents, want one per refresh", len(lines))
+	if n != 3 {
+		t.Errorf("status -watch -json printed %d documents, want one per refresh", n)
+	}
+	if out := watch("\n    \"format_version\": \"1.3\",\n", "-o", "json"); strings.Count(out, "\n    \"pools\": [\n") != 3 {
+		t.Errorf("status -watch -o json is not indented as kubectl's -o json:\n%s", out)
 	}
 	if code, _, errOut := mcp(t, dir, "status", "extra"); code != 1 || !strings.Contains(errOut, "Too many command line arguments") {
 		t.Errorf("status with an argument: %d %q", code, errOut)
@@ -192,5 +198,49 @@ func TestStatusTheKubectlWay(t *testing.T) {
 	}
 	if code, _, _ := mcp(t, dir, "status", "-json", "-o", "json"); code != 0 {
 		t.Errorf("-json -o json: exit %d", code)
+	}
+	// kubectl's habits: --no-headers, -o jsonpath=TEMPLATE (braces optional, as kubectl's).
+	if _, rows, _ := mcp(t, dir, "status", "--no-headers"); strings.Contains(rows, "NAME") || !regexpLine(rows, `^infra +rendered-infra-\w+ +False +`) {
+		t.Errorf("--no-headers:\n%s", rows)
+	}
+	if _, rows, _ := mcp(t, dir, "status", "-nodes", "-o", "wide", "--no-headers"); strings.Contains(rows, "NAME") || strings.Count(rows, "\n") != 6 {
+		t.Errorf("-nodes -o wide --no-headers:\n%s", rows)
+	}
+	for _, tmpl := range []string{"{.pools[*].name}", ".pools[*].name"} {
+		if code, out, errOut := mcp(t, dir, "status", "-o", "jsonpath="+tmpl); code != 0 || out != "infra worker" {
+			t.Errorf("-o jsonpath=%s: exit %d %q %s", tmpl, code, out, errOut)
+		}
+	}
+	if code, out, _ := mcp(t, dir, "status", `-o=jsonpath={range .nodes[?(@.state=="Degraded")]}{.name}{"\n"}{end}`); code != 0 || out != "worker-1\n" {
+		t.Errorf("-o jsonpath with a filter: exit %d %q", code, out)
+	}
+	if code, _, errOut := mcp(t, dir, "status", "-o", "jsonpath={.pools[*.name}"); code != 1 || !strings.Contains(errOut, "Invalid output format") {
+		t.Errorf("a broken jsonpath: exit %d %q", code, errOut)
+	}
+}
+
+// mcp help status names exactly the columns mcp status prints, with and without -nodes
+// and -o wide.
+func TestStatusHelpNamesItsColumns(t *testing.T) {
+	dir := quickstart(t)
+	_, help, _ := mcp(t, dir, "help", "status")
+	text, _, ok := strings.Cut(help, "\nOptions:")
+	if !ok {
+		t.Fatalf("mcp help status has no options:\n%s", help)
+	}
+	named := map[string]bool{}
+	for _, w := range regexp.MustCompile(`\b[A-Z]{3,}\b`).FindAllString(text, -1) {
+		named[w] = true
+	}
+	printed := map[string]bool{}
+	for _, args := range [][]string{{"status"}, {"status", "-o", "wide"}, {"status", "-nodes"}, {"status", "-nodes", "-o", "wide"}} {
+		_, out, _ := mcp(t, dir, args...)
+		header, _, _ := strings.Cut(out, "\n")
+		for _, col := range strings.Fields(header) {
+			printed[col] = true
+		}
+	}
+	if d := cmp.Diff(printed, named); d != "" {
+		t.Errorf("the columns mcp help status names are not those mcp status prints (-printed +named):\n%s", d)
 	}
 }

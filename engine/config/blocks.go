@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/mcpfleet/mcp/internal/hclpos"
+	"github.com/mcpfleet/mcp/internal/suggest"
 	"github.com/mcpfleet/mcp/internal/unitinstall"
 	"github.com/mcpfleet/mcp/model"
 )
@@ -397,13 +398,30 @@ func (l *loader) mode(a *hcl.Attribute) (int, hcl.Diagnostics) {
 	return int(m), diags
 }
 
+// policyKinds are the on_change policies' kinds, for a suggestion.
+var policyKinds = []string{"none", "reload", "restart", "daemon-reload", "drain", "reboot"}
+
+// policySuggestion is " Did you mean "restart:chronyd.service"?" for a policy whose kind
+// is misspelt ("restrt:chronyd.service"), its unit kept.
+func policySuggestion(s string) string {
+	kind, unit, hasUnit := strings.Cut(s, ":")
+	best := suggest.Nearest(kind, policyKinds)
+	if best == "" {
+		return ""
+	}
+	if hasUnit {
+		best += ":" + unit
+	}
+	return fmt.Sprintf(" Did you mean %q?", best)
+}
+
 func (l *loader) policies(a *hcl.Attribute) ([]model.Policy, hcl.Diagnostics) {
 	list, diags := l.strList(a)
 	var out []model.Policy
 	for i, s := range list {
 		p, err := model.ParsePolicy(s)
 		if err != nil {
-			diags = append(diags, errAt(elementRange(a, i), "Invalid on_change policy", err.Error()+"."))
+			diags = append(diags, errAt(elementRange(a, i), "Invalid on_change policy", err.Error()+"."+policySuggestion(s)))
 			continue
 		}
 		out = append(out, p)

@@ -161,6 +161,13 @@ config "x" {
     on_change = ["restart"]
   }
 }`, "Invalid on_change policy", 5, 18},
+		{"misspelt policy", `config "x" {
+  pools = ["worker"]
+  file "/etc/a" {
+    content   = "x"
+    on_change = ["none", "restrt:chronyd.service"]
+  }
+}`, "Invalid on_change policy", 5, 26},
 		{"unknown function", `config "x" {
   pools = ["worker"]
   file "/etc/a" { content = nosuch("x") }
@@ -196,6 +203,9 @@ config "x" {
 			if tt.name == "duplicate pool" && !strings.Contains(found.Detail, "base.hcl:2,6") {
 				t.Errorf("duplicate does not name the first declaration: %s", found.Detail)
 			}
+			if tt.name == "misspelt policy" && !strings.HasSuffix(found.Detail, `Did you mean "restart:chronyd.service"?`) {
+				t.Errorf("a misspelt policy gets no suggestion: %s", found.Detail)
+			}
 			if tt.name == "count in a string" && !strings.Contains(found.Detail, `max_unavailable = "50" is a string without %: a string must be a percentage such as "50%"`) {
 				t.Errorf("a count in a string is not explained: %s", found.Detail)
 			}
@@ -203,18 +213,15 @@ config "x" {
 	}
 }
 
-func TestWriteDiagnosticsFileLineCol(t *testing.T) {
+// A diagnostic has its place (cmd/mcp/views prints it in Terraform's box) and the JSON
+// of terraform validate -json.
+func TestDiagnosticsFileLineCol(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "main.hcl", "provider \"local\" { fleet = \"f\" }\nconfig \"x\" {\n  pools = [\"nope\"]\n}\n")
-	res, diags := Load(dir, Options{Schemas: testSchemas})
-	var out bytes.Buffer
-	if err := WriteDiagnostics(&out, res.Files, diags, false); err != nil {
-		t.Fatal(err)
-	}
-	want := "╷\n│ Error: Unknown pool\n│\n│   on " + filepath.Join(dir, "main.hcl") + ":3,12, in config \"x\":\n" +
-		"│      3:   pools = [\"nope\"]\n│\n│ Config \"x\" names pool \"nope\", which no pool block declares.\n╵\n"
-	if out.String() != want {
-		t.Errorf("output:\n%s\nwant (one heading, in Terraform's box):\n%s", out.String(), want)
+	_, diags := Load(dir, Options{Schemas: testSchemas})
+	if len(diags) != 1 || diags[0].Subject == nil || diags[0].Subject.Filename != filepath.Join(dir, "main.hcl") ||
+		diags[0].Subject.Start.Line != 3 || diags[0].Subject.Start.Column != 12 || diags[0].Summary != "Unknown pool" {
+		t.Fatalf("diagnostics: %v", diags)
 	}
 	b, err := DiagnosticsJSON(diags)
 	if err != nil {

@@ -2,104 +2,13 @@ package config
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 )
-
-// WriteDiagnostics prints each diagnostic as Terraform's human view does, in a box, once:
-// its severity and summary, its place as FILE:LINE,COL (with the block it is in) and the
-// source lines it covers, then its detail:
-//
-//	╷
-//	│ Error: Unknown pool
-//	│
-//	│   on main.hcl:3,12, in config "x":
-//	│    3:   pools = ["nope"]
-//	│
-//	│ Config "x" names pool "nope", which no pool block declares. Did you mean "worker"?
-//	╵
-func WriteDiagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics, color bool) error {
-	paint := func(code, s string) string {
-		if !color {
-			return s
-		}
-		return "\x1b[" + code + "m" + s + "\x1b[0m"
-	}
-	var b strings.Builder
-	for i, d := range diags {
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		sev := paint("1;31", "Error:")
-		if d.Severity == hcl.DiagWarning {
-			sev = paint("1;33", "Warning:")
-		}
-		b.WriteString("╷\n")
-		fmt.Fprintf(&b, "│ %s %s\n", sev, paint("1", d.Summary))
-		if d.Subject != nil {
-			b.WriteString("│\n")
-			writePlace(&b, files[d.Subject.Filename], d.Subject)
-		}
-		if d.Detail != "" {
-			b.WriteString("│\n")
-			for _, l := range wrapText(d.Detail, 76) {
-				b.WriteString(strings.TrimRight("│ "+l, " ") + "\n")
-			}
-		}
-		b.WriteString("╵\n")
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// writePlace writes where a diagnostic is: "on FILE:LINE,COL, in BLOCK:" and up to three
-// source lines it covers, numbered.
-func writePlace(b *strings.Builder, f *hcl.File, r *hcl.Range) {
-	in := ""
-	if f != nil {
-		if cs, ok := f.Nav.(interface{ ContextString(int) string }); ok {
-			if c := cs.ContextString(r.Start.Byte); c != "" {
-				in = ", in " + c
-			}
-		}
-	}
-	fmt.Fprintf(b, "│   on %s:%d,%d%s:\n", r.Filename, r.Start.Line, r.Start.Column, in)
-	if f == nil {
-		return
-	}
-	lines := strings.Split(string(f.Bytes), "\n")
-	last := min(r.End.Line, r.Start.Line+2, len(lines))
-	for n := r.Start.Line; n >= 1 && n <= last; n++ {
-		fmt.Fprintf(b, "│   %4d: %s\n", n, strings.TrimRight(lines[n-1], " \t\r"))
-	}
-}
-
-// wrapText wraps text at width columns, keeping its own line breaks.
-func wrapText(text string, width int) []string {
-	var out []string
-	for _, para := range strings.Split(text, "\n") {
-		line := ""
-		for _, word := range strings.Fields(para) {
-			if line != "" && len([]rune(line))+1+len([]rune(word)) > width {
-				out = append(out, line)
-				line = ""
-			}
-			if line != "" {
-				line += " "
-			}
-			line += word
-		}
-		out = append(out, line)
-	}
-	return out
-}
 
 type jsonPos struct {
 	Line   int `json:"line"`

@@ -1,30 +1,19 @@
 package config
 
 import (
-	"fmt"
 	"maps"
 	"regexp"
 	"slices"
 
-	"github.com/agext/levenshtein"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/mcpfleet/mcp/internal/suggest"
 )
 
 // didYouMean is " Did you mean "NAME"?" for the name of names nearest to name, as HCL
 // suggests attribute names: "" when none is within an edit distance of 2.
-func didYouMean(name string, names []string) string {
-	best, dist := "", 3
-	for _, n := range names {
-		if d := levenshtein.Distance(name, n, nil); d < dist {
-			best, dist = n, d
-		}
-	}
-	if best == "" || best == name {
-		return ""
-	}
-	return fmt.Sprintf(" Did you mean %q?", best)
-}
+func didYouMean(name string, names []string) string { return suggest.DidYouMean(name, names) }
 
 // missingAttr finds the attribute name in HCL's "This object does not have an attribute
 // named "x"." detail.

@@ -47,7 +47,7 @@ var Placeholders = map[string]string{
 	"server": "URL", "desired": "NAME", "kubeconfig": "FILE", "node": "NAME", "namespace": "NAME",
 	"nodes": "POOL=N,…", "zones": "A,B,…", "os-image": "IMAGE", "pool": "POOL", "boot-image": "IMAGE", "zone": "ZONE",
 	"o": "FORMAT", "output": "FORMAT", "host": "KIND", "allow": "PATHS", "os-chroot": "DIR", "os-tool": "TOOL", "cmdline": "FILE",
-	"booted-image": "IMAGE", "boot-id-file": "FILE",
+	"booted-image": "IMAGE", "boot-id-file": "FILE", "parallelism": "N",
 }
 
 // Write prints the help, with the options fs defines.

@@ -112,7 +112,7 @@ func sampleEvents() []engine.Event {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	drain := model.Step{Kind: model.StepDrain, Reason: "reboot"}
 	return []engine.Event{
-		{Time: at, Kind: engine.EventWaiting, Node: "w-1", Pool: "worker", Reason: "max_unavailable 1: 1 of the pool's nodes are out of service"},
+		{Time: at, Kind: engine.EventWaiting, Node: "w-1", Pool: "worker", Reason: "max_unavailable 1: 1 of the pool's nodes is out of service"},
 		{Time: at, Kind: engine.EventStepStart, Node: "w-0", Pool: "worker", Step: drain},
 		{Time: at, Kind: engine.EventStepDone, Node: "w-0", Pool: "worker", Step: drain, Elapsed: 1500 * time.Millisecond},
 		{Time: at, Kind: engine.EventStepDone, Node: "w-0", Pool: "worker", Elapsed: 40 * time.Second,

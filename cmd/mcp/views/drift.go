@@ -101,7 +101,7 @@ func (v driftHuman) Report(r *planner.DriftReport, _ DriftRun) error {
 		if p.OnDrift.Reports() {
 			then = "mcp plan only reports it"
 		}
-		fmt.Fprintf(&b, "pool.%s: %d of %d nodes drifted, %s; on_drift = %q: %s\n", p.Name, p.Drifted, p.Size,
+		fmt.Fprintf(&b, "pool.%s: %d of %s drifted, %s; on_drift = %q: %s\n", p.Name, p.Drifted, plural(p.Size, "%d node", "%d nodes"),
 			plural(p.Paths, "%d difference", "%d differences"), p.OnDrift, then)
 	}
 	if r.HasDrift() {

@@ -77,7 +77,7 @@ func TestLivePoolTextFitsAndWaitsEnd(t *testing.T) {
 	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	l.now = func() time.Time { return at }
 	lp := l.pool["worker"]
-	long := "max_unavailable 1: 1 of the pool's nodes are out of service: w-0 (updating, cordoned, waiting for its pods to come back)"
+	long := "max_unavailable 1: 1 of the pool's nodes is out of service: w-0 (updating, cordoned, waiting for its pods to come back)"
 	l.Event(engine.Event{Kind: engine.EventStepStart, Node: "w-0", Pool: "worker", Step: model.Step{Kind: model.StepDrain}, Time: at})
 	l.Event(engine.Event{Kind: engine.EventWaiting, Node: "w-1", Pool: "worker", Reason: long, Time: at})
 	for _, cols := range []int{80, 70, 64} {

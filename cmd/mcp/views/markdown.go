@@ -244,8 +244,12 @@ type mdNote struct {
 // poolNotes collects a pool's blockers, waits, holds, nodes out of service, drift and
 // warnings, each kind in one list.
 func poolNotes(pp planner.PoolPlan, nodes []*planner.NodePlan) []mdNote {
-	var blockedN, waits, held, out, drift, warns []string
+	var blockedN, deferredN, waits, held, out, drift, warns []string
 	for _, b := range pp.Blockers {
+		if defers(b) {
+			deferredN = append(deferredN, mdEscape(b.Message))
+			continue
+		}
 		blockedN = append(blockedN, mdEscape(b.Message))
 	}
 	for _, wn := range pp.Warnings {
@@ -279,7 +283,7 @@ func poolNotes(pp planner.PoolPlan, nodes []*planner.NodePlan) []mdNote {
 		}
 	}
 	var notes []mdNote
-	for _, n := range []mdNote{{"blocked", blockedN}, {"waits", waits}, {"held", held},
+	for _, n := range []mdNote{{"blocked", blockedN}, {"deferred", deferredN}, {"waits", waits}, {"held", held},
 		{"out of service", out}, {"drift", drift}, {"warning", warns}} {
 		if len(n.items) > 0 {
 			notes = append(notes, n)
@@ -289,6 +293,12 @@ func poolNotes(pp planner.PoolPlan, nodes []*planner.NodePlan) []mdNote {
 		notes = append(notes, mdNote{"not targeted", []string{plural(pp.Untargeted, "%d node", "%d nodes")}})
 	}
 	return notes
+}
+
+// defers reports whether a pool's blocker defers its nodes (a paused pool, a budget used
+// up: the plan counts them deferred) rather than blocks them.
+func defers(b planner.Blocker) bool {
+	return b.Kind == planner.BlockBudget || b.Kind == planner.BlockPaused
 }
 
 // hasBlock reports whether a node's blockers hold one that is not just a wait

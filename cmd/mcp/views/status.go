@@ -29,10 +29,12 @@ const (
 	OutputJSON  = "json"
 	OutputYAML  = "yaml"
 	OutputName  = "name"
+	// OutputJSONPath is -o jsonpath=TEMPLATE: kubectl's JSONPath over -o json's document.
+	OutputJSONPath = "jsonpath"
 )
 
-// StatusOutputs are the kinds -o takes.
-var StatusOutputs = []string{OutputWide, OutputJSON, OutputYAML, OutputName}
+// StatusOutputs are the kinds -o takes (jsonpath with its template: jsonpath=TEMPLATE).
+var StatusOutputs = []string{OutputWide, OutputJSON, OutputYAML, OutputName, OutputJSONPath}
 
 // StatusOptions choose mcp status's view.
 type StatusOptions struct {
@@ -46,6 +48,10 @@ type StatusOptions struct {
 	Redraw   bool
 	Height   func() int
 	Interval time.Duration // for the heading of a redrawn view
+	// NoHeaders leaves the tables' header lines out (kubectl's --no-headers).
+	NoHeaders bool
+	// JSONPath is the template of -o jsonpath=TEMPLATE (CheckJSONPath checks it).
+	JSONPath string
 }
 
 // NewStatus returns mcp status's view.
@@ -55,6 +61,8 @@ func NewStatus(o StatusOptions, w io.Writer) Status {
 		return &statusJSON{w: w, yaml: o.Output == OutputYAML}
 	case OutputName:
 		return &statusName{w: w, nodes: o.Nodes}
+	case OutputJSONPath:
+		return &statusJSONPath{w: w, template: o.JSONPath}
 	}
 	return &statusHuman{w: w, o: o}
 }
@@ -69,12 +77,12 @@ func (v *statusHuman) Status(s *planner.Status, at time.Time) error {
 	var b bytes.Buffer
 	wide := v.o.Output == OutputWide
 	if v.o.Nodes {
-		nodeTable(&b, s, at, wide)
+		nodeTable(&b, s, at, wide, v.o.NoHeaders)
 	} else {
-		poolTable(&b, s, at, wide)
+		poolTable(&b, s, at, wide, v.o.NoHeaders)
 		if len(s.Templates) > 0 {
 			b.WriteString("\n")
-			templateTable(&b, s)
+			templateTable(&b, s, v.o.NoHeaders)
 		}
 	}
 	defer func() { v.shown++ }()
@@ -125,10 +133,13 @@ type table struct {
 	tw *tabwriter.Writer
 }
 
-func newTable(header ...string) *table {
+// newTable starts a table with its header line, unless noHeaders.
+func newTable(noHeaders bool, header ...string) *table {
 	t := &table{}
 	t.tw = tabwriter.NewWriter(&t.b, 0, 8, 3, ' ', 0)
-	t.row(header...)
+	if !noHeaders {
+		t.row(header...)
+	}
 	return t
 }
 
@@ -153,13 +164,13 @@ func (t *table) writeTo(w io.Writer) {
 
 // poolTable is `oc get mcp`'s table: the pool's config, its conditions as True/False, its
 // machine counts and its age; wide adds mcp's other counts and paused.
-func poolTable(w io.Writer, s *planner.Status, now time.Time, wide bool) {
+func poolTable(w io.Writer, s *planner.Status, now time.Time, wide, noHeaders bool) {
 	head := []string{"NAME", "CONFIG", "UPDATED", "UPDATING", "DEGRADED", "MACHINECOUNT", "READYMACHINECOUNT",
 		"UPDATEDMACHINECOUNT", "DEGRADEDMACHINECOUNT", "AGE"}
 	if wide {
 		head = append(head, "UPDATINGMACHINECOUNT", "DRIFTEDMACHINECOUNT", "HELDMACHINECOUNT", "PAUSED")
 	}
-	t := newTable(head...)
+	t := newTable(noHeaders, head...)
 	for _, p := range s.Pools {
 		updated, updating, degraded := p.Conditions()
 		row := []string{p.Name, none(p.Config), condition(updated), condition(updating), condition(degraded),
@@ -174,8 +185,8 @@ func poolTable(w io.Writer, s *planner.Status, now time.Time, wide bool) {
 
 // templateTable lists the machine templates: their image and whether it is their pool's
 // boot image.
-func templateTable(w io.Writer, s *planner.Status) {
-	t := newTable("TEMPLATE", "POOL", "PLATFORM", "IMAGE", "STATUS", "REASON")
+func templateTable(w io.Writer, s *planner.Status, noHeaders bool) {
+	t := newTable(noHeaders, "TEMPLATE", "POOL", "PLATFORM", "IMAGE", "STATUS", "REASON")
 	for _, ts := range s.Templates {
 		t.row(ts.Template.ID(), none(ts.Pool), none(ts.Template.Platform), none(ts.Template.Image), string(ts.State), ts.Reason)
 	}
@@ -185,12 +196,12 @@ func templateTable(w io.Writer, s *planner.Status) {
 // nodeTable lists each node: the config it runs, its agent's state, how it is out of
 // service, held or not, its age, and why (its agent's reason, its drift, or the failure
 // its last apply left); wide adds the config it was told to move to and its drift count.
-func nodeTable(w io.Writer, s *planner.Status, now time.Time, wide bool) {
+func nodeTable(w io.Writer, s *planner.Status, now time.Time, wide, noHeaders bool) {
 	head := []string{"NAME", "POOL", "CONFIG", "STATE", "CONDITION", "HELD", "AGE"}
 	if wide {
 		head = append(head, "DESIRED", "DRIFTED")
 	}
-	t := newTable(append(head, "REASON")...)
+	t := newTable(noHeaders, append(head, "REASON")...)
 	for _, n := range s.Nodes {
 		row := []string{n.Name, none(n.Pool), none(n.Current), none(n.State), none(shortCondition(n.Condition)),
 			condition(n.Held), age(n.Created, now)}
@@ -219,7 +230,7 @@ func nodeReason(n planner.NodeStatus) string {
 		why = append(why, n.Reason)
 	}
 	if k := len(n.Drift) + n.DriftUnlisted; k > 0 {
-		d := fmt.Sprintf("drift: %d differences", k)
+		d := "drift: " + plural(k, "%d difference", "%d differences")
 		if k == 1 && len(n.Drift) == 1 {
 			d = "drift: " + n.Drift[0].String()
 		}

@@ -1,20 +1,22 @@
 package views
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
+	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
 
-// statusJSON writes -o json: one document on one line, so that -watch gives a stream a
-// tool reads line by line; or -o yaml: the same document in YAML, "---" between documents.
+// statusJSON writes -o json: one indented document, as kubectl's (-watch: one after the
+// other, a stream jq reads); or -o yaml: the same document in YAML, "---" between documents.
 type statusJSON struct {
 	w     io.Writer
 	yaml  bool
@@ -90,6 +92,34 @@ type jsonNodeStatus struct {
 }
 
 func (v *statusJSON) Status(s *planner.Status, at time.Time) error {
+	defer func() { v.shown++ }()
+	if !v.yaml {
+		// Indented as kubectl's -o json: for people as much as for jq (which reads one
+		// document after another, as -watch prints them).
+		b, err := json.MarshalIndent(statusDocument(s, at), "", "    ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(v.w, string(b))
+		return err
+	}
+	b, err := json.Marshal(statusDocument(s, at))
+	if err != nil {
+		return err
+	}
+	y, err := yaml.JSONToYAML(b)
+	if err != nil {
+		return err
+	}
+	if v.shown > 0 {
+		io.WriteString(v.w, "---\n")
+	}
+	_, err = v.w.Write(y)
+	return err
+}
+
+// statusDocument is -o json's document (docs/status.md).
+func statusDocument(s *planner.Status, at time.Time) jsonStatus {
 	js := jsonStatus{FormatVersion: StatusFormatVersion, ObservedAt: at.UTC(),
 		Pools: []jsonPoolStatus{}, Nodes: []jsonNodeStatus{}, Templates: []jsonTemplateStatus{}}
 	for _, p := range s.Pools {
@@ -110,24 +140,7 @@ func (v *statusJSON) Status(s *planner.Status, at time.Time) error {
 			Namespace: t.Namespace, Name: t.Name, Owner: t.Owner, Pool: ts.Pool, Platform: t.Platform, Field: t.Field,
 			Image: t.Image, BootImage: ts.BootImage, WantedImage: ts.Wanted, Status: string(ts.State), Reason: ts.Reason})
 	}
-	b, err := json.Marshal(js)
-	if err != nil {
-		return err
-	}
-	defer func() { v.shown++ }()
-	if !v.yaml {
-		_, err = fmt.Fprintln(v.w, string(b))
-		return err
-	}
-	y, err := yaml.JSONToYAML(b)
-	if err != nil {
-		return err
-	}
-	if v.shown > 0 {
-		io.WriteString(v.w, "---\n")
-	}
-	_, err = v.w.Write(y)
-	return err
+	return js
 }
 
 func timeOrNil(t time.Time) *time.Time {
@@ -157,5 +170,52 @@ func (v *statusName) Status(s *planner.Status, _ time.Time) error {
 		}
 	}
 	_, err := io.WriteString(v.w, b.String())
+	return err
+}
+
+// statusJSONPath writes -o jsonpath=TEMPLATE: the template run over -o json's document
+// with kubectl's JSONPath ("{.pools[*].name}"; a template without braces gets them, as
+// kubectl gives them).
+type statusJSONPath struct {
+	w        io.Writer
+	template string
+}
+
+// CheckJSONPath reports what is wrong with a JSONPath template, before anything is read.
+func CheckJSONPath(template string) error {
+	_, err := parseJSONPath(template)
+	return err
+}
+
+func parseJSONPath(template string) (*jsonpath.JSONPath, error) {
+	if t := strings.TrimSpace(template); t != "" && !strings.HasPrefix(t, "{") {
+		template = "{" + t + "}" // kubectl's relaxed form: .pools[*].name
+	}
+	jp := jsonpath.New("status")
+	if err := jp.Parse(template); err != nil {
+		return nil, err
+	}
+	return jp, nil
+}
+
+func (v *statusJSONPath) Status(s *planner.Status, at time.Time) error {
+	jp, err := parseJSONPath(v.template)
+	if err != nil {
+		return err
+	}
+	// Through JSON, so that the template names -o json's fields.
+	b, err := json.Marshal(statusDocument(s, at))
+	if err != nil {
+		return err
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if err := jp.Execute(&out, doc); err != nil {
+		return fmt.Errorf("-o jsonpath: %w", err)
+	}
+	_, err = v.w.Write(out.Bytes())
 	return err
 }

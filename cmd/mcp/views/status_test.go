@@ -95,3 +95,18 @@ func TestStatusTemplates(t *testing.T) {
 		t.Errorf("-json: version %s, templates %s", doc.FormatVersion, cmp.Diff(want, doc.Templates))
 	}
 }
+
+// Counts agree with their nouns: one difference, not "1 differences".
+func TestNodeReasonCountsAgree(t *testing.T) {
+	for _, c := range []struct {
+		n    planner.NodeStatus
+		want string
+	}{
+		{planner.NodeStatus{DriftUnlisted: 1}, "drift: 1 difference"},
+		{planner.NodeStatus{DriftUnlisted: 3}, "drift: 3 differences"},
+	} {
+		if got := nodeReason(c.n); got != c.want {
+			t.Errorf("nodeReason(%+v) = %q, want %q", c.n, got, c.want)
+		}
+	}
+}

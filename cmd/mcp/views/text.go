@@ -139,7 +139,12 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 		fmt.Fprintf(w, "  %s its node_selector matches no node of the fleet: it updates nothing now, and new nodes of it boot its config\n", c.yellow("note:"))
 	}
 	for _, b := range pp.Blockers {
-		fmt.Fprintf(w, "  %s %s\n", c.red("blocked:"), Untrusted(b.Message))
+		// Under the word the summary counts them by: deferred nodes are not blocked ones.
+		label := c.red("blocked:")
+		if defers(b) {
+			label = c.yellow("deferred:")
+		}
+		fmt.Fprintf(w, "  %s %s\n", label, Untrusted(b.Message))
 	}
 	for _, wn := range pp.Warnings {
 		fmt.Fprintf(w, "  %s %s\n", c.yellow("warning:"), wn)

@@ -80,7 +80,7 @@ func TestHumanPlan(t *testing.T) {
 		"~    node.worker-1",
 		"write 1 file, restart chronyd.service",
 		"deferred",
-		"blocked: pool infra is paused",
+		"deferred: pool infra is paused",
 		"1 node unchanged",
 		"Plan: 3 nodes to update (1 reboot, 2 in place), 2 pools re-rendered, 1 blocked, 1 deferred.",
 	} {

@@ -1,0 +1,145 @@
+package acceptance
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// notRunnable marks the README's command block that follows it as one its test does not
+// run, with the reason: <!-- readme-not-runnable: REASON -->. Keep such blocks rare.
+var notRunnable = regexp.MustCompile(`^<!-- readme-not-runnable: (.+) -->$`)
+
+// suiteTarget matches a make target that runs test suites or benchmarks: never run from
+// a test (make test would run this test again).
+var suiteTarget = regexp.MustCompile(`(?m)^\s*make\s+(test|test-vm|chaos|chaos-vm|fuzz|fuzz-short|bench[-\w]*)(\s|$)`)
+
+// readmeBlock is one command block of the README: its first line's number, its text, and
+// the reason it is not run ("" when it is).
+type readmeBlock struct {
+	line      int
+	text      string
+	notReason string
+}
+
+// readmeBlocks are the README's command blocks (```sh, ```bash, ```shell), in order.
+func readmeBlocks(t *testing.T, readme []byte) []readmeBlock {
+	t.Helper()
+	var blocks []readmeBlock
+	var cur *readmeBlock
+	reason := ""
+	sc := bufio.NewScanner(bytes.NewReader(readme))
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		switch {
+		case cur != nil && strings.TrimSpace(line) == "```":
+			blocks = append(blocks, *cur)
+			cur = nil
+		case cur != nil:
+			cur.text += line + "\n"
+		case line == "```sh" || line == "```bash" || line == "```shell":
+			cur = &readmeBlock{line: n + 1, notReason: reason}
+			reason = ""
+		case notRunnable.MatchString(line):
+			reason = notRunnable.FindStringSubmatch(line)[1]
+		case strings.TrimSpace(line) != "":
+			if reason != "" {
+				t.Fatalf("README.md:%d: a readme-not-runnable marker is not followed by a command block", n-1)
+			}
+		}
+	}
+	if cur != nil {
+		t.Fatalf("README.md:%d: the command block is not closed", cur.line)
+	}
+	return blocks
+}
+
+// TestReadmeRuns runs every command block of the README, verbatim and in order, in one
+// bash shell (set -euo pipefail), as a reader pastes them into one terminal: in a scratch
+// copy of the repository (so make build writes its own bin/), with a scratch TMPDIR. A
+// block marked readme-not-runnable is left out and its reason logged. A command that
+// fails fails the test, naming the block's line.
+func TestReadmeRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds mcp and runs the demo and the walk-through")
+	}
+	repo, _ := filepath.Abs("..")
+	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := readmeBlocks(t, readme)
+	work := t.TempDir()
+	copyRepo(t, repo, filepath.Join(work, "repo"))
+	tmp := filepath.Join(work, "tmp")
+	os.Mkdir(tmp, 0o755)
+
+	var script strings.Builder
+	run, skipped := 0, 0
+	for _, b := range blocks {
+		if b.notReason != "" {
+			skipped++
+			t.Logf("README.md:%d not run: %s", b.line, b.notReason)
+			continue
+		}
+		if m := suiteTarget.FindString(b.text); m != "" {
+			t.Fatalf("README.md:%d: the block runs %q, which runs the tests (this one among them) for up to hours: "+
+				"give it a block of its own marked <!-- readme-not-runnable: REASON -->", b.line, strings.TrimSpace(m))
+		}
+		run++
+		fmt.Fprintf(&script, "echo '### README.md:%d' >&2\n%s", b.line, b.text)
+	}
+	script.WriteString("echo '### the end' >&2\n")
+	if run == 0 || skipped > 1 {
+		t.Fatalf("%d blocks to run, %d marked not runnable: the README's commands are to be run", run, skipped)
+	}
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script.String())
+	cmd.Dir = filepath.Join(work, "repo")
+	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	out, err := cmd.CombinedOutput()
+	marks := regexp.MustCompile(`(?m)^### (.+)$`).FindAllStringSubmatch(string(out), -1)
+	if err != nil || len(marks) == 0 || marks[len(marks)-1][1] != "the end" {
+		last := "before the first block"
+		if len(marks) > 0 {
+			last = marks[len(marks)-1][1]
+		}
+		t.Fatalf("the README's commands failed in the block at %s: %v\n%s", last, err, lastLines(string(out), 60))
+	}
+	t.Logf("%d command blocks of the README run", run)
+}
+
+// copyRepo copies the repository's files (those git tracks, and new ones it does not
+// ignore) to dst: make build there writes dst's bin/, not the checkout's.
+func copyRepo(t *testing.T, repo, dst string) {
+	t.Helper()
+	ls := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	ls.Dir = repo
+	names, err := ls.Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	for _, name := range strings.Split(strings.TrimRight(string(names), "\x00"), "\x00") {
+		src := filepath.Join(repo, name)
+		st, err := os.Lstat(src)
+		if err != nil || !st.Mode().IsRegular() {
+			continue // deleted in the work tree, or a link (bin/)
+		}
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		to := filepath.Join(dst, name)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, st.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
