@@ -10,7 +10,6 @@ import (
 	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/state"
 )
 
@@ -312,14 +311,12 @@ func newApplier(w *Workspace, st *state.State, p *planner.Plan, opts ApplyOption
 // booting from now on gets the new config. Rendered configs are written before any pointer
 // names them. Nothing is changed when the checks cannot be published.
 func (a *applier) publish(ctx context.Context) error {
-	if cc, ok := a.w.Provider.(providers.CommandChecker); ok {
-		checks := make(map[string][]model.HealthCheck, len(a.plan.Pools))
-		for _, pp := range a.plan.Pools {
-			checks[pp.Name] = pp.HealthChecks
-		}
-		if err := cc.PublishChecks(ctx, checks); err != nil {
-			return fmt.Errorf("publishing the pools' command health checks: %w", err)
-		}
+	checks := make(map[string][]model.HealthCheck, len(a.plan.Pools))
+	for _, pp := range a.plan.Pools {
+		checks[pp.Name] = pp.HealthChecks
+	}
+	if err := a.w.provider().PublishChecks(ctx, checks); err != nil {
+		return fmt.Errorf("publishing the pools' command health checks: %w", err)
 	}
 	for name, r := range a.plan.Rendered {
 		a.st.Rendered[name] = r
@@ -347,11 +344,8 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 	a.stop = ctx
 	start, requests := time.Now(), a.w.apiRequests()
 	res := &ApplyResult{}
-	if ws, ok := a.w.Provider.(providers.WatchSharer); ok {
-		// Ended after the last node: nodes finish their steps even when apply is stopped.
-		stop := ws.ShareWatches(ctx)
-		defer stop()
-	}
+	// Ended after the last node: nodes finish their steps even when apply is stopped.
+	defer a.w.provider().ShareWatches(ctx)()
 	var resMu sync.Mutex
 	global := make(chan struct{}, a.opts.Parallelism)
 	errs := append([]error(nil), a.bootErrs...)

@@ -2,13 +2,11 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/providers"
 )
 
 // refuse is the error apply returns, before it changes anything, for a plan that a pool's
@@ -73,9 +71,5 @@ func (a *applier) publishBootImages(ctx context.Context) {
 }
 
 func (a *applier) setTemplate(ctx context.Context, tp planner.TemplatePlan) error {
-	tpp, ok := a.w.Provider.(providers.TemplatePatcher)
-	if !ok {
-		return errors.New("this provider cannot set machine templates")
-	}
-	return tpp.SetTemplateImage(ctx, tp.Template, tp.From, tp.To)
+	return a.w.provider().SetTemplateImage(ctx, tp.Template, tp.From, tp.To)
 }

@@ -155,7 +155,7 @@ type claimSeen struct {
 // ran then: the plan made from fleet is carried out only on nodes whose claim is still
 // that one, held by no live apply then (claimedSince).
 func (w *Workspace) noteClaims(fleet *model.Fleet) {
-	if _, ok := w.Provider.(providers.Claimer); !ok {
+	if !w.provider().Has(providers.CapClaimer) {
 		return
 	}
 	w.seen = make(map[string]claimSeen)
@@ -263,8 +263,8 @@ func newApplyID() string { return rand.Text() }
 
 // claimer is the provider's Claimer, if it keeps claims.
 func (a *applier) claimer() (providers.Claimer, bool) {
-	c, ok := a.w.Provider.(providers.Claimer)
-	return c, ok
+	c := a.w.provider()
+	return c, c.Has(providers.CapClaimer)
 }
 
 // take claims node for this apply. A live other apply's claim leaves the node not started

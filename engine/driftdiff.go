@@ -19,7 +19,7 @@ const unitDir = "/etc/systemd/system/"
 // the provider can (providers.FileReader) and shown as a diff from its config's content
 // (model.Drift.Diff). What providers reported of either is not trusted: both are set here.
 func (w *Workspace) explainDrift(ctx context.Context, st *state.State, fleet *model.Fleet) {
-	fr, canRead := w.Provider.(providers.FileReader)
+	fr := w.provider()
 	for i := range fleet.Nodes {
 		n := &fleet.Nodes[i]
 		cur := st.Rendered[n.CurrentConfig]
@@ -34,7 +34,7 @@ func (w *Workspace) explainDrift(ctx context.Context, st *state.State, fleet *mo
 			case !ok:
 			case sensitive:
 				d.Sensitive, d.Expected, d.Found = true, "", ""
-			case d.Kind == model.DriftContent && canRead:
+			case d.Kind == model.DriftContent && fr.Has(providers.CapFileReader):
 				got, err := fr.ReadNodeFile(ctx, n.Name, d.Path, textdiff.MaxText+1)
 				if err == nil {
 					d.Diff = textdiff.Diff(want, got, d.Path+" ("+cur.Name+")", d.Path+" (on node "+n.Name+")")

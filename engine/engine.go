@@ -40,6 +40,7 @@ type Workspace struct {
 	Rendered map[string]*model.Rendered // by pool
 	Provider providers.Provider
 	Backend  state.Backend
+	adapted  adapted // Provider's capabilities: provider()
 	// Alerts answers the pools' alert gates (Parts.Alerts).
 	Alerts AlertSource
 	// Targets and Exclude scope the plans Plan makes (-target, -exclude: see
@@ -215,17 +216,14 @@ func (w *Workspace) Plan(ctx context.Context, st *state.State) (*planfile.File, 
 
 // apiRequests reads the provider's request counter (-1 when it has none).
 func (w *Workspace) apiRequests() int64 {
-	if rc, ok := w.Provider.(providers.RequestCounter); ok {
-		return rc.APIRequests()
-	}
-	return -1
+	return w.provider().APIRequests()
 }
 
 // observe asks the provider for the fleet, without checking disks for drift.
 func (w *Workspace) observe(ctx context.Context, nodesOnly bool) (*model.Fleet, error) {
 	refresh := w.Provider.Refresh
-	if r, ok := w.Provider.(providers.NodesRefresher); ok && nodesOnly {
-		refresh = r.RefreshNodes
+	if nodesOnly {
+		refresh = w.provider().RefreshNodes
 	}
 	fleet, err := refresh(ctx)
 	if err != nil {
@@ -267,8 +265,8 @@ func (w *Workspace) refreshWith(ctx context.Context, st *state.State, nodesOnly 
 
 // diskDrift asks a provider that checks disks on request for each node's drift.
 func (w *Workspace) diskDrift(ctx context.Context, st *state.State, fleet *model.Fleet) error {
-	dr, ok := w.Provider.(providers.DriftReporter)
-	if !ok {
+	dr := w.provider()
+	if !dr.Has(providers.CapDriftReporter) {
 		return nil
 	}
 	var g errgroup.Group

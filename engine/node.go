@@ -127,7 +127,7 @@ func (a *applier) gate(ctx context.Context, n planner.NodePlan) error {
 	// A node NotReady before its update is held to no more than it had: requiring it Ready
 	// would stop its pool behind a node that was broken before (it updates in its own slot,
 	// docs/decisions.md). Its pool's health checks still run.
-	g := health.Gates{Provider: a.w.Provider, ReadyTimeout: a.opts.HealthTimeout, SkipBuiltIn: n.NotReady, Pool: n.Pool}
+	g := health.Gates{Provider: a.w.provider(), ReadyTimeout: a.opts.HealthTimeout, SkipBuiltIn: n.NotReady, Pool: n.Pool}
 	gctx := ctx
 	if a.stop != nil {
 		var cancel context.CancelFunc
@@ -146,10 +146,8 @@ func (a *applier) gate(ctx context.Context, n planner.NodePlan) error {
 		return err
 	}
 	err = fmt.Errorf("node %s: %w", n.Name, err)
-	if m, ok := a.w.Provider.(providers.DegradedMarker); ok {
-		if merr := m.MarkDegraded(context.WithoutCancel(ctx), n.Name, err.Error()); merr != nil {
-			err = fmt.Errorf("%w; and marking it Degraded failed: %v", err, merr)
-		}
+	if merr := a.w.provider().MarkDegraded(context.WithoutCancel(ctx), n.Name, err.Error()); merr != nil {
+		err = fmt.Errorf("%w; and marking it Degraded failed: %v", err, merr)
 	}
 	a.emit(Event{Kind: EventNodeFailed, Node: n.Name, Pool: n.Pool, Err: err})
 	return err

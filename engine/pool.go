@@ -10,7 +10,6 @@ import (
 
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/providers"
 )
 
 type poolResult struct {
@@ -405,26 +404,9 @@ func (r *poolRun) look(node string, fresh bool) (bool, string, error) {
 }
 
 // observe reads the named nodes as they are now: through the provider's NodeObserver, or
-// a whole refresh without it.
+// a whole refresh without it (providers.Adapter).
 func (a *applier) observe(ctx context.Context, names []string) ([]model.Node, error) {
-	if o, ok := a.w.Provider.(providers.NodeObserver); ok {
-		return o.ObserveNodes(ctx, names)
-	}
-	f, err := a.w.Provider.Refresh(ctx)
-	if err != nil {
-		return nil, err
-	}
-	want := map[string]bool{}
-	for _, n := range names {
-		want[n] = true
-	}
-	var out []model.Node
-	for _, n := range f.Nodes {
-		if want[n.Name] {
-			out = append(out, n)
-		}
-	}
-	return out, nil
+	return a.w.provider().ObserveNodes(ctx, names)
 }
 
 // heldNow fails with errHeld when the look at the pool finds node on hold: a hold set

@@ -64,8 +64,8 @@ func (w *Workspace) observeUserData(ctx context.Context, fleet *model.Fleet) err
 		w.pointers = want
 		return err
 	}
-	store, ok := w.Provider.(providers.UserDataStore)
-	if !ok {
+	store := w.provider()
+	if !store.Has(providers.CapUserDataStore) {
 		return fmt.Errorf("user_data needs a provider that holds Secrets (kubernetes); provider %q has none", w.Desired.Provider.Type)
 	}
 	seen := map[string]string{}
@@ -126,11 +126,7 @@ func (a *applier) setUserData(ctx context.Context, bp *planner.BootImagePlan) er
 	if d, _ := pointerDigest(b); b == nil || d != ud.To {
 		return errors.New("its pointer config is not the one planned") // rederive makes this unreachable
 	}
-	store, ok := a.w.Provider.(providers.UserDataStore)
-	if !ok {
-		return errors.New("this provider holds no Secrets")
-	}
 	// The write is conditional on the whole value this apply's refresh read (token and
 	// all), which the plan cannot carry: a Secret changed since is an error.
-	return store.SetUserData(ctx, ud.Namespace, ud.Name, ud.Key, b, a.w.userDataSeen[bp.Pool])
+	return a.w.provider().SetUserData(ctx, ud.Namespace, ud.Name, ud.Key, b, a.w.userDataSeen[bp.Pool])
 }

@@ -186,30 +186,21 @@ func (n *NodePlan) Changed() bool { return n.Action != NodeNoOp && n.Action != "
 // HasChanges reports whether applying the plan would do anything: a node to change, or a
 // pool whose rendered config (and so its boot-server pointer) moves.
 func (p *Plan) HasChanges() bool {
-	for i := range p.Nodes {
-		if p.Nodes[i].Changed() {
-			return true
-		}
-	}
-	for _, pp := range p.Pools {
-		if pp.ReRendered && !pp.PointerKept {
-			return true
-		}
-	}
-	for i := range p.BootImages {
-		if p.BootImages[i].Changes() {
-			return true
-		}
-	}
-	return false
+	return p.changes(func(*NodePlan) bool { return true })
 }
 
 // HasConfigChanges reports whether the plan changes anything for a change of the
 // configuration, not counting nodes whose steps only restore drift: what plan's
 // -detailed-exitcode=config exits 2 for (plain -detailed-exitcode exits 2 for HasChanges).
 func (p *Plan) HasConfigChanges() bool {
+	return p.changes(func(n *NodePlan) bool { return !n.DriftOnly })
+}
+
+// changes reports whether the plan changes a node that counts (a changed node counts
+// when counts says so), a pool's pointer or a boot image.
+func (p *Plan) changes(counts func(*NodePlan) bool) bool {
 	for i := range p.Nodes {
-		if p.Nodes[i].Changed() && !p.Nodes[i].DriftOnly {
+		if p.Nodes[i].Changed() && counts(&p.Nodes[i]) {
 			return true
 		}
 	}

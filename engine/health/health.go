@@ -44,8 +44,8 @@ type Gates struct {
 
 // Check runs node's gates in order and returns the first that does not pass.
 func (g *Gates) Check(ctx context.Context, node string, checks []model.HealthCheck) error {
-	hg, _ := g.Provider.(providers.HealthGater)
-	if hg != nil && !g.SkipBuiltIn {
+	hg := providers.Adapt(g.Provider)
+	if !g.SkipBuiltIn {
 		if err := hg.WaitHealthy(ctx, node, cmpOr(g.ReadyTimeout, DefaultReadyTimeout)); err != nil {
 			return err
 		}
@@ -59,11 +59,11 @@ func (g *Gates) Check(ctx context.Context, node string, checks []model.HealthChe
 			continue
 		}
 		if c.NeedsAddress() && address == "" {
-			if hg == nil {
-				return &providers.GateError{Gate: c.Name, Output: "its URL has ${node.address}, and this provider does not know nodes' addresses"}
-			}
 			a, err := hg.NodeAddress(ctx, node)
-			if err != nil {
+			switch {
+			case errors.Is(err, errors.ErrUnsupported):
+				return &providers.GateError{Gate: c.Name, Output: "its URL has ${node.address}, and " + err.Error()}
+			case err != nil:
 				return &providers.GateError{Gate: c.Name, Output: err.Error()}
 			}
 			address = a
@@ -91,8 +91,8 @@ func (g *Gates) httpGet(ctx context.Context, c model.HealthCheck, url string) er
 // check's timeout passes. One run is bounded by the check's timeout too: the node kills it
 // then.
 func (g *Gates) command(ctx context.Context, node string, c model.HealthCheck) error {
-	cc, ok := g.Provider.(providers.CommandChecker)
-	if !ok {
+	cc := providers.Adapt(g.Provider)
+	if !cc.Has(providers.CapCommandChecker) {
 		return &providers.GateError{Gate: c.Name, Output: "it is a command, and this provider cannot run commands on its nodes"}
 	}
 	return g.retry(ctx, c, "exited 0", func() string {

@@ -5,8 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -18,61 +16,32 @@ const podNodeIndex = "node"
 // gates of an apply read their nodes' DaemonSet pods from it instead of each listing the
 // pods of its node.
 func (p *Provider) sharedPods() *watchHub {
-	p.hubMu.Lock()
-	defer p.hubMu.Unlock()
-	if p.hubCtx == nil {
-		return nil
-	}
-	if p.podHub == nil || p.podHub.dead() {
-		p.podHub = p.startPodHub(p.hubCtx)
-	}
-	return p.podHub
+	return p.shared(&p.podHub, p.startPodHub)
 }
 
 // currentPods is the shared pod hub when what it holds is current (as currentHub), else nil.
 func (p *Provider) currentPods(ctx context.Context) *watchHub {
-	if h := p.sharedPods(); h != nil && h.sync(ctx) == nil && !h.failingNow() {
-		return h
-	}
-	return nil
+	return current(ctx, p.sharedPods())
 }
 
 // startPodHub lists and watches the pods bound to nodes that have not finished (those a
 // Ready gate reads), keeping only what the gate reads of each.
 func (p *Provider) startPodHub(parent context.Context) *watchHub {
-	pods := p.client.CoreV1().Pods(metav1.NamespaceAll)
-	return p.newHub(parent, hubSource{
-		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = activePods
-			return pods.List(ctx, o)
+	return p.newHub(parent, typedSource(typedWatch[corev1.Pod, *corev1.Pod, *corev1.PodList]{
+		client:   p.client.CoreV1().Pods(metav1.NamespaceAll),
+		selector: activePods,
+		list: func(rv string, items []corev1.Pod) *corev1.PodList {
+			return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: items}
 		},
-		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = activePods
-			return pods.Watch(ctx, o)
-		},
-		collect: func(items []runtime.Object, rv string) runtime.Object {
-			l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: make([]corev1.Pod, 0, len(items))}
-			for _, obj := range items {
-				l.Items = append(l.Items, *obj.(*corev1.Pod))
-			}
-			return l
-		},
-		object:    &corev1.Pod{},
+		node:      func(pod *corev1.Pod) string { return pod.Spec.NodeName },
 		transform: slimPod,
-		node: func(obj any) (string, bool) {
-			pod, ok := obj.(*corev1.Pod)
-			if !ok {
-				return "", false
-			}
-			return pod.Spec.NodeName, true
-		},
 		indexers: cache.Indexers{podNodeIndex: func(obj any) ([]string, error) {
 			if pod, ok := obj.(*corev1.Pod); ok {
 				return []string{pod.Spec.NodeName}, nil
 			}
 			return nil, nil
 		}},
-	})
+	}))
 }
 
 // podsOn is the pods the hub holds bound to node. They are the store's: not to be changed.

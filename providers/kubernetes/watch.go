@@ -61,24 +61,35 @@ func (p *Provider) nodes(ctx context.Context, node string) (h *watchHub, release
 	return h, h.stop
 }
 
-// sharedHub is the shared hub while ShareWatches is on (made anew when the last one was
-// lost), else nil.
+// sharedHub is the shared hub of the nodes while ShareWatches is on (made anew when the
+// last one was lost), else nil.
 func (p *Provider) sharedHub() *watchHub {
+	return p.shared(&p.hub, func(ctx context.Context) *watchHub { return p.startHub(ctx, "") })
+}
+
+// shared is the hub in *slot while ShareWatches is on, made by start when there is none or
+// the last one was lost; nil while ShareWatches is off.
+func (p *Provider) shared(slot **watchHub, start func(context.Context) *watchHub) *watchHub {
 	p.hubMu.Lock()
 	defer p.hubMu.Unlock()
 	if p.hubCtx == nil {
 		return nil
 	}
-	if p.hub == nil || p.hub.dead() {
-		p.hub = p.startHub(p.hubCtx, "")
+	if *slot == nil || (*slot).dead() {
+		*slot = start(p.hubCtx)
 	}
-	return p.hub
+	return *slot
 }
 
 // currentHub is the shared hub when what it holds is current: it has its first list and
 // its lists and watches are not failing. Else nil, and the caller asks the API server.
 func (p *Provider) currentHub(ctx context.Context) *watchHub {
-	if h := p.sharedHub(); h != nil && h.sync(ctx) == nil && !h.failingNow() {
+	return current(ctx, p.sharedHub())
+}
+
+// current is h when it is not nil and what it holds is current (as currentHub), else nil.
+func current(ctx context.Context, h *watchHub) *watchHub {
+	if h != nil && h.sync(ctx) == nil && !h.failingNow() {
 		return h
 	}
 	return nil
@@ -174,33 +185,72 @@ func (p *Provider) startHub(parent context.Context, node string) *watchHub {
 	if node != "" {
 		sel = fields.OneTermEqualSelector("metadata.name", node).String()
 	}
-	nodes := p.client.CoreV1().Nodes()
-	return p.newHub(parent, hubSource{
+	return p.newHub(parent, typedSource(typedWatch[corev1.Node, *corev1.Node, *corev1.NodeList]{
+		client:   p.client.CoreV1().Nodes(),
+		selector: sel,
+		list: func(rv string, items []corev1.Node) *corev1.NodeList {
+			return &corev1.NodeList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: items}
+		},
+		node:      func(n *corev1.Node) string { return n.Name },
+		transform: slimNode,
+	}))
+}
+
+// typedClient is a typed client's list and watch of one resource (a clientset's Nodes(),
+// Pods(namespace)): L is its list type.
+type typedClient[L runtime.Object] interface {
+	List(ctx context.Context, o metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error)
+}
+
+// typedWatch is what a hub of T (PT is *T) lists and watches, said in T's own types:
+// client's objects that selector (a field selector) picks; list makes T's list from the
+// slimmed items of every page, node is the node an object's waits are keyed by.
+type typedWatch[T any, PT interface {
+	*T
+	runtime.Object
+}, L runtime.Object] struct {
+	client    typedClient[L]
+	selector  string
+	list      func(resourceVersion string, items []T) L
+	node      func(PT) string
+	transform cache.TransformFunc
+	indexers  cache.Indexers
+}
+
+// typedSource is the hubSource of w: the one place the hubs' untyped objects are turned
+// into and out of T.
+func typedSource[T any, PT interface {
+	*T
+	runtime.Object
+}, L runtime.Object](w typedWatch[T, PT, L]) hubSource {
+	return hubSource{
 		list: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = sel
-			return nodes.List(ctx, o)
+			o.FieldSelector = w.selector
+			return w.client.List(ctx, o)
 		},
 		watch: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = sel
-			return nodes.Watch(ctx, o)
+			o.FieldSelector = w.selector
+			return w.client.Watch(ctx, o)
 		},
 		collect: func(items []runtime.Object, rv string) runtime.Object {
-			l := &corev1.NodeList{ListMeta: metav1.ListMeta{ResourceVersion: rv}, Items: make([]corev1.Node, 0, len(items))}
+			ts := make([]T, 0, len(items))
 			for _, obj := range items {
-				l.Items = append(l.Items, *obj.(*corev1.Node))
+				ts = append(ts, *obj.(PT))
 			}
-			return l
+			return w.list(rv, ts)
 		},
-		object:    &corev1.Node{},
-		transform: slimNode,
+		object:    PT(new(T)),
+		transform: w.transform,
 		node: func(obj any) (string, bool) {
-			n, ok := obj.(*corev1.Node)
+			t, ok := obj.(PT)
 			if !ok {
 				return "", false
 			}
-			return n.Name, true
+			return w.node(t), true
 		},
-	})
+		indexers: w.indexers,
+	}
 }
 
 func (p *Provider) newHub(parent context.Context, src hubSource) *watchHub {

@@ -75,17 +75,9 @@ func (p *Provider) evict(node string) (string, error) {
 		if pod.DaemonSet || pod.Evicted {
 			continue
 		}
-		mp := model.Pod{Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels}
-		refused := ""
-		for j := range pdbs {
-			b := &pdbs[j]
-			if b.Matches(&mp) && b.DisruptionsAllowed <= 0 {
-				refused = fmt.Sprintf("eviction of %s/%s refused by PodDisruptionBudget %s/%s (needs %d healthy, has %d)",
-					pod.Namespace, pod.Name, b.Namespace, b.Name, b.DesiredHealthy, b.CurrentHealthy)
-				break
-			}
-		}
-		if refused != "" {
+		// The next pod's budget counts this eviction (model.Evict).
+		mp := model.Pod{Namespace: pod.Namespace, Name: pod.Name, Labels: pod.Labels, Ready: pod.Ready}
+		if refused := model.Evict(&mp, pdbs); refused != "" {
 			if blocked == "" {
 				blocked = refused
 			}
@@ -93,13 +85,6 @@ func (p *Provider) evict(node string) (string, error) {
 		}
 		pod.Evicted = true
 		evicted = append(evicted, pod.Namespace+"/"+pod.Name)
-		// The next pod's budget counts this eviction.
-		for j := range pdbs {
-			if pdbs[j].Matches(&mp) && pod.Ready {
-				pdbs[j].CurrentHealthy--
-				pdbs[j].DisruptionsAllowed--
-			}
-		}
 	}
 	if len(evicted) > 0 {
 		// Logged before pods.json is written: an eviction begins a disruption (events.go).

@@ -66,8 +66,7 @@ func (c *cache) pdbStatus(specs []pdbSpec, now time.Time) ([]model.PDB, error) {
 	}
 	out := make([]model.PDB, len(specs))
 	for i, b := range x.pdbs {
-		b.DesiredHealthy, b.CurrentHealthy = b.MinAvailable, x.healthy[i]
-		b.DisruptionsAllowed = max(0, b.CurrentHealthy-b.MinAvailable)
+		b.SetHealthy(x.healthy[i])
 		out[i] = b
 	}
 	return out, nil

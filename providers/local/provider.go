@@ -182,14 +182,14 @@ func (p *Provider) pendingReboot(n *model.Node) error {
 
 // pdbStatus computes a PDB's status from the pods: healthy = selected, ready, not evicted.
 func pdbStatus(s pdbSpec, pods []model.Pod) model.PDB {
-	b := model.PDB{Namespace: s.Namespace, Name: s.Name, Selector: s.Selector,
-		MinAvailable: s.MinAvailable, DesiredHealthy: s.MinAvailable}
+	b := model.PDB{Namespace: s.Namespace, Name: s.Name, Selector: s.Selector, MinAvailable: s.MinAvailable}
+	healthy := 0
 	for i := range pods {
 		if b.Matches(&pods[i]) && pods[i].Ready {
-			b.CurrentHealthy++
+			healthy++
 		}
 	}
-	b.DisruptionsAllowed = max(0, b.CurrentHealthy-b.MinAvailable)
+	b.SetHealthy(healthy)
 	return b
 }
 

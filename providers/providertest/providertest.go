@@ -108,6 +108,8 @@ var promises = []promise{
 	{"RequestCounter/NeverGoesBack", requestsCounted},
 	{"TemplatePatcher/SetsTheImageOnlyFromWhatWasObserved", templatePatched},
 	{"UserDataStore/SetOnlyOverWhatWasObserved", userDataStored},
+	{"Adapter/FindsWhatTheProviderImplements", adapterFindsCapabilities},
+	{"Adapter/FallbacksOfAProviderWithoutCapabilities", adapterFallbacks},
 }
 
 // Run checks every promise against providers built by newProvider, each on a fleet of its

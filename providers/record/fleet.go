@@ -99,17 +99,15 @@ func (p *Provider) Drain(ctx context.Context, node string, opts providers.DrainO
 func (p *Provider) evictAllowed(node string) (blocked string, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	pdbs := p.pdbStatus() // model.Evict counts each eviction in it
 	for i := 0; i < len(p.pods); {
 		pod := p.pods[i]
 		if pod.Node != node || pod.DaemonSet {
 			i++
 			continue
 		}
-		for _, b := range p.pdbStatus() {
-			if b.Matches(&pod) && b.DisruptionsAllowed <= 0 {
-				return fmt.Sprintf("eviction of %s/%s refused by PodDisruptionBudget %s/%s (needs %d healthy, has %d)",
-					pod.Namespace, pod.Name, b.Namespace, b.Name, b.MinAvailable, b.CurrentHealthy), nil
-			}
+		if refused := model.Evict(&pod, pdbs); refused != "" {
+			return refused, nil
 		}
 		p.record("evict", node, "%s/%s", pod.Namespace, pod.Name)
 		p.evicted = append(p.evicted, pod)
@@ -124,14 +122,13 @@ func (p *Provider) pdbStatus() []model.PDB {
 	out := slices.Clone(p.pdbs)
 	for i := range out {
 		b := &out[i]
-		b.CurrentHealthy = 0
+		healthy := 0
 		for j := range p.pods {
 			if p.pods[j].Ready && b.Matches(&p.pods[j]) {
-				b.CurrentHealthy++
+				healthy++
 			}
 		}
-		b.DesiredHealthy = b.MinAvailable
-		b.DisruptionsAllowed = max(0, b.CurrentHealthy-b.MinAvailable)
+		b.SetHealthy(healthy)
 	}
 	return out
 }
