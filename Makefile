@@ -30,18 +30,16 @@ image:
 
 # The acceptance tests run the real Ignition client and a real Kubernetes control plane
 # (etcd, kube-apiserver, kube-controller-manager, kwok), all built once from the module
-# proxy and cached in bin/ (the apiserver takes ~5 min the first time). MCP_REQUIRE_K8S=1:
-# a missing control plane fails the tests instead of skipping them. The QEMU machines'
-# tests run in make test-vm (below) and are skipped here unless bin/vm is built.
-test: vet bin/ignition bin/k8s bin/kubectl graphviz tmux prometheus doc-tools
-	MCP_REQUIRE_K8S=1 $(GO) test -count=1 -timeout 60m ./...
+# proxy and cached in bin/ (the apiserver takes ~5 min the first time), and QEMU machines
+# booting a Debian OSTree image (bin/vm, below). MCP_REQUIRE_K8S=1 and MCP_REQUIRE_VM=1: a
+# missing control plane, image, QEMU or debugfs fails the tests instead of skipping them.
+test: vet bin/ignition bin/k8s bin/kubectl bin/vm graphviz tmux prometheus doc-tools
+	MCP_REQUIRE_K8S=1 MCP_REQUIRE_VM=1 $(GO) test -count=1 -timeout 75m ./...
 	$(MAKE) fuzz-short
 
 # Real machines: QEMU nodes booting a Debian OSTree image (bin/vm) with the real mcp-agent,
 # updated through the real apiserver (acceptance/vm_*_test.go, acceptance/vmnode).
-# MCP_REQUIRE_VM=1: a missing image, QEMU or debugfs fails instead of skipping. Not yet part
-# of make test: on a loaded 2-core machine the pass takes about 40 minutes and the image
-# 10-15 minutes cold (docs/decisions.md, "Real machines in the tests").
+# make test runs them with the rest; test-vm runs them alone.
 .PHONY: test-vm
 test-vm: bin/k8s bin/vm
 	MCP_REQUIRE_K8S=1 MCP_REQUIRE_VM=1 $(GO) test -count=1 -timeout 90m -run '^(TestVM|TestMachine)' ./acceptance/ ./acceptance/vmnode/
@@ -125,8 +123,8 @@ bin/k8s:
 # The VM nodes' image (acceptance/vmnode, scripts/build-vm-image.sh): a Debian root from
 # Debian's packages (mmdebstrap), made an OSTree system, as a raw disk, and an archive
 # repository of the commits the tests deploy; installs qemu-system-x86, mmdebstrap, ostree
-# and apt-utils; needs root. Cached in bin/vm-<hash of its inputs>, the packages in
-# bin/vm-debcache (rebuilds need no network).
+# and apt-utils; needs root. Cached in bin/vm-<hash of its inputs>, Debian's packages in
+# ~/.cache/mcp/vm-debcache as Go keeps its module cache (rebuilds need no network).
 bin/vm:
 	bash scripts/build-vm-image.sh
 

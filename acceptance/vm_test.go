@@ -38,14 +38,9 @@ const vmPoolLabel = "node-role.kubernetes.io/vm"
 // the Node of that name, and waits until every agent reports what its machine runs.
 func newVMFleet(t *testing.T, hcl string, opts vmnode.Options, names ...string) *vmFleet {
 	t.Helper()
-	img := vmnode.Find(t)
-	f := &vmFleet{kubeCluster: newKubeCluster(t, hcl, nil), img: img, vms: map[string]*vmnode.VM{}}
-	agent := vmAgentBinary(t)
+	f := newVMCluster(t, hcl)
 	for _, name := range names {
-		f.env.AddNode(t, name, map[string]string{vmPoolLabel: ""})
-		vm := vmnode.New(t, img, name, opts)
-		f.vms[name] = vm
-		f.configureAgent(t, vm, agent)
+		f.addVM(t, name, opts)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -59,6 +54,25 @@ func newVMFleet(t *testing.T, hcl string, opts vmnode.Options, names ...string) 
 		f.waitReported(t, name, "vm:mcp/v1")
 	}
 	return f
+}
+
+// newVMCluster starts the control plane (mcp deployed, the boot server running) for VM
+// nodes; it has none yet.
+func newVMCluster(t *testing.T, hcl string) *vmFleet {
+	t.Helper()
+	img := vmnode.Find(t)
+	return &vmFleet{kubeCluster: newKubeCluster(t, hcl, nil), img: img, vms: map[string]*vmnode.VM{}}
+}
+
+// addVM makes the Node name in the VM pool and its machine, with the agent in its share;
+// it does not start it.
+func (f *vmFleet) addVM(t *testing.T, name string, opts vmnode.Options) *vmnode.VM {
+	t.Helper()
+	f.env.AddNode(t, name, map[string]string{vmPoolLabel: ""})
+	vm := vmnode.New(t, f.img, name, opts)
+	f.vms[name] = vm
+	f.configureAgent(t, vm, vmAgentBinary(t))
+	return vm
 }
 
 // eachVM runs fn on every VM at once and fails the test with every error.

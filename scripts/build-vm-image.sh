@@ -9,8 +9,9 @@
 #                init exits: it never boots), mcp/v3 (v2 + image = v3)
 #   image.env    what the harness needs to know (refs' checksums, kernel version)
 # <hash> covers this script and scripts/vm/: a change rebuilds, anything else reuses.
-# Debian's packages are kept in bin/vm-debcache (a flat repository), so rebuilds need no
-# network. Needs root; installs qemu-system-x86, mmdebstrap, ostree and apt-utils.
+# Debian's packages are kept in a flat repository outside the clone, as Go keeps its module
+# cache: ${MCP_CACHE_DIR:-$XDG_CACHE_HOME/mcp}/vm-debcache (default ~/.cache/mcp), so a
+# rebuild, or a fresh clone's first build, needs no network; without it they are downloaded. Needs root; installs qemu-system-x86, mmdebstrap, ostree and apt-utils.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 files=$PWD/scripts/vm
@@ -29,7 +30,8 @@ echo "building the VM node image (once; cached in $out)" >&2
 W=$(mktemp -d "$PWD/bin/.vm-build.XXXXXX")
 cleanup() { [ -d "$W/sysroot/ostree/deploy" ] && chattr -R -i "$W/sysroot/ostree/deploy" 2>/dev/null; rm -rf "$W"; }
 trap cleanup EXIT
-debcache=$PWD/bin/vm-debcache
+debcache=${MCP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mcp}/vm-debcache
+if [ ! -d "$debcache" ] && [ -d bin/vm-debcache ]; then mkdir -p "${debcache%/*}" && mv bin/vm-debcache "$debcache"; fi
 mkdir -p "$debcache"
 
 rootfs() { # mirror... : the root filesystem tarball $W/base.tar
@@ -42,10 +44,11 @@ rootfs() { # mirror... : the root filesystem tarball $W/base.tar
     --customize-hook="sync-out /var/cache/apt/archives $debcache" \
     --customize-hook='echo vmnode > "$1/etc/hostname"' \
     --customize-hook='chroot "$1" passwd -d root' \
-    --customize-hook="copy-in $files/vm-agent $files/vm-agent.service $files/mcp-agent.service $files/run-mcp.mount $files/run-updates.mount /etc/systemd/system/" \
-    --customize-hook='mv "$1/etc/systemd/system/vm-agent" "$1/usr/bin/vm-agent"' \
+    --customize-hook="copy-in $files/vm-agent $files/vm-ignition $files/vm-agent.service $files/ignition-firstboot.service $files/mcp-agent.service $files/run-mcp.mount $files/run-updates.mount /etc/systemd/system/" \
+    --customize-hook='mv "$1/etc/systemd/system/vm-agent" "$1/etc/systemd/system/vm-ignition" "$1/usr/bin/"' \
     --customize-hook="copy-in $files/10-vm.network /etc/systemd/network/" \
-    --customize-hook='chroot "$1" systemctl enable vm-agent.service mcp-agent.service run-mcp.mount run-updates.mount systemd-networkd.service serial-getty@ttyS0.service' \
+    --customize-hook='chroot "$1" systemctl enable vm-agent.service ignition-firstboot.service mcp-agent.service run-mcp.mount run-updates.mount systemd-networkd.service serial-getty@ttyS0.service' \
+    --customize-hook='chroot "$1" systemctl mask e2scrub_reap.service e2scrub_all.timer fstrim.timer dpkg-db-backup.timer getty@tty1.service' \
     --customize-hook="copy-in $files/ostree-layout.conf /usr/lib/tmpfiles.d/" \
     bookworm "$W/base.tar" "$@"
 }

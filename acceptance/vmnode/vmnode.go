@@ -135,11 +135,16 @@ type Options struct {
 	// BootTimeout bounds a boot, from QEMU's start to the command channel's first answer
 	// (default 5 minutes: TCG on a loaded machine).
 	BootTimeout time.Duration
+	// FirstBootArgs are kernel arguments added to the machine's first boot only, as
+	// Fedora CoreOS's GRUB adds ignition.firstboot (and the platform's arguments) while
+	// /boot/ignition.firstboot exists.
+	FirstBootArgs string
 }
 
 // Boot is one QEMU run of a VM.
 type Boot struct {
 	Entry  Entry
+	Args   string // the kernel command line it was given: the entry's options (+ FirstBootArgs)
 	BootID string // from the VM's command channel; "" when it never came up
 	Ended  string // guest-reset, guest-shutdown, killed, boot-timeout, stopped ("" while running)
 	Began  time.Time
@@ -291,13 +296,17 @@ func (v *VM) boot() (*launch, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := v.launch(kernel, initrd, e.Options, filepath.Join(v.Dir, fmt.Sprintf("serial-%d.log", n)))
+	args := e.Options
+	if n == 1 && v.opts.FirstBootArgs != "" {
+		args += " " + v.opts.FirstBootArgs
+	}
+	l, err := v.launch(kernel, initrd, args, filepath.Join(v.Dir, fmt.Sprintf("serial-%d.log", n)))
 	if err != nil {
 		return nil, err
 	}
 	v.mu.Lock()
 	v.cur = l
-	v.boots = append(v.boots, Boot{Entry: e, Began: l.began})
+	v.boots = append(v.boots, Boot{Entry: e, Args: args, Began: l.began})
 	v.mu.Unlock()
 	go v.watchReady(l, len(v.boots)-1)
 	return l, nil
