@@ -322,7 +322,8 @@ func TestApplyOwnPlanGoneStaleStartsNothing(t *testing.T) {
 	w, st := newTestWorkspace(t, f)
 	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
 	fresh := &Plan{File: saved(t, w, st, p), w: w, obs: w.newObservation()} // as Plan makes it
-	f.fleet.Nodes[1].Ready = false                                          // another apply took the node out meanwhile
+	// Another apply took the node out meanwhile.
+	f.fleet.Nodes[1].Ready = false
 	res, err := w.Apply(context.Background(), st, fresh, ApplyOptions{})
 	if Outcome(res, err) != Incomplete || err == nil || strings.Contains(err.Error(), "saved plan") ||
 		!strings.Contains(err.Error(), "no node was started; run mcp apply again") {
