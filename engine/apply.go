@@ -369,8 +369,11 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 			switch {
 			case n.Pool != pp.Name || !n.Changed():
 			case n.Deferred:
+				// Under resMu: the pools started before this one write res as they end.
+				resMu.Lock()
 				res.Deferred = append(res.Deferred, n.Name)
 				res.notStarted(deferredWhy(a.plan, pp), n.Name)
+				resMu.Unlock()
 			default:
 				nodes = append(nodes, n)
 			}
