@@ -64,7 +64,7 @@ func gated(f *fakeProvider, slots int, g model.AlertGate) (*scriptedAlerts, func
 		p := planFor(f, map[string]int{"worker": slots}, rebootSteps())
 		p.Pools[0].AlertGate = &g
 		o.AlertPoll = time.Millisecond
-		return w.carryOut(context.Background(), st, p, o)
+		return w.carryOutPlanned(context.Background(), st, p, o)
 	}
 }
 
@@ -172,7 +172,7 @@ func TestAlertGateUnreachableFailsClosed(t *testing.T) {
 	w, st := newTestWorkspace(t, f) // no Alerts
 	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
 	p.Pools[0].AlertGate = &model.AlertGate{PrometheusURL: promURL}
-	res, err = w.carryOut(context.Background(), st, p, ApplyOptions{AlertPoll: time.Millisecond})
+	res, err = w.carryOutPlanned(context.Background(), st, p, ApplyOptions{AlertPoll: time.Millisecond})
 	if Outcome(res, err) != Failed || !strings.Contains(fmtErr(err), "cannot ask Prometheus at "+promURL) || len(touched(f, "worker-0")) > 0 {
 		t.Errorf("without an alert source: outcome %v, error %v, want failed and worker-0 untouched", Outcome(res, err), err)
 	}
@@ -282,7 +282,7 @@ func TestAlertGateLooksAgainAfterWaitingForRoom(t *testing.T) {
 			})
 		}
 	}
-	res, err := w.carryOut(context.Background(), st, p, ApplyOptions{AlertPoll: time.Millisecond, BudgetPoll: 5 * time.Millisecond, Observer: obs})
+	res, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{AlertPoll: time.Millisecond, BudgetPoll: 5 * time.Millisecond, Observer: obs})
 	if Outcome(res, err) != Incomplete || !strings.Contains(fmtErr(err), "pool worker: 1 node not started (worker-0): alert gate: 1 alert firing") {
 		t.Fatalf("outcome %v, error %v; want worker-0 not started for the alert", Outcome(res, err), err)
 	}
@@ -312,7 +312,7 @@ func TestAlertGateAfterTheCanary(t *testing.T) {
 		}
 		observe(e)
 	}
-	res, err := w.carryOut(context.Background(), st, p, o)
+	res, err := w.carryOutPlanned(context.Background(), st, p, o)
 	if Outcome(res, err) != Incomplete || !strings.Contains(fmtErr(err), "pool worker: 2 nodes not started (worker-1, worker-2): alert gate: 1 alert firing at "+promURL+": NodeDown{}, after node worker-0 finished") {
 		t.Fatalf("outcome %v, error %v; want the others not started for the alert", Outcome(res, err), err)
 	}

@@ -175,40 +175,45 @@ func onlyNotStarted(err error) bool {
 	return errors.Is(err, ErrNotStarted)
 }
 
-// Apply carries out a plan. The caller holds the state lock and passes the state it read
+// Apply carries out plan p. The caller holds the state lock and passes the state it read
 // under it. The plan is derived again from a fresh refresh of the fleet, the state and the
-// configuration, and a saved plan that is not exactly that is refused before anything
-// changes (rederive). Per-node failures are returned together; a failed node stops new
+// configuration, and carried out with that refresh's observation; a saved plan that is not
+// exactly that is refused before anything changes (rederive), and a fresh one starts no
+// node (startedNothing). Per-node failures are returned together; a failed node stops new
 // starts in its pool while other pools go on.
 //
-// Without the state lock (NoLock), the plan Plan just showed is carried out as it was made,
-// without a second refresh: another apply may be changing the fleet meanwhile, which would
-// make every overlap a refusal; each node is checked as it starts instead (its claim, its
-// pool's budget, a hold). A saved plan is derived again all the same.
-func (w *Workspace) Apply(ctx context.Context, st *state.State, pf *planfile.File, opts ApplyOptions) (*ApplyResult, error) {
-	if w.NoLock && pf == w.shown {
-		return w.carryOut(ctx, st, pf.Plan, opts)
+// Without the state lock (NoLock), a fresh plan is carried out as it was made, with the
+// observation of its own refresh, without a second one: another apply may be changing the
+// fleet meanwhile, which would make every overlap a refusal; each node is checked as it
+// starts instead (its claim, its pool's budget, a hold). A saved plan is derived again all
+// the same.
+func (w *Workspace) Apply(ctx context.Context, st *state.State, p *Plan, opts ApplyOptions) (*ApplyResult, error) {
+	if p == nil || p.File == nil || p.File.Plan == nil {
+		return nil, errors.New("apply: no plan")
 	}
-	fleet, err := w.refresh(ctx, st)
+	if p.Fresh() && p.w != w {
+		return nil, errors.New("apply: the plan was made by another workspace: apply it with the one that made it, or save it and apply the file")
+	}
+	if p.Fresh() && w.NoLock {
+		// Made from st, as it was then: a state written since (this process's last apply)
+		// may have done some of its steps already.
+		if err := p.File.CheckFresh(st, p.File.FleetFingerprint); err != nil {
+			return startedNothing(p)
+		}
+		return w.carryOut(ctx, st, p, opts)
+	}
+	fleet, obs, err := w.refresh(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	w.noteClaims(fleet)
-	plan, err := w.rederive(st, fleet, pf)
+	derived, err := w.rederive(st, fleet, obs, p.File)
 	if err != nil {
-		if pf == w.shown && errors.Is(err, planfile.ErrStale) {
-			// The plan this apply just made and showed went stale before its first node:
-			// an apply without the lock (or a node) changed the fleet or the state
-			// meanwhile. Doing it anyway would not be what was shown; nothing started, so
-			// nothing failed either: run again (exit 2), as for a node another apply holds.
-			err := errors.New("the fleet or the state changed between this apply's plan and its first node (an apply without the lock, or a node): no node was started; run mcp apply again")
-			res := &ApplyResult{Skipped: changedNodes(pf.Plan)}
-			res.notStarted(NotStarted{Why: err.Error()}, res.Skipped...)
-			return res, notStarted(err)
+		if p.Fresh() && errors.Is(err, planfile.ErrStale) {
+			return startedNothing(p)
 		}
 		return nil, err
 	}
-	return w.carryOut(ctx, st, plan, opts)
+	return w.carryOut(ctx, st, derived, opts)
 }
 
 // changedNodes are the names of the nodes plan changes.
@@ -222,12 +227,13 @@ func changedNodes(plan *planner.Plan) []string {
 	return names
 }
 
-// carryOut does plan, re-derived from the configuration, state and fleet by Apply.
-func (w *Workspace) carryOut(ctx context.Context, st *state.State, plan *planner.Plan, opts ApplyOptions) (*ApplyResult, error) {
-	if err := refuse(plan); err != nil {
+// carryOut does p, fresh: made by Plan or re-derived by Apply, with the observation of
+// the refresh it was made from.
+func (w *Workspace) carryOut(ctx context.Context, st *state.State, p *Plan, opts ApplyOptions) (*ApplyResult, error) {
+	if err := refuse(p.File.Plan); err != nil {
 		return nil, err
 	}
-	a := newApplier(w, st, plan, opts)
+	a := newApplier(w, st, p.File.Plan, p.obs, opts)
 	running.Store(a.id, true)
 	defer running.Delete(a.id)
 	if a.opts.NoWait {
@@ -252,6 +258,7 @@ type applier struct {
 	w    *Workspace
 	st   *state.State
 	plan *planner.Plan
+	obs  *observation // what the refresh plan was made from saw
 	opts ApplyOptions
 	mu   sync.Mutex // guards st
 	// stop is apply's own context (interrupt, lost lock): node steps run on without it, a
@@ -273,7 +280,7 @@ type applier struct {
 	bootErrs []error
 }
 
-func newApplier(w *Workspace, st *state.State, p *planner.Plan, opts ApplyOptions) *applier {
+func newApplier(w *Workspace, st *state.State, p *planner.Plan, obs *observation, opts ApplyOptions) *applier {
 	if opts.Parallelism <= 0 {
 		opts.Parallelism = 10
 	}
@@ -302,7 +309,7 @@ func newApplier(w *Workspace, st *state.State, p *planner.Plan, opts ApplyOption
 	if st.Lineage == "" {
 		st.Lineage = state.New().Lineage
 	}
-	return &applier{w: w, st: st, plan: p, opts: opts, id: newApplyID(), base: base}
+	return &applier{w: w, st: st, plan: p, obs: obs, opts: opts, id: newApplyID(), base: base}
 }
 
 // publish gives the provider the pools' command health checks (providers.CommandChecker:
@@ -356,8 +363,11 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 			switch {
 			case n.Pool != pp.Name || !n.Changed():
 			case n.Deferred:
+				// Under resMu: the pools started before this one write res as they end.
+				resMu.Lock()
 				res.Deferred = append(res.Deferred, n.Name)
 				res.notStarted(deferredWhy(a.plan, pp), n.Name)
+				resMu.Unlock()
 			default:
 				nodes = append(nodes, n)
 			}

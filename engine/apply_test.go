@@ -174,6 +174,12 @@ func newTestWorkspace(t *testing.T, f *fakeProvider) (*Workspace, *state.State) 
 	return &Workspace{Provider: f, Backend: b}, st
 }
 
+// carryOutPlanned carries out p as if this workspace had just made it from a refresh that
+// saw no claims and no user_data Secrets.
+func (w *Workspace) carryOutPlanned(ctx context.Context, st *state.State, p *planner.Plan, opts ApplyOptions) (*ApplyResult, error) {
+	return w.carryOut(ctx, st, &Plan{File: &planfile.File{Plan: p}, w: w, obs: w.newObservation()}, opts)
+}
+
 func saved(t *testing.T, w *Workspace, st *state.State, p *planner.Plan) *planfile.File {
 	t.Helper()
 	fl, _ := w.Provider.Refresh(context.Background())
@@ -185,7 +191,7 @@ func TestApplyTraceEqualsPlanAndBudgetHolds(t *testing.T) {
 	f.delay = time.Millisecond
 	w, st := newTestWorkspace(t, f)
 	p := planFor(f, map[string]int{"worker": 2, "infra": 1}, rebootSteps())
-	res, err := w.carryOut(context.Background(), st, p, ApplyOptions{Parallelism: 10})
+	res, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{Parallelism: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +238,7 @@ func TestApplyPoolDrainTimeout(t *testing.T) {
 			p.Pools[i].DrainTimeout = 90 * time.Second
 		}
 	}
-	if _, err := w.carryOut(context.Background(), st, p, ApplyOptions{DrainTimeout: 7 * time.Minute}); err != nil {
+	if _, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{DrainTimeout: 7 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]time.Duration{"infra-0": 90 * time.Second, "worker-0": 7 * time.Minute}
@@ -259,7 +265,7 @@ func TestApplyGlobalParallelism(t *testing.T) {
 			running--
 		}
 	}
-	if _, err := w.carryOut(context.Background(), st, p, ApplyOptions{Parallelism: 3, Observer: obs}); err != nil {
+	if _, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{Parallelism: 3, Observer: obs}); err != nil {
 		t.Fatal(err)
 	}
 	if peak > 3 {
@@ -272,7 +278,7 @@ func TestApplyFailureStopsPoolOthersContinue(t *testing.T) {
 	w, st := newTestWorkspace(t, f)
 	f.failNode["worker-0"] = "drain"
 	p := planFor(f, map[string]int{"worker": 1, "infra": 1}, rebootSteps())
-	res, err := w.carryOut(context.Background(), st, p, ApplyOptions{})
+	res, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "node worker-0: drain: injected failure") {
 		t.Fatalf("error = %v, want the failed node and step named", err)
 	}
@@ -297,7 +303,7 @@ func TestApplyResumesFromJournal(t *testing.T) {
 	w, st := newTestWorkspace(t, f)
 	f.failNode["worker-0"] = "verify"
 	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
-	_, err := w.carryOut(context.Background(), st, p, ApplyOptions{})
+	_, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "left cordoned") {
 		t.Fatalf("error = %v, want a node left cordoned after a part-way change", err)
 	}
@@ -315,10 +321,10 @@ func TestApplyOwnPlanGoneStaleStartsNothing(t *testing.T) {
 	f := newFake(map[string]int{"worker": 2})
 	w, st := newTestWorkspace(t, f)
 	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
-	pf := saved(t, w, st, p)
-	w.shown = pf
-	f.fleet.Nodes[1].Ready = false // another apply took the node out meanwhile
-	res, err := w.Apply(context.Background(), st, pf, ApplyOptions{})
+	fresh := &Plan{File: saved(t, w, st, p), w: w, obs: w.newObservation()} // as Plan makes it
+	// Another apply took the node out meanwhile.
+	f.fleet.Nodes[1].Ready = false
+	res, err := w.Apply(context.Background(), st, fresh, ApplyOptions{})
 	if Outcome(res, err) != Incomplete || err == nil || strings.Contains(err.Error(), "saved plan") ||
 		!strings.Contains(err.Error(), "no node was started; run mcp apply again") {
 		t.Fatalf("outcome %v, error %v: want incomplete, nothing started", Outcome(res, err), err)
@@ -337,7 +343,7 @@ func TestApplyRefusesStalePlan(t *testing.T) {
 	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
 	pf := saved(t, w, st, p)
 	f.fleet.Nodes[1].Ready = false // the world moved on
-	_, err := w.Apply(context.Background(), st, pf, ApplyOptions{})
+	_, err := w.Apply(context.Background(), st, Saved(pf), ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "fleet changed") {
 		t.Fatalf("error = %v, want a stale-plan refusal", err)
 	}
@@ -346,7 +352,7 @@ func TestApplyRefusesStalePlan(t *testing.T) {
 	}
 	pf = saved(t, w, st, p)
 	pf.Serial = 7
-	if _, err := w.Apply(context.Background(), st, pf, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "serial") {
+	if _, err := w.Apply(context.Background(), st, Saved(pf), ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "serial") {
 		t.Fatalf("error = %v, want a serial mismatch", err)
 	}
 }
@@ -363,7 +369,7 @@ func TestApplyWithLostLockStopsAndDoesNotWrite(t *testing.T) {
 			cancel(fmt.Errorf("%w: removed", state.ErrLockLost))
 		}
 	}
-	res, err := w.carryOut(ctx, st, p, ApplyOptions{Observer: obs})
+	res, err := w.carryOutPlanned(ctx, st, p, ApplyOptions{Observer: obs})
 	if err == nil || !strings.Contains(err.Error(), "the state was not saved") {
 		t.Fatalf("error %v, want the state not saved", err)
 	}
@@ -386,7 +392,7 @@ func TestApplyLeavesAnUnansweringNodeCordoned(t *testing.T) {
 	f.failNode["worker-0"] = "write /etc/a"
 	f.failErr = fmt.Errorf("the agent did not finish within 30m (%w)", providers.ErrOutcomeUnknown)
 	w, st := newTestWorkspace(t, f)
-	_, err := w.carryOut(context.Background(), st, planFor(f, map[string]int{"worker": 1}, rebootSteps()), ApplyOptions{})
+	_, err := w.carryOutPlanned(context.Background(), st, planFor(f, map[string]int{"worker": 1}, rebootSteps()), ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "left cordoned") {
 		t.Fatalf("error %v, want the node left cordoned", err)
 	}
@@ -403,7 +409,7 @@ func TestApplyKeepsTheBootPointerOfAnUntargetedPool(t *testing.T) {
 	p := planFor(f, map[string]int{"worker": 1, "infra": 1}, rebootSteps())
 	p.Pools[1].PointerKept = true // worker: -target=node.worker-0
 	st.Pointers["worker"] = "rendered-worker-before"
-	if _, err := w.carryOut(context.Background(), st, p, ApplyOptions{}); err != nil {
+	if _, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if st.Pointers["worker"] != "rendered-worker-before" || st.Pointers["infra"] != p.Pools[0].Rendered {
@@ -421,7 +427,7 @@ func TestApplyHonoursAHoldSetAfterThePlan(t *testing.T) {
 	w, st := newTestWorkspace(t, f)
 	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
 	f.fleet.Nodes[1].Labels[model.HoldKey] = "kernel-debug"
-	res, err := w.carryOut(context.Background(), st, p, ApplyOptions{})
+	res, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

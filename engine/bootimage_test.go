@@ -50,7 +50,7 @@ func TestApplySetsTemplatesAndRecordsTheBootImage(t *testing.T) {
 	bootPlan(p, model.SkewWarn, tmplPlan("a", "img-40", "img-41"))
 	var events []Event
 	var mu sync.Mutex
-	if _, err := w.carryOut(context.Background(), st, p, ApplyOptions{Observer: func(e Event) { mu.Lock(); events = append(events, e); mu.Unlock() }}); err != nil {
+	if _, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{Observer: func(e Event) { mu.Lock(); events = append(events, e); mu.Unlock() }}); err != nil {
 		t.Fatal(err)
 	}
 	if f.images["MachineSet/m/a"] != "img-41" {
@@ -78,7 +78,7 @@ func TestApplyTemplateChangedSincePlan(t *testing.T) {
 			w.Provider = f
 			p := planFor(f.fakeProvider, map[string]int{"worker": 1}, rebootSteps())
 			bootPlan(p, skew, tmplPlan("a", "img-40", "img-41"))
-			res, err := w.carryOut(context.Background(), st, p, ApplyOptions{})
+			res, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{})
 			if err == nil || !strings.Contains(err.Error(), "machine template MachineSet/m/a: its image is img-hand-edited now") {
 				t.Fatalf("err %v", err)
 			}
@@ -103,7 +103,7 @@ func TestApplyRefusedBySkewChangesNothing(t *testing.T) {
 	bootPlan(p, model.SkewEnforce, tmplPlan("a", "img-40", "img-41"))
 	p.BootImages[0].Refused = "pool worker has skew = \"enforce\", and …"
 	serial := st.Serial
-	_, err := w.carryOut(context.Background(), st, p, ApplyOptions{})
+	_, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "apply refused, nothing changed") {
 		t.Fatalf("err %v", err)
 	}

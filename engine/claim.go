@@ -37,7 +37,8 @@ const lockLook = time.Second
 // is live while its apply is (tests run several applies in one process).
 var running sync.Map
 
-// claimJudge judges claims for a workspace.
+// claimJudge judges claims for a workspace. One is made per refresh a plan is made from,
+// and goes with that plan (observation): what it finds gone stays gone for the apply.
 type claimJudge struct {
 	w    *Workspace
 	self model.Process
@@ -47,16 +48,6 @@ type claimJudge struct {
 	gone   map[string]string // apply id → why it is gone: a gone apply does not come back
 	lockAt time.Time
 	lock   *state.LockStatus
-}
-
-// judge is the workspace's claim judge, made at first use.
-func (w *Workspace) judge() *claimJudge {
-	w.judgeMu.Lock()
-	defer w.judgeMu.Unlock()
-	if w.judgeV == nil {
-		w.judgeV = newClaimJudge(w)
-	}
-	return w.judgeV
 }
 
 func newClaimJudge(w *Workspace) *claimJudge {
@@ -151,23 +142,24 @@ type claimSeen struct {
 	why   string
 }
 
-// noteClaims records the nodes' claims as fleet shows them, with whether their applies
-// ran then: the plan made from fleet is carried out only on nodes whose claim is still
-// that one, held by no live apply then (claimedSince).
-func (w *Workspace) noteClaims(fleet *model.Fleet) {
-	if !w.provider().Has(providers.CapClaimer) {
-		return
+// noteClaims are the nodes' claims as fleet shows them, with whether their applies ran
+// then: the plan made from fleet is carried out only on nodes whose claim is still that
+// one, held by no live apply then (claimedSince). Nil when the provider keeps no claims.
+func (o *observation) noteClaims(fleet *model.Fleet) map[string]claimSeen {
+	if !o.judge.w.provider().Has(providers.CapClaimer) {
+		return nil
 	}
-	w.seen = make(map[string]claimSeen)
+	seen := make(map[string]claimSeen)
 	for i := range fleet.Nodes {
 		n := &fleet.Nodes[i]
 		if n.Claim == nil {
 			continue
 		}
 		s := claimSeen{claim: n.Claim}
-		s.live, s.why = w.judge().live(*n.Claim)
-		w.seen[n.Name] = s
+		s.live, s.why = o.judge.live(*n.Claim)
+		seen[n.Name] = s
 	}
+	return seen
 }
 
 // claimedError: a node not started because another apply works on it, or did since this
@@ -186,16 +178,16 @@ func (a *applier) claimedSince(node string, observed []model.Node) error {
 		if n.Name != node || n.Claim != nil && n.Claim.Apply == a.id {
 			continue
 		}
-		seen := a.w.seen[node]
+		seen := a.obs.claims[node]
 		switch {
-		case seen.live && n.Claim.Same(seen.claim) && !n.Claim.SamePlace(a.w.judge().self):
+		case seen.live && n.Claim.Same(seen.claim) && !n.Claim.SamePlace(a.obs.judge.self):
 			return a.claimLapsing(node, n.Claim)
 		case seen.live:
 			return notStarted(&claimedError{node, fmt.Sprintf("%s held it when this apply's plan was made (%s): the plan's steps for it may be stale",
 				seen.claim, seen.why)})
 		case !n.Claim.Same(seen.claim) && n.Claim.Held():
 			why := "since this apply's plan was made"
-			if live, how := a.w.judge().live(*n.Claim); live {
+			if live, how := a.obs.judge.live(*n.Claim); live {
 				why += "; it still runs (" + how + ")"
 			}
 			return notStarted(&claimedError{node, fmt.Sprintf("%s claimed it %s", n.Claim, why)})
@@ -215,7 +207,7 @@ func (a *applier) claimedSince(node string, observed []model.Node) error {
 // node is this apply's, in its own slot, and the room its claim held frees then, not at the
 // end of -budget-wait. Until then the node waits for room, saying for what.
 func (a *applier) claimLapsing(node string, held *model.Claim) error {
-	live, why := a.w.judge().live(*held)
+	live, why := a.obs.judge.live(*held)
 	if !live {
 		return nil
 	}
@@ -240,7 +232,7 @@ func (a *applier) othersClaims(busy map[string]string, node string, observed []m
 		if n.Name == node || !n.Claim.Held() || n.Claim.Apply == a.id {
 			continue
 		}
-		if live, _ := a.w.judge().live(*n.Claim); live {
+		if live, _ := a.obs.judge.live(*n.Claim); live {
 			out[n.Name] = "claimed by apply " + n.Claim.Apply
 		}
 	}
@@ -250,7 +242,7 @@ func (a *applier) othersClaims(busy map[string]string, node string, observed []m
 // newClaim is this apply's claim, taken now: without the state lock it expires unless
 // renewed.
 func (a *applier) newClaim() model.Claim {
-	j := a.w.judge()
+	j := a.obs.judge
 	c := model.Claim{Apply: a.id, Lock: a.w.lockID, Host: j.host, Process: j.self, Since: time.Now().UTC()}
 	if a.w.NoLock {
 		c.Lock, c.Expires = "", c.Since.Add(claimTTL)
@@ -278,7 +270,7 @@ func (r *poolRun) take(node string) error {
 		return nil
 	}
 	c := r.a.newClaim()
-	prev, err := cl.Claim(r.ctx, node, c, r.a.w.judge().live)
+	prev, err := cl.Claim(r.ctx, node, c, r.a.obs.judge.live)
 	var ce *providers.ClaimedError
 	switch {
 	case errors.As(err, &ce):
@@ -325,7 +317,7 @@ func (r *poolRun) backOff(node string, since time.Time) error {
 // the lock runs (it counts every node out of service as it finds them, and may not see
 // this apply's claims in time), or the lock cannot be read. "" when none.
 func (a *applier) lockedApply(ctx context.Context, fresh bool) string {
-	st, err := a.w.judge().lockStatus(ctx, fresh)
+	st, err := a.obs.judge.lockStatus(ctx, fresh)
 	switch {
 	case err != nil:
 		return fmt.Sprintf("the state lock cannot be read (%v): with -lock=false no node starts until it shows no apply holds it", err)
@@ -381,7 +373,7 @@ func (a *applier) runClaimed(ctx context.Context, n planner.NodePlan) error {
 			// claim taken (it expired meanwhile) cannot stop the node's steps.
 			renew := c
 			renew.Expires = time.Now().UTC().Add(claimTTL)
-			if _, err := cl.Claim(ctx, n.Name, renew, a.w.judge().live); err == nil {
+			if _, err := cl.Claim(ctx, n.Name, renew, a.obs.judge.live); err == nil {
 				c = renew
 			}
 		}

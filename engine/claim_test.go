@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/config"
-	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/internal/liveproc"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
@@ -102,22 +101,22 @@ func TestClaimJudge(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w.NoLock = tc.noLock
 			w.Backend = lockView{st: tc.lock}
-			w.judgeV = nil // a judge per case: it trusts a look at the lock for a second
 			running.Store("running", true)
 			defer running.Delete("running")
-			if got, why := w.judge().live(tc.claim); got != tc.want || why == "" {
+			// A judge per case: it trusts a look at the lock for a second.
+			if got, why := newClaimJudge(w).live(tc.claim); got != tc.want || why == "" {
 				t.Errorf("live = %v (%s), want %v", got, why, tc.want)
 			}
 		})
 	}
 	// Killed and not yet reaped: a zombie is dead; and dead it stays.
-	w.NoLock, w.judgeV = false, nil
+	w.NoLock = false
 	cmd.Process.Kill()
 	deadline := time.Now().Add(10 * time.Second)
 	for liveproc.Runs(child.PID, child.Start) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if live, why := w.judge().live(here("z", child)); live {
+	if live, why := newClaimJudge(w).live(here("z", child)); live {
 		t.Errorf("a killed, unreaped holder: live (%s)", why)
 	}
 }
@@ -136,25 +135,25 @@ func load(t *testing.T, dir string) *Workspace {
 	return w
 }
 
-// planned reads the state and plans in w.
-func planned(t *testing.T, w *Workspace) (*state.State, *planfile.File) {
+// planned reads the state and plans in w, within opts.
+func planned(t *testing.T, w *Workspace, opts PlanOptions) (*state.State, *Plan) {
 	t.Helper()
 	st, err := w.ReadState(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf, err := w.Plan(context.Background(), st)
+	pf, err := w.Plan(context.Background(), st, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return st, pf
 }
 
-// apply plans and applies in w as mcp apply -auto-approve does, and returns the result,
-// the error and the events.
-func apply(t *testing.T, w *Workspace, opts ApplyOptions) (*ApplyResult, error, []Event) {
+// apply plans (within po) and applies in w as mcp apply -auto-approve does, and returns
+// the result, the error and the events.
+func apply(t *testing.T, w *Workspace, po PlanOptions, opts ApplyOptions) (*ApplyResult, error, []Event) {
 	t.Helper()
-	st, pf := planned(t, w)
+	st, pf := planned(t, w, po)
 	var mu sync.Mutex
 	var evs []Event
 	opts.Observer = func(e Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }
@@ -180,7 +179,7 @@ func TestClaimedNodeIsNotStarted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, err, evs := apply(t, w, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
+	res, err, evs := apply(t, w, PlanOptions{}, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
 	if Outcome(res, err) != Incomplete || !errors.Is(err, ErrNotStarted) {
 		t.Fatalf("outcome %v, err %v; want incomplete", Outcome(res, err), err)
 	}
@@ -230,8 +229,8 @@ func TestLapsedClaimFreesItsRoom(t *testing.T) {
 	w.NoLock = true
 	lp := w.Provider.(*local.Provider)
 	ctx := context.Background()
-	_, pf := planned(t, w)
-	for _, n := range pf.Plan.Nodes {
+	_, pf := planned(t, w, PlanOptions{})
+	for _, n := range pf.File.Plan.Nodes {
 		if n.Name == "infra-1" {
 			r := state.JournalRecord{Node: n.Name, From: n.From, Target: n.To, Step: model.Step{Kind: model.StepCordon}.Key()}
 			if err := w.Backend.AppendJournal(ctx, r); err != nil {
@@ -248,7 +247,7 @@ func TestLapsedClaimFreesItsRoom(t *testing.T) {
 	if err := lp.Cordon(ctx, "infra-1"); err != nil {
 		t.Fatal(err)
 	}
-	res, err, evs := apply(t, w, ApplyOptions{BudgetPoll: 20 * time.Millisecond, BudgetWait: 20 * time.Second})
+	res, err, evs := apply(t, w, PlanOptions{}, ApplyOptions{BudgetPoll: 20 * time.Millisecond, BudgetWait: 20 * time.Second})
 	if Outcome(res, err) != Complete || len(res.Updated) != 6 {
 		t.Fatalf("outcome %v, updated %v, skipped %v, deferred %v, err %v; want all 6 updated once the claim lapsed",
 			Outcome(res, err), res.Updated, res.Skipped, res.Deferred, err)
@@ -272,7 +271,7 @@ func TestNodeWorkedOnSinceThePlanIsNotStarted(t *testing.T) {
 	w := load(t, dir)
 	w.NoLock = true
 	ctx := context.Background()
-	st, pf := planned(t, w)
+	st, pf := planned(t, w, PlanOptions{})
 	other := model.Claim{Apply: "other", Host: "you@there", Process: model.Process{BootID: "elsewhere", PID: 1}, Since: time.Now().UTC()}
 	other.Released = other.Since.Add(time.Second)
 	if _, err := w.Provider.(*local.Provider).Claim(ctx, "infra-1", other, func(model.Claim) (bool, string) { return false, "" }); err != nil {
@@ -311,9 +310,10 @@ func TestUnlockedAppliesBackOffWithinTheBudget(t *testing.T) {
 	var run sync.WaitGroup
 	for i, node := range []string{"infra-0", "infra-1"} {
 		w := load(t, dir)
-		w.NoLock, w.Targets = true, []string{"node." + node}
+		w.NoLock = true
 		w.Provider = &rendezvous{Provider: w.Provider.(*local.Provider), wg: &wg}
-		run.Go(func() { res[i], errs[i], _ = apply(t, w, ApplyOptions{BudgetPoll: 20 * time.Millisecond}) })
+		scope := PlanOptions{Targets: []string{"node." + node}}
+		run.Go(func() { res[i], errs[i], _ = apply(t, w, scope, ApplyOptions{BudgetPoll: 20 * time.Millisecond}) })
 	}
 	run.Wait()
 	for i := range res {

@@ -55,7 +55,7 @@ func TestApplyCommandCheckGatesEachNode(t *testing.T) {
 	w.Provider = f
 	p := planFor(f.fakeProvider, map[string]int{"worker": 1, "infra": 1}, rebootSteps())
 	p.Pools[1].HealthChecks = []model.HealthCheck{brokenCheck} // worker (pools sorted: infra, worker)
-	res, err := w.carryOut(context.Background(), st, p, ApplyOptions{})
+	res, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), `node worker-1: health gate "not-broken" did not pass: ["/bin/sh" "-c" "test ! -e /etc/broken"]: exit 1: /etc/broken exists`) {
 		t.Fatalf("apply: %v; want worker-1 failed by its command check", err)
 	}
@@ -82,7 +82,7 @@ func TestApplyStopsWhenChecksCannotBePublished(t *testing.T) {
 	w.Provider = f
 	p := planFor(f.fakeProvider, map[string]int{"worker": 1}, rebootSteps())
 	p.Pools[0].HealthChecks = []model.HealthCheck{brokenCheck}
-	_, err := w.carryOut(context.Background(), st, p, ApplyOptions{})
+	_, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), `publishing the pools' command health checks: secrets "mcp-health-checks" is forbidden`) {
 		t.Fatalf("apply: %v; want it stopped on the checks", err)
 	}

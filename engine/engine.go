@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hashicorp/hcl/v2"
@@ -43,29 +42,15 @@ type Workspace struct {
 	adapted  adapted // Provider's capabilities: provider()
 	// Alerts answers the pools' alert gates (Parts.Alerts).
 	Alerts AlertSource
-	// Targets and Exclude scope the plans Plan makes (-target, -exclude: see
-	// planner.Input); a saved plan is applied with its own.
-	Targets, Exclude []string
 	// NoLock says the caller does not hold the state lock (apply -lock=false): apply then
 	// claims each node, and looks at its pool again, before its first step; its claims
 	// expire unless renewed; it writes the state over what it finds (docs/decisions.md,
-	// "One apply per node").
+	// "One apply per node"). Set before the first Plan, as Provider and Backend: neither
+	// Plan nor Apply writes a field of the Workspace (a plan carries what its refresh saw:
+	// Plan, docs/decisions.md "A plan is a value").
 	NoLock bool
 
-	lockID string // the state lock this workspace took (Lock)
-	// seen are the nodes' claims as the refresh of the last plan saw them (noteClaims);
-	// shown is the last plan Plan made.
-	seen    map[string]claimSeen
-	shown   *planfile.File
-	judgeMu sync.Mutex
-	judgeV  *claimJudge // judge()
-
-	// pointers are the pools' pointer configs for their user_data Secrets, built at the
-	// last refresh (observeUserData).
-	pointers map[string][]byte
-	// userDataSeen are the digests of the user_data Secrets' values as that refresh read
-	// them, whole: what their writes are conditional on. In memory only: they hash the token.
-	userDataSeen map[string]string
+	lockID string // the state lock this workspace's caller took (Lock), before any plan
 }
 
 // Parts are the providers and state backends this build of mcp has, as each declares
@@ -185,35 +170,6 @@ func digest(f *model.Fleet) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Plan refreshes the fleet and plans against the state st.
-func (w *Workspace) Plan(ctx context.Context, st *state.State) (*planfile.File, error) {
-	before, t0 := w.apiRequests(), time.Now()
-	fleet, err := w.refresh(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	rs := &model.RefreshStats{Nodes: len(fleet.Nodes), Pods: len(fleet.Pods), PDBs: len(fleet.PDBs),
-		APIRequests: -1, Duration: time.Since(t0)}
-	if before >= 0 {
-		rs.APIRequests = w.apiRequests() - before
-	}
-	// The digest (a fifth of a plan's time at 100,000 nodes) is taken beside the planning:
-	// both only read the sorted fleet.
-	sortFleet(fleet)
-	fp := make(chan string, 1)
-	go func() { fp <- digest(fleet) }()
-	pf, err := w.planWith(st, fleet, "", w.Targets, w.Exclude)
-	digested := <-fp
-	if err != nil {
-		return nil, err
-	}
-	pf.FleetFingerprint = digested
-	pf.Refresh = rs
-	w.noteClaims(fleet)
-	w.shown = pf
-	return pf, nil
-}
-
 // apiRequests reads the provider's request counter (-1 when it has none).
 func (w *Workspace) apiRequests() int64 {
 	return w.provider().APIRequests()
@@ -234,23 +190,32 @@ func (w *Workspace) observe(ctx context.Context, nodesOnly bool) (*model.Fleet, 
 
 // refresh observes the fleet, with each node's drift from the config it runs: its disk
 // (checked here when the provider checks disks on request; else as its agent reported it),
-// then its kernel arguments and OS image as the provider reports them (model.HostDrift).
-func (w *Workspace) refresh(ctx context.Context, st *state.State) (*model.Fleet, error) {
-	return w.refreshWith(ctx, st, false)
+// then its kernel arguments and OS image as the provider reports them (model.HostDrift);
+// with what a plan made from it acts on beside the fleet (observation): the nodes' claims
+// as seen and judged now, the user_data Secrets as read.
+func (w *Workspace) refresh(ctx context.Context, st *state.State) (*model.Fleet, *observation, error) {
+	fleet, obs, err := w.refreshWith(ctx, st, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	obs.claims = obs.noteClaims(fleet)
+	return fleet, obs, nil
 }
 
-// refreshWith is refresh; nodesOnly observes only the nodes when the provider can (a
-// drift run: it reads no pods, budgets or templates).
-func (w *Workspace) refreshWith(ctx context.Context, st *state.State, nodesOnly bool) (*model.Fleet, error) {
+// refreshWith is refresh without judging claims (status and drift act on none); nodesOnly
+// observes only the nodes when the provider can (a drift run: it reads no pods, budgets
+// or templates).
+func (w *Workspace) refreshWith(ctx context.Context, st *state.State, nodesOnly bool) (*model.Fleet, *observation, error) {
 	fleet, err := w.observe(ctx, nodesOnly)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := w.diskDrift(ctx, st, fleet); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := w.observeUserData(ctx, fleet); err != nil {
-		return nil, err
+	obs := w.newObservation()
+	if obs.pointers, obs.userData, err = w.observeUserData(ctx, fleet); err != nil {
+		return nil, nil, err
 	}
 	for i := range fleet.Nodes {
 		n := &fleet.Nodes[i]
@@ -260,7 +225,7 @@ func (w *Workspace) refreshWith(ctx context.Context, st *state.State, nodesOnly 
 		}
 	}
 	w.explainDrift(ctx, st, fleet)
-	return fleet, nil
+	return fleet, obs, nil
 }
 
 // diskDrift asks a provider that checks disks on request for each node's drift.
@@ -289,18 +254,14 @@ func (w *Workspace) diskDrift(ctx context.Context, st *state.State, fleet *model
 	return g.Wait()
 }
 
-// planWith plans against st and fleet, whose fingerprint (Fingerprint) is fp, limited to
-// targets and without exclude, now.
-func (w *Workspace) planWith(st *state.State, fleet *model.Fleet, fp string, targets, exclude []string) (*planfile.File, error) {
-	return w.planAt(st, fleet, fp, targets, exclude, time.Now())
-}
-
-// planAt plans as at now: maintenance windows are shown as they stand then. A saved plan
-// is derived again at the time it was made, so that only what it was made from can differ.
-func (w *Workspace) planAt(st *state.State, fleet *model.Fleet, fp string, targets, exclude []string, now time.Time) (*planfile.File, error) {
+// planAt plans against st and fleet, as observed in obs and with fingerprint fp
+// (Fingerprint), limited to targets and without exclude, as at now: maintenance windows
+// are shown as they stand then. A saved plan is derived again at the time it was made, so
+// that only what it was made from can differ.
+func (w *Workspace) planAt(st *state.State, fleet *model.Fleet, obs *observation, fp string, targets, exclude []string, now time.Time) (*planfile.File, error) {
 	p, err := planner.MakePlan(planner.Input{
 		Desired: w.Desired, Rendered: w.Rendered, Known: st.Rendered,
-		Pointers: st.Pointers, BootImages: st.BootImages, UserData: w.pointerDigests(), Fleet: fleet, Journal: st.Journal, Now: now,
+		Pointers: st.Pointers, BootImages: st.BootImages, UserData: obs.pointerDigests(), Fleet: fleet, Journal: st.Journal, Now: now,
 		Targets: targets, Exclude: exclude,
 	})
 	if err != nil {

@@ -26,7 +26,7 @@ func TestApplySaysWhyEachNodeWasNotStarted(t *testing.T) {
 			}
 		}
 		p.Nodes[0].Condition = "NotReady" // infra-0
-		res, _ := w.carryOut(context.Background(), st, p, ApplyOptions{})
+		res, _ := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{})
 		got := map[string]string{}
 		for n, ns := range res.NotStarted {
 			got[n] = fmt.Sprintf("%s (held %v)", ns.Why, ns.Held)
@@ -46,7 +46,7 @@ func TestApplySaysWhyEachNodeWasNotStarted(t *testing.T) {
 		w, st := newTestWorkspace(t, f)
 		p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
 		f.fleet.Nodes[1].Labels[model.HoldKey] = "kernel-debug"
-		res, _ := w.carryOut(context.Background(), st, p, ApplyOptions{})
+		res, _ := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{})
 		if ns := res.NotStarted["worker-1"]; !ns.Held || !strings.Contains(ns.Why, "hold") || len(res.NotStarted) != 1 {
 			t.Errorf("not started: %+v, want worker-1 held", res.NotStarted)
 		}
@@ -61,7 +61,7 @@ func TestApplySaysWhyEachNodeWasNotStarted(t *testing.T) {
 				cancel(fmt.Errorf("%w: removed", state.ErrLockLost))
 			}
 		}
-		res, _ := w.carryOut(ctx, st, p, ApplyOptions{Observer: obs})
+		res, _ := w.carryOutPlanned(ctx, st, p, ApplyOptions{Observer: obs})
 		if len(res.NotStarted) != 2 {
 			t.Fatalf("not started %+v, want 2 nodes", res.NotStarted)
 		}

@@ -31,7 +31,7 @@ func TestAgentThatNeverTakesUpTheUpdate(t *testing.T) {
 	var mu sync.Mutex
 	var notes []string
 	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
-	_, err := w.carryOut(context.Background(), st, p, ApplyOptions{Observer: func(e Event) {
+	_, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{Observer: func(e Event) {
 		if e.Kind == EventNodeWaiting {
 			mu.Lock()
 			notes = append(notes, e.Node+": "+e.Reason)

@@ -81,7 +81,7 @@ func TestApplyCanaryThenSoak(t *testing.T) {
 	p.Pools[0].Canary, p.Pools[0].CanarySoak = 1, 10*time.Minute
 	p.Nodes[0].Canary = true
 	tr := newClockTrace("2026-11-27T12:00:00Z")
-	res, err := w.carryOut(context.Background(), st, p, tr.opts())
+	res, err := w.carryOutPlanned(context.Background(), st, p, tr.opts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestApplyFailedCanaryStopsPool(t *testing.T) {
 	p := planFor(f, map[string]int{"worker": 2}, rebootSteps())
 	p.Pools[0].Canary, p.Pools[0].MaxFailures = 1, 3
 	p.Nodes[0].Canary = true
-	res, err := w.carryOut(context.Background(), st, p, ApplyOptions{})
+	res, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "a canary node failed (canary: worker-0): the other 2 nodes not started") {
 		t.Fatalf("error %v, want the failed canary named", err)
 	}
@@ -136,7 +136,7 @@ func TestApplyMaxFailures(t *testing.T) {
 		w, st := newTestWorkspace(t, f)
 		p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
 		p.Pools[0].MaxFailures = tt.max
-		res, err := w.carryOut(context.Background(), st, p, ApplyOptions{})
+		res, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{})
 		if err == nil {
 			t.Fatalf("max_failures %d: no error", tt.max)
 		}
@@ -162,7 +162,7 @@ func TestApplySoakKeepsTheSlot(t *testing.T) {
 	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
 	p.Pools[0].Soak = 5 * time.Minute
 	tr := newClockTrace("2026-11-27T12:00:00Z")
-	if _, err := w.carryOut(context.Background(), st, p, tr.opts()); err != nil {
+	if _, err := w.carryOutPlanned(context.Background(), st, p, tr.opts()); err != nil {
 		t.Fatal(err)
 	}
 	for i, n := range []string{"worker-1", "worker-2"} {
@@ -191,7 +191,7 @@ func TestApplyWaitsForTheWindow(t *testing.T) {
 	tr := newClockTrace("2026-11-27T12:00:00Z") // a Friday
 	opts := tr.opts()
 	opts.BudgetWait = 24 * time.Hour // Saturday's window closes at 03:00, Sunday's opens at 02:00
-	res, err := w.carryOut(context.Background(), st, p, opts)
+	res, err := w.carryOutPlanned(context.Background(), st, p, opts)
 	if err != nil || len(res.Updated) != 3 {
 		t.Fatalf("updated %v, error %v", res.Updated, err)
 	}
@@ -220,7 +220,7 @@ func TestApplyNoWaitLeavesAClosedPool(t *testing.T) {
 	tr := newClockTrace("2026-11-27T12:00:00Z")
 	opts := tr.opts()
 	opts.NoWait = true
-	res, err := w.carryOut(context.Background(), st, p, opts)
+	res, err := w.carryOutPlanned(context.Background(), st, p, opts)
 	if err == nil || !strings.Contains(err.Error(), "pool worker: not started (-no-wait)") ||
 		!strings.Contains(err.Error(), "next opening Sat 2026-11-28 02:00 UTC (in 14h)") {
 		t.Fatalf("error %v, want the pool not started and its next opening named", err)
@@ -262,7 +262,7 @@ func TestApplyWindowClosingMidRollout(t *testing.T) {
 			tr := newClockTrace("2026-11-28T02:00:00Z") // Saturday, as the window opens
 			opts := tr.opts()
 			tt.opts(&opts)
-			res, err := w.carryOut(context.Background(), st, p, opts)
+			res, err := w.carryOutPlanned(context.Background(), st, p, opts)
 			if err == nil || !strings.Contains(err.Error(), "pool worker: 2 nodes not started (worker-2, worker-3): its maintenance window closed during the rollout") ||
 				!strings.Contains(err.Error(), "next opening Sun 2026-11-29 02:00 UTC") || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v, want the nodes left, the closed window, the next opening and %q", err, tt.want)

@@ -91,7 +91,7 @@ func TestPropertyBudgetAndPlanFidelity(t *testing.T) {
 
 func runCase(sim *simFleet, w *Workspace, st *state.State, stats map[string]int) error {
 	ctx := context.Background()
-	pf, err := w.Plan(ctx, st)
+	pf, err := w.Plan(ctx, st, PlanOptions{})
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
@@ -114,7 +114,7 @@ func runCase(sim *simFleet, w *Workspace, st *state.State, stats map[string]int)
 			stats[kind]++
 		}
 	}
-	for _, np := range pf.Plan.Nodes {
+	for _, np := range pf.File.Plan.Nodes {
 		var planned []string
 		for _, s := range np.Steps {
 			planned = append(planned, s.Key())
@@ -150,7 +150,7 @@ func runCase(sim *simFleet, w *Workspace, st *state.State, stats map[string]int)
 	if len(res.Failed) > 0 && applyErr == nil {
 		return errors.New("nodes failed, and apply returned no error")
 	}
-	if err := sim.judgeUpdated(res.Updated, pf.Plan); err != nil {
+	if err := sim.judgeUpdated(res.Updated, pf.File.Plan); err != nil {
 		return err
 	}
 	stats["rolled-back"] += sim.rolledBack
@@ -161,11 +161,11 @@ func runCase(sim *simFleet, w *Workspace, st *state.State, stats map[string]int)
 	}
 	stats["complete"]++
 	// Complete: the fleet is as the configuration asks, from its own word.
-	again, err := w.Plan(ctx, st)
+	again, err := w.Plan(ctx, st, PlanOptions{})
 	if err != nil {
 		return fmt.Errorf("plan after a complete apply: %w", err)
 	}
-	for _, np := range again.Plan.Nodes {
+	for _, np := range again.File.Plan.Nodes {
 		if np.Changed() || len(np.Drift) > 0 {
 			return fmt.Errorf("apply said complete, and the next plan has node %s: %s %v, drift %v", np.Name, np.Action, keys(np.Steps), np.Drift)
 		}

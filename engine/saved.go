@@ -20,7 +20,8 @@ import (
 // this configuration, the state and the fleet just refreshed, and the saved plan is refused
 // unless it is exactly that — stale (the state or the fleet moved on), made for another
 // configuration directory or by another mcp, or edited by hand.
-func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, pf *planfile.File) (*planner.Plan, error) {
+// The plan returned carries obs, the observation the fleet came with.
+func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *observation, pf *planfile.File) (*Plan, error) {
 	if pf.MCPVersion != Version {
 		return nil, fmt.Errorf("saved plan was made by mcp %s; this is mcp %s: run mcp plan again", pf.MCPVersion, Version)
 	}
@@ -33,14 +34,14 @@ func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, pf *planfile.F
 	}
 	// The saved plan's -target and -exclude, as its variables: the scope reviewed; and its
 	// time, so that a window is seen as it was.
-	fresh, err := w.planAt(st, fleet, fp, pf.Targets, pf.Exclude, pf.Created)
+	fresh, err := w.planAt(st, fleet, obs, fp, pf.Targets, pf.Exclude, pf.Created)
 	if err != nil {
 		return nil, err
 	}
 	if d := planDiff(pf.Plan, fresh.Plan); d != "" {
 		return nil, fmt.Errorf("saved plan is not what this configuration, state and fleet give (edited, or made from other inputs): %s; run mcp plan again", d)
 	}
-	return fresh.Plan, nil
+	return &Plan{File: fresh, w: w, obs: obs}, nil
 }
 
 func canonicalDir(dir string) string {

@@ -54,7 +54,7 @@ func TestApplyStoppedDuringGatesLeavesNodesUnconfirmed(t *testing.T) {
 		<-f.gating // the first node's steps are done, its gate waits
 		cancel(fmt.Errorf("%w: the Lease was not renewed", state.ErrLockLost))
 	}()
-	res, err := w.carryOut(ctx, st, p, ApplyOptions{})
+	res, err := w.carryOutPlanned(ctx, st, p, ApplyOptions{})
 	if len(res.Failed) != 0 || len(res.Unconfirmed) != 1 || len(res.Updated) != 0 {
 		t.Fatalf("failed %v, unconfirmed %v, updated %v: want the gated node unconfirmed", res.Failed, res.Unconfirmed, res.Updated)
 	}
@@ -76,7 +76,7 @@ func TestApplyStoppedDuringGatesLeavesNodesUnconfirmed(t *testing.T) {
 	close(f2.release)
 	w2, st2 := newTestWorkspace(t, f2.fakeProvider)
 	w2.Provider = f2
-	res, err = w2.carryOut(context.Background(), st2, planFor(f2.fakeProvider, map[string]int{"worker": 1}, rebootSteps()), ApplyOptions{})
+	res, err = w2.carryOutPlanned(context.Background(), st2, planFor(f2.fakeProvider, map[string]int{"worker": 1}, rebootSteps()), ApplyOptions{})
 	if len(res.Failed) != 1 || !slices.Equal(f2.marked, []string{"worker-0"}) || Outcome(res, err) != Failed {
 		t.Errorf("a gate that answered not Ready: failed %v, marked %v, err %v", res.Failed, f2.marked, err)
 	}

@@ -55,20 +55,19 @@ func (w *Workspace) pointerConfigs() (map[string][]byte, error) {
 }
 
 // observeUserData reads each user_data Secret into the fleet (its digest, and whether its
-// token is the pool's), and keeps the pointer configs to write in w.pointers and the
-// digests of the values read, whole, in w.userDataSeen. A user_data block needs a provider that holds
-// Secrets.
-func (w *Workspace) observeUserData(ctx context.Context, fleet *model.Fleet) error {
+// token is the pool's), and returns the pointer configs to write, by pool, and the digests
+// of the values read, whole (what the writes are conditional on; in memory only: they
+// hash the token). A user_data block needs a provider that holds Secrets.
+func (w *Workspace) observeUserData(ctx context.Context, fleet *model.Fleet) (pointers map[string][]byte, seen map[string]string, err error) {
 	want, err := w.pointerConfigs()
 	if err != nil || len(want) == 0 {
-		w.pointers = want
-		return err
+		return want, nil, err
 	}
 	store := w.provider()
 	if !store.Has(providers.CapUserDataStore) {
-		return fmt.Errorf("user_data needs a provider that holds Secrets (kubernetes); provider %q has none", w.Desired.Provider.Type)
+		return nil, nil, fmt.Errorf("user_data needs a provider that holds Secrets (kubernetes); provider %q has none", w.Desired.Provider.Type)
 	}
-	seen := map[string]string{}
+	seen = map[string]string{}
 	for i := range w.Desired.Pools {
 		u := w.Desired.Pools[i].BootImage.UserData
 		if u == nil {
@@ -76,7 +75,7 @@ func (w *Workspace) observeUserData(ctx context.Context, fleet *model.Fleet) err
 		}
 		v, ok, err := store.UserData(ctx, u.Namespace, u.Name, u.Key)
 		if err != nil {
-			return fmt.Errorf("pool %s: reading user_data secret %s: %w", w.Desired.Pools[i].Name, u.SecretID(), err)
+			return nil, nil, fmt.Errorf("pool %s: reading user_data secret %s: %w", w.Desired.Pools[i].Name, u.SecretID(), err)
 		}
 		pool := w.Desired.Pools[i].Name
 		obj := model.UserDataObject{Pool: pool, Namespace: u.Namespace, Name: u.Name, Key: u.Key}
@@ -89,8 +88,7 @@ func (w *Workspace) observeUserData(ctx context.Context, fleet *model.Fleet) err
 		}
 		fleet.UserData = append(fleet.UserData, obj)
 	}
-	w.pointers, w.userDataSeen = want, seen
-	return nil
+	return want, seen, nil
 }
 
 // pointerDigest is how plans name a user-data value: the digest of the value with its
@@ -107,10 +105,10 @@ func pointerDigest(b []byte) (digest string, token []string) {
 	return providers.Digest(r), token
 }
 
-// pointerDigests are the digests of w.pointers, by pool, for the planner.
-func (w *Workspace) pointerDigests() map[string]string {
-	out := make(map[string]string, len(w.pointers))
-	for pool, b := range w.pointers {
+// pointerDigests are the digests of the pointer configs to write, by pool, for the planner.
+func (o *observation) pointerDigests() map[string]string {
+	out := make(map[string]string, len(o.pointers))
+	for pool, b := range o.pointers {
 		out[pool], _ = pointerDigest(b)
 	}
 	return out
@@ -122,11 +120,11 @@ func (a *applier) setUserData(ctx context.Context, bp *planner.BootImagePlan) er
 	if ud == nil || ud.Action == planner.UserDataNoOp {
 		return nil
 	}
-	b := a.w.pointers[bp.Pool]
+	b := a.obs.pointers[bp.Pool]
 	if d, _ := pointerDigest(b); b == nil || d != ud.To {
 		return errors.New("its pointer config is not the one planned") // rederive makes this unreachable
 	}
-	// The write is conditional on the whole value this apply's refresh read (token and
-	// all), which the plan cannot carry: a Secret changed since is an error.
-	return a.w.provider().SetUserData(ctx, ud.Namespace, ud.Name, ud.Key, b, a.w.userDataSeen[bp.Pool])
+	// The write is conditional on the whole value the refresh of the plan carried out read
+	// (token and all), which no plan file carries: a Secret changed since is an error.
+	return a.w.provider().SetUserData(ctx, ud.Namespace, ud.Name, ud.Key, b, a.obs.userData[bp.Pool])
 }

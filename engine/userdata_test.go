@@ -83,11 +83,11 @@ pool "edge" {
 	st, _ := w.ReadState(ctx)
 	userData := func(w *Workspace) *planner.UserDataPlan {
 		t.Helper()
-		pf, err := w.Plan(ctx, st)
+		pf, err := w.Plan(ctx, st, PlanOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, b := range pf.Plan.BootImages {
+		for _, b := range pf.File.Plan.BootImages {
 			if b.Pool == "edge" {
 				return b.UserData
 			}
@@ -98,7 +98,7 @@ pool "edge" {
 	if u := userData(w); u.Action != planner.UserDataCreate || u.From != "" {
 		t.Fatalf("first plan: %+v", u)
 	}
-	pf, _ := w.Plan(ctx, st)
+	pf, _ := w.Plan(ctx, st, PlanOptions{})
 	if _, err := w.Apply(ctx, st, pf, ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -120,9 +120,9 @@ pool "edge" {
 	}
 	// Neither the token nor an unkeyed hash of anything holding it is in the saved plan:
 	// nothing against which a guessed token could be checked offline.
-	pf, _ = w.Plan(ctx, st)
+	pf, _ = w.Plan(ctx, st, PlanOptions{})
 	saved := filepath.Join(t.TempDir(), "plan")
-	if err := planfile.Write(saved, pf); err != nil {
+	if err := planfile.Write(saved, pf.File); err != nil {
 		t.Fatal(err)
 	}
 	planBytes, _ := os.ReadFile(saved)
@@ -142,10 +142,9 @@ pool "edge" {
 		}
 	}
 	// The Secret edited by hand after the plan: the saved plan is stale, nothing written.
-	pf, _ = w.Plan(ctx, st)
+	pf, _ = w.Plan(ctx, st, PlanOptions{})
 	store.secrets["openshift-machine-api/edge-user-data/userData"] = []byte("hand-edited")
-	w.shown = nil // applied as a saved plan, read back from its file
-	if _, err := w.Apply(ctx, st, pf, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "saved plan") {
+	if _, err := w.Apply(ctx, st, Saved(pf.File), ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "saved plan") {
 		t.Errorf("apply of a stale plan: %v", err)
 	}
 	if got := string(store.secrets["openshift-machine-api/edge-user-data/userData"]); got != "hand-edited" {
@@ -157,7 +156,7 @@ pool "edge" {
 	if u := userData(w); u.Action != planner.UserDataUpdate || !u.TokenChanged {
 		t.Fatalf("rotated token: %+v", u)
 	}
-	pf, _ = w.Plan(ctx, st)
+	pf, _ = w.Plan(ctx, st, PlanOptions{})
 	if _, err := w.Apply(ctx, st, pf, ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -37,11 +37,13 @@ func (c *cli) apply(args []string) int {
 	if *asJSON && !*auto && len(pos) == 0 {
 		return c.errorf("-json needs -auto-approve or a saved plan: nobody can approve a plan in JSON output")
 	}
-	var saved *planfile.File
+	var p *engine.Plan
 	if len(pos) == 1 {
-		if saved, err = c.readSavedPlan(pos[0], &lf, &sf); err != nil {
+		saved, err := c.readSavedPlan(pos[0], &lf, &sf)
+		if err != nil {
 			return c.failErr(err)
 		}
+		p = engine.Saved(saved)
 	}
 	ws := c.load(&lf)
 	if ws == nil {
@@ -56,17 +58,16 @@ func (c *cli) apply(args []string) int {
 		return code
 	}
 	defer unlock()
-	ws.Targets, ws.Exclude = sf.targets, sf.exclude
 	// A closed stdout (`| head`, a closed terminal) does not stop the apply: its output is
 	// dropped from then on, and the exit code is still the apply's.
 	color, term := c.color(&lf), isTerminal(c.stdout)
 	out := &keepWriting{w: c.stdout, stderr: c.stderr, then: "the apply goes on without showing its progress there"}
 	v := views.NewApply(*asJSON, out, color)
-	pf := saved
-	if pf == nil {
-		if pf, err = ws.Plan(ctx, st); err != nil {
+	if p == nil {
+		if p, err = ws.Plan(ctx, st, engine.PlanOptions{Targets: sf.targets, Exclude: sf.exclude}); err != nil {
 			return c.failErr(err)
 		}
+		pf := p.File
 		if err := v.Plan(pf); err != nil {
 			return c.failErr(err)
 		}
@@ -79,6 +80,7 @@ func (c *cli) apply(args []string) int {
 			}
 		}
 	}
+	pf := p.File
 	// On a terminal the progress is a few lines redrawn in place; elsewhere (a pipe, a
 	// file, -json) it stays one line per event.
 	var progress views.Progress = v
@@ -92,7 +94,7 @@ func (c *cli) apply(args []string) int {
 	}
 	c.intr.setNotice("finishing the nodes already started and starting no more; then the state is saved and the lock released")
 	opts.Observer = progress.Event
-	res, err := ws.Apply(ctx, st, pf, opts)
+	res, err := ws.Apply(ctx, st, p, opts)
 	if live != nil {
 		live.Stop() // before anything else is printed
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
+	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/engine/planfile"
 )
 
@@ -29,11 +30,12 @@ func (c *cli) graph(args []string) int {
 		if st == nil {
 			return code
 		}
-		pf, err = ws.Plan(ctx, st)
+		p, err := ws.Plan(ctx, st, engine.PlanOptions{})
 		unlock()
 		if err != nil {
 			return c.failErr(err)
 		}
+		pf = p.File
 	case 1:
 		// A saved plan is the graph's whole input: flags for making one would do nothing.
 		var set []string

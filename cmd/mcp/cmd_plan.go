@@ -28,12 +28,12 @@ func (c *cli) plan(args []string) int {
 	if st == nil {
 		return code
 	}
-	ws.Targets, ws.Exclude = sf.targets, sf.exclude
-	pf, err := ws.Plan(ctx, st)
+	p, err := ws.Plan(ctx, st, engine.PlanOptions{Targets: sf.targets, Exclude: sf.exclude})
 	unlock()
 	if err != nil {
 		return c.failErr(err)
 	}
+	pf := p.File
 	v := views.NewPlan(*asJSON, c.stdout, c.color(&lf))
 	if err := v.Plan(pf); err != nil {
 		return c.failErr(err)

@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/providers/local"
+)
+
+// workedOnElsewhere records on node that an apply on another machine claimed it and
+// released it: the node may have changed since any plan made before.
+func workedOnElsewhere(t *testing.T, w *Workspace, node string) {
+	t.Helper()
+	c := model.Claim{Apply: "elsewhere", Host: "you@there", Process: model.Process{BootID: "elsewhere", PID: 1}, Since: time.Now().UTC()}
+	c.Released = c.Since.Add(time.Second)
+	if _, err := w.Provider.(*local.Provider).Claim(context.Background(), node, c, func(model.Claim) (bool, string) { return false, "" }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// worked are the nodes whose event logs show a cordon or an agent at work.
+func worked(t *testing.T, dir string) []string {
+	t.Helper()
+	logs, err := local.ReadEvents(filepath.Join(dir, "fleet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for node, evs := range logs {
+		for _, e := range evs {
+			if e.Kind == local.EventCordon || e.Kind == local.EventWorking {
+				out = append(out, node)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Two plans of one workspace, the fleet changed between them; the older is applied. Under
+// the state lock it is derived again from a refresh of its own and refused as stale:
+// nothing acts, and the apply is incomplete (run again). The newer plan is then applied
+// whole: the older one's refusal left nothing behind in the workspace.
+func TestOlderOfTwoPlansIsRefusedUnderTheLock(t *testing.T) {
+	dir := quickstart(t)
+	w := load(t, dir)
+	ctx := context.Background()
+	st, older := planned(t, w, PlanOptions{})
+	workedOnElsewhere(t, w, "infra-1")
+	newer, err := w.Plan(ctx, st, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if older.File.FleetFingerprint == newer.File.FleetFingerprint {
+		t.Fatal("the two plans saw the same fleet: the test shows nothing")
+	}
+	res, err := w.Apply(ctx, st, older, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
+	if Outcome(res, err) != Incomplete || !errors.Is(err, errChangedSincePlan) || len(res.Updated) != 0 {
+		t.Fatalf("older plan: updated %v, err %v; want it refused, nothing started", res, err)
+	}
+	if got := worked(t, dir); len(got) != 0 {
+		t.Fatalf("the refused plan worked on %v", got)
+	}
+	res, err = w.Apply(ctx, st, newer, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
+	if Outcome(res, err) != Complete || len(res.Updated) != 6 {
+		t.Fatalf("newer plan: outcome %v, updated %v, err %v; want all 6 updated", Outcome(res, err), res.Updated, err)
+	}
+}
+
+// Without the state lock a fresh plan is carried out as made, with its own refresh's
+// observation. The older of two plans does not know the claim the newer one saw on
+// infra-1: for it, another apply worked on the node since, and infra-1 is not started
+// (carried out with the newer plan's observation, it would be: that claim was seen, and
+// released). The other nodes are updated as the older plan showed. The newer plan, made
+// from the state as it was before that apply wrote it, then starts nothing.
+func TestOlderOfTwoPlansIsAppliedAsPlannedWithoutTheLock(t *testing.T) {
+	dir := quickstart(t)
+	w := load(t, dir)
+	w.NoLock = true
+	ctx := context.Background()
+	st, older := planned(t, w, PlanOptions{})
+	workedOnElsewhere(t, w, "infra-1")
+	newer, err := w.Plan(ctx, st, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, seen := newer.obs.claims["infra-1"]; !seen {
+		t.Fatal("the newer plan did not see infra-1's claim: the test shows nothing")
+	}
+	res, err := w.Apply(ctx, st, older, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
+	if Outcome(res, err) != Incomplete || !slices.Equal(res.Skipped, []string{"infra-1"}) ||
+		!strings.Contains(err.Error(), "since this apply's plan was made") {
+		t.Fatalf("older plan: skipped %v, err %v; want infra-1 not started, worked on since the plan", res.Skipped, err)
+	}
+	want := []string{"infra-0", "worker-0", "worker-1", "worker-2", "worker-3"}
+	if d := cmp.Diff(want, worked(t, dir)); d != "" {
+		t.Errorf("nodes worked on (-want +got):\n%s", d)
+	}
+	res, err = w.Apply(ctx, st, newer, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
+	if !errors.Is(err, errChangedSincePlan) || len(res.Updated) != 0 {
+		t.Fatalf("newer plan, after the state moved on: updated %v, err %v; want nothing started", res.Updated, err)
+	}
+	if d := cmp.Diff(want, worked(t, dir)); d != "" {
+		t.Errorf("nodes worked on after the newer plan (-want +got):\n%s", d)
+	}
+}
+
+// A saved plan is never carried out as made, even without the lock: it is derived again.
+// And a fresh plan is applied only by the workspace that made it.
+func TestApplyToldFreshOrSaved(t *testing.T) {
+	dir := quickstart(t)
+	w := load(t, dir)
+	w.NoLock = true
+	ctx := context.Background()
+	st, p := planned(t, w, PlanOptions{})
+	if !p.Fresh() || Saved(p.File).Fresh() {
+		t.Fatal("Plan's plan must be fresh, Saved's not")
+	}
+	if _, err := load(t, dir).Apply(ctx, st, p, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "another workspace") {
+		t.Fatalf("a plan applied by another workspace: %v", err)
+	}
+	workedOnElsewhere(t, w, "infra-1")
+	_, err := w.Apply(ctx, st, Saved(p.File), ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), "saved plan is stale") {
+		t.Fatalf("a saved plan whose fleet changed, without the lock: %v; want it refused as stale", err)
+	}
+	if got := worked(t, dir); len(got) != 0 {
+		t.Errorf("the stale saved plan worked on %v", got)
+	}
+}
