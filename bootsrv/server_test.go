@@ -33,7 +33,7 @@ func rendered(t testing.TB, pool, content string, kargs ...string) *model.Render
 	d := &model.Desired{Pools: []model.Pool{{Name: pool, KernelArgs: kargs}},
 		Configs: []model.Config{{Name: "10-x", Pools: []string{pool},
 			Files: []model.File{{Path: "/etc/motd", Mode: 0o644, Contents: []byte(content)}}}}}
-	out, diags := planner.Render(d)
+	out, diags := planner.Render(d, ignition.Renderer{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -473,7 +473,7 @@ func TestFirstBootRecordServed(t *testing.T) {
 	d := &model.Desired{Pools: []model.Pool{{Name: "worker", OSImage: "quay.io/example/os:2"}},
 		Configs: []model.Config{{Name: "10-x", Pools: []string{"worker"},
 			Files: []model.File{{Path: "/etc/motd", Mode: 0o644, Contents: []byte("hi\n")}}}}}
-	out, diags := planner.Render(d)
+	out, diags := planner.Render(d, ignition.Renderer{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

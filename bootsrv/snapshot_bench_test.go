@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -23,7 +24,7 @@ func BenchmarkBuildSnapshot(b *testing.B) {
 				Contents: []byte(strings.Repeat(fmt.Sprintf("setting-%d-%d = value\n", p, f), 100))})
 		}
 		d.Configs = []model.Config{c}
-		out, diags := planner.Render(d)
+		out, diags := planner.Render(d, ignition.Renderer{})
 		if diags.HasErrors() {
 			b.Fatal(diags)
 		}

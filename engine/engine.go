@@ -16,12 +16,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/engine/planfile"
-	"github.com/mcpfleet/mcp/internal/hclpos"
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers"
@@ -111,14 +110,14 @@ func (p Parts) Backend(d *model.Desired) (state.Backend, error) {
 // Load reads the configuration in dir, renders every pool and builds the provider and
 // the state backend from parts. Diagnostics carry source ranges; the Workspace is nil on
 // errors (its Config may still be needed to print them, so it is returned in the result too).
-func Load(dir string, opts config.Options, parts Parts) (*Workspace, *config.Result, hcl.Diagnostics) {
+func Load(dir string, opts config.Options, parts Parts) (*Workspace, *config.Result, model.Diagnostics) {
 	opts.Schemas = parts.Schemas()
 	res, diags := config.Load(dir, opts)
 	if diags.HasErrors() {
 		return nil, res, diags
 	}
 	d := res.Desired
-	rendered, rdiags := planner.Render(d)
+	rendered, rdiags := planner.Render(d, ignition.Renderer{})
 	diags = append(diags, rdiags...)
 	if diags.HasErrors() {
 		return nil, res, diags
@@ -136,13 +135,13 @@ func Load(dir string, opts config.Options, parts Parts) (*Workspace, *config.Res
 
 // partError is a part's refusal to be built, shown at the setting it names (a
 // *model.SettingError) when the configuration gave it, else at the block.
-func partError(summary string, err error, s model.Settings, block model.Range) *hcl.Diagnostic {
+func partError(summary string, err error, s model.Settings, block model.Range) *model.Diagnostic {
 	at := block
 	var se *model.SettingError
 	if errors.As(err, &se) && s[se.Setting].Range.Filename != "" {
 		at = s[se.Setting].Range
 	}
-	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: err.Error(), Subject: hclpos.Subject(at)}
+	return &model.Diagnostic{Severity: model.DiagError, Summary: summary, Detail: err.Error(), Subject: model.Subject(at)}
 }
 
 // Fingerprint is a digest of everything observed about the fleet. A saved plan records it,

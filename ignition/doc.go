@@ -3,7 +3,9 @@
 //
 //   - the specs mcp knows, each with Ignition's own parser (Spec, Lookup, All), and a
 //     parse of any of them into the newest spec's types (ParseAny);
-//   - render's check of a merged config with its spec's parser, which names it (Render);
+//   - render's check of a merged config with its spec's parser, which names it (Render),
+//     its report in the model's neutral form; Renderer hands that, the spec check and the
+//     first-boot merge to the planner, which imports no Ignition parser;
 //     the config's Ignition encoding, its name and the first-boot record are the room's
 //     part every node links, ignition/content, which imports no parser;
 //   - pointer configs: the user-data that makes a booting node fetch and merge its pool's

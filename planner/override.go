@@ -5,9 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hashicorp/hcl/v2"
-
-	"github.com/mcpfleet/mcp/internal/hclpos"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -71,16 +68,16 @@ func (s *overrideSet) add(pool string, ovs []override) {
 }
 
 // diags are the warnings, naming both blocks with their places.
-func (s *overrideSet) diags() hcl.Diagnostics {
-	var diags hcl.Diagnostics
+func (s *overrideSet) diags() model.Diagnostics {
+	var diags model.Diagnostics
 	for i, o := range s.list {
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning,
+		diags = append(diags, &model.Diagnostic{Severity: model.DiagWarning,
 			Summary: fmt.Sprintf("Override changes the disruption policy of %s %s", o.kind, o.name),
 			Detail: fmt.Sprintf("%s %s of %s (%s) replaces the one of %s (%s) in pool %s: a change to it now needs %s, not %s. "+
 				"Give the later block the on_change the %s needs.",
 				capital(o.kind), o.name, o.by.Block, o.by.Place(), o.was.Block, o.was.Place(), strings.Join(s.pools[i], ", "),
 				policyText(o.now), policyText(o.before), o.kind),
-			Subject: hclpos.Subject(o.subject)})
+			Subject: model.Subject(o.subject)})
 	}
 	return diags
 }

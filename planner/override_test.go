@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/hcl/v2"
+	"github.com/mcpfleet/mcp/ignition"
 
 	"github.com/mcpfleet/mcp/model"
 )
@@ -30,11 +30,11 @@ func TestOverridesWarnOncePerBlockPair(t *testing.T) {
 				Files: []model.File{{Path: "/etc/f", Contents: []byte("c"), OnChange: restart, DeclRange: at("/cfg/c.hcl", 1), Butane: "storage.files.0"}}},
 		},
 	}
-	out, diags := Render(d)
+	out, diags := Render(d, ignition.Renderer{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	if len(diags) != 1 || diags[0].Severity != hcl.DiagWarning || diags[0].Subject.Filename != "/cfg/b.hcl" || diags[0].Subject.Start.Line != 5 {
+	if len(diags) != 1 || diags[0].Severity != model.DiagWarning || diags[0].Subject.Filename != "/cfg/b.hcl" || diags[0].Subject.Start.Line != 5 {
 		t.Fatalf("want one warning at b.hcl:5, got %v", diags)
 	}
 	for _, w := range []string{"Unit u.service of config.20-b (b.hcl:5,3) replaces the one of config.10-a (a.hcl:3,3) in pool infra, worker",

@@ -7,30 +7,36 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/coreos/vcontext/report"
-	"github.com/hashicorp/hcl/v2"
-
-	"github.com/mcpfleet/mcp/ignition"
-	"github.com/mcpfleet/mcp/internal/hclpos"
 	"github.com/mcpfleet/mcp/model"
 )
 
 // DefaultIgnitionVersion is the Ignition spec rendered configs are written in by default.
 const DefaultIgnitionVersion = "3.4.0"
 
+// Ignition is what render asks of the Ignition room (package ignition's Renderer): it is
+// handed to Render so that the planner links no Ignition parser.
+type Ignition interface {
+	// RenderVersion refuses a spec version render may not write configs in.
+	RenderVersion(version string) error
+	// Render checks r's Ignition config with Ignition's parser of its spec and names r
+	// when the parser takes it; the report's entries are at JSON paths of that config.
+	Render(r *model.Rendered) ([]model.ReportEntry, error)
+	// MergeFirstBoot merges first-boot parts in order, as Ignition merges configs.
+	MergeFirstBoot(parts [][]byte) ([]byte, error)
+}
+
 // Render merges, per pool, the configs that name it (in lexical order of config name, later
-// wins) into a rendered config, and has the ignition room check its Ignition config with
-// Ignition's own parser of the spec and name it. Problems become diagnostics pointing at
-// the file or unit concerned.
-func Render(d *model.Desired) (map[string]*model.Rendered, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
+// wins) into a rendered config, and has the ignition room ign check its Ignition config
+// with Ignition's own parser of the spec and name it. Problems become diagnostics pointing
+// at the file or unit concerned.
+func Render(d *model.Desired, ign Ignition) (map[string]*model.Rendered, model.Diagnostics) {
+	var diags model.Diagnostics
 	version := d.IgnitionVersion
 	if version == "" {
 		version = DefaultIgnitionVersion
 	}
-	if spec, ok := ignition.Lookup(version); !ok || !spec.Render {
-		return nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Unsupported Ignition version",
-			Detail: fmt.Sprintf("ignition_version %q: mcp renders %s", version, ignition.RenderList())}}
+	if err := ign.RenderVersion(version); err != nil {
+		return nil, model.Diagnostics{{Severity: model.DiagError, Summary: "Unsupported Ignition version", Detail: err.Error()}}
 	}
 	out := make(map[string]*model.Rendered, len(d.Pools))
 	var overrides overrideSet
@@ -39,16 +45,16 @@ func Render(d *model.Desired) (map[string]*model.Rendered, hcl.Diagnostics) {
 		r, ovs := merge(&d.Pools[i], d.Configs, rel)
 		overrides.add(d.Pools[i].Name, ovs)
 		r.IgnitionVersion = version
-		if dg := firstBoot(r, d.Configs); dg != nil {
+		if dg := firstBoot(r, d.Configs, ign); dg != nil {
 			diags = append(diags, dg)
 			continue
 		}
-		rpt, err := ignition.Render(r)
+		rpt, err := ign.Render(r)
 		diags = append(diags, reportDiags(r, d, &d.Pools[i], rpt)...)
-		if err != nil && !rpt.IsFatal() {
-			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError,
+		if err != nil && !fatal(rpt) {
+			diags = append(diags, &model.Diagnostic{Severity: model.DiagError,
 				Summary: fmt.Sprintf("Ignition rejects rendered config for pool %q", r.Pool),
-				Detail:  err.Error(), Subject: hclpos.Subject(d.Pools[i].DeclRange)})
+				Detail:  err.Error(), Subject: model.Subject(d.Pools[i].DeclRange)})
 		}
 		if err != nil {
 			continue
@@ -177,33 +183,36 @@ func mergeDropins(old, new []model.Dropin) []model.Dropin {
 	return out
 }
 
+// fatal reports whether Ignition's report says why it refused the config (an error entry).
+func fatal(rpt []model.ReportEntry) bool {
+	return slices.ContainsFunc(rpt, func(e model.ReportEntry) bool { return e.Severity == model.DiagError })
+}
+
 // reportDiags turns Ignition's report entries into diagnostics on the file or unit whose
 // JSON path they name.
-func reportDiags(r *model.Rendered, d *model.Desired, p *model.Pool, rpt report.Report) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	for _, e := range rpt.Entries {
-		sev := hcl.DiagWarning
+func reportDiags(r *model.Rendered, d *model.Desired, p *model.Pool, rpt []model.ReportEntry) model.Diagnostics {
+	var diags model.Diagnostics
+	for _, e := range rpt {
+		sev := e.Severity
 		// A key the spec lacks would be dropped at boot: what a config declares is never
 		// silently dropped.
-		if e.Kind == report.Error || strings.Contains(e.Message, "unused key") {
-			sev = hcl.DiagError
-		} else if e.Kind != report.Warn {
-			continue
+		if strings.Contains(e.Message, "unused key") {
+			sev = model.DiagError
 		}
-		subject := hclpos.Subject(p.DeclRange)
-		path := e.Context.String()
+		subject := model.Subject(p.DeclRange)
+		path := e.Path
 		if i, ok := indexAfter(path, "storage.files."); ok && i < len(r.Files) {
-			subject = hclpos.Subject(r.Files[i].DeclRange)
+			subject = model.Subject(r.Files[i].DeclRange)
 		} else if i, ok := indexAfter(path, "systemd.units."); ok && i < len(r.Units) {
-			subject = hclpos.Subject(r.Units[i].DeclRange)
+			subject = model.Subject(r.Units[i].DeclRange)
 		} else if i, ok := indexAfter(path, "storage.directories."); ok && i < len(r.Directories) {
-			subject = hclpos.Subject(r.Directories[i].DeclRange)
+			subject = model.Subject(r.Directories[i].DeclRange)
 		} else if i, ok := indexAfter(path, "storage.links."); ok && i < len(r.Links) {
-			subject = hclpos.Subject(r.Links[i].DeclRange)
+			subject = model.Subject(r.Links[i].DeclRange)
 		} else if at := firstBootAt(d, r); at != nil && len(r.FirstBoot) > 0 && !managedPath(path) {
 			subject = at
 		}
-		diags = append(diags, &hcl.Diagnostic{Severity: sev,
+		diags = append(diags, &model.Diagnostic{Severity: sev,
 			Summary: fmt.Sprintf("Ignition rejects rendered config for pool %q", r.Pool),
 			Detail:  fmt.Sprintf("%s: %s", path, e.Message), Subject: subject})
 	}
@@ -211,8 +220,8 @@ func reportDiags(r *model.Rendered, d *model.Desired, p *model.Pool, rpt report.
 }
 
 // firstBoot merges the first-boot parts of the configs r's pool is rendered from into r
-// (ignition.MergeFirstBoot), in merge order.
-func firstBoot(r *model.Rendered, configs []model.Config) *hcl.Diagnostic {
+// (the Ignition room's MergeFirstBoot), in merge order.
+func firstBoot(r *model.Rendered, configs []model.Config, ign Ignition) *model.Diagnostic {
 	var parts [][]byte
 	var last *model.Config
 	for i := range configs {
@@ -223,10 +232,10 @@ func firstBoot(r *model.Rendered, configs []model.Config) *hcl.Diagnostic {
 	if len(parts) == 0 {
 		return nil
 	}
-	fb, err := ignition.MergeFirstBoot(parts)
+	fb, err := ign.MergeFirstBoot(parts)
 	if err != nil {
-		return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: fmt.Sprintf("Cannot merge the first-boot parts of pool %q", r.Pool),
-			Detail: err.Error(), Subject: hclpos.Subject(last.FirstBootRange)}
+		return &model.Diagnostic{Severity: model.DiagError, Summary: fmt.Sprintf("Cannot merge the first-boot parts of pool %q", r.Pool),
+			Detail: err.Error(), Subject: model.Subject(last.FirstBootRange)}
 	}
 	r.FirstBoot = fb
 	return nil
@@ -234,11 +243,11 @@ func firstBoot(r *model.Rendered, configs []model.Config) *hcl.Diagnostic {
 
 // firstBootAt is the place of the last config of r's pool with a first-boot part, for
 // Ignition's report on that part; nil when none has one.
-func firstBootAt(d *model.Desired, r *model.Rendered) *hcl.Range {
-	var at *hcl.Range
+func firstBootAt(d *model.Desired, r *model.Rendered) *model.Range {
+	var at *model.Range
 	for i := range d.Configs {
 		if c := &d.Configs[i]; slices.Contains(c.Pools, r.Pool) && len(c.FirstBoot) > 0 {
-			at = hclpos.Subject(c.FirstBootRange)
+			at = model.Subject(c.FirstBootRange)
 		}
 	}
 	return at
@@ -274,14 +283,14 @@ func indexAfter(path, prefix string) (int, bool) {
 // only once its configs are merged): a managed pool needs the boot_image of its OS image.
 // Pinned to another OS image is skew, not an error: the plan shows it (and refuses it with
 // skew = "enforce").
-func bootImageDiags(d *model.Desired, p *model.Pool, osImage string) hcl.Diagnostics {
+func bootImageDiags(d *model.Desired, p *model.Pool, osImage string) model.Diagnostics {
 	if _, err := d.ResolveBootImage(p, osImage); err != nil {
 		at := p.DeclRange
 		if p.BootImage.Declared {
 			at = p.BootImage.DeclRange
 		}
-		return hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No boot image for the pool",
-			Detail: capitalizeFirst(err.Error()) + ".", Subject: hclpos.Subject(at)}}
+		return model.Diagnostics{{Severity: model.DiagError, Summary: "No boot image for the pool",
+			Detail: capitalizeFirst(err.Error()) + ".", Subject: model.Subject(at)}}
 	}
 	return nil
 }

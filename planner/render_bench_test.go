@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -35,7 +36,7 @@ func BenchmarkRender(b *testing.B) {
 	d := benchDesired(20, 200)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, diags := Render(d); diags.HasErrors() {
+		if _, diags := Render(d, ignition.Renderer{}); diags.HasErrors() {
 			b.Fatal(diags)
 		}
 	}

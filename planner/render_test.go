@@ -29,7 +29,7 @@ func renderDesired() *model.Desired {
 }
 
 func TestRenderMergesInOrder(t *testing.T) {
-	out, diags := Render(renderDesired())
+	out, diags := Render(renderDesired(), ignition.Renderer{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -66,18 +66,18 @@ func TestRenderMergesInOrder(t *testing.T) {
 }
 
 func TestRenderNameIsStable(t *testing.T) {
-	a, _ := Render(renderDesired())
+	a, _ := Render(renderDesired(), ignition.Renderer{})
 	d := renderDesired()
 	// The same content declared in another order of files, units and drop-ins.
 	c := &d.Configs[0]
 	c.Files[0], c.Files[1] = c.Files[1], c.Files[0]
 	c.Units[0].Dropins[0], c.Units[0].Dropins[1] = c.Units[0].Dropins[1], c.Units[0].Dropins[0]
-	b, _ := Render(d)
+	b, _ := Render(d, ignition.Renderer{})
 	if a["worker"].Name != b["worker"].Name {
 		t.Errorf("names differ: %s %s", a["worker"].Name, b["worker"].Name)
 	}
 	d.Configs[1].Files[0].Contents = []byte("changed")
-	c2, _ := Render(d)
+	c2, _ := Render(d, ignition.Renderer{})
 	if c2["worker"].Name == a["worker"].Name {
 		t.Error("a content change kept the name")
 	}
@@ -87,12 +87,12 @@ func TestRenderNameIsStable(t *testing.T) {
 // above all — are not part of its rendered config, so adding or changing one retargets no
 // node (docs/decisions.md, "Health gates and progress").
 func TestRenderNameIgnoresHealthChecks(t *testing.T) {
-	a, _ := Render(renderDesired())
+	a, _ := Render(renderDesired(), ignition.Renderer{})
 	d := renderDesired()
 	d.Pools[0].HealthChecks = []model.HealthCheck{
 		{Name: "kubelet", Command: []string{"/usr/bin/systemctl", "is-active", "kubelet"}, Timeout: time.Minute},
 		{Name: "app", HTTPGet: "http://${node.address}/", Timeout: time.Minute}}
-	b, _ := Render(d)
+	b, _ := Render(d, ignition.Renderer{})
 	if a["worker"].Name != b["worker"].Name || !bytes.Equal(content.Ignition(a["worker"]), content.Ignition(b["worker"])) {
 		t.Errorf("health checks changed the rendered config: %s, %s", a["worker"].Name, b["worker"].Name)
 	}
@@ -102,7 +102,7 @@ func TestRenderReportsIgnitionProblemsAtTheFile(t *testing.T) {
 	d := renderDesired()
 	rng := model.Range{Filename: "main.hcl", Start: model.Pos{Line: 7, Column: 3}}
 	d.Configs[0].Files = append(d.Configs[0].Files, model.File{Path: "/etc/dir/", Mode: 0o644, Contents: []byte("x"), DeclRange: rng})
-	_, diags := Render(d)
+	_, diags := Render(d, ignition.Renderer{})
 	if !diags.HasErrors() {
 		t.Fatal("Ignition accepted a file path ending in a slash")
 	}
@@ -121,14 +121,14 @@ func TestRenderReportsIgnitionProblemsAtTheFile(t *testing.T) {
 // including the Ignition bytes, are those render gave before it marshalled once (and before
 // the ignition room encoded them).
 func TestRenderNamesAsBefore(t *testing.T) {
-	out, diags := Render(renderDesired())
+	out, diags := Render(renderDesired(), ignition.Renderer{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
 	if got := out["worker"].Name; got != "rendered-worker-a33037fe42f042516867be7fe5b3fe0f" {
 		t.Errorf("name %s", got)
 	}
-	out, diags = Render(benchDesired(20, 200))
+	out, diags = Render(benchDesired(20, 200), ignition.Renderer{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

@@ -2,11 +2,13 @@ package planner
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/steps"
@@ -27,7 +29,7 @@ func TestRenderMergesDirectoriesLinksAndKeys(t *testing.T) {
 			Links:   []model.Link{{Path: "/etc/localtime", Target: "../usr/share/zoneinfo/Europe/Paris"}},
 			SSHKeys: []string{"ssh-ed25519 AAAA one", "ssh-rsa AAAA two"}},
 	}
-	out, diags := Render(d)
+	out, diags := Render(d, ignition.Renderer{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -94,7 +96,7 @@ func TestFirstBootPartNamesButStepsNothing(t *testing.T) {
 		{Name: "20-b", Pools: []string{"worker"},
 			FirstBoot: []byte(`{"passwd":{"groups":[{"name":"ops"}],"users":[{"name":"alice","groups":["ops"]}]},"storage":{"disks":[{"device":"/dev/vdb","wipeTable":true}]}}`)},
 	}
-	out, diags := Render(d)
+	out, diags := Render(d, ignition.Renderer{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -108,7 +110,7 @@ func TestFirstBootPartNamesButStepsNothing(t *testing.T) {
 		t.Errorf("served Ignition config lacks the first-boot part: %s", ign)
 	}
 	d.Configs[1].FirstBoot = []byte(`{"passwd":{"groups":[{"name":"ops2"}]}}`)
-	out, diags = Render(d)
+	out, diags = Render(d, ignition.Renderer{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -143,11 +145,12 @@ func TestFirstBootPartNeedsItsSpec(t *testing.T) {
 	at := model.Range{Filename: "main.hcl", Start: model.Pos{Line: 7, Column: 3}}
 	d.Configs = []model.Config{{Name: "10-a", Pools: []string{"worker"}, FirstBootRange: at,
 		FirstBoot: []byte(`{"storage":{"luks":[{"name":"data","device":"/dev/vdb","cex":{"enabled":true}}]}}`)}}
-	_, diags := Render(d)
+	_, diags := Render(d, ignition.Renderer{})
 	if !diags.HasErrors() {
 		t.Fatal("a 3.5 field (luks cex) in a 3.4 config rendered")
 	}
-	e := diags.Errs()[0].Error()
+	i := slices.IndexFunc(diags, func(d *model.Diagnostic) bool { return d.Severity == model.DiagError })
+	e := diags[i].Error()
 	if !strings.Contains(e, "main.hcl:7,3") || !strings.Contains(e, "unused key") {
 		t.Errorf("diagnostic: %s", e)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/engine/config/machineconfig"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // import_ brings configuration written for other tools into mcp's language. Its one kind
@@ -61,9 +62,9 @@ func (c *cli) importMachineConfig(args []string) int {
 	if err != nil {
 		return c.failErr(err)
 	}
-	var diags hcl.Diagnostics
+	var diags model.Diagnostics
 	for _, w := range warnings {
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: views.Capitalize(w)})
+		diags = append(diags, &model.Diagnostic{Severity: model.DiagWarning, Summary: views.Capitalize(w)})
 	}
 	views.Diagnostics(c.stderr, nil, diags, isTerminal(c.stderr))
 	if *out == "" {
@@ -96,15 +97,15 @@ func writeNew(path string, b []byte) error {
 // importProblems prints the problems of the MachineConfig file name (its bytes b) as
 // diagnostics, at their line and column in it.
 func (c *cli) importProblems(name string, b []byte, problems []machineconfig.Problem) {
-	var diags hcl.Diagnostics
+	var diags model.Diagnostics
 	for _, p := range problems {
-		d := &hcl.Diagnostic{Severity: hcl.DiagError, Summary: views.Capitalize(p.Message)}
+		d := &model.Diagnostic{Severity: model.DiagError, Summary: views.Capitalize(p.Message)}
 		if p.Warning {
-			d.Severity = hcl.DiagWarning
+			d.Severity = model.DiagWarning
 		}
 		if p.At.Line > 0 {
-			at := hcl.Pos{Line: p.At.Line, Column: p.At.Column}
-			d.Subject = &hcl.Range{Filename: name, Start: at, End: at}
+			at := model.Pos{Line: p.At.Line, Column: p.At.Column}
+			d.Subject = &model.Range{Filename: name, Start: at, End: at}
 		}
 		diags = append(diags, d)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine/config"
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/planner"
 )
 
@@ -30,7 +31,7 @@ func (c *cli) validate(args []string) int {
 	res, diags := config.Load(c.dir, c.configOptions(&lf))
 	if !diags.HasErrors() {
 		// Rendering validates every pool's config with Ignition's own parser.
-		_, rdiags := planner.Render(res.Desired)
+		_, rdiags := planner.Render(res.Desired, ignition.Renderer{})
 		diags = append(diags, rdiags...)
 	}
 	if *asJSON {

@@ -7,24 +7,24 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/hashicorp/hcl/v2"
+	"github.com/mcpfleet/mcp/model"
 
 	"github.com/mcpfleet/mcp/testkit/within"
 )
 
 // loadWithin runs Load and fails the test if it does not return in time: a FIFO must not
 // block it.
-func loadWithin(t *testing.T, dir string, opts Options) hcl.Diagnostics {
+func loadWithin(t *testing.T, dir string, opts Options) model.Diagnostics {
 	t.Helper()
-	return within.Call(t, "Load", func() hcl.Diagnostics {
+	return within.Call(t, "Load", func() model.Diagnostics {
 		_, diags := Load(dir, opts)
 		return diags
 	})
 }
 
-func findDiag(diags hcl.Diagnostics, summary string) *hcl.Diagnostic {
+func findDiag(diags model.Diagnostics, summary string) *model.Diagnostic {
 	for _, d := range diags {
-		if d.Severity == hcl.DiagError && strings.Contains(d.Summary, summary) {
+		if d.Severity == model.DiagError && strings.Contains(d.Summary, summary) {
 			return d
 		}
 	}
@@ -218,7 +218,7 @@ func TestSpecialFilesRefused(t *testing.T) {
 			}
 			diags := loadWithin(t, dir, opts)
 			for _, d := range diags {
-				if d.Severity == hcl.DiagError && strings.Contains(d.Error(), tt.want) {
+				if d.Severity == model.DiagError && strings.Contains(d.Error(), tt.want) {
 					return
 				}
 			}

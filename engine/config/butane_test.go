@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/hcl/v2"
-
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -129,7 +127,7 @@ func TestButaneProblemsAreDiagnosed(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			diags := loadWithin(t, butaneConfig(t, c.expr, c.files), Options{Schemas: testSchemas})
-			var d *hcl.Diagnostic
+			var d *model.Diagnostic
 			for _, x := range diags {
 				if x.Summary == c.summary && (d == nil || strings.Contains(x.Detail, c.detail[0])) {
 					d = x
@@ -138,7 +136,7 @@ func TestButaneProblemsAreDiagnosed(t *testing.T) {
 			if d == nil {
 				t.Fatalf("no %q diagnostic in %v", c.summary, diags)
 			}
-			if (d.Severity == hcl.DiagWarning) != c.warning {
+			if (d.Severity == model.DiagWarning) != c.warning {
 				t.Errorf("severity %v", d.Severity)
 			}
 			if s := d.Subject; s == nil || !strings.HasSuffix(s.Filename, "main.hcl") || s.Start.Line != 5 {
@@ -159,7 +157,7 @@ func TestButaneProblemsAreDiagnosed(t *testing.T) {
 func TestButaneEnabledWithoutInstallWarns(t *testing.T) {
 	_, diags := Load(butaneConfig(t, `file("worker.bu")`, map[string]string{"worker.bu": workerBu}), Options{Schemas: testSchemas})
 	for _, d := range diags {
-		if d.Severity == hcl.DiagWarning && strings.Contains(d.Detail, `"hello.service" is enabled, but has no install section`) &&
+		if d.Severity == model.DiagWarning && strings.Contains(d.Detail, `"hello.service" is enabled, but has no install section`) &&
 			d.Subject != nil && d.Subject.Start.Line == 5 {
 			return
 		}

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcpfleet/mcp/model"
 )
@@ -331,13 +330,13 @@ func TestProviderDurations(t *testing.T) {
 
 // diagAt loads base.hcl and main.hcl (src) and returns the diagnostic summarised summary,
 // failing the test unless there is one and it is at main.hcl line:col.
-func diagAt(t *testing.T, base, src, summary string, line, col int) *hcl.Diagnostic {
+func diagAt(t *testing.T, base, src, summary string, line, col int) *model.Diagnostic {
 	t.Helper()
 	dir := t.TempDir()
 	write(t, dir, "base.hcl", base)
 	write(t, dir, "main.hcl", src)
 	_, diags := Load(dir, Options{Schemas: testSchemas})
-	var found *hcl.Diagnostic
+	var found *model.Diagnostic
 	for _, d := range diags {
 		if d.Summary == summary {
 			found = d

@@ -8,7 +8,31 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclwrite"
+
+	"github.com/mcpfleet/mcp/internal/hclpos"
+	"github.com/mcpfleet/mcp/model"
 )
+
+// Diagnostics gives the language's diagnostics in the model's neutral form, which the core
+// and the views speak: severity, summary, detail (with its "did you mean") and subject.
+func Diagnostics(ds hcl.Diagnostics) model.Diagnostics {
+	if ds == nil {
+		return nil
+	}
+	out := make(model.Diagnostics, len(ds))
+	for i, d := range ds {
+		md := &model.Diagnostic{Severity: model.DiagError, Summary: d.Summary, Detail: d.Detail}
+		if d.Severity == hcl.DiagWarning {
+			md.Severity = model.DiagWarning
+		}
+		if d.Subject != nil {
+			r := hclpos.From(*d.Subject)
+			md.Subject = &r
+		}
+		out[i] = md
+	}
+	return out
+}
 
 type jsonPos struct {
 	Line   int `json:"line"`
@@ -38,11 +62,11 @@ type jsonValidate struct {
 }
 
 // DiagnosticsJSON renders diagnostics in the shape of `terraform validate -json`.
-func DiagnosticsJSON(diags hcl.Diagnostics) ([]byte, error) {
+func DiagnosticsJSON(diags model.Diagnostics) ([]byte, error) {
 	out := jsonValidate{FormatVersion: "1.0", Diagnostics: []jsonDiag{}}
 	for _, d := range diags {
 		jd := jsonDiag{Severity: "error", Summary: d.Summary, Detail: d.Detail}
-		if d.Severity == hcl.DiagWarning {
+		if d.Severity == model.DiagWarning {
 			jd.Severity = "warning"
 			out.WarningCount++
 		} else {

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/hcl/v2"
-
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -115,7 +113,7 @@ func TestRealButaneConfigs(t *testing.T) {
 		}
 		return string(b)
 	}
-	load := func(name string) (model.Config, hcl.Diagnostics) {
+	load := func(name string) (model.Config, model.Diagnostics) {
 		dir := treeConfig(t, "  butane = file(\""+name+"\")\n", map[string]string{name: read(name)})
 		res, diags := Load(dir, Options{Schemas: testSchemas})
 		if diags.HasErrors() {
@@ -152,7 +150,7 @@ func TestRealButaneConfigs(t *testing.T) {
 	}
 	var warned bool
 	for _, d := range diags {
-		if d.Severity == hcl.DiagWarning && d.Summary == "First boot only" &&
+		if d.Severity == model.DiagWarning && d.Summary == "First boot only" &&
 			strings.Contains(d.Detail, "/home/sleeper/.config (storage.directories.0)") &&
 			strings.Contains(d.Detail, "linger-example.service (storage.links.0)") && d.Subject.Start.Line == 5 {
 			warned = true

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/hashicorp/hcl/v2"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // FuzzLoad loads any text as a configuration file next to a template and a plain file it
@@ -34,7 +34,7 @@ func FuzzLoad(f *testing.F) {
 			t.Fatal("Load returned no result")
 		}
 		for _, d := range diags {
-			if d.Summary == "" || (d.Severity != hcl.DiagError && d.Severity != hcl.DiagWarning) {
+			if d.Summary == "" || (d.Severity != model.DiagError && d.Severity != model.DiagWarning) {
 				t.Errorf("diagnostic without a summary or severity: %#v", d)
 			}
 			if s := d.Subject; s != nil && (s.Filename == "" || s.Start.Line < 1 || s.Start.Column < 1) {

@@ -57,8 +57,14 @@ var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 }}
 
 // Load reads the configuration in dir. The Result is non-nil whenever files were parsed,
-// even with errors, so that the diagnostics can be printed with their source.
-func Load(dir string, opts Options) (*Result, hcl.Diagnostics) {
+// even with errors, so that the diagnostics can be printed with their source. The
+// diagnostics are the model's: the language's own stop here.
+func Load(dir string, opts Options) (*Result, model.Diagnostics) {
+	res, diags := load(dir, opts)
+	return res, Diagnostics(diags)
+}
+
+func load(dir string, opts Options) (*Result, hcl.Diagnostics) {
 	parser := hclparse.NewParser()
 	res := &Result{Files: parser.Files()}
 	names, err := filepath.Glob(filepath.Join(dir, "*.hcl"))

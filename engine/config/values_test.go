@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
+
+	"github.com/mcpfleet/mcp/model"
 )
 
 // TestAwkwardValuesAreDiagnosed feeds null, unknown and mistyped values to every attribute
@@ -69,7 +71,7 @@ func TestAwkwardValuesAreDiagnosed(t *testing.T) {
 				write(t, dir, "vars.in", tt.varFile)
 				opts.VarFiles = []string{filepath.Join(dir, "vars.in")}
 			}
-			var diags hcl.Diagnostics
+			var diags model.Diagnostics
 			func() {
 				defer func() {
 					if r := recover(); r != nil {
@@ -80,7 +82,7 @@ func TestAwkwardValuesAreDiagnosed(t *testing.T) {
 			}()
 			for _, d := range diags {
 				s := d.Subject
-				if d.Severity == hcl.DiagError && s != nil && filepath.Base(s.Filename) == "main.hcl" &&
+				if d.Severity == model.DiagError && s != nil && filepath.Base(s.Filename) == "main.hcl" &&
 					s.Start.Line == line && s.Start.Column == col {
 					return
 				}

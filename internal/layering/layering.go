@@ -26,6 +26,10 @@
 //	engine                          no boot server, fasthttp or Prometheus (Ignition is the room's)
 //	bootsrv                         serves snapshots from a Source; no engine, no client-go
 //	planner, steps                  pure: no I/O, no network, no client-go
+//	planner/…                       no language and no Ignition parser: no HCL, no vcontext, not
+//	                                the ignition room (render is handed it); model diagnostics
+//	engine, engine/{planfile,…}     no HCL or vcontext of their own: the language (engine/config)
+//	                                gives model diagnostics, the ignition room checks Ignition
 //	nodeexec, cmd/mcp-agent         the node side: no HCL, no go-cty, no kubectl, no Ignition
 //	                                parsers (ignition/content only); mcp-agent reaches the API
 //	                                through nodeclient alone
@@ -94,6 +98,15 @@ var Rules = []Rule{
 	{Of: []string{"planner", "steps"},
 		Forbid: []string{"k8s.io/client-go/...", Module + "/providers/...", Module + "/engine/..."},
 		Why:    "the planner is pure: it reaches no cluster and no engine"},
+	{Of: []string{"planner/..."},
+		Forbid: []string{"github.com/hashicorp/hcl/...", "github.com/coreos/vcontext/...", "github.com/coreos/ignition/...",
+			Module + "/ignition", Module + "/internal/hclpos", Module + "/engine/config/..."},
+		Why: "the core speaks model diagnostics (model.Diagnostic): the language converts its own at its edge, and render " +
+			"is handed the ignition room (planner.Ignition), so the planner links neither the language nor Ignition's parsers"},
+	{Of: []string{"engine", "engine/planfile", "engine/health", "engine/alerts"}, Direct: true,
+		Forbid: []string{"github.com/hashicorp/hcl/...", "github.com/coreos/vcontext/...", Module + "/internal/hclpos"},
+		Why: "the engine speaks model diagnostics: it reaches the language only through engine/config's Load, " +
+			"and Ignition only through the ignition room"},
 	{Of: []string{"nodeexec", "cmd/mcp-agent"},
 		Forbid: []string{"github.com/hashicorp/hcl/...", "github.com/zclconf/go-cty/...", "k8s.io/kubectl/...",
 			"github.com/coreos/ignition/v2/config/v3_*", Module + "/ignition",

@@ -154,6 +154,49 @@ func TestRulesCoverNewParts(t *testing.T) {
 	}
 }
 
+// TestRulesKeepTheLanguageAtItsEdge: mcp's own Rules report the planner reaching HCL or
+// Ignition's vcontext, however deep, and the engine importing either itself, but not the
+// engine reaching them through the language (engine/config) or the ignition room.
+func TestRulesKeepTheLanguageAtItsEdge(t *testing.T) {
+	hcl, vcontext := "github.com/hashicorp/hcl/v2", "github.com/coreos/vcontext/report"
+	pkg := func(path string, imports []string, deps ...string) Package {
+		return Package{ImportPath: Module + "/" + path, Imports: imports, Deps: append(slices.Clone(imports), deps...)}
+	}
+	g := map[string]Package{}
+	for _, p := range []Package{
+		pkg("planner", []string{Module + "/model", Module + "/internal/helper"}, hcl),
+		pkg("planner/inner", []string{Module + "/ignition"}, vcontext),
+		pkg("engine", []string{Module + "/engine/config", Module + "/ignition"}, hcl, vcontext),
+		pkg("engine/planfile", []string{hcl}),
+		pkg("engine/health", []string{Module + "/internal/hclpos"}, hcl),
+	} {
+		g[p.ImportPath] = p
+	}
+	var got []string
+	for _, v := range Check(g, Rules) {
+		if strings.Contains(v, " reaches ") {
+			got = append(got, v[:strings.Index(v, ":")])
+		}
+	}
+	want := []string{
+		"planner reaches " + hcl,
+		"planner/inner reaches " + Module + "/ignition",
+		"planner/inner reaches " + vcontext,
+		"engine/planfile reaches " + hcl,
+		"engine/health reaches " + Module + "/internal/hclpos",
+	}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("Rules missed %q; got:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+	for _, g := range got {
+		if strings.HasPrefix(g, "engine reaches") {
+			t.Errorf("Rules reported an allowed edge: %s", g)
+		}
+	}
+}
+
 func TestFloors(t *testing.T) {
 	for _, v := range CheckFloors(graph(t), Floors) {
 		t.Error(v)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/planner"
@@ -28,7 +29,7 @@ func poolConfig(t *testing.T, img string) (*model.Rendered, []byte) {
 			Units: []model.Unit{{Name: "app.service", Enabled: &yes, Contents: "[Service]\nExecStart=/bin/app\n",
 				Dropins: []model.Dropin{{Name: "10-env.conf", Contents: "[Service]\nEnvironment=A=1\n"}}},
 				{Name: "bad.service", Mask: true}}}}}
-	out, diags := planner.Render(d)
+	out, diags := planner.Render(d, ignition.Renderer{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

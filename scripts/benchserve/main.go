@@ -28,6 +28,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/state"
@@ -153,7 +154,7 @@ func writeState(path string, size int) error {
 	}
 	d := &model.Desired{Pools: []model.Pool{{Name: "worker"}}, Configs: []model.Config{{Name: "10-big", Pools: []string{"worker"},
 		Files: []model.File{{Path: "/etc/big.conf", Mode: 0o644, Contents: []byte(sb.String())}}}}}
-	out, diags := planner.Render(d)
+	out, diags := planner.Render(d, ignition.Renderer{})
 	if diags.HasErrors() {
 		return diags
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpfleet/mcp/state"
 
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
@@ -29,7 +30,7 @@ func renderedFixture(t testing.TB) map[string]*model.Rendered {
 				{Path: "/etc/bin", Mode: 0o600, Contents: []byte{0xff, 0, 1, '<'}},
 			},
 			Units: []model.Unit{{Name: "u.service", Contents: "[Service]\nExecStart=/bin/true <&>\n", Enabled: &yes}}}},
-	})
+	}, ignition.Renderer{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}

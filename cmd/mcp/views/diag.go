@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2"
+
+	"github.com/mcpfleet/mcp/model"
 )
 
 // Every error mcp prints goes through this file, as Terraform prints every diagnostic
@@ -28,8 +30,8 @@ const detailWidth = 76
 
 // Diagnostics prints each diagnostic in its box, once, with its place as FILE:LINE,COL
 // (with the block it is in) and the source lines it covers; files are the configuration's
-// sources by name (nil: places without their lines).
-func Diagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics, color bool) error {
+// sources by name (nil: places without their lines), which give the block a place is in.
+func Diagnostics(w io.Writer, files map[string]*hcl.File, diags model.Diagnostics, color bool) error {
 	c := painter(color)
 	var b strings.Builder
 	for i, d := range diags {
@@ -37,7 +39,7 @@ func Diagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics,
 			b.WriteString("\n")
 		}
 		sev := c.paint("1;31", "Error:")
-		if d.Severity == hcl.DiagWarning {
+		if d.Severity == model.DiagWarning {
 			sev = c.paint("1;33", "Warning:")
 		}
 		b.WriteString("╷\n")
@@ -62,7 +64,7 @@ func Diagnostics(w io.Writer, files map[string]*hcl.File, diags hcl.Diagnostics,
 // plan, the fleet) in the same box: summary is its one line, detail what explains it
 // ("" for none). The summary starts with a capital letter, as every diagnostic's.
 func Error(w io.Writer, summary, detail string, color bool) error {
-	return Diagnostics(w, nil, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: Capitalize(summary), Detail: detail}}, color)
+	return Diagnostics(w, nil, model.Diagnostics{{Severity: model.DiagError, Summary: Capitalize(summary), Detail: detail}}, color)
 }
 
 // Capitalize upper-cases the first letter of s ("acquiring the lock" → "Acquiring the
@@ -77,7 +79,7 @@ func Capitalize(s string) string {
 
 // writePlace writes where a diagnostic is: "on FILE:LINE,COL, in BLOCK:" and up to three
 // source lines it covers, numbered.
-func writePlace(b *strings.Builder, f *hcl.File, r *hcl.Range) {
+func writePlace(b *strings.Builder, f *hcl.File, r *model.Range) {
 	in := ""
 	if f != nil {
 		if cs, ok := f.Nav.(interface{ ContextString(int) string }); ok {

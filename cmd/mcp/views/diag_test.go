@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/mcpfleet/mcp/model"
 )
 
 // A configuration's diagnostic: its place as FILE:LINE,COL with the block it is in and
@@ -17,9 +19,9 @@ func TestDiagnosticsBox(t *testing.T) {
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	r := hcl.Range{Filename: "main.hcl", Start: hcl.Pos{Line: 2, Column: 12, Byte: 24}, End: hcl.Pos{Line: 2, Column: 18, Byte: 30}}
+	r := model.Range{Filename: "main.hcl", Start: model.Pos{Line: 2, Column: 12, Byte: 24}, End: model.Pos{Line: 2, Column: 18, Byte: 30}}
 	var out bytes.Buffer
-	err := Diagnostics(&out, map[string]*hcl.File{"main.hcl": f}, hcl.Diagnostics{{Severity: hcl.DiagError,
+	err := Diagnostics(&out, map[string]*hcl.File{"main.hcl": f}, model.Diagnostics{{Severity: model.DiagError,
 		Summary: "Unknown pool", Detail: `Config "x" names pool "nope", which no pool block declares.`, Subject: &r}}, false)
 	if err != nil {
 		t.Fatal(err)

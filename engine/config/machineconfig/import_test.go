@@ -15,12 +15,12 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/hashicorp/hcl/v2"
 	"github.com/vincent-petithory/dataurl"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/engine/config/machineconfig"
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/unitinstall"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
@@ -173,7 +173,7 @@ func mcpState(t *testing.T, pools []string, paths ...string) (state, error) {
 	if diags.HasErrors() {
 		t.Fatalf("the HCL written does not load: %s\n%s", diags, hcl)
 	}
-	rendered, diags := planner.Render(res.Desired)
+	rendered, diags := planner.Render(res.Desired, ignition.Renderer{})
 	if diags.HasErrors() {
 		return state{}, diags
 	}
@@ -257,14 +257,14 @@ func TestImportSpec22Example(t *testing.T) {
 }
 
 // renderDir loads the configuration in dir and renders pool as mcp plan would.
-func renderDir(t *testing.T, dir, pool string) (model.Rendered, hcl.Diagnostics) {
+func renderDir(t *testing.T, dir, pool string) (model.Rendered, model.Diagnostics) {
 	t.Helper()
 	res, diags := config.Load(dir, config.Options{Schemas: config.Schemas{
 		Providers: []model.BlockSpec{local.Spec.BlockSpec}, Backends: []model.BlockSpec{localstate.Spec.BlockSpec}}})
 	if diags.HasErrors() {
 		return model.Rendered{}, diags
 	}
-	rendered, rdiags := planner.Render(res.Desired)
+	rendered, rdiags := planner.Render(res.Desired, ignition.Renderer{})
 	if rendered[pool] == nil {
 		return model.Rendered{}, append(diags, rdiags...)
 	}
@@ -353,8 +353,8 @@ func TestImportIsTheMachineconfigAttribute(t *testing.T) {
 	}
 }
 
-func firstBootWarned(d hcl.Diagnostics) bool {
-	return slices.ContainsFunc(d, func(x *hcl.Diagnostic) bool { return x.Summary == "First boot only" })
+func firstBootWarned(d model.Diagnostics) bool {
+	return slices.ContainsFunc(d, func(x *model.Diagnostic) bool { return x.Summary == "First boot only" })
 }
 
 // checkTree: the hand-written MachineConfig's tree is all there, binary content as

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
@@ -25,7 +26,7 @@ func TestRenderedRoundTripKeepsName(t *testing.T) {
 		Configs: []model.Config{{Name: "10-a", Pools: []string{"worker"},
 			Files: []model.File{{Path: "/etc/x", Mode: 0o644, Contents: []byte("<html> & \u2028 \xff\n")}},
 			Units: []model.Unit{{Name: "u.service", Contents: "[Service]\nExecStart=/bin/true <&>\n"}}}},
-	})
+	}, ignition.Renderer{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
