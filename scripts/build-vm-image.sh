@@ -28,7 +28,15 @@ for p in qemu-system-x86_64:qemu-system-x86 mmdebstrap:mmdebstrap ostree:ostree 
 done
 echo "building the VM node image (once; cached in $out)" >&2
 W=$(mktemp -d "$PWD/bin/.vm-build.XXXXXX")
-cleanup() { [ -d "$W/sysroot/ostree/deploy" ] && chattr -R -i "$W/sysroot/ostree/deploy" 2>/dev/null; rm -rf "$W"; }
+# The build's own status is the script's: a scratch directory that will not go away (ostree
+# marks deployments immutable) is said and left in bin/, and never fails a good build.
+cleanup() {
+  local rc=$?
+  # (chattr fails on the tree's symbolic links; under set -e that must not end the trap)
+  [ ! -d "$W/sysroot/ostree/deploy" ] || chattr -R -i "$W/sysroot/ostree/deploy" 2>/dev/null || true
+  rm -rf "$W" || echo "build-vm-image.sh: could not remove the scratch directory $W" >&2
+  exit "$rc"
+}
 trap cleanup EXIT
 debcache=${MCP_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mcp}/vm-debcache
 if [ ! -d "$debcache" ] && [ -d bin/vm-debcache ]; then mkdir -p "${debcache%/*}" && mv bin/vm-debcache "$debcache"; fi
