@@ -151,7 +151,7 @@ func TestApplyStopsWhenItsLockIsTaken(t *testing.T) {
 		t.Fatalf("force-unlock -force: %v\n%s", err, o)
 	}
 	err = first.Wait()
-	if err == nil || !strings.Contains(out.String(), "lost the state lock") || !strings.Contains(out.String(), "not started") {
+	if err == nil || !strings.Contains(strings.ToLower(out.String()), "lost the state lock") || !strings.Contains(out.String(), "not started") {
 		t.Fatalf("the first apply went on: %v\n%s", err, out.String())
 	}
 	convergeAfterKill(t, dir)

@@ -180,7 +180,7 @@ func TestKubeApplyAPIServerPaused(t *testing.T) {
 		t.Errorf("apply exited 0 although it lost the state lock; want non-zero")
 	}
 	for _, want := range []string{"lost the state lock", "not renewed", "nodes not started"} {
-		if !strings.Contains(out, want) {
+		if !strings.Contains(strings.ToLower(out), want) {
 			t.Errorf("apply's output does not say %q", want)
 		}
 	}

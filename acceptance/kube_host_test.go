@@ -120,9 +120,12 @@ func TestKubeHostReportsWhatTheNodeRuns(t *testing.T) {
 			t.Errorf("drift does not say %q:\n%s", want, out)
 		}
 	}
+	if out, code := c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode=config"); code != 0 {
+		t.Errorf("plan -detailed-exitcode=config restoring drift: exit %d, want 0 (drift is not a configuration change)\n%s", code, out)
+	}
 	out, code = c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode")
-	if code != 0 {
-		t.Errorf("plan restoring drift: exit %d, want 0 (drift is not a configuration change)\n%s", code, out)
+	if code != 2 {
+		t.Errorf("plan restoring drift: exit %d, want 2 (apply would change the node)\n%s", code, out)
 	}
 	for _, want := range []string{kargsDrift, imageDrift, "restored by this plan"} {
 		if !strings.Contains(out, want) {

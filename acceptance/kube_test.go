@@ -822,14 +822,18 @@ func TestKubeDriftPastTheAnnotationLimit(t *testing.T) {
 		})
 	}
 	waitDrift("25")
-	// A drift run on the cluster sees it from the agent's report; plan restores it, and
-	// since drift is not a configuration change, -detailed-exitcode stays 0.
+	// A drift run on the cluster sees it from the agent's report; plan restores it:
+	// -detailed-exitcode says apply would change the node (2), -detailed-exitcode=config
+	// that the configuration asks for nothing (0).
 	out, code := c.mcp(t, "mcp-apply", "drift", "-no-color", "-detailed-exitcode")
 	if code != 2 || !strings.Contains(out, "node.worker-0 (pool worker") || !strings.Contains(out, "and 5 more paths, not listed") {
 		t.Fatalf("drift with 25 drifted paths: exit %d, want 2\n%s", code, out)
 	}
+	if out, code := c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode=config"); code != 0 {
+		t.Errorf("plan -detailed-exitcode=config restoring drift: exit %d, want 0\n%s", code, out)
+	}
 	out, code = c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode")
-	if code != 0 || !strings.Contains(out, "and 5 more paths, not listed") || !strings.Contains(out, "5 more drifted paths than the node listed") ||
+	if code != 2 || !strings.Contains(out, "and 5 more paths, not listed") || !strings.Contains(out, "5 more drifted paths than the node listed") ||
 		!strings.Contains(out, "restart many.service") || !strings.Contains(out, "restored by this plan") {
 		t.Fatalf("plan with 25 drifted paths: exit %d\n%s", code, out)
 	}
