@@ -125,15 +125,19 @@ func (f *vmFleet) watchUpdate(t *testing.T, vm *vmnode.VM, oldDesired string) *u
 	return w
 }
 
-// phases: began → hand-over → pending record → QEMU restarted (the old boot's end) →
-// up → Done → end. "down and up" runs from the pending record (the agent asks for the
+// phases: began → hand-over → pending record (or, when the looks missed it, the old
+// boot's end) → up → Done → end. "down and up" runs from the pending record (the agent asks for the
 // reboot just after writing it) to the command channel's answer, so it holds the
 // shutdown of the old deployment and the boot of the new, as a bare reboot does.
 func (w *updateWatch) phases(began, end time.Time) map[string]time.Duration {
 	w.stop()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	ts := []time.Time{began, w.handover, w.pending, w.up, w.doneAt, end}
+	asked := w.pending
+	if asked.IsZero() { // the agent rebooted between two looks: the old boot's end is the nearest
+		asked = w.down
+	}
+	ts := []time.Time{began, w.handover, asked, w.up, w.doneAt, end}
 	out := map[string]time.Duration{}
 	for i, name := range updatePhases {
 		if !ts[i].IsZero() && !ts[i+1].IsZero() {
