@@ -60,9 +60,15 @@ func mustEndWithError(t *testing.T, r bounded, file string) {
 	switch {
 	case r.killed:
 		t.Fatalf("still running at the deadline: killed\n%s", tail([]byte(r.out)))
-	case r.code != 1 || !strings.Contains(r.out, file+" is ") || !strings.Contains(r.out, "not a regular file"):
+	case r.code != 1 || !strings.Contains(unboxed(r.out), file+" is ") || !strings.Contains(unboxed(r.out), "not a regular file"):
 		t.Fatalf("exit %d, want 1 with an error naming %s as not a regular file\n%s", r.code, file, tail([]byte(r.out)))
 	}
+}
+
+// unboxed is an error box's text as one line: the box wraps its text at the terminal's
+// width, a line break and its "│ " where the text had a space.
+func unboxed(out string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(out, "│", " ")), " ")
 }
 
 // TestSpecialFilesInTheState: a link to /dev/zero in the place of the state, its backup,

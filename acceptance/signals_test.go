@@ -273,7 +273,7 @@ func TestInterruptNoticesOfLongRunningCommands(t *testing.T) {
 			"stopping the boot server"},
 		{[]string{"drift", "-every", "1h", "-listen", "127.0.0.1:0"}, func(o, _ string) bool { return o != "" },
 			"stopping the periodic drift runs"},
-		{[]string{"status", "-watch"}, func(o, _ string) bool { return o != "" }, "stopping the watch"},
+		{[]string{"status", "-watch"}, func(o, _ string) bool { return o != "" }, "stopped watching; nothing was changed"},
 	} {
 		t.Run(tt.args[0], func(t *testing.T) {
 			cmd := exec.Command(mcpBinary(t), append([]string{"-chdir=" + dir}, tt.args...)...)
