@@ -281,6 +281,11 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 	}
 	j, resuming := in.Journal[n.Name]
 	resuming = resuming && j.Target == target.Name
+	if !resuming && n.State == model.StateWorking && n.DesiredConfig == target.Name {
+		// An interrupted apply handed the node its update and stopped before a step of it
+		// was journaled (steps are journaled as they finish): in flight all the same.
+		resuming = true
+	}
 	np.Drift, np.DriftUnlisted = n.Drift, n.DriftUnlisted
 	drift := restorable(&np, n, pool.OnDrift, target)
 	host := steps.HostOf(n)
