@@ -471,66 +471,51 @@ func TestRoom(t *testing.T) {
 	}
 }
 
-// A node an interrupted apply cordoned is resumed in its own slot; the others wait for it
-// in later waves instead of being deferred to another apply.
+// A node an interrupted apply left in flight is resumed in its own slot; the others wait
+// for it in later waves instead of being deferred to another apply. In flight: cordoned
+// with its journal saying so, or handed its update (Working on the target) by an apply
+// killed before a step of it was journaled (steps are journaled as they finish).
 func TestMakePlanResumedNodeGivesItsSlotBack(t *testing.T) {
 	old := &model.Rendered{Name: "rendered-worker-old", Pool: "worker"}
 	tg := target("worker", file("/etc/a", "x"))
-	n := []model.Node{node("w-0", "worker", "a", 0), node("w-1", "worker", "a", 1), node("w-2", "worker", "a", 2)}
-	for i := range n {
-		n[i].CurrentConfig = old.Name
+	plan := func(t *testing.T, inFlight func(*model.Node), journal map[string]model.JournalEntry) *Plan {
+		t.Helper()
+		n := []model.Node{node("w-0", "worker", "a", 0), node("w-1", "worker", "a", 1), node("w-2", "worker", "a", 2)}
+		for i := range n {
+			n[i].CurrentConfig = old.Name
+		}
+		inFlight(&n[1])
+		p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker", MaxUnavailable: model.IntOrPercent{Value: 1}}),
+			Rendered: map[string]*model.Rendered{"worker": tg}, Known: map[string]*model.Rendered{old.Name: old},
+			Fleet: &model.Fleet{Nodes: n}, Journal: journal})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	n[1].Unschedulable = true
-	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker", MaxUnavailable: model.IntOrPercent{Value: 1}}),
-		Rendered: map[string]*model.Rendered{"worker": tg}, Known: map[string]*model.Rendered{old.Name: old},
-		Fleet:   &model.Fleet{Nodes: n},
-		Journal: map[string]model.JournalEntry{"w-1": {From: old.Name, Target: tg.Name, Done: []string{"cordon"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for _, np := range p.Nodes {
-		got[np.Name] = fmt.Sprintf("%s %d %v", np.Action, np.Wave, np.Deferred)
-	}
-	want := map[string]string{"w-1": "resume 1 false", "w-0": "update 2 false", "w-2": "update 3 false"}
-	if d := cmp.Diff(want, got); d != "" || len(p.Pools[0].Blockers) != 0 || p.Pools[0].Waves != 3 {
-		t.Errorf("(-want +got):\n%s\nwaves %d, blockers %v", d, p.Pools[0].Waves, p.Pools[0].Blockers)
-	}
-}
-
-// A node an interrupted apply handed its update to, killed before a step of it was
-// journaled (Working on the target, no journal entry), is in flight as a journaled one is:
-// resumed in its own slot, the others waiting for it in later waves, not deferred.
-func TestMakePlanHandedOverNodeIsResumed(t *testing.T) {
-	old := &model.Rendered{Name: "rendered-worker-old", Pool: "worker"}
-	tg := target("worker", file("/etc/a", "x"))
-	n := []model.Node{node("w-0", "worker", "a", 0), node("w-1", "worker", "a", 1), node("w-2", "worker", "a", 2)}
-	for i := range n {
-		n[i].CurrentConfig = old.Name
-	}
-	n[1].State, n[1].DesiredConfig = model.StateWorking, tg.Name
-	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker", MaxUnavailable: model.IntOrPercent{Value: 1}}),
-		Rendered: map[string]*model.Rendered{"worker": tg}, Known: map[string]*model.Rendered{old.Name: old},
-		Fleet: &model.Fleet{Nodes: n}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for _, np := range p.Nodes {
-		got[np.Name] = fmt.Sprintf("%s %d %v", np.Action, np.Wave, np.Deferred)
-	}
-	want := map[string]string{"w-1": "resume 1 false", "w-0": "update 2 false", "w-2": "update 3 false"}
-	if d := cmp.Diff(want, got); d != "" || len(p.Pools[0].Blockers) != 0 {
-		t.Errorf("(-want +got):\n%s\nblockers %v", d, p.Pools[0].Blockers)
+	for _, tc := range []struct {
+		name     string
+		inFlight func(*model.Node)
+		journal  map[string]model.JournalEntry
+	}{
+		{"cordoned, journaled", func(n *model.Node) { n.Unschedulable = true },
+			map[string]model.JournalEntry{"w-1": {From: old.Name, Target: tg.Name, Done: []string{"cordon"}}}},
+		{"handed over, not journaled", func(n *model.Node) { n.State, n.DesiredConfig = model.StateWorking, tg.Name }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := plan(t, tc.inFlight, tc.journal)
+			got := map[string]string{}
+			for _, np := range p.Nodes {
+				got[np.Name] = fmt.Sprintf("%s %d %v", np.Action, np.Wave, np.Deferred)
+			}
+			want := map[string]string{"w-1": "resume 1 false", "w-0": "update 2 false", "w-2": "update 3 false"}
+			if d := cmp.Diff(want, got); d != "" || len(p.Pools[0].Blockers) != 0 || p.Pools[0].Waves != 3 {
+				t.Errorf("(-want +got):\n%s\nwaves %d, blockers %v", d, p.Pools[0].Waves, p.Pools[0].Blockers)
+			}
+		})
 	}
 	// Working on another config than the target is no update of this plan's in flight.
-	n[1].DesiredConfig = "rendered-worker-other"
-	p, err = MakePlan(Input{Desired: desired(model.Pool{Name: "worker", MaxUnavailable: model.IntOrPercent{Value: 1}}),
-		Rendered: map[string]*model.Rendered{"worker": tg}, Known: map[string]*model.Rendered{old.Name: old},
-		Fleet: &model.Fleet{Nodes: n}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := plan(t, func(n *model.Node) { n.State, n.DesiredConfig = model.StateWorking, "rendered-worker-other" }, nil)
 	for _, np := range p.Nodes {
 		if np.Action == NodeResume {
 			t.Errorf("%s resumed, though it works on another config", np.Name)
