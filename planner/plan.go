@@ -281,9 +281,10 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 	}
 	j, resuming := in.Journal[n.Name]
 	resuming = resuming && j.Target == target.Name
-	if !resuming && n.State == model.StateWorking && n.DesiredConfig == target.Name {
-		// An interrupted apply handed the node its update and stopped before a step of it
-		// was journaled (steps are journaled as they finish): in flight all the same.
+	if !resuming && (n.State == model.StateWorking && n.DesiredConfig == target.Name || n.Claim.Held() && n.Unschedulable) {
+		// An interrupted apply handed the node its update, or claimed and cordoned it, and
+		// stopped before a step of it was journaled (steps are journaled as they finish):
+		// in flight all the same, and back in service when this apply finishes it.
 		resuming = true
 	}
 	np.Drift, np.DriftUnlisted = n.Drift, n.DriftUnlisted

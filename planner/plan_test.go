@@ -501,6 +501,9 @@ func TestMakePlanResumedNodeGivesItsSlotBack(t *testing.T) {
 		{"cordoned, journaled", func(n *model.Node) { n.Unschedulable = true },
 			map[string]model.JournalEntry{"w-1": {From: old.Name, Target: tg.Name, Done: []string{"cordon"}}}},
 		{"handed over, not journaled", func(n *model.Node) { n.State, n.DesiredConfig = model.StateWorking, tg.Name }, nil},
+		{"claimed and cordoned, not journaled", func(n *model.Node) {
+			n.Unschedulable, n.Claim = true, &model.Claim{Apply: "A", Since: time.Unix(0, 0)}
+		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := plan(t, tc.inFlight, tc.journal)
@@ -514,11 +517,19 @@ func TestMakePlanResumedNodeGivesItsSlotBack(t *testing.T) {
 			}
 		})
 	}
-	// Working on another config than the target is no update of this plan's in flight.
-	p := plan(t, func(n *model.Node) { n.State, n.DesiredConfig = model.StateWorking, "rendered-worker-other" }, nil)
-	for _, np := range p.Nodes {
-		if np.Action == NodeResume {
-			t.Errorf("%s resumed, though it works on another config", np.Name)
+	// Working on another config than the target, or cordoned by someone else (a released
+	// claim is a record only), is no update in flight: the others are deferred.
+	for name, notInFlight := range map[string]func(*model.Node){
+		"working on another config": func(n *model.Node) { n.State, n.DesiredConfig = model.StateWorking, "rendered-worker-other" },
+		"cordoned, claim released": func(n *model.Node) {
+			n.Unschedulable, n.Claim = true, &model.Claim{Apply: "A", Since: time.Unix(0, 0), Released: time.Unix(1, 0)}
+		},
+	} {
+		p := plan(t, notInFlight, nil)
+		for _, np := range p.Nodes {
+			if np.Action == NodeResume {
+				t.Errorf("%s: %s resumed, though no update of it is in flight", name, np.Name)
+			}
 		}
 	}
 }
