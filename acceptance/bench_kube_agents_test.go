@@ -22,9 +22,10 @@ import (
 // benchAgents plays every node's agent in this process. Each agent watches only its own
 // Node — a list and watch with the field selector metadata.name=NODE, as mcp-agent's
 // informer does (kagent.Agent.Run) — so the API server carries one watch per node, as it
-// would with a real agent on every node. On a hand-over it has not answered, it reports
-// Working, then each step's progress and Done, through kagent.NodeState (the agent's own
-// reporting code), spread over step.
+// would with a real agent on every node. On a hand-over it has not answered, it runs the
+// update's steps spread over step and reports through kagent.NodeState (the agent's own
+// reporting code, protocol version 2): Done alone, with Working and each step's progress
+// before it when step is longer than protocol.WorkingAfter.
 type benchAgents struct {
 	client    kubernetes.Interface
 	step      atomic.Int64 // time.Duration per update

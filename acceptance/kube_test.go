@@ -108,6 +108,13 @@ variable "ntp_server" { default = "time.example.com" }
 // Every node runs an agent but those named silent.
 func newKubeCluster(t *testing.T, hcl string, pools map[string]int, silent ...string) *kubeCluster {
 	t.Helper()
+	return newKubeClusterMain(t, kubeMain, hcl, pools, silent...)
+}
+
+// newKubeClusterMain is newKubeCluster with main (the provider and state blocks) in place
+// of kubeMain.
+func newKubeClusterMain(t *testing.T, main, hcl string, pools map[string]int, silent ...string) *kubeCluster {
+	t.Helper()
 	c := &kubeCluster{bin: mcpBinary(t), env: k8senv.Start(t, k8senv.Options{}), dir: t.TempDir(),
 		kc: map[string]string{}, agents: map[string]*kubeAgent{}}
 	t.Logf("control plane up in %v", c.env.StartupTime.Round(time.Millisecond))
@@ -115,7 +122,7 @@ func newKubeCluster(t *testing.T, hcl string, pools map[string]int, silent ...st
 	for _, sa := range []string{"mcp-apply", "mcp-server", "mcp-agent"} {
 		c.kc[sa] = c.env.KubeconfigFor(t, "mcp-system", sa)
 	}
-	if err := os.WriteFile(filepath.Join(c.dir, "main.hcl"), []byte(kubeMain+hcl), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(c.dir, "main.hcl"), []byte(main+hcl), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	zones := []string{"a", "b"}

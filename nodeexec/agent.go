@@ -184,16 +184,21 @@ func (a *Agent) reboot(ctx context.Context, from, target *model.Rendered, rest [
 	if err != nil {
 		return a.Degrade(fmt.Errorf("reading boot id: %w", err))
 	}
+	// A state that reports only what a watch of the hand-over cannot tell (kagent's)
+	// says the update is under way before the machine goes down, and before the pending
+	// record exists: a reboot it could not report is not asked for (no record is left for
+	// the next start to reboot on).
+	if r, ok := a.State.(interface{ Rebooting() error }); ok {
+		if err := r.Rebooting(); err != nil {
+			return a.Degrade(fmt.Errorf("%s: reporting it before asking for it: %w", s, err))
+		}
+	}
 	p := pending{Target: target, BootID: boot, Steps: rest, Since: time.Now().UTC(), Attempts: attempts + 1}
 	if from != nil {
 		p.From, p.FromKernelArgs = from.Name, from.KernelArgs
 	}
 	if err := a.writePending(&p); err != nil {
 		return a.Degrade(fmt.Errorf("recording the pending reboot: %w", err))
-	}
-	// Reports sent off the steps' path (kagent's progress) go out before the machine does.
-	if f, ok := a.State.(interface{ Flush() error }); ok {
-		_ = f.Flush() // progress only: Done after the boot carries it again
 	}
 	if err := a.Exec.Run(ctx, from, target, s); err != nil {
 		if ctx.Err() != nil {

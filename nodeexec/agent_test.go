@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -191,20 +192,29 @@ func TestResumeRedoesAnUnhappenedRebootOnce(t *testing.T) {
 	}
 }
 
-// flushingState is a fakeState whose reports are sent off the path (kagent's progress):
-// Flush is recorded, and so is the reboot, in one sequence.
-type flushingState struct {
+// rebootingState is a fakeState that reports the coming reboot (kagent's): the report,
+// whether the pending record was there when it was made, and the host's calls are recorded
+// in one sequence; fail makes the report fail.
+type rebootingState struct {
 	fakeState
-	seq *[]string
+	root string
+	seq  *[]string
+	fail error
 }
 
-func (s *flushingState) Flush() error { *s.seq = append(*s.seq, "flush"); return nil }
+func (s *rebootingState) Rebooting() error {
+	_, err := os.Stat(filepath.Join(s.root, PendingPath))
+	*s.seq = append(*s.seq, fmt.Sprintf("rebooting (pending record: %v)", err == nil))
+	return s.fail
+}
 
-// A report sent off the steps' path goes out before the machine goes down for a reboot.
-func TestRebootFlushesReportsFirst(t *testing.T) {
+// The coming reboot is reported before the pending record is written and the reboot asked
+// for; one that cannot be reported is not asked for, and leaves no pending record for the
+// next start to reboot on.
+func TestRebootIsReportedFirst(t *testing.T) {
 	f := newResumeFixture(t)
 	var seq []string
-	st := &flushingState{fakeState: fakeState{boot: "boot-1"}, seq: &seq}
+	st := &rebootingState{fakeState: fakeState{boot: "boot-1"}, root: f.root, seq: &seq}
 	f.agent.State = st
 	f.host.OnCall = func(call string) error {
 		seq = append(seq, call)
@@ -216,7 +226,23 @@ func TestRebootFlushesReportsFirst(t *testing.T) {
 	if _, err := f.update(f.steps); err != nil {
 		t.Fatal(err)
 	}
-	if i := slices.Index(seq, "reboot"); i < 1 || seq[i-1] != "flush" {
-		t.Errorf("host calls and flushes %v: want a flush right before the reboot", seq)
+	if i := slices.Index(seq, "reboot"); i < 1 || seq[i-1] != "rebooting (pending record: false)" {
+		t.Errorf("host calls and reports %v: want the reboot reported right before it, before the pending record", seq)
+	}
+
+	f = newResumeFixture(t)
+	seq = nil
+	st = &rebootingState{fakeState: fakeState{boot: "boot-1"}, root: f.root, seq: &seq, fail: errors.New("API server gone")}
+	f.agent.State = st
+	f.host.OnCall = func(call string) error { seq = append(seq, call); return nil }
+	_, err := f.update(f.steps)
+	if err == nil || !strings.Contains(err.Error(), "API server gone") {
+		t.Errorf("update whose reboot cannot be reported: %v", err)
+	}
+	if slices.Contains(seq, "reboot") || f.pendingLeft(t) {
+		t.Errorf("host calls %v, pending record left %v: want no reboot and no record", seq, f.pendingLeft(t))
+	}
+	if n := len(st.reports); n == 0 || !strings.HasPrefix(st.reports[n-1], "degraded ") {
+		t.Errorf("reports %v: want Degraded last", st.reports)
 	}
 }

@@ -46,6 +46,10 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 	if err != nil {
 		return fmt.Errorf("node %s: reading it before the hand-over: %w", node, err)
 	}
+	version, err := protocol.ReadAgentProtocol(cur.Annotations)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", node, err)
+	}
 	h, adopted := adoptable(cur, from, target.Name, steps)
 	if adopted {
 		// Nothing is written to the node: its claim is written alone.
@@ -58,6 +62,7 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 			return err
 		}
 	}
+	handed := time.Now()
 	w := &waiter{node: node, target: target.Name, id: h.UpdateID, steps: h.Steps, done: onlyOf(steps, done), ctx: ctx}
 	tctx, cancel := context.WithTimeout(ctx, p.o.NodeTimeout)
 	defer cancel()
@@ -68,7 +73,7 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 	stopNote()
 	var lost *unreachableError
 	var unknown error = providers.ErrOutcomeUnknown
-	if !w.seen {
+	if !w.seen && !silentYet(version, time.Since(handed), errors.As(err, &lost)) {
 		unknown = notTakenUp{}
 	}
 	switch {
@@ -95,6 +100,19 @@ func (notTakenUp) Error() string { return providers.ErrOutcomeUnknown.Error() }
 func (notTakenUp) Is(target error) bool {
 	return target == providers.ErrNotTakenUp || target == providers.ErrOutcomeUnknown
 }
+
+// silentYet reports whether an agent of protocol version that has written nothing on its
+// update after waited may still be running it: from version 2 an agent writes nothing until
+// protocol.WorkingAfter (and then only if the API server takes its write, which it does not
+// when the wait ended because the server was lost). A version-1 agent reported Working before
+// it started anything.
+func silentYet(version int, waited time.Duration, lost bool) bool {
+	return version >= 2 && (lost || waited < protocol.WorkingAfter+untakenUpGrace)
+}
+
+// untakenUpGrace is how long after protocol.WorkingAfter a Working report may take to
+// reach apply's watch.
+const untakenUpGrace = 2 * time.Second
 
 // untakenUpNote is how long apply waits in silence for an agent to take up its update
 // before saying so: an agent that runs takes it up within a second or two.

@@ -197,3 +197,40 @@ func TestRunNodeStepsAgentNeverTakesUp(t *testing.T) {
 		t.Errorf("notes %q, want the wait and then the agent taking the update up", notes)
 	}
 }
+
+// A node whose agent speaks a later protocol than this engine is refused before anything is
+// written to it, naming the version and the annotation; one that says nothing is version 1.
+func TestRunNodeStepsRefusesALaterAgentProtocol(t *testing.T) {
+	c := fake.NewClientset(kNode("w-0", "a", true, map[string]string{protocol.AgentProtocol: "3"}))
+	err := NewForClient(c, Options{}).RunNodeSteps(context.Background(), "w-0", nil, target, steps, nil)
+	if err == nil || !strings.Contains(err.Error(), "protocol version 3") || !strings.Contains(err.Error(), protocol.AgentProtocol) {
+		t.Errorf("error %v, want the agent's protocol version refused", err)
+	}
+	for _, a := range c.Actions() {
+		if a.GetVerb() == "patch" {
+			t.Errorf("a node refused was written: %v", a)
+		}
+	}
+}
+
+// A version-2 agent writes nothing for protocol.WorkingAfter: silence before then, or a
+// wait ended by a lost API server (which the agent's Working could not reach either), is
+// not an agent that never took its update up. A version-1 agent said Working at once.
+func TestSilentYet(t *testing.T) {
+	for _, c := range []struct {
+		version int
+		waited  time.Duration
+		lost    bool
+		want    bool
+	}{
+		{1, time.Second, false, false},
+		{1, time.Second, true, false},
+		{2, time.Second, false, true},
+		{2, time.Minute, true, true},
+		{2, time.Minute, false, false},
+	} {
+		if got := silentYet(c.version, c.waited, c.lost); got != c.want {
+			t.Errorf("silentYet(%d, %v, %v) = %v, want %v", c.version, c.waited, c.lost, got, c.want)
+		}
+	}
+}

@@ -179,9 +179,9 @@ var chrony = &model.Rendered{Name: "rendered-worker-a", OSImage: "quay.io/fcos@s
 	{Path: "/etc/motd", Mode: 0o644, Contents: []byte("managed\n"), OnChange: []model.Policy{{Kind: model.PolicyNone}}},
 }}
 
-// A hand-over on the Node: the agent writes the files into the root and reports Working,
-// progress after each step, then Done under the observed update id with what the host
-// says it runs; then the drift check reports no drift.
+// A hand-over on the Node: the agent writes the files into the root and reports Done
+// under the observed update id with what the host says it runs; then the drift check
+// reports no drift.
 func TestHandoverRunsAndReports(t *testing.T) {
 	steps := nodeSteps(&model.Rendered{OSImage: chrony.OSImage}, chrony)
 	client, p := cluster(t, handover(t, protocol.Handover{Desired: chrony.Name, Steps: steps, UpdateID: "u1"}))
@@ -215,30 +215,20 @@ func TestHandoverRunsAndReports(t *testing.T) {
 	if got := strings.Join(host.Recorded(), ";"); !strings.Contains(got, "restart chronyd.service") {
 		t.Errorf("host calls: %s", got)
 	}
-	// The reports in order: Working with progress 0, progress rising (a progress report
-	// not yet sent is folded into the next report), Done with every step counted.
+	// An update shorter than WorkingAfter reports its end alone: Done with every step
+	// counted and the protocol version, in one patch.
 	var reports []map[string]string
 	for _, pa := range p.get() {
 		if pa[protocol.ObservedUpdateID] != "" {
 			reports = append(reports, pa)
 		}
 	}
-	if len(reports) < 2 {
-		t.Fatalf("patches: %v", p.get())
+	if len(reports) != 1 {
+		t.Fatalf("reports %v: want Done alone", reports)
 	}
-	if w := reports[0]; w[protocol.State] != model.StateWorking || w[protocol.ObservedUpdateID] != "u1" || w[protocol.Progress] != "0" {
-		t.Errorf("first report %v, want Working on u1 with progress 0", w)
-	}
-	last := 0
-	for i, r := range reports[1:] {
-		n, err := strconv.Atoi(r[protocol.Progress])
-		if err != nil || n < last || n > len(steps) || r[protocol.ObservedUpdateID] != "u1" {
-			t.Errorf("report %d: %v, want progress from %d to %d on u1", i+1, r, last, len(steps))
-		}
-		last = n
-	}
-	if d := reports[len(reports)-1]; d[protocol.State] != model.StateDone || d[protocol.CurrentConfig] != chrony.Name || d[protocol.Progress] != strconv.Itoa(len(steps)) {
-		t.Errorf("last report: %v, want Done with progress %d", d, len(steps))
+	if d := reports[0]; d[protocol.State] != model.StateDone || d[protocol.CurrentConfig] != chrony.Name ||
+		d[protocol.Progress] != strconv.Itoa(len(steps)) || d[protocol.AgentProtocol] != strconv.Itoa(protocol.Version) {
+		t.Errorf("report: %v, want Done with progress %d and protocol version %d", d, len(steps), protocol.Version)
 	}
 }
 

@@ -21,8 +21,13 @@ import (
 
 // NodeState is the nodeexec.NodeState of an agent on Kubernetes: the agent's annotations
 // on its own Node (protocol.CurrentConfig, State, Reason, ObservedUpdateID, Progress, Drift,
-// OSImage, KernelArgs). Every write is a JSON merge patch of metadata.annotations and
-// nothing else.
+// OSImage, KernelArgs, AgentProtocol). Every write is a JSON merge patch of
+// metadata.annotations and nothing else.
+//
+// It speaks protocol.Version 2: an update's reports are its Done or Degraded, in one patch.
+// Working (and from then on the progress of each step) is written only when it tells what
+// the hand-over does not: the update still runs WorkingAfter after it began, or the machine
+// is about to reboot (Rebooting, which the reboot waits for).
 type NodeState struct {
 	Nodes nodeclient.Nodes
 	Node  string
@@ -33,7 +38,10 @@ type NodeState struct {
 	Host nodeexec.Host
 	// PatchTimeout bounds each patch with its retries (default 1 minute).
 	PatchTimeout time.Duration
-	// ReportError is told of what a report could not carry: a progress report (StepDone)
+	// WorkingAfter is how long an update runs before Working is reported (default
+	// protocol.WorkingAfter).
+	WorkingAfter time.Duration
+	// ReportError is told of what a report could not carry: a Working or progress report
 	// not made — the update goes on, and the next report carries the progress —, or a host
 	// that could not say what it runs (Done reports both unknown).
 	ReportError func(error)
@@ -45,6 +53,12 @@ type NodeState struct {
 	updateID string // the update the reports are about (protocol.ObservedUpdateID)
 	progress int    // its steps finished
 	queued   bool   // a progress report is waiting to be sent
+	// running: an update began (Working) and has not reported its end; working: its
+	// Working is on the Node (progress reports follow it); gen tells one update's
+	// Working timer from the next's.
+	running, working bool
+	gen              int
+	timer            *time.Timer
 	// firstBoot is the config of a first boot whose Done also reports it as the desired
 	// config (the engine has set none): SetFirstBoot.
 	firstBoot string
@@ -56,6 +70,7 @@ var _ nodeexec.NodeState = (*NodeState)(nil)
 func (s *NodeState) Begin(id string, progress int) {
 	s.mu.Lock()
 	s.updateID, s.progress, s.queued = id, progress, false
+	s.endLocked()
 	s.mu.Unlock()
 }
 
@@ -76,26 +91,86 @@ func (s *NodeState) SetFirstBoot(config string) {
 	s.mu.Unlock()
 }
 
-// Working reports that the node moves to desired under the update begun: progress 0.
+// Working notes that the node moves to desired under the update begun, progress 0. It
+// writes nothing: Working is reported WorkingAfter from now if no Done or Degraded has
+// been by then.
 func (s *NodeState) Working(desired string) error {
+	after := s.WorkingAfter
+	if after <= 0 {
+		after = protocol.WorkingAfter
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.endLocked()
+	s.progress, s.queued, s.running = 0, false, true
+	gen := s.gen
+	s.timer = time.AfterFunc(after, func() {
+		if err := s.reportWorking(gen); err != nil && s.ReportError != nil {
+			s.ReportError(err)
+		}
+	})
+	return nil
+}
+
+// endLocked ends the update's reports: no Working follows. The caller holds mu.
+func (s *NodeState) endLocked() {
+	s.gen++
+	s.running, s.working = false, false
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+}
+
+// reportWorking reports Working with the progress so far, unless update gen has ended or
+// reported Working already.
+func (s *NodeState) reportWorking(gen int) error {
 	s.send.Lock()
 	defer s.send.Unlock()
 	s.mu.Lock()
-	s.progress, s.queued = 0, false
+	if gen != s.gen || !s.running || s.working {
+		s.mu.Unlock()
+		return nil
+	}
+	ann := s.workingLocked()
 	s.mu.Unlock()
-	return s.patch(s.withUpdate(map[string]any{protocol.State: model.StateWorking, protocol.Reason: "",
-		protocol.Progress: "0"}))
+	return s.patch(ann)
 }
 
-// StepDone counts a finished step and reports the progress off the caller's path: the next
-// step does not wait for the API server. Reports stay in order, and a progress report not
-// yet sent when a later one is made is folded into it (every report carries the progress),
-// so the last step's report usually goes out with Done in one patch.
+// workingLocked is the Working report, and marks it made. The caller holds mu.
+func (s *NodeState) workingLocked() map[string]any {
+	s.working, s.queued = true, false
+	return s.withUpdateLocked(map[string]any{protocol.State: model.StateWorking, protocol.Reason: "",
+		protocol.AgentProtocol: strconv.Itoa(protocol.Version)})
+}
+
+// Rebooting reports Working with the progress so far, and returns once the API server has
+// it: the node's last word before it goes down says that it is under way, whoever looks
+// at it while it is down (an apply started meanwhile waits for it rather than hand the
+// update over again). nodeexec.Agent asks for no reboot this could not report.
+func (s *NodeState) Rebooting() error {
+	s.send.Lock()
+	defer s.send.Unlock()
+	s.mu.Lock()
+	ann := s.workingLocked()
+	s.mu.Unlock()
+	return s.patch(ann)
+}
+
+// StepDone counts a finished step. Once Working is on the Node, it reports the progress
+// off the caller's path: the next step does not wait for the API server. Reports stay in
+// order, and a progress report not yet sent when a later one is made is folded into it
+// (every report carries the progress), so the last step's report usually goes out with
+// Done in one patch.
 func (s *NodeState) StepDone(model.Step) {
 	s.mu.Lock()
 	s.progress++
-	s.queued = true
+	report := s.working
+	s.queued = s.queued || report
 	s.mu.Unlock()
+	if !report {
+		return
+	}
 	go func() {
 		if err := s.Flush(); err != nil && s.ReportError != nil {
 			s.ReportError(err)
@@ -104,7 +179,7 @@ func (s *NodeState) StepDone(model.Step) {
 }
 
 // Flush sends the progress report waiting to be sent, if any, and returns once every
-// report made before it has reached the API server: before the machine goes down.
+// report made before it has reached the API server.
 func (s *NodeState) Flush() error {
 	s.send.Lock()
 	defer s.send.Unlock()
@@ -161,12 +236,14 @@ func (s *NodeState) Degraded(reason string) error {
 	return s.patch(s.report(map[string]any{protocol.State: model.StateDegraded, protocol.Reason: reason}))
 }
 
-// report is withUpdate for a report that carries the progress: a progress report still
-// waiting is folded into it. The caller holds send.
+// report is withUpdate for the report that ends an update (Done, Degraded): a progress
+// report still waiting is folded into it, and no Working follows it. The caller holds send.
 func (s *NodeState) report(ann map[string]any) map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.queued = false
+	s.endLocked()
+	ann[protocol.AgentProtocol] = strconv.Itoa(protocol.Version)
 	return s.withUpdateLocked(ann)
 }
 
@@ -179,6 +256,7 @@ func (s *NodeState) BootID() (string, error) { return nodeexec.ReadBootID(s.Boot
 func (s *NodeState) ReportDrift(node map[string]string, d []model.Drift, o Observation) error {
 	drift, count := protocol.EncodeDrift(d)
 	ann := s.observed(node, o)
+	announce(node, ann)
 	if node[protocol.Drift] != drift || node[protocol.DriftCount] != count {
 		ann[protocol.Drift], ann[protocol.DriftCount] = drift, count
 	}
@@ -187,7 +265,18 @@ func (s *NodeState) ReportDrift(node map[string]string, d []model.Drift, o Obser
 
 // ReportHost is ReportDrift for a node whose disk was not checked (it runs no config).
 func (s *NodeState) ReportHost(node map[string]string, o Observation) error {
-	return s.patchIfAny(s.observed(node, o))
+	ann := s.observed(node, o)
+	announce(node, ann)
+	return s.patchIfAny(ann)
+}
+
+// announce adds the protocol version the agent speaks to ann when the node (its
+// annotations) does not carry it: an agent's first check after it starts writes it, before
+// the engine hands it an update.
+func announce(node map[string]string, ann map[string]any) {
+	if v := strconv.Itoa(protocol.Version); node[protocol.AgentProtocol] != v {
+		ann[protocol.AgentProtocol] = v
+	}
 }
 
 func (s *NodeState) patchIfAny(ann map[string]any) error {
@@ -241,13 +330,6 @@ func (s *NodeState) observed(node map[string]string, o Observation) map[string]a
 		}
 	}
 	return ann
-}
-
-// withUpdate adds the observed update id and progress to a report.
-func (s *NodeState) withUpdate(ann map[string]any) map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.withUpdateLocked(ann)
 }
 
 func (s *NodeState) withUpdateLocked(ann map[string]any) map[string]any {

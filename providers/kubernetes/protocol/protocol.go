@@ -11,6 +11,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcpfleet/mcp/model"
 )
@@ -56,14 +57,54 @@ const (
 	// Written with Done only (the drift check's patches leave it), removed when the host
 	// could say neither.
 	RolledOut = Prefix + "rolled-out"
+	// AgentProtocol is the version of this protocol the node's agent speaks (Version). An
+	// agent from before versions were written leaves it out: version 1.
+	AgentProtocol = Prefix + "agent-protocol"
 )
+
+// Versions of the agent protocol (docs/agent.md, "Protocol versions"):
+//
+//  1. the agent reports Working as it takes up a hand-over, then its progress after each
+//     step, then Done or Degraded;
+//  2. the agent reports Done or Degraded only, unless the update is still running after
+//     WorkingAfter, or is about to reboot the machine: then it reports Working (with its
+//     progress, and the progress of each later step) first.
+//
+// An engine reads both; it refuses to hand an update to an agent of a later version.
+const (
+	Version    = 2
+	MinVersion = 1
+)
+
+// WorkingAfter is how long a version-2 agent runs an update before it reports Working:
+// an in-place update usually ends sooner, and its Done says all there is to say. It is
+// well under the 15 s after which apply says an agent has not taken up its update.
+const WorkingAfter = 3 * time.Second
+
+// ReadAgentProtocol is the protocol version a node's agent speaks (1 when the node does not
+// say), or an error naming the annotation when it is one this package does not speak.
+func ReadAgentProtocol(ann map[string]string) (int, error) {
+	s, ok := ann[AgentProtocol]
+	if !ok {
+		return MinVersion, nil
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v < MinVersion {
+		return 0, fmt.Errorf("annotation %s is %.40q, not a protocol version", AgentProtocol, s)
+	}
+	if v > Version {
+		return v, fmt.Errorf("its agent speaks protocol version %d (annotation %s) and this mcp speaks %d to %d: upgrade mcp before it hands the node an update",
+			v, AgentProtocol, MinVersion, Version)
+	}
+	return v, nil
+}
 
 // AgentAnnotations are every Node annotation an agent writes: its reports, and
 // DesiredConfig at the end of a first boot when the engine has written none. The
 // ValidatingAdmissionPolicy in deploy/ lets an agent change these on its own Node and
 // nothing else (deploy_test.go checks the policy's list is this one).
 var AgentAnnotations = []string{ObservedUpdateID, State, Reason, Progress, CurrentConfig, DesiredConfig,
-	Drift, DriftCount, OSImage, KernelArgs, CheckResult, RolledOut}
+	Drift, DriftCount, OSImage, KernelArgs, CheckResult, RolledOut, AgentProtocol}
 
 // BootImageError is the annotation apply writes on a machine template (a MachineSet, a
 // Cluster API infrastructure template) whose image the API server refused to set: the
