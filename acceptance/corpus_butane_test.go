@@ -29,7 +29,7 @@ import (
 
 // refusedCorpus are the entries mcp refuses, with the reason `mcp validate` must give.
 var refusedCorpus = map[string]string{
-	// What the MCO does and mcp cannot (engine/config/machineconfig).
+	// What the MCO does and mcp cannot (config/machineconfig).
 	"mco/50-fips.yaml":            "spec.fips: true",
 	"mco/50-ignition-kargs.yaml":  "spec.config.kernelArguments",
 	"mco/50-realtime-kernel.yaml": "spec.kernelType: realtime",
@@ -55,7 +55,7 @@ type buEntry struct {
 func buEntries(t *testing.T) (ok []*buEntry, refused []string) {
 	t.Helper()
 	var files []string
-	for _, g := range []string{"testdata/corpus/fcos-docs/*.bu", "testdata/corpus/typhoon/*.bu", "../engine/config/machineconfig/testdata/mco/*.yaml"} {
+	for _, g := range []string{"testdata/corpus/fcos-docs/*.bu", "testdata/corpus/typhoon/*.bu", "../config/machineconfig/testdata/mco/*.yaml"} {
 		m, _ := filepath.Glob(g)
 		files = append(files, m...)
 	}
@@ -260,7 +260,7 @@ func corpusButane(t *testing.T, ign string) {
 
 func corpusPath(name string) string {
 	if strings.HasPrefix(name, "mco/") {
-		return "../engine/config/machineconfig/testdata/mco/" + strings.TrimPrefix(name, "mco/")
+		return "../config/machineconfig/testdata/mco/" + strings.TrimPrefix(name, "mco/")
 	}
 	return "testdata/corpus/" + name
 }

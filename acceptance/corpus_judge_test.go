@@ -19,13 +19,13 @@ import (
 
 // Judging a root and a served config by what a corpus entry declares (corpusButane).
 
-// firstBootPath: mcp leaves these trees to first boot (engine/config FirstBootOnly).
+// firstBootPath: mcp leaves these trees to first boot (config FirstBootOnly).
 func firstBootPath(p string) bool {
 	return slices.ContainsFunc([]string{"/home/", "/root/", "/srv/", "/mnt/"}, func(t string) bool { return strings.HasPrefix(p, t) })
 }
 
 // unknownBytes: mcp leaves a file to first boot when it cannot know its bytes when it
-// plans (engine/config/butane unknownBytes): from another host, compressed, appended to.
+// plans (config/butane unknownBytes): from another host, compressed, appended to.
 func unknownBytes(f types.File) bool {
 	c := f.Contents.Compression
 	return remote(f.Contents) || (c != nil && *c != "") || len(f.Append) > 0

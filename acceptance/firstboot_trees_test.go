@@ -68,7 +68,7 @@ func TestFirstBootTreesAndUsers(t *testing.T) {
 		writeFile(t, filepath.Join(dir, name), body)
 	}
 	for _, name := range []string{"authentication.bu", "time-zone.bu"} {
-		b, err := os.ReadFile(filepath.Join("../engine/config/testdata/fcos", name))
+		b, err := os.ReadFile(filepath.Join("../config/testdata/fcos", name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/mcpfleet/mcp/engine/config"
+	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpfleet/mcp/engine/config"
+	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/model"
 )
 

@@ -20,6 +20,9 @@ type Diagnostic struct {
 	Detail   string
 	// Subject is where the problem is; nil when it has no place in a file.
 	Subject *Range
+	// In names the block Subject is in (`config "x"`), "" when none: the language says,
+	// at its edge, so that no view needs its syntax tree.
+	In string
 }
 
 // Error is "FILE:LINE,COL-ENDCOL: SUMMARY; DETAIL" (the span as HCL writes it, with the end

@@ -15,7 +15,7 @@ type drainer struct {
 	ownSlot       bool
 	need          map[int]int      // PDB index → healthy pods of it the drain evicts
 	pods          map[int][]string // PDB index → those pods, namespace/name
-	start, finish int         // in waves, from 0
+	start, finish int              // in waves, from 0
 	waited        bool
 }
 

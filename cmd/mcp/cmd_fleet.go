@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
-	"github.com/mcpfleet/mcp/engine/config"
+	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/providers/local"
 )
 

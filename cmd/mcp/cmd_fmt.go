@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/mcpfleet/mcp/engine/config"
+	"github.com/mcpfleet/mcp/config"
 )
 
 // fmt rewrites unformatted files; with -check it only lists them and exits 3 (as terraform

@@ -4,11 +4,9 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/hashicorp/hcl/v2"
-
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
-	"github.com/mcpfleet/mcp/engine/config"
-	"github.com/mcpfleet/mcp/engine/config/machineconfig"
+	"github.com/mcpfleet/mcp/config"
+	"github.com/mcpfleet/mcp/config/machineconfig"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 )
@@ -109,5 +107,5 @@ func (c *cli) importProblems(name string, b []byte, problems []machineconfig.Pro
 		}
 		diags = append(diags, d)
 	}
-	views.Diagnostics(c.stderr, map[string]*hcl.File{name: {Bytes: b}}, diags, isTerminal(c.stderr))
+	views.Diagnostics(c.stderr, map[string][]byte{name: b}, diags, isTerminal(c.stderr))
 }

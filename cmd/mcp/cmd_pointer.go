@@ -3,8 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/mcpfleet/mcp/cmd/mcp/views"
-	"github.com/mcpfleet/mcp/engine/config"
+	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 )
@@ -30,9 +29,7 @@ func (c *cli) pointer(args []string) int {
 	// The pool is the configuration's: a pointer to a pool the server does not have
 	// would make a machine that never boots.
 	res, diags := config.Load(c.dir, c.configOptions(&lf))
-	if len(diags) > 0 {
-		views.Diagnostics(c.stderr, filesOf(res), diags, !lf.noColor && isTerminal(c.stderr))
-	}
+	c.diagnostics(res, diags, &lf)
 	if diags.HasErrors() {
 		return 1
 	}

@@ -13,8 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpfleet/mcp/bootsrv"
-	"github.com/mcpfleet/mcp/cmd/mcp/views"
-	"github.com/mcpfleet/mcp/engine/config"
+	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/providers/kubernetes/kubesource"
@@ -100,9 +99,7 @@ func (c *cli) bootSource(ctx context.Context, lf *loadFlags, statePath string) (
 		return localSource(&localstate.Local{Path: c.path(statePath)}), c.path(statePath), nil
 	}
 	res, diags := config.Load(c.dir, c.configOptions(lf))
-	if len(diags) > 0 {
-		views.Diagnostics(c.stderr, filesOf(res), diags, !lf.noColor && isTerminal(c.stderr))
-	}
+	c.diagnostics(res, diags, lf)
 	if diags.HasErrors() {
 		return nil, "", errDiagnosed
 	}

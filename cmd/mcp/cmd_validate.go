@@ -5,7 +5,7 @@ import (
 	"os"
 
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
-	"github.com/mcpfleet/mcp/engine/config"
+	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -35,13 +35,13 @@ func (c *cli) validate(args []string) int {
 		diags = append(diags, rdiags...)
 	}
 	if *asJSON {
-		b, err := config.DiagnosticsJSON(diags)
+		b, err := views.DiagnosticsJSON(diags)
 		if err != nil {
 			return c.failErr(err)
 		}
 		fmt.Fprintln(c.stdout, string(b))
 	} else if len(diags) > 0 {
-		views.Diagnostics(c.stderr, filesOf(res), diags, !lf.noColor && isTerminal(c.stderr))
+		c.diagnostics(res, diags, &lf)
 	}
 	if diags.HasErrors() {
 		return 1

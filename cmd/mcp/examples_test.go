@@ -22,8 +22,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/deploy"
-	"github.com/mcpfleet/mcp/engine/config"
 )
 
 // TestDriftExamplesRun holds examples/drift to the real command: the CronJob's and the

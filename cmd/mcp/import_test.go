@@ -11,7 +11,7 @@ import (
 // a refused MachineConfig writes nothing and exits 1; -out never overwrites.
 func TestImportMachineConfig(t *testing.T) {
 	dir := t.TempDir()
-	src := filepath.Join("..", "..", "engine", "config", "machineconfig", "testdata", "mco")
+	src := filepath.Join("..", "..", "config", "machineconfig", "testdata", "mco")
 	for _, f := range []string{"99-worker-chrony.yaml", "99-worker-disable-chrony.yaml", "50-fips.yaml"} {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {

@@ -5,13 +5,13 @@ import (
 	"os"
 	"time"
 
-	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
 	"golang.org/x/term"
 
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
+	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/engine"
-	"github.com/mcpfleet/mcp/engine/config"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // loadFlags are the flags of every command that loads the configuration.
@@ -41,21 +41,25 @@ func (lf *loadFlags) register(fs *flag.FlagSet, locking bool) {
 // places and returns nil.
 func (c *cli) load(lf *loadFlags) *engine.Workspace {
 	ws, res, diags := engine.Load(c.dir, c.configOptions(lf), c.parts)
-	if len(diags) > 0 {
-		var files = filesOf(res)
-		views.Diagnostics(c.stderr, files, diags, !lf.noColor && isTerminal(c.stderr))
-	}
+	c.diagnostics(res, diags, lf)
 	if diags.HasErrors() {
 		return nil
 	}
 	return ws
 }
 
-func filesOf(res *config.Result) map[string]*hcl.File {
-	if res == nil {
-		return nil
+// diagnostics prints diags, if any, with their places' source lines and the blocks they are
+// in, which the configuration res (nil when none was read) names: the engine's and the
+// planner's diagnostics have places in it too.
+func (c *cli) diagnostics(res *config.Result, diags model.Diagnostics, lf *loadFlags) {
+	if len(diags) == 0 {
+		return
 	}
-	return res.Files
+	var sources map[string][]byte
+	if res != nil {
+		sources, diags = res.Sources, res.Locate(diags)
+	}
+	views.Diagnostics(c.stderr, sources, diags, !lf.noColor && isTerminal(c.stderr))
 }
 
 // isTerminal reports whether w is a terminal (not merely a character device: /dev/null is

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/engine"
-	"github.com/mcpfleet/mcp/engine/config"
 	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/kubernetes"
 	"github.com/mcpfleet/mcp/providers/local"

@@ -10,7 +10,7 @@ import (
 
 // AgentStateDir is the node agent's own directory (nodeexec.StateDir, from the root): its
 // pending update, the config the node runs, its report, the first-boot record. Nothing a
-// config declares may be written there (engine/config refuses it at validate).
+// config declares may be written there (config refuses it at validate).
 const AgentStateDir = "/var/lib/mcp"
 
 // FirstBootPath is where the boot server's served config puts the first-boot record in a

@@ -9,7 +9,8 @@
 //	6  testkit                                      harnesses: chaos, benchmarks, test helpers
 //	5  engine                                       load, render, refresh, plan, apply
 //	4  providers                                    the fleets and what speaks to a cluster
-//	3  state, nodeexec, planner, bootsrv            what the engine and the providers use
+//	3  state, nodeexec, planner, bootsrv, config    what the engine and the providers use; the
+//	                                                configuration language
 //	2  internal, steps, ignition                    leaf helpers; the one step derivation;
 //	                                                Ignition configs
 //	1  model                                        plain data
@@ -28,12 +29,14 @@
 //	planner, steps                  pure: no I/O, no network, no client-go
 //	planner/…                       no language and no Ignition parser: no HCL, no vcontext, not
 //	                                the ignition room (render is handed it); model diagnostics
-//	engine, engine/{planfile,…}     no HCL or vcontext of their own: the language (engine/config)
+//	engine, engine/{planfile,…}     no HCL or vcontext of their own: the language (config)
 //	                                gives model diagnostics, the ignition room checks Ignition
 //	nodeexec, cmd/mcp-agent         the node side: no HCL, no go-cty, no kubectl, no Ignition
 //	                                parsers (ignition/content only); mcp-agent reaches the API
 //	                                through nodeclient alone
 //	nodeexec                        the executor: no HTTP, no step derivation (the agent modes')
+//	config/…                        the language: no planner, backend, provider, node or boot
+//	                                server, and no table printer (views render its diagnostics)
 //	model                           plain data: imports nothing of mcp and no language
 //	cmd/mcp, cmd/mcp-agent          no OPA, no terraform-json (test-only, in examples/ci), no
 //	                                providers/record (test-only)
@@ -44,7 +47,7 @@
 // Rooms: an outside system's packages that only the room named for it imports directly
 // (other packages ask the room):
 //
-//	Ignition's config/v3_*          ignition, and Butane's translation (engine/config/butane)
+//	Ignition's config/v3_*          ignition, and Butane's translation (config/butane)
 package layering
 
 import (
@@ -100,12 +103,12 @@ var Rules = []Rule{
 		Why:    "the planner is pure: it reaches no cluster and no engine"},
 	{Of: []string{"planner/..."},
 		Forbid: []string{"github.com/hashicorp/hcl/...", "github.com/coreos/vcontext/...", "github.com/coreos/ignition/...",
-			Module + "/ignition", Module + "/internal/hclpos", Module + "/engine/config/..."},
+			Module + "/ignition", Module + "/internal/hclpos", Module + "/config/..."},
 		Why: "the core speaks model diagnostics (model.Diagnostic): the language converts its own at its edge, and render " +
 			"is handed the ignition room (planner.Ignition), so the planner links neither the language nor Ignition's parsers"},
 	{Of: []string{"engine", "engine/planfile", "engine/health", "engine/alerts"}, Direct: true,
 		Forbid: []string{"github.com/hashicorp/hcl/...", "github.com/coreos/vcontext/...", Module + "/internal/hclpos"},
-		Why: "the engine speaks model diagnostics: it reaches the language only through engine/config's Load, " +
+		Why: "the engine speaks model diagnostics: it reaches the language only through config's Load, " +
 			"and Ignition only through the ignition room"},
 	{Of: []string{"nodeexec", "cmd/mcp-agent"},
 		Forbid: []string{"github.com/hashicorp/hcl/...", "github.com/zclconf/go-cty/...", "k8s.io/kubectl/...",
@@ -136,6 +139,11 @@ var Rules = []Rule{
 	{Of: []string{"cmd/mcp", "cmd/mcp-agent"},
 		Forbid: []string{Module + "/providers/record/..."},
 		Why:    "the record provider is for tests: cmd/mcp's tests add it to the parts, the binaries do not link it"},
+	{Of: []string{"config/..."},
+		Forbid: []string{Module + "/planner/...", Module + "/state/...", Module + "/providers/...", Module + "/nodeexec/...",
+			Module + "/bootsrv/...", "k8s.io/client-go/...", "github.com/olekukonko/tablewriter/..."},
+		Why: "the language reads what users write into the model: it knows no planner, backend, provider or node, and " +
+			"prints nothing (its problems are model diagnostics; cmd/mcp/views renders them)"},
 	{Of: []string{"model"},
 		Forbid: []string{Module + "/...", "github.com/hashicorp/hcl/...", "github.com/zclconf/go-cty/..."},
 		Why:    "the model is plain data every package may import"},
@@ -153,7 +161,7 @@ type Room struct {
 var Rooms = []Room{
 	{Imports: []string{"github.com/prometheus/client_golang/api/..."}, Of: []string{"engine/alerts"},
 		Why: "Prometheus' API has one room: the alert gate's questions go through engine/alerts, which the engine knows as an AlertSource"},
-	{Imports: []string{"github.com/coreos/ignition/v2/config/v3_*"}, Of: []string{"ignition", "engine/config/butane"},
+	{Imports: []string{"github.com/coreos/ignition/v2/config/v3_*"}, Of: []string{"ignition", "config/butane"},
 		Why: "Ignition has one room: spec versions, render's check, pointer, served and read-back configs are the ignition package's; Butane translates to Ignition's types"},
 }
 
@@ -189,7 +197,7 @@ func CheckRooms(graph map[string]Package, rooms []Room) []string {
 var Floors = [][]string{
 	{"model"},
 	{"internal", "steps", "ignition"},
-	{"state", "nodeexec", "planner", "bootsrv"},
+	{"state", "nodeexec", "planner", "bootsrv", "config"},
 	{"providers"},
 	{"engine"},
 	{"testkit"},

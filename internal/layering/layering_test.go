@@ -123,7 +123,7 @@ func TestRulesCoverNewParts(t *testing.T) {
 		pkg("planner/inner", "providers/cloud/api"),
 		pkg("state/newbackend", "providers/newcloud/helpers"),
 		pkg("model/inner", "providers/fake"),
-		pkg("engine/config", "state/s3state"),
+		pkg("config", "state/s3state"),
 		pkg("providers/newcloud", "providers", "model"),
 		pkg("cmd/mcp", "providers/newcloud", "state/s3state", "engine"),
 	} {
@@ -140,7 +140,7 @@ func TestRulesCoverNewParts(t *testing.T) {
 		"planner/inner reaches " + Module + "/providers/cloud/api",
 		"state/newbackend reaches " + Module + "/providers/newcloud/helpers",
 		"model/inner reaches " + Module + "/providers/fake",
-		"engine/config reaches " + Module + "/state/s3state",
+		"config reaches " + Module + "/state/s3state",
 	}
 	for _, w := range want {
 		if !slices.Contains(got, w) {
@@ -156,7 +156,7 @@ func TestRulesCoverNewParts(t *testing.T) {
 
 // TestRulesKeepTheLanguageAtItsEdge: mcp's own Rules report the planner reaching HCL or
 // Ignition's vcontext, however deep, and the engine importing either itself, but not the
-// engine reaching them through the language (engine/config) or the ignition room.
+// engine reaching them through the language (config) or the ignition room.
 func TestRulesKeepTheLanguageAtItsEdge(t *testing.T) {
 	hcl, vcontext := "github.com/hashicorp/hcl/v2", "github.com/coreos/vcontext/report"
 	pkg := func(path string, imports []string, deps ...string) Package {
@@ -166,7 +166,7 @@ func TestRulesKeepTheLanguageAtItsEdge(t *testing.T) {
 	for _, p := range []Package{
 		pkg("planner", []string{Module + "/model", Module + "/internal/helper"}, hcl),
 		pkg("planner/inner", []string{Module + "/ignition"}, vcontext),
-		pkg("engine", []string{Module + "/engine/config", Module + "/ignition"}, hcl, vcontext),
+		pkg("engine", []string{Module + "/config", Module + "/ignition"}, hcl, vcontext),
 		pkg("engine/planfile", []string{hcl}),
 		pkg("engine/health", []string{Module + "/internal/hclpos"}, hcl),
 	} {

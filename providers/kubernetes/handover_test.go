@@ -187,7 +187,10 @@ func TestRunNodeStepsAgentNeverTakesUp(t *testing.T) {
 		once.Do(func() { time.AfterFunc(200*time.Millisecond, func() { close(late) }) })
 		return false, nil, nil
 	})
-	go func() { <-late; <-agent(t, c, watching, protocol.Report{State: model.StateDone, Progress: 2, Current: target.Name}) }()
+	go func() {
+		<-late
+		<-agent(t, c, watching, protocol.Report{State: model.StateDone, Progress: 2, Current: target.Name})
+	}()
 	if err := NewForClient(c, Options{NodeTimeout: 30 * time.Second}).RunNodeSteps(ctx, "w-0", nil, target, steps, func(model.Step) {}); err != nil {
 		t.Fatal(err)
 	}

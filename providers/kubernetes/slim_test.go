@@ -18,7 +18,7 @@ import (
 func heavyNode() *corev1.Node {
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "worker-0", ResourceVersion: "7", Labels: map[string]string{"zone": "a"},
-			Annotations: map[string]string{protocol.State: "Degraded", protocol.Reason: "write failed", model.HoldKey: "ticket 1"},
+			Annotations:   map[string]string{protocol.State: "Degraded", protocol.Reason: "write failed", model.HoldKey: "ticket 1"},
 			ManagedFields: make([]metav1.ManagedFieldsEntry, 100)},
 		Spec: corev1.NodeSpec{Unschedulable: true, ProviderID: strings.Repeat("p", 1000)},
 	}

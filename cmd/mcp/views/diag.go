@@ -7,8 +7,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/hashicorp/hcl/v2"
-
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -29,9 +27,9 @@ import (
 const detailWidth = 76
 
 // Diagnostics prints each diagnostic in its box, once, with its place as FILE:LINE,COL
-// (with the block it is in) and the source lines it covers; files are the configuration's
-// sources by name (nil: places without their lines), which give the block a place is in.
-func Diagnostics(w io.Writer, files map[string]*hcl.File, diags model.Diagnostics, color bool) error {
+// (with the block it is in, as the language named it) and the source lines it covers;
+// sources are the configuration's files' bytes by name (nil: places without their lines).
+func Diagnostics(w io.Writer, sources map[string][]byte, diags model.Diagnostics, color bool) error {
 	c := painter(color)
 	var b strings.Builder
 	for i, d := range diags {
@@ -46,7 +44,7 @@ func Diagnostics(w io.Writer, files map[string]*hcl.File, diags model.Diagnostic
 		fmt.Fprintf(&b, "│ %s %s\n", sev, c.bold(d.Summary))
 		if d.Subject != nil {
 			b.WriteString("│\n")
-			writePlace(&b, files[d.Subject.Filename], d.Subject)
+			writePlace(&b, sources[d.Subject.Filename], d)
 		}
 		if d.Detail != "" {
 			b.WriteString("│\n")
@@ -79,20 +77,16 @@ func Capitalize(s string) string {
 
 // writePlace writes where a diagnostic is: "on FILE:LINE,COL, in BLOCK:" and up to three
 // source lines it covers, numbered.
-func writePlace(b *strings.Builder, f *hcl.File, r *model.Range) {
-	in := ""
-	if f != nil {
-		if cs, ok := f.Nav.(interface{ ContextString(int) string }); ok {
-			if c := cs.ContextString(r.Start.Byte); c != "" {
-				in = ", in " + c
-			}
-		}
+func writePlace(b *strings.Builder, src []byte, d *model.Diagnostic) {
+	r, in := d.Subject, ""
+	if d.In != "" {
+		in = ", in " + d.In
 	}
 	fmt.Fprintf(b, "│   on %s:%d,%d%s:\n", r.Filename, r.Start.Line, r.Start.Column, in)
-	if f == nil {
+	if src == nil {
 		return
 	}
-	lines := strings.Split(string(f.Bytes), "\n")
+	lines := strings.Split(string(src), "\n")
 	last := min(r.End.Line, r.Start.Line+2, len(lines))
 	for n := r.Start.Line; n >= 1 && n <= last; n++ {
 		fmt.Fprintf(b, "│   %4d: %s\n", n, strings.TrimRight(lines[n-1], " \t\r"))

@@ -2,27 +2,22 @@ package views
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/mcpfleet/mcp/model"
 )
 
-// A configuration's diagnostic: its place as FILE:LINE,COL with the block it is in and
-// the source line, then its detail, in Terraform's box.
+// A configuration's diagnostic: its place as FILE:LINE,COL with the block it is in (as
+// the language named it) and the source line, then its detail, in Terraform's box.
 func TestDiagnosticsBox(t *testing.T) {
 	src := "config \"x\" {\n  pools = [\"nope\"]\n}\n"
-	f, diags := hclsyntax.ParseConfig([]byte(src), "main.hcl", hcl.InitialPos)
-	if diags.HasErrors() {
-		t.Fatal(diags)
-	}
 	r := model.Range{Filename: "main.hcl", Start: model.Pos{Line: 2, Column: 12, Byte: 24}, End: model.Pos{Line: 2, Column: 18, Byte: 30}}
 	var out bytes.Buffer
-	err := Diagnostics(&out, map[string]*hcl.File{"main.hcl": f}, model.Diagnostics{{Severity: model.DiagError,
-		Summary: "Unknown pool", Detail: `Config "x" names pool "nope", which no pool block declares.`, Subject: &r}}, false)
+	err := Diagnostics(&out, map[string][]byte{"main.hcl": []byte(src)}, model.Diagnostics{{Severity: model.DiagError,
+		Summary: "Unknown pool", Detail: `Config "x" names pool "nope", which no pool block declares.`, Subject: &r, In: `config "x"`}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,5 +44,31 @@ func TestErrorBox(t *testing.T) {
 	Error(&out, "-o foo: want one of wide, json", "", false)
 	if want := "╷\n│ Error: -o foo: want one of wide, json\n╵\n"; out.String() != want {
 		t.Errorf("got %q, want %q", out.String(), want)
+	}
+}
+
+// The JSON of terraform validate -json: counts, validity and each diagnostic's range.
+func TestDiagnosticsJSON(t *testing.T) {
+	r := model.Range{Filename: "main.hcl", Start: model.Pos{Line: 3, Column: 12, Byte: 40}, End: model.Pos{Line: 3, Column: 18, Byte: 46}}
+	b, err := DiagnosticsJSON(model.Diagnostics{{Severity: model.DiagError, Summary: "Unknown pool", Subject: &r},
+		{Severity: model.DiagWarning, Summary: "Deprecated"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j struct {
+		Valid        bool `json:"valid"`
+		ErrorCount   int  `json:"error_count"`
+		WarningCount int  `json:"warning_count"`
+		Diagnostics  []struct {
+			Severity string
+			Range    *struct {
+				Start struct{ Line, Column int }
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &j); err != nil || j.Valid || j.ErrorCount != 1 || j.WarningCount != 1 || len(j.Diagnostics) != 2 ||
+		j.Diagnostics[0].Range == nil || j.Diagnostics[0].Range.Start.Line != 3 || j.Diagnostics[0].Range.Start.Column != 12 ||
+		j.Diagnostics[1].Severity != "warning" || j.Diagnostics[1].Range != nil {
+		t.Errorf("validate JSON: %v %s", err, b)
 	}
 }

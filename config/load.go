@@ -39,10 +39,14 @@ type Options struct {
 	Schemas Schemas
 }
 
-// Result is a loaded configuration and the files it came from (for printing diagnostics).
+// Result is a loaded configuration and the sources it came from (for printing
+// diagnostics with their lines).
 type Result struct {
 	Desired *model.Desired
-	Files   map[string]*hcl.File
+	// Sources are the configuration's files' bytes by name.
+	Sources map[string][]byte
+	// files are the parsed files, which name the block a place is in (Locate).
+	files map[string]*hcl.File
 	// Variables are the values the variables were given (a saved plan records them).
 	Variables map[string]cty.Value
 	// SensitiveVariables are the variables whose values mcp never shows: declared
@@ -60,16 +64,22 @@ var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 // even with errors, so that the diagnostics can be printed with their source. The
 // diagnostics are the model's: the language's own stop here.
 func Load(dir string, opts Options) (*Result, model.Diagnostics) {
-	res, diags := load(dir, opts)
-	return res, Diagnostics(diags)
+	res, files, diags := load(dir, opts)
+	res.files, res.Sources = files, make(map[string][]byte, len(files))
+	for name, f := range files {
+		res.Sources[name] = f.Bytes
+	}
+	return res, Diagnostics(diags, files)
 }
 
-func load(dir string, opts Options) (*Result, hcl.Diagnostics) {
+// load parses and decodes dir's configuration; files are the parsed sources by name (the
+// parser's own map: it holds every file parsed, errors or not).
+func load(dir string, opts Options) (*Result, map[string]*hcl.File, hcl.Diagnostics) {
 	parser := hclparse.NewParser()
-	res := &Result{Files: parser.Files()}
+	res, files := &Result{}, parser.Files()
 	names, err := filepath.Glob(filepath.Join(dir, "*.hcl"))
 	if err != nil || len(names) == 0 {
-		return res, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No configuration files",
+		return res, files, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "No configuration files",
 			Detail: fmt.Sprintf("%s has no *.hcl files.", dir)}}
 	}
 	sort.Strings(names)
@@ -89,7 +99,7 @@ func load(dir string, opts Options) (*Result, hcl.Diagnostics) {
 		blocks = append(blocks, content.Blocks...)
 	}
 	if diags.HasErrors() {
-		return res, diags
+		return res, files, diags
 	}
 	l := &loader{dir: dir, schemas: opts.Schemas, d: &model.Desired{Dir: dir, IgnitionVersion: "3.4.0"}}
 	vars, d := l.variables(blocks.OfType("variable"), opts)
@@ -104,7 +114,7 @@ func load(dir string, opts Options) (*Result, hcl.Diagnostics) {
 	diags = append(diags, l.configs(blocks.OfType("config"))...)
 	res.Desired = l.d
 	res.SensitiveVariables = l.sensitiveVariables()
-	return res, diags
+	return res, files, diags
 }
 
 // parseBounded reads and parses one configuration file within mcp's bounds (bounds.go).

@@ -19,7 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/mcpfleet/mcp/engine/config/butane"
+	"github.com/mcpfleet/mcp/config/butane"
 )
 
 // RoleLabel is the label whose value names the pool a MachineConfig is for.

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/json"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -14,8 +13,9 @@ import (
 )
 
 // Diagnostics gives the language's diagnostics in the model's neutral form, which the core
-// and the views speak: severity, summary, detail (with its "did you mean") and subject.
-func Diagnostics(ds hcl.Diagnostics) model.Diagnostics {
+// and the views speak: severity, summary, detail (with its "did you mean"), subject and the
+// block the subject is in, read from files (the configuration's, by name; nil for none).
+func Diagnostics(ds hcl.Diagnostics, files map[string]*hcl.File) model.Diagnostics {
 	if ds == nil {
 		return nil
 	}
@@ -27,60 +27,40 @@ func Diagnostics(ds hcl.Diagnostics) model.Diagnostics {
 		}
 		if d.Subject != nil {
 			r := hclpos.From(*d.Subject)
-			md.Subject = &r
+			md.Subject, md.In = &r, blockAt(files, r)
 		}
 		out[i] = md
 	}
 	return out
 }
 
-type jsonPos struct {
-	Line   int `json:"line"`
-	Column int `json:"column"`
-	Byte   int `json:"byte"`
-}
-
-type jsonRange struct {
-	Filename string  `json:"filename"`
-	Start    jsonPos `json:"start"`
-	End      jsonPos `json:"end"`
-}
-
-type jsonDiag struct {
-	Severity string     `json:"severity"`
-	Summary  string     `json:"summary"`
-	Detail   string     `json:"detail,omitempty"`
-	Range    *jsonRange `json:"range,omitempty"`
-}
-
-type jsonValidate struct {
-	FormatVersion string     `json:"format_version"`
-	Valid         bool       `json:"valid"`
-	ErrorCount    int        `json:"error_count"`
-	WarningCount  int        `json:"warning_count"`
-	Diagnostics   []jsonDiag `json:"diagnostics"`
-}
-
-// DiagnosticsJSON renders diagnostics in the shape of `terraform validate -json`.
-func DiagnosticsJSON(diags model.Diagnostics) ([]byte, error) {
-	out := jsonValidate{FormatVersion: "1.0", Diagnostics: []jsonDiag{}}
-	for _, d := range diags {
-		jd := jsonDiag{Severity: "error", Summary: d.Summary, Detail: d.Detail}
-		if d.Severity == model.DiagWarning {
-			jd.Severity = "warning"
-			out.WarningCount++
-		} else {
-			out.ErrorCount++
+// Locate gives each of diags with a place in the configuration, and no block named yet,
+// the block its place is in (the engine's and the planner's diagnostics point into the
+// configuration too); diags themselves are not changed.
+func (r *Result) Locate(diags model.Diagnostics) model.Diagnostics {
+	out := make(model.Diagnostics, len(diags))
+	for i, d := range diags {
+		if d.Subject != nil && d.In == "" {
+			if in := blockAt(r.files, *d.Subject); in != "" {
+				c := *d
+				c.In, d = in, &c
+			}
 		}
-		if s := d.Subject; s != nil {
-			jd.Range = &jsonRange{Filename: s.Filename,
-				Start: jsonPos{s.Start.Line, s.Start.Column, s.Start.Byte},
-				End:   jsonPos{s.End.Line, s.End.Column, s.End.Byte}}
-		}
-		out.Diagnostics = append(out.Diagnostics, jd)
+		out[i] = d
 	}
-	out.Valid = out.ErrorCount == 0
-	return json.MarshalIndent(out, "", "  ")
+	return out
+}
+
+// blockAt names the block r starts in (`config "x"`), "" when none or its file is not known.
+func blockAt(files map[string]*hcl.File, r model.Range) string {
+	f := files[r.Filename]
+	if f == nil {
+		return ""
+	}
+	if cs, ok := f.Nav.(interface{ ContextString(int) string }); ok {
+		return cs.ContextString(r.Start.Byte)
+	}
+	return ""
 }
 
 // Format returns src in HCL's canonical format.

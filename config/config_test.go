@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +13,7 @@ import (
 )
 
 func TestLoadValid(t *testing.T) {
-	res, diags := Load("../../examples/quickstart", Options{Schemas: testSchemas})
+	res, diags := Load("../examples/quickstart", Options{Schemas: testSchemas})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
@@ -212,31 +211,23 @@ config "x" {
 	}
 }
 
-// A diagnostic has its place (cmd/mcp/views prints it in Terraform's box) and the JSON
-// of terraform validate -json.
+// A diagnostic has its place and the block it is in, read by the language (cmd/mcp/views
+// prints it in Terraform's box from these alone), and the result keeps the sources' lines.
 func TestDiagnosticsFileLineCol(t *testing.T) {
 	dir := t.TempDir()
-	write(t, dir, "main.hcl", "provider \"local\" { fleet = \"f\" }\nconfig \"x\" {\n  pools = [\"nope\"]\n}\n")
-	_, diags := Load(dir, Options{Schemas: testSchemas})
-	if len(diags) != 1 || diags[0].Subject == nil || diags[0].Subject.Filename != filepath.Join(dir, "main.hcl") ||
+	src := "provider \"local\" { fleet = \"f\" }\nconfig \"x\" {\n  pools = [\"nope\"]\n}\n"
+	write(t, dir, "main.hcl", src)
+	res, diags := Load(dir, Options{Schemas: testSchemas})
+	name := filepath.Join(dir, "main.hcl")
+	if len(diags) != 1 || diags[0].Subject == nil || diags[0].Subject.Filename != name ||
 		diags[0].Subject.Start.Line != 3 || diags[0].Subject.Start.Column != 12 || diags[0].Summary != "Unknown pool" {
 		t.Fatalf("diagnostics: %v", diags)
 	}
-	b, err := DiagnosticsJSON(diags)
-	if err != nil {
-		t.Fatal(err)
+	if diags[0].In != `config "x"` {
+		t.Errorf("the block the place is in: %q, want config \"x\"", diags[0].In)
 	}
-	var j struct {
-		Valid       bool `json:"valid"`
-		ErrorCount  int  `json:"error_count"`
-		Diagnostics []struct {
-			Range struct {
-				Start struct{ Line, Column int }
-			}
-		}
-	}
-	if err := json.Unmarshal(b, &j); err != nil || j.Valid || j.ErrorCount != 1 || j.Diagnostics[0].Range.Start.Line != 3 {
-		t.Errorf("validate JSON: %v %s", err, b)
+	if res == nil || string(res.Sources[name]) != src {
+		t.Errorf("sources: %v", res)
 	}
 }
 

@@ -101,7 +101,7 @@ pool "worker" {
 	if _, diags := Load(dir, Options{Schemas: testSchemas}); diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	for _, p := range []string{"../../examples/quickstart"} {
+	for _, p := range []string{"../examples/quickstart"} {
 		if _, diags := Load(p, Options{Schemas: testSchemas}); diags.HasErrors() {
 			t.Errorf("%s: %v", p, diags)
 		}

@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
-	"github.com/mcpfleet/mcp/engine/config/butane"
+	"github.com/mcpfleet/mcp/config/butane"
 	"github.com/zclconf/go-cty/cty"
 	"go.yaml.in/yaml/v3"
 )

@@ -18,8 +18,8 @@ import (
 	"github.com/vincent-petithory/dataurl"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mcpfleet/mcp/engine/config"
-	"github.com/mcpfleet/mcp/engine/config/machineconfig"
+	"github.com/mcpfleet/mcp/config"
+	"github.com/mcpfleet/mcp/config/machineconfig"
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/unitinstall"
 	"github.com/mcpfleet/mcp/model"
