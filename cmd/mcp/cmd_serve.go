@@ -13,10 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/bootsrv/kubesource"
 	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubesource"
 	"github.com/mcpfleet/mcp/state/localstate"
 )
 

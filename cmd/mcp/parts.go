@@ -6,15 +6,15 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/bootsrv/kubesource"
 	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/engine/alerts"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/kubernetes"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubesource"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/providers/local"
 	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/state/kubestate"
 	"github.com/mcpfleet/mcp/state/localstate"
 )
 

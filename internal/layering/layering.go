@@ -117,10 +117,10 @@ var Rules = []Rule{
 		Why: "every node runs the agent: it links the step derivation and ignition/content, not the language, the engine, kubectl or Ignition's parsers"},
 	{Of: []string{"nodeexec"},
 		Forbid: []string{"net/http/...", Module + "/steps"},
-		Why:    "the executor applies the steps it is given to a root; fetching configs and deriving steps are the agent modes' (nodeexec/standalone, kagent), over nodeexec/bootclient"},
+		Why:    "the executor applies the steps it is given to a root; fetching configs and deriving steps are the agent modes' (agent/standalone, kagent), over nodeexec/bootclient"},
 	{Of: []string{"cmd/mcp-agent"},
 		Forbid: []string{"k8s.io/client-go/kubernetes/..."},
-		Why:    "the agent asks for its Node alone (providers/kubernetes/nodeclient): the typed Clientset registers every API group, ~10 MB on every node"},
+		Why:    "the agent asks for its Node alone (kubeapi/nodeclient): the typed Clientset registers every API group, ~10 MB on every node"},
 	{Of: []string{"cmd/mcp", "cmd/mcp-agent"},
 		Forbid: []string{"github.com/open-policy-agent/...", "github.com/hashicorp/terraform-json/..."},
 		Why:    "OPA and terraform-json check mcp's plan JSON in examples/ci's tests; the binaries write that JSON themselves"},
@@ -134,7 +134,7 @@ var Rules = []Rule{
 			"every type it links: mcp was 88 MB stripped with kubectl's drain, 65 MB without (docs/decisions.md, \"Binary size\")"},
 	{Of: []string{"cmd/mcp"},
 		Forbid: []string{"k8s.io/client-go/kubernetes", "k8s.io/client-go/informers/..."},
-		Why: "mcp talks to the API groups it uses through providers/kubernetes/kubeclient: client-go's Clientset and informer " +
+		Why: "mcp talks to the API groups it uses through kubeapi/kubeclient: client-go's Clientset and informer " +
 			"factory reach every API group, whose methods the linker keeps (Butane runs text/template, which calls methods by name): 10 MB of the stripped binary"},
 	{Of: []string{"cmd/mcp", "cmd/mcp-agent"},
 		Forbid: []string{Module + "/providers/record/..."},
