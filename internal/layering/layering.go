@@ -40,7 +40,7 @@
 //	                                the ignition room (render is handed it); model diagnostics
 //	engine, engine/{planfile,…}     no HCL or vcontext of their own: the language (config)
 //	                                gives model diagnostics, the ignition room checks Ignition
-//	nodeexec, agent/…,              the node side: no HCL, no go-cty, no kubectl, no Ignition
+//	nodeexec/…, agent/…,            the node side: no HCL, no go-cty, no kubectl, no Ignition
 //	cmd/mcp-agent                   parsers (ignition/content only), no engine, planner, state
 //	                                backend or boot server; it reaches the API through
 //	                                kubeapi/nodeclient alone
