@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcp/agent/standalone"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
-	"github.com/mcpfleet/mcp/nodeexec/standalone"
 )
 
 var (

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/mcpfleet/mcp/providers/kubernetes/kagent"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+	"github.com/mcpfleet/mcp/agent/kagent"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 )
 
 // benchAgents plays every node's agent in this process. Each agent watches only its own

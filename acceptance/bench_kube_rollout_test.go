@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 	"github.com/mcpfleet/mcp/testkit/benchdoc"
 )
 

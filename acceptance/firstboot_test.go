@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcp/agent/standalone"
 	"github.com/mcpfleet/mcp/bootsrv"
 	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
-	"github.com/mcpfleet/mcp/nodeexec/standalone"
 	"github.com/mcpfleet/mcp/providers/local"
 	"github.com/mcpfleet/mcp/state/localstate"
 	"github.com/mcpfleet/mcp/testkit/quickstarttest"

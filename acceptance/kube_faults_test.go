@@ -22,10 +22,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/state/kubestate"
 )
 
 // The fault tests stop `mcp apply` the hard way in the middle of a rollout — SIGKILL during

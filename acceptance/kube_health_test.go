@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 )
 
 const notBrokenCommand = `["/bin/sh", "-c", "test ! -e \"$MCP_NODE_ROOT/etc/broken\" || { echo \"$MCP_NODE: /etc/broken is there\"; exit 1; }"]`

@@ -12,9 +12,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 // The host tests judge what a node runs from the node: each agent runs -host=record, which

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 )
 
 // The second finding, on Kubernetes: an apply with -lock=false on another machine

@@ -19,7 +19,7 @@ import (
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
 	"github.com/mcpfleet/mcp/deploy"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 )
 
 // TestKubeAgentPolicy: deploy/'s ValidatingAdmissionPolicy on the real apiserver. An agent

@@ -37,10 +37,10 @@ import (
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
 	"github.com/mcpfleet/mcp/deploy"
 	"github.com/mcpfleet/mcp/ignition/content"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+	"github.com/mcpfleet/mcp/state/kubestate"
 )
 
 // kubeCluster is a real control plane with mcp deployed as deploy/ says: the manifests

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 // writesMain keeps the state out of the cluster, as make bench-kube does: what the API

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 	"github.com/mcpfleet/mcp/providers/local"
 	"github.com/mcpfleet/mcp/testkit/chaos"
 )

@@ -17,10 +17,10 @@ import (
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
 	"github.com/mcpfleet/mcp/ignition/content"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/state/kubestate"
 )
 
 // stateMoveSection is the heading of docs/kubernetes.md's section that moves an earlier

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/acceptance/vmnode"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/nodeexec"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 // TestVMBenchUpdateVsReboot measures, on one real machine, a bare reboot (systemctl

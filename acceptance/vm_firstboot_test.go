@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/acceptance/vmnode"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 // TestVMFirstBoot boots a fresh machine, from the image's v1, into a pool whose OS image is

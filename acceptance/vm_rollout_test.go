@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/mcpfleet/mcp/acceptance/vmnode"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec/systemdhost"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 // TestVMRollout runs one real machine through mcp's node operations in turn, each judged

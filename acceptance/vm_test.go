@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/mcpfleet/mcp/acceptance/vmnode"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/nodeexec/systemdhost"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 // The VM tests run mcp on real machines (acceptance/vmnode): QEMU nodes booting a Debian

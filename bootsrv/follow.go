@@ -16,7 +16,7 @@ import (
 )
 
 // Source is where the server's data lives: a state file (FileSource) or, for the
-// Kubernetes backend, an informer on its Secrets (providers/kubernetes/kubesource).
+// Kubernetes backend, an informer on its Secrets (bootsrv/kubesource).
 type Source interface {
 	// Token is a cheap change marker: when it is unchanged, Load would give the same.
 	Token() (string, error)

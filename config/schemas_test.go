@@ -4,8 +4,8 @@ import (
 	"github.com/mcpfleet/mcp/model"
 
 	"github.com/mcpfleet/mcp/providers/kubernetes"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
 	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/state/kubestate"
 	"github.com/mcpfleet/mcp/state/localstate"
 )
 

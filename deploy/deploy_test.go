@@ -19,7 +19,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 )
 
 // objects decodes every document of every manifest with client-go's scheme: the universal

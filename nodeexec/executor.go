@@ -6,8 +6,8 @@
 //
 // Agent is the protocol around the Executor that every agent mode runs (a reboot recorded
 // as pending and resumed after the boot, the first boot, Degraded on failure). The modes
-// say where steps come from and where reports go: nodeexec/standalone without a cluster,
-// providers/kubernetes/kagent on Kubernetes, providers/local in-process. The executor
+// say where steps come from and where reports go: agent/standalone without a cluster,
+// agent/kagent on Kubernetes, providers/local in-process. The executor
 // derives no steps and speaks no HTTP: the modes fetch rendered configs through
 // nodeexec/bootclient.
 package nodeexec

@@ -13,10 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/bootsrv/kubesource"
 	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubesource"
 	"github.com/mcpfleet/mcp/state/localstate"
 )
 
@@ -104,11 +104,11 @@ func (c *cli) bootSource(ctx context.Context, lf *loadFlags, statePath string) (
 		return nil, "", errDiagnosed
 	}
 	name := res.Desired.State.Backend
-	open := bootSources[name]
-	if open == nil {
+	b := c.parts.backend(name)
+	if b == nil || b.Boot == nil {
 		return nil, "", fmt.Errorf("mcp serve cannot follow the state backend %q", name)
 	}
-	return open(ctx, res.Desired.State.Settings)
+	return b.Boot(ctx, res.Desired.State.Settings)
 }
 
 // errDiagnosed is an error already printed as diagnostics.

@@ -40,7 +40,7 @@ func (lf *loadFlags) register(fs *flag.FlagSet, locking bool) {
 // load reads and renders the configuration; on errors it prints the diagnostics with their
 // places and returns nil.
 func (c *cli) load(lf *loadFlags) *engine.Workspace {
-	ws, res, diags := engine.Load(c.dir, c.configOptions(lf), c.parts)
+	ws, res, diags := engine.Load(c.dir, c.configOptions(lf), c.parts.Engine())
 	c.diagnostics(res, diags, lf)
 	if diags.HasErrors() {
 		return nil

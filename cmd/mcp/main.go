@@ -20,7 +20,6 @@ import (
 	// for machines (and containers) without /usr/share/zoneinfo.
 	_ "time/tzdata"
 
-	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/internal/suggest"
 	"github.com/mcpfleet/mcp/model"
 )
@@ -57,8 +56,9 @@ type cli struct {
 	helped bool   // the command only printed its usage, as -h asked
 	// intr says what an interrupt does (signals.go); nil when run is called by a test.
 	intr *interrupts
-	// parts are the providers and state backends the commands build (parts.go's).
-	parts engine.Parts
+	// parts are the providers and state backends (each with its boot source) the commands
+	// build (parts.go's).
+	parts buildParts
 }
 
 type command struct {
@@ -97,7 +97,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // runWith is run with the parts given (a test's, with a provider of its own).
-func runWith(ctx context.Context, parts engine.Parts, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runWith(ctx context.Context, parts buildParts, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	c := &cli{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, dir: ".", intr: processInterrupts, parts: parts}
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		switch {

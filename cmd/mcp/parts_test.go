@@ -10,11 +10,11 @@ import (
 	"testing"
 
 	"github.com/mcpfleet/mcp/config"
-	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/kubernetes"
 	"github.com/mcpfleet/mcp/providers/local"
 	"github.com/mcpfleet/mcp/providers/record"
+	"github.com/mcpfleet/mcp/state/localstate"
 )
 
 // A provider "kubernetes" block loads and gives this provider through the parts of this build.
@@ -43,7 +43,7 @@ contexts: [{name: prod, context: {cluster: c, user: u}}]
 	if s := res.Desired.Provider.Settings; s.Str("context") != "prod" || s.Str("kubeconfig") != filepath.Join(dir, "kc.yaml") {
 		t.Errorf("provider settings %v", s)
 	}
-	p, err := parts.Provider(res.Desired)
+	p, err := parts.Engine().Provider(res.Desired)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,8 +124,19 @@ func TestPartsDeclareThemselves(t *testing.T) {
 			t.Errorf("state backend %q: %v (declared before: %v)", b.Name, err, seen["backend "+b.Name])
 		}
 		seen["backend "+b.Name] = true
-		if bootSources[b.Name] == nil {
+		if b.Boot == nil {
 			t.Errorf("mcp serve cannot follow state backend %q", b.Name)
+		}
+	}
+	// The engine is given the same backends in the same order: the first is the default.
+	e := parts.Engine()
+	if len(e.Backends) != len(parts.Backends) || e.Backends[0].Name != localstate.Spec.Name {
+		t.Fatalf("the engine's backends are %d, the first %q; want the parts' %d, the first %q",
+			len(e.Backends), e.Backends[0].Name, len(parts.Backends), localstate.Spec.Name)
+	}
+	for i, b := range e.Backends {
+		if b.Name != parts.Backends[i].Name {
+			t.Errorf("the engine's backend %d is %q, the parts' %q", i, b.Name, parts.Backends[i].Name)
 		}
 	}
 }
@@ -136,7 +147,7 @@ func TestPartsDeclareThemselves(t *testing.T) {
 // uncordoned in its turn, and
 // a bad value of its settings is refused at its place.
 func TestAProviderIsItsPackageAndALine(t *testing.T) {
-	withRecord := engine.Parts{Providers: append(slices.Clone(parts.Providers), record.Spec), Backends: parts.Backends}
+	withRecord := buildParts{Providers: append(slices.Clone(parts.Providers), record.Spec), Backends: parts.Backends}
 	dir := t.TempDir()
 	write := func(src string) {
 		t.Helper()

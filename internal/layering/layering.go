@@ -5,12 +5,17 @@
 // package imports only packages of its own folder and of folders on lower floors, so no
 // import runs back up and no two folders import each other:
 //
-//	7  cmd, scripts, acceptance, examples, deploy   what people run, and the tests of the whole
-//	6  testkit                                      harnesses: chaos, benchmarks, test helpers
-//	5  engine                                       load, render, refresh, plan, apply
-//	4  providers                                    the fleets and what speaks to a cluster
-//	3  state, nodeexec, planner, bootsrv, config    what the engine and the providers use; the
-//	                                                configuration language
+//	9  cmd, scripts, acceptance, examples, deploy   what people run, and the tests of the whole
+//	8  testkit                                      harnesses: chaos, benchmarks, test helpers
+//	7  engine                                       load, render, refresh, plan, apply
+//	6  providers                                    the fleets: local, kubernetes (record in tests)
+//	5  bootsrv, agent                               the two ends of a node's configs: the boot
+//	                                                server (and its sources, one per backend),
+//	                                                the node agent's modes (standalone, kagent)
+//	4  state, nodeexec, planner, config             the state backends, the node's executor, the
+//	                                                planner, the configuration language
+//	3  kubeapi                                      talking to an apiserver: mcp's wire protocol
+//	                                                over Node annotations and Secrets, its clients
 //	2  internal, steps, ignition                    leaf helpers; the one step derivation;
 //	                                                Ignition configs
 //	1  model                                        plain data
@@ -20,8 +25,12 @@
 //
 //	cmd/mcp, cmd/mcp-agent          the composition roots: they alone name concrete parts
 //	engine/…, planner/…, state/…,   reach no concrete provider: nothing under providers/ but the
-//	steps/…, model/…                interfaces (providers) and their suite (providertest), so a new
-//	                                provider is covered the day it is added
+//	steps/…, model/…, kubeapi/…,    interfaces (providers) and their suite (providertest), so a new
+//	bootsrv/…, agent/…              provider is covered the day it is added
+//	kubeapi/…                       the apiserver's protocol and clients: no provider, backend, boot
+//	                                server, agent, node executor or engine stands under them
+//	providers/…                     no agent mode and no boot server: a provider talks to the nodes
+//	                                through kubeapi's protocol (or runs nodeexec, simulated)
 //	engine/…, state                 know state backends by interface: nothing under state/ but
 //	                                state, no client-go, no kubectl
 //	engine                          no boot server, fasthttp or Prometheus (Ignition is the room's)
@@ -31,9 +40,10 @@
 //	                                the ignition room (render is handed it); model diagnostics
 //	engine, engine/{planfile,…}     no HCL or vcontext of their own: the language (config)
 //	                                gives model diagnostics, the ignition room checks Ignition
-//	nodeexec, cmd/mcp-agent         the node side: no HCL, no go-cty, no kubectl, no Ignition
-//	                                parsers (ignition/content only); mcp-agent reaches the API
-//	                                through nodeclient alone
+//	nodeexec/…, agent/…,            the node side: no HCL, no go-cty, no kubectl, no Ignition
+//	cmd/mcp-agent                   parsers (ignition/content only), no engine, planner, state
+//	                                backend or boot server; it reaches the API through
+//	                                kubeapi/nodeclient alone
 //	nodeexec                        the executor: no HTTP, no step derivation (the agent modes')
 //	config/…                        the language: no planner, backend, provider, node or boot
 //	                                server, and no table printer (views render its diagnostics)
@@ -83,9 +93,18 @@ type Rule struct {
 
 // Rules are mcp's layering.
 var Rules = []Rule{
-	{Of: []string{"engine/...", "planner/...", "state/...", "steps/...", "model/..."},
+	{Of: []string{"engine/...", "planner/...", "state/...", "steps/...", "model/...", "kubeapi/...", "bootsrv/...", "agent/..."},
 		Forbid: []string{Module + "/providers/..."}, Except: []string{Module + "/providers", Module + "/providers/providertest"},
 		Why: "the core knows providers by their interfaces (and their specs); cmd composes the concrete ones, wherever under providers/ they are"},
+	{Of: []string{"kubeapi/..."},
+		Forbid: []string{Module + "/providers/...", Module + "/state/...", Module + "/bootsrv/...", Module + "/agent/...",
+			Module + "/nodeexec/...", Module + "/engine/...", Module + "/planner/...", Module + "/config/...", "k8s.io/kubectl/..."},
+		Why: "kubeapi is talking to an apiserver (mcp's protocol over Node annotations and Secrets, and its clients): the " +
+			"provider, the state backend, the boot source and the agent stand on it, so it knows none of them"},
+	{Of: []string{"providers/..."},
+		Forbid: []string{Module + "/agent/...", Module + "/bootsrv/..."},
+		Why: "a provider reaches nodes through kubeapi's protocol (or, simulated, runs nodeexec in-process): it links no " +
+			"agent mode and no boot server"},
 	{Of: []string{"engine/...", "state"},
 		Forbid: []string{Module + "/state/...", "k8s.io/client-go/...", "k8s.io/kubectl/..."}, Except: []string{Module + "/state"},
 		Why: "the engine knows state backends by their interface; cmd composes them"},
@@ -110,17 +129,18 @@ var Rules = []Rule{
 		Forbid: []string{"github.com/hashicorp/hcl/...", "github.com/coreos/vcontext/...", Module + "/internal/hclpos"},
 		Why: "the engine speaks model diagnostics: it reaches the language only through config's Load, " +
 			"and Ignition only through the ignition room"},
-	{Of: []string{"nodeexec", "cmd/mcp-agent"},
+	{Of: []string{"nodeexec/...", "agent/...", "cmd/mcp-agent"},
 		Forbid: []string{"github.com/hashicorp/hcl/...", "github.com/zclconf/go-cty/...", "k8s.io/kubectl/...",
 			"github.com/coreos/ignition/v2/config/v3_*", Module + "/ignition",
-			Module + "/planner", Module + "/engine/..."},
-		Why: "every node runs the agent: it links the step derivation and ignition/content, not the language, the engine, kubectl or Ignition's parsers"},
+			Module + "/planner", Module + "/engine/...", Module + "/config/...", Module + "/state/...", Module + "/bootsrv/..."},
+		Why: "every node runs the agent: it links the step derivation and ignition/content, not the language, the engine, " +
+			"the state backends, the boot server, kubectl or Ignition's parsers"},
 	{Of: []string{"nodeexec"},
 		Forbid: []string{"net/http/...", Module + "/steps"},
-		Why:    "the executor applies the steps it is given to a root; fetching configs and deriving steps are the agent modes' (nodeexec/standalone, kagent), over nodeexec/bootclient"},
-	{Of: []string{"cmd/mcp-agent"},
+		Why:    "the executor applies the steps it is given to a root; fetching configs and deriving steps are the agent modes' (agent/standalone, agent/kagent), over nodeexec/bootclient"},
+	{Of: []string{"agent/...", "cmd/mcp-agent"},
 		Forbid: []string{"k8s.io/client-go/kubernetes/..."},
-		Why:    "the agent asks for its Node alone (providers/kubernetes/nodeclient): the typed Clientset registers every API group, ~10 MB on every node"},
+		Why:    "the agent asks for its Node alone (kubeapi/nodeclient): the typed Clientset registers every API group, ~10 MB on every node"},
 	{Of: []string{"cmd/mcp", "cmd/mcp-agent"},
 		Forbid: []string{"github.com/open-policy-agent/...", "github.com/hashicorp/terraform-json/..."},
 		Why:    "OPA and terraform-json check mcp's plan JSON in examples/ci's tests; the binaries write that JSON themselves"},
@@ -134,7 +154,7 @@ var Rules = []Rule{
 			"every type it links: mcp was 88 MB stripped with kubectl's drain, 65 MB without (docs/decisions.md, \"Binary size\")"},
 	{Of: []string{"cmd/mcp"},
 		Forbid: []string{"k8s.io/client-go/kubernetes", "k8s.io/client-go/informers/..."},
-		Why: "mcp talks to the API groups it uses through providers/kubernetes/kubeclient: client-go's Clientset and informer " +
+		Why: "mcp talks to the API groups it uses through kubeapi/kubeclient: client-go's Clientset and informer " +
 			"factory reach every API group, whose methods the linker keeps (Butane runs text/template, which calls methods by name): 10 MB of the stripped binary"},
 	{Of: []string{"cmd/mcp", "cmd/mcp-agent"},
 		Forbid: []string{Module + "/providers/record/..."},
@@ -197,7 +217,9 @@ func CheckRooms(graph map[string]Package, rooms []Room) []string {
 var Floors = [][]string{
 	{"model"},
 	{"internal", "steps", "ignition"},
-	{"state", "nodeexec", "planner", "bootsrv", "config"},
+	{"kubeapi"},
+	{"state", "nodeexec", "planner", "config"},
+	{"bootsrv", "agent"},
 	{"providers"},
 	{"engine"},
 	{"testkit"},

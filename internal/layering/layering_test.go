@@ -197,6 +197,78 @@ func TestRulesKeepTheLanguageAtItsEdge(t *testing.T) {
 	}
 }
 
+// TestRulesKeepKubernetesByRole: mcp's own Rules report the apiserver's client floor
+// (kubeapi) reaching what stands on it, the state backend, the boot source and an agent mode
+// reaching a provider, an agent mode reaching the engine, the language or the typed
+// Clientset, and a provider linking an agent mode; and leave each role's own edges allowed.
+func TestRulesKeepKubernetesByRole(t *testing.T) {
+	hcl, clientset := "github.com/hashicorp/hcl/v2", "k8s.io/client-go/kubernetes"
+	pkg := func(path string, deps ...string) Package {
+		p := Package{ImportPath: Module + "/" + path}
+		for _, d := range deps {
+			if !strings.Contains(d, ".") {
+				d = Module + "/" + d
+			}
+			p.Imports = append(p.Imports, d)
+			p.Deps = append(p.Deps, d)
+		}
+		return p
+	}
+	g := map[string]Package{}
+	for _, p := range []Package{
+		pkg("kubeapi/protocol", "model", "providers/kubernetes"),
+		pkg("kubeapi/kubeclient", "state/kubestate"),
+		pkg("kubeapi/nodeclient", "agent/kagent"),
+		pkg("state/kubestate", "state", "kubeapi/kubeclient", "kubeapi/protocol", "providers/kubernetes"),
+		pkg("bootsrv/kubesource", "bootsrv", "state/kubestate", "kubeapi/kubeclient", "providers/kubernetes/helpers"),
+		pkg("agent/kagent", "nodeexec", "kubeapi/nodeclient", "kubeapi/protocol", "engine", clientset),
+		pkg("agent/newmode", "nodeexec", "nodeexec/bootclient", "state/localstate", hcl),
+		pkg("providers/kubernetes", "providers", "kubeapi/protocol", "kubeapi/kubeclient", "agent/kagent"),
+	} {
+		g[p.ImportPath] = p
+	}
+	var got []string
+	for _, v := range Check(g, Rules) {
+		if strings.Contains(v, " reaches ") {
+			got = append(got, v[:strings.Index(v, ":")])
+		}
+	}
+	want := []string{
+		"kubeapi/protocol reaches " + Module + "/providers/kubernetes",
+		"kubeapi/kubeclient reaches " + Module + "/state/kubestate",
+		"kubeapi/nodeclient reaches " + Module + "/agent/kagent",
+		"state/kubestate reaches " + Module + "/providers/kubernetes",
+		"bootsrv/kubesource reaches " + Module + "/providers/kubernetes/helpers",
+		"agent/kagent reaches " + Module + "/engine",
+		"agent/kagent reaches " + clientset,
+		"agent/newmode reaches " + Module + "/state/localstate",
+		"agent/newmode reaches " + hcl,
+		"providers/kubernetes reaches " + Module + "/agent/kagent",
+	}
+	for _, w := range want {
+		if !slices.Contains(got, w) {
+			t.Errorf("Rules missed %q; got:\n%s", w, strings.Join(got, "\n"))
+		}
+	}
+	allowed := []string{
+		"providers/kubernetes reaches " + Module + "/kubeapi/",
+		"state/kubestate reaches " + Module + "/kubeapi/",
+		"state/kubestate reaches " + Module + "/state",
+		"bootsrv/kubesource reaches " + Module + "/state/kubestate",
+		"bootsrv/kubesource reaches " + Module + "/bootsrv",
+		"agent/kagent reaches " + Module + "/kubeapi/",
+		"agent/kagent reaches " + Module + "/nodeexec",
+		"agent/newmode reaches " + Module + "/nodeexec",
+	}
+	for _, g := range got {
+		for _, a := range allowed {
+			if strings.HasPrefix(g, a) && (strings.HasSuffix(a, "/") || g == a) {
+				t.Errorf("Rules reported an allowed edge: %s", g)
+			}
+		}
+	}
+}
+
 func TestFloors(t *testing.T) {
 	for _, v := range CheckFloors(graph(t), Floors) {
 		t.Error(v)

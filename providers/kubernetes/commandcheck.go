@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 var _ providers.CommandChecker = (*Provider)(nil)

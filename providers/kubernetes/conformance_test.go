@@ -18,11 +18,11 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/mcpfleet/mcp/agent/kagent"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/providers"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kagent"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 	"github.com/mcpfleet/mcp/providers/providertest"
 )
 

@@ -16,10 +16,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/mcpfleet/mcp/kubeapi/kubeclient"
+	"github.com/mcpfleet/mcp/kubeapi/kubeconfig"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubeclient"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
 )
 
 // Defaults of Options.

@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 var _ providers.TemplatePatcher = (*Provider)(nil)

@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 // Objects for the fake dynamic client.

@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 var _ providers.WatchSharer = (*Provider)(nil)

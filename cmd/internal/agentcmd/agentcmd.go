@@ -22,13 +22,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/mcpfleet/mcp/agent/kagent"
+	"github.com/mcpfleet/mcp/agent/standalone"
 	"github.com/mcpfleet/mcp/cmd/internal/cmdhelp"
+	"github.com/mcpfleet/mcp/kubeapi/kubeconfig"
+	"github.com/mcpfleet/mcp/kubeapi/nodeclient"
 	"github.com/mcpfleet/mcp/nodeexec"
-	"github.com/mcpfleet/mcp/nodeexec/standalone"
 	"github.com/mcpfleet/mcp/nodeexec/systemdhost"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kagent"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
-	"github.com/mcpfleet/mcp/providers/kubernetes/nodeclient"
 )
 
 type cli struct {

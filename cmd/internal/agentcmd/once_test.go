@@ -3,8 +3,8 @@ package agentcmd
 import (
 	"testing"
 
+	"github.com/mcpfleet/mcp/agent/standalone"
 	"github.com/mcpfleet/mcp/model"
-	"github.com/mcpfleet/mcp/nodeexec/standalone"
 )
 
 // -once says what the reconcile left the node at, nothing to do included.

@@ -8,10 +8,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/mcpfleet/mcp/kubeapi/nodeclient"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
-	"github.com/mcpfleet/mcp/providers/kubernetes/nodeclient"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 // Checker runs the engine's command health checks on the agent's node. The command comes

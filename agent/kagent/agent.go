@@ -32,11 +32,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/mcpfleet/mcp/internal/atomicfile"
+	"github.com/mcpfleet/mcp/kubeapi/nodeclient"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/nodeexec/bootclient"
-	"github.com/mcpfleet/mcp/providers/kubernetes/nodeclient"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 // UpdatePath is where, inside the root, the agent records the update it runs, so that the

@@ -40,10 +40,10 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/mcpfleet/mcp/ignition/content"
+	"github.com/mcpfleet/mcp/kubeapi/kubeclient"
+	"github.com/mcpfleet/mcp/kubeapi/kubeconfig"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubeclient"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubeconfig"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 	"github.com/mcpfleet/mcp/state"
 )
 

@@ -11,10 +11,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/mcpfleet/mcp/ignition/content"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/state/kubestate"
 )
 
 // rendered is a rendered config of pool, named by its content (the source verifies names);

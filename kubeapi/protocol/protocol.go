@@ -1,8 +1,9 @@
 // Package protocol is the agent protocol on Kubernetes: the Node annotations through which
 // the engine hands a node its planned steps and the node's agent reports back, and the names
-// of the objects mcp keeps in the cluster. The engine (providers/kubernetes), the agent
-// (mcp agent -kubeconfig) and the boot server all use these definitions, so the protocol is
-// written once. It is documented for people in docs/kubernetes.md.
+// of the objects mcp keeps in the cluster. The provider (providers/kubernetes), the agent
+// (agent/kagent), the state backend (state/kubestate) and the boot server's source
+// (bootsrv/kubesource) all use these definitions, so the protocol is written once. It is
+// documented for people in docs/kubernetes.md.
 package protocol
 
 import (

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 // The agent's drift check reports what the host says the running boot runs, not what the

@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/mcpfleet/mcp/providers/kubernetes/nodeclient"
+	"github.com/mcpfleet/mcp/kubeapi/nodeclient"
 
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 // Progress reports (once Working is reported) go out off the steps' path, but in order:

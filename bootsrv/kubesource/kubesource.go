@@ -23,10 +23,10 @@ import (
 
 	"github.com/mcpfleet/mcp/bootsrv"
 	"github.com/mcpfleet/mcp/ignition"
+	"github.com/mcpfleet/mcp/kubeapi/kubeclient"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubeclient"
-	"github.com/mcpfleet/mcp/providers/kubernetes/kubestate"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
+	"github.com/mcpfleet/mcp/state/kubestate"
 )
 
 // Source is a bootsrv.Source on the Secrets of one namespace.

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/nodeexec"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 const ns = "mcp-system"

@@ -13,10 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/mcpfleet/mcp/kubeapi/nodeclient"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
-	"github.com/mcpfleet/mcp/providers/kubernetes/nodeclient"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 // NodeState is the nodeexec.NodeState of an agent on Kubernetes: the agent's annotations

@@ -12,9 +12,9 @@ import (
 
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/ignition/content"
+	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
-	"github.com/mcpfleet/mcp/providers/kubernetes/protocol"
 )
 
 // TestRenderedRoundTripKeepsName: a really rendered config stored in a Secret and read back
