@@ -14,9 +14,8 @@ import (
 	policyv1beta1 "k8s.io/api/policy/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mcpfleet/mcp/providers"
 )
@@ -177,35 +176,49 @@ func (p *Provider) evictOnce(ctx context.Context, gv schema.GroupVersion, pod *c
 	}
 }
 
-// waitGone waits, polling the node's pods every interval until ctx ends, for the evicted
-// pods to be gone (deleted, or replaced by a pod of the same name with another UID). When
-// ctx has already ended it looks once more, with last.
+// waitGone waits for the evicted pods to be gone (deleted, or replaced by a pod of the same
+// name with another UID): during an apply from its shared watch of the pods bound to nodes
+// (no request; a pod's change wakes the wait), else, or once that watch is lost, polling
+// the node's pods every interval until ctx ends. When ctx has already ended it looks once
+// more, with last. The shared watch holds the pods that have not finished, so a pod whose
+// containers have all stopped is gone there already.
 func (p *Provider) waitGone(ctx, last context.Context, node string, pods []corev1.Pod, interval time.Duration) error {
 	left := map[string]*corev1.Pod{}
 	for i := range pods {
 		left[pods[i].Namespace+"/"+pods[i].Name] = &pods[i]
 	}
-	check := func(ctx context.Context) error {
-		present := map[string]bool{}
-		err := p.each(ctx, "pods", metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()},
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-				return p.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
-			},
-			func(obj runtime.Object) error {
-				pod := obj.(*corev1.Pod)
-				if q := left[pod.Namespace+"/"+pod.Name]; q != nil && q.UID == pod.UID && pod.Spec.NodeName == node {
-					present[pod.Namespace+"/"+pod.Name] = true
-				}
-				return nil
-			})
-		if err != nil {
-			return err
-		}
-		for k := range left {
-			if !present[k] {
+	// keep drops from left every pod not among present, as key → UID.
+	keep := func(present map[string]types.UID) {
+		for k, q := range left {
+			if uid, ok := present[k]; !ok || uid != q.UID {
 				delete(left, k)
 			}
 		}
+	}
+	if ph := p.currentPods(ctx); ph != nil {
+		err := ph.waitOn(ctx, node, func() (bool, error) {
+			present := map[string]types.UID{}
+			for _, pod := range ph.podsOn(node) {
+				present[pod.Namespace+"/"+pod.Name] = pod.UID
+			}
+			keep(present)
+			return len(left) == 0, nil
+		})
+		if err == nil {
+			return nil
+		}
+		// The watch was lost, or ctx ended: the loop below polls, or looks once more.
+	}
+	check := func(ctx context.Context) error {
+		bound, err := p.podsBoundTo(ctx, node)
+		if err != nil {
+			return err
+		}
+		present := map[string]types.UID{}
+		for _, pod := range bound {
+			present[pod.Namespace+"/"+pod.Name] = pod.UID
+		}
+		keep(present)
 		return nil
 	}
 	for len(left) > 0 {

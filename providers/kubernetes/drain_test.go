@@ -151,3 +151,41 @@ func TestDrainEmptyDirRefusedWhenNotAllowed(t *testing.T) {
 		t.Errorf("drain with an emptyDir pod and DeleteEmptyDirData false: %v", err)
 	}
 }
+
+// During an apply (ShareWatches) the drain waits for its evicted pods on the shared watch
+// of the pods: one LIST of the node's pods to choose them, none while a pod terminates
+// (each drain polled the node's pods once a second before; 200 nodes draining over 15,000
+// pods timed out).
+func TestDrainWaitsOnTheSharedPodWatch(t *testing.T) {
+	c, _ := drainFleet(t)
+	// web-0's eviction is accepted and the pod terminates for a while.
+	c.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if ev, ok := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction); !ok || a.GetSubresource() != "eviction" || ev.Name != "web-0" {
+			return false, nil, nil
+		}
+		time.AfterFunc(300*time.Millisecond, func() {
+			c.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("pods"), "demo", "web-0")
+		})
+		return true, nil, nil
+	})
+	var lists atomic.Int32
+	c.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.ListAction).GetListRestrictions().Fields.String() == "spec.nodeName=w-0" {
+			lists.Add(1)
+		}
+		return false, nil, nil
+	})
+	p := NewForClient(c, Options{})
+	ctx := context.Background()
+	defer p.ShareWatches(ctx)()
+	start := time.Now()
+	if err := p.Drain(ctx, "w-0", providers.DrainOptions{Timeout: 10 * time.Second, RetryDelay: 10 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if got := podsOn(t, c, "w-0"); !slices.Equal(got, []string{"kube-system/agent-w-0"}) {
+		t.Errorf("pods left on w-0 after the drain (took %s): %v", time.Since(start), got)
+	}
+	if n := lists.Load(); n != 1 {
+		t.Errorf("%d LISTs of w-0's pods, want 1 (the choice; the wait reads the shared watch)", n)
+	}
+}

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // The pods a drain evicts are chosen as k8s.io/kubectl/pkg/drain (v0.34) chooses them for
@@ -42,20 +41,10 @@ const (
 	refusePod            // the drain may not evict it, and cannot finish
 )
 
-// drainPods lists the pods bound to node (a paged LIST by spec.nodeName) and returns those
-// the drain evicts. Pods it may not evict make an error that names them, by reason.
+// drainPods lists the pods bound to node and returns those the drain evicts. Pods it may
+// not evict make an error that names them, by reason.
 func (p *Provider) drainPods(ctx context.Context, node string) ([]corev1.Pod, error) {
-	var pods []corev1.Pod
-	err := p.each(ctx, "pods", metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()},
-		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return p.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
-		},
-		func(obj runtime.Object) error {
-			if pod := obj.(*corev1.Pod); pod.Spec.NodeName == node { // a real API server selects; a fake may not
-				pods = append(pods, *pod)
-			}
-			return nil
-		})
+	pods, err := p.podsBoundTo(ctx, node)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +67,26 @@ func (p *Provider) drainPods(ctx context.Context, node string) ([]corev1.Pod, er
 		return nil, fmt.Errorf("%s", strings.Join(msgs, "; "))
 	}
 	return evict, nil
+}
+
+// podsBoundTo lists the pods bound to node in one unpaged LIST by spec.nodeName. A node
+// holds a few hundred pods at most, and an unpaged LIST is answered from the API server's
+// watch cache, by its index of pods by node, consistently (consistent reads from the cache,
+// Kubernetes 1.31 and later); a paged one (limit=500) went to etcd, a range over every pod
+// of the cluster: 200 nodes draining at once over 15,000 pods timed out (docs/benchmarks.md).
+func (p *Provider) podsBoundTo(ctx context.Context, node string) ([]corev1.Pod, error) {
+	list, err := p.client.CoreV1().Pods(metav1.NamespaceAll).List(ctx,
+		metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	pods := list.Items[:0]
+	for _, pod := range list.Items {
+		if pod.Spec.NodeName == node { // a real API server selects; a fake may not
+			pods = append(pods, pod)
+		}
+	}
+	return pods, nil
 }
 
 // drainVerdict applies the filters above to one pod; why says why a pod is refused.
