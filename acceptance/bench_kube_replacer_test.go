@@ -123,8 +123,8 @@ func (rp *podReplacer) pod(ctx context.Context, o any, deleted bool) {
 	}
 }
 
-// placeLocked is the schedulable node with the fewest live pods, the first after the last
-// chosen; its count is taken at once so that replacements made together spread.
+// placeLocked is the schedulable node with the fewest live pods, the first such after the
+// last one chosen, so that replacements made together spread over nodes as empty.
 func (rp *podReplacer) placeLocked() string {
 	best := -1
 	for i := range rp.nodes {
