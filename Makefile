@@ -174,7 +174,9 @@ bench-serve: build
 # and apply on 1,000 kwok nodes, 3 runs and one with T doubled (bench_kube_apply_test.go).
 # SCALE=N runs the cluster-scale benchmark instead (bench_kube_scale_test.go): N kwok nodes
 # (5000: the size Kubernetes supports) in 8 pools with 3 pods each and 30 PDBs, plan against
-# kubectl and 3 rollouts and one at 2T; about 20 minutes at 5000 on 2 cores.
+# kubectl, 3 in-place rollouts and one at 2T, then 3 rollouts that cordon, drain, reboot and
+# uncordon every node (bench_kube_drain_test.go); 40 minutes or more at 5000 on 2 cores.
+# MCP_KUBE_RUNS, MCP_KUBE_DOUBLED and MCP_KUBE_DRAIN_RUNS set the counts of each.
 bench-kube: build bin/k8s bin/kubectl
 	MCP=$(MCP) MCP_REQUIRE_K8S=1 $(if $(SCALE),MCP_KUBE_SCALE=$(SCALE)) $(GO) test -count=1 -run '^$$' \
 		-bench '$(if $(SCALE),BenchmarkKubeScale,BenchmarkKube(Plan|Apply))' -benchtime 1x -timeout 90m ./acceptance/

@@ -60,10 +60,10 @@ func BenchmarkKubeApply(b *testing.B) {
 // measureAll makes the measured runs at T, then the runs at 2T.
 func (kr *kubeRollout) measureAll(b *testing.B) (runs, doubled []kubeRolloutRun) {
 	for range kr.runs {
-		runs = append(runs, kr.measure(b, kr.step))
+		runs = append(runs, kr.measure(b, kr.step, false))
 	}
 	for range kr.doubled {
-		doubled = append(doubled, kr.measure(b, 2*kr.step))
+		doubled = append(doubled, kr.measure(b, 2*kr.step, false))
 	}
 	return runs, doubled
 }

@@ -37,8 +37,10 @@ func (f kubeFleet) node(i int) (name, pool, zone string) {
 	return fmt.Sprintf("%s-%03d", pool, n), pool, kubeBenchZones[n%len(kubeBenchZones)]
 }
 
-// hcl is a configuration of every pool with max_unavailable k, rolling out chrony's server.
-func (f kubeFleet) hcl(k int, server string) string {
+// hcl is a configuration of every pool with max_unavailable k, rolling out chrony's server
+// (restarting chronyd: in place) and, when tuning is not "", a sysctl file whose change
+// reboots the node (cordon, drain, write, reboot, verify, uncordon).
+func (f kubeFleet) hcl(k int, server, tuning string) string {
 	var s strings.Builder
 	s.WriteString("provider \"kubernetes\" {}\n\n# Only the refresh and the rollout talk to the apiserver.\nstate {\n  backend = \"local\"\n}\n")
 	for _, p := range f.pools {
@@ -46,6 +48,10 @@ func (f kubeFleet) hcl(k int, server string) string {
 	}
 	fmt.Fprintf(&s, "\nconfig \"50-chrony\" {\n  pools = [%s]\n  file \"/etc/chrony.conf\" {\n", `"`+strings.Join(f.pools, `", "`)+`"`)
 	fmt.Fprintf(&s, "    content   = \"server %s iburst\\n\"\n    on_change = [\"restart:chronyd.service\"]\n  }\n}\n", server)
+	if tuning != "" {
+		fmt.Fprintf(&s, "\nconfig \"60-tuning\" {\n  pools = [%s]\n  file \"/etc/sysctl.d/60-tuning.conf\" {\n", `"`+strings.Join(f.pools, `", "`)+`"`)
+		fmt.Fprintf(&s, "    content   = \"%s\\n\"\n    on_change = [\"reboot\"]\n  }\n}\n", tuning)
+	}
 	return s.String()
 }
 

@@ -6,16 +6,19 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
 	"os"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
 )
@@ -28,12 +31,14 @@ type apiserverMetrics struct {
 	requests map[string]float64
 	// watches: open watches by resource (apiserver_longrunning_requests, verb WATCH).
 	watches map[string]float64
+	// evictions: POST pods/eviction by HTTP code ("201": evicted, "429": refused).
+	evictions map[string]float64
 }
 
 var metricLabel = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
 func scrapeAPIServer(ctx context.Context, c kubernetes.Interface) (apiserverMetrics, error) {
-	m := apiserverMetrics{requests: map[string]float64{}, watches: map[string]float64{}}
+	m := apiserverMetrics{requests: map[string]float64{}, watches: map[string]float64{}, evictions: map[string]float64{}}
 	body, err := c.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return m, fmt.Errorf("reading the apiserver's /metrics: %w", err)
@@ -68,6 +73,9 @@ func scrapeAPIServer(ctx context.Context, c kubernetes.Interface) (apiserverMetr
 		switch name {
 		case "apiserver_request_total":
 			m.requests[l["verb"]+" "+res] += v
+			if res == "pods/eviction" && l["verb"] == "POST" {
+				m.evictions[l["code"]] += v
+			}
 		case "apiserver_longrunning_requests":
 			if l["verb"] == "WATCH" {
 				m.watches[res] += v
@@ -86,6 +94,43 @@ func (m apiserverMetrics) requestsSince(earlier apiserverMetrics) map[string]flo
 		}
 	}
 	return out
+}
+
+// evictionsSince is the evictions asked for between earlier and m, by HTTP code.
+func (m apiserverMetrics) evictionsSince(earlier apiserverMetrics) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m.evictions {
+		if d := v - earlier.evictions[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// requestCounter counts one client's requests to the API server, reads (GET: gets, lists,
+// watches) and writes (every other method), as it sends them.
+type requestCounter struct{ reads, writes atomic.Int64 }
+
+func (c *requestCounter) RoundTrip(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Method == http.MethodGet {
+			c.reads.Add(1)
+		} else {
+			c.writes.Add(1)
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// countedClient is a client of rc whose requests c counts.
+func countedClient(rc *rest.Config, c *requestCounter) (kubernetes.Interface, error) {
+	rc = rest.CopyConfig(rc)
+	rc.Wrap(c.RoundTrip)
+	return kubernetes.NewForConfig(rc)
 }
 
 // watchSampler scrapes the open watches every interval until stopped and keeps the most

@@ -42,6 +42,11 @@ type kubeRollout struct {
 	agents   *benchAgents
 	version  string
 	serial   int // the changes made so far
+	reboots  int // of which changes that reboot (drainRun)
+	// replacer puts evicted pods back (drainRun); nil until the first draining rollout.
+	replacer *podReplacer
+	// agentReqs counts the simulated agents' requests.
+	agentReqs requestCounter
 }
 
 // kubeRolloutRun is one measured apply.
@@ -60,6 +65,17 @@ type kubeRolloutRun struct {
 	cpuProf, memProf string
 	// chain: each node's way through its slot, by part (chainParts), one entry per node.
 	chain map[string][]time.Duration
+
+	// Of a rollout that reboots (drainRun): drain is the median node's drain step, as apply
+	// times it; steps each node's engine-side steps by kind; evictions the API server's
+	// answers to POST pods/eviction by code; replaced the pods put back by how many times
+	// their line was evicted in the run; agentReqs and replacerReqs those clients' reads
+	// and writes.
+	drain                   time.Duration
+	steps                   map[string][]time.Duration
+	evictions               map[string]float64
+	replaced                map[int]int
+	agentReqs, replacerReqs [2]int64
 }
 
 // The parts of a node's way through its pool's slot, which add up to its share of the
@@ -101,8 +117,10 @@ func nodeChain(spans []benchdoc.NodeSpan, agents map[string]agentSpan, k int, st
 	return out
 }
 
+// limit is ceil(N/k)·(T + drain): every slot of a pool busy from start to end, each node
+// taking its agent's T and the median node's drain (none in place).
 func (r kubeRolloutRun) limit(perPool, k int) time.Duration {
-	return time.Duration(math.Ceil(float64(perPool)/float64(k))) * r.step
+	return time.Duration(math.Ceil(float64(perPool)/float64(k))) * (r.step + r.drain)
 }
 
 // start brings up the control plane, the fleet and its agents, with the first config
@@ -128,7 +146,11 @@ func (kr *kubeRollout) start(b *testing.B) {
 		time.Since(t0).Round(time.Millisecond))
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	kr.agents = &benchAgents{client: kr.client}
+	agentClient, err := countedClient(rc, &kr.agentReqs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	kr.agents = &benchAgents{client: agentClient}
 	t0 = time.Now()
 	var names []string
 	for i := range kr.fleet.nodes {
@@ -148,7 +170,11 @@ func (kr *kubeRollout) write(b *testing.B) {
 	if kr.serial > 0 {
 		server = fmt.Sprintf("time%d.example.com", kr.serial+1)
 	}
-	if err := os.WriteFile(filepath.Join(kr.dir, "main.hcl"), []byte(kr.fleet.hcl(kr.k, server)), 0o644); err != nil {
+	tuning := ""
+	if kr.reboots > 0 {
+		tuning = fmt.Sprintf("vm.swappiness = %d", kr.reboots)
+	}
+	if err := os.WriteFile(filepath.Join(kr.dir, "main.hcl"), []byte(kr.fleet.hcl(kr.k, server, tuning)), 0o644); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -165,12 +191,24 @@ func (kr *kubeRollout) first(b *testing.B) {
 	b.Logf("first rollout (agents instant): %d nodes in %v, %d API requests", r.updated, time.Since(t0).Round(time.Millisecond), r.requests)
 }
 
-// measure makes the next change and applies it with step per update.
-func (kr *kubeRollout) measure(b *testing.B, step time.Duration) kubeRolloutRun {
+// measure makes the next change — one that reboots when reboot is set — and applies it
+// with step per update.
+func (kr *kubeRollout) measure(b *testing.B, step time.Duration, reboot bool) kubeRolloutRun {
 	kr.serial++
+	if reboot {
+		kr.reboots++
+		kr.startReplacer(b)
+	}
 	kr.write(b)
 	kr.agents.step.Store(int64(step))
 	run := kubeRolloutRun{step: step}
+	reboots0 := kr.agents.reboots.Load()
+	agent0 := [2]int64{kr.agentReqs.reads.Load(), kr.agentReqs.writes.Load()}
+	var replacer0 [2]int64
+	if kr.replacer != nil {
+		kr.replacer.takeStats()
+		replacer0 = [2]int64{kr.replacer.reqs.reads.Load(), kr.replacer.reqs.writes.Load()}
+	}
 	env := kr.runEnv
 	if kr.profiles != "" {
 		run.cpuProf = filepath.Join(kr.profiles, fmt.Sprintf("apply-%d-cpu.pprof", kr.serial))
@@ -196,15 +234,26 @@ func (kr *kubeRollout) measure(b *testing.B, step time.Duration) kubeRolloutRun 
 		b.Fatal(err)
 	}
 	run.server = after.requestsSince(before)
+	run.evictions = after.evictionsSince(before)
+	run.agentReqs = [2]int64{kr.agentReqs.reads.Load() - agent0[0], kr.agentReqs.writes.Load() - agent0[1]}
+	if kr.replacer != nil {
+		run.replacerReqs = [2]int64{kr.replacer.reqs.reads.Load() - replacer0[0], kr.replacer.reqs.writes.Load() - replacer0[1]}
+	}
 	if r.updated != kr.fleet.nodes || kr.agents.handovers.Load()-handovers != int64(kr.fleet.nodes) {
 		b.Fatalf("updated %d nodes through %d hand-overs, want %d", r.updated, kr.agents.handovers.Load()-handovers, kr.fleet.nodes)
+	}
+	if reboot {
+		if n := kr.agents.reboots.Load() - reboots0; n != int64(kr.fleet.nodes) {
+			b.Fatalf("%d nodes rebooted, want %d", n, kr.fleet.nodes)
+		}
+		kr.drainCheck(b, &run, r.trace.Nodes)
 	}
 	kubeApplyCheck(b, kr.client, kr.dir, kr.mcp, kr.runEnv)
 	run.updated, run.requests, run.makespan, run.wall, run.cpu, run.rss = r.updated, r.requests, r.makespan, r.wall, r.cpu, r.rss
 	run.waves = benchdoc.Waves(r.trace.Nodes, kr.k)
 	run.chain = nodeChain(r.trace.Nodes, kr.agents.takeSpans(), kr.k, step)
-	b.Logf("run %d (T=%v, load %s): makespan %v (%.3f× of %v), %d requests (%.2f per node), CPU %v, RSS %.1f MB, %d waves",
-		kr.serial, step, run.load1, run.makespan.Round(time.Millisecond), kr.ratio(run), run.limit(kr.perPool(), kr.k),
+	b.Logf("run %d (T=%v, drain %v, load %s): makespan %v (%.3f× of %v), %d requests (%.2f per node), CPU %v, RSS %.1f MB, %d waves",
+		kr.serial, step, run.drain, run.load1, run.makespan.Round(time.Millisecond), kr.ratio(run), run.limit(kr.perPool(), kr.k),
 		run.requests, float64(run.requests)/float64(run.updated), run.cpu.Round(time.Millisecond), float64(run.rss)/1024, len(run.waves))
 	return run
 }

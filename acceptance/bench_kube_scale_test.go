@@ -28,9 +28,10 @@ var kubeScalePools = []string{"worker", "infra", "storage", "gpu", "edge", "batc
 // nodes in 8 pools, 15,000 pods and 30 PodDisruptionBudgets, with an agent per node
 // watching its own Node. It measures `mcp plan` against `kubectl get nodes,pods -A -o json`
 // on the same apiserver, then rolls an in-place change out kubeApplyRuns times (and with T
-// doubled, MCP_KUBE_DOUBLED times, default 1), with the API server's side of each rollout,
-// wave timings and mcp's profiles, and writes the "kube-scale" section of
-// docs/benchmarks.md. `make bench-kube SCALE=5000` runs it (SCALE=N for another size).
+// doubled, MCP_KUBE_DOUBLED times, default 1), then MCP_KUBE_DRAIN_RUNS (default 3) changes
+// that cordon, drain, reboot and uncordon every node (bench_kube_drain_test.go), with the
+// API server's side of each rollout, wave timings and mcp's profiles, and writes the
+// "kube-scale" section of docs/benchmarks.md. `make bench-kube SCALE=5000` runs it (SCALE=N for another size).
 func BenchmarkKubeScale(b *testing.B) {
 	n := kubeEnvInt(b, "MCP_KUBE_SCALE", kubeScaleNodes)
 	kr := &kubeRollout{fleet: kubeFleet{nodes: n, pools: kubeScalePools, podsPerNode: kubeScalePodsPerNode, pdbs: kubeScalePDBs},
@@ -41,6 +42,7 @@ func BenchmarkKubeScale(b *testing.B) {
 	plan := kr.plan(b)
 	kr.first(b)
 	runs, doubled := kr.measureAll(b)
+	drains := kr.drainAll(b, kubeEnvInt(b, "MCP_KUBE_DRAIN_RUNS", kubeDrainRuns))
 
 	var s strings.Builder
 	fmt.Fprintf(&s, "## %d nodes on a real apiserver\n\n", n)
@@ -62,6 +64,14 @@ func BenchmarkKubeScale(b *testing.B) {
 	fmt.Fprintf(&s, "the last node's end, after its health gates.\n\n")
 	kr.report(&s, runs, doubled, 0)
 	fmt.Fprintf(&s, "\n%s", kubeApplyCostText)
+	if len(drains) > 0 {
+		fmt.Fprintf(&s, "\n### a draining, rebooting rollout\n\n")
+		fmt.Fprintf(&s, "After the in-place runs, on the same control plane and fleet, %d changes one after the other of a\n", len(drains))
+		fmt.Fprintf(&s, "file whose change reboots (`on_change = [\"reboot\"]`): every node cordoned, drained (%d pods each\n", kr.fleet.podsPerNode)
+		fmt.Fprintf(&s, "before the first run; what was put back since, after), written, rebooted (T = %s), verified and\n", kr.step)
+		fmt.Fprintf(&s, "uncordoned, k = %d per pool (`max_unavailable = %d`, `-parallelism %s`).\n\n%s\n", kr.k, kr.k, kr.parallelism(), kubeDrainText)
+		kr.drainReport(&s, drains)
+	}
 	if err := benchdoc.WriteSection("../docs/benchmarks.md", "kube-scale", s.String()); err != nil {
 		b.Fatal(err)
 	}

@@ -25,6 +25,10 @@ type ApplyTrace struct {
 type NodeSpan struct {
 	Node, Pool  string
 	Start, Done time.Time
+	// Steps is each step's own time by kind ("drain", "reboot"), as apply reports it when
+	// the step is done (elapsed_ms: the provider's or the agent's part, not the waits
+	// around it); a kind the node ran twice adds up.
+	Steps map[string]time.Duration
 }
 
 // ReadApplyTrace reads the output of `mcp apply -json`; an error when it has no summary or
@@ -43,6 +47,10 @@ func ReadApplyTrace(r io.Reader) (ApplyTrace, error) {
 			Event     string    `json:"event"`
 			Node      string    `json:"node"`
 			Pool      string    `json:"pool"`
+			Step      *struct {
+				Kind string `json:"kind"`
+			} `json:"step"`
+			ElapsedMS int64 `json:"elapsed_ms"`
 			Summary   *struct {
 				Updated     int
 				APIRequests int64
@@ -60,6 +68,13 @@ func ReadApplyTrace(r io.Reader) (ApplyTrace, error) {
 			}
 			if s := spans[ev.Node]; s == nil {
 				spans[ev.Node] = &NodeSpan{Node: ev.Node, Pool: ev.Pool, Start: ev.Timestamp}
+			}
+		case ev.Event == "done" && ev.Step != nil:
+			if s := spans[ev.Node]; s != nil {
+				if s.Steps == nil {
+					s.Steps = map[string]time.Duration{}
+				}
+				s.Steps[ev.Step.Kind] += time.Duration(ev.ElapsedMS) * time.Millisecond
 			}
 		case ev.Event == "node-done":
 			if ev.Timestamp.After(last) {

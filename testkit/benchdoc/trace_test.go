@@ -35,7 +35,7 @@ func TestWaves(t *testing.T) {
 
 func TestReadApplyTraceSpans(t *testing.T) {
 	in := `{"@timestamp":"2026-01-01T00:00:00Z","type":"apply_progress","node":"n1","pool":"p","event":"start"}
-{"@timestamp":"2026-01-01T00:00:01Z","type":"apply_progress","node":"n1","pool":"p","event":"done"}
+{"@timestamp":"2026-01-01T00:00:01Z","type":"apply_progress","node":"n1","pool":"p","event":"done","step":{"kind":"drain","reason":"r"},"elapsed_ms":1250}
 {"@timestamp":"2026-01-01T00:00:02Z","type":"apply_progress","node":"n1","pool":"p","event":"start"}
 {"@timestamp":"2026-01-01T00:00:03Z","type":"apply_progress","node":"n1","pool":"p","event":"node-done"}
 {"@timestamp":"2026-01-01T00:00:04Z","type":"apply_summary","summary":{"Updated":1,"APIRequests":2}}
@@ -46,5 +46,8 @@ func TestReadApplyTraceSpans(t *testing.T) {
 	}
 	if len(tr.Nodes) != 1 || tr.Nodes[0].Done.Sub(tr.Nodes[0].Start) != 3*time.Second || tr.Makespan != 3*time.Second {
 		t.Errorf("%+v", tr)
+	}
+	if d := tr.Nodes[0].Steps["drain"]; d != 1250*time.Millisecond || len(tr.Nodes[0].Steps) != 1 {
+		t.Errorf("steps %v, want drain 1.25s alone", tr.Nodes[0].Steps)
 	}
 }
