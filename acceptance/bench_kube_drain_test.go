@@ -140,16 +140,7 @@ func (kr *kubeRollout) drainReport(s *strings.Builder, runs []kubeRolloutRun) {
 	fmt.Fprintf(s, "to the agent's Done as mcp sees it), median of the runs' figures:\n\n| step | median | p90 | max |\n|---|---|---|---|\n")
 	for _, kind := range []string{"cordon", "drain", "write", "reboot", "verify", "uncordon"} {
 		stat := func(q float64) string {
-			var xs []time.Duration
-			for _, r := range runs {
-				if v := r.steps[kind]; len(v) > 0 {
-					xs = append(xs, quantile(v, q))
-				}
-			}
-			if len(xs) == 0 {
-				return "–"
-			}
-			return secs(medianOf(xs))
+			return runsQuantile(runs, func(r kubeRolloutRun) []time.Duration { return r.steps[kind] }, q)
 		}
 		fmt.Fprintf(s, "| %s | %s | %s | %s |\n", kind, stat(0.5), stat(0.9), stat(1))
 	}

@@ -134,16 +134,7 @@ func (kr *kubeRollout) report(s *strings.Builder, runs, doubled []kubeRolloutRun
 	}
 	fmt.Fprintf(s, "\n")
 	stat := func(rs []kubeRolloutRun, part string, q float64) string {
-		var xs []time.Duration
-		for _, r := range rs {
-			if v := r.chain[part]; len(v) > 0 {
-				xs = append(xs, quantile(v, q))
-			}
-		}
-		if len(xs) == 0 {
-			return "–"
-		}
-		return secs(medianOf(xs))
+		return runsQuantile(rs, func(r kubeRolloutRun) []time.Duration { return r.chain[part] }, q)
 	}
 	for _, part := range chainParts {
 		fmt.Fprintf(s, "| %s | %s | %s | %s |", part, stat(runs, part, 0.5), stat(runs, part, 0.9), stat(runs, part, 1))
@@ -237,6 +228,21 @@ func (kr *kubeRollout) report(s *strings.Builder, runs, doubled []kubeRolloutRun
 }
 
 // quantile is the q-quantile of xs (nearest rank).
+// runsQuantile is the median over runs of each run's q-quantile of its figures (of), "–"
+// when no run has any.
+func runsQuantile(runs []kubeRolloutRun, of func(kubeRolloutRun) []time.Duration, q float64) string {
+	var xs []time.Duration
+	for _, r := range runs {
+		if v := of(r); len(v) > 0 {
+			xs = append(xs, quantile(v, q))
+		}
+	}
+	if len(xs) == 0 {
+		return "–"
+	}
+	return secs(medianOf(xs))
+}
+
 func quantile(xs []time.Duration, q float64) time.Duration {
 	s := slices.Clone(xs)
 	slices.Sort(s)
