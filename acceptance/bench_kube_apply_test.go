@@ -97,14 +97,16 @@ const kubeAgentsText = `Each node's agent is simulated in the benchmark's proces
 (one process for all of them): as mcp-agent does, each lists and watches only its own Node
 (field selector metadata.name=NODE; kagent.Agent.Run's informer), so the API server holds one
 watch per node, and answers a hand-over through kagent.NodeState, the agent's own reporting
-code (Working, each step's progress, Done), `
+code (protocol version 2: Done alone, with Working and each step's progress before it
+only when the update still runs after protocol.WorkingAfter = 10 s, or before a reboot), `
 
 const kubeApplyCostText = `Per node the rollout makes one request of its own, the patch of its hand-over. The
 start-of-node budget checks (each node's model made once per version of it), the look for
 an earlier hand-over, the waits for the agents and the Ready gates read one shared watch of
 the nodes, and the gates' DaemonSet pods one shared watch of the pods bound to nodes
 (providers/kubernetes/watch.go, podwatch.go). mcp's client allows 200 requests a second. The
-agent reports a step's progress off the steps' path, and the last step's progress goes out
-with Done in one patch (kagent.NodeState): 3 patches per update of two steps here (Working;
-the first step's progress; Done with the last's), none of them in the way of the next step.
+agent reports once per update when it ends within protocol.WorkingAfter (10 s): Done, with
+every step's progress, in one patch (kagent.NodeState) — at T = 5 s an update costs 2 writes,
+the hand-over and Done. A longer update (the run at 2T, when its steps outlast 10 s) writes
+Working with the progress so far first, and each later step's progress off the steps' path.
 `

@@ -78,9 +78,11 @@ const (
 )
 
 // WorkingAfter is how long a version-2 agent runs an update before it reports Working:
-// an in-place update usually ends sooner, and its Done says all there is to say. It is
-// well under the 15 s after which apply says an agent has not taken up its update.
-const WorkingAfter = 3 * time.Second
+// an in-place update (writes, a restart) usually ends sooner, and its Done says all there
+// is to say; an update that reboots says Working before the reboot whatever its age. It
+// stays under the 15 s after which apply says an agent has not taken up its update
+// (docs/decisions.md, "An agent that writes what it must").
+const WorkingAfter = 10 * time.Second
 
 // ReadAgentProtocol is the protocol version a node's agent speaks (1 when the node does not
 // say), or an error naming the annotation when it is one this package does not speak.

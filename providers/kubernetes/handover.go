@@ -115,8 +115,9 @@ func silentYet(version int, waited time.Duration, lost bool) bool {
 const untakenUpGrace = 2 * time.Second
 
 // untakenUpNote is how long apply waits in silence for an agent to take up its update
-// before saying so: an agent that runs takes it up within a second or two.
-var untakenUpNote = 15 * time.Second
+// before saying so: a version-1 agent that runs takes it up within a second or two, a
+// version-2 one by protocol.WorkingAfter unless it has finished (a reboot: sooner).
+var untakenUpNote = protocol.WorkingAfter + 5*time.Second
 
 // noteUntakenUp says, through the context's wait note, when the agent has not taken up
 // the update untakenUpNote after the hand-over, and again once it does; stop ends it.
