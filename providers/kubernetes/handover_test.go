@@ -231,6 +231,10 @@ func TestSilentYet(t *testing.T) {
 		{2, time.Second, false, true},
 		{2, time.Minute, true, true},
 		{2, time.Minute, false, false},
+		// The boundary follows protocol.WorkingAfter (10 s): silence just under it and its
+		// grace is still an agent at work, silence past it is not.
+		{2, protocol.WorkingAfter + untakenUpGrace - time.Millisecond, false, true},
+		{2, protocol.WorkingAfter + untakenUpGrace, false, false},
 	} {
 		if got := silentYet(c.version, c.waited, c.lost); got != c.want {
 			t.Errorf("silentYet(%d, %v, %v) = %v, want %v", c.version, c.waited, c.lost, got, c.want)
