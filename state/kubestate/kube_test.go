@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -592,3 +593,46 @@ func TestPruneOrphans(t *testing.T) {
 		t.Errorf("state after pruning orphans: %v", err)
 	}
 }
+
+// A renewal that Unlock cancelled can still land on the apiserver after Unlock read the
+// Lease; the delete is then refused (the Lease changed) and Unlock must read it again and
+// delete it, not leave it held for a full duration: the next run was refused the lock
+// (TestKubeDriftPastTheAnnotationLimit, seen once in CI).
+func TestUnlockAfterALateRenewal(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	u, err := New(cs, ns, Options{}).Lock(ctx, lockInfo("alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deletes atomic.Int32
+	cs.PrependReactor("delete", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if deletes.Add(1) > 1 {
+			return false, nil, nil
+		}
+		// The late renewal lands first: the Lease is still alice's, at a new version.
+		l, err := cs.Tracker().Get(leaseGVR, ns, protocol.LockLease)
+		if err != nil {
+			return true, nil, err
+		}
+		lease := l.(*coordinationv1.Lease).DeepCopy()
+		now := metav1.NewMicroTime(time.Now())
+		lease.Spec.RenewTime = &now
+		if err := cs.Tracker().Update(leaseGVR, lease, ns); err != nil {
+			return true, nil, err
+		}
+		return true, nil, apierrors.NewConflict(leaseGVR.GroupResource(), protocol.LockLease,
+			errors.New("the ResourceVersion in the precondition does not match"))
+	})
+	if err := u.Unlock(ctx); err != nil {
+		t.Fatalf("unlock after a late renewal: %v", err)
+	}
+	if _, err := cs.CoordinationV1().Leases(ns).Get(ctx, protocol.LockLease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Lease outlived its unlock: %v", err)
+	}
+	if n := deletes.Load(); n != 2 {
+		t.Errorf("%d deletes, want 2 (the refused one, then the one on a fresh read)", n)
+	}
+}
+
+var leaseGVR = coordinationv1.SchemeGroupVersion.WithResource("leases")

@@ -225,7 +225,10 @@ func (u *leaseLock) renew(ctx context.Context) error {
 	return err
 }
 
-// Unlock stops renewing and deletes the Lease if it is still ours.
+// Unlock stops renewing and deletes the Lease if it is still ours. A renewal cancelled by
+// Unlock may still land on the apiserver after Unlock has read the Lease, so a delete
+// refused because the Lease changed is tried again on a fresh read while the holder is
+// still this run: without that, a finished apply left its Lease held for a full duration.
 func (u *leaseLock) Unlock(ctx context.Context) error {
 	u.cancel()
 	<-u.done
@@ -233,20 +236,33 @@ func (u *leaseLock) Unlock(ctx context.Context) error {
 	lost := u.lost
 	u.mu.Unlock()
 	leases := u.b.cs.CoordinationV1().Leases(u.b.ns)
-	l, err := leases.Get(ctx, protocol.LockLease, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("unlocking state: %s was removed while this run held it (force-unlock?)", u.b.leaseWhere())
+	var err error
+	for range unlockTries {
+		var l *coordinationv1.Lease
+		l, err = leases.Get(ctx, protocol.LockLease, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("unlocking state: %s was removed while this run held it (force-unlock?)", u.b.leaseWhere())
+		}
+		if err != nil {
+			return fmt.Errorf("unlocking state (%s): %w", u.b.leaseWhere(), err)
+		}
+		if holder(l) != u.id {
+			h := holderInfo(l)
+			return fmt.Errorf("unlocking state: the lock was lost while this run held it and is now held by %s (lock ID %s)%s",
+				h.Who, h.ID, lostDetail(lost))
+		}
+		if err = u.b.deleteLease(ctx, l); !errors.Is(err, errLeaseChanged) {
+			return err
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("unlocking state (%s): %w", u.b.leaseWhere(), err)
-	}
-	if holder(l) != u.id {
-		h := holderInfo(l)
-		return fmt.Errorf("unlocking state: the lock was lost while this run held it and is now held by %s (lock ID %s)%s",
-			h.Who, h.ID, lostDetail(lost))
-	}
-	return u.b.deleteLease(ctx, l)
+	return err
 }
+
+// unlockTries bounds Unlock's re-reads of a Lease that changed under its delete.
+const unlockTries = 5
+
+// errLeaseChanged marks a delete refused because the Lease changed since it was read.
+var errLeaseChanged = errors.New("changed meanwhile")
 
 func lostDetail(err error) string {
 	if err == nil {
@@ -265,7 +281,7 @@ func (b *Backend) deleteLease(ctx context.Context, l *coordinationv1.Lease) erro
 	}
 	err := b.cs.CoordinationV1().Leases(b.ns).Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: pre})
 	if apierrors.IsConflict(err) {
-		return fmt.Errorf("unlocking state: %s changed meanwhile; look at it again: %w", b.leaseWhere(), err)
+		return fmt.Errorf("unlocking state: %s %w; look at it again: %w", b.leaseWhere(), errLeaseChanged, err)
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("unlocking state (%s): %w", b.leaseWhere(), err)
