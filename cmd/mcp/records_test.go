@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpfleet/mcp/providers/local"
 )
 
 // TestLinksToTheAgentsRecordsFailValidate: the issue's forgery — a link that moves the
@@ -86,5 +88,50 @@ spec:
 				t.Errorf("a state was written: %v", err)
 			}
 		})
+	}
+}
+
+// TestNodesOwnLinkToTheRecordsIsRefusedOnTheNode: the issue's node-side forgery on the
+// local fleet — worker-0's /opt is a link to var/lib/mcp (the node's own, which the
+// configuration cannot see) and a config manages /opt/pending.json under the default
+// policy (reboot). Each apply refuses that item on worker-0 before changing anything: the
+// node is Degraded naming the path, the link and the records, uncordoned again, never
+// rebooted, and nothing is written in its root — not the config's other files, not the
+// agent's records.
+func TestNodesOwnLinkToTheRecordsIsRefusedOnTheNode(t *testing.T) {
+	dir := quickstart(t)
+	root := filepath.Join(dir, "fleet/nodes/worker-0/root")
+	if err := os.MkdirAll(filepath.Join(root, "var/lib/mcp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("var/lib/mcp", filepath.Join(root, "opt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "opt.hcl"), []byte(`config "60-opt" {
+  pools = ["worker"]
+  file "/opt/pending.json" { content = "{\"forged\": true}" }
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for run := 1; run <= 2; run++ {
+		code, out, errOut := mcp(t, dir, "apply", "-auto-approve", "-no-color")
+		if code != 1 || !strings.Contains(out+errOut, "node worker-0: write /opt/pending.json: path /opt/pending.json lands at /var/lib/mcp/pending.json") {
+			t.Fatalf("apply %d: exit %d, want 1 naming worker-0's refused write\n%s%s", run, code, out, errOut)
+		}
+		n := readNode(t, dir, "worker-0")
+		if n.State != "Degraded" || !strings.Contains(n.Reason, "through the node's link /opt → var/lib/mcp") ||
+			!strings.Contains(n.Reason, "the node agent's own records") || n.Unschedulable {
+			t.Errorf("apply %d: worker-0 %s (%q), cordoned %v; want Degraded naming the link and the records, uncordoned", run, n.State, n.Reason, n.Unschedulable)
+		}
+		if evs := events(t, dir, "worker-0", local.EventReboot); len(evs) != 0 {
+			t.Errorf("apply %d: worker-0 rebooted %d times", run, len(evs))
+		}
+		if ents, err := os.ReadDir(filepath.Join(root, "var/lib/mcp")); err != nil || len(ents) != 0 {
+			t.Errorf("apply %d: worker-0's records: %v %v, want none written", run, ents, err)
+		}
+		if got := rootFile(dir, "worker-0", "etc/chrony.conf"); got != "" {
+			t.Errorf("apply %d: worker-0 got the config's other files (chrony.conf %q)", run, got)
+		}
 	}
 }
