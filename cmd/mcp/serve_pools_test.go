@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/state"
 	"github.com/mcpfleet/mcp/state/localstate"
+	"github.com/mcpfleet/mcp/testkit/serveurl"
 )
 
 // serveInProcess starts `mcp serve` in-process with args and returns its URL; it is
@@ -32,23 +31,7 @@ func serveInProcess(t *testing.T, dir string, args ...string) string {
 		pw.Close()
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			var line struct{ Msg, URL string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
-				urls <- line.URL
-			}
-		}
-	}()
-	select {
-	case u := <-urls:
-		return u
-	case <-time.After(15 * time.Second):
-		t.Fatal("mcp serve did not start listening")
-	}
-	return ""
+	return serveurl.Wait(t, pr)
 }
 
 // httpGet answers GET url with accept: status and body.
