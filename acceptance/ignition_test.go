@@ -1,19 +1,17 @@
 package acceptance
 
 import (
-	"bufio"
-	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/state/localstate"
+	"github.com/mcpfleet/mcp/testkit/serveurl"
 )
 
 // ignitionClient is the real, unmodified Ignition client built by `make bin/ignition`.
@@ -39,23 +37,7 @@ func startServe(t *testing.T, dir string, args ...string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			var line struct{ Msg, URL string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
-				urls <- line.URL
-			}
-		}
-	}()
-	select {
-	case u := <-urls:
-		return u
-	case <-time.After(15 * time.Second):
-		t.Fatal("mcp serve did not start listening")
-	}
-	return ""
+	return serveurl.Wait(t, stderr)
 }
 
 // TestIgnitionBootsFromServe: the quickstart is applied, `mcp serve` follows its state, and

@@ -2,6 +2,8 @@ package bootsrv
 
 import (
 	"crypto/subtle"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -42,10 +44,7 @@ func (s *Server) answer(q request) reply {
 	case "/healthz":
 		return textReply("healthz", 200, "ok\n")
 	case "/readyz":
-		if !s.snap.Load().loaded() {
-			return textReply("readyz", 503, "no configuration loaded yet\n")
-		}
-		return textReply("readyz", 200, "ok\n")
+		return s.snap.Load().ready()
 	}
 	name, isConfig := strings.CutPrefix(q.path, "/config/")
 	endpoint := "config"
@@ -81,6 +80,11 @@ func (s *Server) answer(q request) reply {
 	if pc == nil {
 		return textReply(endpoint, 404, "not found\n")
 	}
+	if pc.failed != "" {
+		r := textReply(endpoint, 503, pc.failed+"\n")
+		r.pool = pc.name
+		return r
+	}
 	b, why := pc.negotiate(q.accept)
 	if b == nil {
 		r := textReply(endpoint, 406, why+"\n")
@@ -88,6 +92,31 @@ func (s *Server) answer(q request) reply {
 		return r
 	}
 	return bodyReply(q, endpoint, pc.name, b)
+}
+
+// ready is /readyz's answer: 503 until a configuration is loaded, or while no pool's config
+// can be served; otherwise 200, naming each pool whose config cannot be (it answers 503):
+// the server is ready for the others, and must stay in a load balancer's rotation for them.
+func (s *Snapshot) ready() reply {
+	if !s.loaded() {
+		return textReply("readyz", 503, "no configuration loaded yet\n")
+	}
+	failed := s.Failed()
+	if len(failed) == 0 {
+		return textReply("readyz", 200, "ok\n")
+	}
+	var b strings.Builder
+	code := 200
+	if len(failed) == len(s.pools) {
+		code = 503
+		b.WriteString("no pool's config can be served\n")
+	} else {
+		b.WriteString("ok, but for these pools\n")
+	}
+	for _, pool := range slices.Sorted(maps.Keys(failed)) {
+		b.WriteString(failed[pool] + "\n")
+	}
+	return textReply("readyz", code, b.String())
 }
 
 func bodyReply(q request, endpoint, pool string, b *body) reply {

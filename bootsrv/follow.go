@@ -71,6 +71,9 @@ func Follow(ctx context.Context, srv *Server, src Source, every time.Duration, l
 				srv.Swap(snap)
 				last = tok
 				log.Info("serving", "serial", snap.Serial, "pools", len(snap.pools), "rendered", len(snap.rendered))
+				for pool, why := range snap.Failed() {
+					log.Error("not serving a pool: its config cannot be served; the other pools are served", "pool", pool, "err", why)
+				}
 			}
 		} else if err != nil {
 			log.Error("checking the state", "err", err.Error())

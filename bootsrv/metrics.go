@@ -16,7 +16,10 @@ type metrics struct {
 	requests *prometheus.CounterVec
 	bytes    *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
-	handler  http.Handler
+	// served is 1 for each pool of the snapshot in service whose config is served, 0 for
+	// one whose config cannot be (it answers 503).
+	served  *prometheus.GaugeVec
+	handler http.Handler
 	// series holds each label set's metrics once looked up: a lookup in the vectors hashes
 	// the labels and takes a lock, on every request. Copied on write; the label sets are
 	// few (endpoints × known pools × codes).
@@ -42,11 +45,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Body bytes sent by endpoint."}, []string{"endpoint"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "mcp_bootsrv_request_duration_seconds",
 			Help: "Time to answer, by endpoint.", Buckets: []float64{.0001, .0005, .001, .005, .01, .05, .1, .5, 1}}, []string{"endpoint"}),
+		served: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mcp_bootsrv_pool_served",
+			Help: "1 for each pool whose config is served, 0 for one whose config cannot be (its /config answers 503)."}, []string{"pool"}),
 		handler: http.NotFoundHandler(),
 	}
 	m.series.Store(&map[seriesKey]*series{})
 	if reg != nil {
-		reg.MustRegister(m.requests, m.bytes, m.latency)
+		reg.MustRegister(m.requests, m.bytes, m.latency, m.served)
 		if g, ok := reg.(prometheus.Gatherer); ok {
 			m.handler = promhttp.HandlerFor(g, promhttp.HandlerOpts{})
 		}
@@ -83,4 +88,19 @@ func (m *metrics) add(k seriesKey) *series {
 	next[k] = s
 	m.series.Store(&next)
 	return s
+}
+
+// pools sets mcp_bootsrv_pool_served from the snapshot put in service.
+func (m *metrics) pools(snap *Snapshot) {
+	m.served.Reset()
+	if snap == nil {
+		return
+	}
+	for name, pc := range snap.pools {
+		v := 1.0
+		if pc.failed != "" {
+			v = 0
+		}
+		m.served.WithLabelValues(name).Set(v)
+	}
 }

@@ -42,7 +42,10 @@ func New(reg prometheus.Registerer) *Server {
 }
 
 // Swap puts a snapshot in service in one step.
-func (s *Server) Swap(snap *Snapshot) { s.snap.Store(snap) }
+func (s *Server) Swap(snap *Snapshot) {
+	s.snap.Store(snap)
+	s.m.pools(snap)
+}
 
 // Current is the snapshot in service (nil before the first).
 func (s *Server) Current() *Snapshot { return s.snap.Load() }

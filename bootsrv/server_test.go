@@ -520,8 +520,8 @@ func TestFirstBootRecordServed(t *testing.T) {
 	own := &model.Rendered{Pool: "worker", IgnitionVersion: "3.4.0",
 		Files: []model.File{{Path: content.FirstBootPath, Mode: 0o600, Contents: []byte("x")}}}
 	own.Name = content.Name(own)
-	if _, err := Build(1, map[string]string{"worker": own.Name}, map[string]*model.Rendered{own.Name: own}); err == nil ||
-		!strings.Contains(err.Error(), "where the boot server puts the first-boot record") {
-		t.Errorf("a config writing the record's path: %v", err)
+	if rec := get(t, serverWith(t, own), "GET", "/config/worker"); rec.Code != 503 ||
+		!strings.Contains(rec.Body.String(), "where the boot server puts the first-boot record") {
+		t.Errorf("a config writing the record's path: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/mcpfleet/mcp/ignition"
@@ -52,6 +53,9 @@ type poolConfig struct {
 	byMinor  map[int]*body // 3.<minor> → bytes
 	// why says, for a spec that cannot express the config, what it lacks.
 	why map[int]string
+	// failed, when set, is why the pool's config cannot be served at all (its answer, a
+	// 503): prepared apart, one pool's bad config leaves the others served.
+	failed string
 }
 
 // Snapshot is everything the server answers, prepared. It is never changed once built.
@@ -69,6 +73,9 @@ func (s *Snapshot) loaded() bool { return s != nil && len(s.pools) > 0 }
 // Build prepares a snapshot from the pools' pointers and the rendered configs. A pointer
 // to a rendered config that is missing is an error: the store writes rendered configs
 // before pointers, so this means a damaged store, and the old snapshot stays in service.
+// A pool whose rendered config cannot be served (ignition.Serve refuses it: one an older
+// mcp stored, say) is prepared as failed, apart from the others: it answers 503 with the
+// reason, and every other pool is served.
 func Build(serial int64, pointers map[string]string, rendered map[string]*model.Rendered) (*Snapshot, error) {
 	return BuildWith(serial, pointers, rendered, ignition.ServeOptions{})
 }
@@ -95,11 +102,23 @@ func BuildWith(serial int64, pointers map[string]string, rendered map[string]*mo
 	for pool, name := range pointers {
 		pc, err := preparePool(pool, rendered[name], o)
 		if err != nil {
-			return nil, fmt.Errorf("pool %s: %w", pool, err)
+			pc = &poolConfig{name: pool, rendered: name, failed: fmt.Sprintf("pool %s: its config %s cannot be served: %v", pool, name, err)}
 		}
 		s.pools[pool] = pc
 	}
 	return s, nil
+}
+
+// Failed is each pool whose config cannot be served (BuildWith keeps it, answering 503),
+// with the reason.
+func (s *Snapshot) Failed() map[string]string {
+	out := map[string]string{}
+	for name, pc := range s.pools {
+		if pc.failed != "" {
+			out[name] = pc.failed
+		}
+	}
+	return out
 }
 
 // IgnitionAccept is the Accept header the Ignition client sends that reads the newest spec
@@ -114,6 +133,9 @@ func (s *Snapshot) PoolConfig(pool, accept string) ([]byte, error) {
 	pc := s.pools[pool]
 	if pc == nil {
 		return nil, fmt.Errorf("no boot config for pool %q: the state has no pointer for it", pool)
+	}
+	if pc.failed != "" {
+		return nil, errors.New(pc.failed)
 	}
 	b, why := pc.negotiate(accept)
 	if b == nil {

@@ -25,6 +25,10 @@ func Render(r *model.Rendered) ([]model.ReportEntry, error) {
 		return entries(rpt), err
 	}
 	r.Name = name
+	if err := CheckServable(r); err != nil {
+		r.Name = ""
+		return entries(rpt), err
+	}
 	return entries(rpt), nil
 }
 

@@ -73,30 +73,11 @@ type Served struct {
 // the spec cannot express a field). The config is decoded and encoded once; each spec's
 // parser then checks that encoding with its version.
 func Serve(r *model.Rendered, o ServeOptions) (*Served, error) {
-	// A config carrying its content alone is served in the spec it names; one stored with an
-	// Ignition config of its own (an older mcp's) is served from those bytes, as it was.
-	if _, ok := Lookup(r.IgnitionVersion); !ok && r.LegacyIgnition == nil {
-		return nil, fmt.Errorf("rendered config %s names Ignition spec %q, which mcp does not know", r.Name, r.IgnitionVersion)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(content.Ignition(r), &doc); err != nil {
-		return nil, fmt.Errorf("rendered config %s has no valid Ignition config: %w", r.Name, err)
-	}
-	ign, _ := doc["ignition"].(map[string]any)
-	if ign == nil {
-		return nil, fmt.Errorf("rendered config %s: Ignition config without an ignition section", r.Name)
-	}
-	sv := &Served{Native: -1, ByMinor: map[int][]byte{}, Why: map[int]string{}}
-	if v, _ := ign["version"].(string); strings.HasPrefix(v, "3.") {
-		fmt.Sscanf(v, "3.%d.0", &sv.Native)
-	}
-	if err := addFirstBoot(doc, r, o); err != nil {
-		return nil, err
-	}
-	encode, err := versioned(doc, ign)
+	encode, native, err := served(r, o)
 	if err != nil {
 		return nil, err
 	}
+	sv := &Served{Native: native, ByMinor: map[int][]byte{}, Why: map[int]string{}}
 	for _, sp := range specs {
 		b, err := encode(sp.Version)
 		if err != nil {
@@ -114,6 +95,64 @@ func Serve(r *model.Rendered, o ServeOptions) (*Served, error) {
 			r.Name, specs[len(specs)-1].Minor, specs[0].Minor, sv.Why[specs[0].Minor])
 	}
 	return sv, nil
+}
+
+// CheckServable refuses a rendered config r (named) that the boot server could not serve
+// to a new node (Serve): with the first-boot record added, Ignition refuses a config one
+// of whose links the record's path goes through ("file path includes link in config"),
+// and with ServeOptions.FirstBootAgent, one that has a unit of the name Serve adds. Render
+// checks it, so that what validate and plan take, mcp serve serves. Of r, only what the
+// record can clash with is served and parsed (its links, and its first-boot parts, which
+// may have links of their own): a whole config's parse again would double render's time,
+// and each of its other items passed Ignition's check, and mcp's of its path, without the
+// record.
+func CheckServable(r *model.Rendered) error {
+	if r.Unit(FirstBootUnit) != nil {
+		return fmt.Errorf("unit %s is the boot server's own (mcp serve -first-boot-agent adds it to every served config)", FirstBootUnit)
+	}
+	links := &model.Rendered{Name: r.Name, IgnitionVersion: r.IgnitionVersion, OSImage: r.OSImage, Links: r.Links, FirstBoot: r.FirstBoot}
+	encode, _, err := served(links, ServeOptions{})
+	if err != nil {
+		return err
+	}
+	spec, _ := Lookup(r.IgnitionVersion)
+	b, err := encode(spec.Version)
+	if err != nil {
+		return err
+	}
+	if reason := inexpressible(spec.Parse(b)); reason != "" {
+		return fmt.Errorf("the boot server could not serve it to a new node: with the first-boot record (%s) it adds, Ignition refuses it: %s",
+			content.FirstBootPath, reason)
+	}
+	return nil
+}
+
+// served decodes r's Ignition config and adds what o asks the served config to carry
+// (addFirstBoot): it returns what encodes that in a spec version, and the minor of the spec
+// r names (-1 when none).
+func served(r *model.Rendered, o ServeOptions) (func(version string) ([]byte, error), int, error) {
+	// A config carrying its content alone is served in the spec it names; one stored with an
+	// Ignition config of its own (an older mcp's) is served from those bytes, as it was.
+	if _, ok := Lookup(r.IgnitionVersion); !ok && r.LegacyIgnition == nil {
+		return nil, 0, fmt.Errorf("rendered config %s names Ignition spec %q, which mcp does not know", r.Name, r.IgnitionVersion)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(content.Ignition(r), &doc); err != nil {
+		return nil, 0, fmt.Errorf("rendered config %s has no valid Ignition config: %w", r.Name, err)
+	}
+	ign, _ := doc["ignition"].(map[string]any)
+	if ign == nil {
+		return nil, 0, fmt.Errorf("rendered config %s: Ignition config without an ignition section", r.Name)
+	}
+	native := -1
+	if v, _ := ign["version"].(string); strings.HasPrefix(v, "3.") {
+		fmt.Sscanf(v, "3.%d.0", &native)
+	}
+	if err := addFirstBoot(doc, r, o); err != nil {
+		return nil, 0, err
+	}
+	encode, err := versioned(doc, ign)
+	return encode, native, err
 }
 
 // addFirstBoot adds the first-boot record (content.FirstBoot) to the Ignition config doc of

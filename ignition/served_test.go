@@ -143,11 +143,12 @@ func TestVersionedIsEncodingWithTheVersion(t *testing.T) {
 }
 
 // TestFirstBootAgentRefusals: a unit of the rendered config's own with the first-boot
-// unit's name, and agent paths an ExecStart could not hold as they are, are refused.
+// unit's name (stored before render refused it: TestRenderRefusesWhatTheBootServerCannotServe),
+// and agent paths an ExecStart could not hold as they are, are refused.
 func TestFirstBootAgentRefusals(t *testing.T) {
 	yes := true
-	r := named(t, &model.Rendered{Pool: "worker", Units: []model.Unit{{Name: FirstBootUnit, Enabled: &yes,
-		Contents: "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"}}})
+	r := &model.Rendered{Name: "rendered-worker-0", Pool: "worker", IgnitionVersion: "3.4.0", Units: []model.Unit{{Name: FirstBootUnit, Enabled: &yes,
+		Contents: "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"}}}
 	if _, err := Serve(r, ServeOptions{FirstBootAgent: "/usr/local/bin/mcp-agent"}); err == nil || !strings.Contains(err.Error(), "which the boot server adds") {
 		t.Errorf("a config with the unit's name: %v", err)
 	}

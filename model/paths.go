@@ -9,6 +9,14 @@ import "strings"
 // configuration refuses other paths, and the node agent writes under these by default.
 var ManagedPrefixes = []string{"/etc", "/var", "/usr/local", "/opt"}
 
+// CoreOSLinks are the links Fedora CoreOS and RHCOS have from their writable trees into
+// /var (path → target, as rpm-ostree and systemd-tmpfiles make them): where a path through
+// them lands on such a node.
+var CoreOSLinks = map[string]string{
+	"/usr/local": "../var/usrlocal", "/opt": "var/opt", "/home": "var/home",
+	"/root": "var/roothome", "/srv": "var/srv", "/mnt": "var/mnt",
+}
+
 // Unmanaged says why the clean absolute path p is not one mcp manages ("" when it is):
 // a path strictly under one of ManagedPrefixes is.
 func Unmanaged(p string) string {

@@ -88,6 +88,9 @@ func (a *Agent) Update(ctx context.Context, from, target *model.Rendered, steps 
 	if err := a.Exec.CheckBeforeUpdate(from, target, steps); err != nil {
 		return a.Degrade(err)
 	}
+	if err := a.Exec.CheckWrites(from, target, steps); err != nil {
+		return a.Degrade(err)
+	}
 	a.Exec.Begin()
 	for i, s := range steps {
 		if !s.Kind.OnNode() {
@@ -319,16 +322,4 @@ func readPending(root string) (*pending, error) {
 	return p, nil
 }
 
-func (a *Agent) removePending() error {
-	r, err := os.OpenRoot(a.Exec.Root)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if err := r.Remove(PendingPath); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	} else if err != nil {
-		return err
-	}
-	return a.Exec.syncDir(r, StateDir)
-}
+func (a *Agent) removePending() error { return a.Exec.removeRecord(PendingPath) }

@@ -173,9 +173,75 @@ func (e *Executor) writePath(r *os.Root, from, target *model.Rendered, p string)
 }
 
 // check refuses a path that is relative, has .. elements, lies outside the allowed
-// prefixes, or would be written through a prefix that is a link out of them (linkOut); it
-// returns the path relative to the root.
-func (e *Executor) check(r *os.Root, p string) (string, error) {
+// prefixes, would be written through a prefix that is a link out of them (linkOut), or
+// lands in the agent's own records through the node's links (intoRecords); it returns the
+// path relative to the root.
+func (e *Executor) check(r *os.Root, p string) (string, error) { return e.checkItem(r, p, false) }
+
+// checkItem is check for an item that is a directory (dir) or not: a directory item may be
+// one the records are in (it is made only where none is).
+func (e *Executor) checkItem(r *os.Root, p string, dir bool) (string, error) {
+	rel, err := e.allowed(r, p)
+	if err != nil {
+		return "", err
+	}
+	if err := intoRecords(r, p, dir); err != nil {
+		return "", err
+	}
+	return rel, nil
+}
+
+// CheckWrites refuses, before any step runs, an update whose write steps would be refused at
+// one of their paths (check; a hard link's target too): the node's links leading one into
+// the agent's records, say. The update then fails with nothing on the node changed — not
+// half-way, its first files written and rolled back. Each write checks its path again.
+func (e *Executor) CheckWrites(from, target *model.Rendered, steps []model.Step) error {
+	if from == nil {
+		from = &model.Rendered{}
+	}
+	r, err := os.OpenRoot(e.Root)
+	if err != nil {
+		return fmt.Errorf("opening node root: %w", err)
+	}
+	defer r.Close()
+	for _, s := range steps {
+		if s.Kind != model.StepWrite {
+			continue
+		}
+		for p, dir := range writePaths(from, target, s.Target) {
+			if _, err := e.checkItem(r, p, dir); err != nil {
+				return fmt.Errorf("%s: %w", s, err)
+			}
+		}
+	}
+	return nil
+}
+
+// writePaths are the paths a write step for name (a path, or a unit's name) writes or
+// removes, each saying whether it is a directory item.
+func writePaths(from, target *model.Rendered, name string) map[string]bool {
+	out := map[string]bool{}
+	if strings.HasPrefix(name, "/") {
+		out[name] = target.Directory(name) != nil || target.File(name) == nil && target.Link(name) == nil && from.Directory(name) != nil
+		if l := target.Link(name); l != nil && l.Hard {
+			out[l.Target] = false
+		}
+		return out
+	}
+	for _, u := range []*model.Unit{from.Unit(name), target.Unit(name)} {
+		if u == nil {
+			continue
+		}
+		out[unitPath(u.Name)] = false
+		for _, d := range u.Dropins {
+			out[unitPath(u.Name)+".d/"+d.Name] = false
+		}
+	}
+	return out
+}
+
+// allowed is check's part that reads the path and the managed prefixes.
+func (e *Executor) allowed(r *os.Root, p string) (string, error) {
 	if !strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.Contains(p, "/../") || strings.HasSuffix(p, "/..") {
 		return "", fmt.Errorf("path %q is not a clean absolute path", p)
 	}

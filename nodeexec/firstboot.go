@@ -113,15 +113,8 @@ func (e *Executor) ReadFirstBoot() (*content.FirstBoot, error) {
 
 // removeFirstBoot removes the first-boot record, if there is one: the node runs a config.
 func (a *Agent) removeFirstBoot() error {
-	r, err := os.OpenRoot(a.Exec.Root)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if err := r.Remove(FirstBootPath); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	} else if err != nil {
+	if err := a.Exec.removeRecord(FirstBootPath); err != nil {
 		return fmt.Errorf("removing the first-boot record: %w", err)
 	}
-	return a.Exec.syncDir(r, StateDir)
+	return nil
 }

@@ -25,20 +25,6 @@ const (
 	maxBootID = 4 << 10
 )
 
-// ReadRecord reads one of the agent's records (rel inside r).
-func ReadRecord(r *os.Root, rel string) ([]byte, error) { return boundedfile.ReadIn(r, rel, maxRecord) }
-
-// WriteRecord replaces one of the agent's records (rel inside the root, for root only)
-// atomically, creating its directory: what ReadRecord reads back.
-func (e *Executor) WriteRecord(rel string, data []byte) error {
-	r, err := os.OpenRoot(e.Root)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	return e.writeAtomic(r, rel, data, 0o600)
-}
-
 // readManaged reads the file at a managed path (rel inside r).
 func readManaged(r *os.Root, rel string) ([]byte, error) {
 	return boundedfile.ReadIn(r, rel, maxManaged)

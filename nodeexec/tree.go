@@ -35,7 +35,7 @@ const modeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 // removed first; anything else that is not a directory is an error: mcp does not delete
 // what it did not write. A directory that is there is kept with what it holds.
 func (e *Executor) writeDir(r *os.Root, from *model.Rendered, d *model.Directory) error {
-	rel, err := e.check(r, d.Path)
+	rel, err := e.checkItem(r, d.Path, true)
 	if err != nil {
 		return err
 	}
@@ -73,7 +73,7 @@ func (e *Executor) writeDir(r *os.Root, from *model.Rendered, d *model.Directory
 // removeDir removes a directory no config declares any more when it is empty; one that
 // holds anything stays as it is (what is in it is not mcp's to delete).
 func (e *Executor) removeDir(r *os.Root, p string) error {
-	rel, err := e.check(r, p)
+	rel, err := e.checkItem(r, p, true)
 	if err != nil {
 		return err
 	}

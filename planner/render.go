@@ -45,6 +45,10 @@ func Render(d *model.Desired, ign Ignition) (map[string]*model.Rendered, model.D
 		r, ovs := merge(&d.Pools[i], d.Configs, rel)
 		overrides.add(d.Pools[i].Name, ovs)
 		r.IgnitionVersion = version
+		if rd := recordsDiags(r, rel); len(rd) > 0 {
+			diags = appendOnce(diags, rd)
+			continue
+		}
 		if dg := firstBoot(r, d.Configs, ign); dg != nil {
 			diags = append(diags, dg)
 			continue
@@ -181,6 +185,20 @@ func mergeDropins(old, new []model.Dropin) []model.Dropin {
 		}
 	}
 	return out
+}
+
+// appendOnce appends to diags each of more it does not hold yet: a config of several pools
+// is refused once for what it does in each.
+func appendOnce(diags, more model.Diagnostics) model.Diagnostics {
+	for _, d := range more {
+		if !slices.ContainsFunc(diags, func(e *model.Diagnostic) bool {
+			return e.Summary == d.Summary && e.Detail == d.Detail && (e.Subject == d.Subject ||
+				e.Subject != nil && d.Subject != nil && *e.Subject == *d.Subject)
+		}) {
+			diags = append(diags, d)
+		}
+	}
+	return diags
 }
 
 // fatal reports whether Ignition's report says why it refused the config (an error entry).

@@ -31,7 +31,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/kubeapi/nodeclient"
 	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
@@ -414,13 +413,5 @@ func (a *Agent) writeUpdate(rec updateRecord) error {
 	if err != nil {
 		return err
 	}
-	r, err := os.OpenRoot(a.Agent.Exec.Root)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if err := r.MkdirAll(nodeexec.StateDir, 0o755); err != nil {
-		return err
-	}
-	return atomicfile.WriteIn(r, UpdatePath, b, 0o600)
+	return a.Agent.Exec.WriteRecord(UpdatePath, b)
 }

@@ -3,6 +3,7 @@ package standalone
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -90,4 +91,59 @@ func TestStandaloneFirstBoot(t *testing.T) {
 	if st, err := s.Reconcile(context.Background()); err != nil || st.State != model.StateDone || len(host.Recorded()) != 2 {
 		t.Errorf("the next pass: %+v, %v, calls %v", st, err, host.Recorded())
 	}
+}
+
+// TestForgedDesiredThroughALinkIsNotFollowed: the forgery on a standalone node —
+// var/lib made a link to ../etc/fakelib, where a config wrote a desired naming the infra
+// pool's config. The agent does not read its records through the link: Reconcile fails
+// naming it, nothing is fetched, the host is not asked for anything, and the root is as
+// it was.
+func TestForgedDesiredThroughALinkIsNotFollowed(t *testing.T) {
+	var fetched []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetched = append(fetched, r.URL.Path)
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	root := t.TempDir()
+	for p, b := range map[string]string{"etc/fakelib/mcp/desired": "rendered-infra-0\n", "etc/passwd": "root:x:0:0::/root:/bin/sh\n"} {
+		os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(root, p), []byte(b), 0o644)
+	}
+	os.MkdirAll(filepath.Join(root, "var"), 0o755)
+	os.Symlink("../etc/fakelib", filepath.Join(root, "var/lib"))
+	before := listRoot(t, root)
+	host := &nodeexec.RecordingHost{}
+	s := New(root, srv.URL, host)
+	s.BootIDPath = filepath.Join(t.TempDir(), "boot_id")
+	os.WriteFile(s.BootIDPath, []byte("boot-1\n"), 0o644)
+	_, err := s.Reconcile(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "/var/lib is a link (to ../etc/fakelib)") {
+		t.Errorf("reconcile: %v, want an error naming the link", err)
+	}
+	if len(fetched) > 0 || len(host.Recorded()) > 0 {
+		t.Errorf("fetched %v, host calls %v; want none", fetched, host.Recorded())
+	}
+	if d := cmp.Diff(before, listRoot(t, root)); d != "" {
+		t.Errorf("the root changed (-before +after):\n%s", d)
+	}
+}
+
+// listRoot is every file and link under root with its content or target.
+func listRoot(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if l, err := os.Readlink(p); err == nil {
+			out[p] = "-> " + l
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		out[p] = string(b)
+		return nil
+	})
+	return out
 }

@@ -1,0 +1,100 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mcpfleet/mcp/ignition"
+	"github.com/mcpfleet/mcp/model"
+)
+
+// line is a place in main.hcl, line n.
+func line(n int) model.Range {
+	return model.Range{Filename: "main.hcl", Start: model.Pos{Line: n, Column: 3}}
+}
+
+func recFile(p string, n int) model.File {
+	return model.File{Path: p, Mode: 0o644, Contents: []byte("rendered-infra-0"), DeclRange: line(n)}
+}
+
+func recLink(p, target string, n int) model.Link {
+	return model.Link{Path: p, Target: target, DeclRange: line(n)}
+}
+
+// TestLinksToTheAgentsRecordsAreRefused: a pool whose configs, merged, reach the node
+// agent's records (/var/lib/mcp) through their links — a link on the way to them (the
+// records move where a config writes a forged "desired"), a file, directory or link whose
+// path leads there through links (chains, relative targets, "..", CoreOS's own /opt, a
+// link in one config and the file in another), a link pointing there — is refused at the
+// item, the diagnostic naming the other item and its place. Links that lead elsewhere pass.
+func TestLinksToTheAgentsRecordsAreRefused(t *testing.T) {
+	tests := []struct {
+		name    string
+		configs []model.Config
+		line    int      // where the refusal is
+		want    []string // in its detail
+	}{
+		{"link on the way, forged desired", []model.Config{{Files: []model.File{recFile("/etc/fakelib/mcp/desired", 3)},
+			Links: []model.Link{recLink("/var/lib", "../etc/fakelib", 2)}}},
+			2, []string{"Link /var/lib → ../etc/fakelib is on the way to /var/lib/mcp", "/etc/fakelib/mcp instead",
+				"file /etc/fakelib/mcp/desired (main.hcl:3,3) would be read as its record /var/lib/mcp/desired"}},
+		{"a directory at /var/lib", []model.Config{{Links: []model.Link{recLink("/var/lib/x", "/tmp", 4)},
+			Directories: []model.Directory{{Path: "/var/lib", Mode: 0o755, DeclRange: line(6)}}}},
+			0, nil},
+		{"alias in one config, file in another", []model.Config{{Links: []model.Link{recLink("/etc/v", "../var", 2)}},
+			{Files: []model.File{recFile("/etc/v/lib/mcp/pending.json", 9)}}},
+			9, []string{"File /etc/v/lib/mcp/pending.json lands at /var/lib/mcp/pending.json through the link /etc/v → ../var (main.hcl:2,3)"}},
+		{"chain with ..", []model.Config{{Links: []model.Link{recLink("/etc/a", "b/../c", 2), recLink("/etc/c", "../var/lib/x/..", 3)},
+			Files: []model.File{recFile("/etc/a/mcp/current.json", 4)}}},
+			4, []string{"lands at /var/lib/mcp/current.json", "the links /etc/a → b/../c (main.hcl:2,3), then /etc/c → ../var/lib/x/.. (main.hcl:3,3)"}},
+		{"through CoreOS's /opt", []model.Config{{Links: []model.Link{recLink("/var/opt", "lib/mcp", 2)}, Files: []model.File{recFile("/opt/pending.json", 3)}}},
+			2, []string{"Link /var/opt points to /var/lib/mcp"}},
+		{"link made through another link", []model.Config{{Links: []model.Link{recLink("/etc/v", "../var", 2), recLink("/etc/v/lib", "../etc/fake", 3)}}},
+			3, []string{"Link /etc/v/lib → ../etc/fake is on the way to /var/lib/mcp", "/etc/fake/mcp instead"}},
+		{"directory through a link", []model.Config{{Links: []model.Link{recLink("/var/x", "./lib/", 2)},
+			Directories: []model.Directory{{Path: "/var/x/mcp/d", Mode: 0o755, DeclRange: line(3)}}}},
+			3, []string{"Directory /var/x/mcp/d lands at /var/lib/mcp/d through the link /var/x → ./lib/ (main.hcl:2,3)"}},
+		{"file in place of /var/lib", []model.Config{{Links: []model.Link{recLink("/etc/v", "../var", 2)}, Files: []model.File{recFile("/etc/v/lib", 3)}}},
+			3, []string{"File /etc/v/lib lands at /var/lib through", "which holds /var/lib/mcp", "may not replace it"}},
+		{"hard link to a record", []model.Config{{Links: []model.Link{recLink("/etc/v", "../var", 2),
+			{Path: "/etc/pending", Target: "/etc/v/lib/mcp/pending.json", Hard: true, DeclRange: line(3)}}}},
+			3, []string{"Link /etc/pending points to /var/lib/mcp/pending.json through the link /etc/v → ../var"}},
+		{"loop on the way", []model.Config{{Links: []model.Link{recLink("/var/lib", "lib", 2)}}},
+			2, []string{"Link /var/lib → lib is on the way to /var/lib/mcp", "could not reach them (too many levels of symbolic links)"}},
+		{"links elsewhere", []model.Config{{Links: []model.Link{recLink("/etc/v", "../var", 2), recLink("/var/lib/mcpx", "mcp-other", 3),
+			recLink("/etc/to-lib", "/var/lib", 4), recLink("/var/opt/x", "../lib/mcpx", 5)},
+			Files: []model.File{recFile("/var/lib/other/x", 6), recFile("/opt/mcp/z", 7)}}},
+			0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &model.Desired{Pools: []model.Pool{{Name: "worker"}, {Name: "infra"}}}
+			for i, c := range tt.configs {
+				c.Name, c.Pools = fmt.Sprintf("%02d", i), []string{"worker", "infra"}
+				d.Configs = append(d.Configs, c)
+			}
+			out, diags := Render(d, ignition.Renderer{})
+			if tt.line == 0 {
+				if diags.HasErrors() || len(out) != 2 {
+					t.Fatalf("refused: %v", diags)
+				}
+				return
+			}
+			var found []*model.Diagnostic
+			for _, dg := range diags {
+				if dg.Subject != nil && dg.Subject.Start.Line == tt.line && strings.Contains(dg.Summary, "mcp's own records") {
+					found = append(found, dg)
+				}
+			}
+			if len(found) != 1 || len(out) != 0 {
+				t.Fatalf("%d refusals at line %d (want 1, once for both pools), %d pools rendered: %v", len(found), tt.line, len(out), diags)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(found[0].Detail, w) {
+					t.Errorf("detail %q\nlacks %q", found[0].Detail, w)
+				}
+			}
+		})
+	}
+}
