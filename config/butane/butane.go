@@ -20,6 +20,7 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/vcontext/report"
 	"github.com/vincent-petithory/dataurl"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"
@@ -77,45 +78,59 @@ const MaxSize = 1 << 20
 //
 // Files, directories and links at a path firstBootOnly takes (nil: none) are left in the
 // first-boot part, as Ignition writes them, and named in Result.FirstBootPaths.
-func Translate(text []byte, firstBootOnly func(path string) bool) (res *Result, problems []Problem) {
-	if len(text) > MaxSize {
-		return nil, []Problem{{Message: fmt.Sprintf("the Butane text is %d bytes, more than mcp takes (%d): split it across configs, or give large files as file blocks", len(text), MaxSize)}}
-	}
-	// The translator is a large library fed text from a configuration: whatever it does
-	// with an input nobody foresaw, mcp reports an error rather than dying. (The fuzz
-	// target calls translate itself, so that such a panic is still found.)
-	defer func() {
-		if v := recover(); v != nil {
-			res, problems = nil, []Problem{{Message: fmt.Sprintf("the Butane translator failed on this text: %v", v)}}
-		}
-	}()
-	return translate(text, "", firstBootOnly)
+func Translate(text []byte, firstBootOnly func(path string) bool) (*Result, []Problem) {
+	return TranslateFiles(text, "", firstBootOnly)
 }
 
 // TranslateFiles is Translate with Butane's files directory (its --files-dir): local,
 // ssh_authorized_keys_local, contents_local and trees read from filesDir. The caller
 // confines what filesDir holds; "" is none.
-func TranslateFiles(text []byte, filesDir string, firstBootOnly func(path string) bool) (res *Result, problems []Problem) {
+func TranslateFiles(text []byte, filesDir string, firstBootOnly func(path string) bool) (*Result, []Problem) {
+	return guarded(text, func() (*Result, []Problem) { return translate(text, filesDir, firstBootOnly) })
+}
+
+// ToMachineConfig translates text, a Butane config of variant openshift, to the YAML of
+// the MachineConfig Butane writes for it (butane without --raw, which keeps the openshift
+// section: kernel arguments, FIPS, kernel type, extensions). Local files are read from
+// filesDir as TranslateFiles reads them. The YAML is nil when a problem is an error.
+func ToMachineConfig(text []byte, filesDir string) ([]byte, []Problem) {
+	return guarded(text, func() ([]byte, []Problem) { return translateBytes(text, filesDir, false) })
+}
+
+// OpenShift reports whether text is a Butane config of variant openshift: a
+// MachineConfig written in Butane, which ToMachineConfig translates.
+func OpenShift(text []byte) bool {
+	var v struct {
+		Variant string `yaml:"variant"`
+	}
+	return len(text) <= MaxSize && yaml.Unmarshal(text, &v) == nil && v.Variant == "openshift"
+}
+
+// guarded runs f, a translation of text, when text is not too large. The translator is
+// a large library fed text from a configuration: whatever it does with an input nobody
+// foresaw, mcp reports an error rather than dying. (The fuzz target calls translate
+// itself, so that such a panic is still found.)
+func guarded[T any](text []byte, f func() (T, []Problem)) (out T, problems []Problem) {
+	var zero T
 	if len(text) > MaxSize {
-		return Translate(text, firstBootOnly)
+		return zero, []Problem{tooLarge("Butane text", len(text))}
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			res, problems = nil, []Problem{{Message: fmt.Sprintf("the Butane translator failed on this text: %v", v)}}
+			out, problems = zero, []Problem{{Message: fmt.Sprintf("the Butane translator failed on this text: %v", v)}}
 		}
 	}()
-	return translate(text, filesDir, firstBootOnly)
+	return f()
+}
+
+// tooLarge refuses a text (what) of n bytes, more than MaxSize.
+func tooLarge(what string, n int) Problem {
+	return Problem{Message: fmt.Sprintf("the %s is %d bytes, more than mcp takes (%d): split it across configs, or give large files as file blocks", what, n, MaxSize)}
 }
 
 func translate(text []byte, filesDir string, firstBootOnly func(string) bool) (*Result, []Problem) {
-	ign, rpt, err := config.TranslateBytes(text, common.TranslateBytesOptions{Raw: true,
-		// Inline contents stay plain text, as mcp compares and writes them.
-		TranslateOptions: common.TranslateOptions{NoResourceAutoCompression: true, FilesDir: filesDir}})
-	problems := fromReport(rpt)
-	if err != nil {
-		if !rpt.IsFatal() {
-			problems = append(problems, Problem{Message: explain(err)})
-		}
+	ign, problems := translateBytes(text, filesDir, true)
+	if ign == nil {
 		return nil, problems
 	}
 	cfg, irpt, err := ignition.ParseAny(ign)
@@ -129,11 +144,28 @@ func translate(text []byte, filesDir string, firstBootOnly func(string) bool) (*
 	return split(&cfg, problems, firstBootOnly)
 }
 
+// translateBytes is Butane's translation of text: the Ignition config (raw), or what Butane
+// writes by default (a variant openshift text's MachineConfig YAML); nil when a problem
+// is an error.
+func translateBytes(text []byte, filesDir string, raw bool) ([]byte, []Problem) {
+	out, rpt, err := config.TranslateBytes(text, common.TranslateBytesOptions{Raw: raw,
+		// Inline contents stay plain text, as mcp compares and writes them.
+		TranslateOptions: common.TranslateOptions{NoResourceAutoCompression: true, FilesDir: filesDir}})
+	problems := fromReport(rpt)
+	if err != nil {
+		if !rpt.IsFatal() {
+			problems = append(problems, Problem{Message: explain(err)})
+		}
+		return nil, problems
+	}
+	return out, problems
+}
+
 // FromIgnition reads an Ignition config (any spec mcp knows) as Translate reads what a
 // Butane text translates to: a config's ignition attribute.
 func FromIgnition(text []byte, firstBootOnly func(path string) bool) (*Result, []Problem) {
 	if len(text) > MaxSize {
-		return nil, []Problem{{Message: fmt.Sprintf("the Ignition config is %d bytes, more than mcp takes (%d): split it across configs, or give large files as file blocks", len(text), MaxSize)}}
+		return nil, []Problem{tooLarge("Ignition config", len(text))}
 	}
 	cfg, rpt, err := ignition.ParseAny(text)
 	problems := fromReport(rpt)
@@ -211,7 +243,7 @@ func fromReport(r report.Report) []Problem {
 
 // file is f as mcp manages it, or why it cannot be.
 func file(f *types.File, at string) (model.File, string) {
-	mf := model.File{Path: f.Path, Mode: 0o644, Butane: at}
+	mf := model.File{Path: f.Path, Mode: 0o644, Text: model.TextRef{Path: at}}
 	if f.Mode != nil {
 		mf.Mode = *f.Mode
 	}

@@ -75,7 +75,7 @@ func fromIgnition(cfg *types.Config, firstBootOnly func(string) bool) (*Result, 
 	}
 	for i, u := range cfg.Systemd.Units {
 		mu := model.Unit{Name: u.Name, Enabled: u.Enabled, Mask: u.Mask != nil && *u.Mask,
-			Butane: fmt.Sprintf("systemd.units.%d", i)}
+			Text: model.TextRef{Path: fmt.Sprintf("systemd.units.%d", i)}}
 		if u.Contents != nil {
 			mu.Contents = *u.Contents
 		}
@@ -170,7 +170,7 @@ func unknownBytes(f *types.File) string {
 
 // directory is d as mcp manages it, or why it cannot be.
 func directory(d *types.Directory, at string) (model.Directory, string) {
-	md := model.Directory{Path: d.Path, Mode: 0o755, Butane: at} // Ignition's default mode
+	md := model.Directory{Path: d.Path, Mode: 0o755, Text: model.TextRef{Path: at}} // Ignition's default mode
 	if d.Mode != nil {
 		md.Mode = *d.Mode
 	}
@@ -183,7 +183,7 @@ func directory(d *types.Directory, at string) (model.Directory, string) {
 // link is l as mcp manages it, or why it cannot be. A link replaces what is at its path
 // (overwrite), as the node executor writes it.
 func link(l *types.Link, at string) (model.Link, string) {
-	ml := model.Link{Path: l.Path, Hard: l.Hard != nil && *l.Hard, Butane: at}
+	ml := model.Link{Path: l.Path, Hard: l.Hard != nil && *l.Hard, Text: model.TextRef{Path: at}}
 	if l.Target == nil || *l.Target == "" {
 		return ml, "a link needs a target"
 	}
@@ -204,4 +204,23 @@ func owner(u types.NodeUser, g types.NodeGroup) (user, group, err string) {
 		group = *g.Name
 	}
 	return user, group, ""
+}
+
+// Texts are the places of res's files, directories, links and units in their text, for
+// the caller to complete (the text's kind and file, a place in it).
+func (r *Result) Texts() []*model.TextRef {
+	var out []*model.TextRef
+	for i := range r.Files {
+		out = append(out, &r.Files[i].Text)
+	}
+	for i := range r.Directories {
+		out = append(out, &r.Directories[i].Text)
+	}
+	for i := range r.Links {
+		out = append(out, &r.Links[i].Text)
+	}
+	for i := range r.Units {
+		out = append(out, &r.Units[i].Text)
+	}
+	return out
 }
