@@ -19,7 +19,6 @@ import (
 	"github.com/coreos/ignition/v2/butane/config/common"
 	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/vcontext/report"
-	"github.com/vincent-petithory/dataurl"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mcpfleet/mcp/ignition"
@@ -241,8 +240,14 @@ func fromReport(r report.Report) []Problem {
 	return out
 }
 
-// file is f as mcp manages it, or why it cannot be.
-func file(f *types.File, at string) (model.File, string) {
+// MaxInflated bounds what the compressed inline contents of one text decompress to,
+// together: more than any node's configuration holds, so that a decompression bomb (a
+// few KiB of gzip that inflate to GiBs) is refused before it fills memory.
+const MaxInflated = 32 << 20
+
+// file is f as mcp manages it, or why it cannot be. Compressed contents are decompressed
+// as Ignition and the MCO's daemon do, within *inflate bytes, which it takes from.
+func file(f *types.File, at string, inflate *int) (model.File, string) {
 	mf := model.File{Path: f.Path, Mode: 0o644, Text: model.TextRef{Path: at}}
 	if f.Mode != nil {
 		mf.Mode = *f.Mode
@@ -256,17 +261,25 @@ func file(f *types.File, at string) (model.File, string) {
 	if f.Group.Name != nil {
 		mf.Group = *f.Group.Name
 	}
-	// Sources that are not data URLs, compression and append are first boot only
-	// (unknownBytes), so what reaches here is inline.
+	// Sources that are not data URLs and append are first boot only (unknownBytes), so
+	// what reaches here is inline.
 	c := f.Contents
 	if c.Source == nil {
 		return mf, ""
 	}
-	d, err := dataurl.DecodeString(*c.Source)
+	data, err := ignition.Inline(c, *inflate)
+	var big *ignition.TooLargeError
+	if errors.As(err, &big) {
+		return mf, fmt.Sprintf("its %s-compressed contents decompress to more than mcp takes (%d MiB, with the other compressed contents of the text): "+
+			"a decompression bomb, or a file too large for a node's configuration", *c.Compression, MaxInflated>>20)
+	}
 	if err != nil {
 		return mf, fmt.Sprintf("contents: %v", err)
 	}
-	mf.Contents = d.Data
+	if c.Compression != nil && *c.Compression != "" {
+		*inflate -= len(data)
+	}
+	mf.Contents = data
 	return mf, ""
 }
 

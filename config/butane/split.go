@@ -13,12 +13,13 @@ import (
 
 // fromIgnition takes what mcp manages out of cfg — files, directories, links, units,
 // kernel arguments, the core user's SSH keys — and keeps the rest as the first-boot part.
-// A file whose bytes mcp cannot know when it plans (contents from a URL, compressed
-// contents, appended fragments) is left in the first-boot part too, and named with why
-// in Result.FirstBootFiles. What mcp would manage but cannot (an owner by number…) is an
-// error naming it.
+// A file whose bytes mcp cannot know when it plans (contents from a URL, appended
+// fragments) is left in the first-boot part too, and named with why in
+// Result.FirstBootFiles; compressed inline contents are decompressed (file). What mcp
+// would manage but cannot (an owner by number…) is an error naming it.
 func fromIgnition(cfg *types.Config, firstBootOnly func(string) bool) (*Result, []string) {
 	res := &Result{Spec: cfg.Ignition.Version}
+	inflate := MaxInflated
 	var errs []string
 	rest := *cfg
 	rest.Storage.Files, rest.Storage.Directories, rest.Storage.Links = nil, nil, nil
@@ -40,7 +41,7 @@ func fromIgnition(cfg *types.Config, firstBootOnly func(string) bool) (*Result, 
 			rest.Storage.Files = append(rest.Storage.Files, f)
 			continue
 		}
-		mf, err := file(&f, at)
+		mf, err := file(&f, at, &inflate)
 		if err != "" {
 			errs = append(errs, fmt.Sprintf("file %s (%s): %s", f.Path, at, err))
 			continue
@@ -151,16 +152,13 @@ func parts(rest *types.Config) []string {
 }
 
 // unknownBytes is why mcp cannot know f's bytes when it plans, or "" when it can: its
-// contents come from a URL, are compressed, or it has fragments to append. Ignition
-// fetches, decompresses and appends them on a booting node, as the config says.
+// contents come from a URL, or it has fragments to append. Ignition fetches and appends
+// them on a booting node, as the config says.
 func unknownBytes(f *types.File) string {
 	var why []string
 	c := f.Contents
 	if c.Source != nil && !strings.HasPrefix(*c.Source, "data:") {
 		why = append(why, "contents from "+*c.Source)
-	}
-	if c.Compression != nil && *c.Compression != "" {
-		why = append(why, *c.Compression+"-compressed contents")
 	}
 	if len(f.Append) > 0 {
 		why = append(why, fmt.Sprintf("%d fragment(s) to append", len(f.Append)))
