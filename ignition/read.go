@@ -219,10 +219,10 @@ func (r Resource) DataLimit(limit int) ([]byte, error) {
 		}
 		z, err := gzip.NewReader(bytes.NewReader(data))
 		if err != nil {
-			return nil, fmt.Errorf("decompressing: %w", err)
+			return nil, gzipError(err)
 		}
 		if data, err = io.ReadAll(io.LimitReader(z, int64(limit)+1)); err != nil {
-			return nil, fmt.Errorf("decompressing: %w", err)
+			return nil, gzipError(err)
 		}
 		if len(data) > limit {
 			// As internal/boundedfile.ReadLimit words it (internal/ is on the room's floor, not below).
@@ -235,6 +235,14 @@ func (r Resource) DataLimit(limit int) ([]byte, error) {
 		}
 	}
 	return data, nil
+}
+
+// gzipError is err of the gzip reader, said to be gzip's once.
+func gzipError(err error) error {
+	if strings.HasPrefix(err.Error(), "gzip: ") {
+		return err
+	}
+	return fmt.Errorf("gzip: %w", err)
 }
 
 // TooLargeError is compressed contents that decompress to more than Limit bytes.
