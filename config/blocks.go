@@ -265,7 +265,11 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 		}
 		d, role := l.texts(content.Attributes, &c)
 		diags = append(diags, d...)
-		if a := content.Attributes["machineconfig"]; a != nil {
+		if a := content.Attributes["machineconfig"]; a != nil && role {
+			diags = append(diags, errAt(a.NameRange, "Two MachineConfigs", fmt.Sprintf(
+				"Config %q has a machineconfig and a butane attribute of variant openshift, which is a MachineConfig too: "+
+					"a config block takes one MachineConfig, as the MCO merges each by its own name; give each its own config block.", name)))
+		} else if a != nil {
 			diags = append(diags, l.machineConfig(a, content.Attributes["pools"], &c)...)
 		} else if content.Attributes["pools"] == nil && !role {
 			diags = append(diags, errAt(b.DefRange, "Missing required argument",

@@ -105,3 +105,14 @@ func TestOpenShiftButaneRefusals(t *testing.T) {
 		t.Errorf("fips false, kernel_type default, no extensions: %v", diags)
 	}
 }
+
+// A config block takes one MachineConfig: a machineconfig beside a Butane of variant
+// openshift is two.
+func TestOpenShiftButaneBesideAMachineConfig(t *testing.T) {
+	dir := openshiftConfig(t, "99-worker-custom.bu", "  machineconfig = file(\"mc.yaml\")\n")
+	write(t, dir, "mc.yaml", chronyMC)
+	_, diags := Load(dir, Options{Schemas: testSchemas})
+	if !strings.Contains(diags.Error(), "Two MachineConfigs") || !strings.Contains(diags.Error(), "a config block takes one MachineConfig") {
+		t.Errorf("want Two MachineConfigs, got %v", diags)
+	}
+}
