@@ -34,6 +34,9 @@ var refusedCorpus = map[string]string{
 	"mco/50-ignition-kargs.yaml":  "spec.config.kernelArguments",
 	"mco/50-realtime-kernel.yaml": "spec.kernelType: realtime",
 	"mco/50-usbguard.yaml":        "spec.extensions",
+	// The same, written in Butane (variant openshift): refused at the Butane field.
+	"openshift-docs/worker-storage.bu":          "line 20, column 9: MachineConfig worker-storage: openshift.fips: true",
+	"openshift-docs/butane-config-openshift.bu": "openshift.kernel_type: realtime",
 }
 
 // spec22 are the MCO's Ignition spec 2.2 MachineConfigs: mcp reads them (translated as
@@ -46,6 +49,9 @@ type buEntry struct {
 	name string // fcos-docs/x.bu, typhoon/x.bu, mco/x.yaml
 	file string // its path from the acceptance directory
 	cfg  types.Config
+	// kargs are the kernel arguments it gives: kernelArguments.shouldExist, a
+	// MachineConfig's spec.kernelArguments (a Butane openshift's kernel_arguments).
+	kargs []string
 	// noBoot says why the real Ignition client cannot boot it on a scratch root ("": it
 	// can): then it is applied and judged in the served config only.
 	noBoot string
@@ -55,7 +61,8 @@ type buEntry struct {
 func buEntries(t *testing.T) (ok []*buEntry, refused []string) {
 	t.Helper()
 	var files []string
-	for _, g := range []string{"testdata/corpus/fcos-docs/*.bu", "testdata/corpus/typhoon/*.bu", "../config/machineconfig/testdata/mco/*.yaml"} {
+	for _, g := range []string{"testdata/corpus/fcos-docs/*.bu", "testdata/corpus/typhoon/*.bu", "testdata/corpus/openshift-docs/*.bu",
+		"../config/machineconfig/testdata/mco/*.yaml"} {
 		m, _ := filepath.Glob(g)
 		files = append(files, m...)
 	}
@@ -72,24 +79,13 @@ func buEntries(t *testing.T) (ok []*buEntry, refused []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		raw := b
-		if strings.HasSuffix(f, ".yaml") {
-			var mc struct {
-				Spec struct{ Config json.RawMessage }
-			}
-			if err := yaml.Unmarshal(b, &mc); err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			raw = mc.Spec.Config
-		} else if raw, _, err = butane.TranslateBytes(b, common.TranslateBytesOptions{
-			// As mcp translates: compression is then the entry's own (unknownBytes).
-			// Local references read from the entry's directory, as mcp reads them from the
-			// directory of the file butane = file(…) names.
-			TranslateOptions: common.TranslateOptions{NoResourceAutoCompression: true, FilesDir: filepath.Dir(f)}}); err != nil {
-			t.Fatalf("%s: Butane: %v", f, err)
-		}
+		raw, kargs := entryConfig(t, f, b)
 		if e.cfg, _, err = v36.ParseCompatibleVersion(raw); err != nil {
 			t.Fatalf("%s: Ignition: %v", f, err)
+		}
+		e.kargs = kargs
+		for _, k := range e.cfg.KernelArguments.ShouldExist {
+			e.kargs = append(e.kargs, string(k))
 		}
 		ic := e.cfg.Ignition
 		switch {
@@ -105,6 +101,53 @@ func buEntries(t *testing.T) (ok []*buEntry, refused []string) {
 		ok = append(ok, e)
 	}
 	return ok, refused
+}
+
+// entryConfig is the Ignition config of the entry in file f (b), read apart from mcp
+// (Butane's own translation), and the kernel arguments of its MachineConfig: a
+// MachineConfig's own, or the one Butane translates a variant openshift text to (its
+// openshift section, which the raw Ignition config leaves out).
+func entryConfig(t *testing.T, f string, b []byte) (json.RawMessage, []string) {
+	t.Helper()
+	if strings.HasSuffix(f, ".yaml") {
+		return machineConfigOf(t, f, b)
+	}
+	// As mcp translates: compression is then the entry's own. Local references read from
+	// the entry's directory, as mcp reads them from the directory of the file butane =
+	// file(…) names.
+	opts := common.TranslateOptions{NoResourceAutoCompression: true, FilesDir: filepath.Dir(f)}
+	raw, _, err := butane.TranslateBytes(b, common.TranslateBytesOptions{Raw: true, TranslateOptions: opts})
+	if err != nil {
+		t.Fatalf("%s: Butane: %v", f, err)
+	}
+	if !strings.Contains(string(b), "variant: openshift") {
+		return raw, nil
+	}
+	mc, _, err := butane.TranslateBytes(b, common.TranslateBytesOptions{TranslateOptions: opts})
+	if err != nil {
+		t.Fatalf("%s: Butane: %v", f, err)
+	}
+	_, kargs := machineConfigOf(t, f, mc)
+	return raw, kargs
+}
+
+// machineConfigOf is the Ignition config and the kernel arguments of a MachineConfig's
+// YAML, each entry split at whitespace.
+func machineConfigOf(t *testing.T, f string, b []byte) (json.RawMessage, []string) {
+	var mc struct {
+		Spec struct {
+			Config          json.RawMessage
+			KernelArguments []string `json:"kernelArguments"`
+		}
+	}
+	if err := yaml.Unmarshal(b, &mc); err != nil {
+		t.Fatalf("%s: %v", f, err)
+	}
+	var kargs []string
+	for _, k := range mc.Spec.KernelArguments {
+		kargs = append(kargs, strings.Fields(k)...)
+	}
+	return mc.Spec.Config, kargs
 }
 
 // keys are what an entry claims on a node (leaves: its files and links; parents: their
@@ -240,7 +283,14 @@ func corpusButane(t *testing.T, ign string) {
 				osImage(t, S, entries, pool)
 			})
 		}
+		kargs := nodeKernelArgs(t, filepath.Join(dir, "fleet/nodes", pool+"-0", "node.json"))
 		for _, e := range in {
+			for _, k := range e.kargs {
+				if !slices.Contains(kargs, k) {
+					t.Errorf("%s: node %s-0 runs kernel arguments %q, without %s", e.name, pool, kargs, k)
+				}
+				onNodes["kernel arguments"]++
+			}
 			judgeEntry(t, e, "node "+pool+"-0", node, false, onNodes)
 			if S != "" {
 				judgeEntry(t, e, "Ignition's root for "+pool, S, true, onIgnition)
@@ -256,6 +306,19 @@ func corpusButane(t *testing.T, ign string) {
 	if onNodes["files"] < 150 || onIgnition["files"] < 150 || booted < 80 {
 		t.Errorf("too little compared: the corpus is not read")
 	}
+}
+
+// nodeKernelArgs are the kernel arguments a local node's machine runs (its node.json).
+func nodeKernelArgs(t *testing.T, nodeJSON string) []string {
+	t.Helper()
+	var n struct {
+		KernelArgs []string `json:"kernel_args"`
+	}
+	b, err := os.ReadFile(nodeJSON)
+	if err != nil || json.Unmarshal(b, &n) != nil {
+		t.Fatalf("%s: %v %s", nodeJSON, err, b)
+	}
+	return n.KernelArgs
 }
 
 func corpusPath(name string) string {

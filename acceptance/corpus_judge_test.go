@@ -25,10 +25,10 @@ func firstBootPath(p string) bool {
 }
 
 // unknownBytes: mcp leaves a file to first boot when it cannot know its bytes when it
-// plans (config/butane unknownBytes): from another host, compressed, appended to.
+// plans (config/butane unknownBytes): from another host, appended to. (Compressed inline
+// contents are managed, decompressed.)
 func unknownBytes(f types.File) bool {
-	c := f.Contents.Compression
-	return remote(f.Contents) || (c != nil && *c != "") || len(f.Append) > 0
+	return remote(f.Contents) || len(f.Append) > 0
 }
 
 func remote(r types.Resource) bool { return r.Source != nil && !strings.HasPrefix(*r.Source, "data:") }

@@ -263,12 +263,17 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 				c.Units = append(c.Units, u)
 			}
 		}
-		diags = append(diags, l.texts(content.Attributes, &c)...)
-		if a := content.Attributes["machineconfig"]; a != nil {
+		d, role := l.texts(content.Attributes, &c)
+		diags = append(diags, d...)
+		if a := content.Attributes["machineconfig"]; a != nil && role {
+			diags = append(diags, errAt(a.NameRange, "Two MachineConfigs", fmt.Sprintf(
+				"Config %q has a machineconfig and a butane attribute of variant openshift, which is a MachineConfig too: "+
+					"a config block takes one MachineConfig, as the MCO merges each by its own name; give each its own config block.", name)))
+		} else if a != nil {
 			diags = append(diags, l.machineConfig(a, content.Attributes["pools"], &c)...)
-		} else if content.Attributes["pools"] == nil {
+		} else if content.Attributes["pools"] == nil && !role {
 			diags = append(diags, errAt(b.DefRange, "Missing required argument",
-				fmt.Sprintf("Config %q needs pools = [\"…\"], the pools it applies to (or a machineconfig whose role label names one).", name)))
+				fmt.Sprintf("Config %q needs pools = [\"…\"], the pools it applies to (or a machineconfig, or a Butane text of variant openshift, whose role label names one).", name)))
 		}
 		diags = append(diags, clashes(&c)...)
 		l.d.Configs = append(l.d.Configs, c)

@@ -15,78 +15,109 @@ import (
 	"github.com/mcpfleet/mcp/model"
 )
 
-// texts reads a config's butane or ignition attribute (one of them) into c.
-func (l *loader) texts(attrs hcl.Attributes, c *model.Config) hcl.Diagnostics {
+// texts reads a config's butane or ignition attribute (one of them) into c. role is true
+// when the text is a MachineConfig (Butane's openshift variant), whose role label names
+// the config's pool when it has no pools attribute.
+func (l *loader) texts(attrs hcl.Attributes, c *model.Config) (diags hcl.Diagnostics, role bool) {
 	b, i := attrs["butane"], attrs["ignition"]
 	switch {
 	case b != nil && i != nil:
 		return hcl.Diagnostics{errAt(i.NameRange, "Both butane and ignition",
-			fmt.Sprintf("Config %q has a butane attribute (at %s) and an ignition attribute: give one, or put them in two configs.", c.Name, posOf(b.NameRange)))}
+			fmt.Sprintf("Config %q has a butane attribute (at %s) and an ignition attribute: give one, or put them in two configs.", c.Name, posOf(b.NameRange)))}, false
 	case b != nil:
 		dir, diags := l.butaneFilesDir(attrs, b)
-		if diags.HasErrors() {
-			return diags
+		text, d := l.str(b)
+		if diags = append(diags, d...); diags.HasErrors() {
+			return diags, false
 		}
-		translate := func(text []byte, firstBootOnly func(string) bool) (*butane.Result, []butane.Problem) {
-			staged, err := stageButaneFiles(text, dir)
-			if err != nil {
+		if butane.OpenShift([]byte(text)) {
+			return append(diags, l.openShiftButane(b, attrs["pools"], []byte(text), dir, c)...), true
+		}
+		translate := func(text []byte, firstBootOnly func(string) bool) (res *butane.Result, problems []butane.Problem) {
+			if err := withButaneFiles(text, dir, func(staged string) {
+				res, problems = butane.TranslateFiles(text, staged, firstBootOnly)
+			}); err != nil {
 				return nil, []butane.Problem{{Message: err.Error()}}
 			}
-			if staged != "" {
-				defer os.RemoveAll(staged)
-			}
-			return butane.TranslateFiles(text, staged, firstBootOnly)
+			return res, problems
 		}
-		return append(diags, l.butane(b, c, "Butane", translate)...)
+		return append(diags, l.butane(b, text, c, model.TextButane, translate)...), false
 	case attrs["butane_files_dir"] != nil:
 		return hcl.Diagnostics{errAt(attrs["butane_files_dir"].NameRange, "butane_files_dir without butane",
-			fmt.Sprintf("Config %q has butane_files_dir but no butane attribute for it to serve.", c.Name))}
+			fmt.Sprintf("Config %q has butane_files_dir but no butane attribute for it to serve.", c.Name))}, false
 	case i != nil:
-		return l.butane(i, c, "Ignition", butane.FromIgnition)
+		text, diags := l.str(i)
+		if diags.HasErrors() {
+			return diags, false
+		}
+		return append(diags, l.butane(i, text, c, model.TextIgnition, butane.FromIgnition)...), false
 	}
+	return nil, false
+}
+
+// withButaneFiles runs f with Butane's files directory for text: a scratch copy of the
+// local files text names from dir (stageButaneFiles), "" when it names none.
+func withButaneFiles(text []byte, dir string, f func(filesDir string)) error {
+	staged, err := stageButaneFiles(text, dir)
+	if err != nil {
+		return err
+	}
+	if staged != "" {
+		defer os.RemoveAll(staged)
+	}
+	f(staged)
 	return nil
 }
 
-// butane translates a config's butane attribute (or reads its ignition attribute, kind
-// "Ignition") and adds what it declares to c, after the config's own blocks. Butane's
-// errors and warnings are diagnostics on the attribute; their text names Butane's line and
-// column inside the Butane text.
-func (l *loader) butane(a *hcl.Attribute, c *model.Config, kind string, translate func([]byte, func(string) bool) (*butane.Result, []butane.Problem)) hcl.Diagnostics {
-	text, diags := l.str(a)
-	if diags.HasErrors() {
-		return diags
-	}
+// butane translates the text of a config's butane attribute (or reads its ignition
+// attribute's, kind TextIgnition) and adds what it declares to c, after the config's own
+// blocks. Butane's errors and warnings are diagnostics on the attribute; their text names
+// Butane's line and column inside the Butane text.
+func (l *loader) butane(a *hcl.Attribute, text string, c *model.Config, kind model.TextKind, translate func([]byte, func(string) bool) (*butane.Result, []butane.Problem)) hcl.Diagnostics {
 	where := butaneSource(a.Expr, kind)
 	res, problems := translate([]byte(text), FirstBootOnly)
-	for _, p := range problems {
-		d := errAt(a.Range, "Invalid "+kind, fmt.Sprintf("%s: %s.", where, p.Message))
-		if p.Warning {
-			d.Severity, d.Summary = hcl.DiagWarning, kind+" warning"
-		}
-		diags = append(diags, d)
-	}
+	diags := textProblems(a, where, kind, problems)
 	if res == nil {
 		return diags
 	}
-	return append(diags, l.addDeclared(a.Range, where, res, c)...)
+	return append(diags, l.addDeclared(a.Range, where, res, c, model.TextRef{Kind: kind, File: sourceFile(a.Expr)})...)
+}
+
+// textProblems are Butane's (or Ignition's) errors and warnings about the text of a,
+// where names the text.
+func textProblems(a *hcl.Attribute, where string, kind model.TextKind, problems []butane.Problem) hcl.Diagnostics {
+	name := textName(kind)
+	var diags hcl.Diagnostics
+	for _, p := range problems {
+		d := errAt(a.Range, "Invalid "+name, fmt.Sprintf("%s: %s.", where, p.Message))
+		if p.Warning {
+			d.Severity, d.Summary = hcl.DiagWarning, name+" warning"
+		}
+		diags = append(diags, d)
+	}
+	return diags
 }
 
 // addDeclared adds to c the files, units and kernel arguments that a Butane text or a
 // MachineConfig's Ignition config (res) declares, refusing what a config's own blocks
-// could not declare either. where names the text for messages; r is the attribute's range.
-func (l *loader) addDeclared(r hcl.Range, where string, res *butane.Result, c *model.Config) hcl.Diagnostics {
+// could not declare either. where names the text for messages; r is the attribute's range;
+// text is the text's kind and file, which each item's Text gets.
+func (l *loader) addDeclared(r hcl.Range, where string, res *butane.Result, c *model.Config, text model.TextRef) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	at := hclpos.From(r)
+	for _, t := range res.Texts() {
+		t.Kind, t.File = text.Kind, text.File
+	}
 	bad := func(summary, format string, args ...any) {
 		diags = append(diags, errAt(r, summary, where+": "+fmt.Sprintf(format, args...)+"."))
 	}
 	for _, f := range res.Files {
 		if d := checkPath(f.Path, r); d != nil {
-			bad(d.Summary, "%s (%s): %s", f.Path, f.Butane, strings.TrimSuffix(d.Detail, "."))
+			bad(d.Summary, "%s (%s): %s", f.Path, f.Text.Path, strings.TrimSuffix(d.Detail, "."))
 			continue
 		}
 		if i := indexOf(c.Files, func(g model.File) bool { return g.Path == f.Path }); i >= 0 {
-			bad("Duplicate file", "file %s (%s) is also declared by the file block at %s; declare it once in a config", f.Path, f.Butane, c.Files[i].DeclRange)
+			bad("Duplicate file", "file %s (%s) is also declared by the file block at %s; declare it once in a config", f.Path, f.Text.Path, c.Files[i].DeclRange)
 			continue
 		}
 		f.DeclRange = at
@@ -94,11 +125,11 @@ func (l *loader) addDeclared(r hcl.Range, where string, res *butane.Result, c *m
 	}
 	for _, u := range res.Units {
 		if msg := unitNameProblem(u.Name); msg != "" {
-			bad("Invalid unit name", "unit %s (%s): %s", u.Name, u.Butane, msg)
+			bad("Invalid unit name", "unit %s (%s): %s", u.Name, u.Text.Path, msg)
 			continue
 		}
 		if i := indexOf(c.Units, func(v model.Unit) bool { return v.Name == u.Name }); i >= 0 {
-			bad("Duplicate unit", "unit %s (%s) is also declared by the unit block at %s; declare it once in a config", u.Name, u.Butane, c.Units[i].DeclRange)
+			bad("Duplicate unit", "unit %s (%s) is also declared by the unit block at %s; declare it once in a config", u.Name, u.Text.Path, c.Units[i].DeclRange)
 			continue
 		}
 		u.DeclRange = at
@@ -106,19 +137,19 @@ func (l *loader) addDeclared(r hcl.Range, where string, res *butane.Result, c *m
 	}
 	for i, k := range res.KernelArgs {
 		c.KernelArgs = append(c.KernelArgs, k)
-		c.KernelArgSources = append(c.KernelArgSources, model.Source{Range: at, Butane: res.KernelArgPaths[i]})
+		c.KernelArgSources = append(c.KernelArgSources, model.Source{Range: at, Text: model.TextRef{Kind: text.Kind, Path: res.KernelArgPaths[i]}})
 	}
-	diags = append(diags, l.butaneTree(r, c, res, where, bad)...)
+	diags = append(diags, l.butaneTree(r, c, res, where, text, bad)...)
 	return diags
 }
 
 // butaneTree adds the directories, links, core user's SSH keys and first-boot part of res
 // to c.
-func (l *loader) butaneTree(r hcl.Range, c *model.Config, res *butane.Result, where string, bad func(summary, format string, args ...any)) hcl.Diagnostics {
+func (l *loader) butaneTree(r hcl.Range, c *model.Config, res *butane.Result, where string, text model.TextRef, bad func(summary, format string, args ...any)) hcl.Diagnostics {
 	at := hclpos.From(r)
 	for _, d := range res.Directories {
 		if dg := checkPath(d.Path, r); dg != nil {
-			bad(dg.Summary, "directory %s (%s): %s", d.Path, d.Butane, strings.TrimSuffix(dg.Detail, "."))
+			bad(dg.Summary, "directory %s (%s): %s", d.Path, d.Text.Path, strings.TrimSuffix(dg.Detail, "."))
 			continue
 		}
 		d.DeclRange = at
@@ -126,11 +157,11 @@ func (l *loader) butaneTree(r hcl.Range, c *model.Config, res *butane.Result, wh
 	}
 	for _, k := range res.Links {
 		if dg := checkPath(k.Path, r); dg != nil {
-			bad(dg.Summary, "link %s (%s): %s", k.Path, k.Butane, strings.TrimSuffix(dg.Detail, "."))
+			bad(dg.Summary, "link %s (%s): %s", k.Path, k.Text.Path, strings.TrimSuffix(dg.Detail, "."))
 			continue
 		}
 		if dg := checkLinkTarget(k.Target, k.Hard, r); dg != nil {
-			bad(dg.Summary, "link %s (%s): %s", k.Path, k.Butane, strings.TrimSuffix(dg.Detail, "."))
+			bad(dg.Summary, "link %s (%s): %s", k.Path, k.Text.Path, strings.TrimSuffix(dg.Detail, "."))
 			continue
 		}
 		k.DeclRange = at
@@ -142,7 +173,7 @@ func (l *loader) butaneTree(r hcl.Range, c *model.Config, res *butane.Result, wh
 				res.SSHKeysAt, c.SSHKeysSource.Range)
 		} else {
 			c.SSHKeys = res.SSHKeys
-			c.SSHKeysSource = model.Source{Range: at, Butane: res.SSHKeysAt}
+			c.SSHKeysSource = model.Source{Range: at, Text: model.TextRef{Kind: text.Kind, Path: res.SSHKeysAt}}
 		}
 	}
 	if res.FirstBoot != nil {
@@ -184,16 +215,31 @@ func FirstBootOnly(p string) bool {
 // butaneSource says where the Butane (or Ignition, kind) text came from for messages: the
 // file a file("worker.bu") or templatefile("worker.bu", …) call reads, else "the Butane
 // text".
-func butaneSource(e hcl.Expression, kind string) string {
-	if call, ok := e.(*hclsyntax.FunctionCallExpr); ok && (call.Name == "file" || call.Name == "templatefile") && len(call.Args) > 0 {
-		if v, d := call.Args[0].Value(nil); !d.HasErrors() && v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
-			return kind + " " + v.AsString()
-		}
+func butaneSource(e hcl.Expression, kind model.TextKind) string {
+	name := textName(kind)
+	if f := sourceFile(e); f != "" {
+		return name + " " + f
 	}
-	if kind == "Ignition" {
+	if kind == model.TextIgnition {
 		return "the Ignition config"
 	}
 	return "the Butane text"
+}
+
+// textName names a kind of text for people.
+func textName(k model.TextKind) string {
+	return map[model.TextKind]string{model.TextButane: "Butane", model.TextIgnition: "Ignition", model.TextMachineConfig: "MachineConfig"}[k]
+}
+
+// sourceFile is the file a file("x") or templatefile("x", …) call reads, as written; ""
+// for another expression.
+func sourceFile(e hcl.Expression) string {
+	if call, ok := e.(*hclsyntax.FunctionCallExpr); ok && (call.Name == "file" || call.Name == "templatefile") && len(call.Args) > 0 {
+		if v, d := call.Args[0].Value(nil); !d.HasErrors() && v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
+			return v.AsString()
+		}
+	}
+	return ""
 }
 
 func indexOf[T any](s []T, f func(T) bool) int {

@@ -56,19 +56,19 @@ func TestButaneTranslatesIntoTheConfig(t *testing.T) {
 		t.Fatal(diags)
 	}
 	c := res.Desired.Configs[0]
-	if len(c.Files) != 2 || c.Files[0].Path != "/etc/block.conf" || c.Files[0].Butane != "" {
+	if len(c.Files) != 2 || c.Files[0].Path != "/etc/block.conf" || c.Files[0].Text != (model.TextRef{}) {
 		t.Fatalf("files: %+v", c.Files)
 	}
 	f := c.Files[1]
 	if f.Path != "/etc/hello.conf" || f.Mode != 0o640 || f.User != "core" || string(f.Contents) != "hello from butane\n" ||
-		f.Butane != "storage.files.0" || f.DeclRange.Start.Line != 5 || f.DeclRange.Start.Column != 3 || len(f.OnChange) != 0 {
+		f.Text != (model.TextRef{Kind: model.TextButane, Path: "storage.files.0", File: "worker.bu"}) || f.DeclRange.Start.Line != 5 || f.DeclRange.Start.Column != 3 || len(f.OnChange) != 0 {
 		t.Errorf("Butane file: %+v", f)
 	}
 	if len(c.Units) != 1 || c.Units[0].Name != "hello.service" || c.Units[0].Enabled == nil || !*c.Units[0].Enabled ||
-		c.Units[0].Butane != "systemd.units.0" || !strings.Contains(c.Units[0].Contents, "ExecStart=/bin/true") {
+		c.Units[0].Text.Path != "systemd.units.0" || !strings.Contains(c.Units[0].Contents, "ExecStart=/bin/true") {
 		t.Errorf("Butane unit: %+v", c.Units)
 	}
-	want := []model.Source{{Range: f.DeclRange, Butane: "kernelArguments.shouldExist.0"}}
+	want := []model.Source{{Range: f.DeclRange, Text: model.TextRef{Kind: model.TextButane, Path: "kernelArguments.shouldExist.0"}}}
 	if len(c.KernelArgs) != 1 || c.KernelArgs[0] != "nosmt" || len(c.KernelArgSources) != 1 || c.KernelArgSources[0] != want[0] {
 		t.Errorf("kernel args %v from %+v", c.KernelArgs, c.KernelArgSources)
 	}
@@ -111,8 +111,8 @@ func TestButaneProblemsAreDiagnosed(t *testing.T) {
 			"Invalid Butane", []string{"line 5, column 7, storage.links.0.target: link target is required"}, false},
 		{"remote contents", `"variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n    - path: /etc/r\n      contents:\n        source: https://example.com/r\n"`, nil,
 			"First boot only", []string{"the Butane text: file /etc/r (storage.files.0): contents from https://example.com/r: mcp cannot know its bytes", "drift"}, true},
-		{"compressed contents", `"variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n    - path: /etc/z\n      contents:\n        compression: gzip\n        source: data:;base64,H4sIAAAAAAAC/0sEAIOx09cBAAAA\n"`, nil,
-			"First boot only", []string{"file /etc/z (storage.files.0): gzip-compressed contents"}, true},
+		{"corrupt compressed contents", `"variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n    - path: /etc/z\n      contents:\n        compression: gzip\n        source: data:;base64,H4sIAAAAAAAC/0sEAIOx09cBAAAA\n"`, nil,
+			"Invalid Butane", []string{"file /etc/z (storage.files.0): contents: gzip: invalid checksum"}, false},
 		{"append", `"variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n    - path: /etc/a\n      append:\n        - inline: more\n"`, nil,
 			"First boot only", []string{"file /etc/a (storage.files.0): 1 fragment(s) to append"}, true},
 		{"local file", `"variant: fcos\nversion: 1.5.0\nstorage:\n  files:\n    - path: /etc/l\n      contents:\n        local: l.txt\n"`, nil,

@@ -142,25 +142,25 @@ func (l *loader) sshKeys(b *hcl.Block, c *model.Config) hcl.Diagnostics {
 func pathOwner(c *model.Config, p string) string {
 	for _, f := range c.Files {
 		if f.Path == p {
-			return declaredBy("file", f.DeclRange, f.Butane)
+			return declaredBy("file", f.DeclRange, f.Text)
 		}
 	}
 	for _, d := range c.Directories {
 		if d.Path == p {
-			return declaredBy("directory", d.DeclRange, d.Butane)
+			return declaredBy("directory", d.DeclRange, d.Text)
 		}
 	}
 	for _, k := range c.Links {
 		if k.Path == p {
-			return declaredBy("link", k.DeclRange, k.Butane)
+			return declaredBy("link", k.DeclRange, k.Text)
 		}
 	}
 	return ""
 }
 
-func declaredBy(kind string, r model.Range, butane string) string {
-	if butane != "" {
-		return fmt.Sprintf("the %s of the config's Butane or Ignition (%s) at %s", kind, butane, r)
+func declaredBy(kind string, r model.Range, text model.TextRef) string {
+	if text.Path != "" {
+		return fmt.Sprintf("the %s of the config's %s (%s) at %s", kind, textName(text.Kind), text.Path, r)
 	}
 	return fmt.Sprintf("the %s block at %s", kind, r)
 }

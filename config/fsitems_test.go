@@ -123,12 +123,12 @@ func TestRealButaneConfigs(t *testing.T) {
 	}
 	c, _ := load("time-zone.bu")
 	if len(c.Links) != 1 || c.Links[0].Path != "/etc/localtime" || c.Links[0].Target != "../usr/share/zoneinfo/America/New_York" ||
-		c.Links[0].Butane != "storage.links.0" || c.FirstBoot != nil {
+		c.Links[0].Text.Path != "storage.links.0" || c.FirstBoot != nil {
 		t.Errorf("time-zone: links %+v, first boot %s", c.Links, c.FirstBoot)
 	}
 	c, _ = load("authentication.bu")
 	if len(c.SSHKeys) != 1 || !strings.HasPrefix(c.SSHKeys[0], "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQDHn2eh") ||
-		c.SSHKeysSource.Butane != "passwd.users.0.sshAuthorizedKeys" {
+		c.SSHKeysSource.Text.Path != "passwd.users.0.sshAuthorizedKeys" {
 		t.Errorf("authentication: core keys %q from %+v", c.SSHKeys, c.SSHKeysSource)
 	}
 	fb := string(c.FirstBoot)

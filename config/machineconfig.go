@@ -2,13 +2,11 @@ package config
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/zclconf/go-cty/cty"
 
+	"github.com/mcpfleet/mcp/config/butane"
 	"github.com/mcpfleet/mcp/config/machineconfig"
 	"github.com/mcpfleet/mcp/internal/hclpos"
 	"github.com/mcpfleet/mcp/model"
@@ -26,35 +24,96 @@ func (l *loader) machineConfig(a *hcl.Attribute, poolsAttr *hcl.Attribute, c *mo
 	}
 	where := yamlSource(a.Expr)
 	mcs, problems := machineconfig.ParseWith([]byte(text), FirstBootOnly)
+	diags = append(diags, mcProblems(a, where, "MachineConfig", problems)...)
+	mc, d := one(a, where, mcs)
+	if mc == nil {
+		return append(diags, d...)
+	}
+	return append(diags, l.addMachineConfig(a, poolsAttr, where, mc, c, model.TextRef{Kind: model.TextMachineConfig, File: sourceFile(a.Expr)})...)
+}
+
+// openShiftButane reads a config's butane attribute a whose text is Butane's openshift
+// variant — a MachineConfig written in Butane — as a machineconfig attribute is read:
+// Butane's own library translates it to the MachineConfig, which is read with the MCO's
+// semantics (metadata name and role label, kernel arguments, the refusals), its problems
+// placed in the Butane text.
+func (l *loader) openShiftButane(a, poolsAttr *hcl.Attribute, text []byte, dir string, c *model.Config) hcl.Diagnostics {
+	where := butaneSource(a.Expr, model.TextButane)
+	var yaml []byte
+	var problems []butane.Problem
+	if err := withButaneFiles(text, dir, func(staged string) { yaml, problems = butane.ToMachineConfig(text, staged) }); err != nil {
+		problems = []butane.Problem{{Message: err.Error()}}
+	}
+	diags := textProblems(a, where, model.TextButane, problems)
+	if yaml == nil {
+		return diags
+	}
+	mcs, mproblems := machineconfig.FromButane(yaml, text, FirstBootOnly)
+	diags = append(diags, mcProblems(a, where, "Butane", mproblems)...)
+	mc, d := one(a, where, mcs)
+	if mc == nil {
+		return append(diags, d...)
+	}
+	if mc.Ignition != nil {
+		// Items are named by their place in the Ignition config the Butane translates to, as
+		// other Butane's are.
+		for _, t := range mc.Ignition.Texts() {
+			t.Path = strings.TrimPrefix(t.Path, "spec.config.")
+		}
+	}
+	return append(diags, l.addMachineConfig(a, poolsAttr, where, mc, c, model.TextRef{Kind: model.TextButane, File: sourceFile(a.Expr)})...)
+}
+
+// mcProblems are the MachineConfig reader's problems as diagnostics on a (kind
+// "MachineConfig" or "Butane"), where naming the text.
+func mcProblems(a *hcl.Attribute, where, kind string, problems []machineconfig.Problem) hcl.Diagnostics {
+	var diags hcl.Diagnostics
 	for _, p := range problems {
-		d := errAt(a.Range, "Invalid MachineConfig", fmt.Sprintf("%s: %s.", where, p))
+		d := errAt(a.Range, "Invalid "+kind, fmt.Sprintf("%s: %s.", where, p))
 		if p.Warning {
-			d.Severity, d.Summary = hcl.DiagWarning, "MachineConfig warning"
+			d.Severity, d.Summary = hcl.DiagWarning, kind+" warning"
 		}
 		diags = append(diags, d)
 	}
-	if mcs == nil {
-		return diags
+	return diags
+}
+
+// one is the MachineConfig of mcs, or nil and why not when there is none or more.
+func one(a *hcl.Attribute, where string, mcs []machineconfig.MachineConfig) (*machineconfig.MachineConfig, hcl.Diagnostics) {
+	switch len(mcs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &mcs[0], nil
 	}
-	if len(mcs) > 1 {
-		names := make([]string, len(mcs))
-		for i, mc := range mcs {
-			names[i] = mc.Name
-		}
-		return append(diags, errAt(a.Range, "More than one MachineConfig", fmt.Sprintf(
-			"%s holds %d MachineConfigs (%s); a config block takes one, as the MCO merges each by its own name: "+
-				"give each its own config block (mcp import machineconfig writes them)", where, len(mcs), strings.Join(names, ", "))))
+	names := make([]string, len(mcs))
+	for i, mc := range mcs {
+		names[i] = mc.Name
 	}
-	mc := mcs[0]
+	return nil, hcl.Diagnostics{errAt(a.Range, "More than one MachineConfig", fmt.Sprintf(
+		"%s holds %d MachineConfigs (%s); a config block takes one, as the MCO merges each by its own name: "+
+			"give each its own config block (mcp import machineconfig writes them)", where, len(mcs), strings.Join(names, ", ")))}
+}
+
+// addMachineConfig adds what mc declares to c: its kernel arguments and OS image as the
+// config's own, its Ignition config's items as a butane attribute's (text: the kind and
+// file of the text a holds). A config without pools (poolsAttr) takes the pool the role
+// label names.
+func (l *loader) addMachineConfig(a, poolsAttr *hcl.Attribute, where string, mc *machineconfig.MachineConfig, c *model.Config, text model.TextRef) hcl.Diagnostics {
+	var diags hcl.Diagnostics
 	where = fmt.Sprintf("%s (MachineConfig %s)", where, mc.Name)
 	if poolsAttr == nil {
-		diags = append(diags, l.rolePool(a, where, &mc, c)...)
+		diags = append(diags, l.rolePool(a, where, mc, c)...)
 	}
 	at := hclpos.From(a.Range)
+	field := "spec.kernelArguments"
+	if text.Kind == model.TextButane {
+		field = "openshift.kernel_arguments"
+	}
 	for i, k := range mc.KernelArgs {
 		c.KernelArgs = append(c.KernelArgs, k)
-		c.KernelArgSources = append(c.KernelArgSources, model.Source{Range: at,
-			Butane: fmt.Sprintf("spec.kernelArguments, %s", mc.KernelArgAt[i])})
+		c.KernelArgSources = append(c.KernelArgSources, model.Source{Range: at, Text: model.TextRef{Kind: text.Kind, Path: field,
+			File: text.File, Line: mc.KernelArgAt[i].Line, Column: mc.KernelArgAt[i].Column}})
 	}
 	if mc.OSImage != "" {
 		if c.OSImage != "" {
@@ -66,13 +125,7 @@ func (l *loader) machineConfig(a *hcl.Attribute, poolsAttr *hcl.Attribute, c *mo
 	if mc.Ignition == nil {
 		return diags
 	}
-	for i := range mc.Ignition.Files {
-		mc.Ignition.Files[i].Butane = "spec.config." + mc.Ignition.Files[i].Butane
-	}
-	for i := range mc.Ignition.Units {
-		mc.Ignition.Units[i].Butane = "spec.config." + mc.Ignition.Units[i].Butane
-	}
-	return append(diags, l.addDeclared(a.Range, where, mc.Ignition, c)...)
+	return append(diags, l.addDeclared(a.Range, where, mc.Ignition, c, text)...)
 }
 
 // rolePool gives c the pool mc's role label names, as the MCO's pools select their
@@ -94,10 +147,8 @@ func (l *loader) rolePool(a *hcl.Attribute, where string, mc *machineconfig.Mach
 // yamlSource says where the YAML came from for messages: the file a file("x.yaml") call
 // reads, else "the MachineConfig YAML".
 func yamlSource(e hcl.Expression) string {
-	if call, ok := e.(*hclsyntax.FunctionCallExpr); ok && slices.Contains([]string{"file", "templatefile"}, call.Name) && len(call.Args) > 0 {
-		if v, d := call.Args[0].Value(nil); !d.HasErrors() && v.Type() == cty.String && v.IsKnown() && !v.IsNull() {
-			return v.AsString()
-		}
+	if f := sourceFile(e); f != "" {
+		return f
 	}
 	return "the MachineConfig YAML"
 }

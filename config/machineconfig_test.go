@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcpfleet/mcp/model"
 )
 
 const chronyMC = `apiVersion: machineconfiguration.openshift.io/v1
@@ -50,7 +52,7 @@ func TestMachineConfigAttribute(t *testing.T) {
 		t.Errorf("config: pools %v, kernel args %v, os image %q", c.Pools, c.KernelArgs, c.OSImage)
 	}
 	if len(c.Files) != 1 || c.Files[0].Path != "/etc/chrony.conf" || c.Files[0].Mode != 0o600 ||
-		string(c.Files[0].Contents) != "server ntp.example.com\n" || c.Files[0].Butane != "spec.config.storage.files.0" {
+		string(c.Files[0].Contents) != "server ntp.example.com\n" || c.Files[0].Text.Path != "spec.config.storage.files.0" || c.Files[0].Text.Kind != model.TextMachineConfig || c.Files[0].Text.Line == 0 {
 		t.Errorf("files: %+v", c.Files)
 	}
 	if len(c.Units) != 1 || c.Units[0].Name != "chronyd.service" || c.Units[0].Enabled == nil || !*c.Units[0].Enabled {

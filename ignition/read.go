@@ -191,7 +191,16 @@ func resourceOf(r types.Resource) Resource {
 
 // Data is the resource's bytes: its data URL decoded, decompressed (gzip, to at most
 // model.MaxRenderedSize), and checked against its verification hash.
-func (r Resource) Data() ([]byte, error) {
+func (r Resource) Data() ([]byte, error) { return r.DataLimit(model.MaxRenderedSize) }
+
+// Inline is what Ignition writes for r, the contents of a file whose source is a data URL
+// (as Data, decompressing to at most limit bytes): what the MCO's daemon writes for it too
+// (its DecodeIgnitionFileContents: the data URL decoded, then gzip-decompressed).
+func Inline(r types.Resource, limit int) ([]byte, error) { return resourceOf(r).DataLimit(limit) }
+
+// DataLimit is Data, decompressing to at most limit bytes: more is an error (a
+// decompression bomb, or a file larger than mcp takes).
+func (r Resource) DataLimit(limit int) ([]byte, error) {
 	if r.source == "" {
 		return nil, nil
 	}
@@ -210,14 +219,14 @@ func (r Resource) Data() ([]byte, error) {
 		}
 		z, err := gzip.NewReader(bytes.NewReader(data))
 		if err != nil {
-			return nil, fmt.Errorf("gzip: %w", err)
+			return nil, gzipError(err)
 		}
-		if data, err = io.ReadAll(io.LimitReader(z, model.MaxRenderedSize+1)); err != nil {
-			return nil, fmt.Errorf("gzip: %w", err)
+		if data, err = io.ReadAll(io.LimitReader(z, int64(limit)+1)); err != nil {
+			return nil, gzipError(err)
 		}
-		if len(data) > model.MaxRenderedSize {
+		if len(data) > limit {
 			// As internal/boundedfile.ReadLimit words it (internal/ is on the room's floor, not below).
-			return nil, fmt.Errorf("gzip: the decompressed data is larger than %d MiB, more than mcp reads", model.MaxRenderedSize>>20)
+			return nil, &TooLargeError{Limit: limit}
 		}
 	}
 	if r.hash != "" {
@@ -226,6 +235,29 @@ func (r Resource) Data() ([]byte, error) {
 		}
 	}
 	return data, nil
+}
+
+// gzipError is err of the gzip reader, said to be gzip's once.
+func gzipError(err error) error {
+	if strings.HasPrefix(err.Error(), "gzip: ") {
+		return err
+	}
+	return fmt.Errorf("gzip: %w", err)
+}
+
+// TooLargeError is compressed contents that decompress to more than Limit bytes.
+type TooLargeError struct{ Limit int }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("gzip: the decompressed data is larger than %s, more than mcp reads", size(e.Limit))
+}
+
+// size is n bytes for people: in MiB when it is a whole number of them.
+func size(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // verify checks data (decompressed, as Ignition's verification.hash describes it) against

@@ -21,10 +21,9 @@ type File struct {
 	// node still gets it, and saved plans and the state hold it, as Terraform's do.
 	Sensitive bool  `json:"sensitive,omitempty"`
 	DeclRange Range `json:"-"`
-	// Butane is the file's place in the Ignition config its config's Butane text
-	// translated to ("storage.files.0"); "" for a file block. DeclRange is then the
-	// butane attribute's.
-	Butane string `json:"-"`
+	// Text is the file's place in the text (Butane, Ignition, MachineConfig) its config
+	// embeds; zero for a file block. DeclRange is then the attribute's.
+	Text TextRef `json:"-"`
 }
 
 // Unit is a managed systemd unit with its drop-ins.
@@ -36,7 +35,7 @@ type Unit struct {
 	Dropins   []Dropin `json:"dropins,omitempty"`
 	OnChange  []Policy `json:"on_change,omitempty"`
 	DeclRange Range    `json:"-"`
-	Butane    string   `json:"-"` // as File.Butane
+	Text      TextRef  `json:"-"` // as File.Text
 }
 
 // Dropin is a systemd drop-in of a unit.
@@ -121,9 +120,9 @@ type Directory struct {
 	// what is at the path is deleted first. The node executor removes a file or link in
 	// the way, never a directory that is there (nor what it holds).
 	Overwrite bool `json:"overwrite,omitempty"`
-	// DeclRange and Butane are as File's.
-	DeclRange Range  `json:"-"`
-	Butane    string `json:"-"`
+	// DeclRange and Text are as File's.
+	DeclRange Range   `json:"-"`
+	Text      TextRef `json:"-"`
 }
 
 // Link is a managed link. A symbolic link's Target is data: written into the link as it
@@ -136,9 +135,9 @@ type Link struct {
 	User     string   `json:"user,omitempty"`
 	Group    string   `json:"group,omitempty"`
 	OnChange []Policy `json:"on_change,omitempty"` // empty: a change needs a reboot
-	// DeclRange and Butane are as File's.
-	DeclRange Range  `json:"-"`
-	Butane    string `json:"-"`
+	// DeclRange and Text are as File's.
+	DeclRange Range   `json:"-"`
+	Text      TextRef `json:"-"`
 }
 
 // SSHKeysDir is where the core user's SSH authorized keys are managed, as the MCO and
@@ -170,13 +169,13 @@ func SSHKeys(keys []string) []byte {
 // that the keys become: what the MCO makes, so that sshd's StrictModes takes them. A
 // change of keys needs nothing beyond the write (on_change none), as the MCO's default
 // SSH key policy.
-func SSHKeyItems(keys []string, at Range, butane string) (File, []Directory) {
+func SSHKeyItems(keys []string, at Range, text TextRef) (File, []Directory) {
 	none := []Policy{{Kind: PolicyNone}}
 	f := File{Path: SSHKeysFile, Mode: 0o600, User: "core", Group: "core", Contents: SSHKeys(keys), OnChange: none,
-		DeclRange: at, Butane: butane}
+		DeclRange: at, Text: text}
 	var dirs []Directory
 	for _, d := range []string{SSHTree, SSHKeysDir} {
-		dirs = append(dirs, Directory{Path: d, Mode: 0o700, User: "core", Group: "core", OnChange: none, DeclRange: at, Butane: butane})
+		dirs = append(dirs, Directory{Path: d, Mode: 0o700, User: "core", Group: "core", OnChange: none, DeclRange: at, Text: text})
 	}
 	return f, dirs
 }

@@ -142,8 +142,13 @@ func TestSourcePlaces(t *testing.T) {
 		o    Origin
 		want string
 	}{
-		{OriginAt("config.50-chrony", r, ""), "config.50-chrony at configs.hcl:12,3"},
-		{OriginAt("config.50-chrony", r, "storage.files.0"), "config.50-chrony at configs.hcl:12,3 (butane storage.files.0)"},
+		{OriginAt("config.50-chrony", r, TextRef{}), "config.50-chrony at configs.hcl:12,3"},
+		{OriginAt("config.50-chrony", r, TextRef{Kind: TextButane, Path: "storage.files.0"}), "config.50-chrony at configs.hcl:12,3 (butane storage.files.0)"},
+		{OriginAt("config.50-chrony", r, TextRef{Kind: TextIgnition, Path: "storage.files.0"}), "config.50-chrony at configs.hcl:12,3 (ignition storage.files.0)"},
+		{OriginAt("config.99-mc", r, TextRef{Kind: TextMachineConfig, Path: "spec.config.storage.files.0", File: "mc.yaml", Line: 14, Column: 9}),
+			"config.99-mc at configs.hcl:12,3 (MachineConfig mc.yaml:14,9 spec.config.storage.files.0)"},
+		{OriginAt("config.99-bu", r, TextRef{Kind: TextButane, Path: "openshift.kernel_arguments.0", Line: 9, Column: 7}),
+			"config.99-bu at configs.hcl:12,3 (butane openshift.kernel_arguments.0, line 9, column 7)"},
 		{Origin{Block: "pool.worker", File: "main.hcl"}, "pool.worker at main.hcl"},
 	} {
 		if got := c.o.String(); got != c.want {

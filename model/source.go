@@ -24,11 +24,35 @@ func (r Range) String() string {
 }
 
 // Source is where a config declared one of its kernel arguments: the element of its
-// kernel_args, or its butane attribute (Butane then names the argument's place in the
-// Ignition config the Butane text translated to).
+// kernel_args, or the attribute holding the text it came from (Text then names its place
+// in that text).
 type Source struct {
-	Range  Range
-	Butane string
+	Range Range
+	Text  TextRef
+}
+
+// TextKind is the kind of text a config embeds: its butane, ignition or machineconfig
+// attribute.
+type TextKind string
+
+const (
+	TextButane        TextKind = "butane"
+	TextIgnition      TextKind = "ignition"
+	TextMachineConfig TextKind = "machineconfig"
+)
+
+// TextRef is where an item came from inside a text its config embeds, for people reading
+// where it came from; the zero TextRef is a block of the config's own.
+type TextRef struct {
+	Kind TextKind
+	// Path is its place in the Ignition config the text is or translates to
+	// ("storage.files.0"; in a MachineConfig "spec.config.storage.files.0"), or the field
+	// that gave it ("spec.kernelArguments", "openshift.kernel_arguments.0").
+	Path string
+	// File, Line and Column are its place in the text: the file a file("x.yaml") call read
+	// ("" when the text is inline) and the line and column there; zero when unknown.
+	File         string
+	Line, Column int
 }
 
 // Origin names the block that declared one file, unit or kernel argument of a rendered
@@ -39,26 +63,56 @@ type Origin struct {
 	File   string `json:"file,omitempty"`
 	Line   int    `json:"line,omitempty"`
 	Column int    `json:"column,omitempty"`
-	// Butane is the item's place in the Ignition config the block's Butane text translated
-	// to ("storage.files.0"), when it came from Butane.
-	Butane string `json:"butane,omitempty"`
+	// Butane, Ignition and MachineConfig are the item's place in the text the block's
+	// butane, ignition or machineconfig attribute holds (TextRef.Path), when it came from
+	// one; TextFile, TextLine and TextColumn its place in that text, when known.
+	Butane        string `json:"butane,omitempty"`
+	Ignition      string `json:"ignition,omitempty"`
+	MachineConfig string `json:"machineconfig,omitempty"`
+	TextFile      string `json:"text_file,omitempty"`
+	TextLine      int    `json:"text_line,omitempty"`
+	TextColumn    int    `json:"text_column,omitempty"`
 }
 
-// OriginAt is the origin of an item block declared at r.
-func OriginAt(block string, r Range, butane string) Origin {
-	return Origin{Block: block, File: r.Filename, Line: r.Start.Line, Column: r.Start.Column, Butane: butane}
+// OriginAt is the origin of an item a block declared at r, from the text t names (the
+// zero TextRef: the block's own).
+func OriginAt(block string, r Range, t TextRef) Origin {
+	o := Origin{Block: block, File: r.Filename, Line: r.Start.Line, Column: r.Start.Column,
+		TextFile: t.File, TextLine: t.Line, TextColumn: t.Column}
+	switch t.Kind {
+	case TextButane:
+		o.Butane = t.Path
+	case TextIgnition:
+		o.Ignition = t.Path
+	case TextMachineConfig:
+		o.MachineConfig = t.Path
+	}
+	return o
 }
 
-// Place is "FILE:LINE,COL", with the Butane path when there is one.
+// Place is "FILE:LINE,COL", with the item's place in its text when it came from one
+// ("main.hcl:5,3 (MachineConfig 99-worker.yaml:14,9 spec.config.storage.files.0)").
 func (o Origin) Place() string {
 	s := o.File
 	if o.Line > 0 {
 		s = fmt.Sprintf("%s:%d,%d", o.File, o.Line, o.Column)
 	}
-	if o.Butane != "" {
-		s += " (butane " + o.Butane + ")"
+	kind, path := "butane", o.Butane
+	switch {
+	case o.Ignition != "":
+		kind, path = "ignition", o.Ignition
+	case o.MachineConfig != "":
+		kind, path = "MachineConfig", o.MachineConfig
+	case path == "":
+		return s
 	}
-	return s
+	switch {
+	case o.TextLine > 0 && o.TextFile != "":
+		return fmt.Sprintf("%s (%s %s:%d,%d %s)", s, kind, o.TextFile, o.TextLine, o.TextColumn, path)
+	case o.TextLine > 0:
+		return fmt.Sprintf("%s (%s %s, line %d, column %d)", s, kind, path, o.TextLine, o.TextColumn)
+	}
+	return fmt.Sprintf("%s (%s %s)", s, kind, path)
 }
 
 func (o Origin) String() string { return o.Block + " at " + o.Place() }

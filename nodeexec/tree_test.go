@@ -53,7 +53,7 @@ const (
 // tree, a config, the steps, the tree after; the disk is then what the config says.
 func TestExecutorTreeBeforeAfter(t *testing.T) {
 	base := tree{"etc/passwd": {Content: passwd, Mode: 0o644}, "etc/group": {Content: group, Mode: 0o644}}
-	keysFile, keysDirs := model.SSHKeyItems([]string{"ssh-ed25519 AAAA one", "ssh-rsa AAAA two"}, model.Range{}, "")
+	keysFile, keysDirs := model.SSHKeyItems([]string{"ssh-ed25519 AAAA one", "ssh-rsa AAAA two"}, model.Range{}, model.TextRef{})
 	keys := &model.Rendered{Files: []model.File{keysFile}, Directories: keysDirs}
 	write := func(ps ...string) []model.Step {
 		var s []model.Step

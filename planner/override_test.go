@@ -27,7 +27,7 @@ func TestOverridesWarnOncePerBlockPair(t *testing.T) {
 				Units: []model.Unit{{Name: "u.service", Contents: "b", DeclRange: at("/cfg/b.hcl", 5)}},
 				Files: []model.File{{Path: "/etc/f", Contents: []byte("b"), OnChange: restart, DeclRange: at("/cfg/b.hcl", 9)}}},
 			{Name: "30-c", Pools: []string{"worker"}, KernelArgs: []string{"k", "j"},
-				Files: []model.File{{Path: "/etc/f", Contents: []byte("c"), OnChange: restart, DeclRange: at("/cfg/c.hcl", 1), Butane: "storage.files.0"}}},
+				Files: []model.File{{Path: "/etc/f", Contents: []byte("c"), OnChange: restart, DeclRange: at("/cfg/c.hcl", 1), Text: model.TextRef{Kind: model.TextButane, Path: "storage.files.0"}}}},
 		},
 	}
 	out, diags := Render(d, ignition.Renderer{})

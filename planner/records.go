@@ -30,20 +30,20 @@ type item struct {
 	kind, path string
 	link       *model.Link // a link's
 	at         model.Range
-	butane     string
+	text       model.TextRef
 }
 
 func items(r *model.Rendered) []item {
 	var out []item
 	for _, f := range r.Files {
-		out = append(out, item{kind: "file", path: f.Path, at: f.DeclRange, butane: f.Butane})
+		out = append(out, item{kind: "file", path: f.Path, at: f.DeclRange, text: f.Text})
 	}
 	for _, d := range r.Directories {
-		out = append(out, item{kind: "directory", path: d.Path, at: d.DeclRange, butane: d.Butane})
+		out = append(out, item{kind: "directory", path: d.Path, at: d.DeclRange, text: d.Text})
 	}
 	for i := range r.Links {
 		k := &r.Links[i]
-		out = append(out, item{kind: "link", path: k.Path, link: k, at: k.DeclRange, butane: k.Butane})
+		out = append(out, item{kind: "link", path: k.Path, link: k, at: k.DeclRange, text: k.Text})
 	}
 	return out
 }
@@ -99,7 +99,7 @@ func (c *records) refuse(it item, what string, l model.Landing) *model.Diagnosti
 		why = "in " + recordsDir + ", " + why
 	}
 	return &model.Diagnostic{Severity: model.DiagError, Summary: "Path reaches mcp's own records",
-		Detail:  fmt.Sprintf("%s %s%s %s %s%s, %s.", capitalizeFirst(it.kind), it.path, c.butane(it.butane), what, l.Path, how, why),
+		Detail:  fmt.Sprintf("%s %s%s %s %s%s, %s.", capitalizeFirst(it.kind), it.path, c.textPlace(it.text), what, l.Path, how, why),
 		Subject: model.Subject(it.at)}
 }
 
@@ -111,11 +111,11 @@ func (c *records) moves(k *model.Link, rec model.Landing, err error) *model.Diag
 		instead = fmt.Sprintf("the agent could not reach them (%v)", err)
 	} else if it, at, ok := c.firstIn(rec.Path); ok {
 		instead += fmt.Sprintf(", where %s %s (%s) would be read as its record %s",
-			it.kind, it.path, c.place(it.at, it.butane), recordsDir+strings.TrimPrefix(at, rec.Path))
+			it.kind, it.path, c.place(it.at, it.text), recordsDir+strings.TrimPrefix(at, rec.Path))
 	}
 	return &model.Diagnostic{Severity: model.DiagError, Summary: "Link moves mcp's own records",
 		Detail: fmt.Sprintf("Link %s → %s%s is on the way to %s, where the node agent keeps its own records %s: %s. "+
-			"A config may not put a link on the way to %s.", k.Path, k.Target, c.butane(k.Butane), recordsDir, recordsHeld, instead, recordsDir),
+			"A config may not put a link on the way to %s.", k.Path, k.Target, c.textPlace(k.Text), recordsDir, recordsHeld, instead, recordsDir),
 		Subject: model.Subject(k.DeclRange)}
 }
 
@@ -135,7 +135,7 @@ func (c *records) through(via []string) string {
 	parts := make([]string, 0, len(via))
 	for _, p := range via {
 		k := c.links[p]
-		place := c.place(k.DeclRange, k.Butane)
+		place := c.place(k.DeclRange, k.Text)
 		if k.DeclRange.Filename == "" {
 			place = "the OS's own, on CoreOS"
 		}
@@ -148,16 +148,17 @@ func (c *records) through(via []string) string {
 }
 
 // place is where an item is declared, as provenance names it.
-func (c *records) place(at model.Range, butane string) string {
-	return c.rel(model.OriginAt("", at, butane)).Place()
+func (c *records) place(at model.Range, text model.TextRef) string {
+	return c.rel(model.OriginAt("", at, text)).Place()
 }
 
-// butane names an item's place in its Butane or Ignition text, when it has one.
-func (c *records) butane(p string) string {
-	if p == "" {
+// textPlace names an item's place in its Butane, Ignition or MachineConfig text, when it
+// has one.
+func (c *records) textPlace(t model.TextRef) string {
+	if t.Path == "" {
 		return ""
 	}
-	return " (" + p + ")"
+	return " (" + t.Path + ")"
 }
 
 // linkTarget is where k's target leads, k being at at: a symbolic link's target followed

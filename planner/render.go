@@ -84,7 +84,7 @@ func merge(p *model.Pool, configs []model.Config, rel func(model.Origin) model.O
 	kargs := slices.Clone(p.KernelArgs)
 	kargFrom := make([]model.Origin, len(kargs))
 	for i := range kargFrom {
-		kargFrom[i] = rel(model.OriginAt("pool."+p.Name, p.KernelArgsRange, ""))
+		kargFrom[i] = rel(model.OriginAt("pool."+p.Name, p.KernelArgsRange, model.TextRef{}))
 	}
 	for ci := range configs {
 		c := &configs[ci]
@@ -94,7 +94,7 @@ func merge(p *model.Pool, configs []model.Config, rel func(model.Origin) model.O
 		r.Sources = append(r.Sources, c.Name)
 		block := "config." + c.Name
 		for _, f := range c.Files {
-			by := rel(model.OriginAt(block, f.DeclRange, f.Butane))
+			by := rel(model.OriginAt(block, f.DeclRange, f.Text))
 			if old, ok := files[f.Path]; ok {
 				overrides = appendOverride(overrides, "file", f.Path, f.DeclRange, by, prov.Files[f.Path].By, old.OnChange, f.OnChange)
 			}
@@ -104,7 +104,7 @@ func merge(p *model.Pool, configs []model.Config, rel func(model.Origin) model.O
 		}
 		tree.add(c, block, rel, prov, files)
 		for _, u := range c.Units {
-			by := rel(model.OriginAt(block, u.DeclRange, u.Butane))
+			by := rel(model.OriginAt(block, u.DeclRange, u.Text))
 			if old, ok := units[u.Name]; ok {
 				u.Dropins = mergeDropins(old.Dropins, u.Dropins)
 				overrides = appendOverride(overrides, "unit", u.Name, u.DeclRange, by, prov.Units[u.Name].By, old.OnChange, u.OnChange)
@@ -118,7 +118,7 @@ func merge(p *model.Pool, configs []model.Config, rel func(model.Origin) model.O
 				src = c.KernelArgSources[i]
 			}
 			kargs = append(kargs, k)
-			kargFrom = append(kargFrom, rel(model.OriginAt(block, src.Range, src.Butane)))
+			kargFrom = append(kargFrom, rel(model.OriginAt(block, src.Range, src.Text)))
 		}
 		if c.OSImage != "" {
 			r.OSImage = c.OSImage

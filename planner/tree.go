@@ -35,13 +35,13 @@ func (t *tree) drop(p string) {
 // a later directory or link at a file's path takes it. Provenance is by path, with files'.
 func (t *tree) add(c *model.Config, block string, rel func(model.Origin) model.Origin, prov *model.Provenance, files map[string]model.File) {
 	for _, d := range c.Directories {
-		prov.Files[d.Path] = written(prov.Files, d.Path, rel(model.OriginAt(block, d.DeclRange, d.Butane)))
+		prov.Files[d.Path] = written(prov.Files, d.Path, rel(model.OriginAt(block, d.DeclRange, d.Text)))
 		t.drop(d.Path)
 		delete(files, d.Path)
 		t.dirs[d.Path] = d
 	}
 	for _, k := range c.Links {
-		prov.Files[k.Path] = written(prov.Files, k.Path, rel(model.OriginAt(block, k.DeclRange, k.Butane)))
+		prov.Files[k.Path] = written(prov.Files, k.Path, rel(model.OriginAt(block, k.DeclRange, k.Text)))
 		t.drop(k.Path)
 		delete(files, k.Path)
 		t.links[k.Path] = k
@@ -52,7 +52,7 @@ func (t *tree) add(c *model.Config, block string, rel func(model.Origin) model.O
 				t.keys = append(t.keys, k)
 			}
 		}
-		t.keysBy = rel(model.OriginAt(block, c.SSHKeysSource.Range, c.SSHKeysSource.Butane))
+		t.keysBy = rel(model.OriginAt(block, c.SSHKeysSource.Range, c.SSHKeysSource.Text))
 		t.keysAt = c.SSHKeysSource
 	}
 }
@@ -64,7 +64,7 @@ func (t *tree) sshKeys(files map[string]model.File, prov *model.Provenance) {
 	if len(t.keys) == 0 {
 		return
 	}
-	f, dirs := model.SSHKeyItems(t.keys, t.keysAt.Range, t.keysAt.Butane)
+	f, dirs := model.SSHKeyItems(t.keys, t.keysAt.Range, t.keysAt.Text)
 	files[f.Path] = f
 	prov.Files[f.Path] = model.Written{By: t.keysBy}
 	for _, d := range dirs {

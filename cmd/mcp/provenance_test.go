@@ -174,3 +174,72 @@ func TestProvenanceIsNotContent(t *testing.T) {
 		t.Errorf("rendered name %s became %s when blocks moved down three lines", before, after)
 	}
 }
+
+// A MachineConfig's file and kernel argument are labelled as the MachineConfig's, with
+// their place in its YAML file (not as Butane's, as they were), in show -rendered and its
+// JSON; an openshift Butane's kernel argument as the Butane's, at its line there.
+func TestProvenanceOfAMachineConfig(t *testing.T) {
+	dir := quickstart(t)
+	files := map[string]string{"90-mc.hcl": `config "90-mc" {
+  pools         = ["worker"]
+  machineconfig = file("90-mc.yaml")
+}
+
+config "91-bu" {
+  pools  = ["worker"]
+  butane = file("91-bu.bu")
+}
+`, "90-mc.yaml": `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 90-mc
+spec:
+  kernelArguments:
+    - quiet
+  config:
+    ignition:
+      version: 3.2.0
+    storage:
+      files:
+        - path: /etc/chrony.conf
+          contents: {source: "data:,server%20mc.example%20iburst%0A"}
+`, "91-bu.bu": "variant: openshift\nversion: 4.20.0\nmetadata:\n  name: 91-bu\n  labels:\n    machineconfiguration.openshift.io/role: worker\nopenshift:\n  kernel_arguments: [loglevel=7]\n"}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := mcp(t, dir, "show", "-rendered", "worker", "-json")
+	if code != 0 {
+		t.Fatalf("show -rendered exit %d\n%s%s", code, out, errOut)
+	}
+	var shown struct{ Provenance model.Provenance }
+	if err := json.Unmarshal([]byte(out), &shown); err != nil {
+		t.Fatal(err)
+	}
+	want := model.Origin{Block: "config.90-mc", File: "90-mc.hcl", Line: 3, Column: 3,
+		MachineConfig: "spec.config.storage.files.0", TextFile: "90-mc.yaml", TextLine: 13, TextColumn: 11}
+	if d := cmp.Diff(want, shown.Provenance.Files["/etc/chrony.conf"].By); d != "" {
+		t.Errorf("provenance of /etc/chrony.conf (-want +got):\n%s", d)
+	}
+	want = model.Origin{Block: "config.90-mc", File: "90-mc.hcl", Line: 3, Column: 3,
+		MachineConfig: "spec.kernelArguments", TextFile: "90-mc.yaml", TextLine: 7, TextColumn: 7}
+	if d := cmp.Diff(want, shown.Provenance.KernelArgs["quiet"].By); d != "" {
+		t.Errorf("provenance of kernel argument quiet (-want +got):\n%s", d)
+	}
+	want = model.Origin{Block: "config.91-bu", File: "90-mc.hcl", Line: 8, Column: 3,
+		Butane: "openshift.kernel_arguments", TextFile: "91-bu.bu", TextLine: 8, TextColumn: 22}
+	if d := cmp.Diff(want, shown.Provenance.KernelArgs["loglevel=7"].By); d != "" {
+		t.Errorf("provenance of kernel argument loglevel=7 (-want +got):\n%s", d)
+	}
+	_, out, _ = mcp(t, dir, "show", "-rendered", "worker", "-no-color")
+	for _, w := range []string{"90-mc.hcl:3,3 (MachineConfig 90-mc.yaml:13,11 spec.config.storage.files.0)",
+		"90-mc.hcl:8,3 (butane 91-bu.bu:8,22 openshift.kernel_arguments)", "overrides"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("show -rendered does not say %q:\n%s", w, out)
+		}
+	}
+	if strings.Contains(out, "butane spec.") {
+		t.Errorf("show -rendered labels a MachineConfig's item as Butane's:\n%s", out)
+	}
+}

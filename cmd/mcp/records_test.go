@@ -61,7 +61,7 @@ spec:
       files:
       - path: /etc/fakelib/mcp/desired
         contents: {source: "data:,rendered-infra-0"}
-`}, "forge.hcl:2,3", "file /etc/fakelib/mcp/desired (forge.hcl:2,3 (butane spec.config.storage.files.0))"},
+`}, "forge.hcl:2,3", "file /etc/fakelib/mcp/desired (forge.hcl:2,3 (MachineConfig forge.yaml:15,9 spec.config.storage.files.0))"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

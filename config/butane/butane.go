@@ -19,7 +19,7 @@ import (
 	"github.com/coreos/ignition/v2/butane/config/common"
 	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/coreos/vcontext/report"
-	"github.com/vincent-petithory/dataurl"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"
@@ -77,45 +77,59 @@ const MaxSize = 1 << 20
 //
 // Files, directories and links at a path firstBootOnly takes (nil: none) are left in the
 // first-boot part, as Ignition writes them, and named in Result.FirstBootPaths.
-func Translate(text []byte, firstBootOnly func(path string) bool) (res *Result, problems []Problem) {
-	if len(text) > MaxSize {
-		return nil, []Problem{{Message: fmt.Sprintf("the Butane text is %d bytes, more than mcp takes (%d): split it across configs, or give large files as file blocks", len(text), MaxSize)}}
-	}
-	// The translator is a large library fed text from a configuration: whatever it does
-	// with an input nobody foresaw, mcp reports an error rather than dying. (The fuzz
-	// target calls translate itself, so that such a panic is still found.)
-	defer func() {
-		if v := recover(); v != nil {
-			res, problems = nil, []Problem{{Message: fmt.Sprintf("the Butane translator failed on this text: %v", v)}}
-		}
-	}()
-	return translate(text, "", firstBootOnly)
+func Translate(text []byte, firstBootOnly func(path string) bool) (*Result, []Problem) {
+	return TranslateFiles(text, "", firstBootOnly)
 }
 
 // TranslateFiles is Translate with Butane's files directory (its --files-dir): local,
 // ssh_authorized_keys_local, contents_local and trees read from filesDir. The caller
 // confines what filesDir holds; "" is none.
-func TranslateFiles(text []byte, filesDir string, firstBootOnly func(path string) bool) (res *Result, problems []Problem) {
+func TranslateFiles(text []byte, filesDir string, firstBootOnly func(path string) bool) (*Result, []Problem) {
+	return guarded(text, func() (*Result, []Problem) { return translate(text, filesDir, firstBootOnly) })
+}
+
+// ToMachineConfig translates text, a Butane config of variant openshift, to the YAML of
+// the MachineConfig Butane writes for it (butane without --raw, which keeps the openshift
+// section: kernel arguments, FIPS, kernel type, extensions). Local files are read from
+// filesDir as TranslateFiles reads them. The YAML is nil when a problem is an error.
+func ToMachineConfig(text []byte, filesDir string) ([]byte, []Problem) {
+	return guarded(text, func() ([]byte, []Problem) { return translateBytes(text, filesDir, false) })
+}
+
+// OpenShift reports whether text is a Butane config of variant openshift: a
+// MachineConfig written in Butane, which ToMachineConfig translates.
+func OpenShift(text []byte) bool {
+	var v struct {
+		Variant string `yaml:"variant"`
+	}
+	return len(text) <= MaxSize && yaml.Unmarshal(text, &v) == nil && v.Variant == "openshift"
+}
+
+// guarded runs f, a translation of text, when text is not too large. The translator is
+// a large library fed text from a configuration: whatever it does with an input nobody
+// foresaw, mcp reports an error rather than dying. (The fuzz target calls translate
+// itself, so that such a panic is still found.)
+func guarded[T any](text []byte, f func() (T, []Problem)) (out T, problems []Problem) {
+	var zero T
 	if len(text) > MaxSize {
-		return Translate(text, firstBootOnly)
+		return zero, []Problem{tooLarge("Butane text", len(text))}
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			res, problems = nil, []Problem{{Message: fmt.Sprintf("the Butane translator failed on this text: %v", v)}}
+			out, problems = zero, []Problem{{Message: fmt.Sprintf("the Butane translator failed on this text: %v", v)}}
 		}
 	}()
-	return translate(text, filesDir, firstBootOnly)
+	return f()
+}
+
+// tooLarge refuses a text (what) of n bytes, more than MaxSize.
+func tooLarge(what string, n int) Problem {
+	return Problem{Message: fmt.Sprintf("the %s is %d bytes, more than mcp takes (%d): split it across configs, or give large files as file blocks", what, n, MaxSize)}
 }
 
 func translate(text []byte, filesDir string, firstBootOnly func(string) bool) (*Result, []Problem) {
-	ign, rpt, err := config.TranslateBytes(text, common.TranslateBytesOptions{Raw: true,
-		// Inline contents stay plain text, as mcp compares and writes them.
-		TranslateOptions: common.TranslateOptions{NoResourceAutoCompression: true, FilesDir: filesDir}})
-	problems := fromReport(rpt)
-	if err != nil {
-		if !rpt.IsFatal() {
-			problems = append(problems, Problem{Message: explain(err)})
-		}
+	ign, problems := translateBytes(text, filesDir, true)
+	if ign == nil {
 		return nil, problems
 	}
 	cfg, irpt, err := ignition.ParseAny(ign)
@@ -129,11 +143,28 @@ func translate(text []byte, filesDir string, firstBootOnly func(string) bool) (*
 	return split(&cfg, problems, firstBootOnly)
 }
 
+// translateBytes is Butane's translation of text: the Ignition config (raw), or what Butane
+// writes by default (a variant openshift text's MachineConfig YAML); nil when a problem
+// is an error.
+func translateBytes(text []byte, filesDir string, raw bool) ([]byte, []Problem) {
+	out, rpt, err := config.TranslateBytes(text, common.TranslateBytesOptions{Raw: raw,
+		// Inline contents stay plain text, as mcp compares and writes them.
+		TranslateOptions: common.TranslateOptions{NoResourceAutoCompression: true, FilesDir: filesDir}})
+	problems := fromReport(rpt)
+	if err != nil {
+		if !rpt.IsFatal() {
+			problems = append(problems, Problem{Message: explain(err)})
+		}
+		return nil, problems
+	}
+	return out, problems
+}
+
 // FromIgnition reads an Ignition config (any spec mcp knows) as Translate reads what a
 // Butane text translates to: a config's ignition attribute.
 func FromIgnition(text []byte, firstBootOnly func(path string) bool) (*Result, []Problem) {
 	if len(text) > MaxSize {
-		return nil, []Problem{{Message: fmt.Sprintf("the Ignition config is %d bytes, more than mcp takes (%d): split it across configs, or give large files as file blocks", len(text), MaxSize)}}
+		return nil, []Problem{tooLarge("Ignition config", len(text))}
 	}
 	cfg, rpt, err := ignition.ParseAny(text)
 	problems := fromReport(rpt)
@@ -209,9 +240,15 @@ func fromReport(r report.Report) []Problem {
 	return out
 }
 
-// file is f as mcp manages it, or why it cannot be.
-func file(f *types.File, at string) (model.File, string) {
-	mf := model.File{Path: f.Path, Mode: 0o644, Butane: at}
+// MaxInflated bounds what the compressed inline contents of one text decompress to,
+// together: more than any node's configuration holds, so that a decompression bomb (a
+// few KiB of gzip that inflate to GiBs) is refused before it fills memory.
+const MaxInflated = 32 << 20
+
+// file is f as mcp manages it, or why it cannot be. Compressed contents are decompressed
+// as Ignition and the MCO's daemon do, within *inflate bytes, which it takes from.
+func file(f *types.File, at string, inflate *int) (model.File, string) {
+	mf := model.File{Path: f.Path, Mode: 0o644, Text: model.TextRef{Path: at}}
 	if f.Mode != nil {
 		mf.Mode = *f.Mode
 	}
@@ -224,17 +261,25 @@ func file(f *types.File, at string) (model.File, string) {
 	if f.Group.Name != nil {
 		mf.Group = *f.Group.Name
 	}
-	// Sources that are not data URLs, compression and append are first boot only
-	// (unknownBytes), so what reaches here is inline.
+	// Sources that are not data URLs and append are first boot only (unknownBytes), so
+	// what reaches here is inline.
 	c := f.Contents
 	if c.Source == nil {
 		return mf, ""
 	}
-	d, err := dataurl.DecodeString(*c.Source)
+	data, err := ignition.Inline(c, *inflate)
+	var big *ignition.TooLargeError
+	if errors.As(err, &big) {
+		return mf, fmt.Sprintf("its %s-compressed contents decompress to more than mcp takes (%d MiB, with the other compressed contents of the text): "+
+			"a decompression bomb, or a file too large for a node's configuration", *c.Compression, MaxInflated>>20)
+	}
 	if err != nil {
 		return mf, fmt.Sprintf("contents: %v", err)
 	}
-	mf.Contents = d.Data
+	if c.Compression != nil && *c.Compression != "" {
+		*inflate -= len(data)
+	}
+	mf.Contents = data
 	return mf, ""
 }
 

@@ -1,6 +1,10 @@
 package butane
 
 import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha512"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -73,9 +77,10 @@ func FuzzTranslate(f *testing.F) {
 	})
 }
 
-// A file whose bytes mcp cannot know when it plans — from a URL (with or without a hash),
-// compressed, or with fragments to append — is left in the first-boot part as the text
-// gives it, named with why; the inline file beside it is managed.
+// A file whose bytes mcp cannot know when it plans — from a URL (with or without a hash,
+// compressed or not), or with fragments to append — is left in the first-boot part as the
+// text gives it, named with why; the inline files beside it are managed, the compressed
+// one with its bytes decompressed.
 func TestUnknownBytesAreFirstBootOnly(t *testing.T) {
 	text := `variant: fcos
 version: 1.5.0
@@ -88,7 +93,9 @@ storage:
         source: https://example.com/r
         verification: {hash: sha512-` + strings.Repeat("0", 128) + `}
     - path: /etc/gz
-      contents: {compression: gzip, source: "data:;base64,H4sIAAAAAAAC/0sEAIOx09cBAAAA"}
+      contents: {compression: gzip, source: "data:;base64,H4sIAAAAAAACA0sEAEO+t+gBAAAA"}
+    - path: /etc/remote.gz
+      contents: {compression: gzip, source: "https://example.com/r.gz"}
     - path: /etc/more
       append: [{inline: more}]
 `
@@ -96,11 +103,11 @@ storage:
 	if res == nil {
 		t.Fatal(problems)
 	}
-	if len(res.Files) != 1 || res.Files[0].Path != "/etc/inline" {
+	if len(res.Files) != 2 || res.Files[0].Path != "/etc/inline" || res.Files[1].Path != "/etc/gz" || string(res.Files[1].Contents) != "a" {
 		t.Errorf("managed files %+v", res.Files)
 	}
 	want := []string{"/etc/remote (storage.files.1): contents from https://example.com/r",
-		"/etc/gz (storage.files.2): gzip-compressed contents", "/etc/more (storage.files.3): 1 fragment(s) to append"}
+		"/etc/remote.gz (storage.files.3): contents from https://example.com/r.gz", "/etc/more (storage.files.4): 1 fragment(s) to append"}
 	if fmt.Sprint(res.FirstBootFiles) != fmt.Sprint(want) {
 		t.Errorf("first-boot files %q", res.FirstBootFiles)
 	}
@@ -112,5 +119,59 @@ storage:
 	}
 	if strings.Contains(fb, "/etc/inline") {
 		t.Errorf("managed file in the first-boot part: %s", fb)
+	}
+}
+
+// gzipped is data gzip-compressed, as a data URL.
+func gzipped(t *testing.T, data ...[]byte) string {
+	t.Helper()
+	var b bytes.Buffer
+	for _, d := range data { // each a gzip member of its own: a multistream file
+		z, _ := gzip.NewWriterLevel(&b, gzip.BestSpeed)
+		z.Write(d)
+		z.Close()
+	}
+	return "data:;base64," + base64.StdEncoding.EncodeToString(b.Bytes())
+}
+
+// Compressed inline contents are managed: decompressed as Ignition and the MCO's daemon
+// decompress them (every gzip member, the hash checked on what they inflate to), within
+// MaxInflated for the whole text, so that a decompression bomb is refused naming the
+// file. (They were first boot only.)
+func TestCompressedContentsAreDecompressed(t *testing.T) {
+	bin := []byte{0, 0xff, '\n', 0x1b, 'z'}
+	sum := sha512.Sum512(append([]byte("one\n"), bin...))
+	bu := func(files ...string) []byte {
+		return []byte("variant: fcos\nversion: 1.6.0\nstorage:\n  files:\n" + strings.Join(files, ""))
+	}
+	gz := func(path, url, extra string) string {
+		return fmt.Sprintf("    - path: %s\n      contents:\n        compression: gzip\n        source: %q\n%s", path, url, extra)
+	}
+	res, problems := Translate(bu(gz("/etc/multi", gzipped(t, []byte("one\n"), bin),
+		fmt.Sprintf("        verification: {hash: sha512-%x}\n", sum))), nil)
+	if res == nil || len(res.Files) != 1 || !bytes.Equal(res.Files[0].Contents, append([]byte("one\n"), bin...)) || res.FirstBoot != nil {
+		t.Fatalf("multistream gzip with its hash: %+v %v", res, problems)
+	}
+	zeros := func(n int) []byte { return make([]byte, n) }
+	for _, c := range []struct {
+		name  string
+		text  []byte
+		wants string
+	}{
+		{"bomb", bu(gz("/etc/bomb", gzipped(t, zeros(MaxInflated+1)), "")),
+			"file /etc/bomb (storage.files.0): its gzip-compressed contents decompress to more than mcp takes (32 MiB"},
+		{"two files over the bound together", bu(gz("/etc/a", gzipped(t, zeros(MaxInflated/2)), ""), gz("/etc/b", gzipped(t, zeros(MaxInflated/2+1)), "")),
+			"file /etc/b (storage.files.1): its gzip-compressed contents decompress to more than mcp takes"},
+		{"wrong hash", bu(gz("/etc/h", gzipped(t, []byte("x")), "        verification: {hash: sha512-"+strings.Repeat("0", 128)+"}\n")),
+			"file /etc/h (storage.files.0): contents: verification: the contents hash to sha512-"},
+	} {
+		res, problems := Translate(c.text, nil)
+		if res != nil || len(problems) == 0 || !strings.Contains(fmt.Sprint(problems), c.wants) {
+			t.Errorf("%s: want …%s…, got %+v %v", c.name, c.wants, res, problems)
+		}
+	}
+	// At the bound exactly, it is taken.
+	if res, problems := Translate(bu(gz("/etc/full", gzipped(t, zeros(MaxInflated)), "")), nil); res == nil || len(res.Files[0].Contents) != MaxInflated {
+		t.Errorf("%d bytes, the bound: %v", MaxInflated, problems)
 	}
 }

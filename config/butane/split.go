@@ -13,12 +13,13 @@ import (
 
 // fromIgnition takes what mcp manages out of cfg — files, directories, links, units,
 // kernel arguments, the core user's SSH keys — and keeps the rest as the first-boot part.
-// A file whose bytes mcp cannot know when it plans (contents from a URL, compressed
-// contents, appended fragments) is left in the first-boot part too, and named with why
-// in Result.FirstBootFiles. What mcp would manage but cannot (an owner by number…) is an
-// error naming it.
+// A file whose bytes mcp cannot know when it plans (contents from a URL, appended
+// fragments) is left in the first-boot part too, and named with why in
+// Result.FirstBootFiles; compressed inline contents are decompressed (file). What mcp
+// would manage but cannot (an owner by number…) is an error naming it.
 func fromIgnition(cfg *types.Config, firstBootOnly func(string) bool) (*Result, []string) {
 	res := &Result{Spec: cfg.Ignition.Version}
+	inflate := MaxInflated
 	var errs []string
 	rest := *cfg
 	rest.Storage.Files, rest.Storage.Directories, rest.Storage.Links = nil, nil, nil
@@ -40,7 +41,7 @@ func fromIgnition(cfg *types.Config, firstBootOnly func(string) bool) (*Result, 
 			rest.Storage.Files = append(rest.Storage.Files, f)
 			continue
 		}
-		mf, err := file(&f, at)
+		mf, err := file(&f, at, &inflate)
 		if err != "" {
 			errs = append(errs, fmt.Sprintf("file %s (%s): %s", f.Path, at, err))
 			continue
@@ -75,7 +76,7 @@ func fromIgnition(cfg *types.Config, firstBootOnly func(string) bool) (*Result, 
 	}
 	for i, u := range cfg.Systemd.Units {
 		mu := model.Unit{Name: u.Name, Enabled: u.Enabled, Mask: u.Mask != nil && *u.Mask,
-			Butane: fmt.Sprintf("systemd.units.%d", i)}
+			Text: model.TextRef{Path: fmt.Sprintf("systemd.units.%d", i)}}
 		if u.Contents != nil {
 			mu.Contents = *u.Contents
 		}
@@ -151,16 +152,13 @@ func parts(rest *types.Config) []string {
 }
 
 // unknownBytes is why mcp cannot know f's bytes when it plans, or "" when it can: its
-// contents come from a URL, are compressed, or it has fragments to append. Ignition
-// fetches, decompresses and appends them on a booting node, as the config says.
+// contents come from a URL, or it has fragments to append. Ignition fetches and appends
+// them on a booting node, as the config says.
 func unknownBytes(f *types.File) string {
 	var why []string
 	c := f.Contents
 	if c.Source != nil && !strings.HasPrefix(*c.Source, "data:") {
 		why = append(why, "contents from "+*c.Source)
-	}
-	if c.Compression != nil && *c.Compression != "" {
-		why = append(why, *c.Compression+"-compressed contents")
 	}
 	if len(f.Append) > 0 {
 		why = append(why, fmt.Sprintf("%d fragment(s) to append", len(f.Append)))
@@ -170,7 +168,7 @@ func unknownBytes(f *types.File) string {
 
 // directory is d as mcp manages it, or why it cannot be.
 func directory(d *types.Directory, at string) (model.Directory, string) {
-	md := model.Directory{Path: d.Path, Mode: 0o755, Butane: at} // Ignition's default mode
+	md := model.Directory{Path: d.Path, Mode: 0o755, Text: model.TextRef{Path: at}} // Ignition's default mode
 	if d.Mode != nil {
 		md.Mode = *d.Mode
 	}
@@ -183,7 +181,7 @@ func directory(d *types.Directory, at string) (model.Directory, string) {
 // link is l as mcp manages it, or why it cannot be. A link replaces what is at its path
 // (overwrite), as the node executor writes it.
 func link(l *types.Link, at string) (model.Link, string) {
-	ml := model.Link{Path: l.Path, Hard: l.Hard != nil && *l.Hard, Butane: at}
+	ml := model.Link{Path: l.Path, Hard: l.Hard != nil && *l.Hard, Text: model.TextRef{Path: at}}
 	if l.Target == nil || *l.Target == "" {
 		return ml, "a link needs a target"
 	}
@@ -204,4 +202,23 @@ func owner(u types.NodeUser, g types.NodeGroup) (user, group, err string) {
 		group = *g.Name
 	}
 	return user, group, ""
+}
+
+// Texts are the places of res's files, directories, links and units in their text, for
+// the caller to complete (the text's kind and file, a place in it).
+func (r *Result) Texts() []*model.TextRef {
+	var out []*model.TextRef
+	for i := range r.Files {
+		out = append(out, &r.Files[i].Text)
+	}
+	for i := range r.Directories {
+		out = append(out, &r.Directories[i].Text)
+	}
+	for i := range r.Links {
+		out = append(out, &r.Links[i].Text)
+	}
+	for i := range r.Units {
+		out = append(out, &r.Units[i].Text)
+	}
+	return out
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mcpfleet/mcp/config/butane"
 )
 
 // pathInMessage finds the JSON path an Ignition or Butane-reader message names
@@ -55,4 +57,14 @@ func locate(n *yaml.Node, path string) Pos {
 		cur = next
 	}
 	return best
+}
+
+// placeItems gives each item of res (what spec.config, node n, declares) its place in the
+// MachineConfig: its JSON path under spec.config and the line and column of its node
+// (remap takes a path of the Ignition config read to the one written, for spec 2.2).
+func (p *parser) placeItems(res *butane.Result, n *yaml.Node, remap func(string) string) {
+	for _, t := range res.Texts() {
+		pos := p.place(locate(n, remap(t.Path)))
+		t.Path, t.Line, t.Column = "spec.config."+t.Path, pos.Line, pos.Column
+	}
 }

@@ -81,10 +81,13 @@ func Parse(text []byte) ([]MachineConfig, []Problem) { return ParseWith(text, ni
 // ParseWith is Parse where files, directories and links at a path firstBootOnly takes are
 // left in spec.config's first-boot part, as a Butane or Ignition config's are (nil: none).
 func ParseWith(text []byte, firstBootOnly func(path string) bool) ([]MachineConfig, []Problem) {
+	return parse(text, &parser{firstBootOnly: firstBootOnly})
+}
+
+func parse(text []byte, p *parser) ([]MachineConfig, []Problem) {
 	if len(text) > MaxSize {
 		return nil, []Problem{{Message: fmt.Sprintf("the text is %d bytes, more than mcp reads (%d)", len(text), MaxSize)}}
 	}
-	p := &parser{firstBootOnly: firstBootOnly}
 	dec := yaml.NewDecoder(bytes.NewReader(text))
 	for {
 		var doc yaml.Node
@@ -98,6 +101,9 @@ func ParseWith(text []byte, firstBootOnly func(path string) bool) ([]MachineConf
 		}
 		if len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
 			continue // an empty document, as between two "---"
+		}
+		if p.butane != nil {
+			p.places = butanePlaces(doc.Content[0], p.butane)
 		}
 		p.object(doc.Content[0])
 	}
@@ -114,10 +120,39 @@ type parser struct {
 	mcs           []MachineConfig
 	problems      []Problem
 	firstBootOnly func(string) bool
+	// butane is the text of a Butane config (variant openshift) the YAML was translated
+	// from (FromButane), nil for a MachineConfig's own YAML; places then maps places in the
+	// YAML to places in it.
+	butane *yaml.Node
+	places map[Pos]Pos
+}
+
+// add records pr, at its place in the text the user wrote.
+func (p *parser) add(pr Problem) {
+	pr.At = p.place(pr.At)
+	p.problems = append(p.problems, pr)
 }
 
 func (p *parser) errorf(at Pos, format string, args ...any) {
-	p.problems = append(p.problems, Problem{At: at, Message: fmt.Sprintf(format, args...)})
+	p.add(Problem{At: at, Message: fmt.Sprintf(format, args...)})
+}
+
+// place is at in the text the user wrote: at itself in a MachineConfig's YAML; in a
+// Butane text, the place of the field at came from (zero when none: spec.config).
+func (p *parser) place(at Pos) Pos {
+	if p.butane == nil {
+		return at
+	}
+	return p.places[at]
+}
+
+// field names a field of the MachineConfig's spec as the user wrote it: "spec.fips", or
+// in a Butane text "openshift.fips".
+func (p *parser) field(name string) string {
+	if f, ok := butaneFields[name]; ok && p.butane != nil {
+		return f
+	}
+	return "spec." + name
 }
 
 func (p *parser) failed() bool {
@@ -177,7 +212,7 @@ func (p *parser) machineConfig(n *yaml.Node) {
 		p.errorf(at(orNode(v, n)), "apiVersion %s: mcp reads %s MachineConfigs", orNone(scalar(v)), APIVersion)
 		return
 	}
-	mc := MachineConfig{At: at(n)}
+	mc := MachineConfig{At: p.place(at(n))}
 	meta := get(n, "metadata")
 	mc.Name = scalar(get(meta, "name"))
 	if mc.Name == "" {
@@ -217,7 +252,7 @@ func (p *parser) machineConfig(n *yaml.Node) {
 
 // specField reads one field of a MachineConfig's spec into mc.
 func (p *parser) specField(mc *MachineConfig, k, v *yaml.Node, generated bool) {
-	where := "MachineConfig " + mc.Name + ": spec." + k.Value
+	where := "MachineConfig " + mc.Name + ": " + p.field(k.Value)
 	null := v.Tag == "!!null"
 	switch k.Value {
 	case "config":
@@ -239,12 +274,12 @@ func (p *parser) specField(mc *MachineConfig, k, v *yaml.Node, generated bool) {
 			}
 			for _, a := range SplitKernelArgs(e.Value) {
 				if slices.Contains(mc.KernelArgs, a) {
-					p.problems = append(p.problems, Problem{At: at(e), Warning: true, Message: fmt.Sprintf(
+					p.add(Problem{At: at(e), Warning: true, Message: fmt.Sprintf(
 						"%s: %s is given again: the MCO would append it twice, mcp's rendered config has it once", where, a)})
 					continue
 				}
 				mc.KernelArgs = append(mc.KernelArgs, a)
-				mc.KernelArgAt = append(mc.KernelArgAt, at(e))
+				mc.KernelArgAt = append(mc.KernelArgAt, p.place(at(e)))
 			}
 		}
 	case "osImageURL":
@@ -258,14 +293,14 @@ func (p *parser) specField(mc *MachineConfig, k, v *yaml.Node, generated bool) {
 		case "", "default":
 		case "realtime", "64k-pages":
 			p.errorf(at(v), "%s: %s: mcp does not install another kernel (the MCO replaces the kernel packages with rpm-ostree); "+
-				"build an OS image with that kernel and give it as osImageURL, or leave this MachineConfig to the MCO", where, v.Value)
+				"build an OS image with that kernel and give it as os_image (a MachineConfig's osImageURL), or leave this MachineConfig to the MCO", where, v.Value)
 		default:
 			p.errorf(at(v), "%s: %q is not a kernel type (the MCO knows default, realtime and 64k-pages)", where, v.Value)
 		}
 	case "extensions":
 		if !null && (v.Kind != yaml.SequenceNode || len(v.Content) > 0) {
 			p.errorf(at(v), "%s: mcp does not layer RHCOS extensions onto the OS; build an OS image with those packages "+
-				"and give it as osImageURL, or leave this MachineConfig to the MCO", where)
+				"and give it as os_image (a MachineConfig's osImageURL), or leave this MachineConfig to the MCO", where)
 		}
 	case "fips":
 		if scalar(v) == "true" {
@@ -324,23 +359,18 @@ func (p *parser) config(mc *MachineConfig, n *yaml.Node) {
 	}
 	res, problems := butane.FromIgnitionJSON(raw, p.firstBootOnly)
 	for _, pr := range problems {
-		p.problems = append(p.problems, Problem{At: locate(n, remap(jsonPath(pr.Message))), Warning: pr.Warning,
-			Message: where + ": " + pr.Message})
+		p.add(Problem{At: locate(n, remap(jsonPath(pr.Message))), Warning: pr.Warning, Message: where + ": " + pr.Message})
+	}
+	if res != nil {
+		p.placeItems(res, n, remap)
 	}
 	mc.Ignition = res
 }
 
 // get is the value of key in mapping n, or nil.
 func get(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i+1]
-		}
-	}
-	return nil
+	_, v := entry(n, key)
+	return v
 }
 
 // scalar is n's value when n is a non-null scalar, else "".

@@ -189,7 +189,7 @@ spec:
 		t.Fatal(problems)
 	}
 	ign := mcs[0].Ignition
-	if len(ign.Files) != 1 || string(ign.Files[0].Contents) != "second" || ign.Files[0].Mode != 0o600 || ign.Files[0].Butane != "storage.files.0" {
+	if len(ign.Files) != 1 || string(ign.Files[0].Contents) != "second" || ign.Files[0].Mode != 0o600 || ign.Files[0].Text.Path != "spec.config.storage.files.0" {
 		t.Errorf("files: %+v", ign.Files)
 	}
 	if len(ign.Units) != 1 || ign.Units[0].Enabled == nil || !*ign.Units[0].Enabled {

@@ -129,9 +129,9 @@ func writeNode(dir string, n *model.Node) error {
 }
 
 // writeRoot writes a new machine's root as a Fedora CoreOS or RHCOS image brings it: etc
-// and var, the image's users and groups, and /usr/local and /opt as the OS's links into
-// /var (relative, as rpm-ostree makes them), so that files configs put there land where
-// they do on such a node.
+// and var, the image's users and groups, /usr/local and /opt as the OS's links into /var
+// (relative, as rpm-ostree makes them), so that files configs put there land where they
+// do on such a node, and the OS's units (vendorunits.go).
 func writeRoot(root string) error {
 	for _, d := range []string{"etc", "var/usrlocal", "var/opt", "usr"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
@@ -151,7 +151,7 @@ func writeRoot(root string) error {
 			return err
 		}
 	}
-	return nil
+	return writeVendorUnits(root)
 }
 
 // coreosLinks are the links a new node's root has, as on Fedora CoreOS and RHCOS.
