@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/internal/liveproc"
+	"github.com/mcpfleet/mcp/internal/untrusted"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -103,6 +104,14 @@ func NewLockInfo(operation, version string) LockInfo {
 		Version: version, Created: time.Now().UTC().Truncate(time.Second)}
 }
 
+// Shown is i for people: its text fields escaped by untrusted.Line (the ID too: a lock ID
+// that needs escaping is no ID mcp made, and no command could name it anyway).
+func (i LockInfo) Shown() LockInfo {
+	i.ID, i.Operation, i.Who, i.Version, i.Path = untrusted.Line(i.ID), untrusted.Line(i.Operation), untrusted.Line(i.Who),
+		untrusted.Line(i.Version), untrusted.Line(i.Path)
+	return i
+}
+
 // LockError is returned when another holder has the lock.
 type LockError struct {
 	Holder LockInfo
@@ -110,13 +119,16 @@ type LockError struct {
 	Note string
 }
 
+// Error says who holds the lock. What the lock file or Lease says of its holder is
+// escaped (package untrusted): whoever wrote it may have put a terminal's control
+// sequences or a line break in it.
 func (e *LockError) Error() string {
-	h := e.Holder
+	h := e.Holder.Shown()
 	note := ""
 	if e.Note != "" {
-		note = e.Note + "; "
+		note = untrusted.Line(e.Note) + "; "
 	}
-	return fmt.Sprintf("state is locked by %s (pid %d, operation %q, since %s, lock ID %s); %s"+
+	return fmt.Sprintf("state is locked by %s (pid %d, operation \"%s\", since %s, lock ID %s); %s"+
 		"wait for it to finish, or if that process is gone run: mcp force-unlock %s",
 		h.Who, h.PID, h.Operation, h.Created.Format(time.RFC3339), h.ID, note, h.ID)
 }

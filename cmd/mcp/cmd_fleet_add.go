@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/nodeexec"
@@ -68,7 +69,7 @@ func (c *cli) fleetAdd(args []string) int {
 	if err != nil {
 		return c.failErr(err)
 	}
-	n := res.Node
+	n := views.Shown(res.Node) // what the node booted and reports
 	how := "on its boot image"
 	if n.OSImage != n.BootImage {
 		how = fmt.Sprintf("pivoted to %s at its first boot", n.OSImage)

@@ -57,9 +57,10 @@ func (c *cli) forceUnlock(args []string) int {
 		// Another ID, or no lock: ForceUnlock says so.
 		if st != nil && st.Holder.ID == id && st.Alive && st.Unchecked {
 			// Not proved dead is not dead: only -force says the holder is gone.
-			return c.errorf("the state lock %s is held by %s (pid %d, operation %q), which cannot be proved dead: %s. "+
+			h := st.Holder.Shown()
+			return c.errorf("the state lock %s is held by %s (pid %d, operation \"%s\"), which cannot be proved dead: %s. "+
 				"If you know it has stopped (its machine or container is gone), run mcp force-unlock -force %s",
-				id, st.Holder.Who, st.Holder.PID, st.Holder.Operation, st.Detail, id)
+				h.ID, h.Who, h.PID, h.Operation, views.Untrusted(st.Detail), h.ID)
 		}
 		if st != nil && st.Holder.ID == id && st.Alive {
 			if code := c.confirmForceUnlock(st, lf.input); code != 0 {
@@ -76,12 +77,12 @@ func (c *cli) forceUnlock(args []string) int {
 
 // confirmForceUnlock explains whose lock it is and asks for "yes"; 0 means confirmed.
 func (c *cli) confirmForceUnlock(st *state.LockStatus, input bool) int {
-	h := st.Holder
-	fmt.Fprintf(c.stdout, "The state lock %s is held by %s (pid %d, operation %q, since %s), and that holder looks alive: %s.\n\n"+
+	h := st.Holder.Shown()
+	fmt.Fprintf(c.stdout, "The state lock %s is held by %s (pid %d, operation \"%s\", since %s), and that holder looks alive: %s.\n\n"+
 		"Removing the lock of a live holder lets another run change the state and the nodes while it still does: "+
 		"two applies at once drain and reboot more nodes than max_unavailable allows, and their state writes "+
 		"overwrite each other. Wait for it to finish, or stop it first.\n",
-		h.ID, h.Who, h.PID, h.Operation, h.Created.Format(time.RFC3339), st.Detail)
+		h.ID, h.Who, h.PID, h.Operation, h.Created.Format(time.RFC3339), views.Untrusted(st.Detail))
 	if !input || !isTerminal(c.stdin) {
 		where := "there is no terminal to confirm on"
 		if !input {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/state"
 )
 
@@ -34,14 +35,15 @@ func (c *cli) prune(args []string) int {
 		}
 		if orphans = len(names); orphans > 0 {
 			fmt.Fprintf(c.stdout, "%s %d state pieces a cut-off write left behind:\n", verb, orphans) // pieces: always several
-			for _, n := range names {
+			for _, n := range views.Shown(names) {                                                    // names of files found in the state
 				fmt.Fprintf(c.stdout, "  - %s\n", n)
 			}
 		}
 	}
-	fmt.Fprintf(c.stdout, "Keeping %s:\n", renderedConfigs(len(p.Keep)))
-	for _, n := range slices.Sorted(maps.Keys(p.Keep)) {
-		fmt.Fprintf(c.stdout, "  %s: %s\n", n, p.Keep[n])
+	shown := views.Shown(*p) // names and reasons read from the state
+	fmt.Fprintf(c.stdout, "Keeping %s:\n", renderedConfigs(len(shown.Keep)))
+	for _, n := range slices.Sorted(maps.Keys(shown.Keep)) {
+		fmt.Fprintf(c.stdout, "  %s: %s\n", n, shown.Keep[n])
 	}
 	if len(p.Delete) == 0 {
 		if orphans == 0 {
@@ -50,7 +52,7 @@ func (c *cli) prune(args []string) int {
 		return 0
 	}
 	fmt.Fprintf(c.stdout, "%s %s nothing uses:\n", verb, renderedConfigs(len(p.Delete)))
-	for _, n := range p.Delete {
+	for _, n := range shown.Delete {
 		fmt.Fprintf(c.stdout, "  - %s\n", n)
 	}
 	if *dryRun {

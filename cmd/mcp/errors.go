@@ -46,5 +46,8 @@ func (c *cli) failErr(err error) int {
 	case errors.As(err, &se):
 		return c.fail("Invalid -target or -exclude", strings.Join(se.Problems, "\n"))
 	}
-	return c.errorf("%v", err)
+	// One line per joined error, each escaped: a path or a node's text in an error
+	// cannot start a line of its own, nor reach the terminal raw.
+	lines := views.ErrorLines(err)
+	return c.fail(lines[0], strings.Join(lines[1:], "\n"))
 }

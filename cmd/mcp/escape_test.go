@@ -1,11 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mcpfleet/mcp/ignition/content"
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/state/localstate"
+	"github.com/mcpfleet/mcp/testkit/printed"
 )
 
 // hostile is text a node (or whoever writes its Node object) may report: it sets the
@@ -62,4 +70,202 @@ func TestTextFromNodesIsPrintedEscaped(t *testing.T) {
 			t.Errorf("mcp %s does not show the node's text escaped:\n%s", strings.Join(args, " "), all)
 		}
 	}
+}
+
+// tags are the hostile texts' sources: a rendered config the state holds and the nodes run
+// (its file, directory, link and target, unit, drop-in, kernel argument, OS image and
+// config name), and what nodes report (their OS image, kernel arguments, agent's reason,
+// hold and current config).
+const (
+	tagFile, tagDir, tagLink, tagTarget = "FILE", "DIR", "LINK", "TARGET"
+	tagUnit, tagDropin, tagKarg         = "UNIT", "DROPIN", "KARG"
+	tagImage, tagConfig                 = "IMAGE", "CONFIG"
+	tagNodeImage, tagNodeKarg           = "NODEIMAGE", "NODEKARG" // the node's kernel arguments: shown by no view yet
+	tagReason, tagHold, tagCurrent      = "REASON", "HOLD", "CURRENT"
+)
+
+// hostileWorld is the quickstart whose state holds a rendered config of the worker pool
+// made of hostile text (printed.Text), which the workers run, and whose nodes report
+// hostile text: what validation of a configuration can never keep out (a state or a saved
+// plan written by another mcp or by hand; what a node or whoever writes its Node object
+// says). worker-1 fails its first write of a hostile path.
+func hostileWorld(t *testing.T) string {
+	t.Helper()
+	dir := quickstart(t)
+	ctx := context.Background()
+	b := &localstate.Local{Path: filepath.Join(dir, "mcp.state")}
+	st, err := b.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Lineage == "" {
+		st = state.New()
+	}
+	h := printed.Text
+	r := &model.Rendered{Pool: "worker", IgnitionVersion: "3.4.0", OSImage: h(tagImage), KernelArgs: []string{h(tagKarg)},
+		Files:       []model.File{{Path: "/etc/" + h(tagFile), Mode: 0o644, Contents: []byte("x\n")}},
+		Directories: []model.Directory{{Path: "/etc/" + h(tagDir), Mode: 0o755}},
+		Links:       []model.Link{{Path: "/etc/" + h(tagLink), Target: h(tagTarget)}},
+		Units: []model.Unit{{Name: h(tagUnit) + ".service", Contents: "[Service]\n",
+			Dropins: []model.Dropin{{Name: h(tagDropin) + ".conf", Contents: "[Service]\n"}}}},
+		Sources: []string{h(tagConfig)}}
+	r.Name = content.Name(r)
+	st.Rendered[r.Name] = r
+	if err := b.Write(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range [][]string{
+		{"worker-0", "current_config=" + r.Name},
+		{"worker-1", "current_config=" + r.Name, "fault.write=/etc/" + h(tagFile)},
+		{"worker-2", "current_config=" + r.Name, "os_image=" + h(tagNodeImage), "kernel_args=" + h(tagNodeKarg)},
+		{"worker-3", "current_config=" + h(tagCurrent)},
+		{"infra-0", "state=Degraded", "reason=" + h(tagReason)},
+		{"infra-1", "hold=" + h(tagHold)},
+	} {
+		if code, out, errOut := mcp(t, dir, append([]string{"fleet", "set"}, set...)...); code != 0 {
+			t.Fatalf("fleet set %q: exit %d\n%s%s", set, code, out, errOut)
+		}
+	}
+	return dir
+}
+
+// TestHostileTextIsEscapedInEveryView: hostile text from each source — a path, a link's
+// target, a unit and a drop-in name, kernel arguments, an OS image, a config name (from
+// the state), a node's image, kernel arguments, reason, hold and config (from the fleet) —
+// reaches every command's human output escaped: no raw control character, no escape
+// sequence, no forged line; in show -markdown it also stays in its code span and table
+// cell; the JSON outputs keep it exact.
+func TestHostileTextIsEscapedInEveryView(t *testing.T) {
+	dir := hostileWorld(t)
+	plan := filepath.Join(dir, "hostile.plan")
+	all := []string{tagFile, tagDir, tagLink, tagTarget, tagUnit, tagDropin, tagKarg, tagImage}
+	for _, tc := range []struct {
+		args  []string
+		shows []string // the sources whose text it shows
+	}{
+		{[]string{"plan", "-no-color"}, append(all, tagReason, tagHold, tagCurrent)},
+		{[]string{"plan", "-no-color", "-out=" + plan}, append(all, tagHold, tagCurrent)},
+		{[]string{"show", "-no-color", plan}, append(all, tagHold, tagCurrent)},
+		{[]string{"show", "-markdown", plan}, append(all, tagHold, tagCurrent)},
+		{[]string{"graph", plan}, []string{tagCurrent}},
+		{[]string{"drift", "-no-color"}, []string{tagFile, tagDir, tagLink, tagUnit, tagDropin, tagKarg, tagImage, tagNodeImage, tagCurrent}},
+		{[]string{"status", "-nodes", "-o", "wide"}, []string{tagReason, tagHold, tagCurrent}},
+		{[]string{"fleet", "list"}, []string{tagCurrent}},
+		{[]string{"apply", "-auto-approve", "-no-color"}, append(all, tagHold, tagCurrent)},
+		{[]string{"status", "-nodes"}, []string{tagHold}},
+		{[]string{"fleet", "events"}, []string{tagFile}},
+	} {
+		name := strings.Join(tc.args, " ")
+		_, out, errOut := mcp(t, dir, tc.args...)
+		printed.Check(t, "mcp "+name, out+errOut, printed.Options{}, tc.shows...)
+		if tc.args[1] == "-markdown" {
+			printed.CheckMarkdown(t, out)
+		}
+	}
+	for _, args := range [][]string{{"show", "-json", plan}, {"drift", "-json"}} {
+		_, out, errOut := mcp(t, dir, args...)
+		var doc any
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("mcp %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
+		}
+		if b, _ := json.Marshal(doc); !strings.Contains(string(b), printed.Text(tagFile)[:4]) || !strings.Contains(out, `\u001b]0;FILE\u0007`) {
+			t.Errorf("mcp %s does not keep the hostile path exact:\n%s", strings.Join(args, " "), out)
+		}
+	}
+}
+
+// TestLockHolderTextIsEscaped: what a lock file says of its holder — who, the operation,
+// the lock's ID — reaches apply's lock error and force-unlock's refusals (of a holder
+// elsewhere, of a live holder, of another ID) escaped.
+func TestLockHolderTextIsEscaped(t *testing.T) {
+	dir := quickstart(t)
+	lock := func(info state.LockInfo) {
+		info.Who, info.Operation, info.ID = printed.Text("WHO"), printed.Text("OP"), printed.Text("ID")
+		raw, _ := json.Marshal(info)
+		if err := os.WriteFile(filepath.Join(dir, "mcp.state.lock"), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elsewhere := state.NewLockInfo("apply", "test")
+	elsewhere.PIDNamespace, elsewhere.PID = "pid:[4026532999]", 999999 // cannot be checked from here
+	lock(elsewhere)
+	for _, args := range [][]string{
+		{"apply", "-auto-approve", "-no-color"},
+		{"plan", "-no-color"},
+		{"force-unlock", printed.Text("ID")},
+		{"force-unlock", "another-id"},
+	} {
+		_, out, errOut := mcp(t, dir, args...)
+		printed.Check(t, "mcp "+args[0], out+errOut, printed.Options{}, "WHO", "ID")
+	}
+	lock(state.NewLockInfo("apply", "test")) // this process: a live holder
+	_, out, errOut := mcp(t, dir, "force-unlock", printed.Text("ID"))
+	printed.Check(t, "mcp force-unlock (live holder)", out+errOut, printed.Options{}, "WHO", "OP", "ID")
+}
+
+// TestHostileConfigurationIsEscaped: hostile text in a configuration — a file's,
+// directory's and link's path, a link's target, a drop-in's name, kernel arguments, an OS
+// image, a config's name, raw control bytes in a file — is printed escaped by validate,
+// plan, show -rendered and apply, whether validate accepts it or refuses it (its
+// diagnostics quote it, with the source lines); a byte that is not UTF-8 is refused with
+// its source line escaped.
+func TestHostileConfigurationIsEscaped(t *testing.T) {
+	dir := quickstart(t)
+	q := func(tag string) string { // printed.Text(tag) as an HCL string
+		s := strconv.QuoteToASCII(printed.Text(tag))
+		return strings.ReplaceAll(strings.ReplaceAll(s, `\x1b`, `\u001b`), `\a`, `\u0007`)
+	}
+	hcl := `config ` + q("CONF") + ` {
+  pools       = ["worker"]
+  kernel_args = [` + q("KARG") + `]
+  file "/etc/` + strings.Trim(q("FILE"), `"`) + `" {
+    content   = "x\n"
+    on_change = ["none"]
+  }
+  directory "/etc/` + strings.Trim(q("DIR"), `"`) + `" {}
+  link "/etc/` + strings.Trim(q("LINK"), `"`) + `" {
+    target = ` + q("TARGET") + `
+  }
+  unit "u.service" {
+    contents = "[Service]\nExecStart=/bin/true\n"
+    dropin "` + strings.Trim(q("DROPIN"), `"`) + `.conf" {
+      contents = "[Service]\n"
+    }
+  }
+}
+config "raw" {
+  pools       = ["worker"]
+  kernel_args = ["RAW` + "\x1b]0;RAW\x07\x1b[2J" + `"]
+}
+`
+	os.WriteFile(filepath.Join(dir, "hostile.hcl"), []byte(hcl), 0o644)
+	main := filepath.Join(dir, "main.hcl")
+	b, _ := os.ReadFile(main)
+	os.WriteFile(main, []byte(strings.Replace(string(b), "max_unavailable = 1", "max_unavailable = 1\n  os_image = "+q("IMAGE"), 1)), 0o644)
+	code, out, errOut := mcp(t, dir, "validate", "-no-color")
+	accepted := code == 0
+	var tags []string // what each command shows: all of it when validate accepts it
+	if accepted {
+		tags = []string{"CONF", "KARG", "FILE", "DIR", "LINK", "TARGET", "DROPIN", "IMAGE", "RAW"}
+	} else {
+		printed.Check(t, "mcp validate", out+errOut, printed.Options{})
+		if !strings.Contains(out+errOut, "]0;") {
+			t.Errorf("validate refuses the configuration without quoting its text:\n%s%s", out, errOut)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		tags []string
+	}{
+		{[]string{"plan", "-no-color"}, tags},
+		{[]string{"show", "-no-color", "-rendered", "worker"}, tags},
+		{[]string{"apply", "-auto-approve", "-no-color"}, tags},
+	} {
+		_, out, errOut := mcp(t, dir, tc.args...)
+		printed.Check(t, "mcp "+strings.Join(tc.args, " "), out+errOut, printed.Options{}, tc.tags...)
+	}
+	// A byte that is not UTF-8: refused, at its line, which is shown escaped.
+	os.WriteFile(filepath.Join(dir, "hostile.hcl"), []byte("config \"bad\" {\n  pools = [\"worker\"]\n  kernel_args = [\"SRC\x1b]0;SRC\x07\xff\"]\n}\n"), 0o644)
+	_, out, errOut = mcp(t, dir, "validate", "-no-color")
+	printed.Check(t, "mcp validate (not UTF-8)", out+errOut, printed.Options{}, "SRC")
 }

@@ -39,7 +39,7 @@ func writeBootImages(w io.Writer, c painter, p *planner.Plan) {
 			case planner.TemplateUpdate:
 				t.add(c.yellow(symInPlace), tp.Template.ID(), tp.Template.Platform, tp.From+" → "+tp.To)
 			case planner.TemplateDegraded:
-				t.add(c.red("!"), tp.Template.ID(), tp.Template.Platform, c.red("degraded: ")+Untrusted(tp.Reason))
+				t.add(c.red("!"), tp.Template.ID(), tp.Template.Platform, c.red("degraded: ")+tp.Reason)
 			}
 		}
 		if len(t.rows) > 1 {
@@ -188,19 +188,19 @@ func mdBootImages(w *bufio.Writer, p *planner.Plan) {
 		if !bootImageWorthShowing(b) {
 			continue
 		}
-		line := "`boot_image." + b.To.Name + "`"
+		line := mdCode("boot_image." + b.To.Name)
 		if b.Changed && !b.Kept {
-			line = "`" + bootImageName(b.From) + "` → " + line
+			line = mdCode(bootImageName(b.From)) + " → " + line
 		}
-		fmt.Fprintf(w, "\n#### Boot image of `%s`: %s (%s, skew %s)\n\n", b.Pool, line, b.Policy, b.Skew)
+		fmt.Fprintf(w, "\n#### Boot image of %s: %s (%s, skew %s)\n\n", mdCode(b.Pool), line, mdEscape(string(b.Policy)), mdEscape(string(b.Skew)))
 		if n := b.Count(planner.TemplateUpdate); n > 0 && !b.Kept {
 			fmt.Fprintf(w, "- %s to update\n", plural(n, "%d machine template", "%d machine templates"))
 		}
 		for _, t := range b.Degraded() {
-			fmt.Fprintf(w, "- **degraded:** `%s`: %s\n", t.Template.ID(), mdEscape(t.Reason))
+			fmt.Fprintf(w, "- **degraded:** %s: %s\n", mdCode(t.Template.ID()), mdEscape(t.Reason))
 		}
 		if b.FirstBootPivot {
-			fmt.Fprintf(w, "- **skew:** new nodes boot OS image `%s` and pivot to `%s` at first boot\n", b.To.OSImage, b.OSImage)
+			fmt.Fprintf(w, "- **skew:** new nodes boot OS image %s and pivot to %s at first boot\n", mdCode(b.To.OSImage), mdCode(b.OSImage))
 		}
 		if len(b.Lagging) > 0 {
 			fmt.Fprintf(w, "- **skew:** left on another OS image: %s\n", codeList(b.Lagging))

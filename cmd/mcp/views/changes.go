@@ -374,7 +374,7 @@ func writeReasons(w io.Writer, c painter, nodes []*planner.NodePlan) {
 			if s.Reason == "" {
 				continue
 			}
-			r, st := Untrusted(s.Reason), s.String()
+			r, st := s.Reason, s.String()
 			if _, ok := steps[r]; !ok {
 				reasons = append(reasons, r)
 			}

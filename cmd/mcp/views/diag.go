@@ -7,6 +7,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mcpfleet/mcp/internal/untrusted"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -32,7 +33,7 @@ const detailWidth = 76
 func Diagnostics(w io.Writer, sources map[string][]byte, diags model.Diagnostics, color bool) error {
 	c := painter(color)
 	var b strings.Builder
-	for i, d := range diags {
+	for i, d := range Shown(diags) { // a summary, a place or a detail may quote a path or a node's text
 		if i > 0 {
 			b.WriteString("\n")
 		}
@@ -44,7 +45,7 @@ func Diagnostics(w io.Writer, sources map[string][]byte, diags model.Diagnostics
 		fmt.Fprintf(&b, "│ %s %s\n", sev, c.bold(d.Summary))
 		if d.Subject != nil {
 			b.WriteString("│\n")
-			writePlace(&b, sources[d.Subject.Filename], d)
+			writePlace(&b, sources[diags[i].Subject.Filename], d)
 		}
 		if d.Detail != "" {
 			b.WriteString("│\n")
@@ -89,7 +90,7 @@ func writePlace(b *strings.Builder, src []byte, d *model.Diagnostic) {
 	lines := strings.Split(string(src), "\n")
 	last := min(r.End.Line, r.Start.Line+2, len(lines))
 	for n := r.Start.Line; n >= 1 && n <= last; n++ {
-		fmt.Fprintf(b, "│   %4d: %s\n", n, strings.TrimRight(lines[n-1], " \t\r"))
+		fmt.Fprintf(b, "│   %4d: %s\n", n, untrusted.Lines(strings.TrimRight(lines[n-1], " \t\r")))
 	}
 }
 

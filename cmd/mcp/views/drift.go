@@ -62,6 +62,7 @@ func (v driftJSON) Report(r *planner.DriftReport, run DriftRun) error {
 type driftHuman struct{ text }
 
 func (v driftHuman) Report(r *planner.DriftReport, _ DriftRun) error {
+	r = Shown(r)
 	c := painter(v.color)
 	var b strings.Builder
 	for i := range r.Nodes {

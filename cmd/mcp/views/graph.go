@@ -18,6 +18,7 @@ import (
 // deferred node). Node identifiers are addresses: node.NAME, node.NAME/step.I,
 // pool.NAME/wave.K, pool.NAME/blocker.I, node.NAME/blocker.I.
 func Graph(out io.Writer, p *planner.Plan) error {
+	p = Shown(p)
 	w := bufio.NewWriter(out)
 	fmt.Fprintln(w, `digraph "mcp plan" {`)
 	fmt.Fprintln(w, `  rankdir = "TB";`)

@@ -75,6 +75,7 @@ type liveNode struct {
 // terminal and the output is not JSON: elsewhere the line view (NewHumanProgress) keeps
 // its exact output.
 func NewLiveProgress(w io.Writer, color bool, plan *planner.Plan) *LiveProgress {
+	plan = Shown(plan)
 	sum := NewHumanProgress(w, color).(*humanProgress)
 	l := &LiveProgress{c: painter(color), sum: sum, now: time.Now, reboots: reboots{},
 		pool: map[string]*livePool{}, node: map[string]*liveNode{}}
@@ -117,6 +118,7 @@ func NewLiveProgress(w io.Writer, color bool, plan *planner.Plan) *LiveProgress 
 // Event updates the lines' state under l.mu and calls mpb after letting go of it: mpb's
 // goroutines call the decorators, which take l.mu, while they hold a bar.
 func (l *LiveProgress) Event(e engine.Event) {
+	e = Shown(e)
 	var after []func()
 	if e.Kind == engine.EventTemplate { // before the pools' lines: publish sets templates first
 		io.WriteString(l.p, templateLine(l.c, e))
@@ -165,7 +167,7 @@ func (l *LiveProgress) Event(e engine.Event) {
 		switch e.Kind {
 		case engine.EventNodeFailed:
 			lp.failed++
-			msg := fmt.Sprintf("node.%s: %s: %s\n", e.Node, l.c.red("failed"), UntrustedLines(strings.TrimPrefix(e.Err.Error(), "node "+e.Node+": ")))
+			msg := fmt.Sprintf("node.%s: %s: %s\n", e.Node, l.c.red("failed"), strings.TrimPrefix(errorText(e.Err), "node "+e.Node+": "))
 			after = append(after, func() { l.above(msg) })
 		case engine.EventUnconfirmed:
 			lp.unconfirmed++
@@ -174,7 +176,7 @@ func (l *LiveProgress) Event(e engine.Event) {
 		}
 	case engine.EventNodeWaiting:
 		if n := l.node[e.Node]; n != nil {
-			n.waits = Untrusted(e.Reason)
+			n.waits = e.Reason
 		}
 	case engine.EventStepDone:
 		l.reboots.see(e)
@@ -188,12 +190,12 @@ func (l *LiveProgress) Event(e engine.Event) {
 		if lp.waiting == "" {
 			lp.waitSince = e.Time
 		}
-		lp.waiting, lp.waitFor = fmt.Sprintf("node.%s: %s", e.Node, Untrusted(e.Reason)), e.Node
+		lp.waiting, lp.waitFor = fmt.Sprintf("node.%s: %s", e.Node, e.Reason), e.Node
 	case engine.EventAlertsFiring:
-		msg := fmt.Sprintf("pool.%s: %s: %s\n", e.Pool, l.c.red("stopping"), Untrusted(e.Reason))
+		msg := fmt.Sprintf("pool.%s: %s: %s\n", e.Pool, l.c.red("stopping"), e.Reason)
 		after = append(after, func() { l.above(msg) })
 	case engine.EventClaimed:
-		msg := fmt.Sprintf("node.%s: %s\n", e.Node, l.c.yellow(Untrusted(e.Reason)))
+		msg := fmt.Sprintf("node.%s: %s\n", e.Node, l.c.yellow(e.Reason))
 		after = append(after, func() { l.above(msg) })
 	case engine.EventPoolStopped:
 		lp.stopped, lp.waiting, lp.waitFor = true, "", ""
@@ -282,6 +284,7 @@ func (l *LiveProgress) Stop() {
 // nodes that rebooted.
 func (l *LiveProgress) Summary(s ApplySummary) {
 	l.Stop()
+	s = Shown(s) // the node names the reboots were seen under
 	l.mu.Lock()
 	l.reboots.fill(&s)
 	l.mu.Unlock()

@@ -32,6 +32,7 @@ const (
 // and the diffs get what is left of MarkdownLimit; those that do not fit are cut, with a
 // note that says so.
 func Markdown(out io.Writer, pf *planfile.File) error {
+	pf = Shown(pf)
 	var base bytes.Buffer
 	if err := markdown(&base, pf, nil); err != nil {
 		return err
@@ -77,13 +78,13 @@ func madeLine(pf *planfile.File) string {
 		parts = append(parts, "Made "+pf.Created.UTC().Format("2006-01-02 15:04 UTC"))
 	}
 	if pf.MCPVersion != "" {
-		parts = append(parts, "mcp "+pf.MCPVersion)
+		parts = append(parts, "mcp "+mdEscape(pf.MCPVersion))
 	}
 	if pf.Lineage != "" || pf.Serial > 0 {
 		parts = append(parts, fmt.Sprintf("state serial %d", pf.Serial))
 	}
 	if pf.FleetFingerprint != "" {
-		parts = append(parts, "fleet `"+short(pf.FleetFingerprint, 12)+"`")
+		parts = append(parts, "fleet "+mdCode(short(pf.FleetFingerprint, 12)))
 	}
 	if len(pf.Exclude) > 0 {
 		parts = append(parts, "excluded "+codeList(pf.Exclude))
@@ -124,7 +125,7 @@ func mdPoolTable(w *bufio.Writer, p *planner.Plan, byPool map[string][]*planner.
 	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|")
 	for _, pp := range p.Pools {
 		c := countPool(byPool[pp.Name])
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %d | %d |\n", pp.Name, mdRendered(pp), pp.Size,
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %d | %d |\n", mdEscape(pp.Name), mdCell(mdRendered(pp)), pp.Size,
 			c.inPlace, c.drain, c.reboot, c.blocked, c.drifted)
 	}
 }
@@ -134,13 +135,13 @@ func mdPoolTable(w *bufio.Writer, p *planner.Plan, byPool map[string][]*planner.
 func mdRendered(pp planner.PoolPlan) string {
 	switch {
 	case !pp.ReRendered:
-		return "`" + pp.Rendered + "` (unchanged)"
+		return mdCode(pp.Rendered) + " (unchanged)"
 	case pp.PointerKept:
-		return "`" + pp.Rendered + "` (not targeted: boot pointer stays)"
+		return mdCode(pp.Rendered) + " (not targeted: boot pointer stays)"
 	case pp.Previous == "":
-		return "`" + pp.Rendered + "` (new)"
+		return mdCode(pp.Rendered) + " (new)"
 	}
-	return "`" + pp.Previous + "` → `" + pp.Rendered + "`"
+	return mdCode(pp.Previous) + " → " + mdCode(pp.Rendered)
 }
 
 // mdPool writes a pool's section: its changing nodes grouped by kind and steps, then its
@@ -151,7 +152,7 @@ func mdPool(w *bufio.Writer, pp planner.PoolPlan, nodes []*planner.NodePlan, bud
 	if len(groups) == 0 && len(notes) == 0 && !hasItems(pp) && !hasDriftDiffs(nodes) {
 		return
 	}
-	head := fmt.Sprintf("**pool.%s** · max_unavailable %d", pp.Name, pp.MaxUnavailable)
+	head := fmt.Sprintf("**pool.%s** · max_unavailable %d", mdEscape(pp.Name), pp.MaxUnavailable)
 	if pp.Waves > 0 {
 		head += " · " + plural(pp.Waves, "%d wave", "%d waves")
 	}
@@ -223,7 +224,7 @@ func groupNodes(nodes []*planner.NodePlan) []mdGroup {
 				at[key] = i
 				groups = append(groups, mdGroup{sym: sym, label: label, steps: steps})
 			}
-			groups[i].nodes = append(groups[i].nodes, "`"+n.Name+"`")
+			groups[i].nodes = append(groups[i].nodes, mdCode(n.Name))
 		}
 	}
 	return groups
@@ -256,7 +257,7 @@ func poolNotes(pp planner.PoolPlan, nodes []*planner.NodePlan) []mdNote {
 		warns = append(warns, mdEscape(wn))
 	}
 	for _, n := range nodes {
-		addr := "`node." + n.Name + "`: "
+		addr := mdCode("node."+n.Name) + ": "
 		for _, b := range n.Blockers {
 			if b.Kind == planner.BlockPDBWait {
 				waits = append(waits, addr+mdEscape(b.Message))
@@ -313,14 +314,39 @@ func hasBlock(bs []planner.Blocker) bool {
 }
 
 func codeList(items []string) string {
-	return "`" + strings.Join(items, "`, `") + "`"
+	codes := make([]string, len(items))
+	for i, s := range items {
+		codes[i] = mdCode(s)
+	}
+	return strings.Join(codes, ", ")
 }
+
+// The markdown view's rules, on text Shown has escaped already (no control character, no
+// line break is left in it): free text is mdEscape'd, code is in mdCode's spans, and a
+// table's cells are mdCell'd besides. Nothing a configuration or a node says can then end
+// a code span, a table cell or a line, nor open a link, an emphasis or an HTML tag.
 
 // mdEscape keeps free text (messages, reasons, paths) from being read as markdown or HTML.
 var mdEscaper = strings.NewReplacer(`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`,
-	"<", "&lt;", ">", "&gt;", "|", `\|`, "~", `\~`, "\n", " ")
+	"<", "&lt;", ">", "&gt;", "&", "&amp;", "|", `\|`, "~", `\~`, "\n", " ")
 
 func mdEscape(s string) string { return mdEscaper.Replace(s) }
+
+// mdCode is s as an inline code span, exactly: its fence is longer than any run of
+// backticks in s, and padded with a space where s starts or ends with one (CommonMark
+// strips one space on each side).
+func mdCode(s string) string {
+	fence := strings.Repeat("`", longestRun(s, '`')+1)
+	if s != "" && (s[0] == '`' || s[0] == ' ' || s[len(s)-1] == '`' || s[len(s)-1] == ' ') {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}
+
+// mdCell keeps the pipes of a table cell's code spans from ending the cell: GitHub splits
+// cells on "|" before it reads code spans, and takes "\|" as a pipe in them too. (Free
+// text in a cell is mdEscape'd, which escapes its pipes.)
+func mdCell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
 func short(s string, n int) string {
 	if len(s) > n {

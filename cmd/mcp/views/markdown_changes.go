@@ -152,23 +152,23 @@ func mdItem(ch planner.Change, it planner.ItemChange) string {
 		var t strings.Builder
 		writeItem(&t, painter(false), ch, it)
 		lines := strings.SplitN(t.String(), "\n", 2)
-		fmt.Fprintf(&b, "`%s %s`\n", sym, it.Kind)
+		fmt.Fprintf(&b, "%s\n", mdCode(sym+" "+string(it.Kind)))
 		for _, l := range strings.Split(strings.TrimSuffix(lines[1], "\n"), "\n") {
 			diff += strings.TrimSpace(l) + "\n"
 		}
 	case planner.ItemFile:
-		fmt.Fprintf(&b, "`%s file %s`%s\n", sym, mdCode(it.Name), mdEscape(attrChanges(it)))
+		fmt.Fprintf(&b, "%s%s\n", mdCode(sym+" file "+it.Name), mdEscape(attrChanges(it)))
 		diff = contentDiff(itemContent(it.Before), itemContent(it.After), it.ContentChanged, it.Name, ch)
 	case planner.ItemUnit:
-		fmt.Fprintf(&b, "`%s unit %s`%s\n", sym, mdCode(it.Name), mdEscape(attrChanges(it)))
+		fmt.Fprintf(&b, "%s%s\n", mdCode(sym+" unit "+it.Name), mdEscape(attrChanges(it)))
 		diff = contentDiff(itemContent(it.Before), itemContent(it.After), it.ContentChanged, "/etc/systemd/system/"+it.Name, ch)
 		for _, d := range dropinDiffs(it, ch) {
 			diff += d.diff
 		}
 	case planner.ItemDirectory, planner.ItemLink:
-		fmt.Fprintf(&b, "`%s %s`\n", sym, mdCode(treeLine(it)))
+		fmt.Fprintf(&b, "%s\n", mdCode(sym+" "+treeLine(it)))
 	case planner.ItemFirstBoot:
-		fmt.Fprintf(&b, "`%s %s`\n", sym, mdCode(firstBootLine))
+		fmt.Fprintf(&b, "%s\n", mdCode(sym+" "+firstBootLine))
 		diff = contentDiff(itemContent(it.Before), itemContent(it.After), true, "first boot only", ch)
 	}
 	switch {
@@ -185,9 +185,6 @@ func mdItem(ch planner.Change, it planner.ItemChange) string {
 
 // htmlEscaper keeps text in an HTML element (a <summary>) text.
 var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
-
-// mdCode keeps a backtick from ending an inline code span.
-func mdCode(s string) string { return strings.ReplaceAll(s, "`", "'") }
 
 func longestRun(s string, c byte) int {
 	best, n := 0, 0

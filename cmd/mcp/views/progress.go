@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/engine"
+	"github.com/mcpfleet/mcp/internal/untrusted"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -36,7 +37,9 @@ func SummaryOf(res *engine.ApplyResult, err error) ApplySummary {
 		Deferred: len(res.Deferred) + len(res.Skipped), Unconfirmed: len(res.Unconfirmed), Elapsed: res.Elapsed,
 		APIRequests: max(res.APIRequests, 0), Nodes: nodeResults(res)}
 	if err != nil {
-		s.Failures = strings.Split(err.Error(), "\n")
+		for _, e := range joined(err) {
+			s.Failures = append(s.Failures, e.Error())
+		}
 	}
 	return s
 }
@@ -63,9 +66,10 @@ func NewHumanProgress(w io.Writer, color bool) Progress {
 	return &humanProgress{w: w, c: painter(color), reboots: reboots{}}
 }
 
-func (h *humanProgress) Event(e engine.Event) {
+func (h *humanProgress) Event(raw engine.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	e := Shown(raw)
 	h.reboots.see(e)
 	addr := "node." + e.Node
 	switch e.Kind {
@@ -74,7 +78,7 @@ func (h *humanProgress) Event(e engine.Event) {
 	case engine.EventStepDone:
 		fmt.Fprintf(h.w, "%s: %s\n", addr, doneLine(e))
 	case engine.EventStepFailed:
-		fmt.Fprintf(h.w, "%s: %s %s: %s\n", addr, e.Step, h.c.red("failed"), stepError(e))
+		fmt.Fprintf(h.w, "%s: %s %s: %s\n", addr, e.Step, h.c.red("failed"), stepError(raw))
 	case engine.EventNodeDone:
 		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.green("updated"))
 	case engine.EventNodeFailed:
@@ -83,35 +87,36 @@ func (h *humanProgress) Event(e engine.Event) {
 		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.yellow("steps done, health gates not confirmed"))
 	case engine.EventPoolStopped:
 		if e.Reason != "" {
-			fmt.Fprintf(h.w, "pool.%s: %s: %s\n", e.Pool, h.c.red("not started"), Untrusted(e.Reason))
+			fmt.Fprintf(h.w, "pool.%s: %s: %s\n", e.Pool, h.c.red("not started"), e.Reason)
 			break
 		}
 		fmt.Fprintf(h.w, "pool.%s: %s: no more nodes of this pool start\n", e.Pool, h.c.red("stopped"))
 	case engine.EventHeld, engine.EventClaimed, engine.EventNodeWaiting:
-		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.yellow(Untrusted(e.Reason)))
+		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.yellow(e.Reason))
 	case engine.EventWaiting:
-		fmt.Fprintf(h.w, "pool.%s: %s before node.%s: %s\n", e.Pool, h.c.yellow("waiting"), e.Node, Untrusted(e.Reason))
+		fmt.Fprintf(h.w, "pool.%s: %s before node.%s: %s\n", e.Pool, h.c.yellow("waiting"), e.Node, e.Reason)
 	case engine.EventAlertsFiring:
-		fmt.Fprintf(h.w, "pool.%s: %s: %s\n", e.Pool, h.c.red("stopping"), Untrusted(e.Reason))
+		fmt.Fprintf(h.w, "pool.%s: %s: %s\n", e.Pool, h.c.red("stopping"), e.Reason)
 	case engine.EventTemplate:
 		io.WriteString(h.w, templateLine(h.c, e))
 	}
 }
 
 // stepError is a failed step's error without the node and step it names first, which the
-// line says already.
+// line says already: cut from the event as the engine sent it, then escaped.
 func stepError(e engine.Event) string {
 	msg := e.Err.Error()
 	if engine.NamesNode(msg, e.Node, e.Step) {
 		msg = strings.TrimPrefix(msg, "node "+e.Node+": ")
 		msg = strings.TrimPrefix(msg, e.Step.String()+": ")
 	}
-	return UntrustedLines(msg)
+	return untrusted.Line(msg)
 }
 
 func (h *humanProgress) Summary(s ApplySummary) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	s = Shown(s)
 	cols := 0
 	if h.cols != nil {
 		cols = h.cols()
@@ -120,7 +125,7 @@ func (h *humanProgress) Summary(s ApplySummary) {
 		fmt.Fprintf(h.w, "\n%s\n", h.c.red("Errors:"))
 		for _, f := range s.Failures {
 			indent := "  "
-			for _, l := range wrapWords(Untrusted(f), cols-4) {
+			for _, l := range wrapWords(f, cols-4) {
 				fmt.Fprintf(h.w, "%s%s\n", indent, l)
 				indent = "    " // a wrapped error's next lines
 			}
@@ -242,7 +247,7 @@ func (j *jsonProgress) Summary(s ApplySummary) {
 // templateLine reports a machine template's boot image set, or not.
 func templateLine(c painter, e engine.Event) string {
 	if e.Err != nil {
-		return fmt.Sprintf("machine_template.%s: %s %s: %s\n", e.Pool, e.Reason, c.red("failed"), UntrustedLines(e.Err.Error()))
+		return fmt.Sprintf("machine_template.%s: %s %s: %s\n", e.Pool, e.Reason, c.red("failed"), errorText(e.Err))
 	}
 	return fmt.Sprintf("machine_template.%s: %s %s\n", e.Pool, e.Reason, c.green("set"))
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/ignition/content"
+	"github.com/mcpfleet/mcp/internal/untrusted"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -35,13 +36,15 @@ func (v showHuman) Plan(pf *planfile.File) error { return v.plan(pf) }
 
 // Rendered prints who wrote each file, unit and kernel argument, then the Ignition config,
 // indented: what a booting node of the pool fetches (-json | jq .ignition gives it alone),
-// sensitive files' content aside (redacted).
+// sensitive files' content aside (redacted). The Ignition config is made of r as it is,
+// then escaped as text: JSON escapes C0 controls itself, and a C1 control escaped as
+// \u009b is the same JSON string.
 func (v showHuman) Rendered(r *model.Rendered) error {
 	full, err := redacted(r)
 	if err != nil {
 		return err
 	}
-	r = full.Rendered
+	r = Shown(full.Rendered)
 	var b bytes.Buffer
 	c := painter(v.color)
 	fmt.Fprintf(&b, "%s: pool %s, configs merged in order: %s\n", c.bold(r.Name), r.Pool, cmp.Or(strings.Join(r.Sources, ", "), "none"))
@@ -52,9 +55,11 @@ func (v showHuman) Rendered(r *model.Rendered) error {
 		}
 	}
 	fmt.Fprintf(&b, "\nIgnition config (spec %s):\n", r.IgnitionVersion)
-	if err := json.Indent(&b, full.Ignition, "", "  "); err != nil {
+	var ign bytes.Buffer
+	if err := json.Indent(&ign, full.Ignition, "", "  "); err != nil {
 		return err
 	}
+	b.WriteString(untrusted.Lines(ign.String()))
 	b.WriteByte('\n')
 	_, err = v.w.Write(b.Bytes())
 	return err

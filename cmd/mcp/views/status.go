@@ -74,6 +74,7 @@ type statusHuman struct {
 }
 
 func (v *statusHuman) Status(s *planner.Status, at time.Time) error {
+	s = Shown(s) // a node's reason, hold or image may hold anything: a tab would break the columns too
 	var b bytes.Buffer
 	wide := v.o.Output == OutputWide
 	if v.o.Nodes {
@@ -144,11 +145,6 @@ func newTable(noHeaders bool, header ...string) *table {
 }
 
 func (t *table) row(cells ...string) {
-	for i, c := range cells {
-		// Free text (a node's reason) may hold anything: a tab or line break would break
-		// the columns, a control sequence the terminal.
-		cells[i] = Untrusted(c)
-	}
 	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
 }
 

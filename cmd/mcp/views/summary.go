@@ -135,7 +135,7 @@ func nodeResultText(c painter, n NodeResult) string {
 		if n.Rebooted {
 			s += ", rebooted"
 			if n.Evidence != "" {
-				s += ": " + Untrusted(n.Evidence)
+				s += ": " + n.Evidence
 			}
 		}
 		return s
@@ -145,7 +145,7 @@ func nodeResultText(c painter, n NodeResult) string {
 		if n.Why == "" {
 			return c.yellow("not started")
 		}
-		return c.yellow("not started") + ": " + Untrusted(n.Why)
+		return c.yellow("not started") + ": " + n.Why
 	}
 	return c.yellow(n.Result)
 }

@@ -70,7 +70,7 @@ func leftOutDetail(nodes []LeftOutNode) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "The plan kept %s out of this apply, not changed whatever the configuration asks of them:\n", plural(len(nodes), "%d node", "%d nodes"))
 	for _, n := range nodes {
-		fmt.Fprintf(&b, "  node.%s (%s)\n", n.Name, Untrusted(n.Why))
+		fmt.Fprintf(&b, "  node.%s (%s)\n", n.Name, n.Why)
 	}
 	b.WriteString("Release the hold, or plan without -target or -exclude, and run mcp apply again to update them.")
 	return b.String()
@@ -78,7 +78,7 @@ func leftOutDetail(nodes []LeftOutNode) string {
 
 // LeftOut warns of the nodes the plan left out, as Targeted warns of -target.
 func (v applyHuman) LeftOut(nodes []LeftOutNode) {
-	if len(nodes) > 0 {
+	if nodes = Shown(nodes); len(nodes) > 0 {
 		warning(v.text.w, painter(v.text.color), leftOutTitle, leftOutDetail(nodes))
 	}
 }

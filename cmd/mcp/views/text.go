@@ -76,6 +76,7 @@ func HumanPlan(out io.Writer, p *planner.Plan, o HumanOptions) error {
 }
 
 func humanPlan(w *bufio.Writer, p *planner.Plan, o HumanOptions) error {
+	p = Shown(p)
 	c := painter(o.Color)
 	if !p.HasChanges() {
 		fmt.Fprintf(w, "%s\n", c.green(PlanSummary(p)))
@@ -144,7 +145,7 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 		if defers(b) {
 			label = c.yellow("deferred:")
 		}
-		fmt.Fprintf(w, "  %s %s\n", label, Untrusted(b.Message))
+		fmt.Fprintf(w, "  %s %s\n", label, b.Message)
 	}
 	for _, wn := range pp.Warnings {
 		fmt.Fprintf(w, "  %s %s\n", c.yellow("warning:"), wn)
@@ -168,17 +169,17 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 		}
 		t.add(c.symbol(n), "node."+n.Name, n.Zone, wave, describeSteps(n))
 		if n.Condition != "" {
-			t.add("", "", "", "", c.yellow("condition: ")+Untrusted(n.Condition)+ownSlot(n))
+			t.add("", "", "", "", c.yellow("condition: ")+n.Condition+ownSlot(n))
 		}
 		if n.Happened != "" {
-			t.add("", "", "", "", c.yellow("happened: ")+Untrusted(n.Happened))
+			t.add("", "", "", "", c.yellow("happened: ")+n.Happened)
 		}
 		for _, b := range n.Blockers {
 			if b.Kind == planner.BlockPDBWait {
-				t.add("", "", "", "", c.yellow("waits: ")+Untrusted(b.Message))
+				t.add("", "", "", "", c.yellow("waits: ")+b.Message)
 				continue
 			}
-			t.add("", "", "", "", c.red("blocked: ")+Untrusted(b.Message))
+			t.add("", "", "", "", c.red("blocked: ")+b.Message)
 		}
 		if n.DriftOnly {
 			t.add("", "", "", "", c.yellow("drift: ")+"only restores drift (see the note above)")
@@ -186,7 +187,7 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 			t.add("", "", "", "", c.yellow("drift: ")+"also restores drift (see the note above)")
 		}
 		for _, wn := range n.Warnings {
-			t.add("", "", "", "", c.yellow("warning: ")+Untrusted(wn))
+			t.add("", "", "", "", c.yellow("warning: ")+wn)
 		}
 	}
 	if pp.Updates > 0 {
@@ -203,7 +204,7 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 	}
 	for _, n := range nodes {
 		if !n.Changed() && n.Condition != "" && n.Held == "" {
-			fmt.Fprintf(w, "  %s node.%s: %s (counts against max_unavailable)\n", c.yellow("out of service:"), n.Name, Untrusted(n.Condition))
+			fmt.Fprintf(w, "  %s node.%s: %s (counts against max_unavailable)\n", c.yellow("out of service:"), n.Name, n.Condition)
 		}
 	}
 	writeChanges(w, c, pp)
@@ -216,9 +217,9 @@ func writeHeld(w io.Writer, c painter, n *planner.NodePlan) {
 	if n.Held == "" {
 		return
 	}
-	fmt.Fprintf(w, "  %s node.%s: %s; no steps", c.yellow("held:"), n.Name, Untrusted(n.Held))
+	fmt.Fprintf(w, "  %s node.%s: %s; no steps", c.yellow("held:"), n.Name, n.Held)
 	if n.Condition != "" {
-		fmt.Fprintf(w, "; %s, counts against max_unavailable", Untrusted(n.Condition))
+		fmt.Fprintf(w, "; %s, counts against max_unavailable", n.Condition)
 	}
 	fmt.Fprintln(w)
 }

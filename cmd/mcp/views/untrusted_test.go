@@ -1,20 +1,20 @@
 package views
 
-import "testing"
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+)
 
-func TestUntrusted(t *testing.T) {
-	for _, tt := range []struct{ in, want, lines string }{
-		{"plain text, ünïcode ✓", "plain text, ünïcode ✓", "plain text, ünïcode ✓"},
-		{"\x1b]0;title\x07\x1b[2J", `\x1b]0;title\x07\x1b[2J`, `\x1b]0;title\x07\x1b[2J`},
-		{"a\nb\tc\rd", `a\nb\tc\rd`, "a\nb\\tc\\rd"},
-		{"csi \u009b2J del \x7f", `csi \u009b2J del \x7f`, `csi \u009b2J del \x7f`},
-		{"bad \xff\xfe utf-8 \ufffd", `bad \xff\xfe utf-8 ` + "\ufffd", `bad \xff\xfe utf-8 ` + "\ufffd"},
-	} {
-		if got := Untrusted(tt.in); got != tt.want {
-			t.Errorf("Untrusted(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-		if got := UntrustedLines(tt.in); got != tt.lines {
-			t.Errorf("UntrustedLines(%q) = %q, want %q", tt.in, got, tt.lines)
-		}
+// TestErrorLines: an error is a line per joined error (nested joins too), each escaped; a
+// line break inside one error is escaped, not a line of its own.
+func TestErrorLines(t *testing.T) {
+	a, b := errors.New("node w-0: write /etc/a\n    - forged"), errors.New("saving state: \x1b[2J")
+	err := errors.Join(a, fmt.Errorf("wrapped: %w", errors.Join(b)), errors.Join(b, a))
+	want := []string{`node w-0: write /etc/a\n    - forged`, `wrapped: saving state: \x1b[2J`,
+		`saving state: \x1b[2J`, `node w-0: write /etc/a\n    - forged`}
+	if got := ErrorLines(err); !slices.Equal(got, want) {
+		t.Errorf("ErrorLines:\n got %q\nwant %q", got, want)
 	}
 }
