@@ -15,8 +15,10 @@ import (
 
 // Plain readers racing a stream of swaps only ever see one whole version (without the
 // lease, a reader that opened the file two swaps ago reads the inode being rewritten: seen
-// as empty and cut reads), and swaps mostly reuse two inodes: a new one only when a reader
-// held the twin open.
+// as empty and cut reads); once no reader holds the twin, swaps reuse the two inodes. How
+// often a racing reader holds the twin depends on the machine's load, so inode reuse is
+// judged on the swaps after the readers stopped (under load in CI, 114 of 500 racing swaps
+// took a new inode).
 func TestSwapReadersSeeWholeVersions(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "node.json")
 	versions := [][]byte{
@@ -72,11 +74,22 @@ func TestSwapReadersSeeWholeVersions(t *testing.T) {
 	}
 	close(done)
 	stop.Wait()
-	if len(inodes) > 100 {
-		t.Errorf("500 swaps went through %d inodes: the twin is not reused", len(inodes))
-	}
 	t.Logf("500 swaps, 2 readers: %d inodes", len(inodes))
-	if b, _ := os.ReadFile(p); !bytes.Equal(b, versions[499%len(versions)]) {
+	clear(inodes)
+	for i := range 100 {
+		if err := Swap(p, versions[i%len(versions)], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			t.Fatal(err)
+		}
+		inodes[st.Ino] = true
+	}
+	if len(inodes) > 3 {
+		t.Errorf("100 swaps with no reader went through %d inodes: the twin is not reused", len(inodes))
+	}
+	if b, _ := os.ReadFile(p); !bytes.Equal(b, versions[99%len(versions)]) {
 		t.Errorf("last version not in place: %.20q", b)
 	}
 }
