@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/coreos/ignition/v2/config/v3_6/types"
 	"github.com/vincent-petithory/dataurl"
+
+	"github.com/mcpfleet/mcp/model"
 )
 
 // Judging a root and a served config by what a corpus entry declares (corpusButane).
@@ -155,23 +156,9 @@ func checkMode(bad func(string, ...any), root, p string, mode *int, def int) {
 	if err != nil {
 		return
 	}
-	if got := int(st.Mode().Perm()) | modeBits(st.Mode()); got != want {
+	if got := model.UnixMode(st.Mode()); got != want {
 		bad("%s: mode %04o, want %04o", p, got, want)
 	}
-}
-
-func modeBits(m fs.FileMode) int {
-	b := 0
-	if m&fs.ModeSetuid != 0 {
-		b |= 0o4000
-	}
-	if m&fs.ModeSetgid != 0 {
-		b |= 0o2000
-	}
-	if m&fs.ModeSticky != 0 {
-		b |= 0o1000
-	}
-	return b
 }
 
 // contents is a file's bytes as Ignition writes them: a data URL, gzip when it says so.

@@ -63,9 +63,9 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 			case "paused":
 				p.Paused, d = l.boolean(a)
 			case "os_image":
-				p.OSImage, d = l.str(a)
+				p.OSImage, d = l.osImage(a)
 			case "kernel_args":
-				p.KernelArgs, d = l.strList(a)
+				p.KernelArgs, d = l.kernelArgs(a)
 				p.KernelArgsRange = hclpos.From(a.Expr.Range())
 			case "drain_timeout":
 				p.DrainTimeout, d = l.duration(a)
@@ -217,14 +217,14 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 			}
 		}
 		if a := content.Attributes["kernel_args"]; a != nil {
-			c.KernelArgs, d = l.strList(a)
+			c.KernelArgs, d = l.kernelArgs(a)
 			diags = append(diags, d...)
 			for i := range c.KernelArgs {
 				c.KernelArgSources = append(c.KernelArgSources, model.Source{Range: hclpos.From(elementRange(a, i))})
 			}
 		}
 		if a := content.Attributes["os_image"]; a != nil {
-			c.OSImage, d = l.str(a)
+			c.OSImage, d = l.osImage(a)
 			diags = append(diags, d...)
 		}
 		inner := map[string]labels{"file": newLabels("file"), "unit": newLabels("unit"),
@@ -283,6 +283,9 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 }
 
 func checkPath(p string, r hcl.Range) *hcl.Diagnostic {
+	if why := model.NodePathProblem(p); why != "" {
+		return errAt(r, "Invalid path", fmt.Sprintf("File path %q %s.", p, why))
+	}
 	if !strings.HasPrefix(p, "/") {
 		return errAt(r, "Relative path", fmt.Sprintf("File path %q must be absolute, as in \"/etc/…\".", p))
 	}
@@ -471,8 +474,8 @@ func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
 			continue
 		}
 		name := db.Labels[0]
-		if !strings.HasSuffix(name, ".conf") || strings.Contains(name, "/") {
-			diags = append(diags, errAt(db.LabelRanges[0], "Invalid drop-in name", fmt.Sprintf("Drop-in %q must end in .conf and have no slash.", name)))
+		if msg := dropinNameProblem(name); msg != "" {
+			diags = append(diags, errAt(db.LabelRanges[0], "Invalid drop-in name", fmt.Sprintf("Drop-in %q %s.", name, msg)))
 		}
 		dc, d := db.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "contents", Required: true}}})
 		diags = append(diags, d...)
@@ -525,6 +528,39 @@ func unitNameProblem(name string) string {
 		return fmt.Sprintf("needs a systemd unit suffix (%s) and no slash, space or control character", strings.Join(unitSuffixes, " "))
 	}
 	return ""
+}
+
+// dropinNameProblem says what is wrong with a drop-in's name ("" when nothing is): a file
+// name in the unit's .d directory, ending in .conf.
+func dropinNameProblem(name string) string {
+	if !strings.HasSuffix(name, ".conf") || !model.ValidUnitName(name) {
+		return "must end in .conf and have no slash, space or control character"
+	}
+	return ""
+}
+
+// kernelArgs reads a list of kernel arguments, each one argument as the kernel reads its
+// command line (model.KernelArgProblem).
+func (l *loader) kernelArgs(a *hcl.Attribute) ([]string, hcl.Diagnostics) {
+	args, diags := l.strList(a)
+	for i, k := range args {
+		if why := model.KernelArgProblem(k); why != "" {
+			diags = append(diags, errAt(elementRange(a, i), "Invalid kernel argument", fmt.Sprintf("Kernel argument %q %s.", k, why)))
+		}
+	}
+	return args, diags
+}
+
+// osImage reads an OS image reference (model.OSImageProblem).
+func (l *loader) osImage(a *hcl.Attribute) (string, hcl.Diagnostics) {
+	s, diags := l.str(a)
+	if diags.HasErrors() {
+		return s, diags
+	}
+	if why := model.OSImageProblem(s); why != "" {
+		diags = append(diags, errAt(a.Expr.Range(), "Invalid os_image", fmt.Sprintf("os_image %q %s.", s, why)))
+	}
+	return s, diags
 }
 
 // duration reads a positive Go duration such as "90s" or "10m".

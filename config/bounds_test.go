@@ -85,9 +85,10 @@ func TestNestingScanIgnoresTextAndComments(t *testing.T) {
 /* ` + deep + ` */
 pool "worker" {
   node_selector = { "a-b-c-d" = "` + deep + `\"${"}"}$${ %%{" }
-  os_image      = <<-EOT
+  os_image      = regex_replace(<<-EOT
     ` + deep + ` ${"x"} %{ if true }y%{ endif }
     EOT
+  , "\\s", "")
   kernel_args = [for i, a in ["x"] : "${a}-${i}" if !(i > 1 - -1 || i == 2 && a != "b")]
 }
 `
@@ -166,8 +167,8 @@ func TestOversizedConfigurationRefused(t *testing.T) {
 }
 
 // TestSpecialFilesRefused: a FIFO must not block the load, a link to /dev/zero must not
-// exhaust memory, whether it is a configuration file, a -var-file or a file read by file()
-// or templatefile().
+// exhaust memory, whether it is a configuration file, a -var-file, a file read by file()
+// or templatefile(), or a file a Butane text names (contents.local, ssh_authorized_keys_local).
 func TestSpecialFilesRefused(t *testing.T) {
 	fifo := func(t *testing.T, p string) {
 		if err := syscall.Mkfifo(p, 0o644); err != nil {
@@ -187,6 +188,19 @@ func TestSpecialFilesRefused(t *testing.T) {
 	const base = "provider \"local\" { fleet = \"f\" }\npool \"worker\" {}\n"
 	useFile := "config \"x\" {\n  pools = [\"worker\"]\n  file \"/etc/a\" { content = file(\"special\") }\n}\n"
 	useTemplate := "config \"x\" {\n  pools = [\"worker\"]\n  file \"/etc/a\" { content = templatefile(\"special\", {}) }\n}\n"
+	butaneLocal := func(key string) string {
+		return "config \"x\" {\n  pools = [\"worker\"]\n  butane_files_dir = \".\"\n  butane = <<-EOT\n" +
+			"    variant: fcos\n    version: 1.5.0\n" + key + "  EOT\n}\n"
+	}
+	useLocal := butaneLocal("    storage:\n      files:\n        - path: /etc/a\n          contents:\n            local: special\n")
+	useKeysLocal := butaneLocal("    passwd:\n      users:\n        - name: core\n          ssh_authorized_keys_local: [special]\n")
+	useLinked := butaneLocal("    storage:\n      files:\n        - path: /etc/a\n          contents:\n            local: linked\n")
+	fifoLinked := func(t *testing.T, p string) {
+		fifo(t, p)
+		if err := os.Symlink("special", filepath.Join(filepath.Dir(p), "linked")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tests := []struct {
 		name    string
 		make    func(*testing.T, string)
@@ -206,6 +220,10 @@ func TestSpecialFilesRefused(t *testing.T) {
 		{"FIFO templatefile()", fifo, "special", useTemplate, false, "not a regular file"},
 		{"dev-zero templatefile()", zero, "special", useTemplate, false, "not a regular file"},
 		{"big templatefile()", big, "special", useTemplate, false, "more than mcp reads"},
+		{"FIFO Butane contents.local", fifo, "special", useLocal, false, "named pipe (FIFO), not a regular file"},
+		{"FIFO Butane ssh_authorized_keys_local", fifo, "special", useKeysLocal, false, "named pipe (FIFO), not a regular file"},
+		{"FIFO behind a link, Butane contents.local", fifoLinked, "special", useLinked, false, "named pipe (FIFO), not a regular file"},
+		{"big Butane contents.local", big, "special", useLocal, false, "more than mcp reads"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

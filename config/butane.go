@@ -100,8 +100,8 @@ func textProblems(a *hcl.Attribute, where string, kind model.TextKind, problems 
 
 // addDeclared adds to c the files, units and kernel arguments that a Butane text or a
 // MachineConfig's Ignition config (res) declares, refusing what a config's own blocks
-// could not declare either. where names the text for messages; r is the attribute's range;
-// text is the text's kind and file, which each item's Text gets.
+// could not declare either (refusals). where names the text for messages; r is the
+// attribute's range; text is the text's kind and file, which each item's Text gets.
 func (l *loader) addDeclared(r hcl.Range, where string, res *butane.Result, c *model.Config, text model.TextRef) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	at := hclpos.From(r)
@@ -111,9 +111,13 @@ func (l *loader) addDeclared(r hcl.Range, where string, res *butane.Result, c *m
 	bad := func(summary, format string, args ...any) {
 		diags = append(diags, errAt(r, summary, where+": "+fmt.Sprintf(format, args...)+"."))
 	}
+	refused := map[string]bool{}
+	for _, x := range refusals(res) {
+		bad(x.Summary, "%s", x.Message)
+		refused[x.Field] = true
+	}
 	for _, f := range res.Files {
-		if d := checkPath(f.Path, r); d != nil {
-			bad(d.Summary, "%s (%s): %s", f.Path, f.Text.Path, strings.TrimSuffix(d.Detail, "."))
+		if refused[f.Text.Path] {
 			continue
 		}
 		if i := indexOf(c.Files, func(g model.File) bool { return g.Path == f.Path }); i >= 0 {
@@ -124,8 +128,7 @@ func (l *loader) addDeclared(r hcl.Range, where string, res *butane.Result, c *m
 		c.Files = append(c.Files, f)
 	}
 	for _, u := range res.Units {
-		if msg := unitNameProblem(u.Name); msg != "" {
-			bad("Invalid unit name", "unit %s (%s): %s", u.Name, u.Text.Path, msg)
+		if refused[u.Text.Path] {
 			continue
 		}
 		if i := indexOf(c.Units, func(v model.Unit) bool { return v.Name == u.Name }); i >= 0 {
@@ -135,50 +138,56 @@ func (l *loader) addDeclared(r hcl.Range, where string, res *butane.Result, c *m
 		u.DeclRange = at
 		c.Units = append(c.Units, u)
 	}
+	// An entry may hold several arguments, in order, as rpm-ostree splits it.
 	for i, k := range res.KernelArgs {
-		c.KernelArgs = append(c.KernelArgs, k)
-		c.KernelArgSources = append(c.KernelArgSources, model.Source{Range: at, Text: model.TextRef{Kind: text.Kind, Path: res.KernelArgPaths[i]}})
+		for _, a := range model.SplitKernelArgs(k) {
+			if !refused[res.KernelArgPaths[i]] {
+				c.KernelArgs = append(c.KernelArgs, a)
+				c.KernelArgSources = append(c.KernelArgSources, model.Source{Range: at, Text: model.TextRef{Kind: text.Kind, Path: res.KernelArgPaths[i]}})
+			}
+		}
 	}
-	diags = append(diags, l.butaneTree(r, c, res, where, text, bad)...)
-	return diags
+	l.butaneTree(r, c, res, text, refused, bad)
+	return append(diags, firstBootWarnings(r, where, res)...)
 }
 
 // butaneTree adds the directories, links, core user's SSH keys and first-boot part of res
-// to c.
-func (l *loader) butaneTree(r hcl.Range, c *model.Config, res *butane.Result, where string, text model.TextRef, bad func(summary, format string, args ...any)) hcl.Diagnostics {
+// to c, but those refused.
+func (l *loader) butaneTree(r hcl.Range, c *model.Config, res *butane.Result, text model.TextRef, refused map[string]bool, bad func(summary, format string, args ...any)) {
 	at := hclpos.From(r)
 	for _, d := range res.Directories {
-		if dg := checkPath(d.Path, r); dg != nil {
-			bad(dg.Summary, "directory %s (%s): %s", d.Path, d.Text.Path, strings.TrimSuffix(dg.Detail, "."))
-			continue
+		if !refused[d.Text.Path] {
+			d.DeclRange = at
+			c.Directories = append(c.Directories, d)
 		}
-		d.DeclRange = at
-		c.Directories = append(c.Directories, d)
 	}
 	for _, k := range res.Links {
-		if dg := checkPath(k.Path, r); dg != nil {
-			bad(dg.Summary, "link %s (%s): %s", k.Path, k.Text.Path, strings.TrimSuffix(dg.Detail, "."))
-			continue
+		if !refused[k.Text.Path] {
+			k.DeclRange = at
+			c.Links = append(c.Links, k)
 		}
-		if dg := checkLinkTarget(k.Target, k.Hard, r); dg != nil {
-			bad(dg.Summary, "link %s (%s): %s", k.Path, k.Text.Path, strings.TrimSuffix(dg.Detail, "."))
-			continue
-		}
-		k.DeclRange = at
-		c.Links = append(c.Links, k)
 	}
-	if len(res.SSHKeys) > 0 {
-		if len(c.SSHKeys) > 0 {
-			bad("Duplicate SSH keys", "the core user's SSH keys (%s) are also declared by the ssh_authorized_keys block at %s; declare them once in a config",
-				res.SSHKeysAt, c.SSHKeysSource.Range)
-		} else {
-			c.SSHKeys = res.SSHKeys
-			c.SSHKeysSource = model.Source{Range: at, Text: model.TextRef{Kind: text.Kind, Path: res.SSHKeysAt}}
-		}
+	keysRefused := false
+	for i := range res.SSHKeys {
+		keysRefused = keysRefused || refused[fmt.Sprintf("%s.%d", res.SSHKeysAt, i)]
+	}
+	switch {
+	case len(res.SSHKeys) == 0 || keysRefused:
+	case len(c.SSHKeys) > 0:
+		bad("Duplicate SSH keys", "the core user's SSH keys (%s) are also declared by the ssh_authorized_keys block at %s; declare them once in a config",
+			res.SSHKeysAt, c.SSHKeysSource.Range)
+	default:
+		c.SSHKeys = res.SSHKeys
+		c.SSHKeysSource = model.Source{Range: at, Text: model.TextRef{Kind: text.Kind, Path: res.SSHKeysAt}}
 	}
 	if res.FirstBoot != nil {
 		c.FirstBoot, c.FirstBootParts, c.FirstBootRange = res.FirstBoot, res.FirstBootParts, at
 	}
+}
+
+// firstBootWarnings say which of res's paths and files booting nodes get and running nodes
+// never do.
+func firstBootWarnings(r hcl.Range, where string, res *butane.Result) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	if len(res.FirstBootPaths) > 0 {
 		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "First boot only", Subject: r.Ptr(),

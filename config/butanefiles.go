@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/mcpfleet/mcp/config/butane"
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/zclconf/go-cty/cty"
 	"go.yaml.in/yaml/v3"
 )
@@ -120,8 +121,11 @@ func (s *stager) ref(r string) error {
 	})
 }
 
+// file copies the regular file p. It is opened as every file a user names is
+// (boundedfile.OpenIn): without blocking, and refused unless it is a regular file — a
+// FIFO named by contents.local would otherwise hang the open until a writer came.
 func (s *stager) file(p string, perm fs.FileMode) error {
-	f, err := s.root.Open(p)
+	f, _, err := boundedfile.OpenIn(s.root, p, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}

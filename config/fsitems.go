@@ -123,9 +123,8 @@ func (l *loader) sshKeys(b *hcl.Block, c *model.Config) hcl.Diagnostics {
 	keys, dg := l.strList(a)
 	diags = append(diags, dg...)
 	for i, k := range keys {
-		if strings.TrimSpace(k) == "" || strings.ContainsAny(k, "\r\n") {
-			diags = append(diags, errAt(elementRange(a, i), "Invalid SSH key",
-				"An SSH authorized key is one non-empty line, such as \"ssh-ed25519 AAAA… user@host\"."))
+		if why := model.SSHKeyProblem(k); why != "" {
+			diags = append(diags, errAt(elementRange(a, i), "Invalid SSH key", fmt.Sprintf("SSH key %d %s.", i+1, why)))
 		}
 	}
 	if len(keys) == 0 && !dg.HasErrors() {

@@ -23,7 +23,7 @@ func (l *loader) machineConfig(a *hcl.Attribute, poolsAttr *hcl.Attribute, c *mo
 		return diags
 	}
 	where := yamlSource(a.Expr)
-	mcs, problems := machineconfig.ParseWith([]byte(text), FirstBootOnly)
+	mcs, problems := machineconfig.ParseWith([]byte(text), MachineConfigChecks())
 	diags = append(diags, mcProblems(a, where, "MachineConfig", problems)...)
 	mc, d := one(a, where, mcs)
 	if mc == nil {
@@ -48,7 +48,7 @@ func (l *loader) openShiftButane(a, poolsAttr *hcl.Attribute, text []byte, dir s
 	if yaml == nil {
 		return diags
 	}
-	mcs, mproblems := machineconfig.FromButane(yaml, text, FirstBootOnly)
+	mcs, mproblems := machineconfig.FromButane(yaml, text, MachineConfigChecks())
 	diags = append(diags, mcProblems(a, where, "Butane", mproblems)...)
 	mc, d := one(a, where, mcs)
 	if mc == nil {

@@ -74,7 +74,7 @@ func TestMachineConfigRefusals(t *testing.T) {
 		{"", strings.Replace(chronyMC, "role: worker", "role: master", 1), `labelled machineconfiguration.openshift.io/role: master, and no pool block declares pool "master"`},
 		{"", strings.Replace(chronyMC, "    machineconfiguration.openshift.io/role: worker\n", "    a: b\n", 1), "has no machineconfiguration.openshift.io/role label and the config names no pools"},
 		{"", chronyMC + "---\n" + strings.Replace(chronyMC, "99-worker-chrony", "99-other", 1), "holds 2 MachineConfigs (99-worker-chrony, 99-other)"},
-		{"", strings.Replace(chronyMC, "/etc/chrony.conf", "/usr/lib/x", 1), "/usr/lib/x (spec.config.storage.files.0)"},
+		{"", strings.Replace(chronyMC, "/etc/chrony.conf", "/usr/lib/x", 1), "mc.yaml: line 14, column 9: MachineConfig 99-worker-chrony: spec.config: /usr/lib/x (storage.files.0): File path"},
 		{"  os_image = \"quay.io/x/y:1\"\n", chronyMC, "sets spec.osImageURL, and the config's os_image is set too"},
 	} {
 		_, diags := Load(mcConfig(t, c.attrs, c.yaml), Options{Schemas: testSchemas})

@@ -295,7 +295,7 @@ func modeOr(m *int, def fs.FileMode) fs.FileMode {
 	if m == nil {
 		return def
 	}
-	return fs.FileMode(*m)
+	return model.FileMode(*m)
 }
 
 func boolOf(b *bool) bool { return b != nil && *b }

@@ -1,6 +1,7 @@
 package ignition
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/coreos/vcontext/report"
@@ -21,15 +22,58 @@ func Render(r *model.Rendered) ([]model.ReportEntry, error) {
 	spec, _ := Lookup(r.IgnitionVersion)
 	ign, name := content.IgnitionAndName(r)
 	rpt, err := spec.Parse(ign)
+	out := newerSpecs(ign, spec, entries(rpt))
 	if err != nil {
-		return entries(rpt), err
+		return out, err
 	}
 	r.Name = name
 	if err := CheckServable(r); err != nil {
 		r.Name = ""
-		return entries(rpt), err
+		return out, err
 	}
-	return entries(rpt), nil
+	return out, nil
+}
+
+// newerSpecs adds to each entry of out (ign checked in spec) that a newer spec render may
+// write does not report — an "unused key" (LUKS cex came in 3.5.0), setuid bits "not
+// supported or functional" before 3.6.0 — the oldest such spec: the ignition_version
+// that takes it.
+func newerSpecs(ign []byte, spec Spec, out []model.ReportEntry) []model.ReportEntry {
+	var doc map[string]any
+	if len(out) == 0 || json.Unmarshal(ign, &doc) != nil {
+		return out
+	}
+	head, _ := doc["ignition"].(map[string]any)
+	if head == nil {
+		return out
+	}
+	encode, err := versioned(doc, head)
+	if err != nil {
+		return out
+	}
+	named := map[int]bool{}
+	for i := len(specs) - 1; i >= 0; i-- {
+		sp := specs[i]
+		if sp.Minor <= spec.Minor || !sp.Render {
+			continue
+		}
+		b, err := encode(sp.Version)
+		if err != nil {
+			return out
+		}
+		rpt, _ := sp.Parse(b)
+		still := map[model.ReportEntry]bool{}
+		for _, e := range entries(rpt) {
+			still[e] = true
+		}
+		for j, e := range out {
+			if !named[j] && !still[e] {
+				out[j].Message += fmt.Sprintf(" (Ignition spec %s takes it: set ignition_version = %q in the mcp block)", sp.Version, sp.Version)
+				named[j] = true
+			}
+		}
+	}
+	return out
 }
 
 // RenderVersion refuses a version render may not write configs in, naming those it may.

@@ -24,13 +24,33 @@ func (e *Executor) writeFile(r *os.Root, f *model.File) error {
 	if err := e.save(r, rel); err != nil {
 		return fmt.Errorf("write %s: %w", f.Path, err)
 	}
-	if err := e.writeAtomic(r, rel, f.Contents, fs.FileMode(f.Mode)); err != nil {
+	mode := model.FileMode(f.Mode)
+	if err := e.writeAtomic(r, rel, f.Contents, mode); err != nil {
 		return fmt.Errorf("write %s: %w", f.Path, err)
 	}
-	if err := Chown(r, rel, Owner{User: f.User, Group: f.Group}); err != nil {
+	if err := ChownFile(r, rel, Owner{User: f.User, Group: f.Group}, mode); err != nil {
 		return fmt.Errorf("write %s: %w", f.Path, err)
 	}
 	return nil
+}
+
+// ChownFile is Chown for the regular file rel, written with mode: chown(2) clears a
+// regular file's setuid and setgid bits, even root's, so they are set again after it, as
+// Ignition chmods after it chowns.
+func ChownFile(r *os.Root, rel string, o Owner, mode fs.FileMode) error {
+	if err := Chown(r, rel, o); err != nil {
+		return err
+	}
+	return keepSetID(r, rel, mode)
+}
+
+// keepSetID sets mode on rel again when it has the setuid or setgid bit, which a chown
+// just cleared.
+func keepSetID(r *os.Root, rel string, mode fs.FileMode) error {
+	if mode&(fs.ModeSetuid|fs.ModeSetgid) == 0 || os.Geteuid() != 0 {
+		return nil
+	}
+	return r.Chmod(rel, mode)
 }
 
 // writeAtomic writes rel as every file of the node is written (WriteFileIn).

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/mcpfleet/mcp/model"
 )
 
 // undo is the state of one path before the executor first changed it, or (unit set) a
@@ -52,12 +54,12 @@ func (e *Executor) save(r *os.Root, rel string) error {
 		if u.content, err = readManaged(r, rel); err != nil {
 			return err
 		}
-		u.mode = st.Mode().Perm()
+		u.mode = st.Mode() & model.ModeBits
 		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 			u.uid, u.gid = int(sys.Uid), int(sys.Gid)
 		}
 	case st.IsDir():
-		u.dir, u.mode = true, st.Mode()&modeBits
+		u.dir, u.mode = true, st.Mode()&model.ModeBits
 		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 			u.uid, u.gid = int(sys.Uid), int(sys.Gid)
 		}
@@ -142,10 +144,13 @@ func (e *Executor) restore(r *os.Root, u undo) error {
 	if err := e.writeAtomic(r, u.rel, u.content, u.mode); err != nil {
 		return err
 	}
-	if os.Geteuid() == 0 {
-		return r.Lchown(u.rel, u.uid, u.gid)
+	if os.Geteuid() != 0 {
+		return nil
 	}
-	return nil
+	if err := r.Lchown(u.rel, u.uid, u.gid); err != nil {
+		return err
+	}
+	return keepSetID(r, u.rel, u.mode)
 }
 
 // restoreDir puts back a directory that was there: made again if it went (removed when

@@ -15,21 +15,6 @@ import (
 // each path's prior state saved for Rollback. A symbolic link's target is written into the
 // link as data and never followed; a hard link's target is a path inside the root.
 
-// dirMode is a directory's mode as the config gives it (Ignition's number: permission
-// bits with setuid 04000, setgid 02000 and sticky 01000) as Go's fs.FileMode.
-func dirMode(m int) fs.FileMode {
-	mode := fs.FileMode(m) & fs.ModePerm
-	for bit, fm := range map[int]fs.FileMode{0o4000: fs.ModeSetuid, 0o2000: fs.ModeSetgid, 0o1000: fs.ModeSticky} {
-		if m&bit != 0 {
-			mode |= fm
-		}
-	}
-	return mode
-}
-
-// modeBits are the bits of a mode that dirMode sets.
-const modeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
-
 // writeDir makes d's directory when it is missing (its parents 0755) and gives it d's mode
 // and owner. A file or link mcp wrote at the path (from), or any with d.Overwrite, is
 // removed first; anything else that is not a directory is an error: mcp does not delete
@@ -56,12 +41,12 @@ func (e *Executor) writeDir(r *os.Root, from *model.Rendered, d *model.Directory
 	if err := r.MkdirAll(path.Dir(rel), 0o755); err != nil {
 		return fmt.Errorf("directory %s: %w", d.Path, err)
 	}
-	if err := r.Mkdir(rel, dirMode(d.Mode)&fs.ModePerm); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := r.Mkdir(rel, model.FileMode(d.Mode)&fs.ModePerm); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("directory %s: %w", d.Path, err)
 	}
 	// Chmod, not Mkdir's mode alone: the umask narrows that, and an existing directory
 	// keeps its own.
-	if err := r.Chmod(rel, dirMode(d.Mode)); err != nil {
+	if err := r.Chmod(rel, model.FileMode(d.Mode)); err != nil {
 		return fmt.Errorf("directory %s: %w", d.Path, err)
 	}
 	if err := Chown(r, rel, Owner{User: d.User, Group: d.Group}); err != nil {
@@ -151,7 +136,7 @@ func typeWord(m fs.FileMode) string {
 func checkDir(ds *dirs, d *model.Directory) []Drift {
 	r, rel := ds.in(d.Path)
 	st, err := r.Lstat(rel)
-	want := dirMode(d.Mode)
+	want := model.FileMode(d.Mode)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return []Drift{{Path: d.Path, Kind: DriftMissing, Expected: "directory"}}
@@ -159,21 +144,10 @@ func checkDir(ds *dirs, d *model.Directory) []Drift {
 		return []Drift{{Path: d.Path, Kind: DriftType, Expected: "directory", Found: err.Error()}}
 	case !st.IsDir():
 		return []Drift{{Path: d.Path, Kind: DriftType, Expected: "directory", Found: typeWord(st.Mode())}}
-	case st.Mode()&modeBits != want:
-		return []Drift{{Path: d.Path, Kind: DriftMode, Expected: fmt.Sprintf("%04o", d.Mode), Found: fmt.Sprintf("%04o", unixMode(st.Mode()))}}
+	case st.Mode()&model.ModeBits != want:
+		return []Drift{{Path: d.Path, Kind: DriftMode, Expected: fmt.Sprintf("%04o", d.Mode), Found: fmt.Sprintf("%04o", model.UnixMode(st.Mode()))}}
 	}
 	return checkOwner(ds, d.Path, d.User, d.Group)
-}
-
-// unixMode is the number a mode has on Unix (chmod's), as configs give it.
-func unixMode(m fs.FileMode) int {
-	n := int(m & fs.ModePerm)
-	for fm, bit := range map[fs.FileMode]int{fs.ModeSetuid: 0o4000, fs.ModeSetgid: 0o2000, fs.ModeSticky: 0o1000} {
-		if m&fm != 0 {
-			n |= bit
-		}
-	}
-	return n
 }
 
 // checkLink compares the link at l.Path with l: there, a link, its target (a symbolic

@@ -40,7 +40,7 @@ func dirTree(t *testing.T, root string) map[string]string {
 	return out
 }
 
-func modeString(m fs.FileMode) string { return fmt.Sprintf("%04o", unixMode(m)) }
+func modeString(m fs.FileMode) string { return fmt.Sprintf("%04o", model.UnixMode(m)) }
 
 // The accounts of the test roots: the executor gives files their owners by name, as the
 // node's own databases resolve them.
@@ -75,6 +75,11 @@ func TestExecutorTreeBeforeAfter(t *testing.T) {
 			steps: write("/var/lib/a/b", "/var/tmp2"),
 			after: map[string]string{"var": "dir 0755", "var/lib": "dir 0755", "var/lib/a": "dir 0755",
 				"var/lib/a/b": "dir 0750", "var/tmp2": "dir 1777"}},
+		{name: "setuid and setgid files keep their bits through the chown to their owner; a sticky one its own",
+			to: &model.Rendered{Files: []model.File{{Path: "/var/lib/suid", Mode: 0o4755, User: "core", Group: "core", Contents: []byte("u")},
+				{Path: "/etc/sgid", Mode: 0o2750, Group: "core", Contents: []byte("g")}, {Path: "/etc/sticky", Mode: 0o1644, Contents: []byte("s")}}},
+			steps: write("/var/lib/suid", "/etc/sgid", "/etc/sticky"),
+			after: map[string]string{"var": "dir 0755", "var/lib": "dir 0755", "var/lib/suid": "4755 u", "etc/sgid": "2750 g", "etc/sticky": "1644 s"}},
 		{name: "an existing directory gets its mode and keeps what it holds",
 			before: tree{"etc/d/keep": {Content: "k", Mode: 0o600}},
 			to:     &model.Rendered{Directories: []model.Directory{{Path: "/etc/d", Mode: 0o700}}},
@@ -262,5 +267,44 @@ func TestRollbackRestoresDirectoriesAndLinks(t *testing.T) {
 	delete(after, "var/new")
 	if d := cmp.Diff(before, after); d != "" {
 		t.Errorf("rollback (-before +after):\n%s", d)
+	}
+}
+
+// A setuid, setgid or sticky bit is part of a file's mode: added or dropped on the node it
+// is drift, the write that restores it puts it back, and a rollback restores a file's
+// bits as they were (after its owner, whose chown clears them).
+func TestSpecialModeBitsAreDriftAndRollBack(t *testing.T) {
+	root := t.TempDir()
+	makeTree(t, root, tree{"etc/passwd": {Content: passwd, Mode: 0o644}, "etc/group": {Content: group, Mode: 0o644},
+		"etc/tool": {Content: "old", Mode: 0o755}})
+	at := func(p string) string { return filepath.Join(root, p) }
+	os.Chown(at("etc/tool"), 1000, 1000)
+	os.Chmod(at("etc/tool"), 0o755|fs.ModeSetuid)
+	before := dirTree(t, root)
+	cfg := &model.Rendered{Files: []model.File{{Path: "/etc/plain", Mode: 0o755, Contents: []byte("p")},
+		{Path: "/etc/tool", Mode: 0o755, Contents: []byte("new")}}}
+	e := &Executor{Root: root, Host: &RecordingHost{}}
+	e.Begin()
+	for _, p := range []string{"/etc/plain", "/etc/tool"} {
+		if err := e.Run(context.Background(), nil, cfg, model.Step{Kind: model.StepWrite, Target: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := dirTree(t, root)["etc/tool"]; got != "0755 new" {
+		t.Errorf("/etc/tool written as %q, want 0755: the config's mode has no setuid bit", got)
+	}
+	os.Chmod(at("etc/plain"), 0o755|fs.ModeSetuid)
+	drift, err := e.Verify(cfg)
+	if err != nil || len(drift) != 1 || drift[0].String() != "/etc/plain: mode (expected 0755, found 4755)" {
+		t.Errorf("a setuid bit added on the node: drift %v %v", drift, err)
+	}
+	if err := e.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(before, dirTree(t, root)); d != "" {
+		t.Errorf("after rollback (-before +after):\n%s", d)
+	}
+	if st, err := os.Stat(at("etc/tool")); err != nil || st.Mode()&fs.ModeSetuid == 0 {
+		t.Errorf("/etc/tool after rollback: %v %v, want its setuid bit back", st.Mode(), err)
 	}
 }

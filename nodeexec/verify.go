@@ -79,7 +79,7 @@ func (e *Executor) Verify(target *model.Rendered) ([]Drift, error) {
 	defer r.close()
 	var out []Drift
 	for _, f := range target.Files {
-		d, err := checkFile(r, f.Path, f.Contents, fs.FileMode(f.Mode))
+		d, err := checkFile(r, f.Path, f.Contents, model.FileMode(f.Mode))
 		if err != nil {
 			return nil, err
 		}
@@ -198,8 +198,8 @@ func checkFile(d *dirs, p string, want []byte, mode fs.FileMode) ([]Drift, error
 	if !bytes.Equal(got, want) {
 		out = append(out, Drift{Path: p, Kind: DriftContent, Expected: digest(want), Found: digest(got)})
 	}
-	if st.Mode().Perm() != mode.Perm() {
-		out = append(out, Drift{Path: p, Kind: DriftMode, Expected: fmt.Sprintf("%04o", mode.Perm()), Found: fmt.Sprintf("%04o", st.Mode().Perm())})
+	if st.Mode()&model.ModeBits != mode&model.ModeBits {
+		out = append(out, Drift{Path: p, Kind: DriftMode, Expected: fmt.Sprintf("%04o", model.UnixMode(mode)), Found: fmt.Sprintf("%04o", model.UnixMode(st.Mode()))})
 	}
 	return out, nil
 }

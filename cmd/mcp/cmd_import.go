@@ -46,7 +46,7 @@ func (c *cli) importMachineConfig(args []string) int {
 		if err != nil {
 			return c.failErr(err)
 		}
-		mcs, problems := machineconfig.ParseWith(b, config.FirstBootOnly)
+		mcs, problems := machineconfig.ParseWith(b, config.MachineConfigChecks())
 		for _, p := range problems {
 			failed = failed || !p.Warning
 		}

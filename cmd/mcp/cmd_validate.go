@@ -7,6 +7,7 @@ import (
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/ignition"
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
 
@@ -28,11 +29,17 @@ func (c *cli) validate(args []string) int {
 			return c.errorf("%s: %s", pos[0], notADir(err))
 		}
 	}
-	res, diags := config.Load(c.dir, c.configOptions(&lf))
-	if !diags.HasErrors() {
-		// Rendering validates every pool's config with Ignition's own parser.
-		_, rdiags := planner.Render(res.Desired, ignition.Renderer{})
-		diags = append(diags, rdiags...)
+	var res *config.Result
+	var diags model.Diagnostics
+	if !c.whileReading(func() {
+		res, diags = config.Load(c.dir, c.configOptions(&lf))
+		if !diags.HasErrors() {
+			// Rendering validates every pool's config with Ignition's own parser.
+			_, rdiags := planner.Render(res.Desired, ignition.Renderer{})
+			diags = append(diags, rdiags...)
+		}
+	}) {
+		return 1
 	}
 	if *asJSON {
 		b, err := views.DiagnosticsJSON(diags)

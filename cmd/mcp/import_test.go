@@ -44,3 +44,26 @@ func TestImportMachineConfig(t *testing.T) {
 		t.Errorf("import butane: exit %d %s", code, errOut)
 	}
 }
+
+// What validate would refuse in the HCL it writes, mcp import refuses at its line in the
+// YAML file, and writes nothing: an SSH key of two lines (which would be two keys on the
+// node), a path outside the managed trees.
+func TestImportRefusesWhatValidateRefuses(t *testing.T) {
+	dir := t.TempDir()
+	mc := "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: 99-x\n" +
+		"  labels: {machineconfiguration.openshift.io/role: worker}\nspec:\n  config:\n    ignition: {version: 3.2.0}\n" +
+		"    storage:\n      files:\n        - path: /usr/lib/x\n          contents: {source: \"data:,hi\"}\n" +
+		"    passwd:\n      users:\n        - name: core\n          sshAuthorizedKeys:\n" +
+		"            - \"ssh-ed25519 AAAA a@b\\nssh-rsa BBBB evil@x\"\n"
+	os.WriteFile(filepath.Join(dir, "mc.yaml"), []byte(mc), 0o644)
+	code, out, errOut := mcp(t, dir, "import", "machineconfig", "mc.yaml")
+	if code != 1 || out != "" {
+		t.Fatalf("exit %d, wrote:\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"│   on mc.yaml:11,11:", "/usr/lib/x (storage.files.0): File path", "│   on mc.yaml:17,15:",
+		"the core user's SSH key 1 (passwd.users.0.sshAuthorizedKeys.0) holds a line break"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}

@@ -40,12 +40,43 @@ func (lf *loadFlags) register(fs *flag.FlagSet, locking bool) {
 // load reads and renders the configuration; on errors it prints the diagnostics with their
 // places and returns nil.
 func (c *cli) load(lf *loadFlags) *engine.Workspace {
-	ws, res, diags := engine.Load(c.dir, c.configOptions(lf), c.parts.Engine())
+	var ws *engine.Workspace
+	var res *config.Result
+	var diags model.Diagnostics
+	if !c.whileReading(func() { ws, res, diags = engine.Load(c.dir, c.configOptions(lf), c.parts.Engine()) }) {
+		return nil
+	}
 	c.diagnostics(res, diags, lf)
 	if diags.HasErrors() {
 		return nil
 	}
 	return ws
+}
+
+// whileReading runs read — reading the configuration, which changes nothing — and says
+// whether it finished. An interrupt ends the command at once instead: read is abandoned
+// (its goroutine ends with the process), so that no file that never answers — a FIFO, a
+// stalled network mount — can hold mcp past a signal (docs/decisions.md, "Interrupts").
+func (c *cli) whileReading(read func()) bool {
+	notice, atOnce := c.intr.swapNotice("stopping: the configuration was still being read, and nothing was changed", true)
+	defer c.intr.swapNotice(notice, atOnce)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		read()
+	}()
+	select {
+	case <-done:
+		return true
+	case <-c.ctx.Done():
+		select {
+		case <-done: // finished as the interrupt came: its result stands
+			return true
+		default:
+		}
+		c.fail("Interrupted", "The command was interrupted while it read the configuration; nothing was changed.")
+		return false
+	}
 }
 
 // diagnostics prints diags, if any, with their places' source lines and the blocks they are

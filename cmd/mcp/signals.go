@@ -174,6 +174,19 @@ func (in *interrupts) setStopNotice(notice string) {
 	in.notice, in.atOnce = notice, true
 }
 
+// swapNotice sets the notice (atOnce as setStopNotice's) and returns the one it replaces,
+// for a stage of a command (reading the configuration) to put back when it ends.
+func (in *interrupts) swapNotice(notice string, atOnce bool) (string, bool) {
+	if in == nil {
+		return "", false
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	prev, prevAtOnce := in.notice, in.atOnce
+	in.notice, in.atOnce = notice, atOnce
+	return prev, prevAtOnce
+}
+
 func (in *interrupts) currentNotice() (string, bool) {
 	in.mu.Lock()
 	defer in.mu.Unlock()

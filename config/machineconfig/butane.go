@@ -26,8 +26,8 @@ var butaneFields = map[string]string{
 // field of text they came from and name its fields (openshift.fips); those about
 // spec.config, and its items, have no place in text, only their path in the translated
 // Ignition config.
-func FromButane(mc, text []byte, firstBootOnly func(path string) bool) ([]MachineConfig, []Problem) {
-	p := &parser{firstBootOnly: firstBootOnly, butane: &yaml.Node{}}
+func FromButane(mc, text []byte, checks Checks) ([]MachineConfig, []Problem) {
+	p := &parser{checks: checks, butane: &yaml.Node{}}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(text, &doc); err == nil && len(doc.Content) > 0 {
 		p.butane = doc.Content[0]

@@ -295,7 +295,7 @@ func TestImportIsTheMachineconfigAttribute(t *testing.T) {
 	files = append(files, filepath.Join(extra, "50-tree.yaml"))
 	for _, p := range files {
 		b, _ := os.ReadFile(p)
-		mcs, problems := machineconfig.ParseWith(b, config.FirstBootOnly)
+		mcs, problems := machineconfig.ParseWith(b, config.MachineConfigChecks())
 		if mcs == nil {
 			t.Fatalf("%s: %v", p, problems)
 		}

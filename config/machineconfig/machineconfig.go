@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mcpfleet/mcp/config/butane"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // RoleLabel is the label whose value names the pool a MachineConfig is for.
@@ -76,12 +77,29 @@ const MaxSize = 8 << 20
 
 // Parse reads every MachineConfig of text. The MachineConfigs are returned only when no
 // problem is an error.
-func Parse(text []byte) ([]MachineConfig, []Problem) { return ParseWith(text, nil) }
+func Parse(text []byte) ([]MachineConfig, []Problem) { return ParseWith(text, Checks{}) }
 
-// ParseWith is Parse where files, directories and links at a path firstBootOnly takes are
-// left in spec.config's first-boot part, as a Butane or Ignition config's are (nil: none).
-func ParseWith(text []byte, firstBootOnly func(path string) bool) ([]MachineConfig, []Problem) {
-	return parse(text, &parser{firstBootOnly: firstBootOnly})
+// Checks are what the reader holds a MachineConfig's spec.config to beyond Ignition's own
+// rules: the configuration language's (config.MachineConfigChecks), so that what it reads
+// is what a config block may declare, and each refusal is at its line in the YAML.
+type Checks struct {
+	// FirstBootOnly takes the paths whose files, directories and links are left in
+	// spec.config's first-boot part, as a Butane or Ignition config's are (nil: none).
+	FirstBootOnly func(path string) bool
+	// Refuse says what of the managed part of spec.config no config may declare (nil:
+	// nothing).
+	Refuse func(*butane.Result) []Refusal
+}
+
+// Refusal is one item of spec.config that Checks.Refuse refuses: its place in the
+// Ignition config ("storage.files.0"), a summary and a message naming it.
+type Refusal struct {
+	Field, Summary, Message string
+}
+
+// ParseWith is Parse with checks.
+func ParseWith(text []byte, checks Checks) ([]MachineConfig, []Problem) {
+	return parse(text, &parser{checks: checks})
 }
 
 func parse(text []byte, p *parser) ([]MachineConfig, []Problem) {
@@ -102,6 +120,9 @@ func parse(text []byte, p *parser) ([]MachineConfig, []Problem) {
 		if len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
 			continue // an empty document, as between two "---"
 		}
+		if p.duplicateKeys(&doc) {
+			continue
+		}
 		if p.butane != nil {
 			p.places = butanePlaces(doc.Content[0], p.butane)
 		}
@@ -117,9 +138,9 @@ func parse(text []byte, p *parser) ([]MachineConfig, []Problem) {
 }
 
 type parser struct {
-	mcs           []MachineConfig
-	problems      []Problem
-	firstBootOnly func(string) bool
+	mcs      []MachineConfig
+	problems []Problem
+	checks   Checks
 	// butane is the text of a Butane config (variant openshift) the YAML was translated
 	// from (FromButane), nil for a MachineConfig's own YAML; places then maps places in the
 	// YAML to places in it.
@@ -272,7 +293,11 @@ func (p *parser) specField(mc *MachineConfig, k, v *yaml.Node, generated bool) {
 				p.errorf(at(e), "%s: each entry must be a string", where)
 				continue
 			}
-			for _, a := range SplitKernelArgs(e.Value) {
+			if why := model.KernelArgEntryProblem(e.Value); why != "" {
+				p.errorf(at(e), "%s: entry %q %s", where, e.Value, why)
+				continue
+			}
+			for _, a := range model.SplitKernelArgs(e.Value) {
 				if slices.Contains(mc.KernelArgs, a) {
 					p.add(Problem{At: at(e), Warning: true, Message: fmt.Sprintf(
 						"%s: %s is given again: the MCO would append it twice, mcp's rendered config has it once", where, a)})
@@ -283,9 +308,15 @@ func (p *parser) specField(mc *MachineConfig, k, v *yaml.Node, generated bool) {
 			}
 		}
 	case "osImageURL":
-		if v.Kind != yaml.ScalarNode {
-			p.errorf(at(v), "%s must be a string", where)
-		} else if !generated && !null {
+		switch {
+		case null:
+		case v.Kind != yaml.ScalarNode || v.Tag != "!!str":
+			p.errorf(at(v), "%s must be a string (an image reference), not %s", where, yamlKind(v))
+		case v.Value == "":
+			// The MCO reads an empty osImageURL as none (its rendered configs carry one).
+		case model.OSImageProblem(v.Value) != "":
+			p.errorf(at(v), "%s %q %s", where, v.Value, model.OSImageProblem(v.Value))
+		case !generated:
 			mc.OSImage = v.Value
 		}
 	case "kernelType":
@@ -357,14 +388,61 @@ func (p *parser) config(mc *MachineConfig, n *yaml.Node) {
 		p.errorf(at(n), "%s: %v", where, err)
 		return
 	}
-	res, problems := butane.FromIgnitionJSON(raw, p.firstBootOnly)
+	res, problems := butane.FromIgnitionJSON(raw, p.checks.FirstBootOnly)
 	for _, pr := range problems {
 		p.add(Problem{At: locate(n, remap(jsonPath(pr.Message))), Warning: pr.Warning, Message: where + ": " + pr.Message})
+	}
+	if res != nil && p.checks.Refuse != nil {
+		for _, r := range p.checks.Refuse(res) {
+			p.errorf(locate(n, remap(r.Field)), "%s: %s", where, r.Message)
+		}
 	}
 	if res != nil {
 		p.placeItems(res, n, remap)
 	}
 	mc.Ignition = res
+}
+
+// duplicateKeys reports every key given twice in one mapping of n, at the second, and
+// says whether there was one. YAML's keys are unique: a reader that kept the first (as a
+// yaml.Node walk does) or the last (as Kubernetes' does) would silently drop the other's
+// value — a second spec: and its osImageURL, a second kernelArguments.
+func (p *parser) duplicateKeys(n *yaml.Node) bool {
+	found := false
+	if n.Kind == yaml.MappingNode {
+		seen := map[string]*yaml.Node{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
+				continue
+			}
+			if first, ok := seen[k.Value]; ok {
+				p.errorf(at(k), "key %q is given twice in one mapping (first at %s): give it once", k.Value, at(first))
+				found = true
+				continue
+			}
+			seen[k.Value] = k
+		}
+	}
+	for _, c := range n.Content {
+		found = p.duplicateKeys(c) || found
+	}
+	return found
+}
+
+// yamlKind names what n is for a message: "a number", "a list"….
+func yamlKind(n *yaml.Node) string {
+	switch {
+	case n.Kind == yaml.SequenceNode:
+		return "a list"
+	case n.Kind == yaml.MappingNode:
+		return "a mapping"
+	case n.Tag == "!!int" || n.Tag == "!!float":
+		return "a number (" + n.Value + "; quote it to make it a string)"
+	case n.Tag == "!!bool":
+		return "true or false"
+	}
+	return n.Tag
 }
 
 // get is the value of key in mapping n, or nil.

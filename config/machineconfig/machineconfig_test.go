@@ -86,22 +86,6 @@ func TestReadsTheMCOExamples(t *testing.T) {
 	}
 }
 
-// spec.kernelArguments entries are split as the MCO's daemon splits them.
-func TestSplitKernelArgs(t *testing.T) {
-	for in, want := range map[string][]string{
-		"nosmt":                        {"nosmt"},
-		"a=1 b":                        {"a=1", "b"},
-		"  a\tb\n":                     {"a", "b"},
-		`x="p q" y`:                    {`x="p q"`, "y"},
-		`dyndbg="file foo.c +p" quiet`: {`dyndbg="file foo.c +p"`, "quiet"},
-		"":                             nil,
-	} {
-		if got := SplitKernelArgs(in); !slices.Equal(got, want) {
-			t.Errorf("SplitKernelArgs(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // Several documents and Lists (as oc get -o yaml prints) are read; other kinds are
 // refused at their kind.
 func TestDocumentsAndLists(t *testing.T) {

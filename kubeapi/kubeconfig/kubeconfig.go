@@ -5,10 +5,16 @@
 package kubeconfig
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/mcpfleet/mcp/internal/boundedfile"
 )
 
 // Load returns the REST config for the kubeconfig file path ("" for the usual search) and
@@ -16,8 +22,17 @@ import (
 func Load(path, context string) (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = path
+	if err := regularFiles(rules.GetLoadingPrecedence()); err != nil {
+		return nil, err
+	}
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: context}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	if raw, err := cc.RawConfig(); err == nil {
+		if err := regularFiles(namedFiles(&raw)); err != nil {
+			return nil, err
+		}
+	}
+	cfg, err := cc.ClientConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -40,4 +55,36 @@ func Find(path string, inCluster bool) (*rest.Config, error) {
 		return nil, fmt.Errorf("finding the cluster: %w", err)
 	}
 	return cfg, nil
+}
+
+// regularFiles refuses any of paths that exists and is not a regular file, before
+// client-go, which reads files with a plain open, reads it: a FIFO would block that open
+// for ever (internal/boundedfile opens without blocking and says what the file is).
+func regularFiles(paths []string) error {
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		f, _, err := boundedfile.Open(p, os.O_RDONLY, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		f.Close()
+	}
+	return nil
+}
+
+// namedFiles are the files a kubeconfig names: certificates, keys, token files.
+func namedFiles(c *clientcmdapi.Config) []string {
+	var out []string
+	for _, cl := range c.Clusters {
+		out = append(out, cl.CertificateAuthority)
+	}
+	for _, a := range c.AuthInfos {
+		out = append(out, a.ClientCertificate, a.ClientKey, a.TokenFile)
+	}
+	return out
 }

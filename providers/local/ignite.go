@@ -85,7 +85,7 @@ func igniteDir(r *os.Root, d ignition.Directory) error {
 			return err
 		}
 	}
-	if err := r.Mkdir(p, d.Mode); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := r.Mkdir(p, d.Mode&fs.ModePerm); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
 	if err := r.Chmod(p, d.Mode); err != nil {
@@ -133,7 +133,7 @@ func igniteFile(r *os.Root, f ignition.File) error {
 	if err := nodeexec.WriteFileIn(r, p, data, f.Mode, false); err != nil {
 		return err
 	}
-	return nodeexec.Chown(r, p, nodeexec.Owner(f.Owner))
+	return nodeexec.ChownFile(r, p, nodeexec.Owner(f.Owner), f.Mode)
 }
 
 // resource is the bytes of an inline resource: a data URL, decompressed, verified.
