@@ -7,6 +7,7 @@ import (
 	"github.com/hashicorp/hcl/v2"
 
 	"github.com/mcpfleet/mcp/internal/hclpos"
+	"github.com/mcpfleet/mcp/internal/untrusted"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -172,7 +173,7 @@ func clashes(c *model.Config) hcl.Diagnostics {
 	clash := func(p string, at model.Range) bool {
 		if by := pathOwner(seen, p); by != "" {
 			diags = append(diags, errAt(*hclpos.Subject(at), "Path declared twice",
-				fmt.Sprintf("%s is also declared by %s; a path is one file, directory or link of a config.", p, by)))
+				fmt.Sprintf("%s is also declared by %s; a path is one file, directory or link of a config.", untrusted.Line(p), by)))
 			return true
 		}
 		return false
