@@ -20,12 +20,12 @@ func CheckHost(kernelArgs []string, osImage string, target *Rendered, removed []
 	if kernelArgs != nil {
 		var wrong []string
 		for _, a := range target.KernelArgs {
-			if !slices.Contains(kernelArgs, a) {
+			if !HasKernelArg(kernelArgs, a) {
 				wrong = append(wrong, a)
 			}
 		}
 		for _, a := range removed {
-			if slices.Contains(kernelArgs, a) && !slices.Contains(target.KernelArgs, a) {
+			if HasKernelArg(kernelArgs, a) && !slices.Contains(target.KernelArgs, a) {
 				wrong = append(wrong, a)
 			}
 		}
@@ -67,11 +67,11 @@ func expectedArgs(target, removed []string) string {
 func relevantArgs(node, target, removed []string) []string {
 	names := map[string]bool{}
 	for _, a := range append(slices.Clone(target), removed...) {
-		names[argName(a)] = true
+		names[argName(KernelReads(a))] = true
 	}
 	var out []string
 	for _, a := range node {
-		if names[argName(a)] {
+		if names[argName(KernelReads(a))] {
 			out = append(out, a)
 		}
 	}
@@ -116,13 +116,31 @@ func UnmanagedHostDrift(n *Node, current *Rendered) []Drift {
 	return out
 }
 
-// unmanagedArgs are the arguments of a that b lacks and managed does not name.
+// unmanagedArgs are the arguments of a that b lacks and managed (a config's, as written)
+// does not name.
 func unmanagedArgs(a, b, managed []string) []string {
 	var out []string
 	for _, x := range a {
-		if !slices.Contains(b, x) && !slices.Contains(managed, x) {
+		if !slices.Contains(b, x) && !slices.ContainsFunc(managed, func(m string) bool { return KernelReads(m) == x }) {
 			out = append(out, x)
 		}
 	}
 	return out
+}
+
+// KernelReads is a kernel argument as written in a config (and passed to the boot loader)
+// read back as the running kernel reports it: its double quotes dropped, as the kernel's
+// command-line parser drops them (`dyndbg="file x +p"` runs as `dyndbg=file x +p`), which
+// is how nodes report their arguments (nodeexec.ParseCmdline).
+func KernelReads(a string) string {
+	if !strings.Contains(a, `"`) {
+		return a
+	}
+	return strings.ReplaceAll(a, `"`, "")
+}
+
+// HasKernelArg reports whether running, a node's arguments as its kernel reports them,
+// holds a, an argument as a config writes it.
+func HasKernelArg(running []string, a string) bool {
+	return slices.Contains(running, KernelReads(a))
 }

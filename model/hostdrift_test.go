@@ -77,6 +77,14 @@ func TestCheckHost(t *testing.T) {
 	if got := CheckHost([]string{"nosmt"}, "", &Rendered{KernelArgs: []string{"nosmt"}}, []string{"nosmt"}); got != nil {
 		t.Errorf("an argument removed and kept: %v", got)
 	}
+	// A quoted argument, as a config writes it, runs with its quotes dropped by the kernel.
+	quoted := &Rendered{KernelArgs: []string{`dyndbg="file x +p"`}}
+	if got := CheckHost(cmdline("dyndbg=file x +p"), "", quoted, nil); got != nil {
+		t.Errorf("a quoted argument the kernel runs: %v", got)
+	}
+	if got := CheckHost(cmdline("dyndbg=file x +p"), "", &Rendered{}, []string{`dyndbg="file x +p"`}); len(got) != 1 {
+		t.Errorf("a removed quoted argument still running: %v, want drift", got)
+	}
 }
 
 // What the config does not manage is compared with what the node ran at its rollout:

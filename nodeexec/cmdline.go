@@ -49,11 +49,12 @@ func ParseCmdline(s string) []string {
 }
 
 // FormatCmdline is a kernel command line that ParseCmdline reads back as args: an argument
-// with a blank has its value (or, without a value, itself) in double quotes.
+// with a blank has its value (or, without a value, itself) in double quotes, unless it is
+// quoted already (as a config may write it: `dyndbg="file x +p"`).
 func FormatCmdline(args []string) string {
 	out := make([]string, len(args))
 	for i, a := range args {
-		if strings.ContainsAny(a, " \t") {
+		if strings.ContainsAny(a, " \t") && !strings.Contains(a, `"`) {
 			if name, val, ok := strings.Cut(a, "="); ok {
 				a = name + `="` + val + `"`
 			} else {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcpfleet/mcp/internal/atomicfile"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // The machine a RecordingHost stands in for, when it has a Machine directory and a BootID:
@@ -178,14 +179,19 @@ func readStaged(r *os.Root) (*stagedDeployment, error) {
 // missing), as rpm-ostree kargs --append-if-missing/--delete-if-present leaves them: what
 // a kargs call stages on a simulated machine.
 func WithArgs(args, add, remove []string) []string {
+	// An argument as a config writes it and as the kernel reports it are one argument
+	// (model.KernelReads): either form removes or stands for the other.
+	in := func(list []string, a string) bool {
+		return slices.ContainsFunc(list, func(b string) bool { return model.KernelReads(b) == model.KernelReads(a) })
+	}
 	out := []string{}
 	for _, a := range args {
-		if !slices.Contains(remove, a) {
+		if !in(remove, a) {
 			out = append(out, a)
 		}
 	}
 	for _, a := range add {
-		if !slices.Contains(out, a) {
+		if !in(out, a) {
 			out = append(out, a)
 		}
 	}

@@ -55,12 +55,12 @@ func (h Host) hasArgs(want, gone []string) bool {
 		return false
 	}
 	for _, a := range want {
-		if !slices.Contains(h.KernelArgs, a) {
+		if !model.HasKernelArg(h.KernelArgs, a) {
 			return false
 		}
 	}
 	for _, a := range gone {
-		if slices.Contains(h.KernelArgs, a) {
+		if model.HasKernelArg(h.KernelArgs, a) {
 			return false
 		}
 	}

@@ -195,13 +195,15 @@ func (h *Host) ostreeDeploy(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	want := ChangeKernelArgs(kargs, h.ostree.add, h.ostree.remove)
+	// The entry's arguments are read as the kernel reads them; the config's may be quoted:
+	// WithArgs takes the two forms as one argument.
+	want := nodeexec.WithArgs(kargs, h.ostree.add, h.ostree.remove)
 	if next := ds[0]; next.Checksum == rev && (next.Refspec == image || image == "") && slices.Equal(want, kargs) {
 		return nil // the next boot is already as asked: a resumed step deploys nothing
 	}
 	argv := []string{"ostree", "admin", "deploy", "--os=" + booted.Stateroot, "--karg-none"}
 	for _, k := range want {
-		argv = append(argv, "--karg-append="+k)
+		argv = append(argv, "--karg-append="+nodeexec.FormatCmdline([]string{k})) // a blank in it stays in one argument
 	}
 	if image != "" && image != rev {
 		origin, err := h.originFile(image)
@@ -317,16 +319,4 @@ func blsFields(s string) map[string]string {
 		}
 	}
 	return m
-}
-
-// ChangeKernelArgs is args with each of add appended when missing and each of remove
-// taken out, in order; arguments are compared whole ("console=ttyS0").
-func ChangeKernelArgs(args, add, remove []string) []string {
-	out := slices.DeleteFunc(slices.Clone(args), func(a string) bool { return slices.Contains(remove, a) })
-	for _, a := range add {
-		if !slices.Contains(out, a) {
-			out = append(out, a)
-		}
-	}
-	return out
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcpfleet/mcp/nodeexec"
 )
 
 // fakeOSTree is a host root with boot entries and a status to print; it records what ran.
@@ -199,8 +201,17 @@ func TestOSTreeUnstage(t *testing.T) {
 }
 
 func TestChangeKernelArgs(t *testing.T) {
-	got := ChangeKernelArgs([]string{"root=/dev/vda", "quiet", "rw"}, []string{"nosmt", "rw"}, []string{"quiet"})
+	got := nodeexec.WithArgs([]string{"root=/dev/vda", "quiet", "rw"}, []string{"nosmt", "rw"}, []string{"quiet"})
 	if want := []string{"root=/dev/vda", "rw", "nosmt"}; !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
+	}
+	// The boot entry's arguments are read as the kernel reads them, a config's may be quoted:
+	// one argument either way, added once and removed by either form.
+	entry := []string{"root=/dev/vda", "dyndbg=file x +p"}
+	if got := nodeexec.WithArgs(entry, []string{`dyndbg="file x +p"`}, nil); !slices.Equal(got, entry) {
+		t.Errorf("a quoted argument the entry has: got %q, want %q", got, entry)
+	}
+	if got, want := nodeexec.WithArgs(entry, nil, []string{`dyndbg="file x +p"`}), []string{"root=/dev/vda"}; !slices.Equal(got, want) {
+		t.Errorf("removing a quoted argument: got %q, want %q", got, want)
 	}
 }

@@ -80,7 +80,12 @@ func (r *record) endReboot() {
 			r.OSImage = r.StagedOSImage
 		}
 		if r.StagedKernelArgs != nil {
-			r.KernelArgs = *r.StagedKernelArgs
+			// The boot loader holds them as written; the kernel reports them as it reads
+			// them (quotes dropped), and so does the node.
+			r.KernelArgs = make([]string, len(*r.StagedKernelArgs))
+			for i, a := range *r.StagedKernelArgs {
+				r.KernelArgs[i] = model.KernelReads(a)
+			}
 		}
 	}
 	r.StagedOSImage, r.StagedKernelArgs = "", nil
