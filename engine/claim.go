@@ -39,10 +39,11 @@ var running sync.Map
 // claimJudge judges claims for a workspace. One is made per refresh a plan is made from,
 // and goes with that plan (observation): what it finds gone stays gone for the apply.
 type claimJudge struct {
-	w     *Workspace
-	self  model.Process
-	host  string // user@host
-	state string // the lineage of the state read ("": none yet)
+	w      *Workspace
+	self   model.Process
+	host   string // user@host
+	state  string // the lineage of the state read ("": none yet)
+	locked bool   // whoever judges holds the state lock (not Workspace.NoLock)
 
 	mu     sync.Mutex
 	gone   map[string]string    // apply id → why it is gone: a gone apply does not come back
@@ -59,7 +60,7 @@ func newClaimJudge(w *Workspace, lineage string) *claimJudge {
 	if h, err := os.Hostname(); err == nil {
 		host += "@" + h
 	}
-	return &claimJudge{w: w, self: liveproc.Self(), host: host, state: lineage,
+	return &claimJudge{w: w, self: liveproc.Self(), host: host, state: lineage, locked: !w.NoLock,
 		gone: map[string]string{}, seen: map[string]time.Time{}}
 }
 
@@ -84,7 +85,7 @@ func (j *claimJudge) live(held model.Claim) (bool, string) {
 	}
 	live, why := j.judge(held)
 	// Only what no renewal can bring back is remembered: a process gone, a lock lost.
-	if !live && (held.SamePlace(j.self) || held.Lock != "" && !j.w.NoLock && j.ours(held)) {
+	if !live && (held.SamePlace(j.self) || held.Lock != "" && j.locked && j.ours(held)) {
 		j.mu.Lock()
 		j.gone[held.Apply] = why
 		j.mu.Unlock()
@@ -104,7 +105,7 @@ func (j *claimJudge) judge(held model.Claim) (bool, string) {
 		return live, why
 	case held.Lock != "" && !j.ours(held):
 		return j.leased(held, fmt.Sprintf("taken under state lock %s of another state (lineage %s), which this apply cannot look at", held.Lock, held.State))
-	case held.Lock != "" && !j.w.NoLock:
+	case held.Lock != "" && j.locked:
 		return false, fmt.Sprintf("it was taken under state lock %s, and this apply holds the lock now", held.Lock)
 	case held.Lock != "":
 		st, err := j.lockStatus(context.Background(), false)
@@ -120,9 +121,10 @@ func (j *claimJudge) judge(held model.Claim) (bool, string) {
 }
 
 // ours says whether held was taken under a lock of the state this judge's apply works
-// with (a claim that names no state is taken for one).
+// with (a claim that names no state is taken for one). Without a state backend there is
+// no lock to look at: every lock is another's.
 func (j *claimJudge) ours(held model.Claim) bool {
-	return held.State == "" || held.State == j.state
+	return j.w.Backend != nil && (held.State == "" || held.State == j.state)
 }
 
 // leased judges held by its expiry, capped (model.Claim.LeaseEnd) from when this judge
