@@ -13,6 +13,7 @@ import (
 	"github.com/mcpfleet/mcp/internal/liveproc"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/local"
+	"github.com/mcpfleet/mcp/testkit/chaos"
 )
 
 // putClaim writes c as node's claim in the quickstart's fleet, as an apply takes it.
@@ -148,5 +149,33 @@ func TestFleetSetHoldTakesAReason(t *testing.T) {
 	}
 	if code, _, errOut := mcp(t, dir, "fleet", "set", "worker-0", "hold="); code != 0 || hold() != "" {
 		t.Errorf("hold=: exit %d, hold %q\n%s", code, hold(), errOut)
+	}
+}
+
+// Issue 41: what a write killed between making its temporary twin and renaming it leaves
+// on a node — a hard link's /etc/.motd-hard.mcp-<hex>, a 4 MiB
+// /var/lib/mcp/.pending.json.tmp-<hex> — survived every later update. The node's next
+// update sweeps them; judged from the node's root, where nothing of that pattern is left
+// and a file that only looks alike stays.
+func TestApplySweepsWhatAKilledWriteLeft(t *testing.T) {
+	dir := quickstart(t)
+	root := filepath.Join(dir, "fleet/nodes/worker-0/root")
+	for p, size := range map[string]int{"etc/.motd-hard.mcp-0123456789ab": 64, "var/lib/mcp/.pending.json.tmp-0123456789ab": 4 << 20,
+		"etc/.motd.tmp-fedcba987654": 64, "etc/.motd.tmp-notmine": 1} {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, p), make([]byte, size), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out, errOut := mcp(t, dir, "apply", "-auto-approve", "-no-color"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if left, err := chaos.Leftovers(root); err != nil || len(left) > 0 {
+		t.Errorf("worker-0 after its update: %v left (%v)", left, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "etc/.motd.tmp-notmine")); err != nil {
+		t.Errorf("a file that only looks like a temporary twin was removed: %v", err)
 	}
 }
