@@ -221,8 +221,8 @@ Failures to inject (fault.K- removes one):
   fault.restart=UNIT|*        restarting UNIT fails
   fault.reboot=hang|rollback  the reboot hangs, or comes back on the old config
   fault.drain=pdb             the drain is refused as by a PodDisruptionBudget`,
-		Groups:   []cmdhelp.Group{{Title: "Options", Flags: []string{"fleet", "force"}}},
-		Exit:     []string{"0  Changed.", exitError},
+		Groups: []cmdhelp.Group{{Title: "Options", Flags: []string{"fleet", "force"}}},
+		Exit:   []string{"0  Changed.", exitError},
 		Examples: []string{"mcp fleet set worker-2 ready=false", "mcp fleet set worker-1 fault.reboot=hang label.tier=gold",
 			"mcp fleet set worker-3 claim-  # the apply that claimed it is gone"},
 	},
