@@ -401,7 +401,8 @@ func (a *applier) dropClaim(node string) {
 }
 
 // runClaimed runs node n holding its claim: renewed while it works (with the state lock
-// too: an apply of another state judges it by its expiry), released (kept on the node as a record) when it ends, whatever the outcome.
+// too: an apply of another state judges it by its expiry), released (kept on the node as
+// a record) when it ends, whatever the outcome.
 func (a *applier) runClaimed(ctx context.Context, n planner.NodePlan) error {
 	cl, ok := a.claimer()
 	a.mu.Lock()
