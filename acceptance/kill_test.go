@@ -95,6 +95,9 @@ func convergeAfterKill(t *testing.T, dir string) {
 		if _, err := os.Stat(filepath.Join(n, "root", nodeexec.PendingPath)); err == nil {
 			t.Errorf("%s: a pending reboot record is left", filepath.Base(n))
 		}
+		if left, err := chaos.Leftovers(filepath.Join(n, "root")); err != nil || len(left) > 0 {
+			t.Errorf("%s: temporary twins of writes cut short are left: %v %v", filepath.Base(n), left, err)
+		}
 	}
 }
 

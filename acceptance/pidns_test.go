@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,5 +95,67 @@ func TestApplyInAnotherPIDNamespaceSeesTheLiveHolder(t *testing.T) {
 	}
 	if r := chaos.Judge(logs, map[string]int{"worker": 2, "infra": 1}); !r.OK() || r.Reboots != 6 {
 		t.Errorf("from the event logs (want each of the 6 nodes rebooted once):\n%s\nthe live apply:\n%s", r, lastLines(holderOut.String(), 20))
+	}
+}
+
+// Issue 41: two configuration directories, each with its own state, on one fleet; the
+// second apply in a PID namespace of its own. It used to take worker-0 from the first
+// apply mid-reboot — it held a state lock, of its own state, and took the claim's lock for
+// one it had taken over — and reboot the node again as the first uncordoned it. A claim
+// names its state now: one of another state is judged by its expiry, which its apply
+// renews. Judged from worker-0's event log: only the first apply claimed it, nothing took
+// its claim over, and it rebooted once; the second apply ended without starting it.
+func TestApplyOfAnotherStateLeavesALiveClaim(t *testing.T) {
+	ns := inPIDNamespace(t)
+	dirA := localQuickstart(t, "50ms", "3s")
+	dirB := filepath.Join(t.TempDir(), "b")
+	if err := os.MkdirAll(dirB, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(dirA, "*.*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Base(f) == "main.hcl" { // the same fleet, a state of its own
+			b = bytes.Replace(b, []byte(`"./fleet"`), []byte(strconv.Quote(filepath.Join(dirA, "fleet"))), 1)
+		}
+		if err := os.WriteFile(filepath.Join(dirB, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for dir, content := range map[string]string{dirA: "A", dirB: "B"} {
+		hcl := strings.Replace(rebootAll, "one apply per node", content, 1)
+		if err := os.WriteFile(filepath.Join(dir, "reboot-all.hcl"), []byte(hcl), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, firstOut := startApply(t, dirA, "-target", "node.worker-0")
+	claim := waitEvent(t, dirA, func(e local.Event) bool { return e.Node == "worker-0" && e.Kind == local.EventClaim })
+	waitEvent(t, dirA, func(e local.Event) bool { return e.Node == "worker-0" && e.Kind == local.EventReboot })
+	out, code := mcpInNS(t, ns, dirB, "apply", "-auto-approve", "-no-color", "-target", "node.worker-0", "-budget-wait=10s")
+	if code != 2 || !strings.Contains(out, "worker-0") {
+		t.Errorf("the apply of the other state: exit %d, want 2 (worker-0 not started)\n%s", code, lastLines(out, 30))
+	}
+	if code := exitCode(first.Wait()); code != 0 {
+		t.Fatalf("the first apply: exit %d\n%s", code, lastLines(firstOut.String(), 30))
+	}
+	logs, err := local.ReadEvents(filepath.Join(dirA, "fleet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reboots, seen := 0, []string{}
+	for _, e := range logs["worker-0"] {
+		seen = append(seen, string(e.Kind))
+		switch {
+		case e.Kind == local.EventReboot:
+			reboots++
+		case e.Kind == local.EventClaim && (e.Apply != claim.Apply || e.TookOver != ""):
+			t.Errorf("worker-0 claimed by apply %s (taking it over from %q) beside the first apply %s", e.Apply, e.TookOver, claim.Apply)
+		}
+	}
+	if reboots != 1 {
+		t.Errorf("worker-0 rebooted %d times, want once: %s", reboots, strings.Join(seen, ", "))
 	}
 }

@@ -177,7 +177,7 @@ func newTestWorkspace(t *testing.T, f *fakeProvider) (*Workspace, *state.State) 
 // carryOutPlanned carries out p as if this workspace had just made it from a refresh that
 // saw no claims and no user_data Secrets.
 func (w *Workspace) carryOutPlanned(ctx context.Context, st *state.State, p *planner.Plan, opts ApplyOptions) (*ApplyResult, error) {
-	return w.carryOut(ctx, st, &Plan{File: &planfile.File{Plan: p}, w: w, obs: w.newObservation()}, opts)
+	return w.carryOut(ctx, st, &Plan{File: &planfile.File{Plan: p}, w: w, obs: w.newObservation(st.Lineage)}, opts)
 }
 
 func saved(t *testing.T, w *Workspace, st *state.State, p *planner.Plan) *planfile.File {
@@ -321,7 +321,7 @@ func TestApplyOwnPlanGoneStaleStartsNothing(t *testing.T) {
 	f := newFake(map[string]int{"worker": 2})
 	w, st := newTestWorkspace(t, f)
 	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
-	fresh := &Plan{File: saved(t, w, st, p), w: w, obs: w.newObservation()} // as Plan makes it
+	fresh := &Plan{File: saved(t, w, st, p), w: w, obs: w.newObservation(st.Lineage)} // as Plan makes it
 	// Another apply took the node out meanwhile.
 	f.fleet.Nodes[1].Ready = false
 	res, err := w.Apply(context.Background(), st, fresh, ApplyOptions{})

@@ -23,12 +23,11 @@ import (
 // worked on since this apply's plan was made. Whether a claim's apply still runs is judged
 // here, from what the claim names.
 
-// claimTTL is how long a claim taken without the state lock stays live, for whoever cannot
-// check its process, unless its apply renews it (every claimRenew while it works on the node).
-const (
-	claimTTL   = 2 * time.Minute
-	claimRenew = 30 * time.Second
-)
+// claimTTL is how long a claim stays live, for whoever can check neither its process nor
+// the state lock it was taken under, unless its apply renews it (every quarter of it, while
+// it works on the node). It is also the most a claim's expiry is believed (model.Claim.LeaseEnd).
+// A variable for tests only.
+var claimTTL = 2 * time.Minute
 
 // lockLook is how long a look at the state lock is trusted when judging claims.
 const lockLook = time.Second
@@ -40,17 +39,20 @@ var running sync.Map
 // claimJudge judges claims for a workspace. One is made per refresh a plan is made from,
 // and goes with that plan (observation): what it finds gone stays gone for the apply.
 type claimJudge struct {
-	w    *Workspace
-	self model.Process
-	host string // user@host
+	w      *Workspace
+	self   model.Process
+	host   string // user@host
+	state  string // the lineage of the state read ("": none yet)
+	locked bool   // whoever judges holds the state lock (not Workspace.NoLock)
 
 	mu     sync.Mutex
-	gone   map[string]string // apply id → why it is gone: a gone apply does not come back
+	gone   map[string]string    // apply id → why it is gone: a gone apply does not come back
+	seen   map[string]time.Time // apply id and expiry → when first seen (LeaseEnd)
 	lockAt time.Time
 	lock   *state.LockStatus
 }
 
-func newClaimJudge(w *Workspace) *claimJudge {
+func newClaimJudge(w *Workspace, lineage string) *claimJudge {
 	host := "unknown"
 	if u, err := user.Current(); err == nil {
 		host = u.Username
@@ -58,16 +60,19 @@ func newClaimJudge(w *Workspace) *claimJudge {
 	if h, err := os.Hostname(); err == nil {
 		host += "@" + h
 	}
-	return &claimJudge{w: w, self: liveproc.Self(), host: host, gone: map[string]string{}}
+	return &claimJudge{w: w, self: liveproc.Self(), host: host, state: lineage, locked: !w.NoLock,
+		gone: map[string]string{}, seen: map[string]time.Time{}}
 }
 
 // live says whether held's apply still runs, and how that was judged:
 //   - from the same machine, boot and PID namespace, by its process: running, not a
 //     zombie, started when the claim says (not a reused PID); in this process, by its
 //     apply being under way;
-//   - elsewhere, taken under the state lock: while that lock is held — so never, for an
-//     apply that holds the lock itself (its holder gave it up or lost it);
-//   - elsewhere, taken without the lock: until it expires (its apply renews it).
+//   - elsewhere, taken under a lock of this state: while that lock is held — so never,
+//     for an apply that holds the lock itself (its holder gave it up or lost it);
+//   - elsewhere, taken without the lock or under another state's lock (which cannot be
+//     looked at from here): until it expires (its apply renews it), and never longer than
+//     claimTTL from when this judge saw it so (model.Claim.LeaseEnd).
 func (j *claimJudge) live(held model.Claim) (bool, string) {
 	if !held.Held() {
 		return false, "released"
@@ -79,7 +84,8 @@ func (j *claimJudge) live(held model.Claim) (bool, string) {
 		return false, why
 	}
 	live, why := j.judge(held)
-	if !live && (held.SamePlace(j.self) || held.Lock != "" && !j.w.NoLock) {
+	// Only what no renewal can bring back is remembered: a process gone, a lock lost.
+	if !live && (held.SamePlace(j.self) || held.Lock != "" && j.locked && j.ours(held)) {
 		j.mu.Lock()
 		j.gone[held.Apply] = why
 		j.mu.Unlock()
@@ -97,7 +103,9 @@ func (j *claimJudge) judge(held model.Claim) (bool, string) {
 	case held.SamePlace(j.self):
 		live, _, why := liveproc.Judge(held.Process)
 		return live, why
-	case held.Lock != "" && !j.w.NoLock:
+	case held.Lock != "" && !j.ours(held):
+		return j.leased(held, fmt.Sprintf("taken under state lock %s of another state (lineage %s), which this apply cannot look at", held.Lock, held.State))
+	case held.Lock != "" && j.locked:
 		return false, fmt.Sprintf("it was taken under state lock %s, and this apply holds the lock now", held.Lock)
 	case held.Lock != "":
 		st, err := j.lockStatus(context.Background(), false)
@@ -108,11 +116,41 @@ func (j *claimJudge) judge(held model.Claim) (bool, string) {
 			return true, fmt.Sprintf("its apply holds state lock %s", held.Lock)
 		}
 		return false, fmt.Sprintf("state lock %s, which it was taken under, is not held any more", held.Lock)
-	case time.Now().Before(held.Expires):
-		return true, fmt.Sprintf("taken on %s, whose processes cannot be checked from here; live until %s unless renewed",
-			held.Host, held.Expires.Local().Format(time.RFC3339))
 	}
-	return false, fmt.Sprintf("taken on %s without the state lock and not renewed since it expired", held.Host)
+	return j.leased(held, "taken without the state lock where its process cannot be checked from here")
+}
+
+// ours says whether held was taken under a lock of the state this judge's apply works
+// with (a claim that names no state is taken for one). Without a state backend there is
+// no lock to look at: every lock is another's.
+func (j *claimJudge) ours(held model.Claim) bool {
+	return j.w.Backend != nil && (held.State == "" || held.State == j.state)
+}
+
+// leased judges held by its expiry, capped (model.Claim.LeaseEnd) from when this judge
+// first saw it with that expiry; how says how it was taken.
+func (j *claimJudge) leased(held model.Claim, how string) (bool, string) {
+	key := held.Apply + "\x00" + held.Expires.String()
+	now := time.Now()
+	j.mu.Lock()
+	seen, ok := j.seen[key]
+	if !ok {
+		seen = now
+		j.seen[key] = now
+	}
+	j.mu.Unlock()
+	end, capped := held.LeaseEnd(seen, claimTTL)
+	note := ""
+	if capped && !held.Expires.IsZero() {
+		note = fmt.Sprintf(" (its expiry, %s, is further ahead than an apply asks for: taken as %s from when this run first saw it)",
+			held.Expires.Format(time.RFC3339), claimTTL)
+	} else if capped {
+		note = fmt.Sprintf(" (it has no expiry: taken as %s from when this run first saw it)", claimTTL)
+	}
+	if now.Before(end) {
+		return true, fmt.Sprintf("%s; live until %s unless renewed%s", how, end.Local().Format(time.RFC3339), note)
+	}
+	return false, fmt.Sprintf("%s; not renewed since it lapsed at %s%s", how, end.Local().Format(time.RFC3339), note)
 }
 
 // lockStatus looks at the state lock (nil: not held; the backend cannot tell: nil too),
@@ -160,6 +198,22 @@ func (o *observation) noteClaims(fleet *model.Fleet) map[string]claimSeen {
 		seen[n.Name] = s
 	}
 	return seen
+}
+
+// blockClaimed marks the plan's changing nodes that another live apply holds, as their
+// claims were judged at the refresh (planner.BlockClaim): who holds each, and until when
+// or while what. Apply waits for such a node's claim to lapse, within -budget-wait, and
+// leaves it to its holder otherwise (claimedSince).
+func (o *observation) blockClaimed(p *planner.Plan) {
+	for i := range p.Nodes {
+		n := &p.Nodes[i]
+		seen, ok := o.claims[n.Name]
+		if !ok || !seen.live || !n.Changed() {
+			continue
+		}
+		n.Blockers = append(n.Blockers, planner.Blocker{Kind: planner.BlockClaim,
+			Message: fmt.Sprintf("held by %s: %s", seen.claim, seen.why)})
+	}
 }
 
 // claimedError: a node not started because another apply works on it, or did since this
@@ -239,14 +293,16 @@ func (a *applier) othersClaims(busy map[string]string, node string, observed []m
 	return out
 }
 
-// newClaim is this apply's claim, taken now: without the state lock it expires unless
-// renewed.
+// newClaim is this apply's claim, taken now, naming the state lock it holds (none with
+// -lock=false) and that lock's state. It expires unless renewed: whoever can check
+// neither its process nor that lock judges it by its expiry.
 func (a *applier) newClaim() model.Claim {
 	j := a.obs.judge
-	c := model.Claim{Apply: a.id, Lock: a.w.lockID, Host: j.host, Process: j.self, Since: time.Now().UTC()}
+	c := model.Claim{Apply: a.id, Lock: a.w.lockID, State: a.st.Lineage, Host: j.host, Process: j.self, Since: time.Now().UTC()}
 	if a.w.NoLock {
-		c.Lock, c.Expires = "", c.Since.Add(claimTTL)
+		c.Lock = ""
 	}
+	c.Expires = c.Since.Add(claimTTL)
 	return c
 }
 
@@ -344,8 +400,9 @@ func (a *applier) dropClaim(node string) {
 	delete(a.claims, node)
 }
 
-// runClaimed runs node n holding its claim: renewed while it works without the state lock,
-// released (kept on the node as a record) when it ends, whatever the outcome.
+// runClaimed runs node n holding its claim: renewed while it works (with the state lock
+// too: an apply of another state judges it by its expiry), released (kept on the node as
+// a record) when it ends, whatever the outcome.
 func (a *applier) runClaimed(ctx context.Context, n planner.NodePlan) error {
 	cl, ok := a.claimer()
 	a.mu.Lock()
@@ -358,10 +415,7 @@ func (a *applier) runClaimed(ctx context.Context, n planner.NodePlan) error {
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
-		if !a.w.NoLock {
-			return
-		}
-		t := time.NewTicker(claimRenew)
+		t := time.NewTicker(claimTTL / 4)
 		defer t.Stop()
 		for {
 			select {

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/internal/liveproc"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers"
 	"github.com/mcpfleet/mcp/providers/local"
 	"github.com/mcpfleet/mcp/state"
@@ -97,6 +98,28 @@ func TestClaimJudge(t *testing.T) {
 		{"another machine, under the lock a live apply holds", otherMachine, true,
 			&state.LockStatus{Holder: state.LockInfo{ID: "L", Operation: "apply"}, Alive: true}, true},
 		{"elsewhere, without the lock, expired", func() model.Claim { c := elsewhere; c.Apply, c.Expires = "e2", time.Now().Add(-time.Second); return c }(), false, nil, false},
+		// Issue 41: an apply of another state (its own configuration directory) holds a
+		// lock this apply cannot look at; holding a lock of its own says nothing of it.
+		{"elsewhere, under another state's lock, not expired, this apply holding its own", func() model.Claim {
+			c := elsewhere
+			c.Apply, c.Lock, c.State, c.Expires = "s1", "L", "theirs", time.Now().Add(time.Minute)
+			return c
+		}(), false, nil, true},
+		{"elsewhere, under another state's lock, not expired, without the lock", func() model.Claim {
+			c := elsewhere
+			c.Apply, c.Lock, c.State, c.Expires = "s2", "L", "theirs", time.Now().Add(time.Minute)
+			return c
+		}(), true, &state.LockStatus{Holder: state.LockInfo{ID: "M", Operation: "apply"}, Alive: true}, true},
+		{"elsewhere, under another state's lock, expired", func() model.Claim {
+			c := elsewhere
+			c.Apply, c.Lock, c.State, c.Expires = "s3", "L", "theirs", time.Now().Add(-time.Second)
+			return c
+		}(), false, nil, false},
+		{"elsewhere, under a lock of this state named by its lineage, this apply holding the lock", func() model.Claim {
+			c := elsewhere
+			c.Apply, c.Lock, c.State, c.Expires = "s4", "L", "mine", time.Now().Add(time.Minute)
+			return c
+		}(), false, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w.NoLock = tc.noLock
@@ -104,7 +127,7 @@ func TestClaimJudge(t *testing.T) {
 			running.Store("running", true)
 			defer running.Delete("running")
 			// A judge per case: it trusts a look at the lock for a second.
-			if got, why := newClaimJudge(w).live(tc.claim); got != tc.want || why == "" {
+			if got, why := newClaimJudge(w, "mine").live(tc.claim); got != tc.want || why == "" {
 				t.Errorf("live = %v (%s), want %v", got, why, tc.want)
 			}
 		})
@@ -116,7 +139,7 @@ func TestClaimJudge(t *testing.T) {
 	for liveproc.Runs(child.PID, child.Start) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if live, why := newClaimJudge(w).live(here("z", child)); live {
+	if live, why := newClaimJudge(w, "").live(here("z", child)); live {
 		t.Errorf("a killed, unreaped holder: live (%s)", why)
 	}
 }
@@ -327,5 +350,87 @@ func TestUnlockedAppliesBackOffWithinTheBudget(t *testing.T) {
 	}
 	if r := chaos.Judge(logs, map[string]int{"infra": 1, "worker": 2}); !r.OK() || r.Reboots != 2 {
 		t.Errorf("from the event logs (want each infra node rebooted once, one at a time):\n%s", r)
+	}
+}
+
+// Issue 41: a claim from another machine expiring in 2099 stalled its pool for good. No
+// apply asks for more than claimTTL at a time, so a farther expiry is believed only that
+// far from when the judge first saw it; a renewal (a new expiry) is seen anew, and an
+// expiry within the cap lapses when it says.
+func TestClaimExpiryIsCapped(t *testing.T) {
+	w := &Workspace{Backend: lockView{}}
+	far := model.Claim{Apply: "far", Host: "eve@elsewhere", Since: time.Now().UTC(),
+		Process: model.Process{MachineID: "0123456789abcdef0123456789abcdef", BootID: "b", PIDNamespace: "pid:[1]", PID: 42},
+		Expires: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)}
+	j := newClaimJudge(w, "mine")
+	if live, why := j.live(far); !live || !strings.Contains(why, "2099-01-01") || !strings.Contains(why, "further ahead") {
+		t.Errorf("a far expiry, just seen: live %v (%s); want live, saying its expiry is not believed", live, why)
+	}
+	for k := range j.seen { // as if first seen a lease ago
+		j.seen[k] = time.Now().Add(-claimTTL - time.Second)
+	}
+	if live, why := j.live(far); live {
+		t.Errorf("a far expiry, seen a lease ago and not renewed: live (%s)", why)
+	}
+	renewed := far
+	renewed.Expires = time.Now().Add(time.Minute).UTC()
+	if live, why := j.live(renewed); !live {
+		t.Errorf("the same apply's renewal: not live (%s)", why)
+	}
+	soon := far
+	soon.Apply, soon.Expires = "soon", time.Now().Add(-time.Millisecond)
+	if live, why := j.live(soon); live {
+		t.Errorf("an expiry within the cap, past: live (%s)", why)
+	}
+}
+
+// A claim from elsewhere expiring in 2099: the plan names the node blocked, with its
+// holder and until when; apply waits for the claim, and once it has lapsed (claimTTL after
+// the plan saw it) takes the node over and updates it — judged from the node's event log.
+func TestFarExpiryBlocksThePlanAndLapses(t *testing.T) {
+	defer func(ttl time.Duration) { claimTTL = ttl }(claimTTL)
+	claimTTL = 1500 * time.Millisecond
+	dir := quickstart(t)
+	w := load(t, dir)
+	lp := w.Provider.(*local.Provider)
+	far := model.Claim{Apply: "FAR", Host: "eve@elsewhere", Since: time.Now().UTC(), Expires: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC),
+		Process: model.Process{MachineID: "0123456789abcdef0123456789abcdef", BootID: "b", PIDNamespace: "pid:[1]", PID: 42}}
+	if _, err := lp.Claim(context.Background(), "infra-1", far, func(model.Claim) (bool, string) { return false, "" }); err != nil {
+		t.Fatal(err)
+	}
+	seenBy := time.Now() // the plan's refresh sees the claim after this
+	st, pf := planned(t, w, PlanOptions{})
+	blocked := 0
+	for _, n := range pf.File.Plan.Nodes {
+		for _, b := range n.Blockers {
+			if b.Kind != planner.BlockClaim {
+				continue
+			}
+			blocked++
+			if n.Name != "infra-1" || !strings.Contains(b.Message, "apply FAR") || !strings.Contains(b.Message, "eve@elsewhere") ||
+				!strings.Contains(b.Message, "live until") {
+				t.Errorf("node %s blocked: %s; want infra-1 held by apply FAR on eve@elsewhere, until when", n.Name, b.Message)
+			}
+		}
+	}
+	if blocked != 1 {
+		t.Errorf("%d claim blockers, want 1 (infra-1)", blocked)
+	}
+	res, err := w.Apply(context.Background(), st, pf, ApplyOptions{BudgetPoll: 20 * time.Millisecond, BudgetWait: 20 * time.Second})
+	if Outcome(res, err) != Complete || len(res.Updated) != 6 {
+		t.Fatalf("outcome %v, updated %v, skipped %v, err %v; want all 6 updated once the claim lapsed", Outcome(res, err), res.Updated, res.Skipped, err)
+	}
+	logs, err := local.ReadEvents(filepath.Join(dir, "fleet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var took *local.Event
+	for _, e := range logs["infra-1"] {
+		if e.Kind == local.EventClaim && e.TookOver == "FAR" {
+			took = &e
+		}
+	}
+	if took == nil || took.Time.Before(seenBy.Add(claimTTL)) {
+		t.Errorf("infra-1's far claim: taken over at %v (seen after %v); want once it lapsed, %s later: %v", took, seenBy, claimTTL, logs["infra-1"])
 	}
 }

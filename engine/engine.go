@@ -42,8 +42,8 @@ type Workspace struct {
 	// Alerts answers the pools' alert gates (Parts.Alerts).
 	Alerts AlertSource
 	// NoLock says the caller does not hold the state lock (apply -lock=false): apply then
-	// claims each node, and looks at its pool again, before its first step; its claims
-	// expire unless renewed; it writes the state over what it finds (docs/decisions.md,
+	// claims each node, and looks at its pool again, before its first step; its claims are
+	// judged by their expiry alone; it writes the state over what it finds (docs/decisions.md,
 	// "One apply per node"). Set before the first Plan, as Provider and Backend: neither
 	// Plan nor Apply writes a field of the Workspace (a plan carries what its refresh saw:
 	// Plan, docs/decisions.md "A plan is a value").
@@ -212,7 +212,7 @@ func (w *Workspace) refreshWith(ctx context.Context, st *state.State, nodesOnly 
 	if err := w.diskDrift(ctx, st, fleet); err != nil {
 		return nil, nil, err
 	}
-	obs := w.newObservation()
+	obs := w.newObservation(st.Lineage)
 	if obs.pointers, obs.userData, err = w.observeUserData(ctx, fleet); err != nil {
 		return nil, nil, err
 	}
@@ -266,6 +266,7 @@ func (w *Workspace) planAt(st *state.State, fleet *model.Fleet, obs *observation
 	if err != nil {
 		return nil, err
 	}
+	obs.blockClaimed(p)
 	abs, _ := filepath.Abs(w.Dir)
 	pf := &planfile.File{
 		FormatVersion: planfile.FormatVersion, MCPVersion: Version,

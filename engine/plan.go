@@ -48,8 +48,8 @@ type observation struct {
 	userData map[string]string
 }
 
-func (w *Workspace) newObservation() *observation {
-	return &observation{judge: newClaimJudge(w)}
+func (w *Workspace) newObservation(lineage string) *observation {
+	return &observation{judge: newClaimJudge(w, lineage)}
 }
 
 // PlanOptions scope a plan.

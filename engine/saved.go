@@ -73,7 +73,7 @@ func planDiff(saved, derived *planner.Plan) string {
 		return fmt.Sprintf("it lists %d nodes, the fleet has %d", len(saved.Nodes), len(derived.Nodes))
 	}
 	for i := range derived.Nodes {
-		if d := fieldDiff(saved.Nodes[i], derived.Nodes[i]); d != "" {
+		if d := fieldDiff(unjudged(saved.Nodes[i]), unjudged(derived.Nodes[i])); d != "" {
 			return "node." + derived.Nodes[i].Name + ": " + d
 		}
 	}
@@ -89,6 +89,17 @@ func planDiff(saved, derived *planner.Plan) string {
 		return "unmanaged nodes: " + d
 	}
 	return ""
+}
+
+// unjudged is n without its claim blockers: a judgement of whether another apply ran at
+// the moment of a refresh (planner.BlockClaim), which apply makes again, not an input
+// the saved plan was made from.
+func unjudged(n planner.NodePlan) planner.NodePlan {
+	n.Blockers = slices.DeleteFunc(slices.Clone(n.Blockers), func(b planner.Blocker) bool { return b.Kind == planner.BlockClaim })
+	if len(n.Blockers) == 0 {
+		n.Blockers = nil
+	}
+	return n
 }
 
 // fieldDiff compares two values through their JSON and names the top-level fields that

@@ -17,14 +17,20 @@ type Claim struct {
 	Apply string `json:"apply"`
 	// Lock is the state lock ID the apply holds ("" with -lock=false).
 	Lock string `json:"lock,omitempty"`
+	// State is the lineage of the state the apply works with: Lock is a lock of that state,
+	// and only an apply of that state can tell whether Lock is still held ("": a claim of
+	// an mcp that did not record it, taken for one of the judging apply's state).
+	State string `json:"state,omitempty"`
 	// Host is user@host of the apply, for people.
 	Host string `json:"host,omitempty"`
 	// Process is the apply's process: its machine, boot and PID namespace, PID and start
 	// time; only from the same machine, boot and namespace does PID name that process.
 	Process
 	Since time.Time `json:"since"`
-	// Expires bounds a claim taken without the state lock, for whoever cannot check its
-	// process: its apply renews it while it works on the node.
+	// Expires bounds the claim for whoever can check neither its process nor the state
+	// lock it was taken under (another machine without the lock, or an apply of another
+	// state): its apply renews it while it works on the node. Nobody takes it for later
+	// than a lease can run from when they saw it (LeaseEnd).
 	Expires time.Time `json:"expires,omitzero"`
 	// Released is when the apply was done with the node: the claim is a record from then on.
 	Released time.Time `json:"released,omitzero"`
@@ -58,9 +64,22 @@ func (a *Claim) Same(b *Claim) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return a.Apply == b.Apply && a.Lock == b.Lock && a.Host == b.Host && a.Process == b.Process &&
+	return a.Apply == b.Apply && a.Lock == b.Lock && a.State == b.State && a.Host == b.Host && a.Process == b.Process &&
 		a.Since.Equal(b.Since) && a.Expires.Equal(b.Expires) &&
 		a.Released.Equal(b.Released) && a.Failed == b.Failed
+}
+
+// LeaseEnd is until when the claim counts as live for whoever judges it by its expiry: its
+// Expires, but no later than lease after seen, when the judge first saw it with that
+// expiry. An apply asks for at most lease at a time (renewing it as it works), so an
+// expiry farther ahead — a clock far off, a hand edit, 2099 — is not believed; capped
+// says so. An apply's renewal writes a new expiry, which is seen anew.
+func (c *Claim) LeaseEnd(seen time.Time, lease time.Duration) (end time.Time, capped bool) {
+	limit := seen.Add(lease)
+	if c.Expires.IsZero() || c.Expires.After(limit) {
+		return limit, true
+	}
+	return c.Expires, false
 }
 
 // String names the claim's apply for people: "apply 3KQ… (pid 4242 on root@build-1, since 10:58:06)".

@@ -81,6 +81,9 @@ func (a *Agent) Update(ctx context.Context, from, target *model.Rendered, steps 
 	if err := a.State.Working(target.Name); err != nil {
 		return err
 	}
+	if err := a.Exec.Sweep(from, target); err != nil {
+		return a.Degrade(fmt.Errorf("sweeping temporary files: %w", err))
+	}
 	steps, attempts, err := a.judgePending(from, target, steps, done)
 	if err != nil {
 		return a.Degrade(err)
@@ -242,6 +245,9 @@ func (a *Agent) Resume(ctx context.Context, done func(model.Step)) (bool, error)
 	from := &model.Rendered{Name: p.From, KernelArgs: p.FromKernelArgs}
 	if p.From == "" {
 		from = nil
+	}
+	if err := a.Exec.Sweep(nil, p.Target); err != nil {
+		return true, a.Degrade(fmt.Errorf("sweeping temporary files: %w", err))
 	}
 	if boot == p.BootID {
 		// A record from before attempts were counted asked once; reboot gives up after the

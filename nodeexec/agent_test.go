@@ -246,3 +246,52 @@ func TestRebootIsReportedFirst(t *testing.T) {
 		t.Errorf("reports %v: want Degraded last", st.reports)
 	}
 }
+
+// Issue 41: a kill between making a temporary twin and renaming it left it on the node —
+// a hard link's (/etc/.motd-hard.mcp-<hex>), a 4 MiB /var/lib/mcp/.pending.json.tmp-<hex> —
+// through every later update. The agent sweeps mcp's own twins, by their exact pattern, in
+// the directories it writes in, before each update and each resume; judged from the root:
+// the twins are gone, and files that only look alike, or that lie where mcp does not
+// write, are left.
+func TestUpdateAndResumeSweepWhatAKillLeft(t *testing.T) {
+	leftovers := []string{StateDir + "/.pending.json.tmp-0123456789ab", "etc/.a.tmp-0123456789ab", "etc/.motd-hard.mcp-0123456789ab",
+		MachineDir + "/.staged.json.tmp-0123456789ab", "etc/systemd/system/multi-user.target.wants/.x.service.tmp-abcdefabcdef",
+		"etc/.gone.tmp-0123456789ab"}
+	kept := []string{"etc/.a.tmp-keep", "etc/notes.tmp-0123456789ab", "etc/.a.tmp-0123456789AB", "srv/.x.tmp-0123456789ab"}
+	for _, resume := range []bool{false, true} {
+		f := newResumeFixture(t)
+		for _, p := range append(slices.Clone(leftovers), kept...) {
+			size := 16
+			if strings.HasPrefix(p, StateDir) {
+				size = 4 << 20
+			}
+			if err := os.MkdirAll(filepath.Join(f.root, filepath.Dir(p)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(f.root, p), make([]byte, size), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var err error
+		if resume {
+			makeTree(t, f.root, tree{"etc/a": {Content: "new a", Mode: 0o644}}) // rebooted into it
+			f.writePending(t, f.target, f.old.Name, "boot-0")
+			_, err = f.agent.Resume(context.Background(), func(model.Step) {})
+		} else {
+			_, err = f.update(f.steps)
+		}
+		if err != nil {
+			t.Fatalf("resume %v: %v (reports %v)", resume, err, f.state.reports)
+		}
+		for _, p := range leftovers {
+			if _, err := os.Lstat(filepath.Join(f.root, p)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("resume %v: /%s is left (%v)", resume, p, err)
+			}
+		}
+		for _, p := range kept {
+			if _, err := os.Lstat(filepath.Join(f.root, p)); err != nil {
+				t.Errorf("resume %v: /%s, not mcp's, was removed (%v)", resume, p, err)
+			}
+		}
+	}
+}

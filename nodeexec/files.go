@@ -2,8 +2,6 @@ package nodeexec
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -272,9 +270,7 @@ func symlinkAtomic(r *os.Root, rel, target string) error {
 // replaceAtomic puts what create makes at a temporary name beside rel over rel, by a
 // rename: rel is the old thing or the new one, never missing.
 func replaceAtomic(r *os.Root, rel string, create func(tmp string) error) error {
-	var rb [6]byte
-	rand.Read(rb[:])
-	tmp := path.Join(path.Dir(rel), "."+path.Base(rel)+".mcp-"+hex.EncodeToString(rb[:]))
+	tmp := atomicfile.TempName(rel) // swept by that name if a kill leaves it (Sweep)
 	if err := create(tmp); err != nil {
 		return err
 	}
@@ -341,46 +337,75 @@ func LookupID(r *os.Root, db, name string) (int, error) {
 	return 0, fmt.Errorf("%q is not in the node's /%s", name, db)
 }
 
-// Sweep removes temporary files an interrupted write left in the directories of target's
-// files (names ".<base>.tmp-<hex>"): atomic writes leave nothing half-written at a managed
-// path, but a kill can leave the temporary file beside it.
-func (e *Executor) Sweep(target *model.Rendered) error {
+// Sweep removes the temporary twins writes cut short left on the node (atomicfile.IsTemp:
+// ".<name>.tmp-<12 hex digits>", and ".<name>.mcp-<…>" of links an earlier release made):
+// a write is atomic, so nothing half-written is ever at a path, but a kill between making
+// the twin and renaming it leaves the twin beside it — a copy of a record or a file, up to
+// the size of a rendered config. The agent sweeps before each update and resume
+// (Agent.Update, Agent.Resume), in the directories mcp writes in: its own (StateDir, and
+// MachineDir where the local fleet's machine records what it runs), those of the files
+// and links of from and target (a rollback writes from's), and the unit directory with
+// its subdirectories (drop-ins, .wants links). Only names of that pattern are removed.
+func (e *Executor) Sweep(from, target *model.Rendered) error {
 	r, err := os.OpenRoot(e.Root)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	dirs := map[string]bool{}
-	for _, f := range target.Files {
-		dirs[path.Dir(strings.TrimPrefix(f.Path, "/"))] = true
-	}
-	for _, l := range target.Links {
-		dirs[path.Dir(strings.TrimPrefix(l.Path, "/"))] = true
-	}
-	for _, u := range target.Units {
-		dirs[strings.TrimPrefix(UnitDir, "/")] = true
-		dirs[strings.TrimPrefix(unitPath(u.Name), "/")+".d"] = true
-	}
-	for d := range dirs {
-		f, err := boundedfile.OpenDirIn(r, d)
-		if errors.Is(err, fs.ErrNotExist) {
+	unitDir := strings.TrimPrefix(UnitDir, "/")
+	dirs := map[string]bool{StateDir: true, MachineDir: true, unitDir: true}
+	for _, c := range []*model.Rendered{from, target} {
+		if c == nil {
 			continue
 		}
-		if err != nil {
-			return err
+		for _, f := range c.Files {
+			dirs[path.Dir(strings.TrimPrefix(f.Path, "/"))] = true
 		}
-		names, err := f.Readdirnames(-1)
-		f.Close()
-		if err != nil {
-			return err
+		for _, l := range c.Links {
+			dirs[path.Dir(strings.TrimPrefix(l.Path, "/"))] = true
 		}
-		for _, n := range names {
-			if atomicfile.IsTemp(n) {
-				if err := r.Remove(path.Join(d, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					return err
-				}
-			}
+	}
+	subs, err := sweepDir(r, unitDir)
+	if err != nil {
+		return err
+	}
+	for _, d := range subs {
+		dirs[path.Join(unitDir, d)] = true
+	}
+	for d := range dirs {
+		if _, err := sweepDir(r, d); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// sweepDir removes the temporary twins in dir (absent: nothing) and returns the names of
+// its subdirectories.
+func sweepDir(r *os.Root, dir string) ([]string, error) {
+	f, err := boundedfile.OpenDirIn(r, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ents, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	var subs []string
+	for _, ent := range ents {
+		n := ent.Name()
+		switch {
+		case ent.IsDir():
+			subs = append(subs, n)
+		case atomicfile.IsTemp(n):
+			if err := r.Remove(path.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, err
+			}
+		}
+	}
+	return subs, nil
 }

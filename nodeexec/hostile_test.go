@@ -64,7 +64,7 @@ func TestSpecialFilesInARootAreRefused(t *testing.T) {
 	// files, it is refused at once.
 	fifo(t, filepath.Join(root, "etc/d"))
 	if err := within.Call(t, "sweep", func() error {
-		return e.Sweep(&model.Rendered{Files: []model.File{{Path: "/etc/d/a.conf", Mode: 0o644}}})
+		return e.Sweep(nil, &model.Rendered{Files: []model.File{{Path: "/etc/d/a.conf", Mode: 0o644}}})
 	}); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("sweep of a FIFO directory: %v", err)
 	}

@@ -238,6 +238,11 @@ const (
 	// BlockPDBWait: the node's drain waits for earlier nodes of the rollout (After) to
 	// bring back their pods, which a PDB allows too few disruptions to evict beside them.
 	BlockPDBWait BlockerKind = "pdb-wait"
+	// BlockClaim: another apply that still runs, as far as the refresh could judge, holds
+	// the node (model.Claim): apply waits for its claim to lapse, within -budget-wait, or
+	// leaves the node. A judgement of the moment, added by the engine (the planner reads
+	// no clock and no process): a saved plan's are not compared with apply's own.
+	BlockClaim BlockerKind = "claim"
 )
 
 // Blocker is something that stops (or is predicted to stop) a node or pool from updating.

@@ -242,6 +242,14 @@ func (a *Adapter) Release(ctx context.Context, node string, c model.Claim, leave
 	return unsupported("keeps no claims")
 }
 
+// Clear is Claimer's; the fallback is unsupported, as Claim's.
+func (a *Adapter) Clear(ctx context.Context, node string, held, leave model.Claim) error {
+	if a.claims != nil {
+		return a.claims.Clear(ctx, node, held, leave)
+	}
+	return unsupported("keeps no claims")
+}
+
 // SetTemplateImage is TemplatePatcher's; the fallback is unsupported.
 func (a *Adapter) SetTemplateImage(ctx context.Context, t model.MachineTemplate, from, to string) error {
 	if a.templates != nil {

@@ -29,7 +29,15 @@ type Claimer interface {
 	// kept as the node's record; or, when c did nothing, the claim it replaced). A claim
 	// taken under the state lock may instead be left as it is: it ends with that lock.
 	Release(ctx context.Context, node string, c model.Claim, leave *model.Claim) error
+	// Clear ends held, another apply's claim on node, by hand (mcp unclaim): if the node's
+	// claim is still held (model.Claim.Same), it is replaced by leave (held, released) in
+	// one atomic step, with or without the state lock; a claim that changed since it was
+	// read is left as it is, and the error wraps ErrClaimChanged.
+	Clear(ctx context.Context, node string, held, leave model.Claim) error
 }
+
+// ErrClaimChanged is Clear's refusal of a claim that is no longer the one judged.
+var ErrClaimChanged = errors.New("the node's claim changed since it was read")
 
 // ClaimLive judges whether the apply that holds a claim still runs, and says how it judged
 // (for people): "process 4242 runs on this machine".

@@ -124,6 +124,9 @@ type LockError struct {
 // sequences or a line break in it.
 func (e *LockError) Error() string {
 	h := e.Holder.Shown()
+	if h.ID == "" { // a holder that has not written who it is yet: no ID to force-unlock
+		return fmt.Sprintf("state is locked by %s, which has not said who it is yet; %s", h.Who, untrusted.Line(e.Note))
+	}
 	note := ""
 	if e.Note != "" {
 		note = untrusted.Line(e.Note) + "; "

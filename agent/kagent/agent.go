@@ -270,9 +270,6 @@ func (a *Agent) update(ctx context.Context, h protocol.Handover, herr error, cur
 			return a.Agent.Degrade(fmt.Errorf("the node's current config: %w", err))
 		}
 	}
-	if err := a.Agent.Exec.Sweep(target); err != nil {
-		return a.Agent.Degrade(fmt.Errorf("sweeping temporary files: %w", err))
-	}
 	err = a.Agent.Update(ctx, from, target, h.Steps, a.stepDone)
 	if err == nil {
 		a.Log.Info("done", "update", h.UpdateID, "current", target.Name)

@@ -89,9 +89,6 @@ func (s *Agent) Reconcile(ctx context.Context) (Status, error) {
 	if err != nil {
 		return s.status, s.Agent.Degrade(err)
 	}
-	if err := s.Agent.Exec.Sweep(target); err != nil {
-		return s.status, s.Agent.Degrade(err)
-	}
 	var todo []model.Step
 	for _, st := range steps.Derive(s.current, target) {
 		if st.Kind.OnNode() { // no cluster: nobody cordons or drains

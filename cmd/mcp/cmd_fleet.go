@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/config"
+	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/providers/local"
 )
 
@@ -89,21 +90,43 @@ func (c *cli) fleetDir(flagVal string) (string, error) {
 func (c *cli) fleetSet(args []string) int {
 	fs := c.newFlags("fleet set")
 	dir := fs.String("fleet", "", "the fleet directory (default: the local provider's fleet)")
+	force := fs.Bool("force", false, "claim-: clear the claim even when its apply may still work on the node")
 	pos, err := c.parse(fs, args)
 	if err != nil {
 		return 1
 	}
 	if len(pos) < 2 {
-		return c.errorf("usage: mcp fleet set [-fleet DIR] NODE key=value… (ready=false, unschedulable=true, zone=b, label.K=V, fault.write=PATH, …)")
+		return c.errorf("usage: mcp fleet set [-fleet DIR] [-force] NODE key=value… (ready=false, unschedulable=true, zone=b, label.K=V, fault.write=PATH, claim-, …)")
 	}
 	d, err := c.fleetDir(*dir)
 	if err != nil {
 		return c.failErr(err)
 	}
-	if err := local.Set(d, pos[0], pos[1:]); err != nil {
+	node, sets := pos[0], slices.DeleteFunc(slices.Clone(pos[1:]), func(a string) bool { return a == "claim-" })
+	if len(sets) < len(pos)-1 {
+		// Everything is checked before the claim is cleared, the claim before the rest is set.
+		if err := local.CheckSet(sets); err != nil {
+			return c.failErr(fmt.Errorf("node %s not changed: %w", node, err))
+		}
+		if code := c.clearLocalClaim(d, node, *force); code != 0 || len(sets) == 0 {
+			return code
+		}
+	}
+	if err := local.Set(d, node, sets); err != nil {
 		return c.failErr(err)
 	}
 	return 0
+}
+
+// clearLocalClaim clears node's claim (claim-) as mcp unclaim does, judged without the
+// state (a claim's state lock is not looked at: only its process, here, and its expiry).
+func (c *cli) clearLocalClaim(dir, node string, force bool) int {
+	p, err := local.New(local.Options{Dir: dir})
+	if err != nil {
+		return c.failErr(err)
+	}
+	done, err := (&engine.Workspace{Provider: p}).Unclaim(c.ctx, "", []string{node}, force)
+	return c.unclaimed(done, err)
 }
 
 func (c *cli) fleetList(args []string) int {

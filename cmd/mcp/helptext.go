@@ -203,7 +203,7 @@ KEY=VALUE is checked before anything is written. The keys:
   unschedulable=true|false    cordoned
   zone=Z                      its zone (a label value)
   hold=REASON                 the mcpfleet.io/hold annotation, which keeps it out of
-                              rollouts (hold= lifts it)
+                              rollouts (hold= lifts it; true and false are refused)
   label.K=V, label.K-         set or remove a label
   current_config=NAME         the rendered config it runs
   desired_config=NAME         the rendered config it was told to move to
@@ -212,6 +212,8 @@ KEY=VALUE is checked before anything is written. The keys:
   boot_image=IMAGE            the image it first booted from
   state=Done|Working|Degraded its agent's report
   reason=TEXT                 the report's reason
+  claim-                      clear the claim an apply left, as mcp unclaim does
+                              (refused, unless -force, while its apply may still run)
 
 Failures to inject (fault.K- removes one):
 
@@ -219,9 +221,10 @@ Failures to inject (fault.K- removes one):
   fault.restart=UNIT|*        restarting UNIT fails
   fault.reboot=hang|rollback  the reboot hangs, or comes back on the old config
   fault.drain=pdb             the drain is refused as by a PodDisruptionBudget`,
-		Groups:   []cmdhelp.Group{{Title: "Options", Flags: []string{"fleet"}}},
-		Exit:     []string{"0  Changed.", exitError},
-		Examples: []string{"mcp fleet set worker-2 ready=false", "mcp fleet set worker-1 fault.reboot=hang label.tier=gold"},
+		Groups: []cmdhelp.Group{{Title: "Options", Flags: []string{"fleet", "force"}}},
+		Exit:   []string{"0  Changed.", exitError},
+		Examples: []string{"mcp fleet set worker-2 ready=false", "mcp fleet set worker-1 fault.reboot=hang label.tier=gold",
+			"mcp fleet set worker-3 claim-  # the apply that claimed it is gone"},
 	},
 	"fleet list": {
 		Usage:  "mcp [global options] fleet list [options]",
@@ -271,6 +274,18 @@ one unless -force.`,
 		Groups:   []cmdhelp.Group{{Title: "Options", Flags: []string{"force"}}, varOptions},
 		Exit:     []string{"0  Unlocked.", "1  An error, or not confirmed."},
 		Examples: []string{"mcp force-unlock 6f2a9c0e-…"},
+	},
+	"unclaim": {
+		Usage: "mcp [global options] unclaim [options] NODE...",
+		Text: `Clears the claim another apply holds on each NODE (a Node's mcpfleet.io/claim annotation, a
+local node's node.json claim), as apply would take it over: for a claim nothing else ends
+soon enough, its apply killed on a machine whose processes cannot be checked from here. A
+claim whose apply may still work on the node — its process runs here, the state lock it
+was taken under is held, or its expiry has not passed — is refused unless -force. The
+claim stays on the node as a released record (docs/decisions.md, "One apply per node").`,
+		Groups:   []cmdhelp.Group{{Title: "Options", Flags: []string{"force"}}, varOptions},
+		Exit:     []string{"0  Cleared, or no apply held the nodes.", "1  An error, or a claim not cleared."},
+		Examples: []string{"mcp unclaim worker-2", "mcp unclaim -force worker-2 worker-3  # their apply's machine is gone"},
 	},
 	"version": {
 		Usage: "mcp [global options] version",

@@ -87,6 +87,7 @@ func init() {
 		{"agent", "Run the node executor on this node", (*cli).agent, false},
 		{"prune", "Delete the stored rendered configs nothing uses any more", (*cli).prune, false},
 		{"force-unlock", "Release a state lock whose holder is gone", (*cli).forceUnlock, false},
+		{"unclaim", "Clear a node's claim whose apply is gone", (*cli).unclaim, false},
 		{"version", "Print mcp's version", (*cli).version, false},
 		{"help", "Print a command's help", (*cli).help, false},
 	}

@@ -72,26 +72,40 @@ func ReplaceIn(r *os.Root, rel string, data []byte, perm fs.FileMode, sync bool)
 }
 
 // tempMark sits between a file's name and the random part of its temporary twin's:
-// ".<name>.tmp-<12 hex digits>".
-const tempMark = ".tmp-"
+// ".<name>.tmp-<12 hex digits>". legacyMark is where links were made before (nodeexec,
+// ".<name>.mcp-<12 hex digits>"), still recognised so that what those left is swept.
+const (
+	tempMark   = ".tmp-"
+	legacyMark = ".mcp-"
+)
 
-// tempName is a new temporary twin's name for rel, in rel's directory.
+// TempName is a new temporary twin's name for rel, in rel's directory: every temporary
+// file or link mcp makes to put something at rel by a rename is named so, and IsTemp
+// knows it by that name.
+func TempName(rel string) string { return tempName(rel) }
+
 func tempName(rel string) string {
 	var rb [6]byte
 	rand.Read(rb[:])
 	return path.Join(path.Dir(rel), "."+path.Base(rel)+tempMark+hex.EncodeToString(rb[:]))
 }
 
-// IsTemp says whether name (a base name) is a temporary file ReplaceIn makes: one a
-// writer killed mid-write leaves behind, for whoever holds the directory's lock to sweep.
+// IsTemp says whether name (a base name) is a temporary twin mcp makes (TempName): one a
+// writer killed between making it and renaming it leaves behind, for whoever holds the
+// directory's lock, or is the node's agent, to sweep. The pattern is exact — a dot, a
+// name, the mark, 12 lowercase hex digits — so that no other file is taken for one.
 func IsTemp(name string) bool {
-	i := strings.LastIndex(name, tempMark)
-	if !strings.HasPrefix(name, ".") || i < 2 {
-		return false
+	for _, mark := range []string{tempMark, legacyMark} {
+		i := strings.LastIndex(name, mark)
+		if !strings.HasPrefix(name, ".") || i < 2 {
+			continue
+		}
+		rnd := name[i+len(mark):]
+		if len(rnd) == 12 && strings.Trim(rnd, "0123456789abcdef") == "" {
+			return true
+		}
 	}
-	rnd := name[i+len(tempMark):]
-	_, err := hex.DecodeString(rnd)
-	return len(rnd) == 12 && err == nil
+	return false
 }
 
 // SyncDir fsyncs a directory inside r, making a rename or removal in it durable.

@@ -245,3 +245,30 @@ func (p *Provider) Release(ctx context.Context, node string, c model.Claim, leav
 	}
 	return nil
 }
+
+// Clear replaces held, read from the Node just now, by leave: a JSON patch whose first
+// operation tests that the annotation is still the value read, so that a claim the holder
+// renewed or another apply took meanwhile is left as it is (ErrClaimChanged).
+func (p *Provider) Clear(ctx context.Context, node string, held, leave model.Claim) error {
+	changed := fmt.Errorf("node %s: %w", node, providers.ErrClaimChanged)
+	n, err := p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("node %s: reading its claim: %w", node, err)
+	}
+	cur, raw, _ := protocol.ReadClaim(n.Annotations)
+	if !cur.Same(&held) {
+		return changed
+	}
+	patch, err := json.Marshal([]jsonOp{{Op: "test", Path: claimPath, Value: raw},
+		{Op: "add", Path: claimPath, Value: protocol.EncodeClaim(leave)}})
+	if err != nil {
+		return err
+	}
+	if _, err := p.client.CoreV1().Nodes().Patch(ctx, node, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
+		if n, gerr := p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); gerr == nil && n.Annotations[protocol.Claim] != raw {
+			return changed
+		}
+		return fmt.Errorf("node %s: clearing its claim: %w", node, err)
+	}
+	return nil
+}

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -152,4 +154,64 @@ func TestClaimWithoutTheLock(t *testing.T) {
 	if n, _ := c.CoreV1().Nodes().Get(ctx, "w-0", metav1.GetOptions{}); n.Annotations["other"] != "x" {
 		t.Errorf("other annotations were lost: %v", n.Annotations)
 	}
+}
+
+// Clear writes only over the claim it read: an apply that renews its claim between the
+// read and the patch keeps it (the patch's test fails; ErrClaimChanged), and a clear of
+// the claim as it is leaves it released on the Node.
+func TestClearLeavesAClaimRenewedMeanwhile(t *testing.T) {
+	c := fake.NewClientset(kNode("w-0", "a", true, nil))
+	p := NewForClient(c, Options{})
+	ctx := context.Background()
+	since := time.Now().UTC().Truncate(time.Second)
+	a := model.Claim{Apply: "a", State: "other-state", Lock: "lock-a", Since: since, Expires: since.Add(time.Minute)}
+	if err := c.Tracker().Update(nodesGVR, annotated(t, c, "w-0", protocol.EncodeClaim(a)), ""); err != nil {
+		t.Fatal(err)
+	}
+	renewed := a
+	renewed.Expires = since.Add(2 * time.Minute)
+	once := true
+	c.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if once { // the holder renews just before the clear's patch lands
+			once = false
+			if err := c.Tracker().Update(nodesGVR, annotated(t, c, "w-0", protocol.EncodeClaim(renewed)), ""); err != nil {
+				t.Error(err)
+			}
+		}
+		return false, nil, nil
+	})
+	leave := a
+	leave.Released = since.Add(time.Second)
+	if err := p.Clear(ctx, "w-0", a, leave); !errors.Is(err, providers.ErrClaimChanged) {
+		t.Errorf("clearing a claim renewed meanwhile: %v, want ErrClaimChanged", err)
+	}
+	if cl, _ := nodeClaim(t, c, "w-0"); !cl.Same(&renewed) {
+		t.Errorf("the renewed claim was overwritten: %+v", cl)
+	}
+	leave = renewed
+	leave.Released = since.Add(time.Second)
+	if err := p.Clear(ctx, "w-0", renewed, leave); err != nil {
+		t.Fatal(err)
+	}
+	if cl, _ := nodeClaim(t, c, "w-0"); !cl.Same(&leave) || cl.Held() {
+		t.Errorf("after the clear: %+v, want the released record %+v", cl, leave)
+	}
+}
+
+// nodesGVR is the Nodes resource, for the fake's tracker.
+var nodesGVR = corev1.SchemeGroupVersion.WithResource("nodes")
+
+// annotated is node as the fake has it, with claim as its claim annotation.
+func annotated(t *testing.T, c *fake.Clientset, node, claim string) *corev1.Node {
+	t.Helper()
+	obj, err := c.Tracker().Get(nodesGVR, "", node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := obj.(*corev1.Node).DeepCopy()
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations[protocol.Claim] = claim
+	return n
 }

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers"
@@ -36,6 +37,22 @@ func (p *Provider) Release(ctx context.Context, node string, c model.Claim, leav
 		if r.Claim != nil && r.Claim.Apply == c.Apply {
 			r.Claim = leave
 		}
+		return nil, nil
+	})
+	return err
+}
+
+// Clear replaces held in node.json by leave, if node.json still has held: under the node's
+// lock, as Claim. The node's event log gets the release of held's apply.
+func (p *Provider) Clear(ctx context.Context, node string, held, leave model.Claim) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err := p.updateNode(node, func(r *record) ([]Event, error) {
+		if !r.Claim.Same(&held) {
+			return nil, fmt.Errorf("node %s: %w", node, providers.ErrClaimChanged)
+		}
+		r.Claim = &leave
 		return nil, nil
 	})
 	return err

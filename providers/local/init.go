@@ -176,8 +176,16 @@ var setters = map[string]func(r *record, v string) error{
 		r.Ready = b
 	}),
 	"unschedulable": boolSetter(func(r *record, b bool) { r.Unschedulable = b }),
-	// hold is the mcpfleet.io/hold annotation a cluster would carry (free text; hold= lifts it).
-	"hold": func(r *record, v string) error { r.Hold = v; return nil },
+	// hold is the mcpfleet.io/hold annotation a cluster would carry: its value is the reason,
+	// free text, and hold= lifts it. true and false are refused: the annotation holds the
+	// node with any value, "false" too, so hold=false would hold it for the reason "false".
+	"hold": func(r *record, v string) error {
+		if _, err := strconv.ParseBool(v); err == nil {
+			return fmt.Errorf("%q is not a reason: hold takes the reason the node is held for (hold=\"kernel bug 4711\"), and hold= lifts the hold", v)
+		}
+		r.Hold = v
+		return nil
+	},
 	"zone": func(r *record, v string) error {
 		if err := checkZone(v); err != nil {
 			return err
@@ -219,21 +227,29 @@ func boolSetter(f func(*record, bool)) func(*record, string) error {
 // node's event log like any other.
 func Set(dir, node string, assignments []string) error {
 	_, err := updateNode(dir, node, func(r *record) ([]Event, error) {
-		if r.Labels == nil {
-			r.Labels = map[string]string{}
-		}
-		var errs []error
-		for _, a := range assignments {
-			if err := assign(r, a); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		if err := errors.Join(errs...); err != nil {
+		if err := assignAll(r, assignments); err != nil {
 			return nil, fmt.Errorf("node %s not changed: %w", node, err)
 		}
 		return nil, nil
 	})
 	return err
+}
+
+// CheckSet checks assignments as Set does, writing nothing.
+func CheckSet(assignments []string) error { return assignAll(&record{}, assignments) }
+
+// assignAll makes every assignment on r, and returns the problems of all that fail.
+func assignAll(r *record, assignments []string) error {
+	if r.Labels == nil {
+		r.Labels = map[string]string{}
+	}
+	var errs []error
+	for _, a := range assignments {
+		if err := assign(r, a); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func assign(r *record, a string) error {

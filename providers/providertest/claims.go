@@ -71,4 +71,31 @@ func claimsOneApply(t *testing.T, newProvider New) {
 	if !n.Claim.Same(&winner) || n.Unschedulable != (winner.Apply == c.Apply) {
 		t.Errorf("w-1 after the race: claim %+v, cordoned %v; want %s's claim, cordoned only by c", n.Claim, n.Unschedulable, winner.Apply)
 	}
+	clearsByHand(t, p, cl, claim("apply-e", ""), alive)
+}
+
+// clearsByHand: Clear ends the claim e on w-2 only while it is the one read — a clear of a
+// claim since renewed leaves the node as it is — and leaves the released record.
+func clearsByHand(t *testing.T, p providers.Provider, cl providers.Claimer, e model.Claim, alive providers.ClaimLive) {
+	t.Helper()
+	if _, err := cl.Claim(ctx, "w-2", e, alive); err != nil {
+		t.Fatal(err)
+	}
+	read := *node(t, p, "w-2").Claim
+	stale := read
+	stale.Expires = stale.Expires.Add(-time.Minute) // as read before a renewal
+	if err := cl.Clear(ctx, "w-2", stale, stale); !errors.Is(err, providers.ErrClaimChanged) {
+		t.Errorf("clearing a claim that changed since it was read: %v, want ErrClaimChanged", err)
+	}
+	if got := node(t, p, "w-2").Claim; !got.Same(&read) {
+		t.Errorf("a refused clear changed the claim: %+v, want %+v", got, read)
+	}
+	leave := read
+	leave.Released = read.Since.Add(time.Minute)
+	if err := cl.Clear(ctx, "w-2", read, leave); err != nil {
+		t.Fatalf("clearing the claim as read: %v", err)
+	}
+	if got := node(t, p, "w-2").Claim; !got.Same(&leave) || got.Held() {
+		t.Errorf("w-2's claim after it was cleared: %+v, want the released record %+v", got, leave)
+	}
 }

@@ -94,6 +94,22 @@ func (p *Provider) Release(ctx context.Context, node string, c model.Claim, leav
 	})
 }
 
+// Clear replaces held by leave, if the node's claim is still held.
+func (p *Provider) Clear(ctx context.Context, node string, held, leave model.Claim) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.record("clear", node, "%s", held.Apply)
+	n, err := p.node(node)
+	if err != nil {
+		return err
+	}
+	if !n.Claim.Same(&held) {
+		return fmt.Errorf("node %s: %w", node, providers.ErrClaimChanged)
+	}
+	n.Claim = &leave
+	return nil
+}
+
 // ShareWatches is recorded: the fleet in memory is always current, with or without.
 func (p *Provider) ShareWatches(ctx context.Context) (stop func()) {
 	p.mu.Lock()

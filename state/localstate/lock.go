@@ -40,6 +40,9 @@ func (l *Local) Lock(ctx context.Context, info state.LockInfo) (state.Unlocker, 
 			return nil, fmt.Errorf("state is locked (%s), and its holder cannot be read: %w; "+
 				"if no mcp runs on this state, remove the file", l.lockPath(), rerr)
 		}
+		if holder.ID == "" {
+			return nil, &state.LockError{Holder: holder, Note: l.emptyNote()}
+		}
 		return nil, &state.LockError{Holder: holder}
 	}
 	if err != nil {
@@ -89,11 +92,19 @@ func (l *Local) readLock() (state.LockInfo, error) {
 	if err != nil {
 		return info, err
 	}
-	// A holder may be between creating and filling the file.
+	// A holder may be between creating and filling the file: it has no ID yet.
 	if len(bytes.TrimSpace(b)) == 0 {
-		return state.LockInfo{ID: "(being written)", Who: "another process"}, nil
+		return state.LockInfo{Who: "another process"}, nil
 	}
 	return info, json.Unmarshal(b, &info)
+}
+
+// emptyNote says what an empty lock file is and what to do about it: there is no ID to
+// give force-unlock.
+func (l *Local) emptyNote() string {
+	return fmt.Sprintf("its lock file %s is empty: another mcp is taking the lock at this moment, or was killed while "+
+		"taking it. Run again in a moment; if the file stays empty and no mcp runs on this state, remove it (rm %s)",
+		l.lockPath(), l.lockPath())
 }
 
 // localLock is a held lock file, watched until Unlock.
@@ -164,6 +175,9 @@ func (u *localLock) check() error {
 	case err != nil:
 		return fmt.Errorf("lock file %s was replaced while this run held it, by one that does not "+
 			"read (%v); another run may hold the state now", u.l.lockPath(), err)
+	case info.ID == "":
+		return fmt.Errorf("lock file %s was replaced while this run held it, by one another run is writing; "+
+			"another run may hold the state now", u.l.lockPath())
 	case info.ID != u.id:
 		return fmt.Errorf("lock file %s was replaced while this run held it: it is now held by %s "+
 			"(pid %d, operation %q, lock ID %s)", u.l.lockPath(), info.Who, info.PID, info.Operation, info.ID)
@@ -198,6 +212,9 @@ func (l *Local) ForceUnlock(ctx context.Context, id string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("reading lock %s: %w", l.lockPath(), err)
+	}
+	if info.ID == "" {
+		return fmt.Errorf("state %s is locked, but %s", l.Path, l.emptyNote())
 	}
 	if info.ID != id {
 		return fmt.Errorf("lock ID %q does not match the lock held (ID %s, by %s)", id, info.ID, info.Who)

@@ -3,6 +3,7 @@ package localstate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -147,5 +148,29 @@ func TestLocalLockStatus(t *testing.T) {
 			t.Errorf("%s: %+v, %v; want alive %v", c.name, st, err, c.alive)
 		}
 		os.Remove(b.lockPath())
+	}
+}
+
+// Issue 41: an empty lock file (its holder between creating and filling it, or killed
+// then) used to be reported as "run: mcp force-unlock (being written)", which is no
+// command. It has no ID to give force-unlock: the error says what the file is and how to
+// remove it, and force-unlock says the same.
+func TestEmptyLockFileHint(t *testing.T) {
+	ctx := context.Background()
+	b := &Local{Path: filepath.Join(t.TempDir(), "mcp.state")}
+	if err := os.WriteFile(b.lockPath(), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.Lock(ctx, state.NewLockInfo("apply", "test"))
+	var le *state.LockError
+	if !errors.As(err, &le) || strings.Contains(err.Error(), "force-unlock") || strings.Contains(err.Error(), "(being written)") ||
+		!strings.Contains(err.Error(), "rm "+b.lockPath()) {
+		t.Errorf("locking beside an empty lock file: %v; want a LockError saying how to remove the file, and no force-unlock", err)
+	}
+	if err := b.ForceUnlock(ctx, "(being written)"); err == nil || !strings.Contains(err.Error(), "rm "+b.lockPath()) {
+		t.Errorf("force-unlock of an empty lock file: %v; want it refused, saying how to remove the file", err)
+	}
+	if _, err := os.Stat(b.lockPath()); err != nil {
+		t.Errorf("the empty lock file is gone: %v", err)
 	}
 }

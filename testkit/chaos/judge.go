@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/local"
 )
@@ -57,9 +59,34 @@ func (h *harness) judgeRoots() error {
 			h.rep.Problems = append(h.rep.Problems, fmt.Sprintf("node %s: state %s %q, cordoned %v, ready %v, config %q (%v)",
 				name, n.State, n.Reason, n.Unschedulable, n.Ready, n.CurrentConfig, err))
 		}
+		left, err := Leftovers(filepath.Join(dir, "root"))
+		if err != nil {
+			return err
+		}
+		for _, p := range left {
+			h.rep.Problems = append(h.rep.Problems, fmt.Sprintf("node %s: %s is left, the temporary twin of a write cut short", name, p))
+		}
 	}
 	h.rep.RootsChecked = len(dirs)
 	return nil
+}
+
+// Leftovers are the temporary twins mcp's writes make (atomicfile.IsTemp) found anywhere
+// in a node's root, as paths on the node: once the plan is empty, every one a killed
+// write left has been swept by the node's next update.
+func Leftovers(root string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && atomicfile.IsTemp(d.Name()) {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, "/"+filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	return out, err
 }
 
 // Judge checks event logs (local.ReadEvents) against the promises, with budget giving
