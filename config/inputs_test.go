@@ -132,7 +132,7 @@ func TestMachineConfigReadStrictly(t *testing.T) {
 		{"path mcp refuses", "/etc/chrony.conf", "/usr/lib/x",
 			"mc.yaml: line 14, column 9: MachineConfig 99-worker-chrony: spec.config: /usr/lib/x (storage.files.0): File path \"/usr/lib/x\""},
 		{"NUL in a path", "/etc/chrony.conf", `"/etc/a\0b"`,
-			"mc.yaml: line 14, column 9: MachineConfig 99-worker-chrony: spec.config: /etc/a\x00b (storage.files.0): File path \"/etc/a\\x00b\" holds a NUL byte"},
+			"mc.yaml: line 14, column 9: MachineConfig 99-worker-chrony: spec.config: /etc/a\\x00b (storage.files.0): File path \"/etc/a\\x00b\" holds a NUL byte"},
 		{"SSH key of two lines", "    systemd:\n", "    passwd:\n      users:\n      - name: core\n        sshAuthorizedKeys:\n        - \"ssh-ed25519 AAAA a@b\\nssh-rsa BBBB evil@x\"\n    systemd:\n",
 			"mc.yaml: line 21, column 11: MachineConfig 99-worker-chrony: spec.config: the core user's SSH key 1 (passwd.users.0.sshAuthorizedKeys.0) holds a line break"},
 	} {

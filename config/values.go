@@ -9,6 +9,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+
+	"github.com/mcpfleet/mcp/internal/untrusted"
 )
 
 // variable is a declared variable and, once sources are read, its value.
@@ -74,8 +76,12 @@ func (v *variable) parseRaw(raw, src string) (cty.Value, hcl.Diagnostics) {
 	return val, diags
 }
 
+// errAt is an error at r. A configuration's diagnostic is one paragraph: the detail is
+// escaped whole (untrusted.Line), so what it quotes of the configuration — a path, a unit
+// name, a Butane or MachineConfig message naming one — cannot start a line of the error
+// box with a line break of its own.
 func errAt(r hcl.Range, summary, detail string) *hcl.Diagnostic {
-	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &r}
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: untrusted.Line(detail), Subject: &r}
 }
 
 func duplicate(kind, name string, at, prev hcl.Range) *hcl.Diagnostic {
