@@ -45,7 +45,7 @@ func Render(d *model.Desired, ign Ignition) (map[string]*model.Rendered, model.D
 		r, ovs := merge(&d.Pools[i], d.Configs, rel)
 		overrides.add(d.Pools[i].Name, ovs)
 		r.IgnitionVersion = version
-		if rd := recordsDiags(r, rel); len(rd) > 0 {
+		if rd := append(recordsDiags(r, rel), parentsDiags(r, rel)...); len(rd) > 0 {
 			diags = appendOnce(diags, rd)
 			continue
 		}
