@@ -8,7 +8,7 @@ import (
 
 // Values no node can take — a path with a NUL byte or a component past NAME_MAX, a drop-in
 // name with one, a kernel argument the kernel would read as none, two or a swallowing
-// quote, a blank OS image — are refused at their place (main.hcl line:col), not left for
+// quote, a blank OS image, an owner name no /etc/passwd holds — are refused at their place (main.hcl line:col), not left for
 // the apply to fail on the nodes.
 func TestValuesNoNodeTakesAreRefused(t *testing.T) {
 	long := strings.Repeat("x", 256)
@@ -30,6 +30,9 @@ func TestValuesNoNodeTakesAreRefused(t *testing.T) {
 		{"unterminated quote", `  kernel_args = ["q=\"a"]` + "\n", "Invalid kernel argument", "unterminated double quote", 5, 18},
 		{"blank os_image", `  os_image = ""` + "\n", "Invalid os_image", "is empty", 5, 14},
 		{"os_image with a newline", `  os_image = "q:t\nx"` + "\n", "Invalid os_image", "no blank or control character", 5, 14},
+		{"newline in a file's user", "  file \"/etc/a\" {\n    content = \"x\"\n    user = \"a\\nb\"\n  }\n", "Invalid user", `user "a\nb" holds "\n"`, 7, 12},
+		{"a number as a directory's group", `  directory "/etc/d" { group = "1000" }` + "\n", "Invalid group", "is a number", 5, 32},
+		{"colon in a link's user", `  link "/etc/l" {` + "\n" + `    target = "x"` + "\n" + `    user = "a:b"` + "\n  }\n", "Invalid user", `holds ":"`, 7, 12},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := findDiag(loadWithin(t, treeConfig(t, c.body, nil), Options{Schemas: testSchemas}), c.summary)
@@ -74,6 +77,8 @@ func TestButaneAndIgnitionValuesRefused(t *testing.T) {
 			"Invalid SSH key", "SSH key 1 (passwd.users.0.sshAuthorizedKeys.0) holds a line break"},
 		{"Butane first-boot user's key of two lines", bu("    passwd:\n      users:\n        - name: ops\n          ssh_authorized_keys: [\"ssh-ed25519 AAAA a@b\\nssh-rsa BBBB evil@x\"]\n"),
 			"Invalid SSH key", "user ops's SSH key 1 (passwd.users) holds a line break"},
+		{"Butane file owner no passwd holds", bu("    storage:\n      files:\n        - path: /etc/x\n          user: {name: \"a b\"}\n          contents: {inline: x}\n"),
+			"Invalid user", `file /etc/x (storage.files.0): user "a b" holds " "`},
 		{"Ignition NUL path", `jsonencode({ignition = {version = "3.4.0"}, storage = {files = [{path = "/etc/a\u0000", contents = {source = "data:,x"}}]}})`,
 			"Invalid path", "holds a NUL byte"},
 		{"Ignition drop-in name", `jsonencode({ignition = {version = "3.4.0"}, systemd = {units = [{name = "a.service", dropins = [{name = "x y.conf", contents = ""}]}]}})`,
