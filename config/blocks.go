@@ -54,7 +54,7 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 			var d hcl.Diagnostics
 			switch a.Name {
 			case "node_selector":
-				p.NodeSelector, d = l.strMap(a)
+				p.NodeSelector, d = l.kubeLabels(a)
 				if len(p.NodeSelector) == 0 && !d.HasErrors() {
 					d = append(d, errAt(a.Expr.Range(), "Empty node_selector", "A pool must select its nodes by at least one label."))
 				}

@@ -162,3 +162,18 @@ func TestMachineConfigReadStrictly(t *testing.T) {
 		t.Errorf("os image %q, kernel args %q", c.OSImage, c.KernelArgs)
 	}
 }
+
+// A pool's node_selector (and a machine_templates' match_labels) holds labels the API
+// server takes: one it refuses is on no node, and the pool would select none, silently.
+func TestLabelsNoNodeCarriesAreRefused(t *testing.T) {
+	base := "provider \"local\" { fleet = \"./fleet\" }\n"
+	d := diagAt(t, base, "pool \"worker\" {\n  node_selector = { \"node-role.kubernetes.io/worker \" = \"\" }\n}\n", "Invalid label", 2, 57)
+	if !strings.Contains(d.Detail, `node_selector key "node-role.kubernetes.io/worker "`) {
+		t.Errorf("detail %q", d.Detail)
+	}
+	d = diagAt(t, base, "pool \"worker\" {\n  node_selector = { tier = \"a b\" }\n}\n", "Invalid label", 2, 28)
+	if !strings.Contains(d.Detail, `node_selector value "a b" of "tier"`) {
+		t.Errorf("detail %q", d.Detail)
+	}
+	diagAt(t, base, "pool \"worker\" {\n  boot_image {\n    machine_templates {\n      selection    = \"partial\"\n      match_labels = { \"a/b/c\" = \"x\" }\n    }\n  }\n}\n", "Invalid label", 5, 34)
+}
