@@ -3,7 +3,6 @@ package ignition
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	v36 "github.com/coreos/ignition/v2/config/v3_6"
 	"github.com/coreos/ignition/v2/config/v3_6/types"
@@ -47,8 +46,12 @@ func prune(v any) bool {
 			}
 		}
 		return len(x) == 0
-	case []any:
-		return !slices.ContainsFunc(x, func(e any) bool { return !prune(e) })
+	case []any: // every element pruned (not only up to the first that is not empty)
+		empty := true
+		for _, e := range x {
+			empty = prune(e) && empty
+		}
+		return empty
 	}
 	return false
 }
