@@ -84,8 +84,8 @@ func buEntries(t *testing.T) (ok []*buEntry, refused []string) {
 			t.Fatalf("%s: Ignition: %v", f, err)
 		}
 		e.kargs = kargs
-		for _, k := range e.cfg.KernelArguments.ShouldExist {
-			e.kargs = append(e.kargs, string(k))
+		for _, k := range e.cfg.KernelArguments.ShouldExist { // an entry may hold several, as rpm-ostree splits it
+			e.kargs = append(e.kargs, strings.Fields(string(k))...)
 		}
 		ic := e.cfg.Ignition
 		switch {
