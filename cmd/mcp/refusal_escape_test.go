@@ -102,3 +102,24 @@ spec:
 		})
 	}
 }
+
+// TestCommandLineTextIsEscaped: what a command line gives — an unknown option, a -target,
+// a -chdir, as a CI job may pass them from a pull request — is quoted escaped in the
+// error that refuses it: a line break in it does not start a line of the box.
+func TestCommandLineTextIsEscaped(t *testing.T) {
+	dir := quickstart(t)
+	for _, args := range [][]string{
+		{"plan", "-no-color", "-x" + printed.Text("OPT")},
+		{"plan", "-no-color", "-target=node." + forging},
+		{"-chdir=" + filepath.Join(dir, forging), "validate"},
+	} {
+		_, out, errOut := mcp(t, dir, args...)
+		if !strings.Contains(errOut, "╷") {
+			t.Fatalf("mcp %q says nothing of it:\n%s%s", args, out, errOut)
+		}
+		printed.Check(t, "mcp "+strings.Join(args, " "), out+errOut, printed.Options{})
+		if forged := forgedLine.FindString(out + errOut); forged != "" {
+			t.Errorf("mcp %q prints a forged line %q:\n%s", args, forged, errOut)
+		}
+	}
+}
