@@ -1,11 +1,8 @@
 package planner
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 
-	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -38,32 +35,7 @@ func TestPathUnderAFileIsRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := &model.Desired{Pools: []model.Pool{{Name: "worker"}}}
-			for i, c := range tt.configs {
-				c.Name, c.Pools = fmt.Sprintf("%02d", i), []string{"worker"}
-				d.Configs = append(d.Configs, c)
-			}
-			out, diags := Render(d, ignition.Renderer{})
-			if tt.line == 0 {
-				if diags.HasErrors() || len(out) != 1 {
-					t.Fatalf("refused: %v", diags)
-				}
-				return
-			}
-			var found []*model.Diagnostic
-			for _, dg := range diags {
-				if dg.Subject != nil && dg.Subject.Start.Line == tt.line && dg.Summary == "Path under a file" {
-					found = append(found, dg)
-				}
-			}
-			if len(found) != 1 || len(out) != 0 {
-				t.Fatalf("%d refusals at line %d (want 1), %d pools rendered: %v", len(found), tt.line, len(out), diags)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(found[0].Detail, w) {
-					t.Errorf("detail %q\nlacks %q", found[0].Detail, w)
-				}
-			}
+			checkRefusal(t, []string{"worker"}, tt.configs, tt.line, "Path under a file", tt.want)
 		})
 	}
 }
