@@ -3,11 +3,16 @@ package bootsrv
 import (
 	"bytes"
 	"context"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -135,3 +140,33 @@ func TestServedConfigOutlivesItsDamagedFile(t *testing.T) {
 
 // fileSource is how mcp serve follows a local state.
 func fileSource(b *localstate.Local) FileSource { return LocalSource(b) }
+
+// failingSource's state changes at every check and never loads.
+type failingSource struct{ n atomic.Int64 }
+
+func (s *failingSource) Token() (string, error) { return strconv.FormatInt(s.n.Add(1), 10), nil }
+func (s *failingSource) Load(context.Context) (*Snapshot, error) {
+	return nil, errors.New("reading state: mcp.state is cut off")
+}
+
+// TestFollowLogsALoadErrorOnce: a state that keeps failing to load the same way is logged
+// once, not at every poll (a server polling every 500ms logged the same error 170,000
+// times a day).
+func TestFollowLogsALoadErrorOnce(t *testing.T) {
+	var logged bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	src := &failingSource{}
+	done := make(chan struct{})
+	go func() {
+		Follow(ctx, New(prometheus.NewRegistry()), src, time.Millisecond, slog.New(slog.NewTextHandler(&logged, nil)))
+		close(done)
+	}()
+	for src.n.Load() < 20 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	if n := strings.Count(logged.String(), "mcp.state is cut off"); n != 1 {
+		t.Errorf("the load error is logged %d times:\n%s", n, logged.String())
+	}
+}
