@@ -37,6 +37,11 @@ var refusedCorpus = map[string]string{
 	// The same, written in Butane (variant openshift): refused at the Butane field.
 	"openshift-docs/worker-storage.bu":          "line 20, column 9: MachineConfig worker-storage: openshift.fips: true",
 	"openshift-docs/butane-config-openshift.bu": "openshift.kernel_type: realtime",
+	// Owners by number, which mcp does not manage (it takes owners by name).
+	"butane-docs/examples-5.bu":                      "file /opt/file (storage.files.0): owner by number",
+	"flatcar-docs/fb-provision-butane-examples-4.bu": "file /opt/file (storage.files.0): owner by number",
+	// Flatcar's OEM partition, which is not one of the trees mcp manages.
+	"flatcar-docs/updates-releases-releases-update-strategies-6.bu": `File path "/oem/bin/oem-postinst": outside /etc, /var, /usr/local and /opt`,
 }
 
 // spec22 are the MCO's Ignition spec 2.2 MachineConfigs: mcp reads them (translated as
@@ -46,7 +51,7 @@ var spec22 = []string{"mco/test-config.yaml", "mco/99-worker-ssh-docs.yaml"}
 
 // buEntry is one Butane or MachineConfig of the corpus with what it declares.
 type buEntry struct {
-	name string // fcos-docs/x.bu, typhoon/x.bu, mco/x.yaml
+	name string // fcos-docs/x.bu, typhoon/x.bu, mco/x.yaml, gitops/x.yaml…
 	file string // its path from the acceptance directory
 	cfg  types.Config
 	// kargs are the kernel arguments it gives: kernelArguments.shouldExist, a
@@ -62,6 +67,7 @@ func buEntries(t *testing.T) (ok []*buEntry, refused []string) {
 	t.Helper()
 	var files []string
 	for _, g := range []string{"testdata/corpus/fcos-docs/*.bu", "testdata/corpus/typhoon/*.bu", "testdata/corpus/openshift-docs/*.bu",
+		"testdata/corpus/butane-docs/*.bu", "testdata/corpus/flatcar-docs/*.bu", "testdata/corpus/gitops/*.yaml",
 		"../config/machineconfig/testdata/mco/*.yaml"} {
 		m, _ := filepath.Glob(g)
 		files = append(files, m...)
@@ -84,8 +90,8 @@ func buEntries(t *testing.T) (ok []*buEntry, refused []string) {
 			t.Fatalf("%s: Ignition: %v", f, err)
 		}
 		e.kargs = kargs
-		for _, k := range e.cfg.KernelArguments.ShouldExist {
-			e.kargs = append(e.kargs, string(k))
+		for _, k := range e.cfg.KernelArguments.ShouldExist { // an entry may hold several, as rpm-ostree splits it
+			e.kargs = append(e.kargs, strings.Fields(string(k))...)
 		}
 		ic := e.cfg.Ignition
 		switch {
@@ -97,10 +103,30 @@ func buEntries(t *testing.T) (ok []*buEntry, refused []string) {
 			e.noBoot = "LUKS: Ignition's files stage reads the volumes' UUIDs from the devices its disks stage made"
 		case slices.ContainsFunc(e.cfg.Systemd.Units, func(u types.Unit) bool { return u.Enabled != nil && strings.Contains(u.Name, "@") }):
 			e.noBoot = "a template unit's instance enabled: Ignition asks the running systemd (PID 1, over D-Bus) its version"
+		case missingGroup(e.cfg) != "":
+			e.noBoot = "a user in the group " + missingGroup(e.cfg) + ", which the scratch root's CoreOS groups lack (useradd refuses it)"
 		}
 		ok = append(ok, e)
 	}
 	return ok, refused
+}
+
+// missingGroup is a group a user of cfg is put in that neither the scratch root's CoreOS
+// groups (coreOSImage) nor cfg itself makes ("" when none): Flatcar's images have more
+// (plugdev, systemd-journal), and useradd refuses a group that is not there.
+func missingGroup(cfg types.Config) string {
+	have := map[string]bool{"root": true, "core": true, "wheel": true, "sudo": true, "docker": true}
+	for _, g := range cfg.Passwd.Groups {
+		have[g.Name] = true
+	}
+	for _, u := range cfg.Passwd.Users {
+		for _, g := range u.Groups {
+			if !have[string(g)] {
+				return string(g)
+			}
+		}
+	}
+	return ""
 }
 
 // entryConfig is the Ignition config of the entry in file f (b), read apart from mcp
@@ -146,6 +172,9 @@ func machineConfigOf(t *testing.T, f string, b []byte) (json.RawMessage, []strin
 	var kargs []string
 	for _, k := range mc.Spec.KernelArguments {
 		kargs = append(kargs, strings.Fields(k)...)
+	}
+	if len(mc.Spec.Config) == 0 { // a MachineConfig of kernel arguments alone
+		mc.Spec.Config = json.RawMessage(`{"ignition": {"version": "3.2.0"}}`)
 	}
 	return mc.Spec.Config, kargs
 }
@@ -363,7 +392,7 @@ func writeCorpusDir(t *testing.T, dir string, entries []*buEntry, pools []string
 		local := fmt.Sprintf("corpus/%03d-%s", i, filepath.Base(e.file))
 		writeFile(t, filepath.Join(dir, local), string(src))
 		attr := "butane"
-		if strings.HasPrefix(e.name, "mco/") {
+		if strings.HasSuffix(e.name, ".yaml") {
 			attr = "machineconfig"
 		}
 		fmt.Fprintf(&b, "config %q {\n  pools = [%q]\n  %s = file(%q)\n}\n\n", fmt.Sprintf("%03d-%s", i, strings.ReplaceAll(e.name, "/", "-")), e.pool, attr, local)

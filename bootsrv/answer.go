@@ -71,6 +71,9 @@ func (s *Server) answer(q request) reply {
 	}
 	if !isConfig {
 		b := snap.rendered[name]
+		if why := snap.unreadable[name]; b == nil && why != "" {
+			return textReply(endpoint, 503, why+"\n")
+		}
 		if b == nil {
 			return textReply(endpoint, 404, "not found\n")
 		}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
-	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/state/localstate"
 )
 
 // Source is where the server's data lives: a state file (FileSource) or, for the
@@ -29,9 +29,21 @@ type Source interface {
 // modification time are the change token, and Read loads what it names.
 type FileSource struct {
 	Path string
-	Read func(ctx context.Context) (serial int64, pointers map[string]string, rendered map[string]*model.Rendered, err error)
+	Read func(ctx context.Context) (Stored, error)
 	// Options are the snapshots' (BuildWith).
 	Options ignition.ServeOptions
+}
+
+// LocalSource follows the local state l (a file replaced atomically after the rendered
+// configs it names are stored), reading it as l.Served does: each rendered config apart.
+func LocalSource(l *localstate.Local) FileSource {
+	return FileSource{Path: l.Path, Read: func(ctx context.Context) (Stored, error) {
+		s, unreadable, err := l.Served(ctx)
+		if err != nil {
+			return Stored{}, err
+		}
+		return Stored{Serial: s.Serial, Pointers: s.Pointers, Rendered: s.Rendered, Unreadable: unreadable}, nil
+	}}
 }
 
 func (l FileSource) Token() (string, error) {
@@ -50,30 +62,30 @@ func (l FileSource) Token() (string, error) {
 }
 
 func (l FileSource) Load(ctx context.Context) (*Snapshot, error) {
-	serial, pointers, rendered, err := l.Read(ctx)
+	st, err := l.Read(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return BuildWith(serial, pointers, rendered, l.Options)
+	return BuildStored(st, l.Options)
 }
 
 // Follow keeps the server on the source's latest snapshot, checking every interval until
-// ctx ends. A snapshot that fails to build is logged and the one in service stays.
+// ctx ends. A snapshot that fails to load is logged (once, until the error changes) and
+// the one in service stays; a pool whose rendered config no longer reads from the store
+// keeps the copy in service of that same config (Snapshot.Keeping).
 func Follow(ctx context.Context, srv *Server, src Source, every time.Duration, log *slog.Logger) {
-	last := ""
+	last, lastErr := "", ""
 	for {
 		tok, err := src.Token()
 		if err == nil && tok != last {
 			snap, lerr := src.Load(ctx)
-			if lerr != nil {
+			switch {
+			case lerr != nil && lerr.Error() != lastErr:
 				log.Error("loading configs; keeping the ones in service", "err", lerr.Error())
-			} else {
-				srv.Swap(snap)
-				last = tok
-				log.Info("serving", "serial", snap.Serial, "pools", len(snap.pools), "rendered", len(snap.rendered))
-				for pool, why := range snap.Failed() {
-					log.Error("not serving a pool: its config cannot be served; the other pools are served", "pool", pool, "err", why)
-				}
+				lastErr = lerr.Error()
+			case lerr == nil:
+				swap(srv, snap, log)
+				last, lastErr = tok, ""
 			}
 		} else if err != nil {
 			log.Error("checking the state", "err", err.Error())
@@ -83,6 +95,20 @@ func Follow(ctx context.Context, srv *Server, src Source, every time.Duration, l
 			return
 		case <-time.After(every):
 		}
+	}
+}
+
+// swap puts snap in service, keeping what the one in service serves of configs the store
+// no longer reads, and logs what it serves and what it cannot.
+func swap(srv *Server, snap *Snapshot, log *slog.Logger) {
+	snap, kept := snap.Keeping(srv.Current())
+	srv.Swap(snap)
+	log.Info("serving", "serial", snap.Serial, "pools", len(snap.pools), "rendered", len(snap.rendered))
+	for pool, why := range kept {
+		log.Error("a pool's rendered config does not read from the store; serving the copy in service", "pool", pool, "err", why)
+	}
+	for pool, why := range snap.Failed() {
+		log.Error("not serving a pool: its config cannot be served; the other pools are served", "pool", pool, "err", why)
 	}
 }
 

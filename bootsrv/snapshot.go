@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"
@@ -56,6 +57,8 @@ type poolConfig struct {
 	// failed, when set, is why the pool's config cannot be served at all (its answer, a
 	// 503): prepared apart, one pool's bad config leaves the others served.
 	failed string
+	// unread says it failed because its rendered config did not read from the store.
+	unread bool
 }
 
 // Snapshot is everything the server answers, prepared. It is never changed once built.
@@ -63,6 +66,9 @@ type Snapshot struct {
 	Serial   int64
 	pools    map[string]*poolConfig
 	rendered map[string]*body
+	// unreadable is each stored rendered config that did not read, with why: its
+	// /rendered/<name> answers 503 with that.
+	unreadable map[string]string
 }
 
 // loaded says whether the snapshot holds a configuration: a state nothing was applied to
@@ -70,12 +76,21 @@ type Snapshot struct {
 // client retries (a 404 would fail a machine's first boot at once).
 func (s *Snapshot) loaded() bool { return s != nil && len(s.pools) > 0 }
 
-// Build prepares a snapshot from the pools' pointers and the rendered configs. A pointer
-// to a rendered config that is missing is an error: the store writes rendered configs
-// before pointers, so this means a damaged store, and the old snapshot stays in service.
-// A pool whose rendered config cannot be served (ignition.Serve refuses it: one an older
-// mcp stored, say) is prepared as failed, apart from the others: it answers 503 with the
-// reason, and every other pool is served.
+// Stored is what a Source read for a snapshot: the state's serial and pools' pointers, the
+// stored rendered configs that read, and each that did not, by name, with why (damaged,
+// edited, not a regular file).
+type Stored struct {
+	Serial     int64
+	Pointers   map[string]string
+	Rendered   map[string]*model.Rendered
+	Unreadable map[string]error
+}
+
+// Build prepares a snapshot from the pools' pointers and the rendered configs. Each pool is
+// prepared apart: one whose rendered config is missing from the store (a damaged store:
+// rendered configs are stored before pointers), or cannot be served (ignition.Serve refuses
+// it: one an older mcp stored, say), is prepared as failed — it answers 503 with the reason
+// — and every other pool is served.
 func Build(serial int64, pointers map[string]string, rendered map[string]*model.Rendered) (*Snapshot, error) {
 	return BuildWith(serial, pointers, rendered, ignition.ServeOptions{})
 }
@@ -83,30 +98,85 @@ func Build(serial int64, pointers map[string]string, rendered map[string]*model.
 // BuildWith is Build with options: what the pools' served configs carry beside the
 // rendered config (ignition.Serve).
 func BuildWith(serial int64, pointers map[string]string, rendered map[string]*model.Rendered, o ignition.ServeOptions) (*Snapshot, error) {
+	return BuildStored(Stored{Serial: serial, Pointers: pointers, Rendered: rendered}, o)
+}
+
+// BuildStored is BuildWith from what a Source read: a pool pointing at a rendered config
+// that did not read fails with why it did not.
+func BuildStored(st Stored, o ignition.ServeOptions) (*Snapshot, error) {
 	if o.FirstBootAgent != "" {
 		if err := ignition.CheckFirstBootAgent(o.FirstBootAgent); err != nil {
 			return nil, err
 		}
 	}
-	s := &Snapshot{Serial: serial, pools: map[string]*poolConfig{}, rendered: map[string]*body{}}
-	for name, r := range rendered {
+	s := &Snapshot{Serial: st.Serial, pools: map[string]*poolConfig{}, rendered: map[string]*body{}, unreadable: map[string]string{}}
+	for name, err := range st.Unreadable {
+		s.unreadable[name] = fmt.Sprintf("rendered config %s cannot be served: %v", name, err)
+	}
+	for name, r := range st.Rendered {
 		b, err := json.Marshal(r)
 		if err != nil {
 			return nil, fmt.Errorf("preparing rendered config %s: %w", name, err)
 		}
 		s.rendered[name] = newBody(b, "application/json", renderedCaching, "")
 	}
-	if err := model.CheckPointers(pointers, rendered); err != nil {
-		return nil, err
-	}
-	for pool, name := range pointers {
-		pc, err := preparePool(pool, rendered[name], o)
-		if err != nil {
-			pc = &poolConfig{name: pool, rendered: name, failed: fmt.Sprintf("pool %s: its config %s cannot be served: %v", pool, name, err)}
-		}
-		s.pools[pool] = pc
+	for pool, name := range st.Pointers {
+		s.pools[pool] = preparePointer(pool, name, st, o)
 	}
 	return s, nil
+}
+
+// preparePointer is pool's config, name being its pointer, or its failure.
+func preparePointer(pool, name string, st Stored, o ignition.ServeOptions) *poolConfig {
+	failed := func(why any) *poolConfig {
+		return &poolConfig{name: pool, rendered: name, failed: fmt.Sprintf("pool %s: its config %s cannot be served: %v", pool, name, why)}
+	}
+	r := st.Rendered[name]
+	switch {
+	case r == nil && st.Unreadable[name] != nil:
+		pc := failed(st.Unreadable[name])
+		pc.unread = true
+		return pc
+	case r == nil:
+		return failed("the store lacks it: the state was damaged or edited")
+	}
+	pc, err := preparePool(pool, r, o)
+	if err != nil {
+		return failed(err)
+	}
+	return pc
+}
+
+// Keeping is s with, for each pool whose rendered config did not read from the store,
+// the config prev serves for it when prev serves that same rendered config: rendered
+// configs are named by their content, so the copy in service is that config, and a file
+// damaged in the store does not stop the pool's machines booting. kept is those pools,
+// each with why the store's copy did not read.
+func (s *Snapshot) Keeping(prev *Snapshot) (_ *Snapshot, kept map[string]string) {
+	if prev == nil {
+		return s, nil
+	}
+	var out *Snapshot
+	for pool, pc := range s.pools {
+		old := prev.pools[pool]
+		if !pc.unread || old == nil || old.failed != "" || old.rendered != pc.rendered {
+			continue
+		}
+		if out == nil {
+			out = &Snapshot{Serial: s.Serial, pools: maps.Clone(s.pools), rendered: maps.Clone(s.rendered), unreadable: maps.Clone(s.unreadable)}
+			kept = map[string]string{}
+		}
+		out.pools[pool] = old
+		if b := prev.rendered[pc.rendered]; b != nil {
+			out.rendered[pc.rendered] = b
+			delete(out.unreadable, pc.rendered)
+		}
+		kept[pool] = pc.failed
+	}
+	if out == nil {
+		return s, nil
+	}
+	return out, kept
 }
 
 // Failed is each pool whose config cannot be served (BuildWith keeps it, answering 503),

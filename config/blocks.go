@@ -54,7 +54,7 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 			var d hcl.Diagnostics
 			switch a.Name {
 			case "node_selector":
-				p.NodeSelector, d = l.strMap(a)
+				p.NodeSelector, d = l.kubeLabels(a)
 				if len(p.NodeSelector) == 0 && !d.HasErrors() {
 					d = append(d, errAt(a.Expr.Range(), "Empty node_selector", "A pool must select its nodes by at least one label."))
 				}
@@ -324,9 +324,9 @@ func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
 		case "mode":
 			f.Mode, d = l.mode(a)
 		case "user":
-			f.User, d = l.str(a)
+			f.User, d = l.owner(a)
 		case "group":
-			f.Group, d = l.str(a)
+			f.Group, d = l.owner(a)
 		case "on_change":
 			f.OnChange, d = l.policies(a)
 		case "sensitive":
@@ -559,6 +559,19 @@ func (l *loader) osImage(a *hcl.Attribute) (string, hcl.Diagnostics) {
 	}
 	if why := model.OSImageProblem(s); why != "" {
 		diags = append(diags, errAt(a.Expr.Range(), "Invalid os_image", fmt.Sprintf("os_image %q %s.", s, why)))
+	}
+	return s, diags
+}
+
+// owner reads a user or group attribute: a name a node's /etc/passwd or /etc/group can
+// hold (model.OwnerNameProblem).
+func (l *loader) owner(a *hcl.Attribute) (string, hcl.Diagnostics) {
+	s, diags := l.str(a)
+	if diags.HasErrors() {
+		return s, diags
+	}
+	if why := model.OwnerNameProblem(s); why != "" {
+		diags = append(diags, errAt(a.Expr.Range(), "Invalid "+a.Name, fmt.Sprintf("%s %q %s.", a.Name, s, why)))
 	}
 	return s, diags
 }

@@ -153,7 +153,7 @@ func (l *loader) templateSelection(b *hcl.Block) (*model.TemplateSelection, hcl.
 		model.TemplatesAll, model.TemplatesPartial)...)
 	labels := content.Attributes["match_labels"]
 	if labels != nil {
-		m, d := l.strMap(labels)
+		m, d := l.kubeLabels(labels)
 		diags = append(diags, d...)
 		s.MatchLabels = m
 	}

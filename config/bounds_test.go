@@ -83,8 +83,11 @@ func TestNestingScanIgnoresTextAndComments(t *testing.T) {
 	src := `provider "local" { fleet = "f" } # ` + deep + `
 // ` + deep + `
 /* ` + deep + ` */
+variable "text" {
+  default = "` + deep + `\"${"}"}$${ %%{"
+}
 pool "worker" {
-  node_selector = { "a-b-c-d" = "` + deep + `\"${"}"}$${ %%{" }
+  node_selector = { "a-b-c-d" = "" }
   os_image      = regex_replace(<<-EOT
     ` + deep + ` ${"x"} %{ if true }y%{ endif }
     EOT
@@ -136,7 +139,7 @@ func TestDeepVarOfTypeAnyRefused(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "main.hcl", "provider \"local\" { fleet = \"f\" }\n"+
 		"variable \"a\" {\n  type = any\n}\nvariable \"e\" {\n  type = any\n}\nvariable \"s\" {}\n"+
-		"pool \"worker\" {\n  node_selector = { x = jsonencode([var.a, var.e, var.s]) }\n}\n")
+		"pool \"worker\" {}\nconfig \"x\" {\n  pools = [\"worker\"]\n  file \"/etc/x\" { content = jsonencode([var.a, var.e, var.s]) }\n}\n")
 	deep := strings.Repeat("[", 60000) + strings.Repeat("]", 60000)
 	diags := loadWithin(t, dir, Options{Schemas: testSchemas, Vars: []string{"a=" + deep, "s=" + deep}, Environ: []string{"MCP_VAR_e=" + deep}})
 	var all []string

@@ -189,15 +189,18 @@ func (l *loader) butaneTree(r hcl.Range, c *model.Config, res *butane.Result, te
 // never do.
 func firstBootWarnings(r hcl.Range, where string, res *butane.Result) hcl.Diagnostics {
 	var diags hcl.Diagnostics
+	warn := func(detail string) {
+		d := errAt(r, "First boot only", detail)
+		d.Severity = hcl.DiagWarning
+		diags = append(diags, d)
+	}
 	if len(res.FirstBootPaths) > 0 {
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "First boot only", Subject: r.Ptr(),
-			Detail: fmt.Sprintf("%s: %s: outside the trees mcp manages on running nodes (%s), so booting nodes get them as Ignition writes them, and running nodes never do.",
-				where, strings.Join(res.FirstBootPaths, ", "), strings.Join(model.ManagedPrefixes, ", "))})
+		warn(fmt.Sprintf("%s: %s: outside the trees mcp manages on running nodes (%s), so booting nodes get them as Ignition writes them, and running nodes never do.",
+			where, strings.Join(res.FirstBootPaths, ", "), strings.Join(model.ManagedPrefixes, ", ")))
 	}
 	for _, f := range res.FirstBootFiles {
-		diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: "First boot only", Subject: r.Ptr(),
-			Detail: fmt.Sprintf("%s: file %s: mcp cannot know its bytes when it plans, so it cannot show a diff of it or check it for drift; booting nodes get it as Ignition writes it, running nodes never do.",
-				where, f)})
+		warn(fmt.Sprintf("%s: file %s: mcp cannot know its bytes when it plans, so it cannot show a diff of it or check it for drift; booting nodes get it as Ignition writes it, running nodes never do.",
+			where, f))
 	}
 	return diags
 }

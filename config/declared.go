@@ -27,14 +27,26 @@ func refusals(res *butane.Result) []machineconfig.Refusal {
 	diag := func(field, what string, d *hcl.Diagnostic) {
 		add(field, d.Summary, "%s (%s): %s", what, field, strings.TrimSuffix(d.Detail, "."))
 	}
+	owners := func(field, what, user, group string) {
+		for _, o := range [][2]string{{"user", user}, {"group", group}} {
+			if why := model.OwnerNameProblem(o[1]); why != "" {
+				add(field, "Invalid "+o[0], "%s (%s): %s %q %s", what, field, o[0], o[1], why)
+				return
+			}
+		}
+	}
 	for _, f := range res.Files {
 		if d := checkPath(f.Path, hcl.Range{}); d != nil {
 			diag(f.Text.Path, f.Path, d)
+		} else {
+			owners(f.Text.Path, "file "+f.Path, f.User, f.Group)
 		}
 	}
 	for _, d := range res.Directories {
 		if dg := checkPath(d.Path, hcl.Range{}); dg != nil {
 			diag(d.Text.Path, "directory "+d.Path, dg)
+		} else {
+			owners(d.Text.Path, "directory "+d.Path, d.User, d.Group)
 		}
 	}
 	for _, k := range res.Links {
@@ -42,6 +54,8 @@ func refusals(res *butane.Result) []machineconfig.Refusal {
 			diag(k.Text.Path, "link "+k.Path, dg)
 		} else if dg := checkLinkTarget(k.Target, k.Hard, hcl.Range{}); dg != nil {
 			diag(k.Text.Path, "link "+k.Path, dg)
+		} else {
+			owners(k.Text.Path, "link "+k.Path, k.User, k.Group)
 		}
 	}
 	for _, u := range res.Units {

@@ -6,9 +6,11 @@ import (
 	"sort"
 
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/hashicorp/hcl/v2/hclwrite"
 
 	"github.com/mcpfleet/mcp/internal/hclpos"
+	"github.com/mcpfleet/mcp/internal/untrusted"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -22,6 +24,11 @@ func Diagnostics(ds hcl.Diagnostics, files map[string]*hcl.File) model.Diagnosti
 	out := make(model.Diagnostics, len(ds))
 	for i, d := range ds {
 		md := &model.Diagnostic{Severity: model.DiagError, Summary: d.Summary, Detail: d.Detail}
+		if _, call := hcl.DiagnosticExtra[hclsyntax.FunctionCallDiagExtra](d); call {
+			// A function's error quotes its arguments as they are (a path, a pattern): escaped
+			// whole, as errAt escapes mcp's own, so that they cannot start a line of the box.
+			md.Detail = untrusted.Line(d.Detail)
+		}
 		if d.Severity == hcl.DiagWarning {
 			md.Severity = model.DiagWarning
 		}

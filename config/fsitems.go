@@ -33,9 +33,9 @@ func (l *loader) directory(b *hcl.Block) (model.Directory, hcl.Diagnostics) {
 		case "mode":
 			d.Mode, dg = l.mode(a)
 		case "user":
-			d.User, dg = l.str(a)
+			d.User, dg = l.owner(a)
 		case "group":
-			d.Group, dg = l.str(a)
+			d.Group, dg = l.owner(a)
 		case "on_change":
 			d.OnChange, dg = l.policies(a)
 		}
@@ -67,9 +67,9 @@ func (l *loader) link(b *hcl.Block) (model.Link, hcl.Diagnostics) {
 		case "hard":
 			k.Hard, dg = l.boolean(a)
 		case "user":
-			k.User, dg = l.str(a)
+			k.User, dg = l.owner(a)
 		case "group":
-			k.Group, dg = l.str(a)
+			k.Group, dg = l.owner(a)
 		case "on_change":
 			k.OnChange, dg = l.policies(a)
 		}

@@ -8,7 +8,7 @@ import (
 
 // Values no node can take — a path with a NUL byte or a component past NAME_MAX, a drop-in
 // name with one, a kernel argument the kernel would read as none, two or a swallowing
-// quote, a blank OS image — are refused at their place (main.hcl line:col), not left for
+// quote, a blank OS image, an owner name no /etc/passwd holds — are refused at their place (main.hcl line:col), not left for
 // the apply to fail on the nodes.
 func TestValuesNoNodeTakesAreRefused(t *testing.T) {
 	long := strings.Repeat("x", 256)
@@ -30,6 +30,9 @@ func TestValuesNoNodeTakesAreRefused(t *testing.T) {
 		{"unterminated quote", `  kernel_args = ["q=\"a"]` + "\n", "Invalid kernel argument", "unterminated double quote", 5, 18},
 		{"blank os_image", `  os_image = ""` + "\n", "Invalid os_image", "is empty", 5, 14},
 		{"os_image with a newline", `  os_image = "q:t\nx"` + "\n", "Invalid os_image", "no blank or control character", 5, 14},
+		{"newline in a file's user", "  file \"/etc/a\" {\n    content = \"x\"\n    user = \"a\\nb\"\n  }\n", "Invalid user", `user "a\nb" holds "\n"`, 7, 12},
+		{"a number as a directory's group", `  directory "/etc/d" { group = "1000" }` + "\n", "Invalid group", "is a number", 5, 32},
+		{"colon in a link's user", `  link "/etc/l" {` + "\n" + `    target = "x"` + "\n" + `    user = "a:b"` + "\n  }\n", "Invalid user", `holds ":"`, 7, 12},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			d := findDiag(loadWithin(t, treeConfig(t, c.body, nil), Options{Schemas: testSchemas}), c.summary)
@@ -74,6 +77,8 @@ func TestButaneAndIgnitionValuesRefused(t *testing.T) {
 			"Invalid SSH key", "SSH key 1 (passwd.users.0.sshAuthorizedKeys.0) holds a line break"},
 		{"Butane first-boot user's key of two lines", bu("    passwd:\n      users:\n        - name: ops\n          ssh_authorized_keys: [\"ssh-ed25519 AAAA a@b\\nssh-rsa BBBB evil@x\"]\n"),
 			"Invalid SSH key", "user ops's SSH key 1 (passwd.users) holds a line break"},
+		{"Butane file owner no passwd holds", bu("    storage:\n      files:\n        - path: /etc/x\n          user: {name: \"a b\"}\n          contents: {inline: x}\n"),
+			"Invalid user", `file /etc/x (storage.files.0): user "a b" holds " "`},
 		{"Ignition NUL path", `jsonencode({ignition = {version = "3.4.0"}, storage = {files = [{path = "/etc/a\u0000", contents = {source = "data:,x"}}]}})`,
 			"Invalid path", "holds a NUL byte"},
 		{"Ignition drop-in name", `jsonencode({ignition = {version = "3.4.0"}, systemd = {units = [{name = "a.service", dropins = [{name = "x y.conf", contents = ""}]}]}})`,
@@ -132,7 +137,7 @@ func TestMachineConfigReadStrictly(t *testing.T) {
 		{"path mcp refuses", "/etc/chrony.conf", "/usr/lib/x",
 			"mc.yaml: line 14, column 9: MachineConfig 99-worker-chrony: spec.config: /usr/lib/x (storage.files.0): File path \"/usr/lib/x\""},
 		{"NUL in a path", "/etc/chrony.conf", `"/etc/a\0b"`,
-			"mc.yaml: line 14, column 9: MachineConfig 99-worker-chrony: spec.config: /etc/a\x00b (storage.files.0): File path \"/etc/a\\x00b\" holds a NUL byte"},
+			"mc.yaml: line 14, column 9: MachineConfig 99-worker-chrony: spec.config: /etc/a\\x00b (storage.files.0): File path \"/etc/a\\x00b\" holds a NUL byte"},
 		{"SSH key of two lines", "    systemd:\n", "    passwd:\n      users:\n      - name: core\n        sshAuthorizedKeys:\n        - \"ssh-ed25519 AAAA a@b\\nssh-rsa BBBB evil@x\"\n    systemd:\n",
 			"mc.yaml: line 21, column 11: MachineConfig 99-worker-chrony: spec.config: the core user's SSH key 1 (passwd.users.0.sshAuthorizedKeys.0) holds a line break"},
 	} {
@@ -156,4 +161,19 @@ func TestMachineConfigReadStrictly(t *testing.T) {
 	if c := res.Desired.Configs[0]; c.OSImage != "" || len(c.KernelArgs) != 3 || c.KernelArgs[2] != `dyndbg="file x +p"` {
 		t.Errorf("os image %q, kernel args %q", c.OSImage, c.KernelArgs)
 	}
+}
+
+// A pool's node_selector (and a machine_templates' match_labels) holds labels the API
+// server takes: one it refuses is on no node, and the pool would select none, silently.
+func TestLabelsNoNodeCarriesAreRefused(t *testing.T) {
+	base := "provider \"local\" { fleet = \"./fleet\" }\n"
+	d := diagAt(t, base, "pool \"worker\" {\n  node_selector = { \"node-role.kubernetes.io/worker \" = \"\" }\n}\n", "Invalid label", 2, 57)
+	if !strings.Contains(d.Detail, `node_selector key "node-role.kubernetes.io/worker "`) {
+		t.Errorf("detail %q", d.Detail)
+	}
+	d = diagAt(t, base, "pool \"worker\" {\n  node_selector = { tier = \"a b\" }\n}\n", "Invalid label", 2, 28)
+	if !strings.Contains(d.Detail, `node_selector value "a b" of "tier"`) {
+		t.Errorf("detail %q", d.Detail)
+	}
+	diagAt(t, base, "pool \"worker\" {\n  boot_image {\n    machine_templates {\n      selection    = \"partial\"\n      match_labels = { \"a/b/c\" = \"x\" }\n    }\n  }\n}\n", "Invalid label", 5, 34)
 }

@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -9,6 +11,9 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/mcpfleet/mcp/internal/untrusted"
 )
 
 // variable is a declared variable and, once sources are read, its value.
@@ -74,8 +79,12 @@ func (v *variable) parseRaw(raw, src string) (cty.Value, hcl.Diagnostics) {
 	return val, diags
 }
 
+// errAt is an error at r. A configuration's diagnostic is one paragraph: the detail is
+// escaped whole (untrusted.Line), so what it quotes of the configuration — a path, a unit
+// name, a Butane or MachineConfig message naming one — cannot start a line of the error
+// box with a line break of its own.
 func errAt(r hcl.Range, summary, detail string) *hcl.Diagnostic {
-	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail, Subject: &r}
+	return &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: untrusted.Line(detail), Subject: &r}
 }
 
 func duplicate(kind, name string, at, prev hcl.Range) *hcl.Diagnostic {
@@ -261,6 +270,26 @@ func (l *loader) strMap(a *hcl.Attribute) (map[string]string, hcl.Diagnostics) {
 		out[k] = e.AsString()
 	}
 	return out, diags
+}
+
+// kubeLabels reads a map of Kubernetes labels (a pool's node_selector, machine templates'
+// match_labels): each key a qualified name and each value a label value, as the API
+// server takes on an object — one it would refuse is on no node, so a selector holding it
+// (a trailing blank, a typo'd prefix) would select none, silently.
+func (l *loader) kubeLabels(a *hcl.Attribute) (map[string]string, hcl.Diagnostics) {
+	m, diags := l.strMap(a)
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		why := validation.IsQualifiedName(k)
+		what := fmt.Sprintf("%s key %q", a.Name, k)
+		if len(why) == 0 {
+			why, what = validation.IsValidLabelValue(m[k]), fmt.Sprintf("%s value %q of %q", a.Name, m[k], k)
+		}
+		if len(why) > 0 {
+			diags = append(diags, errAt(exprAt(a.Expr, cty.GetAttrPath(k)), "Invalid label",
+				fmt.Sprintf("%s: %s. The API server takes no such label, so it would match nothing.", what, strings.Join(why, "; "))))
+		}
+	}
+	return m, diags
 }
 
 // elementRange is the range of the i-th element of a list attribute, or the attribute's.

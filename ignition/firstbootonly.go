@@ -47,8 +47,12 @@ func prune(v any) bool {
 			}
 		}
 		return len(x) == 0
-	case []any:
-		return !slices.ContainsFunc(x, func(e any) bool { return !prune(e) })
+	case []any: // every element pruned (not only up to the first that is not empty)
+		empty := true
+		for _, e := range x {
+			empty = prune(e) && empty
+		}
+		return empty
 	}
 	return false
 }
@@ -57,7 +61,15 @@ func prune(v any) bool {
 // it extends (a later part's user, disk, filesystem… replaces an earlier one's of the same
 // key; lists of values are joined): a pool's configs' parts, as the MCO merges its
 // MachineConfigs' Ignition. nil when there are none.
-func MergeFirstBoot(parts [][]byte) ([]byte, error) {
+//
+// kernelArgs are the pool's kernel arguments, which the rendered config adds
+// (kernelArguments.shouldExist, one argument each): a part's shouldNotExist entry that is
+// one of them is dropped, as Ignition's merge drops an argument a later config adds, since
+// Ignition takes an argument in one of the lists only. (A Butane's should_exist entry
+// "console=tty0 console=ttyS0,115200n8" beside should_not_exist "console=tty0", as Fedora
+// CoreOS's documentation writes it, is two arguments mcp adds: the removal went against
+// them, and Ignition refused the config.)
+func MergeFirstBoot(parts [][]byte, kernelArgs []string) ([]byte, error) {
 	var merged *types.Config
 	for i, p := range parts {
 		if len(p) == 0 {
@@ -77,5 +89,12 @@ func MergeFirstBoot(parts [][]byte) ([]byte, error) {
 	if merged == nil {
 		return nil, nil
 	}
+	kept := merged.KernelArguments.ShouldNotExist[:0:0]
+	for _, k := range merged.KernelArguments.ShouldNotExist {
+		if !slices.Contains(kernelArgs, string(k)) {
+			kept = append(kept, k)
+		}
+	}
+	merged.KernelArguments.ShouldNotExist = kept
 	return EncodeFirstBoot(merged)
 }

@@ -112,4 +112,6 @@ func (Renderer) RenderVersion(version string) error { return RenderVersion(versi
 func (Renderer) Render(r *model.Rendered) ([]model.ReportEntry, error) { return Render(r) }
 
 // MergeFirstBoot is the package's MergeFirstBoot.
-func (Renderer) MergeFirstBoot(parts [][]byte) ([]byte, error) { return MergeFirstBoot(parts) }
+func (Renderer) MergeFirstBoot(parts [][]byte, kernelArgs []string) ([]byte, error) {
+	return MergeFirstBoot(parts, kernelArgs)
+}

@@ -149,3 +149,31 @@ func OSImageProblem(s string) string {
 	}
 	return ""
 }
+
+// OwnerNameProblem says why name cannot name a user or group in a node's /etc/passwd or
+// /etc/group, where the agent (and Ignition, at first boot) looks it up, as systemd's
+// relaxed rules for user and group names have it (systemd.io/USER_NAMES): "" names none
+// and passes; ".", "..", a leading "-", only digits (chown and the tools read a number),
+// a ":" (the files' separator), a "/", a blank or a control character, more than 256
+// bytes cannot be one.
+func OwnerNameProblem(name string) string {
+	const rule = "a user or group name has no \":\", \"/\", blank or control character, does not start with \"-\" and is not a number"
+	switch {
+	case name == "":
+		return ""
+	case name == "." || name == "..":
+		return "is not a name: " + rule
+	case len(name) > 256:
+		return "is longer than 256 bytes, more than a user or group name holds"
+	case strings.HasPrefix(name, "-"):
+		return "starts with \"-\": " + rule
+	case strings.Trim(name, "0123456789") == "":
+		return "is a number, which chown reads as an ID: mcp takes owners by name"
+	}
+	for _, r := range name {
+		if r == ':' || r == '/' || unicode.IsSpace(r) || unicode.IsControl(r) {
+			return fmt.Sprintf("holds %q: %s", string(r), rule)
+		}
+	}
+	return ""
+}

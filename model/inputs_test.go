@@ -45,3 +45,15 @@ func TestKernelArgProblem(t *testing.T) {
 		}
 	}
 }
+
+func TestOwnerNameProblem(t *testing.T) {
+	for name, bad := range map[string]bool{
+		"": false, "root": false, "core": false, "systemd-network": false, "user.name": false, "ops@corp": false, "a1": false,
+		"a\nb": true, "a:b": true, "a/b": true, "a b": true, "-x": true, "1000": true, ".": true, "..": true,
+		"x\x1b": true, strings.Repeat("u", 257): true,
+	} {
+		if got := OwnerNameProblem(name) != ""; got != bad {
+			t.Errorf("OwnerNameProblem(%q) = %q, want refused %v", name, OwnerNameProblem(name), bad)
+		}
+	}
+}

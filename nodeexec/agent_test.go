@@ -295,3 +295,35 @@ func TestUpdateAndResumeSweepWhatAKillLeft(t *testing.T) {
 		}
 	}
 }
+
+// A config may manage a file whose name has the pattern of mcp's temporary twins
+// (/etc/.motd.tmp-0123456789ab): the sweep leaves the files, links, directories, units and
+// drop-ins the old or the new config manages, and removes the twins beside them. (It
+// removed the managed file after each write: the node failed verify, Degraded, every apply.)
+func TestSweepLeavesManagedFilesOfTheTwinsPattern(t *testing.T) {
+	root := t.TempDir()
+	managed := []string{"etc/.motd.tmp-0123456789ab", "etc/.link.tmp-0123456789ab", "etc/systemd/system/.u.service.tmp-0123456789ab"}
+	twins := []string{"etc/.motd.tmp-abcdefabcdef", "etc/systemd/system/.v.service.tmp-0123456789ab"}
+	for _, p := range append(slices.Clone(managed), twins...) {
+		os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
+		if err := os.WriteFile(filepath.Join(root, p), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	from := &model.Rendered{Links: []model.Link{{Path: "/etc/.link.tmp-0123456789ab", Target: "x"}}}
+	target := &model.Rendered{Files: []model.File{{Path: "/etc/.motd.tmp-0123456789ab", Mode: 0o644}},
+		Units: []model.Unit{{Name: ".u.service.tmp-0123456789ab"}}}
+	if err := (&Executor{Root: root, Host: &RecordingHost{}}).Sweep(from, target); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range managed {
+		if _, err := os.Lstat(filepath.Join(root, p)); err != nil {
+			t.Errorf("/%s, managed, was removed (%v)", p, err)
+		}
+	}
+	for _, p := range twins {
+		if _, err := os.Lstat(filepath.Join(root, p)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("/%s, a twin, is left (%v)", p, err)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"strings"
@@ -345,7 +346,8 @@ func LookupID(r *os.Root, db, name string) (int, error) {
 // (Agent.Update, Agent.Resume), in the directories mcp writes in: its own (StateDir, and
 // MachineDir where the local fleet's machine records what it runs), those of the files
 // and links of from and target (a rollback writes from's), and the unit directory with
-// its subdirectories (drop-ins, .wants links). Only names of that pattern are removed.
+// its subdirectories (drop-ins, .wants links). Only names of that pattern are removed, and
+// not those from or target manage (a config may name a file so).
 func (e *Executor) Sweep(from, target *model.Rendered) error {
 	r, err := os.OpenRoot(e.Root)
 	if err != nil {
@@ -354,10 +356,12 @@ func (e *Executor) Sweep(from, target *model.Rendered) error {
 	defer r.Close()
 	unitDir := strings.TrimPrefix(UnitDir, "/")
 	dirs := map[string]bool{StateDir: true, MachineDir: true, unitDir: true}
+	keep := map[string]bool{} // a managed path of that pattern is a config's file, not a twin
 	for _, c := range []*model.Rendered{from, target} {
 		if c == nil {
 			continue
 		}
+		maps.Copy(keep, managedPaths(c))
 		for _, f := range c.Files {
 			dirs[path.Dir(strings.TrimPrefix(f.Path, "/"))] = true
 		}
@@ -365,7 +369,7 @@ func (e *Executor) Sweep(from, target *model.Rendered) error {
 			dirs[path.Dir(strings.TrimPrefix(l.Path, "/"))] = true
 		}
 	}
-	subs, err := sweepDir(r, unitDir)
+	subs, err := sweepDir(r, unitDir, keep)
 	if err != nil {
 		return err
 	}
@@ -373,16 +377,16 @@ func (e *Executor) Sweep(from, target *model.Rendered) error {
 		dirs[path.Join(unitDir, d)] = true
 	}
 	for d := range dirs {
-		if _, err := sweepDir(r, d); err != nil {
+		if _, err := sweepDir(r, d, keep); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// sweepDir removes the temporary twins in dir (absent: nothing) and returns the names of
-// its subdirectories.
-func sweepDir(r *os.Root, dir string) ([]string, error) {
+// sweepDir removes the temporary twins in dir (absent: nothing), but the paths keep holds
+// (absolute), and returns the names of its subdirectories.
+func sweepDir(r *os.Root, dir string, keep map[string]bool) ([]string, error) {
 	f, err := boundedfile.OpenDirIn(r, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -401,7 +405,7 @@ func sweepDir(r *os.Root, dir string) ([]string, error) {
 		switch {
 		case ent.IsDir():
 			subs = append(subs, n)
-		case atomicfile.IsTemp(n):
+		case atomicfile.IsTemp(n) && !keep["/"+path.Join(dir, n)]:
 			if err := r.Remove(path.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return nil, err
 			}

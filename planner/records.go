@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcpfleet/mcp/ignition/content"
+	"github.com/mcpfleet/mcp/internal/untrusted"
 	"github.com/mcpfleet/mcp/model"
 )
 
@@ -99,7 +100,7 @@ func (c *records) refuse(it item, what string, l model.Landing) *model.Diagnosti
 		why = "in " + recordsDir + ", " + why
 	}
 	return &model.Diagnostic{Severity: model.DiagError, Summary: "Path reaches mcp's own records",
-		Detail:  fmt.Sprintf("%s %s%s %s %s%s, %s.", capitalizeFirst(it.kind), it.path, c.textPlace(it.text), what, l.Path, how, why),
+		Detail:  untrusted.Line(fmt.Sprintf("%s %s%s %s %s%s, %s.", capitalizeFirst(it.kind), it.path, c.textPlace(it.text), what, l.Path, how, why)),
 		Subject: model.Subject(it.at)}
 }
 
@@ -114,8 +115,8 @@ func (c *records) moves(k *model.Link, rec model.Landing, err error) *model.Diag
 			it.kind, it.path, c.place(it.at, it.text), recordsDir+strings.TrimPrefix(at, rec.Path))
 	}
 	return &model.Diagnostic{Severity: model.DiagError, Summary: "Link moves mcp's own records",
-		Detail: fmt.Sprintf("Link %s → %s%s is on the way to %s, where the node agent keeps its own records %s: %s. "+
-			"A config may not put a link on the way to %s.", k.Path, k.Target, c.textPlace(k.Text), recordsDir, recordsHeld, instead, recordsDir),
+		Detail: untrusted.Line(fmt.Sprintf("Link %s → %s%s is on the way to %s, where the node agent keeps its own records %s: %s. "+
+			"A config may not put a link on the way to %s.", k.Path, k.Target, c.textPlace(k.Text), recordsDir, recordsHeld, instead, recordsDir)),
 		Subject: model.Subject(k.DeclRange)}
 }
 

@@ -69,32 +69,44 @@ func TestLinksToTheAgentsRecordsAreRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := &model.Desired{Pools: []model.Pool{{Name: "worker"}, {Name: "infra"}}}
-			for i, c := range tt.configs {
-				c.Name, c.Pools = fmt.Sprintf("%02d", i), []string{"worker", "infra"}
-				d.Configs = append(d.Configs, c)
-			}
-			out, diags := Render(d, ignition.Renderer{})
-			if tt.line == 0 {
-				if diags.HasErrors() || len(out) != 2 {
-					t.Fatalf("refused: %v", diags)
-				}
-				return
-			}
-			var found []*model.Diagnostic
-			for _, dg := range diags {
-				if dg.Subject != nil && dg.Subject.Start.Line == tt.line && strings.Contains(dg.Summary, "mcp's own records") {
-					found = append(found, dg)
-				}
-			}
-			if len(found) != 1 || len(out) != 0 {
-				t.Fatalf("%d refusals at line %d (want 1, once for both pools), %d pools rendered: %v", len(found), tt.line, len(out), diags)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(found[0].Detail, w) {
-					t.Errorf("detail %q\nlacks %q", found[0].Detail, w)
-				}
-			}
+			checkRefusal(t, []string{"worker", "infra"}, tt.configs, tt.line, "mcp's own records", tt.want)
 		})
+	}
+}
+
+// checkRefusal renders configs (named 00, 01…) for pools and checks the refusal: none when
+// line is 0 (every pool rendered); else exactly one diagnostic whose summary holds summary
+// at that line, once for all the pools, its detail holding each of want, and no pool
+// rendered.
+func checkRefusal(t *testing.T, pools []string, configs []model.Config, line int, summary string, want []string) {
+	t.Helper()
+	d := &model.Desired{}
+	for _, p := range pools {
+		d.Pools = append(d.Pools, model.Pool{Name: p})
+	}
+	for i, c := range configs {
+		c.Name, c.Pools = fmt.Sprintf("%02d", i), pools
+		d.Configs = append(d.Configs, c)
+	}
+	out, diags := Render(d, ignition.Renderer{})
+	if line == 0 {
+		if diags.HasErrors() || len(out) != len(pools) {
+			t.Fatalf("refused: %v", diags)
+		}
+		return
+	}
+	var found []*model.Diagnostic
+	for _, dg := range diags {
+		if dg.Subject != nil && dg.Subject.Start.Line == line && strings.Contains(dg.Summary, summary) {
+			found = append(found, dg)
+		}
+	}
+	if len(found) != 1 || len(out) != 0 {
+		t.Fatalf("%d refusals at line %d (want 1, once for all pools), %d pools rendered: %v", len(found), line, len(out), diags)
+	}
+	for _, w := range want {
+		if !strings.Contains(found[0].Detail, w) {
+			t.Errorf("detail %q\nlacks %q", found[0].Detail, w)
+		}
 	}
 }

@@ -21,8 +21,9 @@ type Ignition interface {
 	// Render checks r's Ignition config with Ignition's parser of its spec and names r
 	// when the parser takes it; the report's entries are at JSON paths of that config.
 	Render(r *model.Rendered) ([]model.ReportEntry, error)
-	// MergeFirstBoot merges first-boot parts in order, as Ignition merges configs.
-	MergeFirstBoot(parts [][]byte) ([]byte, error)
+	// MergeFirstBoot merges first-boot parts in order, as Ignition merges configs, and
+	// drops from their removed kernel arguments those the pool adds (kernelArgs).
+	MergeFirstBoot(parts [][]byte, kernelArgs []string) ([]byte, error)
 }
 
 // Render merges, per pool, the configs that name it (in lexical order of config name, later
@@ -45,7 +46,7 @@ func Render(d *model.Desired, ign Ignition) (map[string]*model.Rendered, model.D
 		r, ovs := merge(&d.Pools[i], d.Configs, rel)
 		overrides.add(d.Pools[i].Name, ovs)
 		r.IgnitionVersion = version
-		if rd := recordsDiags(r, rel); len(rd) > 0 {
+		if rd := append(recordsDiags(r, rel), parentsDiags(r, rel)...); len(rd) > 0 {
 			diags = appendOnce(diags, rd)
 			continue
 		}
@@ -250,7 +251,7 @@ func firstBoot(r *model.Rendered, configs []model.Config, ign Ignition) *model.D
 	if len(parts) == 0 {
 		return nil
 	}
-	fb, err := ign.MergeFirstBoot(parts)
+	fb, err := ign.MergeFirstBoot(parts, r.KernelArgs)
 	if err != nil {
 		return &model.Diagnostic{Severity: model.DiagError, Summary: fmt.Sprintf("Cannot merge the first-boot parts of pool %q", r.Pool),
 			Detail: err.Error(), Subject: model.Subject(last.FirstBootRange)}

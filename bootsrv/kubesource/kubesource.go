@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -98,31 +99,33 @@ func (s *Source) Token() (string, error) {
 // the events of one namespace's Secrets in order, so the cache holds what a head names.
 //
 // Every rendered config is verified (kubestate.DecodeRendered: name, label and content agree).
-// One that fails refuses the whole snapshot, rather than being skipped: Follow logs the
-// error naming the Secret and keeps the snapshot in service, the local source (which reads
-// through localstate.Local) does the same, and a changed config in the state's namespace is
-// something to look at, not to route around.
+// One that fails is not served, and is not routed around either: the pool pointing at it
+// answers 503 naming the Secret and why (a server already serving that config keeps its
+// copy: bootsrv.Snapshot.Keeping), /rendered/<name> answers 503 the same, and every other
+// pool is served — one pool's damaged Secret does not stop the others' machines booting.
+// The local source (localstate.Local.Served) does the same.
 func (s *Source) Load(ctx context.Context) (*bootsrv.Snapshot, error) {
 	rs, err := s.lister.List(kubestate.RenderedSelector())
 	if err != nil {
 		return nil, err
 	}
-	rendered := make(map[string]*model.Rendered, len(rs))
+	st := bootsrv.Stored{Rendered: make(map[string]*model.Rendered, len(rs)), Unreadable: map[string]error{}}
 	for _, sec := range rs {
 		r, err := kubestate.DecodeRendered(sec)
-		if err != nil {
-			return nil, fmt.Errorf("not serving the new state: %w", err)
+		if err != nil { // only a pool pointing at it fails: the others are served
+			st.Unreadable[storedName(sec)] = err
+			continue
 		}
-		rendered[r.Name] = r
+		st.Rendered[r.Name] = r
 	}
 	head, err := s.lister.Get(protocol.StateSecret)
 	if apierrors.IsNotFound(err) {
-		return bootsrv.BuildWith(0, nil, rendered, s.Options)
+		return bootsrv.BuildStored(st, s.Options)
 	}
 	if err != nil {
 		return nil, err
 	}
-	st, err := kubestate.Decode(head, func(name string) ([]byte, error) {
+	state, err := kubestate.Decode(head, func(name string) ([]byte, error) {
 		c, err := s.lister.Get(name)
 		if err != nil {
 			return nil, err
@@ -132,5 +135,15 @@ func (s *Source) Load(ctx context.Context) (*bootsrv.Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state in secret %s/%s: %w", s.ns, protocol.StateSecret, err)
 	}
-	return bootsrv.BuildWith(st.Serial, st.Pointers, rendered, s.Options)
+	st.Serial, st.Pointers = state.Serial, state.Pointers
+	return bootsrv.BuildStored(st, s.Options)
+}
+
+// storedName is the rendered config a Secret that does not decode was stored as: its
+// label's, or its name's (mcp-<name>).
+func storedName(sec *corev1.Secret) string {
+	if l := sec.Labels[protocol.RenderedLabel]; l != "" {
+		return l
+	}
+	return strings.TrimPrefix(sec.Name, protocol.RenderedSecretName(""))
 }

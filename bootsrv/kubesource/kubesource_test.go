@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/mcpfleet/mcp/bootsrv"
 	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
@@ -104,16 +105,16 @@ func TestSourceFollowsTheState(t *testing.T) {
 }
 
 // TestSourceRefusesChangedRenderedConfig: a rendered config's Secret changed after it was
-// stored makes Load fail naming it, so that Follow keeps the snapshot in service rather
-// than serve it.
+// stored is not served: the pool pointing at it fails naming the Secret, and the other
+// pools are served (one pool's damaged Secret does not stop the others' machines booting).
 func TestSourceRefusesChangedRenderedConfig(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cs := fake.NewClientset()
 	st := state.New()
-	r := rendered("a", "worker")
-	st.Pointers["worker"] = r.Name
-	st.Rendered[r.Name] = r
+	r, other := rendered("a", "worker"), rendered("b", "infra")
+	st.Pointers["worker"], st.Pointers["infra"] = r.Name, other.Name
+	st.Rendered[r.Name], st.Rendered[other.Name] = r, other
 	if err := kubestate.New(cs, "mcp-system", kubestate.Options{}).Write(ctx, st); err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +134,15 @@ func TestSourceRefusesChangedRenderedConfig(t *testing.T) {
 	if err := src.Start(ctx, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	_, err = src.Load(ctx)
+	snap, err := src.Load(ctx)
+	if err != nil {
+		t.Fatalf("load with one pool's rendered config changed: %v", err)
+	}
+	_, err = snap.PoolConfig("worker", bootsrv.IgnitionAccept)
 	if err == nil || !strings.Contains(err.Error(), "secret mcp-system/"+name) || !strings.Contains(err.Error(), "does not match its content") {
-		t.Fatalf("load with a changed rendered config: %v, want an error naming secret %s", err, name)
+		t.Errorf("the pool of the changed config: %v, want an error naming secret %s", err, name)
+	}
+	if _, err := snap.PoolConfig("infra", bootsrv.IgnitionAccept); err != nil {
+		t.Errorf("the other pool: %v", err)
 	}
 }

@@ -159,7 +159,8 @@ func (c *cli) fleetList(args []string) int {
 		if cur == "" {
 			cur = "-"
 		}
-		fmt.Fprintf(t, "%s\t%s\t%t\t%t\t%s\t%s\n", n.Name, orDash(n.Zone), n.Ready, !n.Unschedulable, views.Untrusted(cur), views.Untrusted(orDash(n.State)))
+		fmt.Fprintf(t, "%s\t%s\t%t\t%t\t%s\t%s\n", views.Untrusted(n.Name), views.Untrusted(orDash(n.Zone)), n.Ready, !n.Unschedulable,
+			views.Untrusted(cur), views.Untrusted(orDash(n.State)))
 	}
 	if err := t.Flush(); err != nil {
 		return c.failErr(err)
@@ -213,7 +214,7 @@ func (c *cli) fleetEvents(args []string) int {
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	for _, e := range evs {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", e.Time.UTC().Format("2006-01-02 15:04:05.000"), e.Node, views.Untrusted(string(e.Kind)), views.Untrusted(eventDetail(e)))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", e.Time.UTC().Format("2006-01-02 15:04:05.000"), views.Untrusted(e.Node), views.Untrusted(string(e.Kind)), views.Untrusted(eventDetail(e)))
 	}
 	w.Flush()
 	for line := range strings.Lines(b.String()) {

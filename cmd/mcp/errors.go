@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
@@ -22,7 +23,17 @@ func (c *cli) fail(summary, detail string) int {
 
 // errorf prints an error built as fmt.Sprintf does: its first line is the summary, the
 // lines after it the detail; "usage: …" is a usage under one summary for every command.
+// The line breaks are format's: a string or error argument (a path, a flag's value) is
+// written escaped, as untrusted.Line writes it, so that it cannot start a line.
 func (c *cli) errorf(format string, a ...any) int {
+	for i, v := range a {
+		switch x := v.(type) {
+		case string:
+			a[i] = oneLine(x)
+		case error:
+			a[i] = oneLine(x.Error())
+		}
+	}
 	msg := fmt.Sprintf(format, a...)
 	if usage, ok := strings.CutPrefix(msg, "usage: "); ok {
 		return c.fail("Invalid command line arguments", "Usage: "+usage)
@@ -44,10 +55,25 @@ func (c *cli) failErr(err error) int {
 	case errors.Is(err, planfile.ErrStale):
 		return c.fail("Saved plan is stale", views.Capitalize(strings.TrimPrefix(err.Error(), "saved plan is stale: "))+".")
 	case errors.As(err, &se):
-		return c.fail("Invalid -target or -exclude", strings.Join(se.Problems, "\n"))
+		problems := make([]string, len(se.Problems))
+		for i, p := range se.Problems {
+			problems[i] = views.Untrusted(p)
+		}
+		return c.fail("Invalid -target or -exclude", strings.Join(problems, "\n"))
 	}
 	// One line per joined error, each escaped: a path or a node's text in an error
 	// cannot start a line of its own, nor reach the terminal raw.
 	lines := views.ErrorLines(err)
 	return c.fail(lines[0], strings.Join(lines[1:], "\n"))
+}
+
+// oneLine is an argument of errorf: %q quotes it as ever; %s and %v write it escaped.
+type oneLine string
+
+func (s oneLine) Format(f fmt.State, verb rune) {
+	if verb == 'q' {
+		fmt.Fprintf(f, "%q", string(s))
+		return
+	}
+	io.WriteString(f, views.Untrusted(string(s)))
 }

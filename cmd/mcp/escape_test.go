@@ -269,3 +269,49 @@ config "raw" {
 	_, out, errOut = mcp(t, dir, "validate", "-no-color")
 	printed.Check(t, "mcp validate (not UTF-8)", out+errOut, printed.Options{}, "SRC")
 }
+
+// TestFleetListAndEventsEscapeNodeText: a local fleet's node whose directory name and zone
+// hold hostile text (a fleet is input: written by hand or by another tool) is listed by
+// fleet list and fleet events escaped, as every other view shows it.
+func TestFleetListAndEventsEscapeNodeText(t *testing.T) {
+	dir := quickstart(t)
+	if code, out, errOut := mcp(t, dir, "apply", "-auto-approve", "-no-color"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	name := strings.ReplaceAll(printed.Text("NODE"), "/", "-") // one directory name
+	nodes := filepath.Join(dir, "fleet", "nodes")
+	if err := os.Rename(filepath.Join(nodes, "worker-3"), filepath.Join(nodes, name)); err != nil {
+		t.Fatal(err)
+	}
+	quoted, _ := json.Marshal(name)
+	for file, edit := range map[string]func(string) string{
+		"node.json": func(s string) string {
+			var n map[string]any
+			json.Unmarshal([]byte(s), &n)
+			n["name"], n["zone"] = name, printed.Text("ZONE")
+			b, _ := json.Marshal(n)
+			return string(b)
+		},
+		"events.jsonl": func(s string) string { return strings.ReplaceAll(s, `"worker-3"`, string(quoted)) },
+	} {
+		p := filepath.Join(nodes, name, file)
+		b, err := os.ReadFile(p)
+		if err == nil {
+			err = os.WriteFile(p, []byte(edit(string(b))), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"fleet", "list"}, {"fleet", "events"}} {
+		code, out, errOut := mcp(t, dir, args...)
+		if code != 0 {
+			t.Fatalf("mcp %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+		tags := []string{"NODE"}
+		if args[1] == "list" {
+			tags = append(tags, "ZONE")
+		}
+		printed.Check(t, "mcp "+strings.Join(args, " "), out+errOut, printed.Options{}, tags...)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	// for machines (and containers) without /usr/share/zoneinfo.
 	_ "time/tzdata"
 
+	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/internal/suggest"
 	"github.com/mcpfleet/mcp/model"
 )
@@ -231,10 +232,10 @@ func (c *cli) flagError(fs *flag.FlagSet, name string, err error) {
 	if opt, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: "); ok {
 		var names []string
 		fs.VisitAll(func(f *flag.Flag) { names = append(names, "-"+f.Name) })
-		c.fail("Unknown option "+opt, fmt.Sprintf("mcp %s has no option %s.%s\n\n%s", name, opt, didYouMean(opt, names), more))
+		c.fail("Unknown option "+opt, fmt.Sprintf("mcp %s has no option %s.%s\n\n%s", name, views.Untrusted(opt), didYouMean(opt, names), more))
 		return
 	}
-	c.fail(err.Error(), more)
+	c.fail(views.Untrusted(err.Error()), more)
 }
 
 // printHelp prints the help of the command name, with its options fs (nil: none), on stdout.

@@ -85,7 +85,7 @@ func localBoot(_ context.Context, s model.Settings) (bootsrv.Source, string, err
 // localSource follows the local state l: bootsrv's FileSource (a file replaced atomically,
 // and a reader of what it names) reading it through the backend.
 func localSource(l *localstate.Local) bootsrv.Source {
-	return bootsrv.FileSource{Path: l.Path, Read: l.Served}
+	return bootsrv.LocalSource(l)
 }
 
 // kubeBoot follows the cluster's Secrets with an informer: every replica serves the same

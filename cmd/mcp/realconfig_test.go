@@ -174,3 +174,38 @@ config "70-example" {
 		t.Errorf("/etc/z.bin not restored")
 	}
 }
+
+// Fedora CoreOS's documentation sets the serial console by removing the defaults and
+// adding two arguments in one should_exist entry ("console=tty0 console=ttyS0,115200n8"
+// beside should_not_exist "console=tty0"…). mcp adds each argument; the removal of the
+// same ones is dropped from the first-boot part (Ignition takes an argument in one list
+// only, and refused the config: "duplicate entry defined"); the other removals are
+// served. Judged from the nodes' kernel arguments and the rendered Ignition config.
+func TestFCOSDocsConsoleArgumentsApply(t *testing.T) {
+	bu, err := os.ReadFile("../../acceptance/testdata/corpus/fcos-docs/emergency-shell-1.bu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := freshFleet(t, "worker=1", "config \"console\" {\n  pools  = [\"worker\"]\n  butane = file(\"console.bu\")\n}\n",
+		map[string]string{"console.bu": string(bu)})
+	if code, out, errOut := mcp(t, dir, "apply", "-auto-approve", "-no-color"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := nodeKernelArgs(t, dir, "worker-0"); !slices.Equal(got, []string{"console=tty0", "console=ttyS0,115200n8"}) {
+		t.Errorf("worker-0 runs %q", got)
+	}
+	_, out, _ := mcp(t, dir, "show", "-rendered", "worker", "-json")
+	var r struct {
+		Ignition struct {
+			KernelArguments struct{ ShouldExist, ShouldNotExist []string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	k := r.Ignition.KernelArguments
+	if !slices.Equal(k.ShouldExist, []string{"console=tty0", "console=ttyS0,115200n8"}) ||
+		!slices.Equal(k.ShouldNotExist, []string{"console=hvc0", "console=ttyAMA0,115200n8", "console=ttyS1,115200n8"}) {
+		t.Errorf("rendered kernel arguments %+v", k)
+	}
+}

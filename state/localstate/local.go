@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -65,14 +67,17 @@ func (l *Local) journalPath() string { return l.Path + ".journal" }
 func (l *Local) backupPath() string  { return l.Path + ".backup" }
 func (l *Local) lockPath() string    { return l.Path + ".lock" }
 
-// Served reads what the boot server serves: the serial, the pools' pointers and the
-// rendered configs (a bootsrv.FileSource's Read, with Path as its file).
-func (l *Local) Served(ctx context.Context) (int64, map[string]string, map[string]*model.Rendered, error) {
-	s, err := l.Read(ctx)
-	if err != nil {
-		return 0, nil, nil, err
+// Served reads what the boot server serves: the state file's serial and pools' pointers,
+// and the stored rendered configs, each apart: one that does not read (damaged, edited, not
+// a regular file) is in unreadable with why, and the others are read, so the boot server
+// can serve every pool but the one pointing at it. The journal is not read: it holds no
+// pointer, and a damaged one must not stop new machines booting.
+func (l *Local) Served(ctx context.Context) (s *state.State, unreadable map[string]error, err error) {
+	if s, err = l.readHead(); err != nil {
+		return nil, nil, err
 	}
-	return s.Serial, s.Pointers, s.Rendered, nil
+	s.Rendered, unreadable, err = l.readRendered()
+	return s, unreadable, err
 }
 
 // RenderedPath is where the rendered config name is stored (the boot server reads it).
@@ -85,9 +90,14 @@ func (l *Local) Read(ctx context.Context) (*state.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.Rendered, err = l.readRendered(); err != nil {
+	rendered, unreadable, err := l.readRendered()
+	if err != nil {
 		return nil, err
 	}
+	if len(unreadable) > 0 { // plan and apply read the whole store: the first that does not read is the error
+		return nil, unreadable[slices.Min(slices.Collect(maps.Keys(unreadable)))]
+	}
+	s.Rendered = rendered
 	if err := model.CheckPointers(s.Pointers, s.Rendered); err != nil {
 		return nil, fmt.Errorf("reading state %s: %w (%s): the state was damaged or edited%s", l.Path, err, l.renderedDir(), l.restoreHint())
 	}
@@ -174,14 +184,16 @@ func (l *Local) backup() error {
 	return nil
 }
 
-func (l *Local) readRendered() (map[string]*model.Rendered, error) {
-	out := map[string]*model.Rendered{}
+// readRendered reads the stored rendered configs by name; one that does not read is in
+// unreadable with why, apart from the others (err is the directory's own failure).
+func (l *Local) readRendered() (rendered map[string]*model.Rendered, unreadable map[string]error, err error) {
+	rendered, unreadable = map[string]*model.Rendered{}, map[string]error{}
 	ents, err := boundedfile.ReadDir(l.renderedDir())
 	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
+		return rendered, unreadable, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading rendered configs: %w", err)
+		return nil, nil, fmt.Errorf("reading rendered configs: %w", err)
 	}
 	for _, e := range ents {
 		name, ok := strings.CutSuffix(e.Name(), ".json")
@@ -190,11 +202,12 @@ func (l *Local) readRendered() (map[string]*model.Rendered, error) {
 		}
 		r, err := readRenderedFile(filepath.Join(l.renderedDir(), e.Name()), name)
 		if err != nil {
-			return nil, err
+			unreadable[name] = err
+			continue
 		}
-		out[name] = r
+		rendered[name] = r
 	}
-	return out, nil
+	return rendered, unreadable, nil
 }
 
 // readRenderedFile reads and verifies one stored rendered config: its name must be its file's

@@ -88,6 +88,7 @@ func humanPlan(w *bufio.Writer, p *planner.Plan, o HumanOptions) error {
 			writeDriftNote(w, c, p)
 		}
 		writeBootImages(w, c, p)
+		writeNotes(w, c, p)
 		return nil
 	}
 	if p.Drifted() != nil {

@@ -103,6 +103,18 @@ func TestPlanSummaryNoChanges(t *testing.T) {
 	}
 }
 
+// A plan without changes still says which nodes no pool selects (a pool's block removed
+// leaves its nodes unmanaged), as the plan with changes and show -markdown say it.
+func TestNoChangesPlanNotesUnselectedNodes(t *testing.T) {
+	p := &planner.Plan{Pools: []planner.PoolPlan{{Name: "w", Rendered: "r", Previous: "r"}},
+		Nodes: []planner.NodePlan{{Name: "n", Pool: "w", Action: planner.NodeNoOp}}, Unmanaged: []string{"infra-0"}}
+	var out strings.Builder
+	HumanPlan(&out, p, HumanOptions{})
+	if !strings.Contains(out.String(), "No changes.") || !strings.Contains(out.String(), "Note: no pool selects infra-0.") {
+		t.Errorf("plan:\n%s", out.String())
+	}
+}
+
 func TestRefreshLine(t *testing.T) {
 	for _, c := range []struct {
 		rs   model.RefreshStats
