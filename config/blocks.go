@@ -303,7 +303,7 @@ var fileSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "conte
 	{Name: "mode"}, {Name: "user"}, {Name: "group"}, {Name: "on_change"}, {Name: "sensitive"}}}
 
 func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
-	f := model.File{Path: b.Labels[0], Mode: 0o644, DeclRange: hclpos.From(b.LabelRanges[0])}
+	f := model.File{Entry: model.Entry{Path: b.Labels[0], DeclRange: hclpos.From(b.LabelRanges[0])}, Mode: 0o644}
 	var diags hcl.Diagnostics
 	if d := checkPath(f.Path, b.LabelRanges[0]); d != nil {
 		diags = append(diags, d)

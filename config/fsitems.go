@@ -20,7 +20,7 @@ var directorySchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 // directory reads a directory block: its path checked as a file's, mode 0755 by default
 // (Ignition's).
 func (l *loader) directory(b *hcl.Block) (model.Directory, hcl.Diagnostics) {
-	d := model.Directory{Path: b.Labels[0], Mode: 0o755, DeclRange: hclpos.From(b.LabelRanges[0])}
+	d := model.Directory{Entry: model.Entry{Path: b.Labels[0], DeclRange: hclpos.From(b.LabelRanges[0])}, Mode: 0o755}
 	var diags hcl.Diagnostics
 	if dg := checkPath(d.Path, b.LabelRanges[0]); dg != nil {
 		diags = append(diags, dg)
@@ -50,7 +50,7 @@ var linkSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "targe
 // link reads a link block. A symbolic link's target is data, any text a link can hold; a
 // hard link's is a path on the node, held to the rules of a file's path.
 func (l *loader) link(b *hcl.Block) (model.Link, hcl.Diagnostics) {
-	k := model.Link{Path: b.Labels[0], DeclRange: hclpos.From(b.LabelRanges[0])}
+	k := model.Link{Entry: model.Entry{Path: b.Labels[0], DeclRange: hclpos.From(b.LabelRanges[0])}}
 	var diags hcl.Diagnostics
 	if dg := checkPath(k.Path, b.LabelRanges[0]); dg != nil {
 		diags = append(diags, dg)

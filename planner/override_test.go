@@ -22,12 +22,12 @@ func TestOverridesWarnOncePerBlockPair(t *testing.T) {
 		Configs: []model.Config{
 			{Name: "10-a", Pools: []string{"worker", "infra"},
 				Units: []model.Unit{{Name: "u.service", Contents: "a", OnChange: restart, DeclRange: at("/cfg/a.hcl", 3)}},
-				Files: []model.File{{Path: "/etc/f", Contents: []byte("a"), OnChange: restart, DeclRange: at("/cfg/a.hcl", 7)}}},
+				Files: []model.File{{Entry: model.Entry{Path: "/etc/f", OnChange: restart, DeclRange: at("/cfg/a.hcl", 7)}, Contents: []byte("a")}}},
 			{Name: "20-b", Pools: []string{"worker", "infra"},
 				Units: []model.Unit{{Name: "u.service", Contents: "b", DeclRange: at("/cfg/b.hcl", 5)}},
-				Files: []model.File{{Path: "/etc/f", Contents: []byte("b"), OnChange: restart, DeclRange: at("/cfg/b.hcl", 9)}}},
+				Files: []model.File{{Entry: model.Entry{Path: "/etc/f", OnChange: restart, DeclRange: at("/cfg/b.hcl", 9)}, Contents: []byte("b")}}},
 			{Name: "30-c", Pools: []string{"worker"}, KernelArgs: []string{"k", "j"},
-				Files: []model.File{{Path: "/etc/f", Contents: []byte("c"), OnChange: restart, DeclRange: at("/cfg/c.hcl", 1), Text: model.TextRef{Kind: model.TextButane, Path: "storage.files.0"}}}},
+				Files: []model.File{{Entry: model.Entry{Path: "/etc/f", OnChange: restart, DeclRange: at("/cfg/c.hcl", 1), Text: model.TextRef{Kind: model.TextButane, Path: "storage.files.0"}}, Contents: []byte("c")}}},
 		},
 	}
 	out, diags := Render(d, ignition.Renderer{})

@@ -184,7 +184,7 @@ func linkTarget(k *model.Link, at string, read model.Readlink) (model.Landing, b
 func landedLinks(links []model.Link) map[string]*model.Link {
 	base := map[string]*model.Link{}
 	for p, t := range model.CoreOSLinks {
-		base[p] = &model.Link{Path: p, Target: t}
+		base[p] = &model.Link{Entry: model.Entry{Path: p}, Target: t}
 	}
 	at := maps.Clone(base)
 	for i := range links {

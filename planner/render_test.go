@@ -18,12 +18,12 @@ func renderDesired() *model.Desired {
 		Pools: []model.Pool{{Name: "worker", KernelArgs: []string{"a"}, OSImage: "img:pool"}},
 		Configs: []model.Config{
 			{Name: "10-a", Pools: []string{"worker"}, KernelArgs: []string{"b", "a"},
-				Files: []model.File{{Path: "/etc/x", Mode: 0o644, Contents: []byte("first")}, {Path: "/etc/bin", Mode: 0o600, Contents: []byte{0xff, 0, 1}}},
+				Files: []model.File{{Entry: model.Entry{Path: "/etc/x"}, Mode: 0o644, Contents: []byte("first")}, {Entry: model.Entry{Path: "/etc/bin"}, Mode: 0o600, Contents: []byte{0xff, 0, 1}}},
 				Units: []model.Unit{{Name: "u.service", Contents: "[Service]\n", Dropins: []model.Dropin{{Name: "10.conf", Contents: "a"}, {Name: "20.conf", Contents: "b"}}}}},
 			{Name: "20-b", Pools: []string{"worker"}, OSImage: "img:config",
-				Files: []model.File{{Path: "/etc/x", Mode: 0o640, Contents: []byte("second 100% #?")}},
+				Files: []model.File{{Entry: model.Entry{Path: "/etc/x"}, Mode: 0o640, Contents: []byte("second 100% #?")}},
 				Units: []model.Unit{{Name: "u.service", Contents: "[Service]\nX=1\n", Enabled: &yes, Dropins: []model.Dropin{{Name: "20.conf", Contents: "B"}}}}},
-			{Name: "30-other", Pools: []string{"infra"}, Files: []model.File{{Path: "/etc/other", Mode: 0o644, Contents: []byte("o")}}},
+			{Name: "30-other", Pools: []string{"infra"}, Files: []model.File{{Entry: model.Entry{Path: "/etc/other"}, Mode: 0o644, Contents: []byte("o")}}},
 		},
 	}
 }
@@ -101,7 +101,7 @@ func TestRenderNameIgnoresHealthChecks(t *testing.T) {
 func TestRenderReportsIgnitionProblemsAtTheFile(t *testing.T) {
 	d := renderDesired()
 	rng := model.Range{Filename: "main.hcl", Start: model.Pos{Line: 7, Column: 3}}
-	d.Configs[0].Files = append(d.Configs[0].Files, model.File{Path: "/etc/dir/", Mode: 0o644, Contents: []byte("x"), DeclRange: rng})
+	d.Configs[0].Files = append(d.Configs[0].Files, model.File{Entry: model.Entry{Path: "/etc/dir/", DeclRange: rng}, Mode: 0o644, Contents: []byte("x")})
 	_, diags := Render(d, ignition.Renderer{})
 	if !diags.HasErrors() {
 		t.Fatal("Ignition accepted a file path ending in a slash")

@@ -248,7 +248,7 @@ const MaxInflated = 32 << 20
 // file is f as mcp manages it, or why it cannot be. Compressed contents are decompressed
 // as Ignition and the MCO's daemon do, within *inflate bytes, which it takes from.
 func file(f *types.File, at string, inflate *int) (model.File, string) {
-	mf := model.File{Path: f.Path, Mode: 0o644, Text: model.TextRef{Path: at}}
+	mf := model.File{Entry: model.Entry{Path: f.Path, Text: model.TextRef{Path: at}}, Mode: 0o644}
 	if f.Mode != nil {
 		mf.Mode = *f.Mode
 	}

@@ -168,7 +168,7 @@ func unknownBytes(f *types.File) string {
 
 // directory is d as mcp manages it, or why it cannot be.
 func directory(d *types.Directory, at string) (model.Directory, string) {
-	md := model.Directory{Path: d.Path, Mode: 0o755, Text: model.TextRef{Path: at}} // Ignition's default mode
+	md := model.Directory{Entry: model.Entry{Path: d.Path, Text: model.TextRef{Path: at}}, Mode: 0o755} // Ignition's default mode
 	if d.Mode != nil {
 		md.Mode = *d.Mode
 	}
@@ -181,7 +181,7 @@ func directory(d *types.Directory, at string) (model.Directory, string) {
 // link is l as mcp manages it, or why it cannot be. A link replaces what is at its path
 // (overwrite), as the node executor writes it.
 func link(l *types.Link, at string) (model.Link, string) {
-	ml := model.Link{Path: l.Path, Hard: l.Hard != nil && *l.Hard, Text: model.TextRef{Path: at}}
+	ml := model.Link{Entry: model.Entry{Path: l.Path, Text: model.TextRef{Path: at}}, Hard: l.Hard != nil && *l.Hard}
 	if l.Target == nil || *l.Target == "" {
 		return ml, "a link needs a target"
 	}
