@@ -71,15 +71,14 @@ func Render(d *model.Desired, ign Ignition) (map[string]*model.Rendered, model.D
 }
 
 // merge folds the configs naming pool p, in order, into one rendered config (unnamed),
-// recording who wrote each file, unit and kernel argument, and the overrides that changed
-// a file's or unit's on_change policy.
+// recording who wrote each file, directory, link, unit and kernel argument, and the
+// overrides that changed one's on_change policy.
 func merge(p *model.Pool, configs []model.Config, rel func(model.Origin) model.Origin) (*model.Rendered, []override) {
 	r := &model.Rendered{Pool: p.Name, OSImage: p.OSImage}
 	prov := &model.Provenance{Files: map[string]model.Written{}, Units: map[string]model.Written{},
 		KernelArgs: map[string]model.Written{}}
 	r.Provenance = prov
 	var overrides []override
-	files := map[string]model.File{}
 	tree := newTree()
 	units := map[string]model.Unit{}
 	kargs := slices.Clone(p.KernelArgs)
@@ -94,16 +93,7 @@ func merge(p *model.Pool, configs []model.Config, rel func(model.Origin) model.O
 		}
 		r.Sources = append(r.Sources, c.Name)
 		block := "config." + c.Name
-		for _, f := range c.Files {
-			by := rel(model.OriginAt(block, f.DeclRange, f.Text))
-			if old, ok := files[f.Path]; ok {
-				overrides = appendOverride(overrides, "file", f.Path, f.DeclRange, by, prov.Files[f.Path].By, old.OnChange, f.OnChange)
-			}
-			prov.Files[f.Path] = written(prov.Files, f.Path, by)
-			files[f.Path] = f
-			tree.drop(f.Path)
-		}
-		tree.add(c, block, rel, prov, files)
+		tree.add(c, block, rel, prov, &overrides)
 		for _, u := range c.Units {
 			by := rel(model.OriginAt(block, u.DeclRange, u.Text))
 			if old, ok := units[u.Name]; ok {
@@ -125,12 +115,8 @@ func merge(p *model.Pool, configs []model.Config, rel func(model.Origin) model.O
 			r.OSImage = c.OSImage
 		}
 	}
-	tree.sshKeys(files, prov)
-	for _, f := range files {
-		r.Files = append(r.Files, f)
-	}
-	slices.SortFunc(r.Files, func(a, b model.File) int { return strings.Compare(a.Path, b.Path) })
-	r.Directories, r.Links = tree.sorted()
+	tree.sshKeys(prov)
+	r.SetEntries(tree.sorted())
 	for _, u := range units {
 		slices.SortFunc(u.Dropins, func(a, b model.Dropin) int { return strings.Compare(a.Name, b.Name) })
 		r.Units = append(r.Units, u)
