@@ -303,15 +303,8 @@ var fileSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "conte
 	{Name: "mode"}, {Name: "user"}, {Name: "group"}, {Name: "on_change"}, {Name: "sensitive"}}}
 
 func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
-	f := model.File{Entry: model.Entry{Path: b.Labels[0], DeclRange: hclpos.From(b.LabelRanges[0])}, Mode: 0o644}
-	var diags hcl.Diagnostics
-	if d := checkPath(f.Path, b.LabelRanges[0]); d != nil {
-		diags = append(diags, d)
-	}
-	content, d := b.Body.Content(fileSchema)
-	diags = append(diags, d...)
-	for _, a := range sortedAttrs(content.Attributes) {
-		var d hcl.Diagnostics
+	f := model.File{Mode: 0o644}
+	attrs, diags := l.entry(b, fileSchema, &f.Entry, func(a *hcl.Attribute) (d hcl.Diagnostics) {
 		switch a.Name {
 		case "content":
 			var s string
@@ -323,22 +316,16 @@ func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
 			f.Contents, d = l.base64(a)
 		case "mode":
 			f.Mode, d = l.mode(a)
-		case "user":
-			f.User, d = l.owner(a)
-		case "group":
-			f.Group, d = l.owner(a)
-		case "on_change":
-			f.OnChange, d = l.policies(a)
 		case "sensitive":
 			f.Sensitive, d = l.boolean(a)
 		}
-		diags = append(diags, d...)
-	}
-	if d := oneContent(f.Path, b, content.Attributes); d != nil {
+		return d
+	})
+	if d := oneContent(f.Path, b, attrs); d != nil {
 		diags = append(diags, d)
 	}
-	l.fileSecrets(&f, content.Attributes["content"])
-	l.fileSecrets(&f, content.Attributes["content_base64"])
+	l.fileSecrets(&f, attrs["content"])
+	l.fileSecrets(&f, attrs["content_base64"])
 	return f, diags
 }
 
