@@ -38,6 +38,15 @@ const (
 	EntryLink      EntryKind = "link"
 )
 
+// Section is the key of Ignition's storage section that holds entries of kind k
+// ("files", "directories", "links").
+func (k EntryKind) Section() string {
+	if k == EntryDirectory {
+		return "directories"
+	}
+	return string(k) + "s"
+}
+
 // EntryKinds are the kinds in the order a rendered config lists them (Rendered.Entries).
 var EntryKinds = []EntryKind{EntryFile, EntryDirectory, EntryLink}
 
@@ -96,28 +105,19 @@ func (c *Config) SetEntries(es []TreeEntry) { c.Files, c.Directories, c.Links = 
 
 // Entry returns the file, directory or link at path, or nil.
 func (r *Rendered) Entry(path string) TreeEntry {
-	for _, k := range EntryKinds {
-		if e := r.EntryOf(k, path); e != nil {
-			return e
-		}
-	}
-	return nil
+	return r.find(func(e TreeEntry) bool { return e.Common().Path == path })
 }
 
 // EntryOf returns the entry of kind k at path, or nil.
 func (r *Rendered) EntryOf(k EntryKind, path string) TreeEntry {
-	switch k {
-	case EntryFile:
-		if f := r.File(path); f != nil {
-			return f
-		}
-	case EntryDirectory:
-		if d := r.Directory(path); d != nil {
-			return d
-		}
-	case EntryLink:
-		if l := r.Link(path); l != nil {
-			return l
+	return r.find(func(e TreeEntry) bool { return e.Kind() == k && e.Common().Path == path })
+}
+
+// find returns r's first entry that is, or nil.
+func (r *Rendered) find(is func(TreeEntry) bool) TreeEntry {
+	for _, e := range r.Entries() {
+		if is(e) {
+			return e
 		}
 	}
 	return nil

@@ -206,14 +206,10 @@ func reportDiags(r *model.Rendered, d *model.Desired, p *model.Pool, rpt []model
 		}
 		subject := model.Subject(p.DeclRange)
 		path := e.Path
-		if i, ok := indexAfter(path, "storage.files."); ok && i < len(r.Files) {
-			subject = model.Subject(r.Files[i].DeclRange)
+		if e := reportedEntry(r, path); e != nil {
+			subject = model.Subject(e.Common().DeclRange)
 		} else if i, ok := indexAfter(path, "systemd.units."); ok && i < len(r.Units) {
 			subject = model.Subject(r.Units[i].DeclRange)
-		} else if i, ok := indexAfter(path, "storage.directories."); ok && i < len(r.Directories) {
-			subject = model.Subject(r.Directories[i].DeclRange)
-		} else if i, ok := indexAfter(path, "storage.links."); ok && i < len(r.Links) {
-			subject = model.Subject(r.Links[i].DeclRange)
 		} else if at := firstBootAt(d, r); at != nil && len(r.FirstBoot) > 0 && !managedPath(path) {
 			subject = at
 		}
@@ -271,6 +267,27 @@ func managedPath(path string) bool {
 
 // indexAfter reads the array index that follows prefix in a JSON path like
 // "$.storage.files.3.path".
+// reportedEntry is the file, directory or link of r that path, a place in r's Ignition
+// config (storage.links.2.target), is in, or nil.
+func reportedEntry(r *model.Rendered, path string) model.TreeEntry {
+	for _, k := range model.EntryKinds {
+		i, ok := indexAfter(path, "storage."+k.Section()+".")
+		if !ok {
+			continue
+		}
+		for _, e := range r.Entries() {
+			if e.Kind() != k {
+				continue
+			}
+			if i == 0 {
+				return e
+			}
+			i--
+		}
+	}
+	return nil
+}
+
 func indexAfter(path, prefix string) (int, bool) {
 	_, rest, ok := strings.Cut(path, prefix)
 	if !ok {

@@ -137,3 +137,21 @@ func TestRenderNamesAsBefore(t *testing.T) {
 		t.Errorf("names %s, %s", a, b)
 	}
 }
+
+// A problem Ignition reports in a file, directory or link is shown where that entry was
+// declared: the report's path (storage.links.1.target) counts entries of its kind alone.
+func TestIgnitionReportAtTheEntry(t *testing.T) {
+	at := func(line int) model.Range { return model.Range{Filename: "main.hcl", Start: model.Pos{Line: line}} }
+	r := &model.Rendered{Pool: "worker",
+		Files:       []model.File{{Entry: model.Entry{Path: "/etc/f", DeclRange: at(1)}}},
+		Directories: []model.Directory{{Entry: model.Entry{Path: "/etc/d", DeclRange: at(2)}}, {Entry: model.Entry{Path: "/etc/e", DeclRange: at(3)}}},
+		Links:       []model.Link{{Entry: model.Entry{Path: "/etc/l", DeclRange: at(4)}}, {Entry: model.Entry{Path: "/etc/m", DeclRange: at(5)}}}}
+	pool := &model.Pool{Name: "worker", DeclRange: at(9)}
+	for path, line := range map[string]int{"storage.files.0.mode": 1, "storage.directories.1": 3,
+		"storage.links.1.target": 5, "storage.links.0": 4, "storage.links.2": 9, "storage.disks.0": 9} {
+		diags := reportDiags(r, &model.Desired{}, pool, []model.ReportEntry{{Severity: model.DiagError, Path: path, Message: "bad"}})
+		if len(diags) != 1 || diags[0].Subject == nil || diags[0].Subject.Start.Line != line {
+			t.Errorf("%s: %v, want line %d", path, diags, line)
+		}
+	}
+}

@@ -30,15 +30,15 @@ func fromIgnition(cfg *types.Config, firstBootOnly func(string) bool) (*Result, 
 		return false
 	}
 	var taken []model.TreeEntry
-	rest.Storage.Files = takeEntries("files", cfg.Storage.Files, leave, &taken, &errs, func(f *types.File, at string) (model.TreeEntry, string) {
+	rest.Storage.Files = takeEntries(model.EntryFile, cfg.Storage.Files, leave, &taken, &errs, func(f *types.File, at string) (model.TreeEntry, string) {
 		if why := unknownBytes(f); why != "" {
 			res.FirstBootFiles = append(res.FirstBootFiles, fmt.Sprintf("%s (%s): %s", f.Path, at, why))
 			return nil, ""
 		}
 		return file(f, at, &inflate)
 	})
-	rest.Storage.Directories = takeEntries("directories", cfg.Storage.Directories, leave, &taken, &errs, directory)
-	rest.Storage.Links = takeEntries("links", cfg.Storage.Links, leave, &taken, &errs, link)
+	rest.Storage.Directories = takeEntries(model.EntryDirectory, cfg.Storage.Directories, leave, &taken, &errs, directory)
+	rest.Storage.Links = takeEntries(model.EntryLink, cfg.Storage.Links, leave, &taken, &errs, link)
 	res.Files, res.Directories, res.Links = model.SplitEntries(taken)
 	for i, u := range cfg.Systemd.Units {
 		mu := model.Unit{Name: u.Name, Enabled: u.Enabled, Mask: u.Mask != nil && *u.Mask,
@@ -79,18 +79,18 @@ func fromIgnition(cfg *types.Config, firstBootOnly func(string) bool) (*Result, 
 // and returns those it leaves to the first-boot part: the entries whose path is first boot
 // only (leave), and those conv leaves (nil, no error). An entry conv refuses is an error
 // naming it.
-func takeEntries[T interface{ Key() string }](section string, items []T, leave func(p, at string) bool,
+func takeEntries[T interface{ Key() string }](kind model.EntryKind, items []T, leave func(p, at string) bool,
 	taken *[]model.TreeEntry, errs *[]string, conv func(t *T, at string) (model.TreeEntry, string)) []T {
 	var rest []T
 	for i := range items {
-		p, at := items[i].Key(), fmt.Sprintf("storage.%s.%d", section, i)
+		p, at := items[i].Key(), fmt.Sprintf("storage.%s.%d", kind.Section(), i)
 		if leave(p, at) {
 			rest = append(rest, items[i])
 			continue
 		}
 		switch e, err := conv(&items[i], at); {
 		case err != "":
-			*errs = append(*errs, fmt.Sprintf("%s %s (%s): %s", e.Kind(), p, at, err))
+			*errs = append(*errs, fmt.Sprintf("%s %s (%s): %s", kind, p, at, err))
 		case e == nil:
 			rest = append(rest, items[i])
 		default:
