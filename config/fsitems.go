@@ -23,10 +23,7 @@ func (l *loader) entry(b *hcl.Block, schema *hcl.BodySchema, n *model.Entry, own
 	if d := checkPath(n.Path, b.LabelRanges[0]); d != nil {
 		diags = append(diags, d)
 	}
-	content, d := b.Body.Content(schema)
-	diags = append(diags, d...)
-	for _, a := range sortedAttrs(content.Attributes) {
-		var d hcl.Diagnostics
+	content, d := readAttrs(b.Body, schema, func(a *hcl.Attribute) (d hcl.Diagnostics) {
 		switch a.Name {
 		case "user":
 			n.User, d = l.owner(a)
@@ -37,9 +34,9 @@ func (l *loader) entry(b *hcl.Block, schema *hcl.BodySchema, n *model.Entry, own
 		default:
 			d = own(a)
 		}
-		diags = append(diags, d...)
-	}
-	return content.Attributes, diags
+		return d
+	})
+	return content.Attributes, append(diags, d...)
 }
 
 var directorySchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
