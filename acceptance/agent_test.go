@@ -87,9 +87,11 @@ func status(t *testing.T, root string) standalone.Status {
 func manyFiles(name string, n, size int, fill string) *model.Rendered {
 	r := &model.Rendered{Name: name}
 	for i := 0; i < n; i++ {
-		r.Files = append(r.Files, model.File{Path: fmt.Sprintf("/etc/many/f%04d.conf", i), Mode: 0o644,
+		r.Files = append(r.Files, model.File{
+			Entry:    model.Entry{Path: fmt.Sprintf("/etc/many/f%04d.conf", i), OnChange: []model.Policy{{Kind: model.PolicyNone}}},
+			Mode:     0o644,
 			Contents: bytes.Repeat([]byte(fill), size/len(fill)),
-			OnChange: []model.Policy{{Kind: model.PolicyNone}}})
+		})
 	}
 	return r
 }
@@ -211,7 +213,7 @@ func checkNoTornFiles(t *testing.T, root string, n, size int) int {
 func TestAgentRebootProtocol(t *testing.T) {
 	bin := mcpBinary(t)
 	target := &model.Rendered{Name: "rendered-w-kargs", KernelArgs: []string{"nosmt"},
-		Files: []model.File{{Path: "/etc/sysctl.d/90-mcp.conf", Mode: 0o644, Contents: []byte("vm.swappiness=10\n")}}}
+		Files: []model.File{{Entry: model.Entry{Path: "/etc/sysctl.d/90-mcp.conf"}, Mode: 0o644, Contents: []byte("vm.swappiness=10\n")}}}
 	url := serveRendered(t, target)
 	root, bootID := scratchRoot(t)
 	var logs bytes.Buffer

@@ -15,7 +15,7 @@ import (
 func renderedFor(t *testing.T, units ...model.Unit) *model.Rendered {
 	t.Helper()
 	d := &model.Desired{Pools: []model.Pool{{Name: "worker", OSImage: "quay.io/os:2"}}, Configs: []model.Config{{Name: "10", Pools: []string{"worker"},
-		Files: []model.File{{Path: "/etc/motd", Contents: []byte("hi\n"), Mode: 0o644}}, Units: units}}}
+		Files: []model.File{{Entry: model.Entry{Path: "/etc/motd"}, Contents: []byte("hi\n"), Mode: 0o644}}, Units: units}}}
 	out, diags := planner.Render(d, ignition.Renderer{})
 	if diags.HasErrors() {
 		t.Fatal(diags)

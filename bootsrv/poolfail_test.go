@@ -13,8 +13,8 @@ import (
 // ("file path includes link in config").
 func unservable(pool string) *model.Rendered {
 	r := &model.Rendered{Pool: pool, IgnitionVersion: "3.4.0",
-		Links: []model.Link{{Path: "/var/lib", Target: "../etc/fakelib"}},
-		Files: []model.File{{Path: "/etc/fakelib/mcp/desired", Mode: 0o644, Contents: []byte("rendered-worker-0\n")}}}
+		Links: []model.Link{{Entry: model.Entry{Path: "/var/lib"}, Target: "../etc/fakelib"}},
+		Files: []model.File{{Entry: model.Entry{Path: "/etc/fakelib/mcp/desired"}, Mode: 0o644, Contents: []byte("rendered-worker-0\n")}}}
 	r.Name = content.Name(r)
 	return r
 }

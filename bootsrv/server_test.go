@@ -32,7 +32,7 @@ func rendered(t testing.TB, pool, content string, kargs ...string) *model.Render
 	t.Helper()
 	d := &model.Desired{Pools: []model.Pool{{Name: pool, KernelArgs: kargs}},
 		Configs: []model.Config{{Name: "10-x", Pools: []string{pool},
-			Files: []model.File{{Path: "/etc/motd", Mode: 0o644, Contents: []byte(content)}}}}}
+			Files: []model.File{{Entry: model.Entry{Path: "/etc/motd"}, Mode: 0o644, Contents: []byte(content)}}}}}
 	out, diags := planner.Render(d, ignition.Renderer{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -472,7 +472,7 @@ func FuzzAccept(f *testing.F) {
 func TestFirstBootRecordServed(t *testing.T) {
 	d := &model.Desired{Pools: []model.Pool{{Name: "worker", OSImage: "quay.io/example/os:2"}},
 		Configs: []model.Config{{Name: "10-x", Pools: []string{"worker"},
-			Files: []model.File{{Path: "/etc/motd", Mode: 0o644, Contents: []byte("hi\n")}}}}}
+			Files: []model.File{{Entry: model.Entry{Path: "/etc/motd"}, Mode: 0o644, Contents: []byte("hi\n")}}}}}
 	out, diags := planner.Render(d, ignition.Renderer{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
@@ -518,7 +518,7 @@ func TestFirstBootRecordServed(t *testing.T) {
 	}
 
 	own := &model.Rendered{Pool: "worker", IgnitionVersion: "3.4.0",
-		Files: []model.File{{Path: content.FirstBootPath, Mode: 0o600, Contents: []byte("x")}}}
+		Files: []model.File{{Entry: model.Entry{Path: content.FirstBootPath}, Mode: 0o600, Contents: []byte("x")}}}
 	own.Name = content.Name(own)
 	if rec := get(t, serverWith(t, own), "GET", "/config/worker"); rec.Code != 503 ||
 		!strings.Contains(rec.Body.String(), "where the boot server puts the first-boot record") {

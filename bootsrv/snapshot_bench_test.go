@@ -20,8 +20,11 @@ func BenchmarkBuildSnapshot(b *testing.B) {
 		d := &model.Desired{Pools: []model.Pool{{Name: pool, KernelArgs: []string{"nosmt"}}}}
 		c := model.Config{Name: "10-bench", Pools: []string{pool}}
 		for f := range 10 {
-			c.Files = append(c.Files, model.File{Path: fmt.Sprintf("/etc/bench/%d.conf", f), Mode: 0o644,
-				Contents: []byte(strings.Repeat(fmt.Sprintf("setting-%d-%d = value\n", p, f), 100))})
+			c.Files = append(c.Files, model.File{
+				Entry:    model.Entry{Path: fmt.Sprintf("/etc/bench/%d.conf", f)},
+				Mode:     0o644,
+				Contents: []byte(strings.Repeat(fmt.Sprintf("setting-%d-%d = value\n", p, f), 100)),
+			})
 		}
 		d.Configs = []model.Config{c}
 		out, diags := planner.Render(d, ignition.Renderer{})

@@ -48,10 +48,7 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 		p := model.Pool{Name: name, MaxUnavailable: model.IntOrPercent{Value: 1}, DeclRange: hclpos.From(b.DefRange),
 			NodeSelector: map[string]string{"node-role.kubernetes.io/" + name: ""}, BootImage: model.BootImage{Policy: model.BootImageManaged, Skew: model.SkewWarn},
 			Pacing: model.Pacing{MaxFailures: 1}}
-		content, d := b.Body.Content(poolSchema)
-		diags = append(diags, d...)
-		for _, a := range sortedAttrs(content.Attributes) {
-			var d hcl.Diagnostics
+		content, d := readAttrs(b.Body, poolSchema, func(a *hcl.Attribute) (d hcl.Diagnostics) {
 			switch a.Name {
 			case "node_selector":
 				p.NodeSelector, d = l.kubeLabels(a)
@@ -76,8 +73,9 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 			case "on_drift":
 				p.OnDrift, d = l.onDrift(a)
 			}
-			diags = append(diags, d...)
-		}
+			return d
+		})
+		diags = append(diags, d...)
 		var canary *hcl.Block
 		checks := newLabels("health_check")
 		for _, bb := range content.Blocks {
@@ -124,6 +122,16 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 	}
 	slices.SortFunc(l.d.Pools, func(a, b model.Pool) int { return strings.Compare(a.Name, b.Name) })
 	return diags
+}
+
+// readAttrs reads body by schema and hands each of its attributes to read, in the order
+// written; the diagnostics are the body's and read's.
+func readAttrs(body hcl.Body, schema *hcl.BodySchema, read func(*hcl.Attribute) hcl.Diagnostics) (*hcl.BodyContent, hcl.Diagnostics) {
+	content, diags := body.Content(schema)
+	for _, a := range sortedAttrs(content.Attributes) {
+		diags = append(diags, read(a)...)
+	}
+	return content, diags
 }
 
 func sortedAttrs(m hcl.Attributes) []*hcl.Attribute {
@@ -303,15 +311,8 @@ var fileSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "conte
 	{Name: "mode"}, {Name: "user"}, {Name: "group"}, {Name: "on_change"}, {Name: "sensitive"}}}
 
 func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
-	f := model.File{Path: b.Labels[0], Mode: 0o644, DeclRange: hclpos.From(b.LabelRanges[0])}
-	var diags hcl.Diagnostics
-	if d := checkPath(f.Path, b.LabelRanges[0]); d != nil {
-		diags = append(diags, d)
-	}
-	content, d := b.Body.Content(fileSchema)
-	diags = append(diags, d...)
-	for _, a := range sortedAttrs(content.Attributes) {
-		var d hcl.Diagnostics
+	f := model.File{Mode: 0o644}
+	attrs, diags := l.entry(b, fileSchema, &f.Entry, func(a *hcl.Attribute) (d hcl.Diagnostics) {
 		switch a.Name {
 		case "content":
 			var s string
@@ -323,22 +324,16 @@ func (l *loader) file(b *hcl.Block) (model.File, hcl.Diagnostics) {
 			f.Contents, d = l.base64(a)
 		case "mode":
 			f.Mode, d = l.mode(a)
-		case "user":
-			f.User, d = l.owner(a)
-		case "group":
-			f.Group, d = l.owner(a)
-		case "on_change":
-			f.OnChange, d = l.policies(a)
 		case "sensitive":
 			f.Sensitive, d = l.boolean(a)
 		}
-		diags = append(diags, d...)
-	}
-	if d := oneContent(f.Path, b, content.Attributes); d != nil {
+		return d
+	})
+	if d := oneContent(f.Path, b, attrs); d != nil {
 		diags = append(diags, d)
 	}
-	l.fileSecrets(&f, content.Attributes["content"])
-	l.fileSecrets(&f, content.Attributes["content_base64"])
+	l.fileSecrets(&f, attrs["content"])
+	l.fileSecrets(&f, attrs["content_base64"])
 	return f, diags
 }
 
@@ -448,11 +443,8 @@ func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
 	if msg := unitNameProblem(u.Name); msg != "" {
 		diags = append(diags, errAt(b.LabelRanges[0], "Invalid unit name", fmt.Sprintf("Unit %q %s.", u.Name, msg)))
 	}
-	content, d := b.Body.Content(unitSchema)
-	diags = append(diags, d...)
 	var enabled *hcl.Attribute
-	for _, a := range sortedAttrs(content.Attributes) {
-		var d hcl.Diagnostics
+	content, d := readAttrs(b.Body, unitSchema, func(a *hcl.Attribute) (d hcl.Diagnostics) {
 		switch a.Name {
 		case "enabled":
 			var e bool
@@ -465,8 +457,9 @@ func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
 		case "on_change":
 			u.OnChange, d = l.policies(a)
 		}
-		diags = append(diags, d...)
-	}
+		return d
+	})
+	diags = append(diags, d...)
 	names := newLabels("dropin")
 	for _, db := range content.Blocks {
 		if d := names.declare(db); d != nil {

@@ -116,17 +116,23 @@ func (l *loader) addDeclared(r hcl.Range, where string, res *butane.Result, c *m
 		bad(x.Summary, "%s", x.Message)
 		refused[x.Field] = true
 	}
-	for _, f := range res.Files {
-		if refused[f.Text.Path] {
+	blocks := c.Entries()
+	var entries []model.TreeEntry
+	for _, e := range res.Entries() {
+		n := e.Common()
+		if refused[n.Text.Path] {
 			continue
 		}
-		if i := indexOf(c.Files, func(g model.File) bool { return g.Path == f.Path }); i >= 0 {
-			bad("Duplicate file", "file %s (%s) is also declared by the file block at %s; declare it once in a config", f.Path, f.Text.Path, c.Files[i].DeclRange)
+		if i := indexOf(blocks, func(b model.TreeEntry) bool { return b.Kind() == e.Kind() && b.Common().Path == n.Path }); i >= 0 {
+			kind := e.Kind()
+			bad("Duplicate "+string(kind), "%s %s (%s) is also declared by the %s block at %s; declare it once in a config",
+				kind, n.Path, n.Text.Path, kind, blocks[i].Common().DeclRange)
 			continue
 		}
-		f.DeclRange = at
-		c.Files = append(c.Files, f)
+		n.DeclRange = at
+		entries = append(entries, e)
 	}
+	c.SetEntries(append(blocks, entries...))
 	for _, u := range res.Units {
 		if refused[u.Text.Path] {
 			continue
@@ -151,22 +157,10 @@ func (l *loader) addDeclared(r hcl.Range, where string, res *butane.Result, c *m
 	return append(diags, firstBootWarnings(r, where, res)...)
 }
 
-// butaneTree adds the directories, links, core user's SSH keys and first-boot part of res
-// to c, but those refused.
+// butaneTree adds the core user's SSH keys and first-boot part of res to c, but those
+// refused.
 func (l *loader) butaneTree(r hcl.Range, c *model.Config, res *butane.Result, text model.TextRef, refused map[string]bool, bad func(summary, format string, args ...any)) {
 	at := hclpos.From(r)
-	for _, d := range res.Directories {
-		if !refused[d.Text.Path] {
-			d.DeclRange = at
-			c.Directories = append(c.Directories, d)
-		}
-	}
-	for _, k := range res.Links {
-		if !refused[k.Text.Path] {
-			k.DeclRange = at
-			c.Links = append(c.Links, k)
-		}
-	}
 	keysRefused := false
 	for i := range res.SSHKeys {
 		keysRefused = keysRefused || refused[fmt.Sprintf("%s.%d", res.SSHKeysAt, i)]

@@ -35,27 +35,16 @@ func refusals(res *butane.Result) []machineconfig.Refusal {
 			}
 		}
 	}
-	for _, f := range res.Files {
-		if d := checkPath(f.Path, hcl.Range{}); d != nil {
-			diag(f.Text.Path, f.Path, d)
+	for _, e := range res.Entries() {
+		n := e.Common()
+		what := string(e.Kind()) + " " + n.Path
+		if dg := entryProblem(e); dg != nil {
+			if e.Kind() == model.EntryFile {
+				what = n.Path // its detail says "File path"
+			}
+			diag(n.Text.Path, what, dg)
 		} else {
-			owners(f.Text.Path, "file "+f.Path, f.User, f.Group)
-		}
-	}
-	for _, d := range res.Directories {
-		if dg := checkPath(d.Path, hcl.Range{}); dg != nil {
-			diag(d.Text.Path, "directory "+d.Path, dg)
-		} else {
-			owners(d.Text.Path, "directory "+d.Path, d.User, d.Group)
-		}
-	}
-	for _, k := range res.Links {
-		if dg := checkPath(k.Path, hcl.Range{}); dg != nil {
-			diag(k.Text.Path, "link "+k.Path, dg)
-		} else if dg := checkLinkTarget(k.Target, k.Hard, hcl.Range{}); dg != nil {
-			diag(k.Text.Path, "link "+k.Path, dg)
-		} else {
-			owners(k.Text.Path, "link "+k.Path, k.User, k.Group)
+			owners(n.Text.Path, what, n.User, n.Group)
 		}
 	}
 	for _, u := range res.Units {
@@ -88,6 +77,18 @@ func refusals(res *butane.Result) []machineconfig.Refusal {
 		}
 	}
 	return out
+}
+
+// entryProblem is what a config's own block could not declare of e, but its owner: its
+// path, a link's target.
+func entryProblem(e model.TreeEntry) *hcl.Diagnostic {
+	if dg := checkPath(e.Common().Path, hcl.Range{}); dg != nil {
+		return dg
+	}
+	if k, ok := e.(*model.Link); ok {
+		return checkLinkTarget(k.Target, k.Hard, hcl.Range{})
+	}
+	return nil
 }
 
 // keyedUser is a user of a first-boot part, with the SSH keys Ignition writes for it at

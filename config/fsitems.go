@@ -14,33 +14,41 @@ import (
 // Directories, links and the core user's SSH keys: what real first-boot configs declare
 // beside files, managed like them (docs/configuration.md).
 
+// entry reads what a file, directory or link block has alike into n — its path (the
+// label), checked as every entry's, and its user, group and on_change — and hands each
+// other attribute to own, in the order written. It returns the block's attributes.
+func (l *loader) entry(b *hcl.Block, schema *hcl.BodySchema, n *model.Entry, own func(*hcl.Attribute) hcl.Diagnostics) (hcl.Attributes, hcl.Diagnostics) {
+	*n = model.Entry{Path: b.Labels[0], DeclRange: hclpos.From(b.LabelRanges[0])}
+	var diags hcl.Diagnostics
+	if d := checkPath(n.Path, b.LabelRanges[0]); d != nil {
+		diags = append(diags, d)
+	}
+	content, d := readAttrs(b.Body, schema, func(a *hcl.Attribute) (d hcl.Diagnostics) {
+		switch a.Name {
+		case "user":
+			n.User, d = l.owner(a)
+		case "group":
+			n.Group, d = l.owner(a)
+		case "on_change":
+			n.OnChange, d = l.policies(a)
+		default:
+			d = own(a)
+		}
+		return d
+	})
+	return content.Attributes, append(diags, d...)
+}
+
 var directorySchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "mode"}, {Name: "user"}, {Name: "group"}, {Name: "on_change"}}}
 
-// directory reads a directory block: its path checked as a file's, mode 0755 by default
-// (Ignition's).
+// directory reads a directory block: mode 0755 by default (Ignition's).
 func (l *loader) directory(b *hcl.Block) (model.Directory, hcl.Diagnostics) {
-	d := model.Directory{Path: b.Labels[0], Mode: 0o755, DeclRange: hclpos.From(b.LabelRanges[0])}
-	var diags hcl.Diagnostics
-	if dg := checkPath(d.Path, b.LabelRanges[0]); dg != nil {
-		diags = append(diags, dg)
-	}
-	content, dg := b.Body.Content(directorySchema)
-	diags = append(diags, dg...)
-	for _, a := range sortedAttrs(content.Attributes) {
-		var dg hcl.Diagnostics
-		switch a.Name {
-		case "mode":
-			d.Mode, dg = l.mode(a)
-		case "user":
-			d.User, dg = l.owner(a)
-		case "group":
-			d.Group, dg = l.owner(a)
-		case "on_change":
-			d.OnChange, dg = l.policies(a)
-		}
-		diags = append(diags, dg...)
-	}
+	d := model.Directory{Mode: 0o755}
+	_, diags := l.entry(b, directorySchema, &d.Entry, func(a *hcl.Attribute) (dg hcl.Diagnostics) {
+		d.Mode, dg = l.mode(a) // its only attribute of its own
+		return dg
+	})
 	return d, diags
 }
 
@@ -50,32 +58,17 @@ var linkSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "targe
 // link reads a link block. A symbolic link's target is data, any text a link can hold; a
 // hard link's is a path on the node, held to the rules of a file's path.
 func (l *loader) link(b *hcl.Block) (model.Link, hcl.Diagnostics) {
-	k := model.Link{Path: b.Labels[0], DeclRange: hclpos.From(b.LabelRanges[0])}
-	var diags hcl.Diagnostics
-	if dg := checkPath(k.Path, b.LabelRanges[0]); dg != nil {
-		diags = append(diags, dg)
-	}
-	content, dg := b.Body.Content(linkSchema)
-	diags = append(diags, dg...)
-	var target *hcl.Attribute
-	for _, a := range sortedAttrs(content.Attributes) {
-		var dg hcl.Diagnostics
+	var k model.Link
+	attrs, diags := l.entry(b, linkSchema, &k.Entry, func(a *hcl.Attribute) (d hcl.Diagnostics) {
 		switch a.Name {
 		case "target":
-			k.Target, dg = l.str(a)
-			target = a
+			k.Target, d = l.str(a)
 		case "hard":
-			k.Hard, dg = l.boolean(a)
-		case "user":
-			k.User, dg = l.owner(a)
-		case "group":
-			k.Group, dg = l.owner(a)
-		case "on_change":
-			k.OnChange, dg = l.policies(a)
+			k.Hard, d = l.boolean(a)
 		}
-		diags = append(diags, dg...)
-	}
-	if target != nil && !diags.HasErrors() {
+		return d
+	})
+	if target := attrs["target"]; target != nil && !diags.HasErrors() {
 		if dg := checkLinkTarget(k.Target, k.Hard, target.Expr.Range()); dg != nil {
 			diags = append(diags, dg)
 		}
@@ -138,21 +131,11 @@ func (l *loader) sshKeys(b *hcl.Block, c *model.Config) hcl.Diagnostics {
 	return diags
 }
 
-// pathOwner names what in c already declares p ("the file block at main.hcl:3,8"), or "".
-func pathOwner(c *model.Config, p string) string {
-	for _, f := range c.Files {
-		if f.Path == p {
-			return declaredBy("file", f.DeclRange, f.Text)
-		}
-	}
-	for _, d := range c.Directories {
-		if d.Path == p {
-			return declaredBy("directory", d.DeclRange, d.Text)
-		}
-	}
-	for _, k := range c.Links {
-		if k.Path == p {
-			return declaredBy("link", k.DeclRange, k.Text)
+// pathOwner names the entry of es at p ("the file block at main.hcl:3,8"), or "".
+func pathOwner(es []model.TreeEntry, p string) string {
+	for _, e := range es {
+		if n := e.Common(); n.Path == p {
+			return declaredBy(string(e.Kind()), n.DeclRange, n.Text)
 		}
 	}
 	return ""
@@ -169,30 +152,16 @@ func declaredBy(kind string, r model.Range, text model.TextRef) string {
 // the later one, and drops it.
 func clashes(c *model.Config) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	seen := &model.Config{}
-	clash := func(p string, at model.Range) bool {
-		if by := pathOwner(seen, p); by != "" {
-			diags = append(diags, errAt(*hclpos.Subject(at), "Path declared twice",
-				fmt.Sprintf("%s is also declared by %s; a path is one file, directory or link of a config.", untrusted.Line(p), by)))
-			return true
+	var kept []model.TreeEntry
+	for _, e := range c.Entries() {
+		n := e.Common()
+		if by := pathOwner(kept, n.Path); by != "" {
+			diags = append(diags, errAt(*hclpos.Subject(n.DeclRange), "Path declared twice",
+				fmt.Sprintf("%s is also declared by %s; a path is one file, directory or link of a config.", untrusted.Line(n.Path), by)))
+			continue
 		}
-		return false
+		kept = append(kept, e)
 	}
-	for _, f := range c.Files {
-		if !clash(f.Path, f.DeclRange) {
-			seen.Files = append(seen.Files, f)
-		}
-	}
-	for _, d := range c.Directories {
-		if !clash(d.Path, d.DeclRange) {
-			seen.Directories = append(seen.Directories, d)
-		}
-	}
-	for _, k := range c.Links {
-		if !clash(k.Path, k.DeclRange) {
-			seen.Links = append(seen.Links, k)
-		}
-	}
-	c.Files, c.Directories, c.Links = seen.Files, seen.Directories, seen.Links
+	c.SetEntries(kept)
 	return diags
 }

@@ -246,8 +246,8 @@ func randomCase(seed uint64) (*simFleet, *Workspace, *state.State) {
 		}
 		d.Pools = append(d.Pools, pool)
 		old := &model.Rendered{Name: "rendered-" + name + "-old", Pool: name,
-			Files: []model.File{{Path: "/etc/x", Mode: 0o644, Contents: []byte("old")}}}
-		tg := &model.Rendered{Pool: name, Files: []model.File{{Path: "/etc/x", Mode: 0o644, Contents: []byte("new")}}}
+			Files: []model.File{{Entry: model.Entry{Path: "/etc/x"}, Mode: 0o644, Contents: []byte("old")}}}
+		tg := &model.Rendered{Pool: name, Files: []model.File{{Entry: model.Entry{Path: "/etc/x"}, Mode: 0o644, Contents: []byte("new")}}}
 		for range 1 + rng.IntN(2) {
 			if pol := policies[rng.IntN(len(policies))]; pol != "" {
 				mp, _ := model.ParsePolicy(pol)

@@ -40,31 +40,65 @@ type Owner struct {
 	User, Group string
 }
 
+// Node is what a directory, file and link have alike, as in Ignition's types.Node.
+type Node struct {
+	Path      string
+	Overwrite bool // what is in the way at Path is removed (else it is an error, or kept)
+	Owner     Owner
+}
+
+func nodeOf(n types.Node) Node {
+	return Node{Path: n.Path, Overwrite: boolOf(n.Overwrite), Owner: ownerOf(n.User, n.Group)}
+}
+
 // Directory is a directory Ignition makes.
 type Directory struct {
-	Path      string
-	Mode      fs.FileMode // Ignition's default, 0755, when the config gives none
-	Overwrite bool        // a non-directory in the way is removed (else it is an error)
-	Owner     Owner
+	Node
+	Mode fs.FileMode // Ignition's default, 0755, when the config gives none
 }
 
 // File is a file Ignition writes: Contents (nil: none given, so a file that exists keeps
 // its bytes) followed by each of Append.
 type File struct {
-	Path      string
-	Contents  *Resource
-	Append    []Resource
-	Mode      fs.FileMode // Ignition's default, 0644, when the config gives none
-	Overwrite bool        // what exists at Path is replaced (else contents given are an error)
-	Owner     Owner
+	Node
+	Contents *Resource
+	Append   []Resource
+	Mode     fs.FileMode // Ignition's default, 0644, when the config gives none
 }
 
 // Link is a link Ignition makes.
 type Link struct {
-	Path, Target string
-	Hard         bool
-	Overwrite    bool
-	Owner        Owner
+	Node
+	Target string
+	Hard   bool
+}
+
+// Entry is a *Directory, a *File or a *Link: a filesystem entry of Ignition's files stage.
+type Entry interface {
+	Common() *Node
+	Kind() string // "directory", "file", "link", as errors name it
+}
+
+func (*Directory) Kind() string { return "directory" }
+func (*File) Kind() string      { return "file" }
+func (*Link) Kind() string      { return "link" }
+
+// Common is the part n's kind shares with the others.
+func (n *Node) Common() *Node { return n }
+
+// Entries are c's directories, files and links, in the order Ignition makes them.
+func (c *Config) Entries() []Entry {
+	var out []Entry
+	for i := range c.Directories {
+		out = append(out, &c.Directories[i])
+	}
+	for i := range c.Files {
+		out = append(out, &c.Files[i])
+	}
+	for i := range c.Links {
+		out = append(out, &c.Links[i])
+	}
+	return out
 }
 
 // Unit is a systemd unit of the config: its file and drop-ins written when they have
@@ -118,11 +152,10 @@ func Read(raw []byte) (*Config, error) {
 	}
 	out := &Config{}
 	for _, d := range cfg.Storage.Directories {
-		out.Directories = append(out.Directories, Directory{Path: d.Path, Mode: modeOr(d.Mode, 0o755),
-			Overwrite: boolOf(d.Overwrite), Owner: ownerOf(d.User, d.Group)})
+		out.Directories = append(out.Directories, Directory{Node: nodeOf(d.Node), Mode: modeOr(d.Mode, 0o755)})
 	}
 	for _, f := range cfg.Storage.Files {
-		rf := File{Path: f.Path, Mode: modeOr(f.Mode, 0o644), Overwrite: boolOf(f.Overwrite), Owner: ownerOf(f.User, f.Group)}
+		rf := File{Node: nodeOf(f.Node), Mode: modeOr(f.Mode, 0o644)}
 		if f.Contents.Source != nil {
 			res := resourceOf(f.Contents)
 			rf.Contents = &res
@@ -136,8 +169,7 @@ func Read(raw []byte) (*Config, error) {
 		if l.Target == nil {
 			return nil, fmt.Errorf("link %s: no target", l.Path)
 		}
-		out.Links = append(out.Links, Link{Path: l.Path, Target: *l.Target, Hard: boolOf(l.Hard),
-			Overwrite: boolOf(l.Overwrite), Owner: ownerOf(l.User, l.Group)})
+		out.Links = append(out.Links, Link{Node: nodeOf(l.Node), Target: *l.Target, Hard: boolOf(l.Hard)})
 	}
 	for _, u := range cfg.Systemd.Units {
 		ru := Unit{Name: u.Name, Contents: u.Contents, Mask: boolOf(u.Mask), Enabled: u.Enabled}

@@ -42,7 +42,7 @@ func TestReadBack(t *testing.T) {
 	}
 
 	r := named(t, &model.Rendered{Pool: "worker", KernelArgs: []string{"nosmt"},
-		Files: []model.File{{Path: "/etc/motd", Mode: 0o600, Contents: []byte("hi\n"), User: "core"}}})
+		Files: []model.File{{Entry: model.Entry{Path: "/etc/motd", User: "core"}, Mode: 0o600, Contents: []byte("hi\n")}}})
 	sv, err := Serve(r, ServeOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 // server adds, does not render: validate and plan refuse what mcp serve could not serve.
 func TestRenderRefusesWhatTheBootServerCannotServe(t *testing.T) {
 	for name, r := range map[string]*model.Rendered{
-		"link on the record's path": {Links: []model.Link{{Path: "/var/lib", Target: "../etc/fakelib"}}},
+		"link on the record's path": {Links: []model.Link{{Entry: model.Entry{Path: "/var/lib"}, Target: "../etc/fakelib"}}},
 		"the boot server's unit":    {Units: []model.Unit{{Name: FirstBootUnit, Contents: "[Service]\n"}}},
 	} {
 		r.IgnitionVersion = "3.4.0"

@@ -66,7 +66,7 @@ func servedBefore(r *model.Rendered) (map[int][]byte, map[int]string, error) {
 func TestServedAsBefore(t *testing.T) {
 	yes := true
 	motd := func(s string) []model.File {
-		return []model.File{{Path: "/etc/motd", Mode: 0o644, Contents: []byte(s)}}
+		return []model.File{{Entry: model.Entry{Path: "/etc/motd"}, Mode: 0o644, Contents: []byte(s)}}
 	}
 	cases := map[string]*model.Rendered{
 		"rendered":        named(t, &model.Rendered{Pool: "worker", Files: motd("hello\n")}),

@@ -10,20 +10,13 @@ import (
 // File is a managed regular file. It appears both in a Config (with its source range) and,
 // merged, in a Rendered config.
 type File struct {
-	Path     string   `json:"path"`
-	Mode     int      `json:"mode"` // permission bits, e.g. 0o644
-	User     string   `json:"user,omitempty"`
-	Group    string   `json:"group,omitempty"`
-	Contents []byte   `json:"contents"`
-	OnChange []Policy `json:"on_change,omitempty"` // empty: a change needs a reboot
+	Entry
+	Mode     int    `json:"mode"` // permission bits, e.g. 0o644
+	Contents []byte `json:"contents"`
 	// Sensitive hides the file's content from what mcp shows (plan, show, drift, their JSON
 	// and Markdown), as Terraform's sensitive does: its diff, its text and its digest. The
 	// node still gets it, and saved plans and the state hold it, as Terraform's do.
-	Sensitive bool  `json:"sensitive,omitempty"`
-	DeclRange Range `json:"-"`
-	// Text is the file's place in the text (Butane, Ignition, MachineConfig) its config
-	// embeds; zero for a file block. DeclRange is then the attribute's.
-	Text TextRef `json:"-"`
+	Sensitive bool `json:"sensitive,omitempty"`
 }
 
 // Unit is a managed systemd unit with its drop-ins.
@@ -111,33 +104,21 @@ func ValidUnitName(s string) bool {
 // Directory is a managed directory: made when missing, held to its mode and owner. What
 // it holds is not managed (a file inside it is managed only by a file of its own).
 type Directory struct {
-	Path     string   `json:"path"`
-	Mode     int      `json:"mode"` // permission bits with setuid, setgid and sticky, e.g. 0o755
-	User     string   `json:"user,omitempty"`
-	Group    string   `json:"group,omitempty"`
-	OnChange []Policy `json:"on_change,omitempty"` // empty: a change needs a reboot
+	Entry
+	Mode int `json:"mode"` // permission bits with setuid, setgid and sticky, e.g. 0o755
 	// Overwrite is Ignition's, as a Butane or Ignition config gives it: at first boot,
 	// what is at the path is deleted first. The node executor removes a file or link in
 	// the way, never a directory that is there (nor what it holds).
 	Overwrite bool `json:"overwrite,omitempty"`
-	// DeclRange and Text are as File's.
-	DeclRange Range   `json:"-"`
-	Text      TextRef `json:"-"`
 }
 
 // Link is a managed link. A symbolic link's Target is data: written into the link as it
 // is and never followed to write. A hard link's Target is an absolute path on the node,
 // which must exist; the link is that file under a second name.
 type Link struct {
-	Path     string   `json:"path"`
-	Target   string   `json:"target"`
-	Hard     bool     `json:"hard,omitempty"`
-	User     string   `json:"user,omitempty"`
-	Group    string   `json:"group,omitempty"`
-	OnChange []Policy `json:"on_change,omitempty"` // empty: a change needs a reboot
-	// DeclRange and Text are as File's.
-	DeclRange Range   `json:"-"`
-	Text      TextRef `json:"-"`
+	Entry
+	Target string `json:"target"`
+	Hard   bool   `json:"hard,omitempty"`
 }
 
 // SSHKeysDir is where the core user's SSH authorized keys are managed, as the MCO and
@@ -171,11 +152,14 @@ func SSHKeys(keys []string) []byte {
 // SSH key policy.
 func SSHKeyItems(keys []string, at Range, text TextRef) (File, []Directory) {
 	none := []Policy{{Kind: PolicyNone}}
-	f := File{Path: SSHKeysFile, Mode: 0o600, User: "core", Group: "core", Contents: SSHKeys(keys), OnChange: none,
-		DeclRange: at, Text: text}
+	f := File{
+		Entry:    Entry{Path: SSHKeysFile, User: "core", Group: "core", OnChange: none, DeclRange: at, Text: text},
+		Mode:     0o600,
+		Contents: SSHKeys(keys),
+	}
 	var dirs []Directory
 	for _, d := range []string{SSHTree, SSHKeysDir} {
-		dirs = append(dirs, Directory{Path: d, Mode: 0o700, User: "core", Group: "core", OnChange: none, DeclRange: at, Text: text})
+		dirs = append(dirs, Directory{Entry: Entry{Path: d, User: "core", Group: "core", OnChange: none, DeclRange: at, Text: text}, Mode: 0o700})
 	}
 	return f, dirs
 }

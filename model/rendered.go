@@ -70,30 +70,16 @@ func CheckPointers(pointers map[string]string, rendered map[string]*Rendered) er
 
 // File returns the file at path, or nil.
 func (r *Rendered) File(path string) *File {
-	for i := range r.Files {
-		if r.Files[i].Path == path {
-			return &r.Files[i]
-		}
+	if e, ok := r.EntryOf(EntryFile, path).(*File); ok {
+		return e
 	}
 	return nil
 }
 
 // Directory returns the directory at path, or nil.
 func (r *Rendered) Directory(path string) *Directory {
-	for i := range r.Directories {
-		if r.Directories[i].Path == path {
-			return &r.Directories[i]
-		}
-	}
-	return nil
-}
-
-// Link returns the link at path, or nil.
-func (r *Rendered) Link(path string) *Link {
-	for i := range r.Links {
-		if r.Links[i].Path == path {
-			return &r.Links[i]
-		}
+	if e, ok := r.EntryOf(EntryDirectory, path).(*Directory); ok {
+		return e
 	}
 	return nil
 }

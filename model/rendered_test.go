@@ -12,8 +12,8 @@ import (
 func renderedFixture() *Rendered {
 	on := true
 	r := &Rendered{Pool: "worker", IgnitionVersion: "3.4.0", OSImage: "quay.io/os@sha256:1", KernelArgs: []string{"nosmt"},
-		Files: []File{{Path: "/etc/a", Mode: 0o644, Contents: []byte("a\n"), OnChange: []Policy{{Kind: PolicyRestart, Unit: "a.service"}}},
-			{Path: "/etc/b", Mode: 0o600, User: "root", Contents: []byte{0, 1, 2}}},
+		Files: []File{{Entry: Entry{Path: "/etc/a", OnChange: []Policy{{Kind: PolicyRestart, Unit: "a.service"}}}, Mode: 0o644, Contents: []byte("a\n")},
+			{Entry: Entry{Path: "/etc/b", User: "root"}, Mode: 0o600, Contents: []byte{0, 1, 2}}},
 		Units:   []Unit{{Name: "a.service", Enabled: &on, Contents: "[Service]\n", Dropins: []Dropin{{Name: "10.conf", Contents: "x"}}}},
 		Sources: []string{"00-a", "50-b"}}
 	r.Name = "rendered-worker-0123456789abcdef0123456789abcdef"

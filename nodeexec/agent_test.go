@@ -43,9 +43,9 @@ type resumeFixture struct {
 func newResumeFixture(t *testing.T) *resumeFixture {
 	f := &resumeFixture{root: t.TempDir(), state: &fakeState{boot: "boot-1"}, host: &RecordingHost{}}
 	f.old = &model.Rendered{Name: "rendered-w-old", Files: []model.File{
-		{Path: "/etc/a", Mode: 0o644, Contents: []byte("old a")}, {Path: "/etc/gone", Mode: 0o644, Contents: []byte("g")}}}
+		{Entry: model.Entry{Path: "/etc/a"}, Mode: 0o644, Contents: []byte("old a")}, {Entry: model.Entry{Path: "/etc/gone"}, Mode: 0o644, Contents: []byte("g")}}}
 	f.target = &model.Rendered{Name: "rendered-w-new", Files: []model.File{
-		{Path: "/etc/a", Mode: 0o644, Contents: []byte("new a")}}}
+		{Entry: model.Entry{Path: "/etc/a"}, Mode: 0o644, Contents: []byte("new a")}}}
 	makeTree(t, f.root, tree{"etc/a": {Content: "old a", Mode: 0o644}, "etc/gone": {Content: "g", Mode: 0o644}})
 	f.steps = []model.Step{{Kind: model.StepWrite, Target: "/etc/a"}, {Kind: model.StepWrite, Target: "/etc/gone"},
 		{Kind: model.StepReboot}, {Kind: model.StepVerify}}
@@ -310,8 +310,8 @@ func TestSweepLeavesManagedFilesOfTheTwinsPattern(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	from := &model.Rendered{Links: []model.Link{{Path: "/etc/.link.tmp-0123456789ab", Target: "x"}}}
-	target := &model.Rendered{Files: []model.File{{Path: "/etc/.motd.tmp-0123456789ab", Mode: 0o644}},
+	from := &model.Rendered{Links: []model.Link{{Entry: model.Entry{Path: "/etc/.link.tmp-0123456789ab"}, Target: "x"}}}
+	target := &model.Rendered{Files: []model.File{{Entry: model.Entry{Path: "/etc/.motd.tmp-0123456789ab"}, Mode: 0o644}},
 		Units: []model.Unit{{Name: ".u.service.tmp-0123456789ab"}}}
 	if err := (&Executor{Root: root, Host: &RecordingHost{}}).Sweep(from, target); err != nil {
 		t.Fatal(err)

@@ -144,30 +144,11 @@ func (e *Executor) write(ctx context.Context, from, target *model.Rendered, name
 
 // writePath writes (or removes) the file, directory or link at p.
 func (e *Executor) writePath(r *os.Root, from, target *model.Rendered, p string) error {
-	if f := target.File(p); f != nil {
-		if from.Directory(p) != nil {
-			if err := e.removeDir(r, p); err != nil {
-				return err
-			}
-		}
-		return e.writeFile(r, f)
+	if x := target.Entry(p); x != nil {
+		return e.writeEntry(r, from, x)
 	}
-	if d := target.Directory(p); d != nil {
-		return e.writeDir(r, from, d)
-	}
-	if l := target.Link(p); l != nil {
-		if from.Directory(p) != nil {
-			if err := e.removeDir(r, p); err != nil {
-				return err
-			}
-		}
-		return e.writeLink(r, l)
-	}
-	if from.File(p) != nil || from.Link(p) != nil {
-		return e.remove(r, p)
-	}
-	if from.Directory(p) != nil {
-		return e.removeDir(r, p)
+	if old := from.Entry(p); old != nil {
+		return e.removeEntry(r, old)
 	}
 	return fmt.Errorf("write %s: neither the target nor the current config has it", p)
 }
@@ -222,8 +203,12 @@ func (e *Executor) CheckWrites(from, target *model.Rendered, steps []model.Step)
 func writePaths(from, target *model.Rendered, name string) map[string]bool {
 	out := map[string]bool{}
 	if strings.HasPrefix(name, "/") {
-		out[name] = target.Directory(name) != nil || target.File(name) == nil && target.Link(name) == nil && from.Directory(name) != nil
-		if l := target.Link(name); l != nil && l.Hard {
+		x := target.Entry(name)
+		if x == nil {
+			x = from.Entry(name)
+		}
+		out[name] = x != nil && x.Kind() == model.EntryDirectory
+		if l, ok := target.Entry(name).(*model.Link); ok && l.Hard {
 			out[l.Target] = false
 		}
 		return out

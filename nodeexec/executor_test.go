@@ -93,7 +93,7 @@ func TestExecutorBeforeAfter(t *testing.T) {
 		{
 			name:      "new file with mode",
 			before:    base,
-			to:        &model.Rendered{Files: []model.File{{Path: "/etc/chrony.conf", Mode: 0o600, Contents: []byte("server x\n")}}},
+			to:        &model.Rendered{Files: []model.File{{Entry: model.Entry{Path: "/etc/chrony.conf"}, Mode: 0o600, Contents: []byte("server x\n")}}},
 			steps:     []model.Step{{Kind: model.StepWrite, Target: "/etc/chrony.conf"}, {Kind: model.StepRestart, Target: "chronyd.service"}},
 			after:     with(tree{"etc/chrony.conf": {Content: "server x\n", Mode: 0o600}}),
 			hostCalls: []string{"restart chronyd.service"},
@@ -101,14 +101,14 @@ func TestExecutorBeforeAfter(t *testing.T) {
 		{
 			name:   "overwrite keeps no trace of the old content or temp files",
 			before: with(tree{"var/lib/app/conf": {Content: "old old old old", Mode: 0o644}}),
-			to:     &model.Rendered{Files: []model.File{{Path: "/var/lib/app/conf", Mode: 0o640, Contents: []byte("new")}}},
+			to:     &model.Rendered{Files: []model.File{{Entry: model.Entry{Path: "/var/lib/app/conf"}, Mode: 0o640, Contents: []byte("new")}}},
 			steps:  []model.Step{{Kind: model.StepWrite, Target: "/var/lib/app/conf"}},
 			after:  with(tree{"var/lib/app/conf": {Content: "new", Mode: 0o640}}),
 		},
 		{
 			name:   "removed file",
 			before: with(tree{"etc/gone": {Content: "x", Mode: 0o644}}),
-			from:   &model.Rendered{Files: []model.File{{Path: "/etc/gone", Mode: 0o644, Contents: []byte("x")}}},
+			from:   &model.Rendered{Files: []model.File{{Entry: model.Entry{Path: "/etc/gone"}, Mode: 0o644, Contents: []byte("x")}}},
 			to:     &model.Rendered{},
 			steps:  []model.Step{{Kind: model.StepWrite, Target: "/etc/gone"}},
 			after:  base,
@@ -193,7 +193,7 @@ func TestExecutorRefusesEscapes(t *testing.T) {
 			makeTree(t, root, tt.before)
 			before := readTree(t, root)
 			e := &Executor{Root: root, Host: &RecordingHost{}}
-			to := &model.Rendered{Files: []model.File{{Path: tt.path, Mode: 0o644, Contents: []byte("x")}}}
+			to := &model.Rendered{Files: []model.File{{Entry: model.Entry{Path: tt.path}, Mode: 0o644, Contents: []byte("x")}}}
 			err := e.Run(context.Background(), nil, to, model.Step{Kind: model.StepWrite, Target: tt.path})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v, want one containing %q", err, tt.want)
@@ -212,9 +212,9 @@ func TestVerifyReportsTypedDrift(t *testing.T) {
 	root := t.TempDir()
 	makeTree(t, root, tree{"etc/a": {Content: "changed", Mode: 0o644}, "etc/b": {Content: "same", Mode: 0o600}})
 	to := &model.Rendered{Files: []model.File{
-		{Path: "/etc/a", Mode: 0o644, Contents: []byte("want")},
-		{Path: "/etc/b", Mode: 0o644, Contents: []byte("same")},
-		{Path: "/etc/c", Mode: 0o644, Contents: []byte("x")},
+		{Entry: model.Entry{Path: "/etc/a"}, Mode: 0o644, Contents: []byte("want")},
+		{Entry: model.Entry{Path: "/etc/b"}, Mode: 0o644, Contents: []byte("same")},
+		{Entry: model.Entry{Path: "/etc/c"}, Mode: 0o644, Contents: []byte("x")},
 	}}
 	e := &Executor{Root: root, Host: &RecordingHost{}}
 	drift, err := e.Verify(to)
@@ -253,10 +253,10 @@ func TestRollbackRestoresExactPriorState(t *testing.T) {
 		"etc/systemd/system/bad.service":   {Content: "[Service]\n", Mode: 0o644},
 		"etc/systemd/system/old.service.d": {Dir: true},
 	}
-	from := &model.Rendered{Files: []model.File{{Path: "/etc/gone", Mode: 0o640, Contents: []byte("keep me")}}}
+	from := &model.Rendered{Files: []model.File{{Entry: model.Entry{Path: "/etc/gone"}, Mode: 0o640, Contents: []byte("keep me")}}}
 	to := &model.Rendered{
-		Files: []model.File{{Path: "/etc/chrony.conf", Mode: 0o644, Contents: []byte("server new\n")},
-			{Path: "/var/lib/new/file", Mode: 0o644, Contents: []byte("n")}},
+		Files: []model.File{{Entry: model.Entry{Path: "/etc/chrony.conf"}, Mode: 0o644, Contents: []byte("server new\n")},
+			{Entry: model.Entry{Path: "/var/lib/new/file"}, Mode: 0o644, Contents: []byte("n")}},
 		Units: []model.Unit{{Name: "app.service", Contents: "[Service]\n", Enabled: &yes,
 			Dropins: []model.Dropin{{Name: "a.conf", Contents: "x"}}}, {Name: "bad.service", Mask: true}},
 	}
@@ -292,7 +292,7 @@ func TestCheckBeforeUpdate(t *testing.T) {
 	root := t.TempDir()
 	makeTree(t, root, tree{"etc/a": {Content: "tampered", Mode: 0o644}, "etc/b": {Content: "b", Mode: 0o644}})
 	from := &model.Rendered{Name: "rendered-w-1", Files: []model.File{
-		{Path: "/etc/a", Mode: 0o644, Contents: []byte("a")}, {Path: "/etc/b", Mode: 0o644, Contents: []byte("b")}}}
+		{Entry: model.Entry{Path: "/etc/a"}, Mode: 0o644, Contents: []byte("a")}, {Entry: model.Entry{Path: "/etc/b"}, Mode: 0o644, Contents: []byte("b")}}}
 	e := &Executor{Root: root, Host: &RecordingHost{}}
 	err := e.CheckBeforeUpdate(from, nil, []model.Step{{Kind: model.StepWrite, Target: "/etc/b"}})
 	var de *DriftError
@@ -316,7 +316,7 @@ func TestVerifyReportsOwnerDrift(t *testing.T) {
 		"etc/group":  {Content: "root:x:0:\nchrony:x:992:\n", Mode: 0o644},
 		"etc/c.conf": {Content: "x", Mode: 0o644},
 	})
-	to := &model.Rendered{Files: []model.File{{Path: "/etc/c.conf", Mode: 0o644, Contents: []byte("x"), User: "chrony", Group: "chrony"}}}
+	to := &model.Rendered{Files: []model.File{{Entry: model.Entry{Path: "/etc/c.conf", User: "chrony", Group: "chrony"}, Mode: 0o644, Contents: []byte("x")}}}
 	e := &Executor{Root: root, Host: &RecordingHost{}}
 	drift, err := e.Verify(to)
 	if err != nil {

@@ -15,22 +15,9 @@ import (
 	"github.com/mcpfleet/mcp/model"
 )
 
-func (e *Executor) writeFile(r *os.Root, f *model.File) error {
-	rel, err := e.check(r, f.Path)
-	if err != nil {
-		return err
-	}
-	if err := e.save(r, rel); err != nil {
-		return fmt.Errorf("write %s: %w", f.Path, err)
-	}
-	mode := model.FileMode(f.Mode)
-	if err := e.writeAtomic(r, rel, f.Contents, mode); err != nil {
-		return fmt.Errorf("write %s: %w", f.Path, err)
-	}
-	if err := ChownFile(r, rel, Owner{User: f.User, Group: f.Group}, mode); err != nil {
-		return fmt.Errorf("write %s: %w", f.Path, err)
-	}
-	return nil
+// makeFile writes f's bytes at rel, of f's mode.
+func (e *Executor) makeFile(r *os.Root, rel string, f *model.File) error {
+	return e.writeAtomic(r, rel, f.Contents, model.FileMode(f.Mode))
 }
 
 // ChownFile is Chown for the regular file rel, written with mode: chown(2) clears a
@@ -362,11 +349,10 @@ func (e *Executor) Sweep(from, target *model.Rendered) error {
 			continue
 		}
 		maps.Copy(keep, managedPaths(c))
-		for _, f := range c.Files {
-			dirs[path.Dir(strings.TrimPrefix(f.Path, "/"))] = true
-		}
-		for _, l := range c.Links {
-			dirs[path.Dir(strings.TrimPrefix(l.Path, "/"))] = true
+		for _, x := range c.Entries() {
+			if x.Kind() != model.EntryDirectory { // made in place, never through a twin
+				dirs[path.Dir(strings.TrimPrefix(x.Common().Path, "/"))] = true
+			}
 		}
 	}
 	subs, err := sweepDir(r, unitDir, keep)

@@ -19,7 +19,7 @@ import (
 // firstBootConfig is a pool's rendered config with a file and a unit, on OS image img.
 func firstBootConfig(img string) *model.Rendered {
 	return &model.Rendered{Name: "rendered-worker-new", Pool: "worker", OSImage: img,
-		Files: []model.File{{Path: "/etc/chrony.conf", Mode: 0o640, Contents: []byte("server x\n")}},
+		Files: []model.File{{Entry: model.Entry{Path: "/etc/chrony.conf"}, Mode: 0o640, Contents: []byte("server x\n")}},
 		Units: []model.Unit{{Name: "app.service", Contents: "[Service]\nExecStart=/bin/app\n"}}}
 }
 

@@ -32,7 +32,7 @@ func TestSpecialFilesInARootAreRefused(t *testing.T) {
 	root := t.TempDir()
 	makeTree(t, root, tree{"etc/group": {Content: "root:x:0:\n", Mode: 0o644}})
 	fifo(t, filepath.Join(root, "etc/passwd"))
-	to := &model.Rendered{Files: []model.File{{Path: "/etc/c.conf", Mode: 0o644, Contents: []byte("x"), User: "core"}}}
+	to := &model.Rendered{Files: []model.File{{Entry: model.Entry{Path: "/etc/c.conf", User: "core"}, Mode: 0o644, Contents: []byte("x")}}}
 	e := &Executor{Root: root, Host: &RecordingHost{}}
 	err := within.Call(t, "write", func() error {
 		return e.Run(context.Background(), nil, to, model.Step{Kind: model.StepWrite, Target: "/etc/c.conf"})
@@ -64,14 +64,14 @@ func TestSpecialFilesInARootAreRefused(t *testing.T) {
 	// files, it is refused at once.
 	fifo(t, filepath.Join(root, "etc/d"))
 	if err := within.Call(t, "sweep", func() error {
-		return e.Sweep(nil, &model.Rendered{Files: []model.File{{Path: "/etc/d/a.conf", Mode: 0o644}}})
+		return e.Sweep(nil, &model.Rendered{Files: []model.File{{Entry: model.Entry{Path: "/etc/d/a.conf"}, Mode: 0o644}}})
 	}); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("sweep of a FIFO directory: %v", err)
 	}
 
 	os.Remove(filepath.Join(root, "etc/c.conf"))
 	os.Symlink("/dev/zero", filepath.Join(root, "etc/c.conf"))
-	drift, err := e.Verify(&model.Rendered{Files: []model.File{{Path: "/etc/c.conf", Mode: 0o644, Contents: []byte("x")}}})
+	drift, err := e.Verify(&model.Rendered{Files: []model.File{{Entry: model.Entry{Path: "/etc/c.conf"}, Mode: 0o644, Contents: []byte("x")}}})
 	if err != nil || len(drift) != 1 || drift[0].Kind != model.DriftType {
 		t.Errorf("a link to /dev/zero at a managed path: %+v, %v; want type drift", drift, err)
 	}

@@ -28,8 +28,8 @@ var coreos = tree{
 // host without OSTree, in new directories where the OS made none — and verify reads them
 // back with no drift; a removed one is removed where it was written.
 func TestLocalSoftwarePathsBeforeAfter(t *testing.T) {
-	files := []model.File{{Path: "/usr/local/bin/x", Mode: 0o755, Contents: []byte("#!/bin/sh\necho [x]\n")},
-		{Path: "/opt/libexec/tool/y.bin", Mode: 0o644, Contents: []byte{0, 0xff, '\r', '\n', 0x7f}}}
+	files := []model.File{{Entry: model.Entry{Path: "/usr/local/bin/x"}, Mode: 0o755, Contents: []byte("#!/bin/sh\necho [x]\n")},
+		{Entry: model.Entry{Path: "/opt/libexec/tool/y.bin"}, Mode: 0o644, Contents: []byte{0, 0xff, '\r', '\n', 0x7f}}}
 	writes := []model.Step{{Kind: model.StepWrite, Target: files[0].Path}, {Kind: model.StepWrite, Target: files[1].Path}}
 	with := func(base, extra tree) tree {
 		out := tree{}
@@ -110,7 +110,7 @@ func TestPrefixLinksOutAreRefused(t *testing.T) {
 			makeTree(t, root, tt.before)
 			before := readTree(t, root)
 			e := &Executor{Root: root, Host: &RecordingHost{}, NoSync: true}
-			to := &model.Rendered{Files: []model.File{{Path: tt.path, Mode: 0o644, Contents: []byte("x")}}}
+			to := &model.Rendered{Files: []model.File{{Entry: model.Entry{Path: tt.path}, Mode: 0o644, Contents: []byte("x")}}}
 			err := e.Run(context.Background(), nil, to, model.Step{Kind: model.StepWrite, Target: tt.path})
 			if tt.want == "" {
 				// A link below a prefix is the node's own, as under /etc: os.Root
@@ -141,7 +141,7 @@ func TestAnyBytesWrittenAndVerified(t *testing.T) {
 	e := &Executor{Root: root, Host: &RecordingHost{}, NoSync: true}
 	to := &model.Rendered{}
 	for name, b := range anybytes.Classes() {
-		to.Files = append(to.Files, model.File{Path: "/usr/local/share/" + strings.ReplaceAll(name, " ", "-"), Mode: 0o644, Contents: b})
+		to.Files = append(to.Files, model.File{Entry: model.Entry{Path: "/usr/local/share/" + strings.ReplaceAll(name, " ", "-")}, Mode: 0o644, Contents: b})
 	}
 	for _, f := range to.Files {
 		if err := e.Run(context.Background(), nil, to, model.Step{Kind: model.StepWrite, Target: f.Path}); err != nil {

@@ -42,7 +42,9 @@ func with(base tree, more tree) tree {
 // the node's tree is as it was: no record overwritten or deleted, no other file written.
 // Paths beside the records pass.
 func TestManagedPathsIntoTheRecordsAreRefused(t *testing.T) {
-	file := func(p string) model.File { return model.File{Path: p, Mode: 0o644, Contents: []byte(`{"x":1}`)} }
+	file := func(p string) model.File {
+		return model.File{Entry: model.Entry{Path: p}, Mode: 0o644, Contents: []byte(`{"x":1}`)}
+	}
 	tests := []struct {
 		name     string
 		links    tree
@@ -57,14 +59,14 @@ func TestManagedPathsIntoTheRecordsAreRefused(t *testing.T) {
 			&model.Rendered{Files: []model.File{file("/var/cache/x/desired")}}, []string{"/var/cache/x/desired"},
 			"lands at /var/lib/mcp/desired through the node's link /var/cache/x → ../lib/mcp"},
 		{"a chain", tree{"etc/a": {Link: "b/../c"}, "etc/c": {Link: "../var/lib"}}, nil,
-			&model.Rendered{Links: []model.Link{{Path: "/etc/a/mcp/l", Target: "/etc/passwd"}}}, []string{"/etc/a/mcp/l"},
+			&model.Rendered{Links: []model.Link{{Entry: model.Entry{Path: "/etc/a/mcp/l"}, Target: "/etc/passwd"}}}, []string{"/etc/a/mcp/l"},
 			"through the node's links /etc/a → b/../c, then /etc/c → ../var/lib"},
 		{"a directory", tree{"opt": {Link: "var/lib/mcp"}}, nil,
-			&model.Rendered{Directories: []model.Directory{{Path: "/opt/d", Mode: 0o700}}}, []string{"/opt/d"}, "lands at /var/lib/mcp/d"},
+			&model.Rendered{Directories: []model.Directory{{Entry: model.Entry{Path: "/opt/d"}, Mode: 0o700}}}, []string{"/opt/d"}, "lands at /var/lib/mcp/d"},
 		{"a removal", tree{"opt": {Link: "var/lib/mcp"}}, &model.Rendered{Files: []model.File{file("/opt/pending.json")}},
 			&model.Rendered{}, []string{"/opt/pending.json"}, "lands at /var/lib/mcp/pending.json"},
 		{"a hard link's target", tree{"opt": {Link: "var/lib/mcp"}}, nil,
-			&model.Rendered{Links: []model.Link{{Path: "/etc/p", Target: "/opt/pending.json", Hard: true}}}, []string{"/etc/p"},
+			&model.Rendered{Links: []model.Link{{Entry: model.Entry{Path: "/etc/p"}, Target: "/opt/pending.json", Hard: true}}}, []string{"/etc/p"},
 			"path /opt/pending.json lands at /var/lib/mcp/pending.json"},
 		{"a unit's drop-in", tree{"etc/systemd/system/x.service.d": {Link: "../../../var/lib/mcp"}}, nil,
 			&model.Rendered{Units: []model.Unit{{Name: "x.service", Dropins: []model.Dropin{{Name: "desired", Contents: "rendered-infra-0"}}}}},

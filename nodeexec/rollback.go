@@ -119,30 +119,37 @@ func (e *Executor) Rollback(ctx context.Context) error {
 	return nil
 }
 
+// restore puts back what was at a path, whatever kind of entry the update made there: a
+// path that was empty emptied; else what was made there since cleared out of the way (a
+// directory, which is empty, where a file or link was; a file or link where a directory
+// was), then the file, link or directory made again as it was — a directory's mode and
+// owner, not what it holds.
 func (e *Executor) restore(r *os.Root, u undo) error {
-	switch {
-	case u.absent:
+	if u.absent {
 		if err := r.Remove(u.rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		return nil
-	case u.link != "":
-		if st, err := r.Lstat(u.rel); err == nil && st.IsDir() {
-			if err := r.Remove(u.rel); err != nil { // a directory made since: empty
-				return err
-			}
-		}
-		return e.replaceSymlink(r, u.rel, u.link)
-	case u.dir:
-		return e.restoreDir(r, u)
 	}
-	if st, err := r.Lstat(u.rel); err == nil && st.IsDir() {
-		if err := r.Remove(u.rel); err != nil { // a directory made since: empty
+	if st, err := r.Lstat(u.rel); err == nil && st.IsDir() != u.dir {
+		if err := r.Remove(u.rel); err != nil {
 			return err
 		}
 	}
-	if err := e.writeAtomic(r, u.rel, u.content, u.mode); err != nil {
-		return err
+	switch {
+	case u.link != "":
+		return e.replaceSymlink(r, u.rel, u.link)
+	case u.dir:
+		if err := r.Mkdir(u.rel, u.mode&fs.ModePerm); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if err := r.Chmod(u.rel, u.mode); err != nil {
+			return err
+		}
+	default:
+		if err := e.writeAtomic(r, u.rel, u.content, u.mode); err != nil {
+			return err
+		}
 	}
 	if os.Geteuid() != 0 {
 		return nil
@@ -151,24 +158,4 @@ func (e *Executor) restore(r *os.Root, u undo) error {
 		return err
 	}
 	return keepSetID(r, u.rel, u.mode)
-}
-
-// restoreDir puts back a directory that was there: made again if it went (removed when
-// empty), a file or link made at its place since removed, its mode and owner as they were.
-func (e *Executor) restoreDir(r *os.Root, u undo) error {
-	if st, err := r.Lstat(u.rel); err == nil && !st.IsDir() {
-		if err := r.Remove(u.rel); err != nil {
-			return err
-		}
-	}
-	if err := r.Mkdir(u.rel, u.mode&fs.ModePerm); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	if err := r.Chmod(u.rel, u.mode); err != nil {
-		return err
-	}
-	if os.Geteuid() == 0 {
-		return r.Lchown(u.rel, u.uid, u.gid)
-	}
-	return nil
 }

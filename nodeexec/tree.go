@@ -11,48 +11,32 @@ import (
 	"github.com/mcpfleet/mcp/model"
 )
 
-// Directories and links, written as files are: inside os.Root, under the allowed prefixes,
-// each path's prior state saved for Rollback. A symbolic link's target is written into the
-// link as data and never followed; a hard link's target is a path inside the root.
-
-// writeDir makes d's directory when it is missing (its parents 0755) and gives it d's mode
-// and owner. A file or link mcp wrote at the path (from), or any with d.Overwrite, is
+// makeDir makes d's directory at rel when it is missing (its parents 0755) and gives it
+// d's mode. A file or link mcp wrote at the path (from), or any with d.Overwrite, is
 // removed first; anything else that is not a directory is an error: mcp does not delete
 // what it did not write. A directory that is there is kept with what it holds.
-func (e *Executor) writeDir(r *os.Root, from *model.Rendered, d *model.Directory) error {
-	rel, err := e.checkItem(r, d.Path, true)
-	if err != nil {
-		return err
-	}
-	if err := e.save(r, rel); err != nil {
-		return fmt.Errorf("directory %s: %w", d.Path, err)
-	}
+func (e *Executor) makeDir(r *os.Root, rel string, from *model.Rendered, d *model.Directory) error {
 	st, err := r.Lstat(rel)
+	wrote := from.Entry(d.Path)
 	switch {
-	case err == nil && !st.IsDir() && (d.Overwrite || from.File(d.Path) != nil || from.Link(d.Path) != nil):
+	case err == nil && !st.IsDir() && (d.Overwrite || wrote != nil && wrote.Kind() != model.EntryDirectory):
 		if err := r.Remove(rel); err != nil {
-			return fmt.Errorf("directory %s: removing the %s mcp wrote there: %w", d.Path, st.Mode().Type(), err)
+			return fmt.Errorf("removing the %s mcp wrote there: %w", st.Mode().Type(), err)
 		}
 	case err == nil && !st.IsDir():
-		return fmt.Errorf("directory %s: a %s is there, which no config of mcp's wrote: remove it, or manage it", d.Path, typeWord(st.Mode()))
+		return fmt.Errorf("a %s is there, which no config of mcp's wrote: remove it, or manage it", typeWord(st.Mode()))
 	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("directory %s: %w", d.Path, err)
+		return err
 	}
 	if err := r.MkdirAll(path.Dir(rel), 0o755); err != nil {
-		return fmt.Errorf("directory %s: %w", d.Path, err)
+		return err
 	}
 	if err := r.Mkdir(rel, model.FileMode(d.Mode)&fs.ModePerm); err != nil && !errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("directory %s: %w", d.Path, err)
+		return err
 	}
 	// Chmod, not Mkdir's mode alone: the umask narrows that, and an existing directory
 	// keeps its own.
-	if err := r.Chmod(rel, model.FileMode(d.Mode)); err != nil {
-		return fmt.Errorf("directory %s: %w", d.Path, err)
-	}
-	if err := Chown(r, rel, Owner{User: d.User, Group: d.Group}); err != nil {
-		return fmt.Errorf("directory %s: %w", d.Path, err)
-	}
-	return e.syncDir(r, path.Dir(rel))
+	return r.Chmod(rel, model.FileMode(d.Mode))
 }
 
 // removeDir removes a directory no config declares any more when it is empty; one that
@@ -81,37 +65,23 @@ func (e *Executor) removeDir(r *os.Root, p string) error {
 	return e.syncDir(r, path.Dir(rel))
 }
 
-// writeLink makes l's link, replacing a file or link at its path (a new link beside it,
+// makeLink makes l's link at rel, replacing a file or link there (a new link beside it,
 // renamed over it); a directory there is an error.
-func (e *Executor) writeLink(r *os.Root, l *model.Link) error {
-	rel, err := e.check(r, l.Path)
-	if err != nil {
-		return err
-	}
-	if err := e.save(r, rel); err != nil {
-		return fmt.Errorf("link %s: %w", l.Path, err)
-	}
+func (e *Executor) makeLink(r *os.Root, rel string, l *model.Link) error {
 	if st, err := r.Lstat(rel); err == nil && st.IsDir() {
-		return fmt.Errorf("link %s: a directory is there: mcp does not replace a directory by a link", l.Path)
+		return errors.New("a directory is there: mcp does not replace a directory by a link")
 	}
 	if err := r.MkdirAll(path.Dir(rel), 0o755); err != nil {
-		return fmt.Errorf("link %s: %w", l.Path, err)
+		return err
 	}
-	if l.Hard {
-		trel, err := e.check(r, l.Target)
-		if err != nil {
-			return fmt.Errorf("link %s: target: %w", l.Path, err)
-		}
-		if err := hardLinkAtomic(r, trel, rel); err != nil {
-			return fmt.Errorf("link %s: %w", l.Path, err)
-		}
-	} else if err := symlinkAtomic(r, rel, l.Target); err != nil {
-		return fmt.Errorf("link %s: %w", l.Path, err)
+	if !l.Hard {
+		return symlinkAtomic(r, rel, l.Target)
 	}
-	if err := Chown(r, rel, Owner{User: l.User, Group: l.Group}); err != nil {
-		return fmt.Errorf("link %s: %w", l.Path, err)
+	trel, err := e.check(r, l.Target)
+	if err != nil {
+		return fmt.Errorf("target: %w", err)
 	}
-	return e.syncDir(r, path.Dir(rel))
+	return hardLinkAtomic(r, trel, rel)
 }
 
 // hardLinkAtomic makes rel another name of the file at target: a new link beside rel,
@@ -132,7 +102,7 @@ func typeWord(m fs.FileMode) string {
 	return m.Type().String()
 }
 
-// checkDir compares the directory at d.Path with d: there, a directory, its mode, owner.
+// checkDir compares the directory at d.Path with d: there, a directory, its mode.
 func checkDir(ds *dirs, d *model.Directory) []Drift {
 	r, rel := ds.in(d.Path)
 	st, err := r.Lstat(rel)
@@ -147,11 +117,11 @@ func checkDir(ds *dirs, d *model.Directory) []Drift {
 	case st.Mode()&model.ModeBits != want:
 		return []Drift{{Path: d.Path, Kind: DriftMode, Expected: fmt.Sprintf("%04o", d.Mode), Found: fmt.Sprintf("%04o", model.UnixMode(st.Mode()))}}
 	}
-	return checkOwner(ds, d.Path, d.User, d.Group)
+	return nil
 }
 
 // checkLink compares the link at l.Path with l: there, a link, its target (a symbolic
-// link's text; a hard link's file), its owner.
+// link's text; a hard link's file).
 func checkLink(ds *dirs, l *model.Link) []Drift {
 	r, rel := ds.in(l.Path)
 	st, err := r.Lstat(rel)
@@ -176,7 +146,7 @@ func checkLink(ds *dirs, l *model.Link) []Drift {
 			return []Drift{{Path: l.Path, Kind: DriftTarget, Expected: l.Target, Found: got}}
 		}
 	}
-	return checkOwner(ds, l.Path, l.User, l.Group)
+	return nil
 }
 
 func relOf(p string) string { return path.Clean("/" + p)[1:] }

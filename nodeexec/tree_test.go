@@ -71,41 +71,41 @@ func TestExecutorTreeBeforeAfter(t *testing.T) {
 		err      string
 	}{
 		{name: "new directories, one sticky, under a missing parent",
-			to:    &model.Rendered{Directories: []model.Directory{{Path: "/var/lib/a/b", Mode: 0o750}, {Path: "/var/tmp2", Mode: 0o1777}}},
+			to:    &model.Rendered{Directories: []model.Directory{{Entry: model.Entry{Path: "/var/lib/a/b"}, Mode: 0o750}, {Entry: model.Entry{Path: "/var/tmp2"}, Mode: 0o1777}}},
 			steps: write("/var/lib/a/b", "/var/tmp2"),
 			after: map[string]string{"var": "dir 0755", "var/lib": "dir 0755", "var/lib/a": "dir 0755",
 				"var/lib/a/b": "dir 0750", "var/tmp2": "dir 1777"}},
 		{name: "setuid and setgid files keep their bits through the chown to their owner; a sticky one its own",
-			to: &model.Rendered{Files: []model.File{{Path: "/var/lib/suid", Mode: 0o4755, User: "core", Group: "core", Contents: []byte("u")},
-				{Path: "/etc/sgid", Mode: 0o2750, Group: "core", Contents: []byte("g")}, {Path: "/etc/sticky", Mode: 0o1644, Contents: []byte("s")}}},
+			to: &model.Rendered{Files: []model.File{{Entry: model.Entry{Path: "/var/lib/suid", User: "core", Group: "core"}, Mode: 0o4755, Contents: []byte("u")},
+				{Entry: model.Entry{Path: "/etc/sgid", Group: "core"}, Mode: 0o2750, Contents: []byte("g")}, {Entry: model.Entry{Path: "/etc/sticky"}, Mode: 0o1644, Contents: []byte("s")}}},
 			steps: write("/var/lib/suid", "/etc/sgid", "/etc/sticky"),
 			after: map[string]string{"var": "dir 0755", "var/lib": "dir 0755", "var/lib/suid": "4755 u", "etc/sgid": "2750 g", "etc/sticky": "1644 s"}},
 		{name: "an existing directory gets its mode and keeps what it holds",
 			before: tree{"etc/d/keep": {Content: "k", Mode: 0o600}},
-			to:     &model.Rendered{Directories: []model.Directory{{Path: "/etc/d", Mode: 0o700}}},
+			to:     &model.Rendered{Directories: []model.Directory{{Entry: model.Entry{Path: "/etc/d"}, Mode: 0o700}}},
 			steps:  write("/etc/d"),
 			after:  map[string]string{"etc/d": "dir 0700", "etc/d/keep": "0600 k"}},
 		{name: "a symbolic link's target is data, never followed",
-			to: &model.Rendered{Links: []model.Link{{Path: "/etc/localtime", Target: "../usr/share/zoneinfo/UTC"},
-				{Path: "/etc/out", Target: "../../../../../../etc/shadow"}}},
+			to: &model.Rendered{Links: []model.Link{{Entry: model.Entry{Path: "/etc/localtime"}, Target: "../usr/share/zoneinfo/UTC"},
+				{Entry: model.Entry{Path: "/etc/out"}, Target: "../../../../../../etc/shadow"}}},
 			steps: write("/etc/localtime", "/etc/out"),
 			after: map[string]string{"etc/localtime": "-> ../usr/share/zoneinfo/UTC", "etc/out": "-> ../../../../../../etc/shadow"}},
 		{name: "a link replaces the link and the file mcp wrote there",
 			before: tree{"etc/localtime": {Link: "../usr/share/zoneinfo/UTC"}, "etc/f": {Content: "x", Mode: 0o644}},
-			from:   &model.Rendered{Files: []model.File{{Path: "/etc/f", Mode: 0o644, Contents: []byte("x")}}},
-			to: &model.Rendered{Links: []model.Link{{Path: "/etc/localtime", Target: "../usr/share/zoneinfo/Europe/Paris"},
-				{Path: "/etc/f", Target: "elsewhere"}}},
+			from:   &model.Rendered{Files: []model.File{{Entry: model.Entry{Path: "/etc/f"}, Mode: 0o644, Contents: []byte("x")}}},
+			to: &model.Rendered{Links: []model.Link{{Entry: model.Entry{Path: "/etc/localtime"}, Target: "../usr/share/zoneinfo/Europe/Paris"},
+				{Entry: model.Entry{Path: "/etc/f"}, Target: "elsewhere"}}},
 			steps: write("/etc/f", "/etc/localtime"),
 			after: map[string]string{"etc/localtime": "-> ../usr/share/zoneinfo/Europe/Paris", "etc/f": "-> elsewhere"}},
 		{name: "a hard link is its target's file under a second name",
 			before: tree{"etc/real": {Content: "r", Mode: 0o640}},
-			to:     &model.Rendered{Links: []model.Link{{Path: "/var/lib/second", Target: "/etc/real", Hard: true}}},
+			to:     &model.Rendered{Links: []model.Link{{Entry: model.Entry{Path: "/var/lib/second"}, Target: "/etc/real", Hard: true}}},
 			steps:  write("/var/lib/second"),
 			after:  map[string]string{"etc/real": "0640 r", "var": "dir 0755", "var/lib": "dir 0755", "var/lib/second": "0640 r"}},
 		{name: "removed: an empty directory goes, one holding anything stays, a link goes",
 			before: tree{"etc/empty": {Dir: true}, "etc/full/x": {Content: "x", Mode: 0o644}, "etc/l": {Link: "t"}},
-			from: &model.Rendered{Directories: []model.Directory{{Path: "/etc/empty", Mode: 0o755}, {Path: "/etc/full", Mode: 0o755}},
-				Links: []model.Link{{Path: "/etc/l", Target: "t"}}},
+			from: &model.Rendered{Directories: []model.Directory{{Entry: model.Entry{Path: "/etc/empty"}, Mode: 0o755}, {Entry: model.Entry{Path: "/etc/full"}, Mode: 0o755}},
+				Links: []model.Link{{Entry: model.Entry{Path: "/etc/l"}, Target: "t"}}},
 			to:    &model.Rendered{},
 			steps: write("/etc/empty", "/etc/full", "/etc/l"),
 			after: map[string]string{"etc/full": "dir 0755", "etc/full/x": "0644 x"}},
@@ -125,18 +125,18 @@ func TestExecutorTreeBeforeAfter(t *testing.T) {
 				"home/core/.ssh/authorized_keys.d/ignition": "0600 ssh-ed25519 AAAA one\nssh-rsa AAAA two\n"}},
 		{name: "a directory where a file nobody declared is",
 			before: tree{"etc/d": {Content: "mine", Mode: 0o644}},
-			to:     &model.Rendered{Directories: []model.Directory{{Path: "/etc/d", Mode: 0o755}}},
+			to:     &model.Rendered{Directories: []model.Directory{{Entry: model.Entry{Path: "/etc/d"}, Mode: 0o755}}},
 			steps:  write("/etc/d"), err: "a regular file is there, which no config of mcp's wrote"},
 		{name: "a link where a directory is",
 			before: tree{"etc/d/x": {Content: "x", Mode: 0o644}},
-			to:     &model.Rendered{Links: []model.Link{{Path: "/etc/d", Target: "t"}}},
+			to:     &model.Rendered{Links: []model.Link{{Entry: model.Entry{Path: "/etc/d"}, Target: "t"}}},
 			steps:  write("/etc/d"), err: "a directory is there"},
 		{name: "a home linked out of the root",
 			before: tree{"home": {Link: "/"}},
 			to:     keys,
 			steps:  write("/home/core/.ssh"), err: "escapes"},
 		{name: "other homes are not the keys' tree",
-			to:    &model.Rendered{Directories: []model.Directory{{Path: "/home/alice/.ssh", Mode: 0o700}}},
+			to:    &model.Rendered{Directories: []model.Directory{{Entry: model.Entry{Path: "/home/alice/.ssh"}, Mode: 0o700}}},
 			steps: write("/home/alice/.ssh"), err: "outside the managed prefixes"},
 	}
 	for _, tt := range tests {
@@ -183,10 +183,10 @@ func TestExecutorTreeBeforeAfter(t *testing.T) {
 func TestTreeDriftAndRestore(t *testing.T) {
 	root := t.TempDir()
 	cfg := &model.Rendered{
-		Files:       []model.File{{Path: "/etc/real", Mode: 0o644, Contents: []byte("r")}, {Path: "/etc/other", Mode: 0o644, Contents: []byte("o")}},
-		Directories: []model.Directory{{Path: "/etc/d", Mode: 0o750}, {Path: "/etc/gone", Mode: 0o755}, {Path: "/etc/filed", Mode: 0o755}},
-		Links: []model.Link{{Path: "/etc/l", Target: "a"}, {Path: "/etc/flat", Target: "b"}, {Path: "/etc/h", Target: "/etc/real", Hard: true},
-			{Path: "/etc/lost", Target: "c"}},
+		Files:       []model.File{{Entry: model.Entry{Path: "/etc/real"}, Mode: 0o644, Contents: []byte("r")}, {Entry: model.Entry{Path: "/etc/other"}, Mode: 0o644, Contents: []byte("o")}},
+		Directories: []model.Directory{{Entry: model.Entry{Path: "/etc/d"}, Mode: 0o750}, {Entry: model.Entry{Path: "/etc/gone"}, Mode: 0o755}, {Entry: model.Entry{Path: "/etc/filed"}, Mode: 0o755}},
+		Links: []model.Link{{Entry: model.Entry{Path: "/etc/l"}, Target: "a"}, {Entry: model.Entry{Path: "/etc/flat"}, Target: "b"}, {Entry: model.Entry{Path: "/etc/h"}, Target: "/etc/real", Hard: true},
+			{Entry: model.Entry{Path: "/etc/lost"}, Target: "c"}},
 	}
 	e := &Executor{Root: root, Host: &RecordingHost{}}
 	for _, p := range []string{"/etc/real", "/etc/other", "/etc/d", "/etc/gone", "/etc/filed", "/etc/l", "/etc/flat", "/etc/h", "/etc/lost"} {
@@ -249,9 +249,9 @@ func TestRollbackRestoresDirectoriesAndLinks(t *testing.T) {
 	makeTree(t, root, tree{"etc/d/keep": {Content: "k", Mode: 0o600}, "etc/l": {Link: "a"}, "etc/f": {Content: "f", Mode: 0o640}})
 	os.Chmod(filepath.Join(root, "etc/d"), 0o755)
 	before := dirTree(t, root)
-	from := &model.Rendered{Files: []model.File{{Path: "/etc/f", Mode: 0o640, Contents: []byte("f")}}}
-	to := &model.Rendered{Directories: []model.Directory{{Path: "/etc/d", Mode: 0o700}, {Path: "/var/new/dir", Mode: 0o750}},
-		Links: []model.Link{{Path: "/etc/l", Target: "b"}, {Path: "/etc/f", Target: "c"}}}
+	from := &model.Rendered{Files: []model.File{{Entry: model.Entry{Path: "/etc/f"}, Mode: 0o640, Contents: []byte("f")}}}
+	to := &model.Rendered{Directories: []model.Directory{{Entry: model.Entry{Path: "/etc/d"}, Mode: 0o700}, {Entry: model.Entry{Path: "/var/new/dir"}, Mode: 0o750}},
+		Links: []model.Link{{Entry: model.Entry{Path: "/etc/l"}, Target: "b"}, {Entry: model.Entry{Path: "/etc/f"}, Target: "c"}}}
 	e := &Executor{Root: root, Host: &RecordingHost{}}
 	e.Begin()
 	for _, p := range []string{"/etc/d", "/etc/f", "/etc/l", "/var/new/dir"} {
@@ -281,8 +281,8 @@ func TestSpecialModeBitsAreDriftAndRollBack(t *testing.T) {
 	os.Chown(at("etc/tool"), 1000, 1000)
 	os.Chmod(at("etc/tool"), 0o755|fs.ModeSetuid)
 	before := dirTree(t, root)
-	cfg := &model.Rendered{Files: []model.File{{Path: "/etc/plain", Mode: 0o755, Contents: []byte("p")},
-		{Path: "/etc/tool", Mode: 0o755, Contents: []byte("new")}}}
+	cfg := &model.Rendered{Files: []model.File{{Entry: model.Entry{Path: "/etc/plain"}, Mode: 0o755, Contents: []byte("p")},
+		{Entry: model.Entry{Path: "/etc/tool"}, Mode: 0o755, Contents: []byte("new")}}}
 	e := &Executor{Root: root, Host: &RecordingHost{}}
 	e.Begin()
 	for _, p := range []string{"/etc/plain", "/etc/tool"} {

@@ -68,8 +68,8 @@ func (e *Executor) CheckNode(ctx context.Context, from, target *model.Rendered) 
 	return append(drift, model.CheckHost(kargs, image, target, removed)...), nil
 }
 
-// Verify compares the root with target's files and units: their contents, modes, owners,
-// masks, and the enablement links of units with an enabled (enabled.go).
+// Verify compares the root with target's files, directories, links and units: their
+// contents, modes, targets, owners, masks, and the enablement links of units with an enabled (enabled.go).
 func (e *Executor) Verify(target *model.Rendered) ([]Drift, error) {
 	root, err := os.OpenRoot(e.Root)
 	if err != nil {
@@ -78,21 +78,12 @@ func (e *Executor) Verify(target *model.Rendered) ([]Drift, error) {
 	r := &dirs{root: root, open: map[string]*os.Root{}}
 	defer r.close()
 	var out []Drift
-	for _, f := range target.Files {
-		d, err := checkFile(r, f.Path, f.Contents, model.FileMode(f.Mode))
+	for _, x := range target.Entries() {
+		d, err := checkEntry(r, x)
 		if err != nil {
 			return nil, err
 		}
-		if len(d) == 0 {
-			d = checkOwner(r, f.Path, f.User, f.Group)
-		}
 		out = append(out, d...)
-	}
-	for i := range target.Directories {
-		out = append(out, checkDir(r, &target.Directories[i])...)
-	}
-	for i := range target.Links {
-		out = append(out, checkLink(r, &target.Links[i])...)
 	}
 	for _, u := range target.Units {
 		p := unitPath(u.Name)
@@ -304,14 +295,8 @@ func (e *Executor) withoutProgress(drift []Drift, target *model.Rendered) ([]Dri
 // managedPaths are the paths Verify checks for r.
 func managedPaths(r *model.Rendered) map[string]bool {
 	m := map[string]bool{}
-	for _, f := range r.Files {
-		m[f.Path] = true
-	}
-	for _, d := range r.Directories {
-		m[d.Path] = true
-	}
-	for _, l := range r.Links {
-		m[l.Path] = true
+	for _, x := range r.Entries() {
+		m[x.Common().Path] = true
 	}
 	for _, u := range r.Units {
 		m[unitPath(u.Name)] = true

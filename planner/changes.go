@@ -174,19 +174,7 @@ func change(in Input, from string, target *model.Rendered) Change {
 // the kernel arguments and the OS image — the items whose change steps.Derive makes steps
 // for.
 func ItemChanges(old, new *model.Rendered) []ItemChange {
-	var out []ItemChange
-	for _, path := range unionSorted(old.Files, new.Files, func(f model.File) string { return f.Path }) {
-		o, n := old.File(path), new.File(path)
-		if o != nil && n != nil && bytes.Equal(o.Contents, n.Contents) && o.Mode == n.Mode && o.User == n.User &&
-			o.Group == n.Group && o.Sensitive == n.Sensitive {
-			continue
-		}
-		// A file marked sensitive hides its content on both sides: the old content of a file
-		// that is now sensitive is what it was made sensitive for.
-		hide := o != nil && o.Sensitive || n != nil && n.Sensitive
-		out = append(out, ItemChange{Kind: ItemFile, Name: path, Action: action(o != nil, n != nil),
-			ContentChanged: o == nil || n == nil || !bytes.Equal(o.Contents, n.Contents), Before: fileItem(o, hide), After: fileItem(n, hide)})
-	}
+	out := treeChanges(old, new, model.EntryFile)
 	for _, name := range unionSorted(old.Units, new.Units, func(u model.Unit) string { return u.Name }) {
 		o, n := unitItem(old.Unit(name)), unitItem(new.Unit(name))
 		if o != nil && n != nil && sameUnit(o, n) {
@@ -196,7 +184,7 @@ func ItemChanges(old, new *model.Rendered) []ItemChange {
 		out = append(out, ItemChange{Kind: ItemUnit, Name: name, Action: action(o != nil, n != nil),
 			ContentChanged: ou == nil || nu == nil || ou.Contents != nu.Contents, Before: o, After: n})
 	}
-	out = append(out, treeChanges(old, new)...)
+	out = append(out, treeChanges(old, new, model.EntryDirectory, model.EntryLink)...)
 	if !slices.Equal(old.KernelArgs, new.KernelArgs) {
 		if added, removed := model.DiffArgs(old.KernelArgs, new.KernelArgs); len(added)+len(removed) > 0 {
 			out = append(out, ItemChange{Kind: ItemKernelArgs, Action: action(len(old.KernelArgs) > 0, len(new.KernelArgs) > 0),
@@ -225,14 +213,6 @@ func action(before, after bool) ItemAction {
 		return ItemDelete
 	}
 	return ItemUpdate
-}
-
-// fileItem is f as a plan shows it; hide hides its content though f is not sensitive.
-func fileItem(f *model.File, hide bool) *Item {
-	if f == nil {
-		return nil
-	}
-	return &Item{Mode: f.Mode, User: f.User, Group: f.Group, Sensitive: f.Sensitive, Content: ContentOf(f.Contents, f.Sensitive || hide)}
 }
 
 func unitItem(u *model.Unit) *Item {

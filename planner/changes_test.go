@@ -14,11 +14,11 @@ func TestPlanCarriesChangesPerMoveNotPerNode(t *testing.T) {
 	yes := true
 	old := &model.Rendered{Name: "rendered-worker-old", Pool: "worker", KernelArgs: []string{"a"}, OSImage: "img:1",
 		Files: []model.File{file("/etc/chrony.conf", "server a\n"), file("/etc/gone", "x"),
-			{Path: "/etc/secret", Mode: 0o600, Contents: []byte("hunter2"), Sensitive: true}},
+			{Entry: model.Entry{Path: "/etc/secret"}, Mode: 0o600, Contents: []byte("hunter2"), Sensitive: true}},
 		Units: []model.Unit{{Name: "x.service", Contents: "[Service]\n", Dropins: []model.Dropin{{Name: "10.conf", Contents: "a"}}}}}
 	older := &model.Rendered{Name: "rendered-worker-older", Pool: "worker", Files: []model.File{file("/etc/chrony.conf", "server z\n")}}
 	tg := target("worker", file("/etc/chrony.conf", "server b\n"),
-		model.File{Path: "/etc/secret", Mode: 0o600, Contents: []byte("hunter3"), Sensitive: true})
+		model.File{Entry: model.Entry{Path: "/etc/secret"}, Mode: 0o600, Contents: []byte("hunter3"), Sensitive: true})
 	tg.KernelArgs, tg.OSImage = []string{"b"}, "img:2"
 	tg.Units = []model.Unit{{Name: "x.service", Contents: "[Service]\n", Enabled: &yes, Dropins: []model.Dropin{{Name: "10.conf", Contents: "b"}}}}
 	nodes := []model.Node{node("w-0", "worker", "a", 0), node("w-1", "worker", "a", 1), node("w-2", "worker", "a", 2), node("w-3", "worker", "a", 3)}

@@ -22,12 +22,12 @@ func TestOverridesWarnOncePerBlockPair(t *testing.T) {
 		Configs: []model.Config{
 			{Name: "10-a", Pools: []string{"worker", "infra"},
 				Units: []model.Unit{{Name: "u.service", Contents: "a", OnChange: restart, DeclRange: at("/cfg/a.hcl", 3)}},
-				Files: []model.File{{Path: "/etc/f", Contents: []byte("a"), OnChange: restart, DeclRange: at("/cfg/a.hcl", 7)}}},
+				Files: []model.File{{Entry: model.Entry{Path: "/etc/f", OnChange: restart, DeclRange: at("/cfg/a.hcl", 7)}, Contents: []byte("a")}}},
 			{Name: "20-b", Pools: []string{"worker", "infra"},
 				Units: []model.Unit{{Name: "u.service", Contents: "b", DeclRange: at("/cfg/b.hcl", 5)}},
-				Files: []model.File{{Path: "/etc/f", Contents: []byte("b"), OnChange: restart, DeclRange: at("/cfg/b.hcl", 9)}}},
+				Files: []model.File{{Entry: model.Entry{Path: "/etc/f", OnChange: restart, DeclRange: at("/cfg/b.hcl", 9)}, Contents: []byte("b")}}},
 			{Name: "30-c", Pools: []string{"worker"}, KernelArgs: []string{"k", "j"},
-				Files: []model.File{{Path: "/etc/f", Contents: []byte("c"), OnChange: restart, DeclRange: at("/cfg/c.hcl", 1), Text: model.TextRef{Kind: model.TextButane, Path: "storage.files.0"}}}},
+				Files: []model.File{{Entry: model.Entry{Path: "/etc/f", OnChange: restart, DeclRange: at("/cfg/c.hcl", 1), Text: model.TextRef{Kind: model.TextButane, Path: "storage.files.0"}}, Contents: []byte("c")}}},
 		},
 	}
 	out, diags := Render(d, ignition.Renderer{})
@@ -57,5 +57,39 @@ func TestOverridesWarnOncePerBlockPair(t *testing.T) {
 	}
 	if out["worker"].Name == "" || out["infra"].Provenance.Files["/etc/f"].By.Block != "config.20-b" {
 		t.Errorf("infra's /etc/f: %+v", out["infra"].Provenance)
+	}
+}
+
+// A directory or link is an entry as a file is: a later one that changes the on_change of
+// an earlier one of its kind warns as a file's would; one that replaces an entry of
+// another kind at the path warns of nothing (its policy was never the earlier one's).
+func TestOverridesOfDirectoriesAndLinks(t *testing.T) {
+	none := []model.Policy{{Kind: model.PolicyNone}}
+	d := &model.Desired{Dir: "/cfg", Pools: []model.Pool{{Name: "worker"}},
+		Configs: []model.Config{
+			{Name: "10-a", Pools: []string{"worker"},
+				Directories: []model.Directory{{Entry: model.Entry{Path: "/etc/d", OnChange: none, DeclRange: at("/cfg/a.hcl", 3)}, Mode: 0o755}},
+				Links:       []model.Link{{Entry: model.Entry{Path: "/etc/l", OnChange: none, DeclRange: at("/cfg/a.hcl", 5)}, Target: "x"}},
+				Files:       []model.File{{Entry: model.Entry{Path: "/etc/f", OnChange: none, DeclRange: at("/cfg/a.hcl", 7)}, Contents: []byte("a")}}},
+			{Name: "20-b", Pools: []string{"worker"},
+				Directories: []model.Directory{{Entry: model.Entry{Path: "/etc/d", DeclRange: at("/cfg/b.hcl", 3)}, Mode: 0o700},
+					{Entry: model.Entry{Path: "/etc/f", DeclRange: at("/cfg/b.hcl", 7)}, Mode: 0o755}},
+				Links: []model.Link{{Entry: model.Entry{Path: "/etc/l", DeclRange: at("/cfg/b.hcl", 5)}, Target: "y"}}},
+		},
+	}
+	_, diags := Render(d, ignition.Renderer{})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	var got []string
+	for _, dg := range diags {
+		got = append(got, dg.Summary)
+	}
+	want := []string{"Override changes the disruption policy of directory /etc/d", "Override changes the disruption policy of link /etc/l"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(diags) == 2 && !strings.Contains(diags[0].Detail, "Directory /etc/d of config.20-b (b.hcl:3,3) replaces the one of config.10-a (a.hcl:3,3)") {
+		t.Errorf("warning: %s", diags[0].Detail)
 	}
 }

@@ -36,15 +36,10 @@ type item struct {
 
 func items(r *model.Rendered) []item {
 	var out []item
-	for _, f := range r.Files {
-		out = append(out, item{kind: "file", path: f.Path, at: f.DeclRange, text: f.Text})
-	}
-	for _, d := range r.Directories {
-		out = append(out, item{kind: "directory", path: d.Path, at: d.DeclRange, text: d.Text})
-	}
-	for i := range r.Links {
-		k := &r.Links[i]
-		out = append(out, item{kind: "link", path: k.Path, link: k, at: k.DeclRange, text: k.Text})
+	for _, e := range r.Entries() {
+		n := e.Common()
+		k, _ := e.(*model.Link)
+		out = append(out, item{kind: string(e.Kind()), path: n.Path, link: k, at: n.DeclRange, text: n.Text})
 	}
 	return out
 }
@@ -184,7 +179,7 @@ func linkTarget(k *model.Link, at string, read model.Readlink) (model.Landing, b
 func landedLinks(links []model.Link) map[string]*model.Link {
 	base := map[string]*model.Link{}
 	for p, t := range model.CoreOSLinks {
-		base[p] = &model.Link{Path: p, Target: t}
+		base[p] = &model.Link{Entry: model.Entry{Path: p}, Target: t}
 	}
 	at := maps.Clone(base)
 	for i := range links {

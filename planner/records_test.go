@@ -15,11 +15,11 @@ func line(n int) model.Range {
 }
 
 func recFile(p string, n int) model.File {
-	return model.File{Path: p, Mode: 0o644, Contents: []byte("rendered-infra-0"), DeclRange: line(n)}
+	return model.File{Entry: model.Entry{Path: p, DeclRange: line(n)}, Mode: 0o644, Contents: []byte("rendered-infra-0")}
 }
 
 func recLink(p, target string, n int) model.Link {
-	return model.Link{Path: p, Target: target, DeclRange: line(n)}
+	return model.Link{Entry: model.Entry{Path: p, DeclRange: line(n)}, Target: target}
 }
 
 // TestLinksToTheAgentsRecordsAreRefused: a pool whose configs, merged, reach the node
@@ -40,7 +40,7 @@ func TestLinksToTheAgentsRecordsAreRefused(t *testing.T) {
 			2, []string{"Link /var/lib → ../etc/fakelib is on the way to /var/lib/mcp", "/etc/fakelib/mcp instead",
 				"file /etc/fakelib/mcp/desired (main.hcl:3,3) would be read as its record /var/lib/mcp/desired"}},
 		{"a directory at /var/lib", []model.Config{{Links: []model.Link{recLink("/var/lib/x", "/tmp", 4)},
-			Directories: []model.Directory{{Path: "/var/lib", Mode: 0o755, DeclRange: line(6)}}}},
+			Directories: []model.Directory{{Entry: model.Entry{Path: "/var/lib", DeclRange: line(6)}, Mode: 0o755}}}},
 			0, nil},
 		{"alias in one config, file in another", []model.Config{{Links: []model.Link{recLink("/etc/v", "../var", 2)}},
 			{Files: []model.File{recFile("/etc/v/lib/mcp/pending.json", 9)}}},
@@ -53,12 +53,12 @@ func TestLinksToTheAgentsRecordsAreRefused(t *testing.T) {
 		{"link made through another link", []model.Config{{Links: []model.Link{recLink("/etc/v", "../var", 2), recLink("/etc/v/lib", "../etc/fake", 3)}}},
 			3, []string{"Link /etc/v/lib → ../etc/fake is on the way to /var/lib/mcp", "/etc/fake/mcp instead"}},
 		{"directory through a link", []model.Config{{Links: []model.Link{recLink("/var/x", "./lib/", 2)},
-			Directories: []model.Directory{{Path: "/var/x/mcp/d", Mode: 0o755, DeclRange: line(3)}}}},
+			Directories: []model.Directory{{Entry: model.Entry{Path: "/var/x/mcp/d", DeclRange: line(3)}, Mode: 0o755}}}},
 			3, []string{"Directory /var/x/mcp/d lands at /var/lib/mcp/d through the link /var/x → ./lib/ (main.hcl:2,3)"}},
 		{"file in place of /var/lib", []model.Config{{Links: []model.Link{recLink("/etc/v", "../var", 2)}, Files: []model.File{recFile("/etc/v/lib", 3)}}},
 			3, []string{"File /etc/v/lib lands at /var/lib through", "which holds /var/lib/mcp", "may not replace it"}},
 		{"hard link to a record", []model.Config{{Links: []model.Link{recLink("/etc/v", "../var", 2),
-			{Path: "/etc/pending", Target: "/etc/v/lib/mcp/pending.json", Hard: true, DeclRange: line(3)}}}},
+			{Entry: model.Entry{Path: "/etc/pending", DeclRange: line(3)}, Target: "/etc/v/lib/mcp/pending.json", Hard: true}}}},
 			3, []string{"Link /etc/pending points to /var/lib/mcp/pending.json through the link /etc/v → ../var"}},
 		{"loop on the way", []model.Config{{Links: []model.Link{recLink("/var/lib", "lib", 2)}}},
 			2, []string{"Link /var/lib → lib is on the way to /var/lib/mcp", "could not reach them (too many levels of symbolic links)"}},

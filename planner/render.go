@@ -71,15 +71,14 @@ func Render(d *model.Desired, ign Ignition) (map[string]*model.Rendered, model.D
 }
 
 // merge folds the configs naming pool p, in order, into one rendered config (unnamed),
-// recording who wrote each file, unit and kernel argument, and the overrides that changed
-// a file's or unit's on_change policy.
+// recording who wrote each file, directory, link, unit and kernel argument, and the
+// overrides that changed one's on_change policy.
 func merge(p *model.Pool, configs []model.Config, rel func(model.Origin) model.Origin) (*model.Rendered, []override) {
 	r := &model.Rendered{Pool: p.Name, OSImage: p.OSImage}
 	prov := &model.Provenance{Files: map[string]model.Written{}, Units: map[string]model.Written{},
 		KernelArgs: map[string]model.Written{}}
 	r.Provenance = prov
 	var overrides []override
-	files := map[string]model.File{}
 	tree := newTree()
 	units := map[string]model.Unit{}
 	kargs := slices.Clone(p.KernelArgs)
@@ -94,16 +93,7 @@ func merge(p *model.Pool, configs []model.Config, rel func(model.Origin) model.O
 		}
 		r.Sources = append(r.Sources, c.Name)
 		block := "config." + c.Name
-		for _, f := range c.Files {
-			by := rel(model.OriginAt(block, f.DeclRange, f.Text))
-			if old, ok := files[f.Path]; ok {
-				overrides = appendOverride(overrides, "file", f.Path, f.DeclRange, by, prov.Files[f.Path].By, old.OnChange, f.OnChange)
-			}
-			prov.Files[f.Path] = written(prov.Files, f.Path, by)
-			files[f.Path] = f
-			tree.drop(f.Path)
-		}
-		tree.add(c, block, rel, prov, files)
+		tree.add(c, block, rel, prov, &overrides)
 		for _, u := range c.Units {
 			by := rel(model.OriginAt(block, u.DeclRange, u.Text))
 			if old, ok := units[u.Name]; ok {
@@ -125,12 +115,8 @@ func merge(p *model.Pool, configs []model.Config, rel func(model.Origin) model.O
 			r.OSImage = c.OSImage
 		}
 	}
-	tree.sshKeys(files, prov)
-	for _, f := range files {
-		r.Files = append(r.Files, f)
-	}
-	slices.SortFunc(r.Files, func(a, b model.File) int { return strings.Compare(a.Path, b.Path) })
-	r.Directories, r.Links = tree.sorted()
+	tree.sshKeys(prov)
+	r.SetEntries(tree.sorted())
 	for _, u := range units {
 		slices.SortFunc(u.Dropins, func(a, b model.Dropin) int { return strings.Compare(a.Name, b.Name) })
 		r.Units = append(r.Units, u)
@@ -220,14 +206,10 @@ func reportDiags(r *model.Rendered, d *model.Desired, p *model.Pool, rpt []model
 		}
 		subject := model.Subject(p.DeclRange)
 		path := e.Path
-		if i, ok := indexAfter(path, "storage.files."); ok && i < len(r.Files) {
-			subject = model.Subject(r.Files[i].DeclRange)
+		if e := reportedEntry(r, path); e != nil {
+			subject = model.Subject(e.Common().DeclRange)
 		} else if i, ok := indexAfter(path, "systemd.units."); ok && i < len(r.Units) {
 			subject = model.Subject(r.Units[i].DeclRange)
-		} else if i, ok := indexAfter(path, "storage.directories."); ok && i < len(r.Directories) {
-			subject = model.Subject(r.Directories[i].DeclRange)
-		} else if i, ok := indexAfter(path, "storage.links."); ok && i < len(r.Links) {
-			subject = model.Subject(r.Links[i].DeclRange)
 		} else if at := firstBootAt(d, r); at != nil && len(r.FirstBoot) > 0 && !managedPath(path) {
 			subject = at
 		}
@@ -285,6 +267,27 @@ func managedPath(path string) bool {
 
 // indexAfter reads the array index that follows prefix in a JSON path like
 // "$.storage.files.3.path".
+// reportedEntry is the file, directory or link of r that path, a place in r's Ignition
+// config (storage.links.2.target), is in, or nil.
+func reportedEntry(r *model.Rendered, path string) model.TreeEntry {
+	for _, k := range model.EntryKinds {
+		i, ok := indexAfter(path, "storage."+k.Section()+".")
+		if !ok {
+			continue
+		}
+		for _, e := range r.Entries() {
+			if e.Kind() != k {
+				continue
+			}
+			if i == 0 {
+				return e
+			}
+			i--
+		}
+	}
+	return nil
+}
+
 func indexAfter(path, prefix string) (int, bool) {
 	_, rest, ok := strings.Cut(path, prefix)
 	if !ok {

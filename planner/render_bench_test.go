@@ -21,8 +21,11 @@ func benchDesired(pools, configs int) *model.Desired {
 	for c := range configs {
 		cfg := model.Config{Name: fmt.Sprintf("%03d-bench", c), Pools: []string{fmt.Sprintf("p%02d", c%pools)}}
 		for f := range 3 {
-			cfg.Files = append(cfg.Files, model.File{Path: fmt.Sprintf("/etc/bench/%03d/%d.conf", c, f), Mode: 0o644,
-				Contents: []byte(strings.Repeat(fmt.Sprintf("setting-%d-%d = value\n", c, f), 20))})
+			cfg.Files = append(cfg.Files, model.File{
+				Entry:    model.Entry{Path: fmt.Sprintf("/etc/bench/%03d/%d.conf", c, f)},
+				Mode:     0o644,
+				Contents: []byte(strings.Repeat(fmt.Sprintf("setting-%d-%d = value\n", c, f), 20)),
+			})
 		}
 		cfg.Units = []model.Unit{{Name: fmt.Sprintf("bench-%03d.service", c), Enabled: &yes,
 			Contents: "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"}}

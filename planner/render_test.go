@@ -18,12 +18,12 @@ func renderDesired() *model.Desired {
 		Pools: []model.Pool{{Name: "worker", KernelArgs: []string{"a"}, OSImage: "img:pool"}},
 		Configs: []model.Config{
 			{Name: "10-a", Pools: []string{"worker"}, KernelArgs: []string{"b", "a"},
-				Files: []model.File{{Path: "/etc/x", Mode: 0o644, Contents: []byte("first")}, {Path: "/etc/bin", Mode: 0o600, Contents: []byte{0xff, 0, 1}}},
+				Files: []model.File{{Entry: model.Entry{Path: "/etc/x"}, Mode: 0o644, Contents: []byte("first")}, {Entry: model.Entry{Path: "/etc/bin"}, Mode: 0o600, Contents: []byte{0xff, 0, 1}}},
 				Units: []model.Unit{{Name: "u.service", Contents: "[Service]\n", Dropins: []model.Dropin{{Name: "10.conf", Contents: "a"}, {Name: "20.conf", Contents: "b"}}}}},
 			{Name: "20-b", Pools: []string{"worker"}, OSImage: "img:config",
-				Files: []model.File{{Path: "/etc/x", Mode: 0o640, Contents: []byte("second 100% #?")}},
+				Files: []model.File{{Entry: model.Entry{Path: "/etc/x"}, Mode: 0o640, Contents: []byte("second 100% #?")}},
 				Units: []model.Unit{{Name: "u.service", Contents: "[Service]\nX=1\n", Enabled: &yes, Dropins: []model.Dropin{{Name: "20.conf", Contents: "B"}}}}},
-			{Name: "30-other", Pools: []string{"infra"}, Files: []model.File{{Path: "/etc/other", Mode: 0o644, Contents: []byte("o")}}},
+			{Name: "30-other", Pools: []string{"infra"}, Files: []model.File{{Entry: model.Entry{Path: "/etc/other"}, Mode: 0o644, Contents: []byte("o")}}},
 		},
 	}
 }
@@ -101,7 +101,7 @@ func TestRenderNameIgnoresHealthChecks(t *testing.T) {
 func TestRenderReportsIgnitionProblemsAtTheFile(t *testing.T) {
 	d := renderDesired()
 	rng := model.Range{Filename: "main.hcl", Start: model.Pos{Line: 7, Column: 3}}
-	d.Configs[0].Files = append(d.Configs[0].Files, model.File{Path: "/etc/dir/", Mode: 0o644, Contents: []byte("x"), DeclRange: rng})
+	d.Configs[0].Files = append(d.Configs[0].Files, model.File{Entry: model.Entry{Path: "/etc/dir/", DeclRange: rng}, Mode: 0o644, Contents: []byte("x")})
 	_, diags := Render(d, ignition.Renderer{})
 	if !diags.HasErrors() {
 		t.Fatal("Ignition accepted a file path ending in a slash")
@@ -135,5 +135,23 @@ func TestRenderNamesAsBefore(t *testing.T) {
 	if a, b := out["p00"].Name, out["p19"].Name; a != "rendered-p00-6a822200e57e91ba05170f0962a63146" ||
 		b != "rendered-p19-f0a24640c133a521558521681614a6e0" {
 		t.Errorf("names %s, %s", a, b)
+	}
+}
+
+// A problem Ignition reports in a file, directory or link is shown where that entry was
+// declared: the report's path (storage.links.1.target) counts entries of its kind alone.
+func TestIgnitionReportAtTheEntry(t *testing.T) {
+	at := func(line int) model.Range { return model.Range{Filename: "main.hcl", Start: model.Pos{Line: line}} }
+	r := &model.Rendered{Pool: "worker",
+		Files:       []model.File{{Entry: model.Entry{Path: "/etc/f", DeclRange: at(1)}}},
+		Directories: []model.Directory{{Entry: model.Entry{Path: "/etc/d", DeclRange: at(2)}}, {Entry: model.Entry{Path: "/etc/e", DeclRange: at(3)}}},
+		Links:       []model.Link{{Entry: model.Entry{Path: "/etc/l", DeclRange: at(4)}}, {Entry: model.Entry{Path: "/etc/m", DeclRange: at(5)}}}}
+	pool := &model.Pool{Name: "worker", DeclRange: at(9)}
+	for path, line := range map[string]int{"storage.files.0.mode": 1, "storage.directories.1": 3,
+		"storage.links.1.target": 5, "storage.links.0": 4, "storage.links.2": 9, "storage.disks.0": 9} {
+		diags := reportDiags(r, &model.Desired{}, pool, []model.ReportEntry{{Severity: model.DiagError, Path: path, Message: "bad"}})
+		if len(diags) != 1 || diags[0].Subject == nil || diags[0].Subject.Start.Line != line {
+			t.Errorf("%s: %v, want line %d", path, diags, line)
+		}
 	}
 }

@@ -7,44 +7,31 @@ import (
 	"github.com/mcpfleet/mcp/model"
 )
 
-// tree merges a pool's configs' directories, links and core user's SSH keys. A path is
-// one file, directory or link: a later config's declaration of it replaces an earlier
-// one's, whatever each declared (later wins, as for files). The SSH keys of all the
-// configs are one file, each key once in merge order, as the MCO concatenates its
-// MachineConfigs' keys.
+// tree merges a pool's configs' files, directories, links and core user's SSH keys. A path
+// is one entry (model.TreeEntry): a later config's declaration of it replaces an earlier
+// one's, whatever each declared (later wins). The SSH keys of all the configs are one
+// file, each key once in merge order, as the MCO concatenates its MachineConfigs' keys.
 type tree struct {
-	dirs  map[string]model.Directory
-	links map[string]model.Link
-	keys  []string
+	entries map[string]model.TreeEntry
+	keys    []string
 	// keysBy is the last config that declared keys, and where.
 	keysBy model.Origin
 	keysAt model.Source
 }
 
-func newTree() *tree {
-	return &tree{dirs: map[string]model.Directory{}, links: map[string]model.Link{}}
-}
+func newTree() *tree { return &tree{entries: map[string]model.TreeEntry{}} }
 
-// drop forgets a directory or link at p, which a later file replaces.
-func (t *tree) drop(p string) {
-	delete(t.dirs, p)
-	delete(t.links, p)
-}
-
-// add merges c's directories, links and keys; files is the pool's files so far, from which
-// a later directory or link at a file's path takes it. Provenance is by path, with files'.
-func (t *tree) add(c *model.Config, block string, rel func(model.Origin) model.Origin, prov *model.Provenance, files map[string]model.File) {
-	for _, d := range c.Directories {
-		prov.Files[d.Path] = written(prov.Files, d.Path, rel(model.OriginAt(block, d.DeclRange, d.Text)))
-		t.drop(d.Path)
-		delete(files, d.Path)
-		t.dirs[d.Path] = d
-	}
-	for _, k := range c.Links {
-		prov.Files[k.Path] = written(prov.Files, k.Path, rel(model.OriginAt(block, k.DeclRange, k.Text)))
-		t.drop(k.Path)
-		delete(files, k.Path)
-		t.links[k.Path] = k
+// add merges c's entries and keys. Provenance is by path; a later entry that changes the
+// on_change policies of an earlier one of its kind is an override.
+func (t *tree) add(c *model.Config, block string, rel func(model.Origin) model.Origin, prov *model.Provenance, ovs *[]override) {
+	for _, e := range c.Entries() {
+		n := e.Common()
+		by := rel(model.OriginAt(block, n.DeclRange, n.Text))
+		if old, ok := t.entries[n.Path]; ok && old.Kind() == e.Kind() {
+			*ovs = appendOverride(*ovs, string(e.Kind()), n.Path, n.DeclRange, by, prov.Files[n.Path].By, old.Common().OnChange, n.OnChange)
+		}
+		prov.Files[n.Path] = written(prov.Files, n.Path, by)
+		t.entries[n.Path] = e
 	}
 	if len(c.SSHKeys) > 0 {
 		for _, k := range c.SSHKeys {
@@ -60,28 +47,24 @@ func (t *tree) add(c *model.Config, block string, rel func(model.Origin) model.O
 // sshKeys adds the keys' file and directories (model.SSHKeyItems), when any config
 // declared keys. No config declares their paths itself: they are outside the trees file,
 // directory and link blocks may name.
-func (t *tree) sshKeys(files map[string]model.File, prov *model.Provenance) {
+func (t *tree) sshKeys(prov *model.Provenance) {
 	if len(t.keys) == 0 {
 		return
 	}
 	f, dirs := model.SSHKeyItems(t.keys, t.keysAt.Range, t.keysAt.Text)
-	files[f.Path] = f
+	t.entries[f.Path] = &f
 	prov.Files[f.Path] = model.Written{By: t.keysBy}
-	for _, d := range dirs {
-		t.dirs[d.Path] = d
-		prov.Files[d.Path] = model.Written{By: t.keysBy}
+	for i := range dirs {
+		t.entries[dirs[i].Path] = &dirs[i]
+		prov.Files[dirs[i].Path] = model.Written{By: t.keysBy}
 	}
 }
 
-// sorted is the merged directories and links, each sorted by path.
-func (t *tree) sorted() ([]model.Directory, []model.Link) {
-	var dirs []model.Directory
-	for _, p := range slices.Sorted(maps.Keys(t.dirs)) {
-		dirs = append(dirs, t.dirs[p])
+// sorted is the merged entries, sorted by path.
+func (t *tree) sorted() []model.TreeEntry {
+	out := make([]model.TreeEntry, 0, len(t.entries))
+	for _, p := range slices.Sorted(maps.Keys(t.entries)) {
+		out = append(out, t.entries[p])
 	}
-	var links []model.Link
-	for _, p := range slices.Sorted(maps.Keys(t.links)) {
-		links = append(links, t.links[p])
-	}
-	return dirs, links
+	return out
 }

@@ -21,12 +21,12 @@ func TestRenderMergesDirectoriesLinksAndKeys(t *testing.T) {
 	d := desired(model.Pool{Name: "worker"})
 	d.Configs = []model.Config{
 		{Name: "10-a", Pools: []string{"worker"},
-			Directories: []model.Directory{{Path: "/etc/a", Mode: 0o755}, {Path: "/var/lib/d", Mode: 0o1777, User: "core"}},
-			Links:       []model.Link{{Path: "/etc/localtime", Target: "../usr/share/zoneinfo/UTC"}},
+			Directories: []model.Directory{{Entry: model.Entry{Path: "/etc/a"}, Mode: 0o755}, {Entry: model.Entry{Path: "/var/lib/d", User: "core"}, Mode: 0o1777}},
+			Links:       []model.Link{{Entry: model.Entry{Path: "/etc/localtime"}, Target: "../usr/share/zoneinfo/UTC"}},
 			SSHKeys:     []string{"ssh-ed25519 AAAA one"}},
 		{Name: "20-b", Pools: []string{"worker"},
-			Files:   []model.File{{Path: "/etc/a", Mode: 0o644, Contents: []byte("a file now\n")}},
-			Links:   []model.Link{{Path: "/etc/localtime", Target: "../usr/share/zoneinfo/Europe/Paris"}},
+			Files:   []model.File{{Entry: model.Entry{Path: "/etc/a"}, Mode: 0o644, Contents: []byte("a file now\n")}},
+			Links:   []model.Link{{Entry: model.Entry{Path: "/etc/localtime"}, Target: "../usr/share/zoneinfo/Europe/Paris"}},
 			SSHKeys: []string{"ssh-ed25519 AAAA one", "ssh-rsa AAAA two"}},
 	}
 	out, diags := Render(d, ignition.Renderer{})
@@ -77,7 +77,7 @@ func TestRenderMergesDirectoriesLinksAndKeys(t *testing.T) {
 // config (and so the name) it rendered before they existed.
 func TestRenderWithoutTreesIsByteIdentical(t *testing.T) {
 	r := &model.Rendered{Pool: "worker", IgnitionVersion: "3.4.0", KernelArgs: []string{"nosmt"},
-		Files: []model.File{{Path: "/etc/chrony.conf", Mode: 0o644, Contents: []byte("server x iburst\n")}},
+		Files: []model.File{{Entry: model.Entry{Path: "/etc/chrony.conf"}, Mode: 0o644, Contents: []byte("server x iburst\n")}},
 		Units: []model.Unit{{Name: "a.service", Contents: "[Service]\nExecStart=/bin/true\n"}}}
 	const want = `{"ignition":{"version":"3.4.0"},"kernelArguments":{"shouldExist":["nosmt"]},"storage":{"files":[{"contents":{"source":"data:,server%20x%20iburst%0A"},"mode":420,"overwrite":true,"path":"/etc/chrony.conf"}]},"systemd":{"units":[{"contents":"[Service]\nExecStart=/bin/true\n","name":"a.service"}]}}`
 	if got := string(content.Ignition(r)); got != want {
@@ -91,7 +91,7 @@ func TestRenderWithoutTreesIsByteIdentical(t *testing.T) {
 func TestFirstBootPartNamesButStepsNothing(t *testing.T) {
 	d := desired(model.Pool{Name: "worker"})
 	d.Configs = []model.Config{
-		{Name: "10-a", Pools: []string{"worker"}, Files: []model.File{{Path: "/etc/x", Mode: 0o644, Contents: []byte("x")}},
+		{Name: "10-a", Pools: []string{"worker"}, Files: []model.File{{Entry: model.Entry{Path: "/etc/x"}, Mode: 0o644, Contents: []byte("x")}},
 			FirstBoot: []byte(`{"passwd":{"users":[{"name":"alice","groups":["wheel"]}]}}`)},
 		{Name: "20-b", Pools: []string{"worker"},
 			FirstBoot: []byte(`{"passwd":{"groups":[{"name":"ops"}],"users":[{"name":"alice","groups":["ops"]}]},"storage":{"disks":[{"device":"/dev/vdb","wipeTable":true}]}}`)},
@@ -160,10 +160,10 @@ func TestFirstBootPartNeedsItsSpec(t *testing.T) {
 // writes with their on_change policies, as files.
 func TestStepsForDirectoriesAndLinks(t *testing.T) {
 	none := []model.Policy{{Kind: model.PolicyNone}}
-	old := &model.Rendered{Directories: []model.Directory{{Path: "/etc/d", Mode: 0o755, OnChange: none}, {Path: "/etc/gone", Mode: 0o755, OnChange: none}},
-		Links: []model.Link{{Path: "/etc/l", Target: "a", OnChange: none}}}
-	new := &model.Rendered{Directories: []model.Directory{{Path: "/etc/d", Mode: 0o700, OnChange: none}},
-		Links: []model.Link{{Path: "/etc/l", Target: "b"}}}
+	old := &model.Rendered{Directories: []model.Directory{{Entry: model.Entry{Path: "/etc/d", OnChange: none}, Mode: 0o755}, {Entry: model.Entry{Path: "/etc/gone", OnChange: none}, Mode: 0o755}},
+		Links: []model.Link{{Entry: model.Entry{Path: "/etc/l", OnChange: none}, Target: "a"}}}
+	new := &model.Rendered{Directories: []model.Directory{{Entry: model.Entry{Path: "/etc/d", OnChange: none}, Mode: 0o700}},
+		Links: []model.Link{{Entry: model.Entry{Path: "/etc/l"}, Target: "b"}}}
 	var got []string
 	for _, s := range steps.Derive(old, new) {
 		got = append(got, s.String()+": "+s.Reason)

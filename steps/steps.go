@@ -6,7 +6,6 @@
 package steps
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -78,9 +77,7 @@ func DeriveOn(old, new *model.Rendered, h Host) []model.Step {
 		old = &model.Rendered{}
 	}
 	var b stepSet
-	diffFiles(&b, old, new)
-	diffDirectories(&b, old, new)
-	diffLinks(&b, old, new)
+	diffTree(&b, old, new)
 	diffUnits(&b, old, new)
 	if added, removed := model.DiffArgs(old.KernelArgs, new.KernelArgs); len(added)+len(removed) > 0 && !h.hasArgs(new.KernelArgs, removed) {
 		why := "kernel arguments " + describeArgs(added, removed)
@@ -103,45 +100,6 @@ func orNone(s string) string {
 		return "(none)"
 	}
 	return s
-}
-
-func diffFiles(b *stepSet, old, new *model.Rendered) {
-	for _, f := range new.Files {
-		what := fileChange(old.File(f.Path), &f)
-		if what == "" {
-			continue
-		}
-		why := f.Path + " " + what
-		b.add(model.StepWrite, f.Path, why)
-		b.policies(f.OnChange, why)
-	}
-	for _, f := range old.Files {
-		if new.File(f.Path) == nil && new.Directory(f.Path) == nil && new.Link(f.Path) == nil {
-			why := f.Path + " removed (no longer in any config)"
-			b.add(model.StepWrite, f.Path, why)
-			b.policies(f.OnChange, why)
-		}
-	}
-}
-
-func fileChange(old, new *model.File) string {
-	if old == nil {
-		return "added"
-	}
-	var what []string
-	if !bytes.Equal(old.Contents, new.Contents) {
-		what = append(what, "content")
-	}
-	if old.Mode != new.Mode {
-		what = append(what, fmt.Sprintf("mode %04o → %04o", old.Mode, new.Mode))
-	}
-	if old.User != new.User || old.Group != new.Group {
-		what = append(what, "owner")
-	}
-	if len(what) == 0 {
-		return ""
-	}
-	return "changed (" + strings.Join(what, ", ") + ")"
 }
 
 func diffUnits(b *stepSet, old, new *model.Rendered) {
@@ -302,12 +260,7 @@ func Restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 			b.policy(model.Policy{Kind: model.PolicyReboot}, why)
 			continue
 		}
-		if f := target.File(d.Path); f != nil {
-			b.add(model.StepWrite, f.Path, why)
-			b.policies(f.OnChange, why)
-			continue
-		}
-		if restorePath(&b, target, d.Path, why) {
+		if restoreEntry(&b, target, d.Path, why) {
 			continue
 		}
 		name, _, _ := strings.Cut(strings.TrimPrefix(d.Path, unitDir+"/"), ".d/")
@@ -320,18 +273,12 @@ func Restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 	return b.steps()
 }
 
-// EveryPath is a drift entry for every file and unit target manages: what Restore needs
-// to put them all back.
+// EveryPath is a drift entry for every file, directory, link and unit target manages:
+// what Restore needs to put them all back.
 func EveryPath(target *model.Rendered) []model.Drift {
 	var d []model.Drift
-	for _, f := range target.Files {
-		d = append(d, model.Drift{Path: f.Path, Kind: model.DriftUnlistedKind})
-	}
-	for _, x := range target.Directories {
-		d = append(d, model.Drift{Path: x.Path, Kind: model.DriftUnlistedKind})
-	}
-	for _, l := range target.Links {
-		d = append(d, model.Drift{Path: l.Path, Kind: model.DriftUnlistedKind})
+	for _, e := range target.Entries() {
+		d = append(d, model.Drift{Path: e.Common().Path, Kind: model.DriftUnlistedKind})
 	}
 	for _, u := range target.Units {
 		d = append(d, model.Drift{Path: unitDir + "/" + u.Name, Kind: model.DriftUnlistedKind})

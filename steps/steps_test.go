@@ -66,7 +66,7 @@ func TestSteps(t *testing.T) {
 		{"removed file uses old policy", cfg([]model.File{file("/etc/a", "x", "none"), file("/etc/b", "y", "restart:b.service")}, nil, nil, ""),
 			cfg([]model.File{file("/etc/a", "x", "none")}, nil, nil, ""), []string{"write /etc/b", "restart b.service"}},
 		{"mode change", cfg([]model.File{file("/etc/a", "x", "none")}, nil, nil, ""),
-			cfg([]model.File{{Path: "/etc/a", Mode: 0o600, Contents: []byte("x"), OnChange: pol("none")}}, nil, nil, ""),
+			cfg([]model.File{{Entry: model.Entry{Path: "/etc/a", OnChange: pol("none")}, Mode: 0o600, Contents: []byte("x")}}, nil, nil, ""),
 			[]string{"write /etc/a"}},
 		{"unit implies daemon-reload", nil,
 			cfg(nil, []model.Unit{{Name: "x.service", Contents: "[Service]", Enabled: &yes, OnChange: pol("restart:x.service")}}, nil, ""),

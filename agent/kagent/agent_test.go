@@ -174,9 +174,12 @@ func waitFor(t *testing.T, client *fake.Clientset, what string, ok func(map[stri
 }
 
 var chrony = &model.Rendered{Name: "rendered-worker-a", OSImage: "quay.io/fcos@sha256:1", Files: []model.File{
-	{Path: "/etc/chrony.conf", Mode: 0o644, Contents: []byte("server ntp.internal\n"),
-		OnChange: []model.Policy{{Kind: model.PolicyRestart, Unit: "chronyd.service"}}},
-	{Path: "/etc/motd", Mode: 0o644, Contents: []byte("managed\n"), OnChange: []model.Policy{{Kind: model.PolicyNone}}},
+	{
+		Entry:    model.Entry{Path: "/etc/chrony.conf", OnChange: []model.Policy{{Kind: model.PolicyRestart, Unit: "chronyd.service"}}},
+		Mode:     0o644,
+		Contents: []byte("server ntp.internal\n"),
+	},
+	{Entry: model.Entry{Path: "/etc/motd", OnChange: []model.Policy{{Kind: model.PolicyNone}}}, Mode: 0o644, Contents: []byte("managed\n")},
 }}
 
 // A hand-over on the Node: the agent writes the files into the root and reports Done
@@ -284,7 +287,7 @@ func TestObservedUpdateIsNotRerun(t *testing.T) {
 // under the update id, with the whole progress.
 func TestRebootResumesUnderTheUpdateID(t *testing.T) {
 	target := &model.Rendered{Name: "rendered-worker-k", KernelArgs: []string{"nosmt"},
-		Files: []model.File{{Path: "/etc/sysctl.d/90-mcp.conf", Mode: 0o644, Contents: []byte("vm.swappiness=10\n")}}}
+		Files: []model.File{{Entry: model.Entry{Path: "/etc/sysctl.d/90-mcp.conf"}, Mode: 0o644, Contents: []byte("vm.swappiness=10\n")}}}
 	steps := nodeSteps(nil, target)
 	if !slices.ContainsFunc(steps, func(s model.Step) bool { return s.Kind == model.StepReboot }) {
 		t.Fatalf("steps %v have no reboot", steps)

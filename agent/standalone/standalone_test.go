@@ -48,7 +48,7 @@ func ignitionWrote(t *testing.T, root string, r *model.Rendered) {
 // Done; its next pass has nothing to do.
 func TestStandaloneFirstBoot(t *testing.T) {
 	cfg := &model.Rendered{Name: "rendered-worker-new", Pool: "worker", OSImage: "quay.io/os:2",
-		Files: []model.File{{Path: "/etc/chrony.conf", Mode: 0o640, Contents: []byte("server x\n")}},
+		Files: []model.File{{Entry: model.Entry{Path: "/etc/chrony.conf"}, Mode: 0o640, Contents: []byte("server x\n")}},
 		Units: []model.Unit{{Name: "app.service", Contents: "[Service]\nExecStart=/bin/app\n"}}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/rendered/"+cfg.Name {

@@ -103,9 +103,9 @@ func hostileWorld(t *testing.T) string {
 	}
 	h := printed.Text
 	r := &model.Rendered{Pool: "worker", IgnitionVersion: "3.4.0", OSImage: h(tagImage), KernelArgs: []string{h(tagKarg)},
-		Files:       []model.File{{Path: "/etc/" + h(tagFile), Mode: 0o644, Contents: []byte("x\n")}},
-		Directories: []model.Directory{{Path: "/etc/" + h(tagDir), Mode: 0o755}},
-		Links:       []model.Link{{Path: "/etc/" + h(tagLink), Target: h(tagTarget)}},
+		Files:       []model.File{{Entry: model.Entry{Path: "/etc/" + h(tagFile)}, Mode: 0o644, Contents: []byte("x\n")}},
+		Directories: []model.Directory{{Entry: model.Entry{Path: "/etc/" + h(tagDir)}, Mode: 0o755}},
+		Links:       []model.Link{{Entry: model.Entry{Path: "/etc/" + h(tagLink)}, Target: h(tagTarget)}},
 		Units: []model.Unit{{Name: h(tagUnit) + ".service", Contents: "[Service]\n",
 			Dropins: []model.Dropin{{Name: h(tagDropin) + ".conf", Contents: "[Service]\n"}}}},
 		Sources: []string{h(tagConfig)}}

@@ -58,15 +58,15 @@ func httpGet(t *testing.T, url, accept string) (int, string) {
 func TestFreshServeServesTheOtherPools(t *testing.T) {
 	d := &model.Desired{Pools: []model.Pool{{Name: "worker"}},
 		Configs: []model.Config{{Name: "10-motd", Pools: []string{"worker"},
-			Files: []model.File{{Path: "/etc/motd", Mode: 0o644, Contents: []byte("hello\n")}}}}}
+			Files: []model.File{{Entry: model.Entry{Path: "/etc/motd"}, Mode: 0o644, Contents: []byte("hello\n")}}}}}
 	out, diags := planner.Render(d, ignition.Renderer{})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
 	good := out["worker"]
 	bad := &model.Rendered{Pool: "infra", IgnitionVersion: "3.4.0",
-		Links: []model.Link{{Path: "/var/lib", Target: "../etc/fakelib"}},
-		Files: []model.File{{Path: "/etc/fakelib/mcp/desired", Mode: 0o644, Contents: []byte(good.Name + "\n")}}}
+		Links: []model.Link{{Entry: model.Entry{Path: "/var/lib"}, Target: "../etc/fakelib"}},
+		Files: []model.File{{Entry: model.Entry{Path: "/etc/fakelib/mcp/desired"}, Mode: 0o644, Contents: []byte(good.Name + "\n")}}}
 	bad.Name = content.Name(bad)
 	dir := t.TempDir()
 	st := state.New()

@@ -247,19 +247,14 @@ const MaxInflated = 32 << 20
 
 // file is f as mcp manages it, or why it cannot be. Compressed contents are decompressed
 // as Ignition and the MCO's daemon do, within *inflate bytes, which it takes from.
-func file(f *types.File, at string, inflate *int) (model.File, string) {
-	mf := model.File{Path: f.Path, Mode: 0o644, Text: model.TextRef{Path: at}}
+func file(f *types.File, at string, inflate *int) (model.TreeEntry, string) {
+	e, why := entry(f.Node, at)
+	mf := &model.File{Entry: e, Mode: 0o644}
 	if f.Mode != nil {
 		mf.Mode = *f.Mode
 	}
-	if f.User.ID != nil || f.Group.ID != nil {
-		return mf, "owner by number: give user and group by name"
-	}
-	if f.User.Name != nil {
-		mf.User = *f.User.Name
-	}
-	if f.Group.Name != nil {
-		mf.Group = *f.Group.Name
+	if why != "" {
+		return mf, why
 	}
 	// Sources that are not data URLs and append are first boot only (unknownBytes), so
 	// what reaches here is inline.

@@ -22,7 +22,6 @@ func fromIgnition(cfg *types.Config, firstBootOnly func(string) bool) (*Result, 
 	inflate := MaxInflated
 	var errs []string
 	rest := *cfg
-	rest.Storage.Files, rest.Storage.Directories, rest.Storage.Links = nil, nil, nil
 	leave := func(p, at string) bool {
 		if firstBootOnly(p) {
 			res.FirstBootPaths = append(res.FirstBootPaths, fmt.Sprintf("%s (%s)", p, at))
@@ -30,50 +29,17 @@ func fromIgnition(cfg *types.Config, firstBootOnly func(string) bool) (*Result, 
 		}
 		return false
 	}
-	for i, f := range cfg.Storage.Files {
-		at := fmt.Sprintf("storage.files.%d", i)
-		if leave(f.Path, at) {
-			rest.Storage.Files = append(rest.Storage.Files, f)
-			continue
-		}
-		if why := unknownBytes(&f); why != "" {
+	var taken []model.TreeEntry
+	rest.Storage.Files = takeEntries(model.EntryFile, cfg.Storage.Files, leave, &taken, &errs, func(f *types.File, at string) (model.TreeEntry, string) {
+		if why := unknownBytes(f); why != "" {
 			res.FirstBootFiles = append(res.FirstBootFiles, fmt.Sprintf("%s (%s): %s", f.Path, at, why))
-			rest.Storage.Files = append(rest.Storage.Files, f)
-			continue
+			return nil, ""
 		}
-		mf, err := file(&f, at, &inflate)
-		if err != "" {
-			errs = append(errs, fmt.Sprintf("file %s (%s): %s", f.Path, at, err))
-			continue
-		}
-		res.Files = append(res.Files, mf)
-	}
-	for i, d := range cfg.Storage.Directories {
-		at := fmt.Sprintf("storage.directories.%d", i)
-		if leave(d.Path, at) {
-			rest.Storage.Directories = append(rest.Storage.Directories, d)
-			continue
-		}
-		md, err := directory(&d, at)
-		if err != "" {
-			errs = append(errs, fmt.Sprintf("directory %s (%s): %s", d.Path, at, err))
-			continue
-		}
-		res.Directories = append(res.Directories, md)
-	}
-	for i, l := range cfg.Storage.Links {
-		at := fmt.Sprintf("storage.links.%d", i)
-		if leave(l.Path, at) {
-			rest.Storage.Links = append(rest.Storage.Links, l)
-			continue
-		}
-		ml, err := link(&l, at)
-		if err != "" {
-			errs = append(errs, fmt.Sprintf("link %s (%s): %s", l.Path, at, err))
-			continue
-		}
-		res.Links = append(res.Links, ml)
-	}
+		return file(f, at, &inflate)
+	})
+	rest.Storage.Directories = takeEntries(model.EntryDirectory, cfg.Storage.Directories, leave, &taken, &errs, directory)
+	rest.Storage.Links = takeEntries(model.EntryLink, cfg.Storage.Links, leave, &taken, &errs, link)
+	res.Files, res.Directories, res.Links = model.SplitEntries(taken)
 	for i, u := range cfg.Systemd.Units {
 		mu := model.Unit{Name: u.Name, Enabled: u.Enabled, Mask: u.Mask != nil && *u.Mask,
 			Text: model.TextRef{Path: fmt.Sprintf("systemd.units.%d", i)}}
@@ -106,6 +72,32 @@ func fromIgnition(cfg *types.Config, firstBootOnly func(string) bool) (*Result, 
 		res.FirstBoot, res.FirstBootParts = fb, parts(&rest)
 	}
 	return res, errs
+}
+
+// takeEntries takes the entries of one storage section of an Ignition config (files,
+// directories or links, each an Ignition types.Node) that mcp manages, converted (conv),
+// and returns those it leaves to the first-boot part: the entries whose path is first boot
+// only (leave), and those conv leaves (nil, no error). An entry conv refuses is an error
+// naming it.
+func takeEntries[T interface{ Key() string }](kind model.EntryKind, items []T, leave func(p, at string) bool,
+	taken *[]model.TreeEntry, errs *[]string, conv func(t *T, at string) (model.TreeEntry, string)) []T {
+	var rest []T
+	for i := range items {
+		p, at := items[i].Key(), fmt.Sprintf("storage.%s.%d", kind.Section(), i)
+		if leave(p, at) {
+			rest = append(rest, items[i])
+			continue
+		}
+		switch e, err := conv(&items[i], at); {
+		case err != "":
+			*errs = append(*errs, fmt.Sprintf("%s %s (%s): %s", kind, p, at, err))
+		case e == nil:
+			rest = append(rest, items[i])
+		default:
+			*taken = append(*taken, e)
+		}
+	}
+	return rest
 }
 
 // coreKeys takes the core user's SSH authorized keys out of users into res, as the MCO
@@ -166,56 +158,53 @@ func unknownBytes(f *types.File) string {
 	return strings.Join(why, ", ")
 }
 
+// entry is what n, a file's, directory's or link's Ignition node, has that mcp manages
+// (its path and owner), or why mcp cannot manage it.
+func entry(n types.Node, at string) (model.Entry, string) {
+	e := model.Entry{Path: n.Path, Text: model.TextRef{Path: at}}
+	if n.User.ID != nil || n.Group.ID != nil {
+		return e, "owner by number: give user and group by name"
+	}
+	if n.User.Name != nil {
+		e.User = *n.User.Name
+	}
+	if n.Group.Name != nil {
+		e.Group = *n.Group.Name
+	}
+	return e, ""
+}
+
 // directory is d as mcp manages it, or why it cannot be.
-func directory(d *types.Directory, at string) (model.Directory, string) {
-	md := model.Directory{Path: d.Path, Mode: 0o755, Text: model.TextRef{Path: at}} // Ignition's default mode
+func directory(d *types.Directory, at string) (model.TreeEntry, string) {
+	e, err := entry(d.Node, at)
+	md := &model.Directory{Entry: e, Mode: 0o755, Overwrite: d.Overwrite != nil && *d.Overwrite} // Ignition's default mode
 	if d.Mode != nil {
 		md.Mode = *d.Mode
 	}
-	md.Overwrite = d.Overwrite != nil && *d.Overwrite
-	var err string
-	md.User, md.Group, err = owner(d.User, d.Group)
 	return md, err
 }
 
 // link is l as mcp manages it, or why it cannot be. A link replaces what is at its path
 // (overwrite), as the node executor writes it.
-func link(l *types.Link, at string) (model.Link, string) {
-	ml := model.Link{Path: l.Path, Hard: l.Hard != nil && *l.Hard, Text: model.TextRef{Path: at}}
+func link(l *types.Link, at string) (model.TreeEntry, string) {
+	e, err := entry(l.Node, at)
+	ml := &model.Link{Entry: e, Hard: l.Hard != nil && *l.Hard}
 	if l.Target == nil || *l.Target == "" {
 		return ml, "a link needs a target"
 	}
 	ml.Target = *l.Target
-	var err string
-	ml.User, ml.Group, err = owner(l.User, l.Group)
 	return ml, err
 }
 
-func owner(u types.NodeUser, g types.NodeGroup) (user, group, err string) {
-	if u.ID != nil || g.ID != nil {
-		return "", "", "owner by number: give user and group by name"
-	}
-	if u.Name != nil {
-		user = *u.Name
-	}
-	if g.Name != nil {
-		group = *g.Name
-	}
-	return user, group, ""
-}
+// Entries are res's files, directories and links, in that order.
+func (r *Result) Entries() []model.TreeEntry { return model.Entries(r.Files, r.Directories, r.Links) }
 
 // Texts are the places of res's files, directories, links and units in their text, for
 // the caller to complete (the text's kind and file, a place in it).
 func (r *Result) Texts() []*model.TextRef {
 	var out []*model.TextRef
-	for i := range r.Files {
-		out = append(out, &r.Files[i].Text)
-	}
-	for i := range r.Directories {
-		out = append(out, &r.Directories[i].Text)
-	}
-	for i := range r.Links {
-		out = append(out, &r.Links[i].Text)
+	for _, e := range r.Entries() {
+		out = append(out, &e.Common().Text)
 	}
 	for i := range r.Units {
 		out = append(out, &r.Units[i].Text)

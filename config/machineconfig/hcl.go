@@ -66,35 +66,12 @@ func (w *writer) config(body *hclwrite.Body, pools []string) error {
 	if mc.Ignition == nil {
 		return nil
 	}
-	for _, file := range mc.Ignition.Files {
-		b.AppendNewline()
-		fb := b.AppendNewBlock("file", []string{file.Path}).Body()
-		fb.SetAttributeValue("mode", cty.StringVal(fmt.Sprintf("%04o", file.Mode)))
-		owner(fb, file.User, file.Group)
-		if utf8.Valid(file.Contents) {
-			fb.SetAttributeRaw("content", text(string(file.Contents)))
-		} else {
-			// An HCL string is UTF-8 text: other bytes go as base64, as filebase64 gives them.
-			fb.SetAttributeValue("content_base64", cty.StringVal(base64.StdEncoding.EncodeToString(file.Contents)))
-		}
-	}
-	for _, d := range mc.Ignition.Directories {
-		if d.Overwrite {
+	for _, e := range mc.Ignition.Entries() {
+		if d, ok := e.(*model.Directory); ok && d.Overwrite {
 			continue // in the ignition attribute: a directory block has no overwrite
 		}
 		b.AppendNewline()
-		db := b.AppendNewBlock("directory", []string{d.Path}).Body()
-		db.SetAttributeValue("mode", cty.StringVal(fmt.Sprintf("%04o", d.Mode)))
-		owner(db, d.User, d.Group)
-	}
-	for _, l := range mc.Ignition.Links {
-		b.AppendNewline()
-		lb := b.AppendNewBlock("link", []string{l.Path}).Body()
-		lb.SetAttributeValue("target", cty.StringVal(l.Target))
-		if l.Hard {
-			lb.SetAttributeValue("hard", cty.True)
-		}
-		owner(lb, l.User, l.Group)
+		entryBlock(b.AppendNewBlock(string(e.Kind()), []string{e.Common().Path}).Body(), e)
 	}
 	for _, u := range mc.Ignition.Units {
 		b.AppendNewline()
@@ -117,6 +94,30 @@ func (w *writer) config(body *hclwrite.Body, pools []string) error {
 		b.SetAttributeRaw("ignition", text(string(ign)))
 	}
 	return nil
+}
+
+// entryBlock writes e's attributes into its block's body b: what its kind has, its owner,
+// a file's contents last.
+func entryBlock(b *hclwrite.Body, e model.TreeEntry) {
+	mode := func(m int) { b.SetAttributeValue("mode", cty.StringVal(fmt.Sprintf("%04o", m))) }
+	switch e := e.(type) {
+	case *model.File:
+		mode(e.Mode)
+	case *model.Directory:
+		mode(e.Mode)
+	case *model.Link:
+		b.SetAttributeValue("target", cty.StringVal(e.Target))
+		if e.Hard {
+			b.SetAttributeValue("hard", cty.True)
+		}
+	}
+	owner(b, e.Common().User, e.Common().Group)
+	if f, ok := e.(*model.File); ok && utf8.Valid(f.Contents) {
+		b.SetAttributeRaw("content", text(string(f.Contents)))
+	} else if ok {
+		// An HCL string is UTF-8 text: other bytes go as base64, as filebase64 gives them.
+		b.SetAttributeValue("content_base64", cty.StringVal(base64.StdEncoding.EncodeToString(f.Contents)))
+	}
 }
 
 func owner(b *hclwrite.Body, user, group string) {

@@ -42,8 +42,8 @@ func nameBefore(r *model.Rendered) string {
 func sample() *model.Rendered {
 	yes := true
 	r := &model.Rendered{Pool: "worker", IgnitionVersion: "3.4.0", OSImage: "img:1", KernelArgs: []string{"nosmt", "a=<b>&c"},
-		Files: []model.File{{Path: "/etc/a", Mode: 0o644, Contents: []byte("alpha <&> \u2028\n")},
-			{Path: "/etc/bin", Mode: 0o600, User: "core", Contents: []byte{0xff, 0, 1}}},
+		Files: []model.File{{Entry: model.Entry{Path: "/etc/a"}, Mode: 0o644, Contents: []byte("alpha <&> \u2028\n")},
+			{Entry: model.Entry{Path: "/etc/bin", User: "core"}, Mode: 0o600, Contents: []byte{0xff, 0, 1}}},
 		Units:   []model.Unit{{Name: "u.service", Enabled: &yes, Contents: "[Service]\n", Dropins: []model.Dropin{{Name: "10.conf", Contents: "x"}}}},
 		Sources: []string{"10-a"}}
 	r.Name = Name(r)

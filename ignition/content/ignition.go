@@ -83,6 +83,26 @@ type (
 	}
 )
 
+// storage is the storage section of es, each entry an Ignition node (path, owner) with
+// what its kind has beside.
+func storage(es []model.TreeEntry) *ignStorage {
+	s := &ignStorage{}
+	for _, e := range es {
+		n := e.Common()
+		path, user, group := text(n.Path), name(n.User), name(n.Group)
+		switch e := e.(type) {
+		case *model.File:
+			s.Files = append(s.Files, ignFile{Contents: ignSource{DataURL(e.Contents)}, Mode: e.Mode, Overwrite: true,
+				Path: path, Group: group, User: user})
+		case *model.Directory:
+			s.Directories = append(s.Directories, ignDirectory{Mode: e.Mode, Overwrite: e.Overwrite, Path: path, Group: group, User: user})
+		case *model.Link:
+			s.Links = append(s.Links, ignLink{Hard: e.Hard, Overwrite: true, Path: path, Target: text(e.Target), Group: group, User: user})
+		}
+	}
+	return s
+}
+
 // encode writes the Ignition config of r's content. It cannot fail: the value holds only
 // strings, numbers and booleans.
 func encode(r *model.Rendered) []byte {
@@ -95,23 +115,8 @@ func encode(r *model.Rendered) []byte {
 			c.KernelArguments.ShouldExist[i] = text(k)
 		}
 	}
-	if len(r.Files)+len(r.Directories)+len(r.Links) > 0 {
-		c.Storage = &ignStorage{}
-	}
-	for _, d := range r.Directories {
-		c.Storage.Directories = append(c.Storage.Directories, ignDirectory{Mode: d.Mode, Overwrite: d.Overwrite, Path: text(d.Path),
-			Group: name(d.Group), User: name(d.User)})
-	}
-	for _, l := range r.Links {
-		c.Storage.Links = append(c.Storage.Links, ignLink{Hard: l.Hard, Overwrite: true, Path: text(l.Path),
-			Target: text(l.Target), Group: name(l.Group), User: name(l.User)})
-	}
-	if len(r.Files) > 0 {
-		c.Storage.Files = make([]ignFile, len(r.Files))
-		for i, f := range r.Files {
-			c.Storage.Files[i] = ignFile{Contents: ignSource{DataURL(f.Contents)}, Mode: f.Mode, Overwrite: true,
-				Path: text(f.Path), Group: name(f.Group), User: name(f.User)}
-		}
+	if es := r.Entries(); len(es) > 0 {
+		c.Storage = storage(es)
 	}
 	if len(r.Units) > 0 {
 		c.Systemd = &ignSystemd{Units: make([]ignUnit, len(r.Units))}

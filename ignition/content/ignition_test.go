@@ -102,7 +102,7 @@ func ignitionCases() []*model.Rendered {
 	cases := []*model.Rendered{
 		{IgnitionVersion: "3.4.0"},
 		{IgnitionVersion: "3.6.0", KernelArgs: []string{"nosmt", ""}},
-		{IgnitionVersion: "3.5.0", Files: []model.File{{Path: "/etc/empty"}, {Path: "/etc/bin", Mode: 0o7777, User: "core", Group: "wheel", Contents: []byte{0xff, 0, 1}}}},
+		{IgnitionVersion: "3.5.0", Files: []model.File{{Entry: model.Entry{Path: "/etc/empty"}}, {Entry: model.Entry{Path: "/etc/bin", User: "core", Group: "wheel"}, Mode: 0o7777, Contents: []byte{0xff, 0, 1}}}},
 		{IgnitionVersion: "3.4.0", Units: []model.Unit{{Name: "a.service"}, {Name: "b.service", Enabled: &no, Mask: true},
 			{Name: "c.service", Enabled: &yes, Contents: "[Service]\n", Dropins: []model.Dropin{{Name: "10.conf"}, {Name: "20.conf", Contents: "x"}}}}},
 	}
@@ -114,7 +114,7 @@ func ignitionCases() []*model.Rendered {
 			r.KernelArgs = append(r.KernelArgs, pick())
 		}
 		for range rng.IntN(4) {
-			f := model.File{Path: pick(), Mode: rng.IntN(0o10000), Contents: []byte(pick())}
+			f := model.File{Entry: model.Entry{Path: pick()}, Mode: rng.IntN(0o10000), Contents: []byte(pick())}
 			if rng.IntN(2) == 0 {
 				f.User, f.Group = pick(), pick()
 			}

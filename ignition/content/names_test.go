@@ -11,8 +11,8 @@ import (
 func fixture() *model.Rendered {
 	on := true
 	r := &model.Rendered{Pool: "worker", IgnitionVersion: "3.4.0", OSImage: "quay.io/os@sha256:1", KernelArgs: []string{"nosmt"},
-		Files: []model.File{{Path: "/etc/a", Mode: 0o644, Contents: []byte("a\n"), OnChange: []model.Policy{{Kind: model.PolicyRestart, Unit: "a.service"}}},
-			{Path: "/etc/b", Mode: 0o600, User: "root", Contents: []byte{0, 1, 2}}},
+		Files: []model.File{{Entry: model.Entry{Path: "/etc/a", OnChange: []model.Policy{{Kind: model.PolicyRestart, Unit: "a.service"}}}, Mode: 0o644, Contents: []byte("a\n")},
+			{Entry: model.Entry{Path: "/etc/b", User: "root"}, Mode: 0o600, Contents: []byte{0, 1, 2}}},
 		Units:   []model.Unit{{Name: "a.service", Enabled: &on, Contents: "[Service]\n", Dropins: []model.Dropin{{Name: "10.conf", Contents: "x"}}}},
 		Sources: []string{"00-a", "50-b"}}
 	r.Name = Name(r)

@@ -33,7 +33,7 @@ func roundTrip(t *testing.T, data []byte) {
 func roundTripIn(t *testing.T, spec ignition.Spec, data []byte) {
 	t.Helper()
 	r := &model.Rendered{Pool: "worker", IgnitionVersion: spec.Version,
-		Files: []model.File{{Path: "/etc/x", Mode: 0o644, Contents: data}}}
+		Files: []model.File{{Entry: model.Entry{Path: "/etc/x"}, Mode: 0o644, Contents: data}}}
 	raw := content.Ignition(r)
 	if rpt, err := spec.Parse(raw); err != nil {
 		t.Fatalf("spec %s: Ignition refuses the config of %q: %v %s", spec.Version, short(data), err, rpt.String())

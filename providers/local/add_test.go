@@ -25,7 +25,7 @@ func poolConfig(t *testing.T, img string) (*model.Rendered, []byte) {
 	yes := true
 	d := &model.Desired{Pools: []model.Pool{{Name: "worker", OSImage: img, KernelArgs: []string{"nosmt"}}},
 		Configs: []model.Config{{Name: "10-x", Pools: []string{"worker"},
-			Files: []model.File{{Path: "/etc/chrony.conf", Mode: 0o640, Contents: []byte("server x\n")}},
+			Files: []model.File{{Entry: model.Entry{Path: "/etc/chrony.conf"}, Mode: 0o640, Contents: []byte("server x\n")}},
 			Units: []model.Unit{{Name: "app.service", Enabled: &yes, Contents: "[Service]\nExecStart=/bin/app\n",
 				Dropins: []model.Dropin{{Name: "10-env.conf", Contents: "[Service]\nEnvironment=A=1\n"}}},
 				{Name: "bad.service", Mask: true}}}}}

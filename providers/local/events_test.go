@@ -21,7 +21,7 @@ func TestEventsOfAnUpdate(t *testing.T) {
 	p, dir := newFleet(t, 3, Options{RebootDuration: 50 * time.Millisecond})
 	ctx := context.Background()
 	target := &model.Rendered{Name: "rendered-worker-1", KernelArgs: []string{"nosmt"},
-		Files: []model.File{{Path: "/etc/a", Mode: 0o644, Contents: []byte("a")}}}
+		Files: []model.File{{Entry: model.Entry{Path: "/etc/a"}, Mode: 0o644, Contents: []byte("a")}}}
 	steps := []model.Step{{Kind: model.StepWrite, Target: "/etc/a"}, {Kind: model.StepKargs}, {Kind: model.StepReboot}, {Kind: model.StepVerify}}
 	boot := observe1(t, p, "worker-0").BootID
 	if err := p.Cordon(ctx, "worker-0"); err != nil {

@@ -20,8 +20,11 @@ func set(t *testing.T, dir, node string, a ...string) {
 }
 
 var chrony = &model.Rendered{Name: "rendered-worker-1",
-	Files: []model.File{{Path: "/etc/chrony.conf", Mode: 0o644, Contents: []byte("server ntp\n"),
-		OnChange: []model.Policy{{Kind: model.PolicyRestart, Unit: "chronyd.service"}}}}}
+	Files: []model.File{{
+		Entry:    model.Entry{Path: "/etc/chrony.conf", OnChange: []model.Policy{{Kind: model.PolicyRestart, Unit: "chronyd.service"}}},
+		Mode:     0o644,
+		Contents: []byte("server ntp\n"),
+	}}}
 
 var chronySteps = []model.Step{{Kind: model.StepWrite, Target: "/etc/chrony.conf"}, {Kind: model.StepRestart, Target: "chronyd.service"}}
 

@@ -40,19 +40,9 @@ func ignite(root string, raw []byte) ([]string, error) {
 		return nil, err
 	}
 	defer r.Close()
-	for _, d := range cfg.Directories {
-		if err := igniteDir(r, d); err != nil {
-			return nil, fmt.Errorf("directory %s: %w", d.Path, err)
-		}
-	}
-	for _, f := range cfg.Files {
-		if err := igniteFile(r, f); err != nil {
-			return nil, fmt.Errorf("file %s: %w", f.Path, err)
-		}
-	}
-	for _, l := range cfg.Links {
-		if err := igniteLink(r, l); err != nil {
-			return nil, fmt.Errorf("link %s: %w", l.Path, err)
+	for _, e := range cfg.Entries() {
+		if err := igniteEntry(r, e); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", e.Kind(), e.Common().Path, err)
 		}
 	}
 	if err := igniteUnits(r, cfg.Units); err != nil {
@@ -72,44 +62,69 @@ func mkParents(r *os.Root, p string) error {
 	return nil
 }
 
-func igniteDir(r *os.Root, d ignition.Directory) error {
-	if err := mkParents(r, d.Path); err != nil {
+// igniteEntry makes e as Ignition's files stage makes each filesystem entry: its parents,
+// what is in the way cleared (inTheWay), the entry made, its owner set.
+func igniteEntry(r *os.Root, e ignition.Entry) error {
+	n := e.Common()
+	if err := mkParents(r, n.Path); err != nil {
 		return err
 	}
-	p := rel(d.Path)
-	if st, err := r.Lstat(p); err == nil && (!st.IsDir() || d.Overwrite) {
-		if !d.Overwrite {
-			return errors.New("a non-directory is in the way and overwrite is false")
+	p := rel(n.Path)
+	kept, err := inTheWay(r, p, e)
+	if err != nil {
+		return err
+	}
+	var mode fs.FileMode
+	switch e := e.(type) {
+	case *ignition.Directory:
+		mode = e.Mode
+		if !kept {
+			err = r.Mkdir(p, e.Mode&fs.ModePerm)
 		}
-		if err := r.RemoveAll(p); err != nil {
-			return err
+		if err == nil {
+			err = r.Chmod(p, e.Mode)
+		}
+	case *ignition.File:
+		mode, err = e.Mode, igniteFile(r, p, e, kept)
+	case *ignition.Link:
+		if e.Hard {
+			err = r.Link(rel(e.Target), p)
+		} else {
+			err = nodeexec.SymlinkIn(r, p, e.Target, false)
 		}
 	}
-	if err := r.Mkdir(p, d.Mode&fs.ModePerm); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err != nil {
 		return err
 	}
-	if err := r.Chmod(p, d.Mode); err != nil {
-		return err
-	}
-	return nodeexec.Chown(r, p, nodeexec.Owner(d.Owner))
+	return nodeexec.ChownFile(r, p, nodeexec.Owner(n.Owner), mode)
 }
 
-func igniteFile(r *os.Root, f ignition.File) error {
-	if err := mkParents(r, f.Path); err != nil {
-		return err
+// inTheWay clears what is at p for e, or keeps it (true): a directory where e is one; a
+// file's bytes when e gives no contents, to append to. Else what is there stays only when
+// e may not overwrite it, an error.
+func inTheWay(r *os.Root, p string, e ignition.Entry) (bool, error) {
+	st, err := r.Lstat(p)
+	if err != nil {
+		return false, nil
 	}
-	p := rel(f.Path)
-	var data []byte
-	_, statErr := r.Lstat(p)
-	exists := statErr == nil
+	f, isFile := e.(*ignition.File)
+	_, isDir := e.(*ignition.Directory)
 	switch {
-	case exists && f.Overwrite:
-		if err := r.RemoveAll(p); err != nil {
-			return err
-		}
-	case exists && f.Contents != nil:
-		return errors.New("it exists and overwrite is false")
-	case exists:
+	case e.Common().Overwrite:
+		return false, r.RemoveAll(p)
+	case isDir && st.IsDir(), isFile && f.Contents == nil:
+		return true, nil
+	case isDir:
+		return false, errors.New("a non-directory is in the way and overwrite is false")
+	default:
+		return false, errors.New("it exists and overwrite is false")
+	}
+}
+
+// igniteFile writes f at p: its contents, else the bytes there (kept), then each append.
+func igniteFile(r *os.Root, p string, f *ignition.File, kept bool) error {
+	var data []byte
+	if kept {
 		old, err := boundedfile.ReadIn(r, p, model.MaxRenderedSize)
 		if err != nil {
 			return err
@@ -130,10 +145,7 @@ func igniteFile(r *os.Root, f ignition.File) error {
 		}
 		data = append(data, b...)
 	}
-	if err := nodeexec.WriteFileIn(r, p, data, f.Mode, false); err != nil {
-		return err
-	}
-	return nodeexec.ChownFile(r, p, nodeexec.Owner(f.Owner), f.Mode)
+	return nodeexec.WriteFileIn(r, p, data, f.Mode, false)
 }
 
 // resource is the bytes of an inline resource: a data URL, decompressed, verified.
@@ -143,29 +155,6 @@ func resource(res ignition.Resource) ([]byte, error) {
 		return nil, fmt.Errorf("source %s:…: a local fleet's first boot reads inline data: sources only", ni.Scheme)
 	}
 	return b, err
-}
-
-func igniteLink(r *os.Root, l ignition.Link) error {
-	if err := mkParents(r, l.Path); err != nil {
-		return err
-	}
-	p := rel(l.Path)
-	if _, err := r.Lstat(p); err == nil {
-		if !l.Overwrite {
-			return errors.New("it exists and overwrite is false")
-		}
-		if err := r.RemoveAll(p); err != nil {
-			return err
-		}
-	}
-	if l.Hard {
-		if err := r.Link(rel(l.Target), p); err != nil {
-			return err
-		}
-	} else if err := nodeexec.SymlinkIn(r, p, l.Target, false); err != nil {
-		return err
-	}
-	return nodeexec.Chown(r, p, nodeexec.Owner(l.Owner))
 }
 
 // presetFile is where Ignition records units to enable or disable.

@@ -90,6 +90,8 @@ func TestIgnite(t *testing.T) {
 func TestIgniteRefuses(t *testing.T) {
 	for cfg, want := range map[string]string{
 		`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/passwd","contents":{"source":"data:,x"}}]}}`:                                "file /etc/passwd: it exists and overwrite is false",
+		`{"ignition":{"version":"3.4.0"},"storage":{"directories":[{"path":"/etc/passwd"}]}}`:                                                          "directory /etc/passwd: a non-directory is in the way and overwrite is false",
+		`{"ignition":{"version":"3.4.0"},"storage":{"links":[{"path":"/etc/passwd","target":"x"}]}}`:                                                   "link /etc/passwd: it exists and overwrite is false",
 		`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/x","contents":{"source":"data:,x","verification":{"hash":"sha512-00"}}}]}}`: "verification",
 		`{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/x","contents":{"source":"s3://b/k"}}]}}`:                                    "inline data: sources only",
 		`{"ignition":{"version":"3.4.0","config":{"merge":[{"source":"http://x/c"}]}}}`:                                                                "ignition.config",

@@ -125,7 +125,7 @@ func TestRebootGivesNewBootIDAndClearsPending(t *testing.T) {
 	p, _ := New(Options{Dir: dir})
 	before, _ := readRecord(dir, "worker-0")
 	target := &model.Rendered{Name: "rendered-worker-1", KernelArgs: []string{"nosmt"},
-		Files: []model.File{{Path: "/etc/a", Mode: 0o644, Contents: []byte("a")}}}
+		Files: []model.File{{Entry: model.Entry{Path: "/etc/a"}, Mode: 0o644, Contents: []byte("a")}}}
 	steps := []model.Step{{Kind: model.StepWrite, Target: "/etc/a"}, {Kind: model.StepKargs}, {Kind: model.StepReboot}, {Kind: model.StepVerify}}
 	if err := p.RunNodeSteps(context.Background(), "worker-0", nil, target, steps, func(model.Step) {}); err != nil {
 		t.Fatal(err)

@@ -148,7 +148,7 @@ func TestRunNodeStepsWaitsForTheReboot(t *testing.T) {
 	cancel()
 	(&host{p: p, node: "worker-0"}).Reboot(ctx)
 	r, _ := readRecord(dir, "worker-0")
-	target := &model.Rendered{Name: "rendered-worker-1", Files: []model.File{{Path: "/etc/a", Mode: 0o644, Contents: []byte("a")}}}
+	target := &model.Rendered{Name: "rendered-worker-1", Files: []model.File{{Entry: model.Entry{Path: "/etc/a"}, Mode: 0o644, Contents: []byte("a")}}}
 	err := p.RunNodeSteps(context.Background(), "worker-0", nil, target, []model.Step{{Kind: model.StepWrite, Target: "/etc/a"}}, func(model.Step) {})
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,7 @@ func TestRunNodeStepsWaitsForTheReboot(t *testing.T) {
 
 func TestNodeTimeout(t *testing.T) {
 	p, _ := newFleet(t, 1, Options{RebootDuration: 5 * time.Second, NodeTimeout: 200 * time.Millisecond})
-	target := &model.Rendered{Name: "rendered-worker-1", Files: []model.File{{Path: "/etc/a", Mode: 0o644, Contents: []byte("a")}}}
+	target := &model.Rendered{Name: "rendered-worker-1", Files: []model.File{{Entry: model.Entry{Path: "/etc/a"}, Mode: 0o644, Contents: []byte("a")}}}
 	err := p.RunNodeSteps(context.Background(), "worker-0", nil, target, []model.Step{{Kind: model.StepReboot}}, func(model.Step) {})
 	if want := "node worker-0: reboot: the node did not come back within 200ms"; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("reboot past node_timeout: %v, want %q", err, want)

@@ -128,8 +128,11 @@ func drainBlocked(t *testing.T, newProvider New) {
 // conformanceTarget is the config runNodeSteps and others move a node to, and its steps.
 func conformanceTarget() (*model.Rendered, []model.Step) {
 	target := &model.Rendered{Name: "rendered-worker-test", Pool: "worker",
-		Files: []model.File{{Path: "/etc/mcp-conformance", Mode: 0o644, Contents: []byte("x\n"),
-			OnChange: []model.Policy{{Kind: model.PolicyRestart, Unit: "x.service"}}}}}
+		Files: []model.File{{
+			Entry:    model.Entry{Path: "/etc/mcp-conformance", OnChange: []model.Policy{{Kind: model.PolicyRestart, Unit: "x.service"}}},
+			Mode:     0o644,
+			Contents: []byte("x\n"),
+		}}}
 	return target, []model.Step{{Kind: model.StepWrite, Target: "/etc/mcp-conformance"}, {Kind: model.StepRestart, Target: "x.service"}}
 }
 

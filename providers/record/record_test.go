@@ -119,7 +119,7 @@ func TestRecordsWhatItIsAsked(t *testing.T) {
 	}
 	must(p.Cordon(ctx, "w-0"))
 	must(p.Drain(ctx, "w-0", providers.DrainOptions{Timeout: time.Second}))
-	target := &model.Rendered{Name: "rendered-worker-1", Files: []model.File{{Path: "/etc/a", Contents: []byte("a")}}}
+	target := &model.Rendered{Name: "rendered-worker-1", Files: []model.File{{Entry: model.Entry{Path: "/etc/a"}, Contents: []byte("a")}}}
 	must(p.RunNodeSteps(ctx, "w-0", nil, target, []model.Step{{Kind: model.StepWrite, Target: "/etc/a"}, {Kind: model.StepReboot}}, func(model.Step) {}))
 	must(p.Uncordon(ctx, "w-0"))
 	want := []string{"cordon w-0", "drain w-0 timeout 1s", "evict w-0 demo/web-0",

@@ -45,7 +45,7 @@ func main() {
 		if err := os.WriteFile(full, body, 0o644); err != nil {
 			log.Fatal(err)
 		}
-		r.Files = append(r.Files, model.File{Path: p, Mode: 0o644, Contents: body})
+		r.Files = append(r.Files, model.File{Entry: model.Entry{Path: p}, Mode: 0o644, Contents: body})
 		paths = append(paths, full)
 	}
 	ex := &nodeexec.Executor{Root: root}

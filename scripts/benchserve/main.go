@@ -153,7 +153,7 @@ func writeState(path string, size int) error {
 		sb.WriteByte('\n')
 	}
 	d := &model.Desired{Pools: []model.Pool{{Name: "worker"}}, Configs: []model.Config{{Name: "10-big", Pools: []string{"worker"},
-		Files: []model.File{{Path: "/etc/big.conf", Mode: 0o644, Contents: []byte(sb.String())}}}}}
+		Files: []model.File{{Entry: model.Entry{Path: "/etc/big.conf"}, Mode: 0o644, Contents: []byte(sb.String())}}}}}
 	out, diags := planner.Render(d, ignition.Renderer{})
 	if diags.HasErrors() {
 		return diags

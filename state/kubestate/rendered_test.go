@@ -24,7 +24,7 @@ func TestRenderedRoundTripKeepsName(t *testing.T) {
 	out, diags := planner.Render(&model.Desired{
 		Pools: []model.Pool{{Name: "worker", KernelArgs: []string{"a=<b>&c"}}},
 		Configs: []model.Config{{Name: "10-a", Pools: []string{"worker"},
-			Files: []model.File{{Path: "/etc/x", Mode: 0o644, Contents: []byte("<html> & \u2028 \xff\n")}},
+			Files: []model.File{{Entry: model.Entry{Path: "/etc/x"}, Mode: 0o644, Contents: []byte("<html> & \u2028 \xff\n")}},
 			Units: []model.Unit{{Name: "u.service", Contents: "[Service]\nExecStart=/bin/true <&>\n"}}}},
 	}, ignition.Renderer{})
 	if diags.HasErrors() {

@@ -26,8 +26,8 @@ func renderedFixture(t testing.TB) map[string]*model.Rendered {
 		Pools: []model.Pool{{Name: "worker", KernelArgs: []string{"a=<b>&c"}, OSImage: "img:pool"}},
 		Configs: []model.Config{{Name: "10-a", Pools: []string{"worker"},
 			Files: []model.File{
-				{Path: "/etc/x", Mode: 0o644, Contents: []byte("<html> & \u2028 ünïcode\n")},
-				{Path: "/etc/bin", Mode: 0o600, Contents: []byte{0xff, 0, 1, '<'}},
+				{Entry: model.Entry{Path: "/etc/x"}, Mode: 0o644, Contents: []byte("<html> & \u2028 ünïcode\n")},
+				{Entry: model.Entry{Path: "/etc/bin"}, Mode: 0o600, Contents: []byte{0xff, 0, 1, '<'}},
 			},
 			Units: []model.Unit{{Name: "u.service", Contents: "[Service]\nExecStart=/bin/true <&>\n", Enabled: &yes}}}},
 	}, ignition.Renderer{})

@@ -18,5 +18,5 @@ func Policies(s ...string) []model.Policy {
 
 // File is a managed file of mode 0644 with content and on_change policies.
 func File(path, content string, policies ...string) model.File {
-	return model.File{Path: path, Mode: 0o644, Contents: []byte(content), OnChange: Policies(policies...)}
+	return model.File{Entry: model.Entry{Path: path, OnChange: Policies(policies...)}, Mode: 0o644, Contents: []byte(content)}
 }

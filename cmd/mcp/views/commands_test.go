@@ -96,7 +96,7 @@ func samplePlanFile() *planfile.File {
 
 func sampleRendered() *model.Rendered {
 	return &model.Rendered{Name: "rendered-worker-2", Pool: "worker", IgnitionVersion: "3.4.0", KernelArgs: []string{"nosmt"},
-		Files:   []model.File{{Path: "/etc/a", Mode: 0o644, Contents: []byte("a\n")}},
+		Files:   []model.File{{Entry: model.Entry{Path: "/etc/a"}, Mode: 0o644, Contents: []byte("a\n")}},
 		Sources: []string{"50-a", "60-b"},
 		// Stored with an Ignition config of its own (as an older mcp stored configs): shown
 		// as stored, which keeps the golden files short.

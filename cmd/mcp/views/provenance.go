@@ -67,14 +67,9 @@ func writeProvenance(w io.Writer, r *model.Rendered, prov *model.Provenance) err
 			fmt.Fprintf(tw, "    overrides\t%s\t%s\n", o.Block, o.Place())
 		}
 	}
-	for _, f := range r.Files {
-		row("file", f.Path, prov.Files[f.Path])
-	}
-	for _, d := range r.Directories {
-		row("directory", d.Path, prov.Files[d.Path])
-	}
-	for _, l := range r.Links {
-		row("link", l.Path, prov.Files[l.Path])
+	for _, e := range r.Entries() {
+		p := e.Common().Path
+		row(string(e.Kind()), p, prov.Files[p])
 	}
 	for _, u := range r.Units {
 		row("unit", u.Name, prov.Units[u.Name])

@@ -48,7 +48,7 @@ func (v showHuman) Rendered(r *model.Rendered) error {
 	var b bytes.Buffer
 	c := painter(v.color)
 	fmt.Fprintf(&b, "%s: pool %s, configs merged in order: %s\n", c.bold(r.Name), r.Pool, cmp.Or(strings.Join(r.Sources, ", "), "none"))
-	if r.Provenance != nil && len(r.Files)+len(r.Directories)+len(r.Links)+len(r.Units)+len(r.KernelArgs) > 0 {
+	if r.Provenance != nil && len(r.Entries())+len(r.Units)+len(r.KernelArgs) > 0 {
 		fmt.Fprintf(&b, "\nWritten by:\n")
 		if err := writeProvenance(&b, r, r.Provenance); err != nil {
 			return err

@@ -15,12 +15,12 @@ import (
 // warning that first boot cannot reach running nodes shows in the human plan and JSON.
 func TestPlanShowsDirectoriesLinksAndFirstBoot(t *testing.T) {
 	old := &model.Rendered{Name: "rendered-worker-1", Pool: "worker",
-		Directories: []model.Directory{{Path: "/etc/d", Mode: 0o755}},
-		Links:       []model.Link{{Path: "/etc/localtime", Target: "../usr/share/zoneinfo/UTC"}},
+		Directories: []model.Directory{{Entry: model.Entry{Path: "/etc/d"}, Mode: 0o755}},
+		Links:       []model.Link{{Entry: model.Entry{Path: "/etc/localtime"}, Target: "../usr/share/zoneinfo/UTC"}},
 		FirstBoot:   []byte(`{"passwd":{"users":[{"name":"alice"}]}}`)}
 	new := &model.Rendered{Name: "rendered-worker-2", Pool: "worker",
-		Directories: []model.Directory{{Path: "/etc/d", Mode: 0o750, User: "core", Group: "core"}, {Path: "/var/lib/x", Mode: 0o1777}},
-		Links:       []model.Link{{Path: "/etc/localtime", Target: "../usr/share/zoneinfo/Europe/Paris"}},
+		Directories: []model.Directory{{Entry: model.Entry{Path: "/etc/d", User: "core", Group: "core"}, Mode: 0o750}, {Entry: model.Entry{Path: "/var/lib/x"}, Mode: 0o1777}},
+		Links:       []model.Link{{Entry: model.Entry{Path: "/etc/localtime"}, Target: "../usr/share/zoneinfo/Europe/Paris"}},
 		FirstBoot:   []byte(`{"passwd":{"users":[{"name":"bob"}]}}`)}
 	warn := "the first-boot part of the config (…) changes: machines that boot from now on get it, but it cannot reach the 1 node running"
 	p := &planner.Plan{
