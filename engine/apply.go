@@ -188,7 +188,7 @@ func onlyNotStarted(err error) bool {
 // starts instead (its claim, its pool's budget, a hold). A saved plan is derived again all
 // the same.
 func (w *Workspace) Apply(ctx context.Context, st *state.State, p *Plan, opts ApplyOptions) (*ApplyResult, error) {
-	if p == nil || p.File == nil || p.File.Plan == nil {
+	if p == nil || p.File == nil || p.File.Rollout == nil {
 		return nil, errors.New("apply: no plan")
 	}
 	if p.Fresh() && p.w != w {
@@ -217,7 +217,7 @@ func (w *Workspace) Apply(ctx context.Context, st *state.State, p *Plan, opts Ap
 }
 
 // changedNodes are the names of the nodes plan changes.
-func changedNodes(plan *planner.Plan) []string {
+func changedNodes(plan *planner.Rollout) []string {
 	var names []string
 	for i := range plan.Nodes {
 		if plan.Nodes[i].Changed() {
@@ -230,10 +230,10 @@ func changedNodes(plan *planner.Plan) []string {
 // carryOut does p, fresh: made by Plan or re-derived by Apply, with the observation of
 // the refresh it was made from.
 func (w *Workspace) carryOut(ctx context.Context, st *state.State, p *Plan, opts ApplyOptions) (*ApplyResult, error) {
-	if err := refuse(p.File.Plan); err != nil {
+	if err := refuse(p.File.Rollout); err != nil {
 		return nil, err
 	}
-	a := newApplier(w, st, p.File.Plan, p.obs, opts)
+	a := newApplier(w, st, p.File.Rollout, p.obs, opts)
 	running.Store(a.id, true)
 	defer running.Delete(a.id)
 	if a.opts.NoWait {
@@ -257,7 +257,7 @@ func (w *Workspace) carryOut(ctx context.Context, st *state.State, p *Plan, opts
 type applier struct {
 	w    *Workspace
 	st   *state.State
-	plan *planner.Plan
+	plan *planner.Rollout
 	obs  *observation // what the refresh plan was made from saw
 	opts ApplyOptions
 	mu   sync.Mutex // guards st
@@ -280,7 +280,7 @@ type applier struct {
 	bootErrs []error
 }
 
-func newApplier(w *Workspace, st *state.State, p *planner.Plan, obs *observation, opts ApplyOptions) *applier {
+func newApplier(w *Workspace, st *state.State, p *planner.Rollout, obs *observation, opts ApplyOptions) *applier {
 	if opts.Parallelism <= 0 {
 		opts.Parallelism = 10
 	}

@@ -142,8 +142,8 @@ func testRendered(pool string) *model.Rendered {
 }
 
 // planFor builds a plan that updates every node of the fake with steps, slots per pool.
-func planFor(f *fakeProvider, slots map[string]int, steps []model.Step) *planner.Plan {
-	p := &planner.Plan{Rendered: map[string]*model.Rendered{}}
+func planFor(f *fakeProvider, slots map[string]int, steps []model.Step) *planner.Rollout {
+	p := &planner.Rollout{Rendered: map[string]*model.Rendered{}}
 	var pools []string
 	for pool := range slots {
 		pools = append(pools, pool)
@@ -176,14 +176,14 @@ func newTestWorkspace(t *testing.T, f *fakeProvider) (*Workspace, *state.State) 
 
 // carryOutPlanned carries out p as if this workspace had just made it from a refresh that
 // saw no claims and no user_data Secrets.
-func (w *Workspace) carryOutPlanned(ctx context.Context, st *state.State, p *planner.Plan, opts ApplyOptions) (*ApplyResult, error) {
-	return w.carryOut(ctx, st, &Plan{File: &planfile.File{Plan: p}, w: w, obs: w.newObservation(st.Lineage)}, opts)
+func (w *Workspace) carryOutPlanned(ctx context.Context, st *state.State, p *planner.Rollout, opts ApplyOptions) (*ApplyResult, error) {
+	return w.carryOut(ctx, st, &Plan{File: &planfile.File{Rollout: p}, w: w, obs: w.newObservation(st.Lineage)}, opts)
 }
 
-func saved(t *testing.T, w *Workspace, st *state.State, p *planner.Plan) *planfile.File {
+func saved(t *testing.T, w *Workspace, st *state.State, p *planner.Rollout) *planfile.File {
 	t.Helper()
 	fl, _ := w.Provider.Refresh(context.Background())
-	return &planfile.File{MCPVersion: Version, Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: Fingerprint(fl), Plan: p}
+	return &planfile.File{MCPVersion: Version, Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: Fingerprint(fl), Rollout: p}
 }
 
 func TestApplyTraceEqualsPlanAndBudgetHolds(t *testing.T) {

@@ -204,7 +204,7 @@ func (o *observation) noteClaims(fleet *model.Fleet) map[string]claimSeen {
 // claims were judged at the refresh (planner.BlockClaim): who holds each, and until when
 // or while what. Apply waits for such a node's claim to lapse, within -budget-wait, and
 // leaves it to its holder otherwise (claimedSince).
-func (o *observation) blockClaimed(p *planner.Plan) {
+func (o *observation) blockClaimed(p *planner.Rollout) {
 	for i := range p.Nodes {
 		n := &p.Nodes[i]
 		seen, ok := o.claims[n.Name]

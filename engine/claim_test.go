@@ -253,7 +253,7 @@ func TestLapsedClaimFreesItsRoom(t *testing.T) {
 	lp := w.Provider.(*local.Provider)
 	ctx := context.Background()
 	_, pf := planned(t, w, PlanOptions{})
-	for _, n := range pf.File.Plan.Nodes {
+	for _, n := range pf.File.Rollout.Nodes {
 		if n.Name == "infra-1" {
 			r := state.JournalRecord{Node: n.Name, From: n.From, Target: n.To, Step: model.Step{Kind: model.StepCordon}.Key()}
 			if err := w.Backend.AppendJournal(ctx, r); err != nil {
@@ -401,7 +401,7 @@ func TestFarExpiryBlocksThePlanAndLapses(t *testing.T) {
 	seenBy := time.Now() // the plan's refresh sees the claim after this
 	st, pf := planned(t, w, PlanOptions{})
 	blocked := 0
-	for _, n := range pf.File.Plan.Nodes {
+	for _, n := range pf.File.Rollout.Nodes {
 		for _, b := range n.Blockers {
 			if b.Kind != planner.BlockClaim {
 				continue

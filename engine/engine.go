@@ -271,7 +271,7 @@ func (w *Workspace) planAt(st *state.State, fleet *model.Fleet, obs *observation
 	pf := &planfile.File{
 		FormatVersion: planfile.FormatVersion, MCPVersion: Version,
 		Created: now.UTC(), ConfigDir: abs,
-		Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: fp, Plan: p,
+		Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: fp, Rollout: p,
 		Targets: targets, Exclude: exclude,
 	}
 	if w.Config != nil && len(w.Config.Variables) > 0 {

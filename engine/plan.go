@@ -95,7 +95,7 @@ var errChangedSincePlan = errors.New("the fleet or the state changed between thi
 // nothing started, so nothing failed either: run again (exit 2), as for a node another
 // apply holds.
 func startedNothing(p *Plan) (*ApplyResult, error) {
-	res := &ApplyResult{Skipped: changedNodes(p.File.Plan)}
+	res := &ApplyResult{Skipped: changedNodes(p.File.Rollout)}
 	res.notStarted(NotStarted{Why: errChangedSincePlan.Error()}, res.Skipped...)
 	return res, notStarted(errChangedSincePlan)
 }

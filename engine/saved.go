@@ -38,7 +38,7 @@ func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *observati
 	if err != nil {
 		return nil, err
 	}
-	if d := planDiff(pf.Plan, fresh.Plan); d != "" {
+	if d := planDiff(pf.Rollout, fresh.Rollout); d != "" {
 		return nil, fmt.Errorf("saved plan is not what this configuration, state and fleet give (edited, or made from other inputs): %s; run mcp plan again", d)
 	}
 	return &Plan{File: fresh, w: w, obs: obs}, nil
@@ -57,7 +57,7 @@ func canonicalDir(dir string) string {
 
 // planDiff names the first thing in which the saved plan differs from the derived one
 // ("" when they are the same).
-func planDiff(saved, derived *planner.Plan) string {
+func planDiff(saved, derived *planner.Rollout) string {
 	if saved == nil {
 		return "it holds no plan"
 	}

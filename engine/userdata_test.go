@@ -87,7 +87,7 @@ pool "edge" {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, b := range pf.File.Plan.BootImages {
+		for _, b := range pf.File.Rollout.BootImages {
 			if b.Pool == "edge" {
 				return b.UserData
 			}

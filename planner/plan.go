@@ -17,7 +17,7 @@ import (
 
 // MakePlan computes the plan for in. It fails only on an ambiguous fleet (a node selected
 // by two pools).
-func MakePlan(in Input) (*Plan, error) {
+func MakePlan(in Input) (*Rollout, error) {
 	members, unmanaged, err := assignPools(in.Desired.Pools, in.Fleet.Nodes)
 	if err != nil {
 		return nil, err
@@ -26,7 +26,7 @@ func MakePlan(in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Unmanaged: unmanaged, Rendered: map[string]*model.Rendered{},
+	p := &Rollout{Unmanaged: unmanaged, Rendered: map[string]*model.Rendered{},
 		Nodes: make([]NodePlan, 0, len(in.Fleet.Nodes)-len(unmanaged))}
 	for _, r := range in.Rendered {
 		p.Rendered[r.Name] = r

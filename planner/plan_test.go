@@ -400,7 +400,7 @@ func TestMakePlanUnlistedDriftRestoresEverything(t *testing.T) {
 // nodes in service share what the budget leaves. Before, a NotReady node in the rollout
 // was not counted, and apply took a second node down beside it.
 func TestMakePlanOutOfServiceNodeInItsOwnSlot(t *testing.T) {
-	plan := func(max int) *Plan {
+	plan := func(max int) *Rollout {
 		n := []model.Node{node("w-0", "worker", "a", 0), node("w-1", "worker", "a", 1), node("w-2", "worker", "a", 2), node("w-3", "worker", "a", 3)}
 		n[3].Ready = false
 		n[1].State, n[1].Reason = model.StateDegraded, "disk full"
@@ -478,7 +478,7 @@ func TestRoom(t *testing.T) {
 func TestMakePlanResumedNodeGivesItsSlotBack(t *testing.T) {
 	old := &model.Rendered{Name: "rendered-worker-old", Pool: "worker"}
 	tg := target("worker", file("/etc/a", "x"))
-	plan := func(t *testing.T, inFlight func(*model.Node), journal map[string]model.JournalEntry) *Plan {
+	plan := func(t *testing.T, inFlight func(*model.Node), journal map[string]model.JournalEntry) *Rollout {
 		t.Helper()
 		n := []model.Node{node("w-0", "worker", "a", 0), node("w-1", "worker", "a", 1), node("w-2", "worker", "a", 2)}
 		for i := range n {

@@ -36,8 +36,10 @@ type Input struct {
 	memo map[deriveKey]derived // set by MakePlan
 }
 
-// Plan is the result of planning: per pool and per node what will happen.
-type Plan struct {
+// Rollout is what the planner decides: per pool and per node what will happen, in which
+// wave, and what blocks it. It is the part of a plan that is shown and reviewed; the engine's
+// Plan wraps it with what it was made from (engine.Plan, planfile.File).
+type Rollout struct {
 	Pools []PoolPlan `json:"pools"`
 	// Nodes lists every node of every pool, pool by pool in rollout order (zone, then
 	// oldest); unchanged nodes have no steps.
@@ -185,20 +187,20 @@ func (n *NodePlan) Changed() bool { return n.Action != NodeNoOp && n.Action != "
 
 // HasChanges reports whether applying the plan would do anything: a node to change, or a
 // pool whose rendered config (and so its boot-server pointer) moves.
-func (p *Plan) HasChanges() bool {
+func (p *Rollout) HasChanges() bool {
 	return p.changes(func(*NodePlan) bool { return true })
 }
 
 // HasConfigChanges reports whether the plan changes anything for a change of the
 // configuration, not counting nodes whose steps only restore drift: what plan's
 // -detailed-exitcode=config exits 2 for (plain -detailed-exitcode exits 2 for HasChanges).
-func (p *Plan) HasConfigChanges() bool {
+func (p *Rollout) HasConfigChanges() bool {
 	return p.changes(func(n *NodePlan) bool { return !n.DriftOnly })
 }
 
 // changes reports whether the plan changes a node that counts (a changed node counts
 // when counts says so), a pool's pointer or a boot image.
-func (p *Plan) changes(counts func(*NodePlan) bool) bool {
+func (p *Rollout) changes(counts func(*NodePlan) bool) bool {
 	for i := range p.Nodes {
 		if p.Nodes[i].Changed() && counts(&p.Nodes[i]) {
 			return true
@@ -218,7 +220,7 @@ func (p *Plan) changes(counts func(*NodePlan) bool) bool {
 }
 
 // Drifted is the plan's nodes that differ from the config they run, in plan order.
-func (p *Plan) Drifted() []*NodePlan {
+func (p *Rollout) Drifted() []*NodePlan {
 	var out []*NodePlan
 	for i := range p.Nodes {
 		if len(p.Nodes[i].Drift) > 0 || p.Nodes[i].DriftUnlisted > 0 {

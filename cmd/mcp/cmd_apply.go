@@ -71,7 +71,7 @@ func (c *cli) apply(args []string) int {
 		if err := v.Plan(pf); err != nil {
 			return c.failErr(err)
 		}
-		if !pf.Plan.HasChanges() {
+		if !pf.Rollout.HasChanges() {
 			return 0
 		}
 		if !*auto {
@@ -89,7 +89,7 @@ func (c *cli) apply(args []string) int {
 		// The terminal itself, not the wrapper: the redrawing asks it for its size, and
 		// a terminal that goes away is a SIGHUP (or a write error the view ignores), not
 		// a closed pipe.
-		live = views.NewLiveProgress(c.stdout, color, pf.Plan)
+		live = views.NewLiveProgress(c.stdout, color, pf.Rollout)
 		progress = live
 	}
 	c.intr.setNotice("finishing the nodes already started and starting no more; then the state is saved and the lock released")
@@ -102,7 +102,7 @@ func (c *cli) apply(args []string) int {
 		return c.failErr(err)
 	}
 	progress.Summary(views.SummaryOf(res, err))
-	v.LeftOut(views.LeftOutOf(pf.Plan))
+	v.LeftOut(views.LeftOutOf(pf.Rollout))
 	if len(pf.Targets) > 0 {
 		v.Targeted()
 	}

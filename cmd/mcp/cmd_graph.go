@@ -53,7 +53,7 @@ func (c *cli) graph(args []string) int {
 	default:
 		return c.tooMany("graph", pos[1:])
 	}
-	if err := views.Graph(c.stdout, pf.Plan); err != nil {
+	if err := views.Graph(c.stdout, pf.Rollout); err != nil {
 		return c.failErr(err)
 	}
 	return 0

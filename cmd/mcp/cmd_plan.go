@@ -44,12 +44,12 @@ func (c *cli) plan(args []string) int {
 		}
 		v.Saved(*out)
 	}
-	if r := pf.Plan.Refusals(); len(r) > 0 {
+	if r := pf.Rollout.Refusals(); len(r) > 0 {
 		// As a failed precondition in Terraform: the plan is shown (and saved) for review,
 		// and the run fails, since apply will refuse it.
 		return c.fail("Apply will refuse this plan", strings.Join(r, "\n"))
 	}
-	if detailed.exitsTwo(pf.Plan) {
+	if detailed.exitsTwo(pf.Rollout) {
 		return 2
 	}
 	return 0
@@ -84,7 +84,7 @@ func (f *exitcodeFlag) Set(v string) error {
 }
 
 // exitsTwo says whether the plan makes the flag exit 2.
-func (f *exitcodeFlag) exitsTwo(p *planner.Plan) bool {
+func (f *exitcodeFlag) exitsTwo(p *planner.Rollout) bool {
 	switch {
 	case !f.on:
 		return false
