@@ -175,9 +175,13 @@ func newTestWorkspace(t *testing.T, f *fakeProvider) (*Workspace, *state.State) 
 }
 
 // carryOutPlanned carries out p as if this workspace had just made it from a refresh that
-// saw no claims and no user_data Secrets.
+// saw no claims and no user_data Secrets; *st becomes the state that follows.
 func (w *Workspace) carryOutPlanned(ctx context.Context, st *state.State, p *planner.Rollout, opts ApplyOptions) (*ApplyResult, error) {
-	return w.carryOut(ctx, st, &Plan{File: &planfile.File{Rollout: p}, w: w, obs: w.newObservation(st.Lineage)}, opts)
+	next, res, err := w.carryOut(ctx, st, &Plan{File: &planfile.File{Rollout: p}, Observed: &Observed{}}, opts)
+	if next != nil {
+		*st = *next
+	}
+	return res, err
 }
 
 func saved(t *testing.T, w *Workspace, st *state.State, p *planner.Rollout) *planfile.File {
@@ -321,10 +325,10 @@ func TestApplyOwnPlanGoneStaleStartsNothing(t *testing.T) {
 	f := newFake(map[string]int{"worker": 2})
 	w, st := newTestWorkspace(t, f)
 	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
-	fresh := &Plan{File: saved(t, w, st, p), w: w, obs: w.newObservation(st.Lineage)} // as Plan makes it
+	fresh := &Plan{File: saved(t, w, st, p), Observed: &Observed{}} // as Plan makes it
 	// Another apply took the node out meanwhile.
 	f.fleet.Nodes[1].Ready = false
-	res, err := w.Apply(context.Background(), st, fresh, ApplyOptions{})
+	_, res, err := w.Apply(context.Background(), st, fresh, ApplyOptions{})
 	if Outcome(res, err) != Incomplete || err == nil || strings.Contains(err.Error(), "saved plan") ||
 		!strings.Contains(err.Error(), "no node was started; run mcp apply again") {
 		t.Fatalf("outcome %v, error %v: want incomplete, nothing started", Outcome(res, err), err)
@@ -343,7 +347,7 @@ func TestApplyRefusesStalePlan(t *testing.T) {
 	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
 	pf := saved(t, w, st, p)
 	f.fleet.Nodes[1].Ready = false // the world moved on
-	_, err := w.Apply(context.Background(), st, Saved(pf), ApplyOptions{})
+	_, _, err := w.Apply(context.Background(), st, Saved(pf), ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "fleet changed") {
 		t.Fatalf("error = %v, want a stale-plan refusal", err)
 	}
@@ -352,7 +356,7 @@ func TestApplyRefusesStalePlan(t *testing.T) {
 	}
 	pf = saved(t, w, st, p)
 	pf.Serial = 7
-	if _, err := w.Apply(context.Background(), st, Saved(pf), ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "serial") {
+	if _, _, err := w.Apply(context.Background(), st, Saved(pf), ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "serial") {
 		t.Fatalf("error = %v, want a serial mismatch", err)
 	}
 }

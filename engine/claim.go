@@ -32,18 +32,15 @@ var claimTTL = 2 * time.Minute
 // lockLook is how long a look at the state lock is trusted when judging claims.
 const lockLook = time.Second
 
-// running holds the ids of this process's applies under way: a claim naming this process
-// is live while its apply is (tests run several applies in one process).
-var running sync.Map
-
-// claimJudge judges claims for a workspace. One is made per refresh a plan is made from,
-// and goes with that plan (observation): what it finds gone stays gone for the apply.
+// claimJudge judges claims for one state, as its caller holds that state's lock. One is made
+// per refresh a plan is made from; apply makes its own, seeded with what the plan's judge
+// saw (seed): a claim gone then stays gone, and a lease counts from when it was first seen.
 type claimJudge struct {
-	w      *Workspace
-	self   model.Process
-	host   string // user@host
-	state  string // the lineage of the state read ("": none yet)
-	locked bool   // whoever judges holds the state lock (not Workspace.NoLock)
+	backend state.Backend // the state's backend, for its lock (nil: none)
+	self    model.Process
+	host    string // user@host
+	state   string // the lineage of the state read ("": none yet)
+	locked  bool   // whoever judges holds the state lock (not Locking.NoLock)
 
 	mu     sync.Mutex
 	gone   map[string]string    // apply id → why it is gone: a gone apply does not come back
@@ -52,7 +49,7 @@ type claimJudge struct {
 	lock   *state.LockStatus
 }
 
-func newClaimJudge(w *Workspace, lineage string) *claimJudge {
+func newClaimJudge(b state.Backend, lineage string, lock Locking) *claimJudge {
 	host := "unknown"
 	if u, err := user.Current(); err == nil {
 		host = u.Username
@@ -60,14 +57,44 @@ func newClaimJudge(w *Workspace, lineage string) *claimJudge {
 	if h, err := os.Hostname(); err == nil {
 		host += "@" + h
 	}
-	return &claimJudge{w: w, self: liveproc.Self(), host: host, state: lineage, locked: !w.NoLock,
+	return &claimJudge{backend: b, self: liveproc.Self(), host: host, state: lineage, locked: !lock.NoLock,
 		gone: map[string]string{}, seen: map[string]time.Time{}}
+}
+
+// seed takes over what a plan's judge saw of the claims: when each was first seen with its
+// expiry, and which were gone for good.
+func (j *claimJudge) seed(claims map[string]ClaimSeen) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, s := range claims {
+		if s.Claim == nil {
+			continue
+		}
+		if !s.Seen.IsZero() {
+			j.seen[seenKey(*s.Claim)] = s.Seen
+		}
+		if s.Gone {
+			j.gone[s.Claim.Apply] = s.Why
+		}
+	}
+}
+
+// see judges c and says so as a ClaimSeen.
+func (j *claimJudge) see(c *model.Claim) ClaimSeen {
+	s := ClaimSeen{Claim: c}
+	s.Live, s.Why = j.live(*c)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	s.Seen = j.seen[seenKey(*c)]
+	_, s.Gone = j.gone[c.Apply]
+	return s
 }
 
 // live says whether held's apply still runs, and how that was judged:
 //   - from the same machine, boot and PID namespace, by its process: running, not a
-//     zombie, started when the claim says (not a reused PID); in this process, by its
-//     apply being under way;
+//     zombie, started when the claim says (not a reused PID); an apply of this very process
+//     (tests run several in one) is judged as one elsewhere, below: by the lock, or by its
+//     expiry, which it renews while it works;
 //   - elsewhere, taken under a lock of this state: while that lock is held — so never,
 //     for an apply that holds the lock itself (its holder gave it up or lost it);
 //   - elsewhere, taken without the lock or under another state's lock (which cannot be
@@ -85,7 +112,7 @@ func (j *claimJudge) live(held model.Claim) (bool, string) {
 	}
 	live, why := j.judge(held)
 	// Only what no renewal can bring back is remembered: a process gone, a lock lost.
-	if !live && (held.SamePlace(j.self) || held.Lock != "" && j.locked && j.ours(held)) {
+	if !live && (held.SamePlace(j.self) && !j.thisProcess(held) || held.Lock != "" && j.locked && j.ours(held)) {
 		j.mu.Lock()
 		j.gone[held.Apply] = why
 		j.mu.Unlock()
@@ -95,12 +122,7 @@ func (j *claimJudge) live(held model.Claim) (bool, string) {
 
 func (j *claimJudge) judge(held model.Claim) (bool, string) {
 	switch {
-	case held.SamePlace(j.self) && held.PID == j.self.PID:
-		if _, ok := running.Load(held.Apply); ok {
-			return true, "an apply of this process"
-		}
-		return false, "its apply in this process has ended"
-	case held.SamePlace(j.self):
+	case held.SamePlace(j.self) && !j.thisProcess(held):
 		live, _, why := liveproc.Judge(held.Process)
 		return live, why
 	case held.Lock != "" && !j.ours(held):
@@ -120,17 +142,22 @@ func (j *claimJudge) judge(held model.Claim) (bool, string) {
 	return j.leased(held, "taken without the state lock where its process cannot be checked from here")
 }
 
+// thisProcess says whether held names the judging process itself (its PID and start).
+func (j *claimJudge) thisProcess(held model.Claim) bool {
+	return held.SamePlace(j.self) && held.PID == j.self.PID && held.Start == j.self.Start
+}
+
 // ours says whether held was taken under a lock of the state this judge's apply works
 // with (a claim that names no state is taken for one). Without a state backend there is
 // no lock to look at: every lock is another's.
 func (j *claimJudge) ours(held model.Claim) bool {
-	return j.w.Backend != nil && (held.State == "" || held.State == j.state)
+	return j.backend != nil && (held.State == "" || held.State == j.state)
 }
 
 // leased judges held by its expiry, capped (model.Claim.LeaseEnd) from when this judge
 // first saw it with that expiry; how says how it was taken.
 func (j *claimJudge) leased(held model.Claim, how string) (bool, string) {
-	key := held.Apply + "\x00" + held.Expires.String()
+	key := seenKey(held)
 	now := time.Now()
 	j.mu.Lock()
 	seen, ok := j.seen[key]
@@ -153,10 +180,13 @@ func (j *claimJudge) leased(held model.Claim, how string) (bool, string) {
 	return false, fmt.Sprintf("%s; not renewed since it lapsed at %s%s", how, end.Local().Format(time.RFC3339), note)
 }
 
+// seenKey names a claim with its expiry: a renewal is seen anew.
+func seenKey(c model.Claim) string { return c.Apply + "\x00" + c.Expires.String() }
+
 // lockStatus looks at the state lock (nil: not held; the backend cannot tell: nil too),
 // trusting a look made within lockLook unless fresh.
 func (j *claimJudge) lockStatus(ctx context.Context, fresh bool) (*state.LockStatus, error) {
-	insp, ok := j.w.Backend.(state.LockInspector)
+	insp, ok := j.backend.(state.LockInspector)
 	if !ok {
 		return nil, nil
 	}
@@ -173,29 +203,15 @@ func (j *claimJudge) lockStatus(ctx context.Context, fresh bool) (*state.LockSta
 	return st, nil
 }
 
-// claimSeen is a node's claim as the refresh a plan was made from saw it.
-type claimSeen struct {
-	claim *model.Claim
-	live  bool
-	why   string
-}
-
-// noteClaims are the nodes' claims as fleet shows them, with whether their applies ran
-// then: the plan made from fleet is carried out only on nodes whose claim is still that
-// one, held by no live apply then (claimedSince). Nil when the provider keeps no claims.
-func (o *observation) noteClaims(fleet *model.Fleet) map[string]claimSeen {
-	if !o.judge.w.provider().Has(providers.CapClaimer) {
-		return nil
-	}
-	seen := make(map[string]claimSeen)
+// noteClaims are the nodes' claims as fleet shows them, judged by j: the plan made from
+// fleet is carried out only on nodes whose claim is still that one, held by no live apply
+// then (claimedSince). Nil when the provider keeps no claims.
+func noteClaims(fleet *model.Fleet, j *claimJudge) map[string]ClaimSeen {
+	seen := make(map[string]ClaimSeen)
 	for i := range fleet.Nodes {
-		n := &fleet.Nodes[i]
-		if n.Claim == nil {
-			continue
+		if n := &fleet.Nodes[i]; n.Claim != nil {
+			seen[n.Name] = j.see(n.Claim)
 		}
-		s := claimSeen{claim: n.Claim}
-		s.live, s.why = o.judge.live(*n.Claim)
-		seen[n.Name] = s
 	}
 	return seen
 }
@@ -204,15 +220,15 @@ func (o *observation) noteClaims(fleet *model.Fleet) map[string]claimSeen {
 // claims were judged at the refresh (planner.BlockClaim): who holds each, and until when
 // or while what. Apply waits for such a node's claim to lapse, within -budget-wait, and
 // leaves it to its holder otherwise (claimedSince).
-func (o *observation) blockClaimed(p *planner.Rollout) {
+func (o *Observed) blockClaimed(p *planner.Rollout) {
 	for i := range p.Nodes {
 		n := &p.Nodes[i]
-		seen, ok := o.claims[n.Name]
-		if !ok || !seen.live || !n.Changed() {
+		seen, ok := o.Claims[n.Name]
+		if !ok || !seen.Live || !n.Changed() {
 			continue
 		}
 		n.Blockers = append(n.Blockers, planner.Blocker{Kind: planner.BlockClaim,
-			Message: fmt.Sprintf("held by %s: %s", seen.claim, seen.why)})
+			Message: fmt.Sprintf("held by %s: %s", seen.Claim, seen.Why)})
 	}
 }
 
@@ -232,20 +248,20 @@ func (a *applier) claimedSince(node string, observed []model.Node) error {
 		if n.Name != node || n.Claim != nil && n.Claim.Apply == a.id {
 			continue
 		}
-		seen := a.obs.claims[node]
+		seen := a.obs.Claims[node]
 		switch {
-		case seen.live && n.Claim.Same(seen.claim) && !n.Claim.SamePlace(a.obs.judge.self):
+		case seen.Live && n.Claim.Same(seen.Claim) && !n.Claim.SamePlace(a.judge.self):
 			return a.claimLapsing(node, n.Claim)
-		case seen.live:
+		case seen.Live:
 			return notStarted(&claimedError{node, fmt.Sprintf("%s held it when this apply's plan was made (%s): the plan's steps for it may be stale",
-				seen.claim, seen.why)})
-		case !n.Claim.Same(seen.claim) && n.Claim.Held():
+				seen.Claim, seen.Why)})
+		case !n.Claim.Same(seen.Claim) && n.Claim.Held():
 			why := "since this apply's plan was made"
-			if live, how := a.obs.judge.live(*n.Claim); live {
+			if live, how := a.judge.live(*n.Claim); live {
 				why += "; it still runs (" + how + ")"
 			}
 			return notStarted(&claimedError{node, fmt.Sprintf("%s claimed it %s", n.Claim, why)})
-		case !n.Claim.Same(seen.claim):
+		case !n.Claim.Same(seen.Claim):
 			return notStarted(&claimedError{node, fmt.Sprintf("apply %s worked on it since this apply's plan was made: the plan's steps for it may be stale",
 				n.Claim.Apply)})
 		}
@@ -261,7 +277,7 @@ func (a *applier) claimedSince(node string, observed []model.Node) error {
 // node is this apply's, in its own slot, and the room its claim held frees then, not at the
 // end of -budget-wait. Until then the node waits for room, saying for what.
 func (a *applier) claimLapsing(node string, held *model.Claim) error {
-	live, why := a.obs.judge.live(*held)
+	live, why := a.judge.live(*held)
 	if !live {
 		return nil
 	}
@@ -286,7 +302,7 @@ func (a *applier) othersClaims(busy map[string]string, node string, observed []m
 		if n.Name == node || !n.Claim.Held() || n.Claim.Apply == a.id {
 			continue
 		}
-		if live, _ := a.obs.judge.live(*n.Claim); live {
+		if live, _ := a.judge.live(*n.Claim); live {
 			out[n.Name] = "claimed by apply " + n.Claim.Apply
 		}
 	}
@@ -297,9 +313,9 @@ func (a *applier) othersClaims(busy map[string]string, node string, observed []m
 // -lock=false) and that lock's state. It expires unless renewed: whoever can check
 // neither its process nor that lock judges it by its expiry.
 func (a *applier) newClaim() model.Claim {
-	j := a.obs.judge
-	c := model.Claim{Apply: a.id, Lock: a.w.lockID, State: a.st.Lineage, Host: j.host, Process: j.self, Since: time.Now().UTC()}
-	if a.w.NoLock {
+	j := a.judge
+	c := model.Claim{Apply: a.id, Lock: a.opts.Lock.ID, State: a.st.Lineage, Host: j.host, Process: j.self, Since: time.Now().UTC()}
+	if a.opts.Lock.NoLock {
 		c.Lock = ""
 	}
 	c.Expires = c.Since.Add(claimTTL)
@@ -326,7 +342,7 @@ func (r *poolRun) take(node string) error {
 		return nil
 	}
 	c := r.a.newClaim()
-	prev, err := cl.Claim(r.ctx, node, c, r.a.obs.judge.live)
+	prev, err := cl.Claim(r.ctx, node, c, r.a.judge.live)
 	var ce *providers.ClaimedError
 	switch {
 	case errors.As(err, &ce):
@@ -335,7 +351,7 @@ func (r *poolRun) take(node string) error {
 		return notStarted(fmt.Errorf("pool %s: node %s not started: claiming it: %w", r.pp.Name, node, err))
 	}
 	r.a.keepClaim(node, c)
-	if !r.a.w.NoLock {
+	if !r.a.opts.Lock.NoLock {
 		return nil
 	}
 	room, why, err := r.look(node, true)
@@ -373,7 +389,7 @@ func (r *poolRun) backOff(node string, since time.Time) error {
 // the lock runs (it counts every node out of service as it finds them, and may not see
 // this apply's claims in time), or the lock cannot be read. "" when none.
 func (a *applier) lockedApply(ctx context.Context, fresh bool) string {
-	st, err := a.obs.judge.lockStatus(ctx, fresh)
+	st, err := a.judge.lockStatus(ctx, fresh)
 	switch {
 	case err != nil:
 		return fmt.Sprintf("the state lock cannot be read (%v): with -lock=false no node starts until it shows no apply holds it", err)
@@ -388,16 +404,16 @@ func (a *applier) lockedApply(ctx context.Context, fresh bool) string {
 func (a *applier) keepClaim(node string, c model.Claim) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.claims == nil {
-		a.claims = map[string]model.Claim{}
+	if a.held == nil {
+		a.held = map[string]model.Claim{}
 	}
-	a.claims[node] = c
+	a.held[node] = c
 }
 
 func (a *applier) dropClaim(node string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	delete(a.claims, node)
+	delete(a.held, node)
 }
 
 // runClaimed runs node n holding its claim: renewed while it works (with the state lock
@@ -406,7 +422,7 @@ func (a *applier) dropClaim(node string) {
 func (a *applier) runClaimed(ctx context.Context, n planner.NodePlan) error {
 	cl, ok := a.claimer()
 	a.mu.Lock()
-	c, held := a.claims[n.Name]
+	c, held := a.held[n.Name]
 	a.mu.Unlock()
 	if !ok || !held {
 		return a.runNode(ctx, n)
@@ -427,7 +443,7 @@ func (a *applier) runClaimed(ctx context.Context, n planner.NodePlan) error {
 			// claim taken (it expired meanwhile) cannot stop the node's steps.
 			renew := c
 			renew.Expires = time.Now().UTC().Add(claimTTL)
-			if _, err := cl.Claim(ctx, n.Name, renew, a.obs.judge.live); err == nil {
+			if _, err := cl.Claim(ctx, n.Name, renew, a.judge.live); err == nil {
 				c = renew
 			}
 		}

@@ -42,7 +42,7 @@ func TestLocalApplyTraceEqualsPlan(t *testing.T) {
 	}
 	var mu sync.Mutex
 	trace := map[string][]string{}
-	_, err = w.Apply(ctx, st, pf, ApplyOptions{Observer: func(e Event) {
+	_, _, err = w.Apply(ctx, st, pf, ApplyOptions{Observer: func(e Event) {
 		if e.Kind == EventStepDone {
 			mu.Lock()
 			trace[e.Node] = append(trace[e.Node], e.Step.Key())

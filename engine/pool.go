@@ -390,7 +390,7 @@ func (r *poolRun) look(node string, fresh bool) (bool, string, error) {
 		}
 		return false, "", err
 	}
-	if r.a.w.NoLock {
+	if r.a.opts.Lock.NoLock {
 		if why := r.a.lockedApply(r.ctx, fresh); why != "" {
 			return false, why, nil
 		}

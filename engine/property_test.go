@@ -95,7 +95,7 @@ func runCase(sim *simFleet, w *Workspace, st *state.State, stats map[string]int)
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
-	res, applyErr := w.Apply(ctx, st, pf, ApplyOptions{Parallelism: 1 + int(sim.rng.IntN(6)),
+	next, res, applyErr := w.Apply(ctx, st, pf, ApplyOptions{Parallelism: 1 + int(sim.rng.IntN(6)),
 		BudgetWait: 5 * time.Millisecond, BudgetPoll: time.Millisecond})
 	if res == nil {
 		return fmt.Errorf("apply: %w", applyErr)
@@ -161,7 +161,7 @@ func runCase(sim *simFleet, w *Workspace, st *state.State, stats map[string]int)
 	}
 	stats["complete"]++
 	// Complete: the fleet is as the configuration asks, from its own word.
-	again, err := w.Plan(ctx, st, PlanOptions{})
+	again, err := w.Plan(ctx, next, PlanOptions{})
 	if err != nil {
 		return fmt.Errorf("plan after a complete apply: %w", err)
 	}

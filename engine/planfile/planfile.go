@@ -43,8 +43,8 @@ type File struct {
 	Variables map[string]Variable `json:"variables,omitempty"`
 	// Targets and Exclude are the plan's -target and -exclude addresses: apply derives the
 	// plan again with exactly these (and refuses -target beside a saved plan).
-	Targets []string         `json:"targets,omitempty"`
-	Exclude []string         `json:"exclude,omitempty"`
+	Targets []string `json:"targets,omitempty"`
+	Exclude []string `json:"exclude,omitempty"`
 	// Rollout is what the plan does (its JSON key stays "plan": saved plans of every
 	// version read alike).
 	Rollout *planner.Rollout `json:"plan"`
