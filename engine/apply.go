@@ -300,9 +300,10 @@ type applier struct {
 	runMu   sync.Mutex
 	running map[string]chan struct{} // nodes started by this apply; closed when they end
 
-	id   string                 // this apply run, as its claims name it
-	held map[string]model.Claim // this apply's claims on the nodes it works on (guarded by mu)
-	base *state.State           // the state as last read or written, for writeState without the lock
+	id    string                      // this apply run, as its claims name it
+	held  map[string]*heldClaim       // this apply's claims on the nodes it works on (guarded by mu)
+	nodes map[string]planner.NodePlan // the plan's nodes by name
+	base  *state.State                // the state as last read or written, for writeState without the lock
 
 	// closed: with NoWait, the pools whose windows were all closed when apply started, each
 	// with why it is not started; and pools with skew = "enforce" whose templates could not
@@ -344,7 +345,11 @@ func newApplier(w *Workspace, read *state.State, p *Plan, opts ApplyOptions) *ap
 	}
 	judge := newClaimJudge(w.Backend, st.Lineage, opts.Lock)
 	judge.seed(p.Observed.Claims)
-	return &applier{w: w, st: st, plan: p.File.Rollout, obs: p.Observed, judge: judge, opts: opts, id: newApplyID(), base: base}
+	nodes := make(map[string]planner.NodePlan, len(p.File.Rollout.Nodes))
+	for _, n := range p.File.Rollout.Nodes {
+		nodes[n.Name] = n
+	}
+	return &applier{w: w, st: st, plan: p.File.Rollout, obs: p.Observed, judge: judge, opts: opts, id: newApplyID(), base: base, nodes: nodes}
 }
 
 // written is the state this apply last wrote, or the state it read when it wrote none.

@@ -309,17 +309,20 @@ func (a *applier) othersClaims(busy map[string]string, node string, observed []m
 	return out
 }
 
-// newClaim is this apply's claim, taken now, naming the state lock it holds (none with
-// -lock=false) and that lock's state. It expires unless renewed: whoever can check
-// neither its process nor that lock judges it by its expiry.
-func (a *applier) newClaim() model.Claim {
+// newClaim is this apply's claim on node, taken now, naming the state lock it holds (none
+// with -lock=false) and that lock's state, with its intent: the node's target, nothing
+// begun (a node taken over cordoned from an interrupted apply is cordoned by this one from
+// now on). It expires unless renewed: whoever can check neither its process nor that lock
+// judges it by its expiry.
+func (a *applier) newClaim(node string) model.Claim {
 	j := a.judge
 	c := model.Claim{Apply: a.id, Lock: a.opts.Lock.ID, State: a.st.Lineage, Host: j.host, Process: j.self, Since: time.Now().UTC()}
 	if a.opts.Lock.NoLock {
 		c.Lock = ""
 	}
 	c.Expires = c.Since.Add(claimTTL)
-	return c
+	f := a.inFlightOf(node)
+	return intent(c, a.nodes[node], model.PhaseClaimed, f != nil && f.Cordoned)
 }
 
 // newApplyID names one apply run.
@@ -341,7 +344,7 @@ func (r *poolRun) take(node string) error {
 	if !ok {
 		return nil
 	}
-	c := r.a.newClaim()
+	c := r.a.newClaim(node)
 	prev, err := cl.Claim(r.ctx, node, c, r.a.judge.live)
 	var ce *providers.ClaimedError
 	switch {
@@ -401,13 +404,27 @@ func (a *applier) lockedApply(ctx context.Context, fresh bool) string {
 		h.Who, h.PID, h.ID, st.Detail)
 }
 
+// heldClaim is a claim this apply holds on a node: the latest one, with its intent.
+// Its renewals and new intents are made one at a time (mu), each from the latest.
+type heldClaim struct {
+	mu sync.Mutex
+	c  model.Claim
+}
+
 func (a *applier) keepClaim(node string, c model.Claim) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.held == nil {
-		a.held = map[string]model.Claim{}
+		a.held = map[string]*heldClaim{}
 	}
-	a.held[node] = c
+	a.held[node] = &heldClaim{c: c}
+}
+
+// heldClaim is the claim this apply holds on node (nil: none).
+func (a *applier) heldClaim(node string) *heldClaim {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.held[node]
 }
 
 func (a *applier) dropClaim(node string) {
@@ -421,10 +438,8 @@ func (a *applier) dropClaim(node string) {
 // a record) when it ends, whatever the outcome.
 func (a *applier) runClaimed(ctx context.Context, n planner.NodePlan) error {
 	cl, ok := a.claimer()
-	a.mu.Lock()
-	c, held := a.held[n.Name]
-	a.mu.Unlock()
-	if !ok || !held {
+	h := a.heldClaim(n.Name)
+	if !ok || h == nil {
 		return a.runNode(ctx, n)
 	}
 	stop := make(chan struct{})
@@ -441,17 +456,20 @@ func (a *applier) runClaimed(ctx context.Context, n planner.NodePlan) error {
 			}
 			// A renewal that fails is tried again at the next tick; one that finds the
 			// claim taken (it expired meanwhile) cannot stop the node's steps.
-			renew := c
+			h.mu.Lock()
+			renew := h.c
 			renew.Expires = time.Now().UTC().Add(claimTTL)
 			if _, err := cl.Claim(ctx, n.Name, renew, a.judge.live); err == nil {
-				c = renew
+				h.c = renew
 			}
+			h.mu.Unlock()
 		}
 	}()
 	err := a.runNode(ctx, n)
 	close(stop)
 	<-renewed
 	a.dropClaim(n.Name)
+	c := h.c
 	done := c
 	done.Released = time.Now().UTC()
 	if err != nil && !errors.Is(err, ErrNotStarted) && !isUnconfirmed(err) {

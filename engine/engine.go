@@ -190,7 +190,7 @@ func (w *Workspace) refresh(ctx context.Context, st *state.State, lock Locking) 
 	if err != nil {
 		return nil, nil, err
 	}
-	obs := &Observed{Lock: lock}
+	obs := &Observed{Lock: lock, InFlight: inFlight(st, fleet)}
 	if obs.Pointers, obs.UserData, err = w.observeUserData(ctx, fleet); err != nil {
 		return nil, nil, err
 	}
@@ -255,7 +255,7 @@ func (w *Workspace) diskDrift(ctx context.Context, st *state.State, fleet *model
 func (w *Workspace) planAt(st *state.State, fleet *model.Fleet, obs *Observed, fp string, targets, exclude []string, now time.Time) (*planfile.File, error) {
 	p, err := planner.MakePlan(planner.Input{
 		Desired: w.Desired, Rendered: w.Rendered, Known: st.Rendered,
-		Pointers: st.Pointers, BootImages: st.BootImages, UserData: obs.pointerDigests(), Fleet: fleet, Journal: st.Journal, Now: now,
+		Pointers: st.Pointers, BootImages: st.BootImages, UserData: obs.pointerDigests(), Fleet: fleet, InFlight: obs.InFlight, Now: now,
 		Targets: targets, Exclude: exclude,
 	})
 	if err != nil {

@@ -17,20 +17,27 @@ import (
 
 // runNode walks one node's planned steps in order: the engine's own (cordon, drain,
 // uncordon) through the provider, and each run of node steps handed to the node's executor
-// in one call. Every finished step is journaled before the next starts.
+// in one call. Its journal entry is opened before the first action (begin), the intent of
+// each action that changes the node is recorded on its claim before it (intend), and every
+// finished step is journaled before the next starts.
 func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 	from := a.rendered(n.From)
 	target := a.plan.Rendered[n.To]
 	if target == nil {
 		return fmt.Errorf("node %s: the plan lacks rendered config %s", n.Name, n.To)
 	}
-	journal := a.journalOf(n)
-	cordoned := slices.Contains(journal.Done, model.Step{Kind: model.StepCordon}.Key())
-	touched := false // whether any node step ran (then the node is not as it was)
-	for _, s := range journal.Done {
-		if st, err := model.ParseStepKey(s); err == nil && st.Kind.OnNode() {
-			touched = true
-		}
+	if err := a.begin(n); err != nil {
+		return err
+	}
+	// What an interrupted apply left: cordoned by it (this apply uncordons it when it
+	// gives up before changing anything), changed part-way by it (it stays cordoned).
+	cordoned, touched := false, false
+	if f := a.inFlightOf(n.Name); f != nil {
+		cordoned = f.Cordoned
+		touched = slices.ContainsFunc(f.Done, func(k string) bool {
+			st, err := model.ParseStepKey(k)
+			return err == nil && st.Kind.OnNode()
+		})
 	}
 	steps := n.Steps
 	for i := 0; i < len(steps); {
@@ -41,22 +48,7 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 				j++
 			}
 			batch := steps[i:j]
-			k := 0
-			t0 := time.Now()
-			a.emit(Event{Kind: EventStepStart, Node: n.Name, Pool: n.Pool, Step: batch[0]})
-			wctx := providers.WithWaitNote(ctx, func(why string) {
-				a.emit(Event{Kind: EventNodeWaiting, Node: n.Name, Pool: n.Pool, Reason: why})
-			})
-			err := a.w.Provider.RunNodeSteps(wctx, n.Name, from, target, batch, func(done model.Step) {
-				touched = true
-				a.journal(n, done, false)
-				a.emit(Event{Kind: EventStepDone, Node: n.Name, Pool: n.Pool, Step: done, Elapsed: time.Since(t0)})
-				k++
-				t0 = time.Now()
-				if k < len(batch) {
-					a.emit(Event{Kind: EventStepStart, Node: n.Name, Pool: n.Pool, Step: batch[k]})
-				}
-			})
+			k, err := a.handOver(ctx, n, from, target, batch, cordoned, func() { touched = true })
 			if err != nil {
 				if away := claimedAway(n.Name, err); away != nil {
 					return away
@@ -69,19 +61,7 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 		}
 		t0 := time.Now()
 		a.emit(Event{Kind: EventStepStart, Node: n.Name, Pool: n.Pool, Step: s})
-		var err error
-		switch s.Kind {
-		case model.StepCordon:
-			err = a.w.Provider.Cordon(ctx, n.Name)
-		case model.StepDrain:
-			a.waitPlannedDrains(n)
-			err = a.w.Provider.Drain(ctx, n.Name, providers.DrainOptions{
-				Timeout: a.drainTimeout(n.Pool), RetryDelay: a.opts.DrainRetryDelay})
-		case model.StepUncordon:
-			err = a.w.Provider.Uncordon(ctx, n.Name)
-		default:
-			err = fmt.Errorf("the engine does not run %s steps", s.Kind)
-		}
+		err := a.engineStep(ctx, n, s)
 		if err != nil {
 			if away := claimedAway(n.Name, err); away != nil {
 				return away
@@ -101,7 +81,11 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 	if !n.Changed() || !hasNodeStep(n.Steps) {
 		// Nothing ran on the node, but it must still record its new config (a change of
 		// policies only, or a resumed node whose node steps were all done).
-		if err := a.w.Provider.RunNodeSteps(ctx, n.Name, from, target, nil, func(model.Step) {}); err != nil {
+		err := a.intend(ctx, n, model.PhaseHandOver, cordoned)
+		if err == nil {
+			err = a.w.Provider.RunNodeSteps(ctx, n.Name, from, target, nil, func(model.Step) {})
+		}
+		if err != nil {
 			if away := claimedAway(n.Name, err); away != nil {
 				return away
 			}
@@ -114,6 +98,59 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 	a.journal(n, model.Step{}, true)
 	a.emit(Event{Kind: EventNodeDone, Node: n.Name, Pool: n.Pool})
 	return nil
+}
+
+// handOver hands batch, a run of node steps, to the node's executor, its intent recorded
+// first; each step it reports done is journaled, and touched is called once one is. It
+// returns how many steps finished.
+func (a *applier) handOver(ctx context.Context, n planner.NodePlan, from, target *model.Rendered, batch []model.Step, cordoned bool, touched func()) (int, error) {
+	k := 0
+	t0 := time.Now()
+	a.emit(Event{Kind: EventStepStart, Node: n.Name, Pool: n.Pool, Step: batch[0]})
+	if err := a.intend(ctx, n, model.PhaseHandOver, cordoned); err != nil {
+		return 0, err
+	}
+	wctx := providers.WithWaitNote(ctx, func(why string) {
+		a.emit(Event{Kind: EventNodeWaiting, Node: n.Name, Pool: n.Pool, Reason: why})
+	})
+	err := a.w.Provider.RunNodeSteps(wctx, n.Name, from, target, batch, func(done model.Step) {
+		touched()
+		a.journal(n, done, false)
+		a.emit(Event{Kind: EventStepDone, Node: n.Name, Pool: n.Pool, Step: done, Elapsed: time.Since(t0)})
+		k++
+		t0 = time.Now()
+		if k < len(batch) {
+			a.emit(Event{Kind: EventStepStart, Node: n.Name, Pool: n.Pool, Step: batch[k]})
+		}
+	})
+	return k, err
+}
+
+// engineStep runs one of the engine's own steps on node n, the intent of a cordon or an
+// uncordon recorded first.
+func (a *applier) engineStep(ctx context.Context, n planner.NodePlan, s model.Step) error {
+	switch s.Kind {
+	case model.StepCordon:
+		if err := a.intend(ctx, n, model.PhaseCordon, true); err != nil {
+			return err
+		}
+		return a.w.Provider.Cordon(ctx, n.Name)
+	case model.StepDrain:
+		a.waitPlannedDrains(n)
+		return a.w.Provider.Drain(ctx, n.Name, providers.DrainOptions{
+			Timeout: a.drainTimeout(n.Pool), RetryDelay: a.opts.DrainRetryDelay})
+	case model.StepUncordon:
+		return a.uncordon(ctx, n)
+	}
+	return fmt.Errorf("the engine does not run %s steps", s.Kind)
+}
+
+// uncordon uncordons node n, its intent recorded first.
+func (a *applier) uncordon(ctx context.Context, n planner.NodePlan) error {
+	if err := a.intend(ctx, n, model.PhaseUncordon, false); err != nil {
+		return err
+	}
+	return a.w.Provider.Uncordon(ctx, n.Name)
 }
 
 // gate runs the node's health gates (engine/health) after its last step. A gate that does
@@ -211,7 +248,7 @@ func (a *applier) fail(ctx context.Context, n planner.NodePlan, s model.Step, er
 		err = fmt.Errorf("node %s: %s: %w", n.Name, s, err)
 	}
 	if cordoned && !touched {
-		if uerr := a.w.Provider.Uncordon(ctx, n.Name); uerr != nil {
+		if uerr := a.uncordon(ctx, n); uerr != nil {
 			err = fmt.Errorf("%w; and uncordoning it again failed: %v", err, uerr)
 		} else {
 			a.journal(n, model.Step{}, true) // back as it was: nothing to resume
@@ -228,15 +265,10 @@ func (a *applier) fail(ctx context.Context, n planner.NodePlan, s model.Step, er
 // journal records a finished step (or, with finished, the end of the node's work) durably
 // in the backend and in the in-memory state.
 func (a *applier) journal(n planner.NodePlan, s model.Step, finished bool) {
-	r := state.JournalRecord{Node: n.Name, From: n.From, Target: n.To, Step: s.Key(), Finished: finished}
+	r := state.JournalRecord{Node: n.Name, Apply: a.id, From: a.journalFrom(n), Target: n.To, Step: s.Key(), Finished: finished}
 	if finished {
 		r.Step = ""
 	}
-	a.mu.Lock()
-	if e, ok := a.st.Journal[n.Name]; ok && e.Target == n.To {
-		r.From = e.From // a resumed node keeps the config it started from
-	}
-	a.mu.Unlock()
 	// Outside the lock: the nodes' appends go to the backend together (the local one
 	// commits them in one fsync). A node's own records stay in order: it appends them one
 	// after the other.
@@ -250,13 +282,15 @@ func (a *applier) journal(n planner.NodePlan, s model.Step, finished bool) {
 	a.mu.Unlock()
 }
 
-func (a *applier) journalOf(n planner.NodePlan) model.JournalEntry {
+// journalFrom is the config node n's journal records name it came from: the one it runs,
+// or, resumed, the one the interrupted update started from.
+func (a *applier) journalFrom(n planner.NodePlan) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if e, ok := a.st.Journal[n.Name]; ok && e.Target == n.To {
-		return e
+		return e.From
 	}
-	return model.JournalEntry{}
+	return n.From
 }
 
 func (a *applier) rendered(name string) *model.Rendered {

@@ -41,6 +41,9 @@ type Observed struct {
 	// Claims are the nodes' claims as seen, by node, and how they were judged then (nil:
 	// the provider keeps none).
 	Claims map[string]ClaimSeen
+	// InFlight are the updates interrupted applies left on the nodes, as they recorded
+	// them (model.InFlight): what the planner resumed.
+	InFlight []model.InFlight
 	// Pointers are the pools' pointer configs for their user_data Secrets, built at the
 	// refresh (the CA and token files read then).
 	Pointers map[string][]byte

@@ -39,7 +39,7 @@ func MakePlan(in Input) (*Rollout, error) {
 	}
 	// Nodes of a pool mostly share their current config: derive each (from, to) once.
 	memo := map[deriveKey]derived{}
-	in.memo = memo
+	in.memo, in.inFlight = memo, model.IndexInFlight(in.InFlight)
 	var slots []poolSlots // per pool, for pdbWaves
 	podsByNode := map[string][]*model.Pod{}
 	for i := range in.Fleet.Pods {
@@ -269,24 +269,18 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
 
 // planNode derives one node's steps from what it reports — the config it runs, its drift,
 // its kernel arguments and OS image, the reboot its agent recorded — to the pool's target;
-// and, unless the pool's on_drift is "report", the steps that restore its drift. The
-// journal of an interrupted apply only says what was in flight (the node is resumed, and
-// uncordoned if that apply cordoned it); it never says a step may be skipped: a node
-// rolled back after a failure, or whose files were lost since, gets its whole update.
+// and, unless the pool's on_drift is "report", the steps that restore its drift. An update
+// an interrupted apply recorded in flight (in.InFlight) only says the node is resumed, and
+// uncordoned if that apply cordoned it; it never says a step may be skipped: a node rolled
+// back after a failure, or whose files were lost since, gets its whole update.
 func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered) NodePlan {
 	np := NodePlan{Name: n.Name, Pool: pool.Name, Zone: n.Zone, From: n.CurrentConfig, To: target.Name, Action: NodeNoOp,
 		Condition: Condition(n), NotReady: !n.Ready}
 	if n.State == model.StateDegraded {
 		np.Warnings = append(np.Warnings, fmt.Sprintf("node is Degraded: %s; apply will retry", n.Reason))
 	}
-	j, resuming := in.Journal[n.Name]
-	resuming = resuming && j.Target == target.Name
-	if !resuming && (n.State == model.StateWorking && n.DesiredConfig == target.Name || n.Claim.Held() && n.Unschedulable) {
-		// An interrupted apply handed the node its update, or claimed and cordoned it, and
-		// stopped before a step of it was journaled (steps are journaled as they finish):
-		// in flight all the same, and back in service when this apply finishes it.
-		resuming = true
-	}
+	f := in.inFlight[n.Name]
+	resuming := f != nil && f.Started()
 	np.Drift, np.DriftUnlisted = n.Drift, n.DriftUnlisted
 	drift := restorable(&np, n, pool.OnDrift, target)
 	host := steps.HostOf(n)
@@ -306,7 +300,7 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 			// The node reported it runs target; the apply that moved it stopped before it
 			// ended: uncordon it if that apply cordoned it, and check its health again.
 			np.Action, np.DriftOnly = NodeResume, false
-			np.Steps = owedUncordon(np.Steps, n, j, target)
+			np.Steps = owedUncordon(np.Steps, n, f)
 		}
 		np.Reboot = hasStep(np.Steps, model.StepReboot)
 		return np
@@ -339,7 +333,7 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 	}
 	if resuming {
 		np.Action = NodeResume
-		todo = owedUncordon(todo, n, j, target)
+		todo = owedUncordon(todo, n, f)
 	}
 	np.Steps = todo
 	np.Reboot = hasStep(todo, model.StepReboot)
@@ -347,14 +341,14 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 }
 
 // owedUncordon ends a resumed node's steps with an uncordon when the interrupted apply
-// cordoned it (its journal has the cordon), it is still cordoned, and nothing else
+// recorded that it cordoned the node (f.Cordoned), it is still cordoned, and nothing else
 // uncordons it.
-func owedUncordon(todo []model.Step, n *model.Node, j model.JournalEntry, target *model.Rendered) []model.Step {
-	if !n.Unschedulable || !slices.Contains(j.Done, model.Step{Kind: model.StepCordon}.Key()) || hasStep(todo, model.StepUncordon) {
+func owedUncordon(todo []model.Step, n *model.Node, f *model.InFlight) []model.Step {
+	if !n.Unschedulable || !f.Cordoned || hasStep(todo, model.StepUncordon) {
 		return todo
 	}
 	return append(slices.Clone(todo), model.Step{Kind: model.StepUncordon,
-		Reason: "the interrupted apply of " + target.Name + " cordoned the node"})
+		Reason: "the interrupted apply of " + f.Target + " cordoned the node"})
 }
 
 // restorable is the drift the node's steps restore: none when the pool only reports drift;

@@ -23,8 +23,10 @@ type Input struct {
 	// and whether their token is the pool's).
 	UserData map[string]string
 	Fleet    *model.Fleet
-	// Journal is the progress of an apply that did not finish, by node name.
-	Journal map[string]model.JournalEntry
+	// InFlight are the updates interrupted applies left unfinished, as they recorded them
+	// (the engine builds them from the state's journal and the nodes' claims): such a node
+	// is resumed. Nothing else says an update is in flight; how a node looks never does.
+	InFlight []model.InFlight
 	// Targets limits the rollout to these pools and nodes ("pool.NAME", "node.NAME"; none:
 	// everything), as Terraform's -target; Exclude keeps these nodes ("node.NAME") out, as
 	// a hold does. Unknown ones are errors.
@@ -33,7 +35,8 @@ type Input struct {
 	// at it. The planner reads no clock.
 	Now time.Time
 
-	memo map[deriveKey]derived // set by MakePlan
+	memo     map[deriveKey]derived      // set by MakePlan
+	inFlight map[string]*model.InFlight // InFlight by node, set by MakePlan
 }
 
 // Rollout is what the planner decides: per pool and per node what will happen, in which
