@@ -70,11 +70,12 @@ func (p *Provider) Claim(ctx context.Context, node string, c model.Claim, live p
 		p.keepClaim(node, h)
 		return prev, nil
 	}
+	before := h.old
 	if err := p.writeClaim(ctx, node, h, nil); err != nil {
 		return prev, err
 	}
 	p.keepClaim(node, h)
-	return prev, p.seen(ctx, node, h)
+	return prev, p.seen(ctx, node, before)
 }
 
 // judge reads n's claim into h (the value to test) and refuses a live other apply's.
@@ -168,10 +169,11 @@ func annotationOps(ann map[string]string) []jsonOp {
 	return ops
 }
 
-// seen waits until the shared watch shows the node's claim past h.old — so the watch has
-// every change made before the claim — within the request timeout. Without a shared watch
-// every observation is a fresh LIST, and nothing needs waiting for.
-func (p *Provider) seen(ctx context.Context, node string, h *heldClaim) error {
+// seen waits until the shared watch shows the node's claim past before, its value before
+// this apply's claim was written — so the watch has every change made before the claim —
+// within the request timeout. Without a shared watch every observation is a fresh LIST,
+// and nothing needs waiting for.
+func (p *Provider) seen(ctx context.Context, node string, before *string) error {
 	hub := p.sharedHub()
 	if hub == nil {
 		return nil
@@ -183,7 +185,7 @@ func (p *Provider) seen(ctx context.Context, node string, h *heldClaim) error {
 			return false, nil
 		}
 		raw, ok := n.Annotations[protocol.Claim]
-		return ok && (h.old == nil || raw != *h.old), nil
+		return ok && (before == nil || raw != *before), nil
 	})
 	if err != nil {
 		return fmt.Errorf("node %s: waiting for the watch of the nodes to show its claim: %w", node, err)
