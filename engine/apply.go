@@ -286,13 +286,13 @@ func (w *Workspace) carryOut(ctx context.Context, st *state.State, p *Plan, opts
 }
 
 type applier struct {
-	w     *Workspace // the parts: provider, backend, alert source, pools' windows
-	st    *state.State
-	plan  *planner.Rollout
-	obs   *Observed   // what the refresh plan was made from saw
-	judge *claimJudge // judges claims as the caller holds the lock, seeded by obs
-	opts  ApplyOptions
-	mu    sync.Mutex // guards st
+	w      *Workspace // the parts: provider, backend, alert source, pools' windows
+	st     *state.State
+	plan   *planner.Rollout
+	obs    *Observed   // what the refresh plan was made from saw
+	claims *nodeClaims // this apply's claims, and the judgement of others'
+	opts   ApplyOptions
+	mu     sync.Mutex // guards st
 	// stop is apply's own context (interrupt, lost lock): node steps run on without it, a
 	// node's health gates stop waiting with it (engine/node.go, gate).
 	stop context.Context
@@ -300,10 +300,9 @@ type applier struct {
 	runMu   sync.Mutex
 	running map[string]chan struct{} // nodes started by this apply; closed when they end
 
-	id    string                      // this apply run, as its claims name it
-	held  map[string]*heldClaim       // this apply's claims on the nodes it works on (guarded by mu)
-	nodes map[string]planner.NodePlan // the plan's nodes by name
-	base  *state.State                // the state as last read or written, for writeState without the lock
+	id string // this apply run, as its claims name it
+
+	base *state.State // the state as last read or written, for writeState without the lock
 
 	// closed: with NoWait, the pools whose windows were all closed when apply started, each
 	// with why it is not started; and pools with skew = "enforce" whose templates could not
@@ -345,11 +344,9 @@ func newApplier(w *Workspace, read *state.State, p *Plan, opts ApplyOptions) *ap
 	}
 	judge := newClaimJudge(w.Backend, st.Lineage, opts.Lock)
 	judge.seed(p.Observed.Claims)
-	nodes := make(map[string]planner.NodePlan, len(p.File.Rollout.Nodes))
-	for _, n := range p.File.Rollout.Nodes {
-		nodes[n.Name] = n
-	}
-	return &applier{w: w, st: st, plan: p.File.Rollout, obs: p.Observed, judge: judge, opts: opts, id: newApplyID(), base: base, nodes: nodes}
+	id := newApplyID()
+	claims := &nodeClaims{id: id, lock: opts.Lock, lineage: st.Lineage, judge: judge, prov: w.provider(), seen: p.Observed.Claims}
+	return &applier{w: w, st: st, plan: p.File.Rollout, obs: p.Observed, claims: claims, opts: opts, id: id, base: base}
 }
 
 // written is the state this apply last wrote, or the state it read when it wrote none.
@@ -457,15 +454,7 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 		res.APIRequests = -1
 	}
 	if ctx.Err() != nil && len(res.Skipped) > 0 {
-		errs = append(errs, fmt.Errorf("apply interrupted: %s not started; run mcp apply again to continue", nodeCount(len(res.Skipped))))
+		errs = append(errs, fmt.Errorf("apply interrupted: %s not started; run mcp apply again to continue", planner.NodeCount(len(res.Skipped))))
 	}
 	return res, errors.Join(errs...)
-}
-
-// nodeCount is "1 node", "3 nodes".
-func nodeCount(n int) string {
-	if n == 1 {
-		return "1 node"
-	}
-	return fmt.Sprintf("%d nodes", n)
 }

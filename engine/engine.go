@@ -255,13 +255,12 @@ func (w *Workspace) diskDrift(ctx context.Context, st *state.State, fleet *model
 func (w *Workspace) planAt(st *state.State, fleet *model.Fleet, obs *Observed, fp string, targets, exclude []string, now time.Time) (*planfile.File, error) {
 	p, err := planner.MakePlan(planner.Input{
 		Desired: w.Desired, Rendered: w.Rendered, Known: st.Rendered,
-		Pointers: st.Pointers, BootImages: st.BootImages, UserData: obs.pointerDigests(), Fleet: fleet, InFlight: obs.InFlight, Now: now,
+		Pointers: st.Pointers, BootImages: st.BootImages, UserData: obs.pointerDigests(), Fleet: fleet, InFlight: obs.InFlight, Claims: obs.judgedClaims(), Now: now,
 		Targets: targets, Exclude: exclude,
 	})
 	if err != nil {
 		return nil, err
 	}
-	obs.blockClaimed(p)
 	abs, _ := filepath.Abs(w.Dir)
 	pf := &planfile.File{
 		FormatVersion: planfile.FormatVersion, MCPVersion: Version,

@@ -64,17 +64,16 @@ func (a *applier) inFlightOf(node string) *model.InFlight {
 	return nil
 }
 
-// begin opens node n's journal entry before its first action: from then until the node
+// begin opens the node's journal entry before its first action: from then until the node
 // finishes, the update is in flight for any later run. An entry that cannot be written
 // leaves the node as it is: nothing may change on a node whose intent is not recorded.
-func (a *applier) begin(n planner.NodePlan) error {
-	r := state.JournalRecord{Node: n.Name, Apply: a.id, From: a.journalFrom(n), Target: n.To, Begin: true}
-	if err := a.w.Backend.AppendJournal(context.Background(), r); err != nil {
+func (r *nodeRun) begin() error {
+	n, a := r.n, r.a
+	rec := state.JournalRecord{Node: n.Name, Apply: a.id, From: a.journalFrom(n), Target: n.To, Begin: true}
+	if err := a.appendJournal(rec); err != nil {
 		return fmt.Errorf("node %s: not started: recording that this apply begins it: %w", n.Name, err)
 	}
-	a.mu.Lock()
-	a.st.ApplyRecord(r)
-	a.mu.Unlock()
+	a.foldJournal(rec)
 	return nil
 }
 
@@ -85,16 +84,17 @@ func intent(c model.Claim, n planner.NodePlan, p model.Phase, cordoned bool) mod
 	return c
 }
 
-// intend records, before the action, what apply does next to node n (phase; cordoned: the
+// intend records, before the action, what apply does next to the node (phase; cordoned: the
 // node is cordoned by this apply once it is made), on the claim it holds there: the
 // provider writes it with the action (providers.Claimer.Intend). Without a claim (a
 // provider that keeps none) the journal's entry is the only record.
-func (a *applier) intend(ctx context.Context, n planner.NodePlan, p model.Phase, cordoned bool) error {
-	cl, ok := a.claimer()
+func (r *nodeRun) intend(ctx context.Context, p model.Phase, cordoned bool) error {
+	a, n := r.a, r.n
+	cl, ok := a.claims.claimer()
 	if !ok {
 		return nil
 	}
-	h := a.heldClaim(n.Name)
+	h := a.claims.get(n.Name)
 	if h == nil {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/state"
 )
 
@@ -52,12 +53,10 @@ type Observed struct {
 	UserData map[string]string
 }
 
-// ClaimSeen is a node's claim as a refresh saw it, and how it was judged then.
+// ClaimSeen is a node's claim as a refresh saw it, and how it was judged then: whether its
+// apply still ran, as far as could be told, and how that was judged.
 type ClaimSeen struct {
-	Claim *model.Claim
-	// Live: its apply still ran, as far as could be told (Why says how that was judged).
-	Live bool
-	Why  string
+	planner.JudgedClaim
 	// Seen is when the claim was first seen with its expiry (zero: not judged by it): a
 	// lease counts from then (model.Claim.LeaseEnd), in apply too.
 	Seen time.Time

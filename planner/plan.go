@@ -127,12 +127,18 @@ func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, node
 	for i, n := range nodes {
 		plans[i] = planNode(in, n, pool, target)
 		// Held and untargeted nodes get no steps; out of service they still count below.
-		if held, untargeted := sc.hold(n), !sc.nodeTargeted(pool.Name, n.Name); held != "" || untargeted {
-			keepOut(&plans[i], held, untargeted && held == "")
-			if held != "" {
+		held := HoldGate{}.Ask(&Facts{AtPlan: true, Node: n.Name, Pool: &pp, Excluded: sc.excluded[n.Name], Observed: []model.Node{*n}})
+		if untargeted := !sc.nodeTargeted(pool.Name, n.Name); held.Kind == Skip || untargeted {
+			keepOut(&plans[i], held.Reason, untargeted && held.Kind != Skip)
+			if held.Kind == Skip {
 				pp.Held++
 			} else {
 				pp.Untargeted++
+			}
+		}
+		if plans[i].Changed() {
+			if v := (ClaimGate{}).Ask(&Facts{AtPlan: true, Node: n.Name, Pool: &pp, Claim: in.claimFacts(n.Name)}); !v.Passes() {
+				plans[i].Blockers = append(plans[i].Blockers, Blocker{Kind: BlockClaim, Message: v.Reason})
 			}
 		}
 		if plans[i].Condition != "" {
@@ -168,7 +174,7 @@ func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, node
 	for _, i := range order {
 		sorted = append(sorted, plans[i])
 	}
-	sl := schedule(&pp, sorted, out)
+	sl := schedule(&pp, sorted, out, nodes)
 	if w := firstBootWarning(in, target, nodes); w != "" {
 		pp.Warnings = append(pp.Warnings, w)
 	}
@@ -190,7 +196,7 @@ type poolSlots struct{ slots, first int }
 // schedule gives each changing node its wave, or defers it with the pool's blocker. Nodes
 // out of service already start in the first wave, each in its own slot; the others share
 // the slots the budget leaves, wave after wave.
-func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
+func schedule(pp *PoolPlan, nodes []NodePlan, out []string, members []*model.Node) poolSlots {
 	changing, inOwnSlot, resumed := 0, 0, 0
 	for _, n := range nodes {
 		if n.Changed() {
@@ -207,9 +213,9 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
 	if changing == 0 {
 		return poolSlots{}
 	}
-	if pp.Paused {
+	if v := (PausedGate{}).Ask(&Facts{AtPlan: true, Pool: pp}); v.Kind == Defer {
 		pp.Blockers = append(pp.Blockers, Blocker{Kind: BlockPaused,
-			Message: fmt.Sprintf("pool %s is paused: %s deferred", pp.Name, nodeChanges(changing))})
+			Message: fmt.Sprintf("%s: %s deferred", v.Reason, nodeChanges(changing))})
 		for k := range nodes {
 			nodes[k].Deferred = nodes[k].Changed()
 		}
@@ -218,12 +224,15 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
 	if inOwnSlot > 0 {
 		pp.Waves = 1
 	}
-	// A node an interrupted apply took out of service (resumed from the journal) is back in
-	// service once this apply finishes it: the others wait for it, in later waves, instead
-	// of being deferred to another apply.
 	slots, first := pp.Slots, 1
-	if slots <= 0 && resumed > 0 {
-		slots, first = min(pp.Slots+resumed, pp.MaxUnavailable), 2
+	if !roomInService(pp, nodes, members, false) {
+		slots = 0
+		// A node an interrupted apply took out of service (resumed) is back in service
+		// once this apply finishes it: the others wait for it, in later waves, instead of
+		// being deferred to another apply.
+		if resumed > 0 && roomInService(pp, nodes, members, true) {
+			slots, first = min(pp.Slots+resumed, pp.MaxUnavailable), 2
+		}
 	}
 	// With a canary, its nodes (the first changing ones in rollout order) form the first
 	// phase; the others start in waves after the canary's last.
@@ -265,6 +274,29 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
 				pp.MaxUnavailable, pp.Unavailable, nodesWord(pp.Size), strings.Join(out, ", "), nodeChanges(left))})
 	}
 	return poolSlots{slots, first}
+}
+
+// roomInService asks the budget gate, as apply will, whether the pool's first changing
+// node in service may start — with the nodes it resumes back in service, when resumed:
+// they are, once this apply finished them. True when no node in service changes.
+func roomInService(pp *PoolPlan, nodes []NodePlan, members []*model.Node, resumed bool) bool {
+	k := slices.IndexFunc(nodes, func(n NodePlan) bool { return n.Changed() && n.Condition == "" })
+	if k < 0 {
+		return true
+	}
+	back := map[string]bool{}
+	if resumed {
+		for _, n := range nodes {
+			back[n.Name] = n.Action == NodeResume && n.Condition != ""
+		}
+	}
+	observed := make([]model.Node, 0, len(members))
+	for _, m := range members {
+		if !back[m.Name] {
+			observed = append(observed, *m)
+		}
+	}
+	return (BudgetGate{}).Ask(&Facts{AtPlan: true, Node: nodes[k].Name, Pool: pp, Observed: observed}).Passes()
 }
 
 // planNode derives one node's steps from what it reports — the config it runs, its drift,

@@ -34,6 +34,10 @@ type Input struct {
 	// Now is the time the plan is made for: maintenance windows are shown open or closed
 	// at it. The planner reads no clock.
 	Now time.Time
+	// Claims are the nodes' claims as the refresh saw them, each judged then (the engine
+	// judges: the planner reads no process and no lock), by node: a changing node another
+	// live apply holds is blocked (BlockClaim, asked of the claim gate as apply asks it).
+	Claims map[string]JudgedClaim
 
 	memo     map[deriveKey]derived      // set by MakePlan
 	inFlight map[string]*model.InFlight // InFlight by node, set by MakePlan
