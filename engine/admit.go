@@ -62,13 +62,7 @@ func (r *poolRun) admit(n planner.NodePlan, rest int) planner.Verdict {
 func (q *admission) withSlot() planner.Verdict {
 	r := q.r
 	r.global <- struct{}{}
-	f, stop := q.look(false)
-	v := planner.Verdict{}
-	if stop != nil {
-		v = *stop
-	} else {
-		v = planner.Admit(planner.Gates, f)
-	}
+	v := q.ask(planner.Gates, false)
 	if v.Passes() {
 		r.mu.Lock()
 		r.busy[q.node.Name] = "updating"
@@ -164,6 +158,15 @@ func (q *admission) look(fresh bool) (*planner.Facts, *planner.Verdict) {
 	return f, nil
 }
 
+// ask asks gates with a look at the pool (look; fresh: at the state lock too).
+func (q *admission) ask(gates []planner.Gate, fresh bool) planner.Verdict {
+	f, stop := q.look(fresh)
+	if stop != nil {
+		return *stop
+	}
+	return planner.Admit(gates, f)
+}
+
 // wait waits as a Wait verdict says — until its time on the pacing clock, its poll on the
 // wall clock, a node of the pool finishing, or the end of apply — saying what it waits for
 // when that changed. How long the node has waited on the verdict's gate counts on; on
@@ -243,13 +246,7 @@ func (q *admission) take() planner.Verdict {
 	if !r.a.opts.Lock.NoLock {
 		return planner.Verdict{}
 	}
-	f, stop := q.look(true)
-	v := planner.Verdict{}
-	if stop != nil {
-		v = *stop
-	} else {
-		v = planner.Admit(planner.NodeGates, f)
-	}
+	v := q.ask(planner.NodeGates, true)
 	if v.Passes() {
 		return v
 	}

@@ -30,6 +30,9 @@ func inFlight(st *state.State, fleet *model.Fleet) []model.InFlight {
 	for i := range fleet.Nodes {
 		n := &fleet.Nodes[i]
 		c := n.Claim
+		if c != nil && c.Intent != nil && !c.Intent.Phase.Valid() {
+			c = nil // an intent mcp did not write (a hand edit): it says nothing
+		}
 		e, journaled := st.Journal[n.Name]
 		switch {
 		case journaled:

@@ -40,6 +40,8 @@ func TestInFlightFromTheRecords(t *testing.T) {
 		{Name: "theirs", Unschedulable: true, Claim: func() *model.Claim { c := claim("B", model.PhaseHandOver, true); c.State = "theirs"; return c }()},
 		// Cordoned under a released claim: that apply ended with the node.
 		{Name: "released", Unschedulable: true, Claim: released},
+		// An intent of no phase mcp writes: it says nothing.
+		{Name: "hand-edited", Unschedulable: true, Claim: claim("D", model.Phase("half-done"), true)},
 		// Looks in flight — Working on a target, cordoned under a held claim — and nothing
 		// recorded says so.
 		{Name: "shape", Unschedulable: true, State: model.StateWorking, DesiredConfig: "rendered-x",
