@@ -320,6 +320,39 @@ func TestApplyResumesFromJournal(t *testing.T) {
 	}
 }
 
+// handOvers is the fake provider with each hand-over of no steps (a node recording its
+// config) in the trace.
+type handOvers struct{ *fakeProvider }
+
+func (h handOvers) RunNodeSteps(ctx context.Context, node string, from, target *model.Rendered, steps []model.Step, done func(model.Step)) error {
+	if len(steps) == 0 {
+		if err := h.record(node, "record config"); err != nil {
+			return err
+		}
+	}
+	return h.fakeProvider.RunNodeSteps(ctx, node, from, target, steps, done)
+}
+
+// A resumed node whose node steps the interrupted apply all did (it reports its target,
+// cordoned by that apply) records its config while still cordoned, then is uncordoned:
+// once back in service nothing takes it out again. The crash harness found it handed over
+// after its uncordon, out of service beside a node its pool's budget had let start.
+func TestResumedNodeRecordsItsConfigBeforeItsUncordon(t *testing.T) {
+	f := newFake(map[string]int{"worker": 1})
+	w, st := newTestWorkspace(t, f)
+	w.Provider = handOvers{f}
+	p := planFor(f, map[string]int{"worker": 1}, []model.Step{{Kind: model.StepUncordon}})
+	n := &p.Nodes[0]
+	n.Action, n.From = planner.NodeResume, n.To
+	f.fleet.Nodes[0].CurrentConfig, f.fleet.Nodes[0].Unschedulable = n.To, true
+	if _, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"record config", "uncordon"}, f.trace["worker-0"]); d != "" {
+		t.Errorf("worker-0's calls (-want +got):\n%s", d)
+	}
+}
+
 // The plan apply itself made and showed (no plan file), gone stale before its first node
 // — an apply without the lock changed the fleet meanwhile —: nothing acts, and the apply
 // is incomplete (run again, exit 2), not failed, and speaks of no saved plan.

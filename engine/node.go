@@ -50,12 +50,21 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 	return r.run(ctx)
 }
 
-// run walks the node's steps, then has it record its config when no node step did, and
-// runs its health gates.
+// run walks the node's steps, has it record its config when no node step does, and runs
+// its health gates.
 func (r *nodeRun) run(ctx context.Context) error {
 	n := r.n
+	recordConfig := !n.Changed() || !hasNodeStep(n.Steps)
 	for i := 0; i < len(n.Steps); {
 		s := n.Steps[i]
+		if recordConfig && s.Kind == model.StepUncordon {
+			// Recorded before the uncordon, while the node is out of service anyway: once
+			// back in service nothing takes it out again (an agent at work on it is out).
+			if err := r.recordConfig(ctx); err != nil {
+				return err
+			}
+			recordConfig = false
+		}
 		if s.Kind.OnNode() {
 			j := i
 			for j < len(n.Steps) && n.Steps[j].Kind.OnNode() {
@@ -77,15 +86,9 @@ func (r *nodeRun) run(ctx context.Context) error {
 		r.a.emit(Event{Kind: EventStepDone, Node: n.Name, Pool: n.Pool, Step: s, Elapsed: time.Since(t0)})
 		i++
 	}
-	if !n.Changed() || !hasNodeStep(n.Steps) {
-		// Nothing ran on the node, but it must still record its new config (a change of
-		// policies only, or a resumed node whose node steps were all done).
-		err := r.intend(ctx, model.PhaseHandOver, r.cordoned)
-		if err == nil {
-			err = r.a.w.Provider.RunNodeSteps(ctx, n.Name, r.from, r.target, nil, func(model.Step) {})
-		}
-		if err != nil {
-			return r.failed(ctx, model.Step{Kind: model.StepVerify}, err)
+	if recordConfig {
+		if err := r.recordConfig(ctx); err != nil {
+			return err
 		}
 	}
 	if err := r.gate(ctx); err != nil {
@@ -93,6 +96,20 @@ func (r *nodeRun) run(ctx context.Context) error {
 	}
 	r.record(model.Step{}, true)
 	r.a.emit(Event{Kind: EventNodeDone, Node: n.Name, Pool: n.Pool})
+	return nil
+}
+
+// recordConfig has the node record its new config when no node step runs on it (a change
+// of policies only, or a resumed node whose node steps were all done): a hand-over of no
+// steps.
+func (r *nodeRun) recordConfig(ctx context.Context) error {
+	err := r.intend(ctx, model.PhaseHandOver, r.cordoned)
+	if err == nil {
+		err = r.a.w.Provider.RunNodeSteps(ctx, r.n.Name, r.from, r.target, nil, func(model.Step) {})
+	}
+	if err != nil {
+		return r.failed(ctx, model.Step{Kind: model.StepVerify}, err)
+	}
 	return nil
 }
 
