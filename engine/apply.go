@@ -43,6 +43,8 @@ type ApplyOptions struct {
 	// Clock is the time pacing goes by: maintenance windows, canary soak, soak after each
 	// node. Nil: the real clock. Tests pass a fake one so that they wait for no real hours.
 	Clock Clock
+	// Lock is how the caller holds the state lock (Workspace.Lock).
+	Lock Locking
 }
 
 // EventKind says what an Event reports.
@@ -175,49 +177,81 @@ func onlyNotStarted(err error) bool {
 	return errors.Is(err, ErrNotStarted)
 }
 
-// Apply carries out plan p. The caller holds the state lock and passes the state it read
-// under it. The plan is derived again from a fresh refresh of the fleet, the state and the
-// configuration, and carried out with that refresh's observation; a saved plan that is not
-// exactly that is refused before anything changes (rederive), and a fresh one starts no
-// node (startedNothing). Per-node failures are returned together; a failed node stops new
-// starts in its pool while other pools go on.
+// Apply carries out plan p against st, the state the caller read (under the state lock,
+// unless opts.Lock says it holds none), and returns the state that follows: st itself is
+// not changed. The plan is derived again from a fresh refresh of the fleet, the state and
+// the configuration, and carried out with that refresh's observation; a saved plan that is
+// not exactly that is refused before anything changes (rederive), and a fresh one starts
+// no node (startedNothing). Per-node failures are returned together; a failed node stops
+// new starts in its pool while other pools go on.
 //
-// Without the state lock (NoLock), a fresh plan is carried out as it was made, with the
-// observation of its own refresh, without a second one: another apply may be changing the
-// fleet meanwhile, which would make every overlap a refusal; each node is checked as it
-// starts instead (its claim, its pool's budget, a hold). A saved plan is derived again all
-// the same.
-func (w *Workspace) Apply(ctx context.Context, st *state.State, p *Plan, opts ApplyOptions) (*ApplyResult, error) {
-	if p == nil || p.File == nil || p.File.Plan == nil {
-		return nil, errors.New("apply: no plan")
+// Without the state lock, a fresh plan made without it too is carried out as it was made,
+// with the observation of its own refresh, without a second one: another apply may be
+// changing the fleet meanwhile, which would make every overlap a refusal; each node is
+// checked as it starts instead (its claim, its pool's budget, a hold). A saved plan is
+// derived again all the same. A fresh plan is refused when it was made for another
+// configuration (another directory, or other rendered configs).
+//
+// What it writes: through the provider, the pools' command health checks (PublishChecks),
+// the machine templates and user_data Secrets the plan changes, and on each node it starts
+// its claim with its intent before each action (providers.Claimer), the cordon, the drain's
+// evictions, the hand-over of its steps, the uncordon, a Degraded mark when a health gate
+// fails, and the claim's release; through the state backend, the state when the rollout
+// starts (the plan's rendered configs, the pools' boot pointers and boot images) and when
+// it ends (the journal folded in), and a journal record before each node's first action
+// and after each step it finishes. The state returned is the last one written (st, copied,
+// when none was; nil when apply refused the plan before).
+func (w *Workspace) Apply(ctx context.Context, st *state.State, p *Plan, opts ApplyOptions) (*state.State, *ApplyResult, error) {
+	if p == nil || p.File == nil || p.File.Rollout == nil {
+		return nil, nil, errors.New("apply: no plan")
 	}
-	if p.Fresh() && p.w != w {
-		return nil, errors.New("apply: the plan was made by another workspace: apply it with the one that made it, or save it and apply the file")
+	if p.Fresh() {
+		if err := w.madeHere(p.File); err != nil {
+			return nil, nil, err
+		}
 	}
-	if p.Fresh() && w.NoLock {
+	if p.Fresh() && opts.Lock.NoLock && p.Observed.Lock.NoLock {
 		// Made from st, as it was then: a state written since (this process's last apply)
 		// may have done some of its steps already.
 		if err := p.File.CheckFresh(st, p.File.FleetFingerprint); err != nil {
-			return startedNothing(p)
+			res, err := startedNothing(p)
+			return nil, res, err
 		}
 		return w.carryOut(ctx, st, p, opts)
 	}
-	fleet, obs, err := w.refresh(ctx, st)
+	fleet, obs, err := w.refresh(ctx, st, opts.Lock)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	derived, err := w.rederive(st, fleet, obs, p.File)
 	if err != nil {
 		if p.Fresh() && errors.Is(err, planfile.ErrStale) {
-			return startedNothing(p)
+			res, err := startedNothing(p)
+			return nil, res, err
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	return w.carryOut(ctx, st, derived, opts)
 }
 
+// madeHere refuses a plan made for another configuration than w's: another directory, or
+// a pool's rendered config that w does not render.
+func (w *Workspace) madeHere(pf *planfile.File) error {
+	if pf.ConfigDir != "" {
+		if here := canonicalDir(w.Dir); canonicalDir(pf.ConfigDir) != here {
+			return fmt.Errorf("apply: the plan was made for the configuration in %s; this is %s", pf.ConfigDir, here)
+		}
+	}
+	for _, pp := range pf.Rollout.Pools {
+		if r := w.Rendered[pp.Name]; r != nil && r.Name != pp.Rendered {
+			return fmt.Errorf("apply: the plan renders pool %s as %s, this configuration as %s: plan again", pp.Name, pp.Rendered, r.Name)
+		}
+	}
+	return nil
+}
+
 // changedNodes are the names of the nodes plan changes.
-func changedNodes(plan *planner.Plan) []string {
+func changedNodes(plan *planner.Rollout) []string {
 	var names []string
 	for i := range plan.Nodes {
 		if plan.Nodes[i].Changed() {
@@ -228,39 +262,37 @@ func changedNodes(plan *planner.Plan) []string {
 }
 
 // carryOut does p, fresh: made by Plan or re-derived by Apply, with the observation of
-// the refresh it was made from.
-func (w *Workspace) carryOut(ctx context.Context, st *state.State, p *Plan, opts ApplyOptions) (*ApplyResult, error) {
-	if err := refuse(p.File.Plan); err != nil {
-		return nil, err
+// the refresh it was made from. It returns the state it last wrote (applier.written).
+func (w *Workspace) carryOut(ctx context.Context, st *state.State, p *Plan, opts ApplyOptions) (*state.State, *ApplyResult, error) {
+	if err := refuse(p.File.Rollout); err != nil {
+		return nil, nil, err
 	}
-	a := newApplier(w, st, p.File.Plan, p.obs, opts)
-	running.Store(a.id, true)
-	defer running.Delete(a.id)
+	a := newApplier(w, st, p, opts)
 	if a.opts.NoWait {
 		a.closed = a.closedPools()
 	}
 	if err := a.publish(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	res, runErr := a.run(ctx)
 	if cause := context.Cause(ctx); errors.Is(cause, state.ErrLockLost) {
 		// Another run may hold the state now: writing ours over it would lose its work.
-		return res, errors.Join(runErr, fmt.Errorf("the state was not saved: %w; the steps that finished are in the journal, and the next plan shows what is left", cause))
+		return a.written(), res, errors.Join(runErr, fmt.Errorf("the state was not saved: %w; the steps that finished are in the journal, and the next plan shows what is left", cause))
 	}
 	if err := a.writeState(context.WithoutCancel(ctx)); err != nil {
-		return res, errors.Join(runErr, fmt.Errorf("saving state after apply: %w", err))
+		return a.written(), res, errors.Join(runErr, fmt.Errorf("saving state after apply: %w", err))
 	}
-	*st = *a.st
-	return res, runErr
+	return a.written(), res, runErr
 }
 
 type applier struct {
-	w    *Workspace
-	st   *state.State
-	plan *planner.Plan
-	obs  *observation // what the refresh plan was made from saw
-	opts ApplyOptions
-	mu   sync.Mutex // guards st
+	w      *Workspace // the parts: provider, backend, alert source, pools' windows
+	st     *state.State
+	plan   *planner.Rollout
+	obs    *Observed   // what the refresh plan was made from saw
+	claims *nodeClaims // this apply's claims, and the judgement of others'
+	opts   ApplyOptions
+	mu     sync.Mutex // guards st
 	// stop is apply's own context (interrupt, lost lock): node steps run on without it, a
 	// node's health gates stop waiting with it (engine/node.go, gate).
 	stop context.Context
@@ -268,9 +300,9 @@ type applier struct {
 	runMu   sync.Mutex
 	running map[string]chan struct{} // nodes started by this apply; closed when they end
 
-	id     string                 // this apply run, as its claims name it
-	claims map[string]model.Claim // this apply's claims on the nodes it works on (guarded by mu)
-	base   *state.State           // the state as last read or written, for writeState without the lock
+	id string // this apply run, as its claims name it
+
+	base *state.State // the state as last read or written, for writeState without the lock
 
 	// closed: with NoWait, the pools whose windows were all closed when apply started, each
 	// with why it is not started; and pools with skew = "enforce" whose templates could not
@@ -280,7 +312,7 @@ type applier struct {
 	bootErrs []error
 }
 
-func newApplier(w *Workspace, st *state.State, p *planner.Plan, obs *observation, opts ApplyOptions) *applier {
+func newApplier(w *Workspace, read *state.State, p *Plan, opts ApplyOptions) *applier {
 	if opts.Parallelism <= 0 {
 		opts.Parallelism = 10
 	}
@@ -305,11 +337,23 @@ func newApplier(w *Workspace, st *state.State, p *planner.Plan, obs *observation
 	if opts.Clock == nil {
 		opts.Clock = realClock{}
 	}
-	base := st.Clone() // as read: without a lineage when there was no state yet (state.Merge)
+	base := read.Clone() // as read: without a lineage when there was no state yet (state.Merge)
+	st := read.Clone()
 	if st.Lineage == "" {
 		st.Lineage = state.New().Lineage
 	}
-	return &applier{w: w, st: st, plan: p, obs: obs, opts: opts, id: newApplyID(), base: base}
+	judge := newClaimJudge(w.Backend, st.Lineage, opts.Lock)
+	judge.seed(p.Observed.Claims)
+	id := newApplyID()
+	claims := &nodeClaims{id: id, lock: opts.Lock, lineage: st.Lineage, judge: judge, prov: w.provider(), seen: p.Observed.Claims}
+	return &applier{w: w, st: st, plan: p.File.Rollout, obs: p.Observed, claims: claims, opts: opts, id: id, base: base}
+}
+
+// written is the state this apply last wrote, or the state it read when it wrote none.
+func (a *applier) written() *state.State {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.base.Clone()
 }
 
 // publish gives the provider the pools' command health checks (providers.CommandChecker:
@@ -410,15 +454,7 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 		res.APIRequests = -1
 	}
 	if ctx.Err() != nil && len(res.Skipped) > 0 {
-		errs = append(errs, fmt.Errorf("apply interrupted: %s not started; run mcp apply again to continue", nodeCount(len(res.Skipped))))
+		errs = append(errs, fmt.Errorf("apply interrupted: %s not started; run mcp apply again to continue", planner.NodeCount(len(res.Skipped))))
 	}
 	return res, errors.Join(errs...)
-}
-
-// nodeCount is "1 node", "3 nodes".
-func nodeCount(n int) string {
-	if n == 1 {
-		return "1 node"
-	}
-	return fmt.Sprintf("%d nodes", n)
 }

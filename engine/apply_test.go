@@ -142,8 +142,8 @@ func testRendered(pool string) *model.Rendered {
 }
 
 // planFor builds a plan that updates every node of the fake with steps, slots per pool.
-func planFor(f *fakeProvider, slots map[string]int, steps []model.Step) *planner.Plan {
-	p := &planner.Plan{Rendered: map[string]*model.Rendered{}}
+func planFor(f *fakeProvider, slots map[string]int, steps []model.Step) *planner.Rollout {
+	p := &planner.Rollout{Rendered: map[string]*model.Rendered{}}
 	var pools []string
 	for pool := range slots {
 		pools = append(pools, pool)
@@ -175,15 +175,19 @@ func newTestWorkspace(t *testing.T, f *fakeProvider) (*Workspace, *state.State) 
 }
 
 // carryOutPlanned carries out p as if this workspace had just made it from a refresh that
-// saw no claims and no user_data Secrets.
-func (w *Workspace) carryOutPlanned(ctx context.Context, st *state.State, p *planner.Plan, opts ApplyOptions) (*ApplyResult, error) {
-	return w.carryOut(ctx, st, &Plan{File: &planfile.File{Plan: p}, w: w, obs: w.newObservation(st.Lineage)}, opts)
+// saw no claims and no user_data Secrets; *st becomes the state that follows.
+func (w *Workspace) carryOutPlanned(ctx context.Context, st *state.State, p *planner.Rollout, opts ApplyOptions) (*ApplyResult, error) {
+	next, res, err := w.carryOut(ctx, st, &Plan{File: &planfile.File{Rollout: p}, Observed: &Observed{}}, opts)
+	if next != nil {
+		*st = *next
+	}
+	return res, err
 }
 
-func saved(t *testing.T, w *Workspace, st *state.State, p *planner.Plan) *planfile.File {
+func saved(t *testing.T, w *Workspace, st *state.State, p *planner.Rollout) *planfile.File {
 	t.Helper()
 	fl, _ := w.Provider.Refresh(context.Background())
-	return &planfile.File{MCPVersion: Version, Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: Fingerprint(fl), Plan: p}
+	return &planfile.File{MCPVersion: Version, Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: Fingerprint(fl), Rollout: p}
 }
 
 func TestApplyTraceEqualsPlanAndBudgetHolds(t *testing.T) {
@@ -308,9 +312,44 @@ func TestApplyResumesFromJournal(t *testing.T) {
 		t.Fatalf("error = %v, want a node left cordoned after a part-way change", err)
 	}
 	st2, _ := w.Backend.Read(context.Background())
-	want := model.JournalEntry{Target: testRendered("worker").Name, Done: []string{"cordon", "drain", "write /etc/a", "reboot"}}
-	if d := cmp.Diff(want, st2.Journal["worker-0"]); d != "" {
-		t.Errorf("journal (-want +got):\n%s", d)
+	got := st2.Journal["worker-0"]
+	// The entry names the apply run that began it (issue 43), whichever it was.
+	want := model.JournalEntry{Apply: got.Apply, Target: testRendered("worker").Name, Done: []string{"cordon", "drain", "write /etc/a", "reboot"}}
+	if d := cmp.Diff(want, got); d != "" || got.Apply == "" {
+		t.Errorf("journal (-want +got):\n%s\napply %q", d, got.Apply)
+	}
+}
+
+// handOvers is the fake provider with each hand-over of no steps (a node recording its
+// config) in the trace.
+type handOvers struct{ *fakeProvider }
+
+func (h handOvers) RunNodeSteps(ctx context.Context, node string, from, target *model.Rendered, steps []model.Step, done func(model.Step)) error {
+	if len(steps) == 0 {
+		if err := h.record(node, "record config"); err != nil {
+			return err
+		}
+	}
+	return h.fakeProvider.RunNodeSteps(ctx, node, from, target, steps, done)
+}
+
+// A resumed node whose node steps the interrupted apply all did (it reports its target,
+// cordoned by that apply) records its config while still cordoned, then is uncordoned:
+// once back in service nothing takes it out again. The crash harness found it handed over
+// after its uncordon, out of service beside a node its pool's budget had let start.
+func TestResumedNodeRecordsItsConfigBeforeItsUncordon(t *testing.T) {
+	f := newFake(map[string]int{"worker": 1})
+	w, st := newTestWorkspace(t, f)
+	w.Provider = handOvers{f}
+	p := planFor(f, map[string]int{"worker": 1}, []model.Step{{Kind: model.StepUncordon}})
+	n := &p.Nodes[0]
+	n.Action, n.From = planner.NodeResume, n.To
+	f.fleet.Nodes[0].CurrentConfig, f.fleet.Nodes[0].Unschedulable = n.To, true
+	if _, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"record config", "uncordon"}, f.trace["worker-0"]); d != "" {
+		t.Errorf("worker-0's calls (-want +got):\n%s", d)
 	}
 }
 
@@ -321,10 +360,10 @@ func TestApplyOwnPlanGoneStaleStartsNothing(t *testing.T) {
 	f := newFake(map[string]int{"worker": 2})
 	w, st := newTestWorkspace(t, f)
 	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
-	fresh := &Plan{File: saved(t, w, st, p), w: w, obs: w.newObservation(st.Lineage)} // as Plan makes it
+	fresh := &Plan{File: saved(t, w, st, p), Observed: &Observed{}} // as Plan makes it
 	// Another apply took the node out meanwhile.
 	f.fleet.Nodes[1].Ready = false
-	res, err := w.Apply(context.Background(), st, fresh, ApplyOptions{})
+	_, res, err := w.Apply(context.Background(), st, fresh, ApplyOptions{})
 	if Outcome(res, err) != Incomplete || err == nil || strings.Contains(err.Error(), "saved plan") ||
 		!strings.Contains(err.Error(), "no node was started; run mcp apply again") {
 		t.Fatalf("outcome %v, error %v: want incomplete, nothing started", Outcome(res, err), err)
@@ -343,7 +382,7 @@ func TestApplyRefusesStalePlan(t *testing.T) {
 	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
 	pf := saved(t, w, st, p)
 	f.fleet.Nodes[1].Ready = false // the world moved on
-	_, err := w.Apply(context.Background(), st, Saved(pf), ApplyOptions{})
+	_, _, err := w.Apply(context.Background(), st, Saved(pf), ApplyOptions{})
 	if err == nil || !strings.Contains(err.Error(), "fleet changed") {
 		t.Fatalf("error = %v, want a stale-plan refusal", err)
 	}
@@ -352,7 +391,7 @@ func TestApplyRefusesStalePlan(t *testing.T) {
 	}
 	pf = saved(t, w, st, p)
 	pf.Serial = 7
-	if _, err := w.Apply(context.Background(), st, Saved(pf), ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "serial") {
+	if _, _, err := w.Apply(context.Background(), st, Saved(pf), ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "serial") {
 		t.Fatalf("error = %v, want a serial mismatch", err)
 	}
 }

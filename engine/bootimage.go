@@ -11,7 +11,7 @@ import (
 
 // refuse is the error apply returns, before it changes anything, for a plan that a pool's
 // skew = "enforce" refuses.
-func refuse(p *planner.Plan) error {
+func refuse(p *planner.Rollout) error {
 	r := p.Refusals()
 	if len(r) == 0 {
 		return nil

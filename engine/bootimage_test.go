@@ -31,7 +31,7 @@ func (f *templateFake) SetTemplateImage(_ context.Context, t model.MachineTempla
 	return nil
 }
 
-func bootPlan(p *planner.Plan, skew model.SkewPolicy, templates ...planner.TemplatePlan) {
+func bootPlan(p *planner.Rollout, skew model.SkewPolicy, templates ...planner.TemplatePlan) {
 	to := model.BootImageDef{Name: "fcos-41", OSImage: "quay.io/fcos:41", Images: map[string]string{"gcp": "img-41"}}
 	p.BootImages = []planner.BootImagePlan{{Pool: "worker", Policy: model.BootImageManaged, Skew: skew, To: &to, Changed: true,
 		OSImage: to.OSImage, Templates: templates}}

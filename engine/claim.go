@@ -5,216 +5,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
-	"os"
-	"os/user"
 	"sync"
 	"time"
 
-	"github.com/mcpfleet/mcp/internal/liveproc"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers"
-	"github.com/mcpfleet/mcp/state"
 )
-
-// One apply per node (docs/decisions.md): before a node's first step apply claims it on the
-// node itself (providers.Claimer), and it starts no node another live apply holds, or
-// worked on since this apply's plan was made. Whether a claim's apply still runs is judged
-// here, from what the claim names.
-
-// claimTTL is how long a claim stays live, for whoever can check neither its process nor
-// the state lock it was taken under, unless its apply renews it (every quarter of it, while
-// it works on the node). It is also the most a claim's expiry is believed (model.Claim.LeaseEnd).
-// A variable for tests only.
-var claimTTL = 2 * time.Minute
-
-// lockLook is how long a look at the state lock is trusted when judging claims.
-const lockLook = time.Second
-
-// running holds the ids of this process's applies under way: a claim naming this process
-// is live while its apply is (tests run several applies in one process).
-var running sync.Map
-
-// claimJudge judges claims for a workspace. One is made per refresh a plan is made from,
-// and goes with that plan (observation): what it finds gone stays gone for the apply.
-type claimJudge struct {
-	w      *Workspace
-	self   model.Process
-	host   string // user@host
-	state  string // the lineage of the state read ("": none yet)
-	locked bool   // whoever judges holds the state lock (not Workspace.NoLock)
-
-	mu     sync.Mutex
-	gone   map[string]string    // apply id → why it is gone: a gone apply does not come back
-	seen   map[string]time.Time // apply id and expiry → when first seen (LeaseEnd)
-	lockAt time.Time
-	lock   *state.LockStatus
-}
-
-func newClaimJudge(w *Workspace, lineage string) *claimJudge {
-	host := "unknown"
-	if u, err := user.Current(); err == nil {
-		host = u.Username
-	}
-	if h, err := os.Hostname(); err == nil {
-		host += "@" + h
-	}
-	return &claimJudge{w: w, self: liveproc.Self(), host: host, state: lineage, locked: !w.NoLock,
-		gone: map[string]string{}, seen: map[string]time.Time{}}
-}
-
-// live says whether held's apply still runs, and how that was judged:
-//   - from the same machine, boot and PID namespace, by its process: running, not a
-//     zombie, started when the claim says (not a reused PID); in this process, by its
-//     apply being under way;
-//   - elsewhere, taken under a lock of this state: while that lock is held — so never,
-//     for an apply that holds the lock itself (its holder gave it up or lost it);
-//   - elsewhere, taken without the lock or under another state's lock (which cannot be
-//     looked at from here): until it expires (its apply renews it), and never longer than
-//     claimTTL from when this judge saw it so (model.Claim.LeaseEnd).
-func (j *claimJudge) live(held model.Claim) (bool, string) {
-	if !held.Held() {
-		return false, "released"
-	}
-	j.mu.Lock()
-	why, gone := j.gone[held.Apply]
-	j.mu.Unlock()
-	if gone {
-		return false, why
-	}
-	live, why := j.judge(held)
-	// Only what no renewal can bring back is remembered: a process gone, a lock lost.
-	if !live && (held.SamePlace(j.self) || held.Lock != "" && j.locked && j.ours(held)) {
-		j.mu.Lock()
-		j.gone[held.Apply] = why
-		j.mu.Unlock()
-	}
-	return live, why
-}
-
-func (j *claimJudge) judge(held model.Claim) (bool, string) {
-	switch {
-	case held.SamePlace(j.self) && held.PID == j.self.PID:
-		if _, ok := running.Load(held.Apply); ok {
-			return true, "an apply of this process"
-		}
-		return false, "its apply in this process has ended"
-	case held.SamePlace(j.self):
-		live, _, why := liveproc.Judge(held.Process)
-		return live, why
-	case held.Lock != "" && !j.ours(held):
-		return j.leased(held, fmt.Sprintf("taken under state lock %s of another state (lineage %s), which this apply cannot look at", held.Lock, held.State))
-	case held.Lock != "" && j.locked:
-		return false, fmt.Sprintf("it was taken under state lock %s, and this apply holds the lock now", held.Lock)
-	case held.Lock != "":
-		st, err := j.lockStatus(context.Background(), false)
-		if err != nil {
-			return true, fmt.Sprintf("taken under state lock %s, and the lock cannot be read: %v", held.Lock, err)
-		}
-		if st != nil && st.Holder.ID == held.Lock && st.Alive {
-			return true, fmt.Sprintf("its apply holds state lock %s", held.Lock)
-		}
-		return false, fmt.Sprintf("state lock %s, which it was taken under, is not held any more", held.Lock)
-	}
-	return j.leased(held, "taken without the state lock where its process cannot be checked from here")
-}
-
-// ours says whether held was taken under a lock of the state this judge's apply works
-// with (a claim that names no state is taken for one). Without a state backend there is
-// no lock to look at: every lock is another's.
-func (j *claimJudge) ours(held model.Claim) bool {
-	return j.w.Backend != nil && (held.State == "" || held.State == j.state)
-}
-
-// leased judges held by its expiry, capped (model.Claim.LeaseEnd) from when this judge
-// first saw it with that expiry; how says how it was taken.
-func (j *claimJudge) leased(held model.Claim, how string) (bool, string) {
-	key := held.Apply + "\x00" + held.Expires.String()
-	now := time.Now()
-	j.mu.Lock()
-	seen, ok := j.seen[key]
-	if !ok {
-		seen = now
-		j.seen[key] = now
-	}
-	j.mu.Unlock()
-	end, capped := held.LeaseEnd(seen, claimTTL)
-	note := ""
-	if capped && !held.Expires.IsZero() {
-		note = fmt.Sprintf(" (its expiry, %s, is further ahead than an apply asks for: taken as %s from when this run first saw it)",
-			held.Expires.Format(time.RFC3339), claimTTL)
-	} else if capped {
-		note = fmt.Sprintf(" (it has no expiry: taken as %s from when this run first saw it)", claimTTL)
-	}
-	if now.Before(end) {
-		return true, fmt.Sprintf("%s; live until %s unless renewed%s", how, end.Local().Format(time.RFC3339), note)
-	}
-	return false, fmt.Sprintf("%s; not renewed since it lapsed at %s%s", how, end.Local().Format(time.RFC3339), note)
-}
-
-// lockStatus looks at the state lock (nil: not held; the backend cannot tell: nil too),
-// trusting a look made within lockLook unless fresh.
-func (j *claimJudge) lockStatus(ctx context.Context, fresh bool) (*state.LockStatus, error) {
-	insp, ok := j.w.Backend.(state.LockInspector)
-	if !ok {
-		return nil, nil
-	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if !fresh && time.Since(j.lockAt) < lockLook {
-		return j.lock, nil
-	}
-	st, err := insp.LockStatus(ctx)
-	if err != nil {
-		return nil, err
-	}
-	j.lock, j.lockAt = st, time.Now()
-	return st, nil
-}
-
-// claimSeen is a node's claim as the refresh a plan was made from saw it.
-type claimSeen struct {
-	claim *model.Claim
-	live  bool
-	why   string
-}
-
-// noteClaims are the nodes' claims as fleet shows them, with whether their applies ran
-// then: the plan made from fleet is carried out only on nodes whose claim is still that
-// one, held by no live apply then (claimedSince). Nil when the provider keeps no claims.
-func (o *observation) noteClaims(fleet *model.Fleet) map[string]claimSeen {
-	if !o.judge.w.provider().Has(providers.CapClaimer) {
-		return nil
-	}
-	seen := make(map[string]claimSeen)
-	for i := range fleet.Nodes {
-		n := &fleet.Nodes[i]
-		if n.Claim == nil {
-			continue
-		}
-		s := claimSeen{claim: n.Claim}
-		s.live, s.why = o.judge.live(*n.Claim)
-		seen[n.Name] = s
-	}
-	return seen
-}
-
-// blockClaimed marks the plan's changing nodes that another live apply holds, as their
-// claims were judged at the refresh (planner.BlockClaim): who holds each, and until when
-// or while what. Apply waits for such a node's claim to lapse, within -budget-wait, and
-// leaves it to its holder otherwise (claimedSince).
-func (o *observation) blockClaimed(p *planner.Plan) {
-	for i := range p.Nodes {
-		n := &p.Nodes[i]
-		seen, ok := o.claims[n.Name]
-		if !ok || !seen.live || !n.Changed() {
-			continue
-		}
-		n.Blockers = append(n.Blockers, planner.Blocker{Kind: planner.BlockClaim,
-			Message: fmt.Sprintf("held by %s: %s", seen.claim, seen.why)})
-	}
-}
 
 // claimedError: a node not started because another apply works on it, or did since this
 // apply's plan was made.
@@ -222,158 +19,72 @@ type claimedError struct{ node, why string }
 
 func (e *claimedError) Error() string { return fmt.Sprintf("node %s not started: %s", e.node, e.why) }
 
-// claimedSince checks node, as just observed, against its claim when the plan was made: a
-// claim held then by a live apply, or any other claim since, means another apply may have
-// worked on the node after the plan saw it, and its planned steps may be stale (a reboot
-// done twice); the node is not started.
-func (a *applier) claimedSince(node string, observed []model.Node) error {
+// claimFacts are node's claim as the plan saw it and as observed now, each with how it
+// was judged, for the claim gate (planner.ClaimGate). Nil when observed lacks node.
+func (c *nodeClaims) facts(node string, observed []model.Node) *planner.ClaimFacts {
 	for i := range observed {
 		n := &observed[i]
-		if n.Name != node || n.Claim != nil && n.Claim.Apply == a.id {
+		if n.Name != node {
 			continue
 		}
-		seen := a.obs.claims[node]
-		switch {
-		case seen.live && n.Claim.Same(seen.claim) && !n.Claim.SamePlace(a.obs.judge.self):
-			return a.claimLapsing(node, n.Claim)
-		case seen.live:
-			return notStarted(&claimedError{node, fmt.Sprintf("%s held it when this apply's plan was made (%s): the plan's steps for it may be stale",
-				seen.claim, seen.why)})
-		case !n.Claim.Same(seen.claim) && n.Claim.Held():
-			why := "since this apply's plan was made"
-			if live, how := a.obs.judge.live(*n.Claim); live {
-				why += "; it still runs (" + how + ")"
-			}
-			return notStarted(&claimedError{node, fmt.Sprintf("%s claimed it %s", n.Claim, why)})
-		case !n.Claim.Same(seen.claim):
-			return notStarted(&claimedError{node, fmt.Sprintf("apply %s worked on it since this apply's plan was made: the plan's steps for it may be stale",
-				n.Claim.Apply)})
+		f := &planner.ClaimFacts{Seen: c.seen[node].JudgedClaim,
+			Now: planner.JudgedClaim{Claim: n.Claim}, Mine: n.Claim != nil && n.Claim.Apply == c.id,
+			Elsewhere: n.Claim != nil && !n.Claim.SamePlace(c.judge.self)}
+		if n.Claim.Held() && !f.Mine {
+			f.Now.Live, f.Now.Why = c.judge.live(*n.Claim)
 		}
+		return f
 	}
 	return nil
 }
 
-// claimLapsing weighs a node whose claim, live when the plan was made, is unchanged since
-// and names an apply elsewhere (another machine, boot or PID namespace): its liveness is
-// its lease (or the state lock it was taken under), not a process this run can check. A
-// live apply there renews its claim, so one still the same once it has expired (or its
-// lock gone) is an apply that stopped before the plan and touched the node no more: the
-// node is this apply's, in its own slot, and the room its claim held frees then, not at the
-// end of -budget-wait. Until then the node waits for room, saying for what.
-func (a *applier) claimLapsing(node string, held *model.Claim) error {
-	live, why := a.obs.judge.live(*held)
-	if !live {
-		return nil
-	}
-	return &claimWaitError{why: fmt.Sprintf("node %s is held by %s (%s)", node, held, why)}
-}
-
-// claimWaitError: the node may start once another apply's claim on it lapses; it waits for
-// room meanwhile, within -budget-wait.
-type claimWaitError struct{ why string }
-
-func (e *claimWaitError) Error() string { return e.why }
-
 // othersClaims adds to busy (a copy is returned) the nodes of observed, other than node,
 // that another live apply holds: they are about to be out of service, or are.
-func (a *applier) othersClaims(busy map[string]string, node string, observed []model.Node) map[string]string {
+func (c *nodeClaims) others(busy map[string]string, node string, observed []model.Node) map[string]string {
 	out := make(map[string]string, len(busy))
 	for k, v := range busy {
 		out[k] = v
 	}
 	for i := range observed {
 		n := &observed[i]
-		if n.Name == node || !n.Claim.Held() || n.Claim.Apply == a.id {
+		if n.Name == node || !n.Claim.Held() || n.Claim.Apply == c.id {
 			continue
 		}
-		if live, _ := a.obs.judge.live(*n.Claim); live {
+		if live, _ := c.judge.live(*n.Claim); live {
 			out[n.Name] = "claimed by apply " + n.Claim.Apply
 		}
 	}
 	return out
 }
 
-// newClaim is this apply's claim, taken now, naming the state lock it holds (none with
-// -lock=false) and that lock's state. It expires unless renewed: whoever can check
-// neither its process nor that lock judges it by its expiry.
-func (a *applier) newClaim() model.Claim {
-	j := a.obs.judge
-	c := model.Claim{Apply: a.id, Lock: a.w.lockID, State: a.st.Lineage, Host: j.host, Process: j.self, Since: time.Now().UTC()}
-	if a.w.NoLock {
-		c.Lock = ""
+// newClaim is this apply's claim on node, taken now, naming the state lock it holds (none
+// with -lock=false) and that lock's state, with its intent: the node's target, nothing
+// begun (a node taken over cordoned from an interrupted apply is cordoned by this one from
+// now on). It expires unless renewed: whoever can check neither its process nor that lock
+// judges it by its expiry.
+func (c *nodeClaims) newClaim(n planner.NodePlan, cordoned bool) model.Claim {
+	j := c.judge
+	cl := model.Claim{Apply: c.id, Lock: c.lock.ID, State: c.lineage, Host: j.host, Process: j.self, Since: time.Now().UTC()}
+	if c.lock.NoLock {
+		cl.Lock = ""
 	}
-	c.Expires = c.Since.Add(claimTTL)
-	return c
+	cl.Expires = cl.Since.Add(claimTTL)
+	return intent(cl, n, model.PhaseClaimed, cordoned)
 }
 
 // newApplyID names one apply run.
 func newApplyID() string { return rand.Text() }
 
 // claimer is the provider's Claimer, if it keeps claims.
-func (a *applier) claimer() (providers.Claimer, bool) {
-	c := a.w.provider()
-	return c, c.Has(providers.CapClaimer)
-}
-
-// take claims node for this apply. A live other apply's claim leaves the node not started
-// (a claimedError). Without the state lock, the pool is looked at again once the claim is
-// on the node (look): another apply may have claimed a node of the pool at the same
-// moment, and of two that did, at least one sees the other; when there is no room the
-// claim is given back as it was, and errNoRoom sends the node back to wait.
-func (r *poolRun) take(node string) error {
-	cl, ok := r.a.claimer()
-	if !ok {
-		return nil
-	}
-	c := r.a.newClaim()
-	prev, err := cl.Claim(r.ctx, node, c, r.a.obs.judge.live)
-	var ce *providers.ClaimedError
-	switch {
-	case errors.As(err, &ce):
-		return notStarted(&claimedError{node, fmt.Sprintf("%s works on it (%s)", &ce.Holder, ce.Why)})
-	case err != nil:
-		return notStarted(fmt.Errorf("pool %s: node %s not started: claiming it: %w", r.pp.Name, node, err))
-	}
-	r.a.keepClaim(node, c)
-	if !r.a.w.NoLock {
-		return nil
-	}
-	room, why, err := r.look(node, true)
-	if err == nil && room {
-		return nil
-	}
-	r.a.dropClaim(node)
-	if rerr := cl.Release(context.WithoutCancel(r.ctx), node, c, prev); rerr != nil {
-		err = errors.Join(err, rerr)
-	}
-	if err != nil {
-		return err
-	}
-	r.a.emit(Event{Kind: EventWaiting, Pool: r.pp.Name, Node: node, Reason: why})
-	return errNoRoom
-}
-
-// backOff pauses a node whose claim was given back for a random part of BudgetPoll, so
-// that two applies that claimed at one moment do not claim at one moment again. A node
-// that keeps backing off for BudgetWait is not started, nor the rest of its pool.
-func (r *poolRun) backOff(node string, since time.Time) error {
-	if time.Since(since) > r.a.opts.BudgetWait {
-		return notStarted(fmt.Errorf("pool %s: node %s and the rest not started: no room in the budget beside other applies within %s",
-			r.pp.Name, node, r.a.opts.BudgetWait))
-	}
-	select {
-	case <-r.ctx.Done():
-		return r.ctx.Err()
-	case <-time.After(mrand.N(r.a.opts.BudgetPoll/2 + 1)):
-	}
-	return errNoRoom
+func (c *nodeClaims) claimer() (providers.Claimer, bool) {
+	return c.prov, c.prov.Has(providers.CapClaimer)
 }
 
 // lockedApply says why no node may start without the state lock now: an apply that holds
 // the lock runs (it counts every node out of service as it finds them, and may not see
 // this apply's claims in time), or the lock cannot be read. "" when none.
-func (a *applier) lockedApply(ctx context.Context, fresh bool) string {
-	st, err := a.obs.judge.lockStatus(ctx, fresh)
+func (c *nodeClaims) lockedApply(ctx context.Context, fresh bool) string {
+	st, err := c.judge.lockStatus(ctx, fresh)
 	switch {
 	case err != nil:
 		return fmt.Sprintf("the state lock cannot be read (%v): with -lock=false no node starts until it shows no apply holds it", err)
@@ -385,31 +96,60 @@ func (a *applier) lockedApply(ctx context.Context, fresh bool) string {
 		h.Who, h.PID, h.ID, st.Detail)
 }
 
-func (a *applier) keepClaim(node string, c model.Claim) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.claims == nil {
-		a.claims = map[string]model.Claim{}
+// nodeClaims are this apply's claims on the nodes it works on (One apply per node): each
+// taken once the gates let its node start, with its intent, renewed while the node is
+// worked on, released when it ends; and the judgement of other applies' claims on the
+// pool's nodes, as the claim and budget gates ask it.
+type nodeClaims struct {
+	id      string // this apply run, as its claims name it
+	lock    Locking
+	lineage string // the state's, which its lock is a lock of
+	judge   *claimJudge
+	prov    *providers.Adapter
+	seen    map[string]ClaimSeen // as the plan's refresh saw them
+
+	mu   sync.Mutex
+	held map[string]*heldClaim
+}
+
+// heldClaim is a claim this apply holds on a node: the latest one, with its intent.
+// Its renewals and new intents are made one at a time (mu), each from the latest.
+type heldClaim struct {
+	mu sync.Mutex
+	c  model.Claim
+}
+
+// keep records c as this apply's claim on node.
+func (c *nodeClaims) keep(node string, cl model.Claim) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held == nil {
+		c.held = map[string]*heldClaim{}
 	}
-	a.claims[node] = c
+	c.held[node] = &heldClaim{c: cl}
 }
 
-func (a *applier) dropClaim(node string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.claims, node)
+// get is the claim this apply holds on node (nil: none).
+func (c *nodeClaims) get(node string) *heldClaim {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held[node]
 }
 
-// runClaimed runs node n holding its claim: renewed while it works (with the state lock
-// too: an apply of another state judges it by its expiry), released (kept on the node as
-// a record) when it ends, whatever the outcome.
-func (a *applier) runClaimed(ctx context.Context, n planner.NodePlan) error {
-	cl, ok := a.claimer()
-	a.mu.Lock()
-	c, held := a.claims[n.Name]
-	a.mu.Unlock()
-	if !ok || !held {
-		return a.runNode(ctx, n)
+func (c *nodeClaims) drop(node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.held, node)
+}
+
+// hold runs node's work (run) holding its claim: renewed while it works (with the state
+// lock too: an apply of another state judges it by its expiry), released (kept on the node
+// as a record) when it ends, whatever the outcome.
+func (c *nodeClaims) hold(ctx context.Context, node string, run func() error) error {
+	cl, ok := c.claimer()
+	h := c.get(node)
+	if !ok || h == nil {
+		return run()
 	}
 	stop := make(chan struct{})
 	renewed := make(chan struct{})
@@ -425,25 +165,28 @@ func (a *applier) runClaimed(ctx context.Context, n planner.NodePlan) error {
 			}
 			// A renewal that fails is tried again at the next tick; one that finds the
 			// claim taken (it expired meanwhile) cannot stop the node's steps.
-			renew := c
+			h.mu.Lock()
+			renew := h.c
 			renew.Expires = time.Now().UTC().Add(claimTTL)
-			if _, err := cl.Claim(ctx, n.Name, renew, a.obs.judge.live); err == nil {
-				c = renew
+			if _, err := cl.Claim(ctx, node, renew, c.judge.live); err == nil {
+				h.c = renew
 			}
+			h.mu.Unlock()
 		}
 	}()
-	err := a.runNode(ctx, n)
+	err := run()
 	close(stop)
 	<-renewed
-	a.dropClaim(n.Name)
-	done := c
+	c.drop(node)
+	last := h.c
+	done := last
 	done.Released = time.Now().UTC()
 	if err != nil && !errors.Is(err, ErrNotStarted) && !isUnconfirmed(err) {
 		done.Failed = model.FailedWords(err)
 	}
 	// A release that fails leaves the claim held, and live only while this process runs
 	// (or, taken without the lock, until it expires): the node's outcome stands.
-	_ = cl.Release(ctx, n.Name, c, &done)
+	_ = cl.Release(ctx, node, last, &done)
 	return err
 }
 

@@ -73,8 +73,15 @@ func TestClaimJudge(t *testing.T) {
 		{"released", func() model.Claim { c := here("r", child); c.Released = time.Now(); return c }(), false, nil, false},
 		{"another process, running", here("p1", child), false, nil, true},
 		{"another process's PID, reused", here("p2", func() model.Process { p := child; p.Start++; return p }()), false, nil, false},
-		{"this process, its apply under way", here("running", self), false, nil, true},
-		{"this process, its apply ended", here("ended", self), false, nil, false},
+		// An apply of this process is judged as one elsewhere: by its lease (it renews it
+		// while it works), or the lock it was taken under.
+		{"this process, its apply under way", func() model.Claim { c := here("running", self); c.Expires = time.Now().Add(time.Minute); return c }(), false, nil, true},
+		{"this process, its apply ended", func() model.Claim { c := here("ended", self); c.Expires = time.Now().Add(-time.Second); return c }(), false, nil, false},
+		{"this process, under a lock this apply holds now", func() model.Claim {
+			c := here("locked", self)
+			c.Lock, c.Expires = "L", time.Now().Add(time.Minute)
+			return c
+		}(), false, nil, false},
 		{"elsewhere, under a lock this apply holds now", func() model.Claim { c := elsewhere; c.Apply, c.Lock = "l1", "L"; return c }(), false, nil, false},
 		{"elsewhere, under the lock a live apply holds", func() model.Claim { c := elsewhere; c.Apply, c.Lock = "l2", "L"; return c }(), true,
 			&state.LockStatus{Holder: state.LockInfo{ID: "L", Operation: "apply"}, Alive: true}, true},
@@ -122,24 +129,20 @@ func TestClaimJudge(t *testing.T) {
 		}(), false, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w.NoLock = tc.noLock
 			w.Backend = lockView{st: tc.lock}
-			running.Store("running", true)
-			defer running.Delete("running")
 			// A judge per case: it trusts a look at the lock for a second.
-			if got, why := newClaimJudge(w, "mine").live(tc.claim); got != tc.want || why == "" {
+			if got, why := newClaimJudge(w.Backend, "mine", Locking{NoLock: tc.noLock}).live(tc.claim); got != tc.want || why == "" {
 				t.Errorf("live = %v (%s), want %v", got, why, tc.want)
 			}
 		})
 	}
 	// Killed and not yet reaped: a zombie is dead; and dead it stays.
-	w.NoLock = false
 	cmd.Process.Kill()
 	deadline := time.Now().Add(10 * time.Second)
 	for liveproc.Runs(child.PID, child.Start) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if live, why := newClaimJudge(w, "").live(here("z", child)); live {
+	if live, why := newClaimJudge(w.Backend, "", Locking{}).live(here("z", child)); live {
 		t.Errorf("a killed, unreaped holder: live (%s)", why)
 	}
 }
@@ -180,7 +183,7 @@ func apply(t *testing.T, w *Workspace, po PlanOptions, opts ApplyOptions) (*Appl
 	var mu sync.Mutex
 	var evs []Event
 	opts.Observer = func(e Event) { mu.Lock(); evs = append(evs, e); mu.Unlock() }
-	res, err := w.Apply(context.Background(), st, pf, opts)
+	_, res, err := w.Apply(context.Background(), st, pf, opts)
 	return res, err, evs
 }
 
@@ -249,11 +252,11 @@ func TestClaimedNodeIsNotStarted(t *testing.T) {
 func TestLapsedClaimFreesItsRoom(t *testing.T) {
 	dir := quickstart(t)
 	w := load(t, dir)
-	w.NoLock = true
 	lp := w.Provider.(*local.Provider)
 	ctx := context.Background()
-	_, pf := planned(t, w, PlanOptions{})
-	for _, n := range pf.File.Plan.Nodes {
+	unlocked := Locking{NoLock: true}
+	_, pf := planned(t, w, PlanOptions{Lock: unlocked})
+	for _, n := range pf.File.Rollout.Nodes {
 		if n.Name == "infra-1" {
 			r := state.JournalRecord{Node: n.Name, From: n.From, Target: n.To, Step: model.Step{Kind: model.StepCordon}.Key()}
 			if err := w.Backend.AppendJournal(ctx, r); err != nil {
@@ -270,7 +273,7 @@ func TestLapsedClaimFreesItsRoom(t *testing.T) {
 	if err := lp.Cordon(ctx, "infra-1"); err != nil {
 		t.Fatal(err)
 	}
-	res, err, evs := apply(t, w, PlanOptions{}, ApplyOptions{BudgetPoll: 20 * time.Millisecond, BudgetWait: 20 * time.Second})
+	res, err, evs := apply(t, w, PlanOptions{Lock: unlocked}, ApplyOptions{BudgetPoll: 20 * time.Millisecond, BudgetWait: 20 * time.Second, Lock: unlocked})
 	if Outcome(res, err) != Complete || len(res.Updated) != 6 {
 		t.Fatalf("outcome %v, updated %v, skipped %v, deferred %v, err %v; want all 6 updated once the claim lapsed",
 			Outcome(res, err), res.Updated, res.Skipped, res.Deferred, err)
@@ -292,15 +295,15 @@ func TestLapsedClaimFreesItsRoom(t *testing.T) {
 func TestNodeWorkedOnSinceThePlanIsNotStarted(t *testing.T) {
 	dir := quickstart(t)
 	w := load(t, dir)
-	w.NoLock = true
 	ctx := context.Background()
-	st, pf := planned(t, w, PlanOptions{})
+	unlocked := Locking{NoLock: true}
+	st, pf := planned(t, w, PlanOptions{Lock: unlocked})
 	other := model.Claim{Apply: "other", Host: "you@there", Process: model.Process{BootID: "elsewhere", PID: 1}, Since: time.Now().UTC()}
 	other.Released = other.Since.Add(time.Second)
 	if _, err := w.Provider.(*local.Provider).Claim(ctx, "infra-1", other, func(model.Claim) (bool, string) { return false, "" }); err != nil {
 		t.Fatal(err)
 	}
-	res, err := w.Apply(ctx, st, pf, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
+	_, res, err := w.Apply(ctx, st, pf, ApplyOptions{BudgetPoll: 20 * time.Millisecond, Lock: unlocked})
 	if Outcome(res, err) != Incomplete || len(res.Skipped) != 1 || res.Skipped[0] != "infra-1" ||
 		!strings.Contains(err.Error(), "since this apply's plan was made") {
 		t.Fatalf("skipped %v, err %v; want infra-1 not started, its claim changed since the plan", res.Skipped, err)
@@ -333,10 +336,12 @@ func TestUnlockedAppliesBackOffWithinTheBudget(t *testing.T) {
 	var run sync.WaitGroup
 	for i, node := range []string{"infra-0", "infra-1"} {
 		w := load(t, dir)
-		w.NoLock = true
 		w.Provider = &rendezvous{Provider: w.Provider.(*local.Provider), wg: &wg}
-		scope := PlanOptions{Targets: []string{"node." + node}}
-		run.Go(func() { res[i], errs[i], _ = apply(t, w, scope, ApplyOptions{BudgetPoll: 20 * time.Millisecond}) })
+		unlocked := Locking{NoLock: true}
+		scope := PlanOptions{Targets: []string{"node." + node}, Lock: unlocked}
+		run.Go(func() {
+			res[i], errs[i], _ = apply(t, w, scope, ApplyOptions{BudgetPoll: 20 * time.Millisecond, Lock: unlocked})
+		})
 	}
 	run.Wait()
 	for i := range res {
@@ -362,7 +367,7 @@ func TestClaimExpiryIsCapped(t *testing.T) {
 	far := model.Claim{Apply: "far", Host: "eve@elsewhere", Since: time.Now().UTC(),
 		Process: model.Process{MachineID: "0123456789abcdef0123456789abcdef", BootID: "b", PIDNamespace: "pid:[1]", PID: 42},
 		Expires: time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)}
-	j := newClaimJudge(w, "mine")
+	j := newClaimJudge(w.Backend, "mine", Locking{})
 	if live, why := j.live(far); !live || !strings.Contains(why, "2099-01-01") || !strings.Contains(why, "further ahead") {
 		t.Errorf("a far expiry, just seen: live %v (%s); want live, saying its expiry is not believed", live, why)
 	}
@@ -401,7 +406,7 @@ func TestFarExpiryBlocksThePlanAndLapses(t *testing.T) {
 	seenBy := time.Now() // the plan's refresh sees the claim after this
 	st, pf := planned(t, w, PlanOptions{})
 	blocked := 0
-	for _, n := range pf.File.Plan.Nodes {
+	for _, n := range pf.File.Rollout.Nodes {
 		for _, b := range n.Blockers {
 			if b.Kind != planner.BlockClaim {
 				continue
@@ -416,7 +421,7 @@ func TestFarExpiryBlocksThePlanAndLapses(t *testing.T) {
 	if blocked != 1 {
 		t.Errorf("%d claim blockers, want 1 (infra-1)", blocked)
 	}
-	res, err := w.Apply(context.Background(), st, pf, ApplyOptions{BudgetPoll: 20 * time.Millisecond, BudgetWait: 20 * time.Second})
+	_, res, err := w.Apply(context.Background(), st, pf, ApplyOptions{BudgetPoll: 20 * time.Millisecond, BudgetWait: 20 * time.Second})
 	if Outcome(res, err) != Complete || len(res.Updated) != 6 {
 		t.Fatalf("outcome %v, updated %v, skipped %v, err %v; want all 6 updated once the claim lapsed", Outcome(res, err), res.Updated, res.Skipped, err)
 	}

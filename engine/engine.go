@@ -30,7 +30,9 @@ import (
 // Version is mcp's version, set at build time.
 var Version = "0.1.0-dev"
 
-// Workspace is a loaded and rendered configuration with its provider and state backend.
+// Workspace is a loaded and rendered configuration with its provider and state backend:
+// the parts Plan and Apply work with. Neither writes a field of it; how the caller holds
+// the state lock is told to each (Locking), and a plan carries what its refresh saw (Plan).
 type Workspace struct {
 	Dir      string
 	Config   *config.Result
@@ -41,15 +43,6 @@ type Workspace struct {
 	adapted  adapted // Provider's capabilities: provider()
 	// Alerts answers the pools' alert gates (Parts.Alerts).
 	Alerts AlertSource
-	// NoLock says the caller does not hold the state lock (apply -lock=false): apply then
-	// claims each node, and looks at its pool again, before its first step; its claims are
-	// judged by their expiry alone; it writes the state over what it finds (docs/decisions.md,
-	// "One apply per node"). Set before the first Plan, as Provider and Backend: neither
-	// Plan nor Apply writes a field of the Workspace (a plan carries what its refresh saw:
-	// Plan, docs/decisions.md "A plan is a value").
-	NoLock bool
-
-	lockID string // the state lock this workspace's caller took (Lock), before any plan
 }
 
 // Parts are the providers and state backends this build of mcp has, as each declares
@@ -190,31 +183,33 @@ func (w *Workspace) observe(ctx context.Context, nodesOnly bool) (*model.Fleet, 
 // refresh observes the fleet, with each node's drift from the config it runs: its disk
 // (checked here when the provider checks disks on request; else as its agent reported it),
 // then its kernel arguments and OS image as the provider reports them (model.HostDrift);
-// with what a plan made from it acts on beside the fleet (observation): the nodes' claims
-// as seen and judged now, the user_data Secrets as read.
-func (w *Workspace) refresh(ctx context.Context, st *state.State) (*model.Fleet, *observation, error) {
-	fleet, obs, err := w.refreshWith(ctx, st, false)
+// with what a plan made from it acts on beside the fleet (Observed): the nodes' claims as
+// seen and judged now, as the caller holds the lock, and the user_data Secrets as read.
+func (w *Workspace) refresh(ctx context.Context, st *state.State, lock Locking) (*model.Fleet, *Observed, error) {
+	fleet, err := w.refreshWith(ctx, st, false)
 	if err != nil {
 		return nil, nil, err
 	}
-	obs.claims = obs.noteClaims(fleet)
+	obs := &Observed{Lock: lock, InFlight: inFlight(st, fleet)}
+	if obs.Pointers, obs.UserData, err = w.observeUserData(ctx, fleet); err != nil {
+		return nil, nil, err
+	}
+	if w.provider().Has(providers.CapClaimer) {
+		obs.Claims = noteClaims(fleet, newClaimJudge(w.Backend, st.Lineage, lock))
+	}
 	return fleet, obs, nil
 }
 
-// refreshWith is refresh without judging claims (status and drift act on none); nodesOnly
-// observes only the nodes when the provider can (a drift run: it reads no pods, budgets
-// or templates).
-func (w *Workspace) refreshWith(ctx context.Context, st *state.State, nodesOnly bool) (*model.Fleet, *observation, error) {
+// refreshWith is refresh without what only a plan acts on (status and drift act on
+// none); nodesOnly observes only the nodes when the provider can (a drift run: it reads no
+// pods, budgets or templates).
+func (w *Workspace) refreshWith(ctx context.Context, st *state.State, nodesOnly bool) (*model.Fleet, error) {
 	fleet, err := w.observe(ctx, nodesOnly)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := w.diskDrift(ctx, st, fleet); err != nil {
-		return nil, nil, err
-	}
-	obs := w.newObservation(st.Lineage)
-	if obs.pointers, obs.userData, err = w.observeUserData(ctx, fleet); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for i := range fleet.Nodes {
 		n := &fleet.Nodes[i]
@@ -224,7 +219,7 @@ func (w *Workspace) refreshWith(ctx context.Context, st *state.State, nodesOnly 
 		}
 	}
 	w.explainDrift(ctx, st, fleet)
-	return fleet, obs, nil
+	return fleet, nil
 }
 
 // diskDrift asks a provider that checks disks on request for each node's drift.
@@ -257,21 +252,20 @@ func (w *Workspace) diskDrift(ctx context.Context, st *state.State, fleet *model
 // (Fingerprint), limited to targets and without exclude, as at now: maintenance windows
 // are shown as they stand then. A saved plan is derived again at the time it was made, so
 // that only what it was made from can differ.
-func (w *Workspace) planAt(st *state.State, fleet *model.Fleet, obs *observation, fp string, targets, exclude []string, now time.Time) (*planfile.File, error) {
+func (w *Workspace) planAt(st *state.State, fleet *model.Fleet, obs *Observed, fp string, targets, exclude []string, now time.Time) (*planfile.File, error) {
 	p, err := planner.MakePlan(planner.Input{
 		Desired: w.Desired, Rendered: w.Rendered, Known: st.Rendered,
-		Pointers: st.Pointers, BootImages: st.BootImages, UserData: obs.pointerDigests(), Fleet: fleet, Journal: st.Journal, Now: now,
+		Pointers: st.Pointers, BootImages: st.BootImages, UserData: obs.pointerDigests(), Fleet: fleet, InFlight: obs.InFlight, Claims: obs.judgedClaims(), Now: now,
 		Targets: targets, Exclude: exclude,
 	})
 	if err != nil {
 		return nil, err
 	}
-	obs.blockClaimed(p)
 	abs, _ := filepath.Abs(w.Dir)
 	pf := &planfile.File{
 		FormatVersion: planfile.FormatVersion, MCPVersion: Version,
 		Created: now.UTC(), ConfigDir: abs,
-		Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: fp, Plan: p,
+		Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: fp, Rollout: p,
 		Targets: targets, Exclude: exclude,
 	}
 	if w.Config != nil && len(w.Config.Variables) > 0 {
@@ -287,12 +281,13 @@ func (w *Workspace) ReadState(ctx context.Context) (*state.State, error) {
 	return w.Backend.Read(ctx)
 }
 
-// Lock takes the state lock for operation, waiting up to timeout for another holder.
-func (w *Workspace) Lock(ctx context.Context, operation string, timeout time.Duration) (state.Unlocker, error) {
+// Lock takes the state lock for operation, waiting up to timeout for another holder. The
+// Locking returned says so to Plan and Apply (PlanOptions.Lock, ApplyOptions.Lock).
+func (w *Workspace) Lock(ctx context.Context, operation string, timeout time.Duration) (state.Unlocker, Locking, error) {
 	info := state.NewLockInfo(operation, Version)
 	u, err := state.LockWait(ctx, w.Backend, info, timeout)
-	if err == nil {
-		w.lockID = info.ID
+	if err != nil {
+		return nil, Locking{NoLock: true}, err
 	}
-	return u, err
+	return u, Locking{ID: info.ID}, nil
 }

@@ -42,7 +42,7 @@ func TestLocalApplyTraceEqualsPlan(t *testing.T) {
 	}
 	var mu sync.Mutex
 	trace := map[string][]string{}
-	_, err = w.Apply(ctx, st, pf, ApplyOptions{Observer: func(e Event) {
+	_, _, err = w.Apply(ctx, st, pf, ApplyOptions{Observer: func(e Event) {
 		if e.Kind == EventStepDone {
 			mu.Lock()
 			trace[e.Node] = append(trace[e.Node], e.Step.Key())
@@ -53,7 +53,7 @@ func TestLocalApplyTraceEqualsPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{}
-	for _, n := range pf.File.Plan.Nodes {
+	for _, n := range pf.File.Rollout.Nodes {
 		for _, s := range n.Steps {
 			want[n.Name] = append(want[n.Name], s.Key())
 		}
@@ -67,7 +67,7 @@ func TestLocalApplyTraceEqualsPlan(t *testing.T) {
 		if want := n.Name[:5] == "infra"; rebooted != want {
 			t.Errorf("%s rebooted=%v, want %v", n.Name, rebooted, want)
 		}
-		if n.State != model.StateDone || n.Unschedulable || n.CurrentConfig != pf.File.Plan.Nodes[0].To && n.CurrentConfig == "" {
+		if n.State != model.StateDone || n.Unschedulable || n.CurrentConfig != pf.File.Rollout.Nodes[0].To && n.CurrentConfig == "" {
 			t.Errorf("%s after apply: %+v", n.Name, n)
 		}
 	}
@@ -77,7 +77,7 @@ func TestLocalApplyTraceEqualsPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range pf.File.Plan.Nodes {
+	for _, n := range pf.File.Rollout.Nodes {
 		if n.Changed() {
 			t.Errorf("%s still changes after apply: %v", n.Name, n.Steps)
 		}

@@ -15,104 +15,172 @@ import (
 	"github.com/mcpfleet/mcp/state"
 )
 
-// runNode walks one node's planned steps in order: the engine's own (cordon, drain,
-// uncordon) through the provider, and each run of node steps handed to the node's executor
-// in one call. Every finished step is journaled before the next starts.
+// nodeRun carries out one node's planned steps: the engine's own (cordon, drain,
+// uncordon) through the provider, and each run of node steps handed to the node's
+// executor in one call. Its journal entry is opened before the first action (begin), the
+// intent of each action that changes the node is recorded on its claim before it (intend),
+// and every finished step is journaled before the next starts.
+type nodeRun struct {
+	a            *applier
+	n            planner.NodePlan
+	from, target *model.Rendered
+	// cordoned: the node is cordoned by this apply (or by the interrupted one it resumes);
+	// touched: a step ran on the node (it is not as it was).
+	cordoned, touched bool
+}
+
+// runNode carries out node n's steps (nodeRun).
 func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
-	from := a.rendered(n.From)
-	target := a.plan.Rendered[n.To]
-	if target == nil {
+	r := &nodeRun{a: a, n: n, from: a.rendered(n.From), target: a.plan.Rendered[n.To]}
+	if r.target == nil {
 		return fmt.Errorf("node %s: the plan lacks rendered config %s", n.Name, n.To)
 	}
-	journal := a.journalOf(n)
-	cordoned := slices.Contains(journal.Done, model.Step{Kind: model.StepCordon}.Key())
-	touched := false // whether any node step ran (then the node is not as it was)
-	for _, s := range journal.Done {
-		if st, err := model.ParseStepKey(s); err == nil && st.Kind.OnNode() {
-			touched = true
-		}
+	if err := r.begin(); err != nil {
+		return err
 	}
-	steps := n.Steps
-	for i := 0; i < len(steps); {
-		s := steps[i]
+	// What an interrupted apply left: cordoned by it (this apply uncordons it when it
+	// gives up before changing anything), changed part-way by it (it stays cordoned).
+	if f := a.inFlightOf(n.Name); f != nil {
+		r.cordoned = f.Cordoned
+		r.touched = slices.ContainsFunc(f.Done, func(k string) bool {
+			st, err := model.ParseStepKey(k)
+			return err == nil && st.Kind.OnNode()
+		})
+	}
+	return r.run(ctx)
+}
+
+// run walks the node's steps, has it record its config when no node step does, and runs
+// its health gates.
+func (r *nodeRun) run(ctx context.Context) error {
+	n := r.n
+	recordConfig := !n.Changed() || !hasNodeStep(n.Steps)
+	for i := 0; i < len(n.Steps); {
+		s := n.Steps[i]
+		if recordConfig && s.Kind == model.StepUncordon {
+			// Recorded before the uncordon, while the node is out of service anyway: once
+			// back in service nothing takes it out again (an agent at work on it is out).
+			if err := r.recordConfig(ctx); err != nil {
+				return err
+			}
+			recordConfig = false
+		}
 		if s.Kind.OnNode() {
 			j := i
-			for j < len(steps) && steps[j].Kind.OnNode() {
+			for j < len(n.Steps) && n.Steps[j].Kind.OnNode() {
 				j++
 			}
-			batch := steps[i:j]
-			k := 0
-			t0 := time.Now()
-			a.emit(Event{Kind: EventStepStart, Node: n.Name, Pool: n.Pool, Step: batch[0]})
-			wctx := providers.WithWaitNote(ctx, func(why string) {
-				a.emit(Event{Kind: EventNodeWaiting, Node: n.Name, Pool: n.Pool, Reason: why})
-			})
-			err := a.w.Provider.RunNodeSteps(wctx, n.Name, from, target, batch, func(done model.Step) {
-				touched = true
-				a.journal(n, done, false)
-				a.emit(Event{Kind: EventStepDone, Node: n.Name, Pool: n.Pool, Step: done, Elapsed: time.Since(t0)})
-				k++
-				t0 = time.Now()
-				if k < len(batch) {
-					a.emit(Event{Kind: EventStepStart, Node: n.Name, Pool: n.Pool, Step: batch[k]})
-				}
-			})
-			if err != nil {
-				if away := claimedAway(n.Name, err); away != nil {
-					return away
-				}
-				failed := batch[min(k, len(batch)-1)]
-				return a.fail(ctx, n, failed, err, cordoned, touched)
+			batch := n.Steps[i:j]
+			if k, err := r.handOver(ctx, batch); err != nil {
+				return r.failed(ctx, batch[min(k, len(batch)-1)], err)
 			}
 			i = j
 			continue
 		}
 		t0 := time.Now()
-		a.emit(Event{Kind: EventStepStart, Node: n.Name, Pool: n.Pool, Step: s})
-		var err error
-		switch s.Kind {
-		case model.StepCordon:
-			err = a.w.Provider.Cordon(ctx, n.Name)
-		case model.StepDrain:
-			a.waitPlannedDrains(n)
-			err = a.w.Provider.Drain(ctx, n.Name, providers.DrainOptions{
-				Timeout: a.drainTimeout(n.Pool), RetryDelay: a.opts.DrainRetryDelay})
-		case model.StepUncordon:
-			err = a.w.Provider.Uncordon(ctx, n.Name)
-		default:
-			err = fmt.Errorf("the engine does not run %s steps", s.Kind)
+		r.a.emit(Event{Kind: EventStepStart, Node: n.Name, Pool: n.Pool, Step: s})
+		if err := r.step(ctx, s); err != nil {
+			return r.failed(ctx, s, err)
 		}
-		if err != nil {
-			if away := claimedAway(n.Name, err); away != nil {
-				return away
-			}
-			return a.fail(ctx, n, s, err, cordoned, touched)
-		}
-		if s.Kind == model.StepCordon {
-			cordoned = true
-		}
-		if s.Kind == model.StepUncordon {
-			cordoned = false
-		}
-		a.journal(n, s, false)
-		a.emit(Event{Kind: EventStepDone, Node: n.Name, Pool: n.Pool, Step: s, Elapsed: time.Since(t0)})
+		r.record(s, false)
+		r.a.emit(Event{Kind: EventStepDone, Node: n.Name, Pool: n.Pool, Step: s, Elapsed: time.Since(t0)})
 		i++
 	}
-	if !n.Changed() || !hasNodeStep(n.Steps) {
-		// Nothing ran on the node, but it must still record its new config (a change of
-		// policies only, or a resumed node whose node steps were all done).
-		if err := a.w.Provider.RunNodeSteps(ctx, n.Name, from, target, nil, func(model.Step) {}); err != nil {
-			if away := claimedAway(n.Name, err); away != nil {
-				return away
-			}
-			return a.fail(ctx, n, model.Step{Kind: model.StepVerify}, err, cordoned, touched)
+	if recordConfig {
+		if err := r.recordConfig(ctx); err != nil {
+			return err
 		}
 	}
-	if err := a.gate(ctx, n); err != nil {
+	if err := r.gate(ctx); err != nil {
 		return err
 	}
-	a.journal(n, model.Step{}, true)
-	a.emit(Event{Kind: EventNodeDone, Node: n.Name, Pool: n.Pool})
+	r.record(model.Step{}, true)
+	r.a.emit(Event{Kind: EventNodeDone, Node: n.Name, Pool: n.Pool})
+	return nil
+}
+
+// recordConfig has the node record its new config when no node step runs on it (a change
+// of policies only, or a resumed node whose node steps were all done): a hand-over of no
+// steps.
+func (r *nodeRun) recordConfig(ctx context.Context) error {
+	err := r.intend(ctx, model.PhaseHandOver, r.cordoned)
+	if err == nil {
+		err = r.a.w.Provider.RunNodeSteps(ctx, r.n.Name, r.from, r.target, nil, func(model.Step) {})
+	}
+	if err != nil {
+		return r.failed(ctx, model.Step{Kind: model.StepVerify}, err)
+	}
+	return nil
+}
+
+// failed is the end of a step that failed: the node left to another apply that took it
+// (claimedAway), else fail.
+func (r *nodeRun) failed(ctx context.Context, s model.Step, err error) error {
+	if away := claimedAway(r.n.Name, err); away != nil {
+		return away
+	}
+	return r.fail(ctx, s, err)
+}
+
+// handOver hands batch, a run of node steps, to the node's executor, its intent recorded
+// first; each step it reports done is journaled. It returns how many steps finished.
+func (r *nodeRun) handOver(ctx context.Context, batch []model.Step) (int, error) {
+	n, a := r.n, r.a
+	k := 0
+	t0 := time.Now()
+	a.emit(Event{Kind: EventStepStart, Node: n.Name, Pool: n.Pool, Step: batch[0]})
+	if err := r.intend(ctx, model.PhaseHandOver, r.cordoned); err != nil {
+		return 0, err
+	}
+	wctx := providers.WithWaitNote(ctx, func(why string) {
+		a.emit(Event{Kind: EventNodeWaiting, Node: n.Name, Pool: n.Pool, Reason: why})
+	})
+	err := a.w.Provider.RunNodeSteps(wctx, n.Name, r.from, r.target, batch, func(done model.Step) {
+		r.touched = true
+		r.record(done, false)
+		a.emit(Event{Kind: EventStepDone, Node: n.Name, Pool: n.Pool, Step: done, Elapsed: time.Since(t0)})
+		k++
+		t0 = time.Now()
+		if k < len(batch) {
+			a.emit(Event{Kind: EventStepStart, Node: n.Name, Pool: n.Pool, Step: batch[k]})
+		}
+	})
+	return k, err
+}
+
+// step runs one of the engine's own steps, the intent of a cordon or an uncordon recorded
+// first.
+func (r *nodeRun) step(ctx context.Context, s model.Step) error {
+	n, a := r.n, r.a
+	switch s.Kind {
+	case model.StepCordon:
+		if err := r.intend(ctx, model.PhaseCordon, true); err != nil {
+			return err
+		}
+		if err := a.w.Provider.Cordon(ctx, n.Name); err != nil {
+			return err
+		}
+		r.cordoned = true
+		return nil
+	case model.StepDrain:
+		a.waitPlannedDrains(n)
+		return a.w.Provider.Drain(ctx, n.Name, providers.DrainOptions{
+			Timeout: a.drainTimeout(n.Pool), RetryDelay: a.opts.DrainRetryDelay})
+	case model.StepUncordon:
+		return r.uncordon(ctx)
+	}
+	return fmt.Errorf("the engine does not run %s steps", s.Kind)
+}
+
+// uncordon uncordons the node, its intent recorded first.
+func (r *nodeRun) uncordon(ctx context.Context) error {
+	if err := r.intend(ctx, model.PhaseUncordon, false); err != nil {
+		return err
+	}
+	if err := r.a.w.Provider.Uncordon(ctx, r.n.Name); err != nil {
+		return err
+	}
+	r.cordoned = false
 	return nil
 }
 
@@ -122,7 +190,8 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 // node: the next plan verifies it and checks its gates again. A gate apply stopped waiting
 // for (interrupted, or the lock lost) neither passes nor fails: the node is unconfirmed,
 // its journal entry stays open, and the next apply checks its gates again.
-func (a *applier) gate(ctx context.Context, n planner.NodePlan) error {
+func (r *nodeRun) gate(ctx context.Context) error {
+	n, a := r.n, r.a
 	a.emit(Event{Kind: EventChecking, Node: n.Name, Pool: n.Pool})
 	// A node NotReady before its update is held to no more than it had: requiring it Ready
 	// would stop its pool behind a node that was broken before (it updates in its own slot,
@@ -199,64 +268,72 @@ func NamesNode(msg, node string, s model.Step) bool {
 // again (a blocked drain must not leave it out of service); a node changed half-way — or
 // whose executor stopped answering, so that what it did is not known — stays cordoned,
 // and its journal lets the next apply continue where this one stopped.
-func (a *applier) fail(ctx context.Context, n planner.NodePlan, s model.Step, err error, cordoned, touched bool) error {
+func (r *nodeRun) fail(ctx context.Context, s model.Step, err error) error {
+	n, a := r.n, r.a
 	a.emit(Event{Kind: EventStepFailed, Node: n.Name, Pool: n.Pool, Step: s, Err: err})
 	// An executor that never took the update up started nothing on the node; its
 	// hand-over stays, so the node stays cordoned all the same.
-	notTakenUp := !touched && errors.Is(err, providers.ErrNotTakenUp)
-	touched = touched || errors.Is(err, providers.ErrOutcomeUnknown)
+	notTakenUp := !r.touched && errors.Is(err, providers.ErrNotTakenUp)
+	touched := r.touched || errors.Is(err, providers.ErrOutcomeUnknown)
 	// The node's own error (its agent's, its provider's) may name it and its step
 	// already: said once, not twice ("node w-1: write /etc/a: node w-1: write /etc/a: …").
 	if !NamesNode(err.Error(), n.Name, s) {
 		err = fmt.Errorf("node %s: %s: %w", n.Name, s, err)
 	}
-	if cordoned && !touched {
-		if uerr := a.w.Provider.Uncordon(ctx, n.Name); uerr != nil {
+	switch cordoned := r.cordoned; {
+	case cordoned && !touched:
+		if uerr := r.uncordon(ctx); uerr != nil {
 			err = fmt.Errorf("%w; and uncordoning it again failed: %v", err, uerr)
 		} else {
-			a.journal(n, model.Step{}, true) // back as it was: nothing to resume
+			r.record(model.Step{}, true) // back as it was: nothing to resume
 		}
-	} else if cordoned && notTakenUp {
+	case cordoned && notTakenUp:
 		err = fmt.Errorf("%w (left cordoned: nothing on it started, but the update stays handed over and starts when its agent takes it up; run mcp apply again once the agent runs)", err)
-	} else if cordoned {
+	case cordoned:
 		err = fmt.Errorf("%w (left cordoned: it was changed part-way; run mcp apply again to continue)", err)
 	}
 	a.emit(Event{Kind: EventNodeFailed, Node: n.Name, Pool: n.Pool, Err: err})
 	return err
 }
 
-// journal records a finished step (or, with finished, the end of the node's work) durably
-// in the backend and in the in-memory state.
-func (a *applier) journal(n planner.NodePlan, s model.Step, finished bool) {
-	r := state.JournalRecord{Node: n.Name, From: n.From, Target: n.To, Step: s.Key(), Finished: finished}
+// record journals a finished step (or, with finished, the end of the node's work) durably
+// in the backend and in the in-memory state. An append that fails is reported; the state
+// apply writes at its end has the record all the same.
+func (r *nodeRun) record(s model.Step, finished bool) {
+	n, a := r.n, r.a
+	rec := state.JournalRecord{Node: n.Name, Apply: a.id, From: a.journalFrom(n), Target: n.To, Step: s.Key(), Finished: finished}
 	if finished {
-		r.Step = ""
+		rec.Step = ""
 	}
+	if err := a.appendJournal(rec); err != nil {
+		a.emit(Event{Kind: EventStepFailed, Node: n.Name, Pool: n.Pool, Step: s, Err: fmt.Errorf("journaling step: %w", err)})
+	}
+	a.foldJournal(rec)
+}
+
+// appendJournal appends rec to the backend's journal, outside the applier's lock: the
+// nodes' appends go to the backend together (the local one commits them in one fsync). A
+// node's own records stay in order: it appends them one after the other.
+func (a *applier) appendJournal(rec state.JournalRecord) error {
+	return a.w.Backend.AppendJournal(context.Background(), rec)
+}
+
+// foldJournal folds rec into the state apply writes.
+func (a *applier) foldJournal(rec state.JournalRecord) {
 	a.mu.Lock()
-	if e, ok := a.st.Journal[n.Name]; ok && e.Target == n.To {
-		r.From = e.From // a resumed node keeps the config it started from
-	}
-	a.mu.Unlock()
-	// Outside the lock: the nodes' appends go to the backend together (the local one
-	// commits them in one fsync). A node's own records stay in order: it appends them one
-	// after the other.
-	if err := a.w.Backend.AppendJournal(context.Background(), r); err != nil {
-		// The in-memory journal still reaches the state at the end of apply.
-		a.emit(Event{Kind: EventStepFailed, Node: n.Name, Pool: n.Pool, Step: s,
-			Err: fmt.Errorf("journaling step: %w", err)})
-	}
-	a.mu.Lock()
-	a.st.ApplyRecord(r)
+	a.st.ApplyRecord(rec)
 	a.mu.Unlock()
 }
 
-func (a *applier) journalOf(n planner.NodePlan) model.JournalEntry {
+// journalFrom is the config node n's journal records name it came from: the one it runs,
+// or, resumed, the one the interrupted update started from.
+func (a *applier) journalFrom(n planner.NodePlan) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if e, ok := a.st.Journal[n.Name]; ok && e.Target == n.To {
-		return e
+		return e.From
 	}
-	return model.JournalEntry{}
+	return n.From
 }
 
 func (a *applier) rendered(name string) *model.Rendered {

@@ -30,7 +30,7 @@ func (r *ApplyResult) notStarted(ns NotStarted, nodes ...string) {
 
 // deferredWhy says why the plan deferred the changing nodes of pool pp: paused, or no
 // room in its budget, which its nodes out of service took.
-func deferredWhy(plan *planner.Plan, pp planner.PoolPlan) NotStarted {
+func deferredWhy(plan *planner.Rollout, pp planner.PoolPlan) NotStarted {
 	if pp.Paused {
 		return NotStarted{Why: fmt.Sprintf("deferred by the plan: pool %s is paused", pp.Name), Held: true}
 	}

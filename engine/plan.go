@@ -7,49 +7,75 @@ import (
 
 	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/state"
 )
 
-// Plan is a plan with what it was made from: a value to hold, show, save and apply, which
-// no later plan of the same Workspace changes (docs/decisions.md, "A plan is a value").
+// Plan is a plan with what it was made from: a value to hold, show, save and apply. It
+// holds no pointer to what made it and nothing that changes after (docs/decisions.md, "A
+// plan is a value"), as Terraform's plans.Plan.
 //
-// A plan Workspace.Plan made is fresh: beside its file it carries its refresh's
-// observation, which apply acts on and no plan file carries — the nodes' claims as seen
-// and judged then, the user_data pointer configs to write and the digests of the Secrets'
-// values read. A plan read from a file (Saved) is not: apply derives it again from a
-// refresh of its own, and refuses it unless it is exactly that.
+// A plan Workspace.Plan made is fresh: beside its file it carries what its refresh
+// observed that apply acts on and no plan file carries (Observed). A plan read from a file
+// (Saved) is not: apply derives it again from a refresh of its own, and refuses it unless
+// it is exactly that.
 type Plan struct {
 	// File is the plan as it is shown and saved.
 	File *planfile.File
-
-	w   *Workspace   // the workspace that made it; nil: saved
-	obs *observation // what its refresh saw; nil: saved
+	// Observed is what the refresh of a fresh plan saw beside the fleet; nil: saved.
+	Observed *Observed
 }
 
 // Saved is a plan read from a file, to be applied: apply trusts nothing it carries and
 // derives it again.
 func Saved(pf *planfile.File) *Plan { return &Plan{File: pf} }
 
-// Fresh reports whether p was made by Workspace.Plan in this process (not read from a file).
-func (p *Plan) Fresh() bool { return p.obs != nil }
+// Fresh reports whether p was made by Workspace.Plan (not read from a file).
+func (p *Plan) Fresh() bool { return p.Observed != nil }
 
-// observation is what a refresh saw beside the fleet that a plan made from it acts on.
-// It is read only once made.
-type observation struct {
-	// judge judged the claims, and judges them again as the plan is carried out.
-	judge *claimJudge
-	// claims are the nodes' claims as seen (nil: the provider keeps none).
-	claims map[string]claimSeen
-	// pointers are the pools' pointer configs for their user_data Secrets, built at the
+// Observed is what a refresh saw beside the fleet that a plan made from it acts on: plain
+// data, read only once made. It stays in memory (the user_data values hash a token).
+type Observed struct {
+	// Lock is how the caller held the state lock when the plan was made: the claims were
+	// judged so.
+	Lock Locking
+	// Claims are the nodes' claims as seen, by node, and how they were judged then (nil:
+	// the provider keeps none).
+	Claims map[string]ClaimSeen
+	// InFlight are the updates interrupted applies left on the nodes, as they recorded
+	// them (model.InFlight): what the planner resumed.
+	InFlight []model.InFlight
+	// Pointers are the pools' pointer configs for their user_data Secrets, built at the
 	// refresh (the CA and token files read then).
-	pointers map[string][]byte
-	// userData are the digests of the user_data Secrets' values as read, whole: what
-	// their writes are conditional on.
-	userData map[string]string
+	Pointers map[string][]byte
+	// UserData are the digests of the user_data Secrets' values as read, whole: what their
+	// writes are conditional on.
+	UserData map[string]string
 }
 
-func (w *Workspace) newObservation(lineage string) *observation {
-	return &observation{judge: newClaimJudge(w, lineage)}
+// ClaimSeen is a node's claim as a refresh saw it, and how it was judged then: whether its
+// apply still ran, as far as could be told, and how that was judged.
+type ClaimSeen struct {
+	planner.JudgedClaim
+	// Seen is when the claim was first seen with its expiry (zero: not judged by it): a
+	// lease counts from then (model.Claim.LeaseEnd), in apply too.
+	Seen time.Time
+	// Gone: its apply was judged gone for good — its process ended, the state lock it was
+	// taken under lost — which no renewal brings back.
+	Gone bool
+}
+
+// Locking is how the caller of Plan and Apply holds the state lock. It decides how the
+// nodes' claims are judged and taken; it is the caller's, told to each call, not a
+// property of the Workspace.
+type Locking struct {
+	// NoLock: the caller does not hold the state lock (apply -lock=false). Apply then
+	// claims each node, and looks at its pool again, before its first step; it writes the
+	// state over what it finds (docs/decisions.md, "One apply per node").
+	NoLock bool
+	// ID is the ID of the state lock the caller holds (Workspace.Lock), which apply's
+	// claims name ("": none is named).
+	ID string
 }
 
 // PlanOptions scope a plan.
@@ -57,12 +83,14 @@ type PlanOptions struct {
 	// Targets and Exclude scope the plan (-target, -exclude: see planner.Input); a saved
 	// plan is applied with its own.
 	Targets, Exclude []string
+	// Lock is how the caller holds the state lock.
+	Lock Locking
 }
 
 // Plan refreshes the fleet and plans against the state st.
 func (w *Workspace) Plan(ctx context.Context, st *state.State, opts PlanOptions) (*Plan, error) {
 	before, t0 := w.apiRequests(), time.Now()
-	fleet, obs, err := w.refresh(ctx, st)
+	fleet, obs, err := w.refresh(ctx, st, opts.Lock)
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +111,7 @@ func (w *Workspace) Plan(ctx context.Context, st *state.State, opts PlanOptions)
 	}
 	pf.FleetFingerprint = digested
 	pf.Refresh = rs
-	return &Plan{File: pf, w: w, obs: obs}, nil
+	return &Plan{File: pf, Observed: obs}, nil
 }
 
 // errChangedSincePlan: a fresh plan went stale before its first node.
@@ -95,7 +123,7 @@ var errChangedSincePlan = errors.New("the fleet or the state changed between thi
 // nothing started, so nothing failed either: run again (exit 2), as for a node another
 // apply holds.
 func startedNothing(p *Plan) (*ApplyResult, error) {
-	res := &ApplyResult{Skipped: changedNodes(p.File.Plan)}
+	res := &ApplyResult{Skipped: changedNodes(p.File.Rollout)}
 	res.notStarted(NotStarted{Why: errChangedSincePlan.Error()}, res.Skipped...)
 	return res, notStarted(errChangedSincePlan)
 }

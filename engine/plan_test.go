@@ -63,14 +63,14 @@ func TestOlderOfTwoPlansIsRefusedUnderTheLock(t *testing.T) {
 	if older.File.FleetFingerprint == newer.File.FleetFingerprint {
 		t.Fatal("the two plans saw the same fleet: the test shows nothing")
 	}
-	res, err := w.Apply(ctx, st, older, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
+	_, res, err := w.Apply(ctx, st, older, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
 	if Outcome(res, err) != Incomplete || !errors.Is(err, errChangedSincePlan) || len(res.Updated) != 0 {
 		t.Fatalf("older plan: updated %v, err %v; want it refused, nothing started", res, err)
 	}
 	if got := worked(t, dir); len(got) != 0 {
 		t.Fatalf("the refused plan worked on %v", got)
 	}
-	res, err = w.Apply(ctx, st, newer, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
+	_, res, err = w.Apply(ctx, st, newer, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
 	if Outcome(res, err) != Complete || len(res.Updated) != 6 {
 		t.Fatalf("newer plan: outcome %v, updated %v, err %v; want all 6 updated", Outcome(res, err), res.Updated, err)
 	}
@@ -85,18 +85,18 @@ func TestOlderOfTwoPlansIsRefusedUnderTheLock(t *testing.T) {
 func TestOlderOfTwoPlansIsAppliedAsPlannedWithoutTheLock(t *testing.T) {
 	dir := quickstart(t)
 	w := load(t, dir)
-	w.NoLock = true
 	ctx := context.Background()
-	st, older := planned(t, w, PlanOptions{})
+	unlocked := Locking{NoLock: true}
+	st, older := planned(t, w, PlanOptions{Lock: unlocked})
 	workedOnElsewhere(t, w, "infra-1")
-	newer, err := w.Plan(ctx, st, PlanOptions{})
+	newer, err := w.Plan(ctx, st, PlanOptions{Lock: unlocked})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, seen := newer.obs.claims["infra-1"]; !seen {
+	if _, seen := newer.Observed.Claims["infra-1"]; !seen {
 		t.Fatal("the newer plan did not see infra-1's claim: the test shows nothing")
 	}
-	res, err := w.Apply(ctx, st, older, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
+	next, res, err := w.Apply(ctx, st, older, ApplyOptions{BudgetPoll: 20 * time.Millisecond, Lock: unlocked})
 	if Outcome(res, err) != Incomplete || !slices.Equal(res.Skipped, []string{"infra-1"}) ||
 		!strings.Contains(err.Error(), "since this apply's plan was made") {
 		t.Fatalf("older plan: skipped %v, err %v; want infra-1 not started, worked on since the plan", res.Skipped, err)
@@ -105,7 +105,8 @@ func TestOlderOfTwoPlansIsAppliedAsPlannedWithoutTheLock(t *testing.T) {
 	if d := cmp.Diff(want, worked(t, dir)); d != "" {
 		t.Errorf("nodes worked on (-want +got):\n%s", d)
 	}
-	res, err = w.Apply(ctx, st, newer, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
+	// The state that follows the older plan's apply: the newer plan was made before it.
+	_, res, err = w.Apply(ctx, next, newer, ApplyOptions{BudgetPoll: 20 * time.Millisecond, Lock: unlocked})
 	if !errors.Is(err, errChangedSincePlan) || len(res.Updated) != 0 {
 		t.Fatalf("newer plan, after the state moved on: updated %v, err %v; want nothing started", res.Updated, err)
 	}
@@ -115,21 +116,23 @@ func TestOlderOfTwoPlansIsAppliedAsPlannedWithoutTheLock(t *testing.T) {
 }
 
 // A saved plan is never carried out as made, even without the lock: it is derived again.
-// And a fresh plan is applied only by the workspace that made it.
+// And a fresh plan is applied only for the configuration it was made for: a plan is a
+// value, which another Workspace of that configuration applies as well, but not one of
+// another directory.
 func TestApplyToldFreshOrSaved(t *testing.T) {
 	dir := quickstart(t)
 	w := load(t, dir)
-	w.NoLock = true
 	ctx := context.Background()
-	st, p := planned(t, w, PlanOptions{})
+	unlocked := Locking{NoLock: true}
+	st, p := planned(t, w, PlanOptions{Lock: unlocked})
 	if !p.Fresh() || Saved(p.File).Fresh() {
 		t.Fatal("Plan's plan must be fresh, Saved's not")
 	}
-	if _, err := load(t, dir).Apply(ctx, st, p, ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "another workspace") {
-		t.Fatalf("a plan applied by another workspace: %v", err)
+	if _, _, err := load(t, quickstart(t)).Apply(ctx, st, p, ApplyOptions{Lock: unlocked}); err == nil || !strings.Contains(err.Error(), "was made for the configuration in") {
+		t.Fatalf("a plan applied in another configuration directory: %v", err)
 	}
 	workedOnElsewhere(t, w, "infra-1")
-	_, err := w.Apply(ctx, st, Saved(p.File), ApplyOptions{})
+	_, _, err := w.Apply(ctx, st, Saved(p.File), ApplyOptions{Lock: unlocked})
 	if err == nil || !strings.Contains(err.Error(), "saved plan is stale") {
 		t.Fatalf("a saved plan whose fleet changed, without the lock: %v; want it refused as stale", err)
 	}

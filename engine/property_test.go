@@ -95,7 +95,7 @@ func runCase(sim *simFleet, w *Workspace, st *state.State, stats map[string]int)
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
-	res, applyErr := w.Apply(ctx, st, pf, ApplyOptions{Parallelism: 1 + int(sim.rng.IntN(6)),
+	next, res, applyErr := w.Apply(ctx, st, pf, ApplyOptions{Parallelism: 1 + int(sim.rng.IntN(6)),
 		BudgetWait: 5 * time.Millisecond, BudgetPoll: time.Millisecond})
 	if res == nil {
 		return fmt.Errorf("apply: %w", applyErr)
@@ -114,7 +114,7 @@ func runCase(sim *simFleet, w *Workspace, st *state.State, stats map[string]int)
 			stats[kind]++
 		}
 	}
-	for _, np := range pf.File.Plan.Nodes {
+	for _, np := range pf.File.Rollout.Nodes {
 		var planned []string
 		for _, s := range np.Steps {
 			planned = append(planned, s.Key())
@@ -150,7 +150,7 @@ func runCase(sim *simFleet, w *Workspace, st *state.State, stats map[string]int)
 	if len(res.Failed) > 0 && applyErr == nil {
 		return errors.New("nodes failed, and apply returned no error")
 	}
-	if err := sim.judgeUpdated(res.Updated, pf.File.Plan); err != nil {
+	if err := sim.judgeUpdated(res.Updated, pf.File.Rollout); err != nil {
 		return err
 	}
 	stats["rolled-back"] += sim.rolledBack
@@ -161,11 +161,11 @@ func runCase(sim *simFleet, w *Workspace, st *state.State, stats map[string]int)
 	}
 	stats["complete"]++
 	// Complete: the fleet is as the configuration asks, from its own word.
-	again, err := w.Plan(ctx, st, PlanOptions{})
+	again, err := w.Plan(ctx, next, PlanOptions{})
 	if err != nil {
 		return fmt.Errorf("plan after a complete apply: %w", err)
 	}
-	for _, np := range again.File.Plan.Nodes {
+	for _, np := range again.File.Rollout.Nodes {
 		if np.Changed() || len(np.Drift) > 0 {
 			return fmt.Errorf("apply said complete, and the next plan has node %s: %s %v, drift %v", np.Name, np.Action, keys(np.Steps), np.Drift)
 		}
@@ -183,7 +183,7 @@ func keys(steps []model.Step) []string {
 
 // judgeUpdated checks every node apply reports updated from the node itself: its disk has
 // the target's file, and it reports the target and Done.
-func (s *simFleet) judgeUpdated(updated []string, p *planner.Plan) error {
+func (s *simFleet) judgeUpdated(updated []string, p *planner.Rollout) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, name := range updated {
@@ -202,7 +202,7 @@ func (s *simFleet) judgeUpdated(updated []string, p *planner.Plan) error {
 	return nil
 }
 
-func (s *simFleet) targetOf(p *planner.Plan, node string) string {
+func (s *simFleet) targetOf(p *planner.Rollout, node string) string {
 	for _, np := range p.Nodes {
 		if np.Name == node {
 			return np.To

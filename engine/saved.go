@@ -21,7 +21,7 @@ import (
 // unless it is exactly that — stale (the state or the fleet moved on), made for another
 // configuration directory or by another mcp, or edited by hand.
 // The plan returned carries obs, the observation the fleet came with.
-func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *observation, pf *planfile.File) (*Plan, error) {
+func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *Observed, pf *planfile.File) (*Plan, error) {
 	if pf.MCPVersion != Version {
 		return nil, fmt.Errorf("saved plan was made by mcp %s; this is mcp %s: run mcp plan again", pf.MCPVersion, Version)
 	}
@@ -38,10 +38,10 @@ func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *observati
 	if err != nil {
 		return nil, err
 	}
-	if d := planDiff(pf.Plan, fresh.Plan); d != "" {
+	if d := planDiff(pf.Rollout, fresh.Rollout); d != "" {
 		return nil, fmt.Errorf("saved plan is not what this configuration, state and fleet give (edited, or made from other inputs): %s; run mcp plan again", d)
 	}
-	return &Plan{File: fresh, w: w, obs: obs}, nil
+	return &Plan{File: fresh, Observed: obs}, nil
 }
 
 func canonicalDir(dir string) string {
@@ -57,7 +57,7 @@ func canonicalDir(dir string) string {
 
 // planDiff names the first thing in which the saved plan differs from the derived one
 // ("" when they are the same).
-func planDiff(saved, derived *planner.Plan) string {
+func planDiff(saved, derived *planner.Rollout) string {
 	if saved == nil {
 		return "it holds no plan"
 	}

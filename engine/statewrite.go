@@ -10,7 +10,7 @@ import (
 )
 
 // writeState stores a.st with its serial one up. Under the state lock nobody else should
-// write the state, and a.st is written as it is. Without it (NoLock) another apply may have
+// write the state, and a.st is written as it is. Without it (Locking.NoLock) another apply may have
 // written the state since this one read it — and an apply run with -lock=false may write
 // beside one that holds the lock: then a.st's changes (the pointers, boot images and
 // journal entries this apply changed) are merged into the state as it is now (state.Merge).
@@ -23,7 +23,7 @@ func (a *applier) writeState(ctx context.Context) error {
 	pause := conflictPause.first
 	for attempt := 1; ; attempt++ {
 		next := a.st
-		if a.w.NoLock || attempt > 1 {
+		if a.opts.Lock.NoLock || attempt > 1 {
 			theirs, err := a.w.Backend.Read(ctx)
 			if err != nil {
 				return err

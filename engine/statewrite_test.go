@@ -48,8 +48,8 @@ func TestWriteStateOutlastsABusyNeighbour(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := &beaten{Backend: w.Backend, lose: tc.lose}
-			w.Backend, w.NoLock = b, true
-			a := &applier{w: w, st: st.Clone(), base: st.Clone()}
+			w.Backend = b
+			a := &applier{w: w, st: st.Clone(), base: st.Clone(), opts: ApplyOptions{Lock: Locking{NoLock: true}}}
 			a.st.BootImages = map[string]model.BootImageDef{"worker": {Name: "test", OSImage: "quay.io/test:1"}}
 			err = a.writeState(ctx)
 			if tc.wantErr {

@@ -17,7 +17,7 @@ func (w *Workspace) Status(ctx context.Context) (*planner.Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	fleet, _, err := w.refreshWith(ctx, st, false)
+	fleet, err := w.refreshWith(ctx, st, false)
 	if err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func (w *Workspace) Drift(ctx context.Context) (*planner.DriftReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	fleet, _, err := w.refreshWith(ctx, st, true)
+	fleet, err := w.refreshWith(ctx, st, true)
 	if err != nil {
 		return nil, err
 	}

@@ -39,8 +39,7 @@ func (w *Workspace) Unclaim(ctx context.Context, lineage string, nodes []string,
 	if err != nil {
 		return nil, fmt.Errorf("reading the nodes' claims: %w", err)
 	}
-	j := newClaimJudge(w, lineage)
-	j.locked = false
+	j := newClaimJudge(w.Backend, lineage, Locking{NoLock: true})
 	var out []Unclaimed
 	var errs []error
 	for _, name := range nodes {

@@ -106,9 +106,9 @@ func pointerDigest(b []byte) (digest string, token []string) {
 }
 
 // pointerDigests are the digests of the pointer configs to write, by pool, for the planner.
-func (o *observation) pointerDigests() map[string]string {
-	out := make(map[string]string, len(o.pointers))
-	for pool, b := range o.pointers {
+func (o *Observed) pointerDigests() map[string]string {
+	out := make(map[string]string, len(o.Pointers))
+	for pool, b := range o.Pointers {
 		out[pool], _ = pointerDigest(b)
 	}
 	return out
@@ -120,11 +120,11 @@ func (a *applier) setUserData(ctx context.Context, bp *planner.BootImagePlan) er
 	if ud == nil || ud.Action == planner.UserDataNoOp {
 		return nil
 	}
-	b := a.obs.pointers[bp.Pool]
+	b := a.obs.Pointers[bp.Pool]
 	if d, _ := pointerDigest(b); b == nil || d != ud.To {
 		return errors.New("its pointer config is not the one planned") // rederive makes this unreachable
 	}
 	// The write is conditional on the whole value the refresh of the plan carried out read
 	// (token and all), which no plan file carries: a Secret changed since is an error.
-	return a.w.provider().SetUserData(ctx, ud.Namespace, ud.Name, ud.Key, b, a.obs.userData[bp.Pool])
+	return a.w.provider().SetUserData(ctx, ud.Namespace, ud.Name, ud.Key, b, a.obs.UserData[bp.Pool])
 }

@@ -87,7 +87,7 @@ pool "edge" {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, b := range pf.File.Plan.BootImages {
+		for _, b := range pf.File.Rollout.BootImages {
 			if b.Pool == "edge" {
 				return b.UserData
 			}
@@ -99,7 +99,7 @@ pool "edge" {
 		t.Fatalf("first plan: %+v", u)
 	}
 	pf, _ := w.Plan(ctx, st, PlanOptions{})
-	if _, err := w.Apply(ctx, st, pf, ApplyOptions{}); err != nil {
+	if _, _, err := w.Apply(ctx, st, pf, ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	v := string(store.secrets["openshift-machine-api/edge-user-data/userData"])
@@ -144,7 +144,7 @@ pool "edge" {
 	// The Secret edited by hand after the plan: the saved plan is stale, nothing written.
 	pf, _ = w.Plan(ctx, st, PlanOptions{})
 	store.secrets["openshift-machine-api/edge-user-data/userData"] = []byte("hand-edited")
-	if _, err := w.Apply(ctx, st, Saved(pf.File), ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "saved plan") {
+	if _, _, err := w.Apply(ctx, st, Saved(pf.File), ApplyOptions{}); err == nil || !strings.Contains(err.Error(), "saved plan") {
 		t.Errorf("apply of a stale plan: %v", err)
 	}
 	if got := string(store.secrets["openshift-machine-api/edge-user-data/userData"]); got != "hand-edited" {
@@ -157,7 +157,7 @@ pool "edge" {
 		t.Fatalf("rotated token: %+v", u)
 	}
 	pf, _ = w.Plan(ctx, st, PlanOptions{})
-	if _, err := w.Apply(ctx, st, pf, ApplyOptions{}); err != nil {
+	if _, _, err := w.Apply(ctx, st, pf, ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if got := string(store.secrets["openshift-machine-api/edge-user-data/userData"]); !strings.Contains(got, `"value": "Bearer t0k3n-2"`) {

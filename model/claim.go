@@ -38,6 +38,9 @@ type Claim struct {
 	// it: a drain refused, a step that failed, a health gate. For people (mcp status
 	// -nodes), at most MaxFailed bytes; nothing decides on it.
 	Failed string `json:"failed,omitempty"`
+	// Intent is what the apply does to the node, written before each action (nil: a claim
+	// of an mcp that wrote none). Runs after it read it to know what was in flight.
+	Intent *Intent `json:"intent,omitempty"`
 }
 
 // MaxFailed bounds a claim's Failed: a claim is a small record on the node.
@@ -66,7 +69,7 @@ func (a *Claim) Same(b *Claim) bool {
 	}
 	return a.Apply == b.Apply && a.Lock == b.Lock && a.State == b.State && a.Host == b.Host && a.Process == b.Process &&
 		a.Since.Equal(b.Since) && a.Expires.Equal(b.Expires) &&
-		a.Released.Equal(b.Released) && a.Failed == b.Failed
+		a.Released.Equal(b.Released) && a.Failed == b.Failed && a.Intent.Same(b.Intent)
 }
 
 // LeaseEnd is until when the claim counts as live for whoever judges it by its expiry: its

@@ -244,7 +244,7 @@ func poolPlan(pools []PoolPlan, name string) *PoolPlan {
 }
 
 // Refusals are the reasons apply refuses the plan (skew = "enforce"), pool by pool.
-func (p *Plan) Refusals() []string {
+func (p *Rollout) Refusals() []string {
 	var out []string
 	for _, b := range p.BootImages {
 		if b.Refused != "" {

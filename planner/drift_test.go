@@ -33,7 +33,7 @@ func driftFleet() (*model.Rendered, []model.Node) {
 // the OS image → pivot and reboot), and none of it is a configuration change.
 func TestDriftOfKernelArgsAndOSImageIsRestored(t *testing.T) {
 	tg, nodes := driftFleet()
-	plan := func(onDrift model.OnDrift) *Plan {
+	plan := func(onDrift model.OnDrift) *Rollout {
 		p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker", OnDrift: onDrift, MaxUnavailable: model.IntOrPercent{Value: 5}}),
 			Rendered: map[string]*model.Rendered{"worker": tg}, Known: map[string]*model.Rendered{tg.Name: tg},
 			Pointers: map[string]string{"worker": tg.Name}, Fleet: &model.Fleet{Nodes: nodes}})

@@ -27,7 +27,7 @@ type drainer struct {
 // those nodes, and the nodes after them start later. It simulates the rollout in waves of
 // equal step durations over every pool at once (a PDB spans pools). PDBs that allow no
 // disruption are pdbBlockers' (nothing comes back to free them).
-func pdbWaves(p *Plan, slots []poolSlots, podsByNode map[string][]*model.Pod, pdbs []model.PDB, ready map[string]bool) {
+func pdbWaves(p *Rollout, slots []poolSlots, podsByNode map[string][]*model.Pod, pdbs []model.PDB, ready map[string]bool) {
 	var ds []*drainer
 	found := false
 	for i := range p.Nodes {
@@ -83,7 +83,7 @@ func needs(pods []*model.Pod, pdbs []model.PDB) (map[int]int, map[int][]string) 
 	return out, names
 }
 
-func poolIndex(p *Plan, name string) int {
+func poolIndex(p *Rollout, name string) int {
 	for i := range p.Pools {
 		if p.Pools[i].Name == name {
 			return i
@@ -96,7 +96,7 @@ func poolIndex(p *Plan, name string) int {
 // pods back; nodes start in plan order while their pool has a slot (nodes out of service
 // already in their own, at once); started nodes drain, in the order they started, when
 // every PDB they touch allows it. Waves and pdb-wait blockers are written to the plans.
-func simulateDrains(p *Plan, slots []poolSlots, ds []*drainer, pdbs []model.PDB) {
+func simulateDrains(p *Rollout, slots []poolSlots, ds []*drainer, pdbs []model.PDB) {
 	busy := make([]int, len(p.Pools))
 	next := make([]int, len(p.Pools)) // index into byPool of the next node to start
 	byPool := make([][]*drainer, len(p.Pools))

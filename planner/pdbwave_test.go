@@ -31,7 +31,7 @@ func pdbInput(allowed int, reboot bool) Input {
 			Selector: map[string]string{"app": "web"}, MinAvailable: 4 - allowed, DesiredHealthy: 4 - allowed, CurrentHealthy: 4, DisruptionsAllowed: allowed}}}}
 }
 
-func waves(p *Plan) map[string]string {
+func waves(p *Rollout) map[string]string {
 	out := map[string]string{}
 	for _, n := range p.Nodes {
 		s := fmt.Sprint(n.Wave)

@@ -17,7 +17,7 @@ import (
 
 // MakePlan computes the plan for in. It fails only on an ambiguous fleet (a node selected
 // by two pools).
-func MakePlan(in Input) (*Plan, error) {
+func MakePlan(in Input) (*Rollout, error) {
 	members, unmanaged, err := assignPools(in.Desired.Pools, in.Fleet.Nodes)
 	if err != nil {
 		return nil, err
@@ -26,7 +26,7 @@ func MakePlan(in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Plan{Unmanaged: unmanaged, Rendered: map[string]*model.Rendered{},
+	p := &Rollout{Unmanaged: unmanaged, Rendered: map[string]*model.Rendered{},
 		Nodes: make([]NodePlan, 0, len(in.Fleet.Nodes)-len(unmanaged))}
 	for _, r := range in.Rendered {
 		p.Rendered[r.Name] = r
@@ -39,7 +39,7 @@ func MakePlan(in Input) (*Plan, error) {
 	}
 	// Nodes of a pool mostly share their current config: derive each (from, to) once.
 	memo := map[deriveKey]derived{}
-	in.memo = memo
+	in.memo, in.inFlight = memo, model.IndexInFlight(in.InFlight)
 	var slots []poolSlots // per pool, for pdbWaves
 	podsByNode := map[string][]*model.Pod{}
 	for i := range in.Fleet.Pods {
@@ -127,12 +127,18 @@ func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, node
 	for i, n := range nodes {
 		plans[i] = planNode(in, n, pool, target)
 		// Held and untargeted nodes get no steps; out of service they still count below.
-		if held, untargeted := sc.hold(n), !sc.nodeTargeted(pool.Name, n.Name); held != "" || untargeted {
-			keepOut(&plans[i], held, untargeted && held == "")
-			if held != "" {
+		held := HoldGate{}.Ask(&Facts{AtPlan: true, Node: n.Name, Pool: &pp, Excluded: sc.excluded[n.Name], Observed: []model.Node{*n}})
+		if untargeted := !sc.nodeTargeted(pool.Name, n.Name); held.Kind == Skip || untargeted {
+			keepOut(&plans[i], held.Reason, untargeted && held.Kind != Skip)
+			if held.Kind == Skip {
 				pp.Held++
 			} else {
 				pp.Untargeted++
+			}
+		}
+		if plans[i].Changed() {
+			if v := (ClaimGate{}).Ask(&Facts{AtPlan: true, Node: n.Name, Pool: &pp, Claim: in.claimFacts(n.Name)}); !v.Passes() {
+				plans[i].Blockers = append(plans[i].Blockers, Blocker{Kind: BlockClaim, Message: v.Reason})
 			}
 		}
 		if plans[i].Condition != "" {
@@ -168,7 +174,7 @@ func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, node
 	for _, i := range order {
 		sorted = append(sorted, plans[i])
 	}
-	sl := schedule(&pp, sorted, out)
+	sl := schedule(&pp, sorted, out, nodes)
 	if w := firstBootWarning(in, target, nodes); w != "" {
 		pp.Warnings = append(pp.Warnings, w)
 	}
@@ -190,7 +196,7 @@ type poolSlots struct{ slots, first int }
 // schedule gives each changing node its wave, or defers it with the pool's blocker. Nodes
 // out of service already start in the first wave, each in its own slot; the others share
 // the slots the budget leaves, wave after wave.
-func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
+func schedule(pp *PoolPlan, nodes []NodePlan, out []string, members []*model.Node) poolSlots {
 	changing, inOwnSlot, resumed := 0, 0, 0
 	for _, n := range nodes {
 		if n.Changed() {
@@ -207,9 +213,9 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
 	if changing == 0 {
 		return poolSlots{}
 	}
-	if pp.Paused {
+	if v := (PausedGate{}).Ask(&Facts{AtPlan: true, Pool: pp}); v.Kind == Defer {
 		pp.Blockers = append(pp.Blockers, Blocker{Kind: BlockPaused,
-			Message: fmt.Sprintf("pool %s is paused: %s deferred", pp.Name, nodeChanges(changing))})
+			Message: fmt.Sprintf("%s: %s deferred", v.Reason, nodeChanges(changing))})
 		for k := range nodes {
 			nodes[k].Deferred = nodes[k].Changed()
 		}
@@ -218,12 +224,15 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
 	if inOwnSlot > 0 {
 		pp.Waves = 1
 	}
-	// A node an interrupted apply took out of service (resumed from the journal) is back in
-	// service once this apply finishes it: the others wait for it, in later waves, instead
-	// of being deferred to another apply.
 	slots, first := pp.Slots, 1
-	if slots <= 0 && resumed > 0 {
-		slots, first = min(pp.Slots+resumed, pp.MaxUnavailable), 2
+	if !roomInService(pp, nodes, members, false) {
+		slots = 0
+		// A node an interrupted apply took out of service (resumed) is back in service
+		// once this apply finishes it: the others wait for it, in later waves, instead of
+		// being deferred to another apply.
+		if resumed > 0 && roomInService(pp, nodes, members, true) {
+			slots, first = min(pp.Slots+resumed, pp.MaxUnavailable), 2
+		}
 	}
 	// With a canary, its nodes (the first changing ones in rollout order) form the first
 	// phase; the others start in waves after the canary's last.
@@ -267,26 +276,43 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string) poolSlots {
 	return poolSlots{slots, first}
 }
 
+// roomInService asks the budget gate, as apply will, whether the pool's first changing
+// node in service may start — with the nodes it resumes back in service, when resumed:
+// they are, once this apply finished them. True when no node in service changes.
+func roomInService(pp *PoolPlan, nodes []NodePlan, members []*model.Node, resumed bool) bool {
+	k := slices.IndexFunc(nodes, func(n NodePlan) bool { return n.Changed() && n.Condition == "" })
+	if k < 0 {
+		return true
+	}
+	back := map[string]bool{}
+	if resumed {
+		for _, n := range nodes {
+			back[n.Name] = n.Action == NodeResume && n.Condition != ""
+		}
+	}
+	observed := make([]model.Node, 0, len(members))
+	for _, m := range members {
+		if !back[m.Name] {
+			observed = append(observed, *m)
+		}
+	}
+	return (BudgetGate{}).Ask(&Facts{AtPlan: true, Node: nodes[k].Name, Pool: pp, Observed: observed}).Passes()
+}
+
 // planNode derives one node's steps from what it reports — the config it runs, its drift,
 // its kernel arguments and OS image, the reboot its agent recorded — to the pool's target;
-// and, unless the pool's on_drift is "report", the steps that restore its drift. The
-// journal of an interrupted apply only says what was in flight (the node is resumed, and
-// uncordoned if that apply cordoned it); it never says a step may be skipped: a node
-// rolled back after a failure, or whose files were lost since, gets its whole update.
+// and, unless the pool's on_drift is "report", the steps that restore its drift. An update
+// an interrupted apply recorded in flight (in.InFlight) only says the node is resumed, and
+// uncordoned if that apply cordoned it; it never says a step may be skipped: a node rolled
+// back after a failure, or whose files were lost since, gets its whole update.
 func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered) NodePlan {
 	np := NodePlan{Name: n.Name, Pool: pool.Name, Zone: n.Zone, From: n.CurrentConfig, To: target.Name, Action: NodeNoOp,
 		Condition: Condition(n), NotReady: !n.Ready}
 	if n.State == model.StateDegraded {
 		np.Warnings = append(np.Warnings, fmt.Sprintf("node is Degraded: %s; apply will retry", n.Reason))
 	}
-	j, resuming := in.Journal[n.Name]
-	resuming = resuming && j.Target == target.Name
-	if !resuming && (n.State == model.StateWorking && n.DesiredConfig == target.Name || n.Claim.Held() && n.Unschedulable) {
-		// An interrupted apply handed the node its update, or claimed and cordoned it, and
-		// stopped before a step of it was journaled (steps are journaled as they finish):
-		// in flight all the same, and back in service when this apply finishes it.
-		resuming = true
-	}
+	f := in.inFlight[n.Name]
+	resuming := f != nil && f.Started()
 	np.Drift, np.DriftUnlisted = n.Drift, n.DriftUnlisted
 	drift := restorable(&np, n, pool.OnDrift, target)
 	host := steps.HostOf(n)
@@ -306,7 +332,7 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 			// The node reported it runs target; the apply that moved it stopped before it
 			// ended: uncordon it if that apply cordoned it, and check its health again.
 			np.Action, np.DriftOnly = NodeResume, false
-			np.Steps = owedUncordon(np.Steps, n, j, target)
+			np.Steps = owedUncordon(np.Steps, n, f)
 		}
 		np.Reboot = hasStep(np.Steps, model.StepReboot)
 		return np
@@ -339,7 +365,7 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 	}
 	if resuming {
 		np.Action = NodeResume
-		todo = owedUncordon(todo, n, j, target)
+		todo = owedUncordon(todo, n, f)
 	}
 	np.Steps = todo
 	np.Reboot = hasStep(todo, model.StepReboot)
@@ -347,14 +373,14 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 }
 
 // owedUncordon ends a resumed node's steps with an uncordon when the interrupted apply
-// cordoned it (its journal has the cordon), it is still cordoned, and nothing else
+// recorded that it cordoned the node (f.Cordoned), it is still cordoned, and nothing else
 // uncordons it.
-func owedUncordon(todo []model.Step, n *model.Node, j model.JournalEntry, target *model.Rendered) []model.Step {
-	if !n.Unschedulable || !slices.Contains(j.Done, model.Step{Kind: model.StepCordon}.Key()) || hasStep(todo, model.StepUncordon) {
+func owedUncordon(todo []model.Step, n *model.Node, f *model.InFlight) []model.Step {
+	if !n.Unschedulable || !f.Cordoned || hasStep(todo, model.StepUncordon) {
 		return todo
 	}
 	return append(slices.Clone(todo), model.Step{Kind: model.StepUncordon,
-		Reason: "the interrupted apply of " + target.Name + " cordoned the node"})
+		Reason: "the interrupted apply of " + f.Target + " cordoned the node"})
 }
 
 // restorable is the drift the node's steps restore: none when the pool only reports drift;

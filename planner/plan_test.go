@@ -128,8 +128,8 @@ func TestMakePlanResumesFromTheNode(t *testing.T) {
 		t.Helper()
 		p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker"}),
 			Rendered: map[string]*model.Rendered{"worker": tg}, Known: map[string]*model.Rendered{old.Name: old},
-			Fleet:   &model.Fleet{Nodes: []model.Node{n}},
-			Journal: map[string]model.JournalEntry{"w-0": {From: old.Name, Target: tg.Name, Done: done}}})
+			Fleet:    &model.Fleet{Nodes: []model.Node{n}},
+			InFlight: journaled("w-0", old.Name, tg.Name, done...)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -400,7 +400,7 @@ func TestMakePlanUnlistedDriftRestoresEverything(t *testing.T) {
 // nodes in service share what the budget leaves. Before, a NotReady node in the rollout
 // was not counted, and apply took a second node down beside it.
 func TestMakePlanOutOfServiceNodeInItsOwnSlot(t *testing.T) {
-	plan := func(max int) *Plan {
+	plan := func(max int) *Rollout {
 		n := []model.Node{node("w-0", "worker", "a", 0), node("w-1", "worker", "a", 1), node("w-2", "worker", "a", 2), node("w-3", "worker", "a", 3)}
 		n[3].Ready = false
 		n[1].State, n[1].Reason = model.StateDegraded, "disk full"
@@ -443,8 +443,7 @@ func TestMakePlanResumeWithNothingLeft(t *testing.T) {
 	n.CurrentConfig = tg.Name
 	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker"}),
 		Rendered: map[string]*model.Rendered{"worker": tg}, Fleet: &model.Fleet{Nodes: []model.Node{n}},
-		Journal: map[string]model.JournalEntry{"w-0": {From: "rendered-worker-old", Target: tg.Name,
-			Done: []string{"cordon", "drain", "write /etc/a", "reboot", "verify", "uncordon"}}}})
+		InFlight: journaled("w-0", "rendered-worker-old", tg.Name, "cordon", "drain", "write /etc/a", "reboot", "verify", "uncordon")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,41 +471,45 @@ func TestRoom(t *testing.T) {
 }
 
 // A node an interrupted apply left in flight is resumed in its own slot; the others wait
-// for it in later waves instead of being deferred to another apply. In flight: cordoned
-// with its journal saying so, or handed its update (Working on the target) by an apply
-// killed before a step of it was journaled (steps are journaled as they finish).
+// for it in later waves instead of being deferred to another apply. In flight is what the
+// apply recorded (model.InFlight): its journal (the cordon finished), or the intent on the
+// node's claim, written before the action and not yet followed by a journaled step — the
+// kill between a hand-over, or a cordon, and its record. How the node looks (Working on
+// the target, cordoned under a claim) says nothing by itself.
 func TestMakePlanResumedNodeGivesItsSlotBack(t *testing.T) {
 	old := &model.Rendered{Name: "rendered-worker-old", Pool: "worker"}
 	tg := target("worker", file("/etc/a", "x"))
-	plan := func(t *testing.T, inFlight func(*model.Node), journal map[string]model.JournalEntry) *Plan {
+	plan := func(t *testing.T, shape func(*model.Node), inFlight []model.InFlight) *Rollout {
 		t.Helper()
 		n := []model.Node{node("w-0", "worker", "a", 0), node("w-1", "worker", "a", 1), node("w-2", "worker", "a", 2)}
 		for i := range n {
 			n[i].CurrentConfig = old.Name
 		}
-		inFlight(&n[1])
+		shape(&n[1])
 		p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker", MaxUnavailable: model.IntOrPercent{Value: 1}}),
 			Rendered: map[string]*model.Rendered{"worker": tg}, Known: map[string]*model.Rendered{old.Name: old},
-			Fleet: &model.Fleet{Nodes: n}, Journal: journal})
+			Fleet: &model.Fleet{Nodes: n}, InFlight: inFlight})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
+	cordoned := func(n *model.Node) { n.Unschedulable = true }
+	working := func(n *model.Node) { n.State, n.DesiredConfig = model.StateWorking, tg.Name }
+	intent := func(p model.Phase, cordoned bool) []model.InFlight {
+		return []model.InFlight{{Node: "w-1", Apply: "A", From: old.Name, Target: tg.Name, Phase: p, Cordoned: cordoned}}
+	}
 	for _, tc := range []struct {
 		name     string
-		inFlight func(*model.Node)
-		journal  map[string]model.JournalEntry
+		shape    func(*model.Node)
+		inFlight []model.InFlight
 	}{
-		{"cordoned, journaled", func(n *model.Node) { n.Unschedulable = true },
-			map[string]model.JournalEntry{"w-1": {From: old.Name, Target: tg.Name, Done: []string{"cordon"}}}},
-		{"handed over, not journaled", func(n *model.Node) { n.State, n.DesiredConfig = model.StateWorking, tg.Name }, nil},
-		{"claimed and cordoned, not journaled", func(n *model.Node) {
-			n.Unschedulable, n.Claim = true, &model.Claim{Apply: "A", Since: time.Unix(0, 0)}
-		}, nil},
+		{"cordoned, journaled", cordoned, journaled("w-1", old.Name, tg.Name, "cordon")},
+		{"handed over, not journaled", working, intent(model.PhaseHandOver, false)},
+		{"claimed and cordoned, not journaled", cordoned, intent(model.PhaseCordon, true)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := plan(t, tc.inFlight, tc.journal)
+			p := plan(t, tc.shape, tc.inFlight)
 			got := map[string]string{}
 			for _, np := range p.Nodes {
 				got[np.Name] = fmt.Sprintf("%s %d %v", np.Action, np.Wave, np.Deferred)
@@ -517,21 +520,37 @@ func TestMakePlanResumedNodeGivesItsSlotBack(t *testing.T) {
 			}
 		})
 	}
-	// Working on another config than the target, or cordoned by someone else (a released
-	// claim is a record only), is no update in flight: the others are deferred.
-	for name, notInFlight := range map[string]func(*model.Node){
-		"working on another config": func(n *model.Node) { n.State, n.DesiredConfig = model.StateWorking, "rendered-worker-other" },
-		"cordoned, claim released": func(n *model.Node) {
+	// No update recorded in flight — whatever the node looks like: Working on the target
+	// or on another config, cordoned under a released claim or a held one — or one only
+	// claimed, nothing on the node begun: the others are deferred.
+	for name, tc := range map[string]struct {
+		shape    func(*model.Node)
+		inFlight []model.InFlight
+	}{
+		"working on the target, nothing recorded": {working, nil},
+		"working on another config":               {func(n *model.Node) { n.State, n.DesiredConfig = model.StateWorking, "rendered-worker-other" }, nil},
+		"cordoned, claim released": {func(n *model.Node) {
 			n.Unschedulable, n.Claim = true, &model.Claim{Apply: "A", Since: time.Unix(0, 0), Released: time.Unix(1, 0)}
-		},
+		}, nil},
+		"cordoned under a held claim, nothing recorded": {func(n *model.Node) {
+			n.Unschedulable, n.Claim = true, &model.Claim{Apply: "A", Since: time.Unix(0, 0)}
+		}, nil},
+		"cordoned, only claimed": {cordoned, intent(model.PhaseClaimed, false)},
 	} {
-		p := plan(t, notInFlight, nil)
+		p := plan(t, tc.shape, tc.inFlight)
 		for _, np := range p.Nodes {
 			if np.Action == NodeResume {
 				t.Errorf("%s: %s resumed, though no update of it is in flight", name, np.Name)
 			}
 		}
 	}
+}
+
+// journaled is the update in flight a journal entry with done steps (and no intent on the
+// node) gives, as the engine builds it.
+func journaled(node, from, target string, done ...string) []model.InFlight {
+	p, cordoned := model.PhaseOf(done)
+	return []model.InFlight{{Node: node, From: from, Target: target, Phase: p, Cordoned: cordoned, Done: done}}
 }
 
 var (
@@ -561,9 +580,8 @@ func TestMakePlanRebootedNodeWithItsNewKernelArgs(t *testing.T) {
 	n.Drift = []model.Drift{{Path: "/etc/motd", Kind: model.DriftContent}} // written before the reboot
 	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "infra"}),
 		Rendered: map[string]*model.Rendered{"infra": tg}, Known: map[string]*model.Rendered{old.Name: old},
-		Fleet: &model.Fleet{Nodes: []model.Node{n}},
-		Journal: map[string]model.JournalEntry{"i-0": {From: old.Name, Target: tg.Name,
-			Done: []string{"cordon", "drain", "write /etc/motd", "kargs"}}}})
+		Fleet:    &model.Fleet{Nodes: []model.Node{n}},
+		InFlight: journaled("i-0", old.Name, tg.Name, "cordon", "drain", "write /etc/motd", "kargs")})
 	if err != nil {
 		t.Fatal(err)
 	}

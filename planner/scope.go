@@ -116,22 +116,6 @@ func (sc scope) nodeTargeted(pool, node string) bool {
 	return !sc.targeting() || sc.pools[pool] || sc.nodes[node]
 }
 
-// hold says why the node is kept out ("" when it is not): its hold label or annotation
-// (which wins over -target: a hold is somebody's word that the node must not be touched),
-// or -exclude.
-func (sc scope) hold(n *model.Node) string {
-	if why, held := n.HoldReason(); held {
-		if why == "" {
-			why = "no reason given"
-		}
-		return why + " (" + model.HoldKey + ")"
-	}
-	if sc.excluded[n.Name] {
-		return "excluded with -exclude"
-	}
-	return ""
-}
-
 // keepOut takes a node out of the rollout: no steps, whatever it needs. Its condition
 // stays: a held node out of service still counts against its pool's budget.
 func keepOut(np *NodePlan, held string, untargeted bool) {

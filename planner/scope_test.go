@@ -26,7 +26,7 @@ func scopeInput(targets, exclude []string, change func(nodes []model.Node)) Inpu
 }
 
 // nodeSummary is "wave held untargeted steps" per node.
-func nodeSummary(p *Plan) map[string]string {
+func nodeSummary(p *Rollout) map[string]string {
 	out := map[string]string{}
 	for _, n := range p.Nodes {
 		s := string(n.Action)

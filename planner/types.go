@@ -23,8 +23,10 @@ type Input struct {
 	// and whether their token is the pool's).
 	UserData map[string]string
 	Fleet    *model.Fleet
-	// Journal is the progress of an apply that did not finish, by node name.
-	Journal map[string]model.JournalEntry
+	// InFlight are the updates interrupted applies left unfinished, as they recorded them
+	// (the engine builds them from the state's journal and the nodes' claims): such a node
+	// is resumed. Nothing else says an update is in flight; how a node looks never does.
+	InFlight []model.InFlight
 	// Targets limits the rollout to these pools and nodes ("pool.NAME", "node.NAME"; none:
 	// everything), as Terraform's -target; Exclude keeps these nodes ("node.NAME") out, as
 	// a hold does. Unknown ones are errors.
@@ -32,12 +34,19 @@ type Input struct {
 	// Now is the time the plan is made for: maintenance windows are shown open or closed
 	// at it. The planner reads no clock.
 	Now time.Time
+	// Claims are the nodes' claims as the refresh saw them, each judged then (the engine
+	// judges: the planner reads no process and no lock), by node: a changing node another
+	// live apply holds is blocked (BlockClaim, asked of the claim gate as apply asks it).
+	Claims map[string]JudgedClaim
 
-	memo map[deriveKey]derived // set by MakePlan
+	memo     map[deriveKey]derived      // set by MakePlan
+	inFlight map[string]*model.InFlight // InFlight by node, set by MakePlan
 }
 
-// Plan is the result of planning: per pool and per node what will happen.
-type Plan struct {
+// Rollout is what the planner decides: per pool and per node what will happen, in which
+// wave, and what blocks it. It is the part of a plan that is shown and reviewed; the engine's
+// Plan wraps it with what it was made from (engine.Plan, planfile.File).
+type Rollout struct {
 	Pools []PoolPlan `json:"pools"`
 	// Nodes lists every node of every pool, pool by pool in rollout order (zone, then
 	// oldest); unchanged nodes have no steps.
@@ -185,20 +194,20 @@ func (n *NodePlan) Changed() bool { return n.Action != NodeNoOp && n.Action != "
 
 // HasChanges reports whether applying the plan would do anything: a node to change, or a
 // pool whose rendered config (and so its boot-server pointer) moves.
-func (p *Plan) HasChanges() bool {
+func (p *Rollout) HasChanges() bool {
 	return p.changes(func(*NodePlan) bool { return true })
 }
 
 // HasConfigChanges reports whether the plan changes anything for a change of the
 // configuration, not counting nodes whose steps only restore drift: what plan's
 // -detailed-exitcode=config exits 2 for (plain -detailed-exitcode exits 2 for HasChanges).
-func (p *Plan) HasConfigChanges() bool {
+func (p *Rollout) HasConfigChanges() bool {
 	return p.changes(func(n *NodePlan) bool { return !n.DriftOnly })
 }
 
 // changes reports whether the plan changes a node that counts (a changed node counts
 // when counts says so), a pool's pointer or a boot image.
-func (p *Plan) changes(counts func(*NodePlan) bool) bool {
+func (p *Rollout) changes(counts func(*NodePlan) bool) bool {
 	for i := range p.Nodes {
 		if p.Nodes[i].Changed() && counts(&p.Nodes[i]) {
 			return true
@@ -218,7 +227,7 @@ func (p *Plan) changes(counts func(*NodePlan) bool) bool {
 }
 
 // Drifted is the plan's nodes that differ from the config they run, in plan order.
-func (p *Plan) Drifted() []*NodePlan {
+func (p *Rollout) Drifted() []*NodePlan {
 	var out []*NodePlan
 	for i := range p.Nodes {
 		if len(p.Nodes[i].Drift) > 0 || p.Nodes[i].DriftUnlisted > 0 {

@@ -234,6 +234,14 @@ func (a *Adapter) Claim(ctx context.Context, node string, c model.Claim, live Cl
 	return nil, unsupported("keeps no claims")
 }
 
+// Intend is Claimer's; the fallback is unsupported, as Claim's.
+func (a *Adapter) Intend(ctx context.Context, node string, c model.Claim) error {
+	if a.claims != nil {
+		return a.claims.Intend(ctx, node, c)
+	}
+	return unsupported("keeps no claims")
+}
+
 // Release is Claimer's; the fallback is unsupported, as Claim's.
 func (a *Adapter) Release(ctx context.Context, node string, c model.Claim, leave *model.Claim) error {
 	if a.claims != nil {

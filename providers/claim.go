@@ -25,6 +25,13 @@ type Claimer interface {
 	// Claim judged: that write then fails with a *ClaimedError when another apply took the
 	// node meanwhile.
 	Claim(ctx context.Context, node string, c model.Claim, live ClaimLive) (prev *model.Claim, err error)
+	// Intend records c — the claim this apply holds on node (Claim), with a new intent
+	// (model.Intent) — before the apply's next action on the node: in the write of that
+	// action (Cordon, Uncordon, the hand-over of RunNodeSteps) where the provider can, made
+	// only if the node's claim is still this apply's, else at once. The action's write
+	// then fails with a *ClaimedError when another apply took the node meanwhile. An
+	// action that has nothing of its own to write still writes the intent.
+	Intend(ctx context.Context, node string, c model.Claim) error
 	// Release ends c on node, if the node still has it: c is replaced by leave (c released,
 	// kept as the node's record; or, when c did nothing, the claim it replaced). A claim
 	// taken under the state lock may instead be left as it is: it ends with that lock.

@@ -11,17 +11,26 @@ import (
 	"github.com/mcpfleet/mcp/model"
 )
 
-// JournalRecord is one finished step of one node, appended while apply runs.
+// JournalRecord is one record of one node's update, appended while apply runs: the update
+// begun (Begin, before the apply's first action on the node), a finished step, or the node
+// finished.
 type JournalRecord struct {
-	Node   string `json:"node"`
+	Node string `json:"node"`
+	// Apply names the apply run ("": a record of an mcp that did not name runs).
+	Apply  string `json:"apply,omitempty"`
 	From   string `json:"from"`
 	Target string `json:"target"`
-	Step   string `json:"step"` // model.Step.Key
+	Step   string `json:"step"` // model.Step.Key; "" with Begin or Finished
+	// Begin opens the node's entry before its first action: from then until Finished the
+	// update is in flight, whatever the node shows.
+	Begin bool `json:"begin,omitempty"`
 	// Finished marks the node's last step: its journal entry can be dropped.
 	Finished bool `json:"finished,omitempty"`
 }
 
-// ApplyRecord folds one journal record into the state's journal.
+// ApplyRecord folds one journal record into the state's journal. An entry for another
+// target or starting config is replaced; a record of another apply for the same update
+// (one that took an interrupted update over) keeps its finished steps.
 func (s *State) ApplyRecord(r JournalRecord) {
 	if s.Journal == nil {
 		s.Journal = map[string]model.JournalEntry{}
@@ -34,7 +43,12 @@ func (s *State) ApplyRecord(r JournalRecord) {
 	if e.Target != r.Target || e.From != r.From {
 		e = model.JournalEntry{From: r.From, Target: r.Target}
 	}
-	e.Done = append(e.Done, r.Step)
+	if r.Apply != "" {
+		e.Apply = r.Apply
+	}
+	if !r.Begin {
+		e.Done = append(e.Done, r.Step)
+	}
 	s.Journal[r.Node] = e
 }
 
@@ -117,8 +131,10 @@ func (r JournalRecord) check() error {
 		return errors.New("journal record names no node")
 	case r.Target == "":
 		return fmt.Errorf("journal record of node %s names no target config", r.Node)
-	case r.Step == "" && !r.Finished:
+	case r.Step == "" && !r.Finished && !r.Begin:
 		return fmt.Errorf("journal record of node %s names no step", r.Node)
+	case r.Step != "" && (r.Begin || r.Finished):
+		return fmt.Errorf("journal record of node %s both begins or finishes the node and names step %q", r.Node, r.Step)
 	}
 	if r.Step != "" {
 		if _, err := model.ParseStepKey(r.Step); err != nil {

@@ -22,9 +22,11 @@ import (
 // FormatVersion is the version of the state's file format. Version 2 stores each rendered
 // config's file contents once (its Ignition config is derived from them, ignition/content):
 // an mcp that reads only version 1 would take such a config for a damaged one, so it is
-// told plainly that a newer mcp wrote the state. Version 1 states are read (and written
-// back as 2).
-const FormatVersion = 2
+// told plainly that a newer mcp wrote the state. Version 3 journals name the apply run of
+// each record and open a node's entry before its first action (JournalRecord.Begin), which
+// an mcp that reads 2 would refuse as damage. Versions 1 and 2 are read (and written back
+// as 3).
+const FormatVersion = 3
 
 // State is what mcp remembers.
 type State struct {
@@ -99,7 +101,7 @@ func Unmarshal(b []byte) (*State, error) {
 	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
 		return nil, fmt.Errorf("it has %d bytes after the state's JSON object", len(rest))
 	}
-	if s.Version == 1 { // its rendered configs may carry their Ignition config: still read
+	if s.Version == 1 || s.Version == 2 { // 1: its rendered configs may carry their Ignition config: still read
 		s.Version = FormatVersion
 	}
 	if err := s.Check(); err != nil {

@@ -18,7 +18,7 @@ func TestUnmarshalRefusesDamagedState(t *testing.T) {
 		{"{}", "no format version"},
 		{`{"version":1}`, "no lineage"},
 		{`{"version":1,"lineage":"abc","serial":4,"poin`, "cut off"},
-		{`{"version":3,"lineage":"abc"}`, "format version 3; this mcp reads 2 and older (a newer mcp wrote it"},
+		{`{"version":4,"lineage":"abc"}`, "format version 4; this mcp reads 3 and older (a newer mcp wrote it"},
 		{`{"version":1,"lineage":"abc","serial":-1}`, "serial"},
 		{`{"version":1,"lineage":"abc"} {}`, "after"},
 		{`{"version":1,"lineage":"abc","journal":{"w-1":{"target":""}}}`, "w-1"},
@@ -28,9 +28,13 @@ func TestUnmarshalRefusesDamagedState(t *testing.T) {
 			t.Errorf("Unmarshal(%q): %v, want an error mentioning %q", c.in, err, c.want)
 		}
 	}
-	s, err := Unmarshal([]byte(`{"version":2,"lineage":"abc","serial":2}`))
+	s, err := Unmarshal([]byte(`{"version":3,"lineage":"abc","serial":2}`))
 	if err != nil || s.Lineage != "abc" || s.Serial != 2 || s.Pointers == nil {
 		t.Errorf("a minimal state: %+v, %v", s, err)
+	}
+	// A version 2 state (journals that named no apply run) is read as version 3.
+	if s, err = Unmarshal([]byte(`{"version":2,"lineage":"abc","serial":2}`)); err != nil || s.Version != FormatVersion {
+		t.Errorf("a version 2 state: %+v, %v; want it read as version %d", s, err, FormatVersion)
 	}
 	// A version 1 state (rendered configs that stored their Ignition config) is read, and
 	// is version 2 from then on: what is written back is what this mcp writes.

@@ -49,29 +49,31 @@ func (c *cli) apply(args []string) int {
 	if ws == nil {
 		return 1
 	}
-	if ws.NoLock = !lf.lock; ws.NoLock {
+	if !lf.lock {
 		fmt.Fprint(c.stderr, lockFalseWarning)
 	}
 	c.intr.setNotice("stopping before any node starts; the state lock is released")
-	st, ctx, unlock, code := c.readStateLocked(ws, &lf, "apply")
-	if st == nil {
+	s, code := c.readStateLocked(ws, &lf, "apply")
+	if s == nil {
 		return code
 	}
-	defer unlock()
+	defer s.unlock()
+	ctx, st := s.ctx, s.st
+	opts.Lock = s.lock
 	// A closed stdout (`| head`, a closed terminal) does not stop the apply: its output is
 	// dropped from then on, and the exit code is still the apply's.
 	color, term := c.color(&lf), isTerminal(c.stdout)
 	out := &keepWriting{w: c.stdout, stderr: c.stderr, then: "the apply goes on without showing its progress there"}
 	v := views.NewApply(*asJSON, out, color)
 	if p == nil {
-		if p, err = ws.Plan(ctx, st, engine.PlanOptions{Targets: sf.targets, Exclude: sf.exclude}); err != nil {
+		if p, err = ws.Plan(ctx, st, engine.PlanOptions{Targets: sf.targets, Exclude: sf.exclude, Lock: s.lock}); err != nil {
 			return c.failErr(err)
 		}
 		pf := p.File
 		if err := v.Plan(pf); err != nil {
 			return c.failErr(err)
 		}
-		if !pf.Plan.HasChanges() {
+		if !pf.Rollout.HasChanges() {
 			return 0
 		}
 		if !*auto {
@@ -89,12 +91,12 @@ func (c *cli) apply(args []string) int {
 		// The terminal itself, not the wrapper: the redrawing asks it for its size, and
 		// a terminal that goes away is a SIGHUP (or a write error the view ignores), not
 		// a closed pipe.
-		live = views.NewLiveProgress(c.stdout, color, pf.Plan)
+		live = views.NewLiveProgress(c.stdout, color, pf.Rollout)
 		progress = live
 	}
 	c.intr.setNotice("finishing the nodes already started and starting no more; then the state is saved and the lock released")
 	opts.Observer = progress.Event
-	res, err := ws.Apply(ctx, st, p, opts)
+	_, res, err := ws.Apply(ctx, st, p, opts)
 	if live != nil {
 		live.Stop() // before anything else is printed
 	}
@@ -102,7 +104,7 @@ func (c *cli) apply(args []string) int {
 		return c.failErr(err)
 	}
 	progress.Summary(views.SummaryOf(res, err))
-	v.LeftOut(views.LeftOutOf(pf.Plan))
+	v.LeftOut(views.LeftOutOf(pf.Rollout))
 	if len(pf.Targets) > 0 {
 		v.Targeted()
 	}

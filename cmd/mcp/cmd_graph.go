@@ -26,12 +26,12 @@ func (c *cli) graph(args []string) int {
 		if ws == nil {
 			return 1
 		}
-		st, ctx, unlock, code := c.readStateLocked(ws, &lf, "graph")
-		if st == nil {
+		s, code := c.readStateLocked(ws, &lf, "graph")
+		if s == nil {
 			return code
 		}
-		p, err := ws.Plan(ctx, st, engine.PlanOptions{})
-		unlock()
+		p, err := ws.Plan(s.ctx, s.st, engine.PlanOptions{Lock: s.lock})
+		s.unlock()
 		if err != nil {
 			return c.failErr(err)
 		}
@@ -53,7 +53,7 @@ func (c *cli) graph(args []string) int {
 	default:
 		return c.tooMany("graph", pos[1:])
 	}
-	if err := views.Graph(c.stdout, pf.Plan); err != nil {
+	if err := views.Graph(c.stdout, pf.Rollout); err != nil {
 		return c.failErr(err)
 	}
 	return 0

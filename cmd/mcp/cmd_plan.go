@@ -24,12 +24,12 @@ func (c *cli) plan(args []string) int {
 	var sf scopeFlags
 	sf.register(fs)
 	var lf loadFlags
-	ws, st, ctx, unlock, code := c.openLocked(fs, &lf, args, "plan")
-	if st == nil {
+	ws, s, code := c.openLocked(fs, &lf, args, "plan")
+	if s == nil {
 		return code
 	}
-	p, err := ws.Plan(ctx, st, engine.PlanOptions{Targets: sf.targets, Exclude: sf.exclude})
-	unlock()
+	p, err := ws.Plan(s.ctx, s.st, engine.PlanOptions{Targets: sf.targets, Exclude: sf.exclude, Lock: s.lock})
+	s.unlock()
 	if err != nil {
 		return c.failErr(err)
 	}
@@ -44,12 +44,12 @@ func (c *cli) plan(args []string) int {
 		}
 		v.Saved(*out)
 	}
-	if r := pf.Plan.Refusals(); len(r) > 0 {
+	if r := pf.Rollout.Refusals(); len(r) > 0 {
 		// As a failed precondition in Terraform: the plan is shown (and saved) for review,
 		// and the run fails, since apply will refuse it.
 		return c.fail("Apply will refuse this plan", strings.Join(r, "\n"))
 	}
-	if detailed.exitsTwo(pf.Plan) {
+	if detailed.exitsTwo(pf.Rollout) {
 		return 2
 	}
 	return 0
@@ -84,7 +84,7 @@ func (f *exitcodeFlag) Set(v string) error {
 }
 
 // exitsTwo says whether the plan makes the flag exit 2.
-func (f *exitcodeFlag) exitsTwo(p *planner.Plan) bool {
+func (f *exitcodeFlag) exitsTwo(p *planner.Rollout) bool {
 	switch {
 	case !f.on:
 		return false
@@ -109,41 +109,52 @@ func (c *cli) color(lf *loadFlags) bool { return !lf.noColor && isTerminal(c.std
 // openLocked parses the flags of the command op, which takes no arguments (with the load
 // and lock flags), loads the configuration and reads the state under the lock
 // (readStateLocked). On failure it prints
-// why and returns a nil state and the exit code.
-func (c *cli) openLocked(fs *flag.FlagSet, lf *loadFlags, args []string, op string) (*engine.Workspace, *state.State, context.Context, func(), int) {
+// why and returns a nil session and the exit code.
+func (c *cli) openLocked(fs *flag.FlagSet, lf *loadFlags, args []string, op string) (*engine.Workspace, *session, int) {
 	lf.register(fs, true)
 	pos, err := c.parse(fs, args)
 	if err != nil {
-		return nil, nil, nil, nil, 1
+		return nil, nil, 1
 	}
 	if len(pos) > 0 {
-		return nil, nil, nil, nil, c.tooMany(op, pos)
+		return nil, nil, c.tooMany(op, pos)
 	}
 	ws := c.load(lf)
 	if ws == nil {
-		return nil, nil, nil, nil, 1
+		return nil, nil, 1
 	}
-	st, ctx, unlock, code := c.readStateLocked(ws, lf, op)
-	return ws, st, ctx, unlock, code
+	s, code := c.readStateLocked(ws, lf, op)
+	return ws, s, code
 }
 
-// readStateLocked takes the state lock (unless -lock=false) and reads the state. The
-// context it returns ends when the lock is lost while held (a Lease another run took), so
-// that no new work starts. On failure it prints why and returns a nil state and the exit code.
-func (c *cli) readStateLocked(ws *engine.Workspace, lf *loadFlags, op string) (*state.State, context.Context, func(), int) {
+// session is the state a command read, and how it holds the state lock.
+type session struct {
+	st *state.State
+	// ctx ends when the lock is lost while held (a Lease another run took), so that no
+	// new work starts.
+	ctx    context.Context
+	unlock func()
+	lock   engine.Locking // told to Plan and Apply
+}
+
+// readStateLocked takes the state lock (unless -lock=false) and reads the state. On
+// failure it prints why and returns a nil session and the exit code.
+func (c *cli) readStateLocked(ws *engine.Workspace, lf *loadFlags, op string) (*session, int) {
 	ctx, cancelCause := context.WithCancelCause(c.ctx)
 	cancel := func() { cancelCause(nil) }
 	unlock := cancel
+	lock := engine.Locking{NoLock: true}
 	if lf.lock {
-		u, err := ws.Lock(c.ctx, op, lf.lockTimeout)
+		u, held, err := ws.Lock(c.ctx, op, lf.lockTimeout)
 		if err != nil {
 			cancel()
 			var le *state.LockError
 			if errors.As(err, &le) {
-				return nil, nil, nil, c.failErr(err)
+				return nil, c.failErr(err)
 			}
-			return nil, nil, nil, c.fail("Error acquiring the state lock", views.Capitalize(err.Error()))
+			return nil, c.fail("Error acquiring the state lock", views.Capitalize(err.Error()))
 		}
+		lock = held
 		stop := make(chan struct{})
 		if l, ok := u.(state.Losable); ok {
 			go func() {
@@ -176,7 +187,7 @@ func (c *cli) readStateLocked(ws *engine.Workspace, lf *loadFlags, op string) (*
 	st, err := ws.ReadState(ctx)
 	if err != nil {
 		unlock()
-		return nil, nil, nil, c.failErr(err)
+		return nil, c.failErr(err)
 	}
-	return st, ctx, unlock, 0
+	return &session{st: st, ctx: ctx, unlock: unlock, lock: lock}, 0
 }

@@ -14,11 +14,12 @@ func (c *cli) prune(args []string) int {
 	fs := c.newFlags("prune")
 	dryRun := fs.Bool("dry-run", false, "print what would be deleted, delete nothing")
 	var lf loadFlags
-	ws, st, ctx, unlock, code := c.openLocked(fs, &lf, args, "prune")
-	if st == nil {
+	ws, sess, code := c.openLocked(fs, &lf, args, "prune")
+	if sess == nil {
 		return code
 	}
-	defer unlock()
+	defer sess.unlock()
+	ctx, st := sess.ctx, sess.st
 	p, err := ws.Prunable(ctx, st)
 	if err != nil {
 		return c.failErr(err)

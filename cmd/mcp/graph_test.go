@@ -188,7 +188,7 @@ config "50-x" {
 	has("cluster_worker", "cluster", "max_unavailable 2, 1 slot, 4 updates in 3 waves", false)
 	has("cluster_infra", "cluster", "max_unavailable 1, 1 slot, 2 updates in 0 waves (paused)", false)
 	var waves, deferred, pdbs int
-	for _, n := range pf.Plan.Nodes {
+	for _, n := range pf.Rollout.Nodes {
 		head := "node." + n.Name
 		if !n.Changed() {
 			if shapes[head] != nil {
@@ -217,7 +217,7 @@ config "50-x" {
 			pdbs++
 		}
 	}
-	for _, pp := range pf.Plan.Pools {
+	for _, pp := range pf.Rollout.Pools {
 		for i, b := range pp.Blockers {
 			has(fmt.Sprintf("pool.%s/blocker.%d", pp.Name, i), "node", string(b.Kind), true)
 		}
@@ -226,7 +226,7 @@ config "50-x" {
 	// one before.
 	lowest := map[int]float64{} // wave → the lowest point of its nodes' steps
 	heads := map[int][]string{}
-	for _, n := range pf.Plan.Nodes {
+	for _, n := range pf.Rollout.Nodes {
 		if !n.Changed() || n.Deferred || shapes["node."+n.Name] == nil {
 			continue
 		}

@@ -133,7 +133,11 @@ func TestStatusWatchInterruptNotice(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"-chdir=" + dir, "status", "-watch"}, strings.NewReader(""), &syncBuffer{}, &errb)
 	}()
-	waitFor(t, 30*time.Second, "the watch's notice set", func() bool { _, atOnce := in.currentNotice(); return atOnce })
+	// The configuration's read stops at once too, with its own notice: wait for the watch's.
+	waitFor(t, 30*time.Second, "the watch's notice set", func() bool {
+		notice, atOnce := in.currentNotice()
+		return atOnce && strings.HasPrefix(notice, "stopped watching")
+	})
 	sigs <- os.Interrupt
 	select {
 	case code := <-done:

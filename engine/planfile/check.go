@@ -12,7 +12,7 @@ import (
 // their content's or their keys, pools without their config, nodes of no pool, duplicate
 // names, unknown actions or step kinds, negative counts. It checks form, not fitness: apply
 // checks the plan against the state and the fleet.
-func checkPlan(p *planner.Plan) error {
+func checkPlan(p *planner.Rollout) error {
 	for key, r := range p.Rendered {
 		if r == nil {
 			return fmt.Errorf("rendered config %q is null", key)
@@ -50,7 +50,7 @@ func checkPlan(p *planner.Plan) error {
 	return nil
 }
 
-func checkPool(p *planner.Plan, pp planner.PoolPlan) error {
+func checkPool(p *planner.Rollout, pp planner.PoolPlan) error {
 	if pp.Name == "" {
 		return errors.New("a pool has no name")
 	}

@@ -43,9 +43,11 @@ type File struct {
 	Variables map[string]Variable `json:"variables,omitempty"`
 	// Targets and Exclude are the plan's -target and -exclude addresses: apply derives the
 	// plan again with exactly these (and refuses -target beside a saved plan).
-	Targets []string      `json:"targets,omitempty"`
-	Exclude []string      `json:"exclude,omitempty"`
-	Plan    *planner.Plan `json:"plan"`
+	Targets []string `json:"targets,omitempty"`
+	Exclude []string `json:"exclude,omitempty"`
+	// Rollout is what the plan does (its JSON key stays "plan": saved plans of every
+	// version read alike).
+	Rollout *planner.Rollout `json:"plan"`
 	// Refresh is what the refresh before the plan observed and cost (display only).
 	Refresh *model.RefreshStats `json:"refresh,omitempty"`
 }
@@ -152,13 +154,13 @@ func decode(b []byte) (*File, error) {
 	if f.FormatVersion != FormatVersion {
 		return nil, fmt.Errorf("format version %d, this mcp reads %d", f.FormatVersion, FormatVersion)
 	}
-	if f.Plan == nil {
+	if f.Rollout == nil {
 		return nil, errors.New("no plan in it")
 	}
 	if f.Serial < 0 {
 		return nil, fmt.Errorf("its state serial %d is negative", f.Serial)
 	}
-	if err := checkPlan(f.Plan); err != nil {
+	if err := checkPlan(f.Rollout); err != nil {
 		return nil, fmt.Errorf("%w (was it edited?)", err)
 	}
 	return f, nil

@@ -26,7 +26,7 @@ func validFile() *File {
 	r := testRendered("worker")
 	return &File{MCPVersion: "test", Created: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), ConfigDir: "/cfg",
 		Lineage: "0b1c", Serial: 3, FleetFingerprint: "abcdef",
-		Plan: &planner.Plan{
+		Rollout: &planner.Rollout{
 			Pools: []planner.PoolPlan{{Name: "worker", Rendered: r.Name, ReRendered: true, Size: 2,
 				MaxUnavailable: 1, Slots: 1, Updates: 1, Waves: 1}},
 			Nodes: []planner.NodePlan{
@@ -55,7 +55,7 @@ func TestReadAcceptsWhatWriteWrote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Serial != 3 || len(f.Plan.Nodes) != 2 || len(f.Plan.Rendered) != 1 {
+	if f.Serial != 3 || len(f.Rollout.Nodes) != 2 || len(f.Rollout.Rendered) != 1 {
 		t.Errorf("read %+v", f)
 	}
 }
@@ -65,7 +65,7 @@ func TestReadAcceptsWhatWriteWrote(t *testing.T) {
 // this mcp derives (each file's content once), so apply can compare them.
 func TestReadsPlanWithIgnitionConfigs(t *testing.T) {
 	f := validFile()
-	r := f.Plan.Rendered[f.Plan.Pools[0].Rendered]
+	r := f.Rollout.Rendered[f.Rollout.Pools[0].Rendered]
 	full, err := json.Marshal(content.FullOf(r))
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestReadsPlanWithIgnitionConfigs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := json.Marshal(got.Plan.Rendered[r.Name]); string(b) != string(derived) {
+	if b, _ := json.Marshal(got.Rollout.Rendered[r.Name]); string(b) != string(derived) {
 		t.Errorf("read %s, derived %s", b, derived)
 	}
 }

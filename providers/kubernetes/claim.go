@@ -23,17 +23,21 @@ var _ providers.Claimer = (*Provider)(nil)
 // refused one reads the node again and judges the claim it finds (writeClaim). Under the
 // state lock the claim rides on the node's first write apply makes anyway — its cordon,
 // or its hand-over — so it costs no request; without the lock it is written at once (and
-// released by a write of its own).
+// released by a write of its own). Each intent (Intend) rides on the write of the action
+// it names — the cordon, the hand-over, the uncordon — in the same patch: no request of
+// its own either.
 
 // heldClaim is a claim this provider took on a node.
 type heldClaim struct {
 	c    model.Claim
 	raw  string  // the annotation's value for c
-	old  *string // the annotation as Claim judged it (nil: absent)
+	old  *string // the annotation as last judged or written (nil: absent): what writing c tests
 	bare bool    // the node had no annotations at all
 	live providers.ClaimLive
-	// pending: not written yet; the node's next write carries it (under the state lock).
+	// pending: not written yet; the node's next write carries it.
 	pending bool
+	// mine is this apply's claim as last written to the node (nil: not written yet).
+	mine *string
 }
 
 // Claim judges the node's claim as the node reads now (from the shared watch during an
@@ -41,15 +45,16 @@ type heldClaim struct {
 // watch shows it, so that what apply observes next is at least as new as the claim; under
 // the lock, with the node's next write (cordon, hand-over).
 func (p *Provider) Claim(ctx context.Context, node string, c model.Claim, live providers.ClaimLive) (*model.Claim, error) {
-	if mine := p.heldBy(node, c.Apply); mine != nil && !mine.pending {
+	if held := p.heldBy(node, c.Apply); held != nil && held.mine != nil {
 		// A renewal: the node has this apply's claim as last written, unless another
-		// apply took it since (then the test fails and the node is read again).
-		h := &heldClaim{c: c, raw: protocol.EncodeClaim(c), old: &mine.raw, live: live}
+		// apply took it since (then the test fails and the node is read again). A pending
+		// intent is written with it: c is the apply's latest claim.
+		h := &heldClaim{c: c, raw: protocol.EncodeClaim(c), old: held.mine, live: live}
 		if err := p.writeClaim(ctx, node, h, nil); err != nil {
-			return &mine.c, err
+			return &held.c, err
 		}
 		p.keepClaim(node, h)
-		return &mine.c, nil
+		return &held.c, nil
 	}
 	n, err := p.readNode(ctx, node)
 	if err != nil {
@@ -65,11 +70,12 @@ func (p *Provider) Claim(ctx context.Context, node string, c model.Claim, live p
 		p.keepClaim(node, h)
 		return prev, nil
 	}
+	before := h.old
 	if err := p.writeClaim(ctx, node, h, nil); err != nil {
 		return prev, err
 	}
 	p.keepClaim(node, h)
-	return prev, p.seen(ctx, node, h)
+	return prev, p.seen(ctx, node, before)
 }
 
 // judge reads n's claim into h (the value to test) and refuses a live other apply's.
@@ -101,7 +107,7 @@ func (p *Provider) writeClaim(ctx context.Context, node string, h *heldClaim, op
 		_, err = p.client.CoreV1().Nodes().Patch(ctx, node, types.JSONPatchType, patch, metav1.PatchOptions{})
 		if err == nil {
 			p.claimMu.Lock() // takePending reads it for other nodes
-			h.pending = false
+			h.pending, h.mine, h.old, h.bare = false, &h.raw, &h.raw, false
 			p.claimMu.Unlock()
 			return nil
 		}
@@ -109,8 +115,18 @@ func (p *Provider) writeClaim(ctx context.Context, node string, h *heldClaim, op
 		if gerr != nil || attempt == 5 {
 			return fmt.Errorf("node %s: writing its claim: %w", node, err)
 		}
-		if _, raw, ok := protocol.ReadClaim(n.Annotations); ok == (h.old != nil) && (!ok || raw == *h.old) && (n.Annotations == nil) == h.bare {
+		cur, raw, ok := protocol.ReadClaim(n.Annotations)
+		if ok == (h.old != nil) && (!ok || raw == *h.old) && (n.Annotations == nil) == h.bare {
 			return fmt.Errorf("node %s: writing its claim: %w", node, err)
+		}
+		if h.mine != nil && (cur == nil || cur.Apply != h.c.Apply) {
+			// This apply's claim was on the node, and another apply took it over since:
+			// the node is that apply's now, whatever is judged of it.
+			holder := model.Claim{}
+			if cur != nil {
+				holder = *cur
+			}
+			return &providers.ClaimedError{Node: node, Holder: holder, Why: "it took the node over from this apply"}
 		}
 		if _, err := h.judge(node, n); err != nil {
 			return err
@@ -153,10 +169,11 @@ func annotationOps(ann map[string]string) []jsonOp {
 	return ops
 }
 
-// seen waits until the shared watch shows the node's claim past h.old — so the watch has
-// every change made before the claim — within the request timeout. Without a shared watch
-// every observation is a fresh LIST, and nothing needs waiting for.
-func (p *Provider) seen(ctx context.Context, node string, h *heldClaim) error {
+// seen waits until the shared watch shows the node's claim past before, its value before
+// this apply's claim was written — so the watch has every change made before the claim —
+// within the request timeout. Without a shared watch every observation is a fresh LIST,
+// and nothing needs waiting for.
+func (p *Provider) seen(ctx context.Context, node string, before *string) error {
 	hub := p.sharedHub()
 	if hub == nil {
 		return nil
@@ -168,7 +185,7 @@ func (p *Provider) seen(ctx context.Context, node string, h *heldClaim) error {
 			return false, nil
 		}
 		raw, ok := n.Annotations[protocol.Claim]
-		return ok && (h.old == nil || raw != *h.old), nil
+		return ok && (before == nil || raw != *before), nil
 	})
 	if err != nil {
 		return fmt.Errorf("node %s: waiting for the watch of the nodes to show its claim: %w", node, err)
@@ -206,6 +223,23 @@ func (p *Provider) takePending(node string) *heldClaim {
 	return nil
 }
 
+// Intend keeps c, this apply's claim with a new intent, for the node's next write (its
+// cordon, hand-over or uncordon), which carries it in the same JSON patch, testing that the
+// node's claim is still this apply's as last written (or, not yet written, as judged).
+func (p *Provider) Intend(ctx context.Context, node string, c model.Claim) error {
+	p.claimMu.Lock()
+	defer p.claimMu.Unlock()
+	key := [2]string{node, c.Apply}
+	h := p.claims[key]
+	if h == nil {
+		return fmt.Errorf("node %s: apply %s holds no claim on it to record an intent in", node, c.Apply)
+	}
+	next := *h
+	next.c, next.raw, next.pending = c, protocol.EncodeClaim(c), true
+	p.claims[key] = &next
+	return nil
+}
+
 // writePending writes node's pending claim alone (a step that writes nothing to the node,
 // such as an adopted hand-over, still needs the node claimed).
 func (p *Provider) writePending(ctx context.Context, node string) error {
@@ -225,10 +259,10 @@ func (p *Provider) Release(ctx context.Context, node string, c model.Claim, leav
 	h := p.claims[[2]string{node, c.Apply}]
 	delete(p.claims, [2]string{node, c.Apply})
 	p.claimMu.Unlock()
-	if h == nil || h.pending || c.Lock != "" && (leave == nil || leave.Failed == "") {
+	if h == nil || h.mine == nil || c.Lock != "" && (leave == nil || leave.Failed == "") {
 		return nil
 	}
-	ops := []jsonOp{{Op: "test", Path: claimPath, Value: h.raw}, {Op: "remove", Path: claimPath}}
+	ops := []jsonOp{{Op: "test", Path: claimPath, Value: *h.mine}, {Op: "remove", Path: claimPath}}
 	if leave != nil {
 		ops[1] = jsonOp{Op: "add", Path: claimPath, Value: protocol.EncodeClaim(*leave)}
 	}
@@ -238,7 +272,7 @@ func (p *Provider) Release(ctx context.Context, node string, c model.Claim, leav
 	}
 	if _, err := p.client.CoreV1().Nodes().Patch(ctx, node, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
 		n, gerr := p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		if gerr == nil && n.Annotations[protocol.Claim] != h.raw {
+		if gerr == nil && n.Annotations[protocol.Claim] != *h.mine {
 			return nil // not ours any more: whoever has it keeps it
 		}
 		return fmt.Errorf("node %s: releasing its claim: %w", node, err)

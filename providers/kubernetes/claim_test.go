@@ -156,6 +156,38 @@ func TestClaimWithoutTheLock(t *testing.T) {
 	}
 }
 
+// Without the lock, under a rollout's shared watch, a claim returns once the watch shows it
+// (so what apply observes next is at least as new as its claim), and then its intent rides
+// on the cordon: one patch each.
+func TestClaimWithoutTheLockUnderASharedWatch(t *testing.T) {
+	c := fake.NewClientset(kNode("w-0", "a", true, nil))
+	p := NewForClient(c, Options{RequestTimeout: 5 * time.Second})
+	ctx := context.Background()
+	defer p.ShareWatches(ctx)()
+	a := model.Claim{Apply: "a", Since: time.Now().UTC(), Expires: time.Now().Add(time.Minute).UTC()}
+	t0 := time.Now()
+	if _, err := p.Claim(ctx, "w-0", a, alive); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(t0); took > 2*time.Second {
+		t.Errorf("the claim returned after %s: the watch showed it long before", took)
+	}
+	cordon := a
+	cordon.Intent = &model.Intent{Target: "rendered-x", Phase: model.PhaseCordon, Cordoned: true}
+	if err := p.Intend(ctx, "w-0", cordon); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Cordon(ctx, "w-0"); err != nil {
+		t.Fatal(err)
+	}
+	if ps := patches(c); len(ps) != 2 {
+		t.Errorf("claim, then intent with the cordon: patches %v, want two", ps)
+	}
+	if cl, _ := nodeClaim(t, c, "w-0"); !cl.Same(&cordon) {
+		t.Errorf("after the cordon: %+v, want the claim with the intent to cordon", cl)
+	}
+}
+
 // Clear writes only over the claim it read: an apply that renews its claim between the
 // read and the patch keeps it (the patch's test fails; ErrClaimChanged), and a clear of
 // the claim as it is leaves it released on the Node.

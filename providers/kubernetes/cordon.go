@@ -29,9 +29,9 @@ func (p *Provider) cordon(ctx context.Context, node string, desired bool) error 
 	if err != nil {
 		return fmt.Errorf("%s node %s: %w", verb, node, err)
 	}
-	if h := p.takePending(node); h != nil && desired {
-		// The apply's claim rides on the cordon (claim.go).
-		if err := p.writeClaim(ctx, node, h, []jsonOp{{Op: "add", Path: "/spec/unschedulable", Value: true}}); err != nil {
+	if h := p.takePending(node); h != nil {
+		// The apply's claim and its intent ride on the cordon or the uncordon (claim.go).
+		if err := p.writeClaim(ctx, node, h, []jsonOp{{Op: "add", Path: "/spec/unschedulable", Value: desired}}); err != nil {
 			return fmt.Errorf("%s node %s: %w", verb, node, err)
 		}
 		return nil

@@ -50,8 +50,9 @@ type nodeState struct {
 	node string
 }
 
+// Working is the hand-over's first write: it carries the apply's intent (Provider.act).
 func (s nodeState) Working(desired string) error {
-	return s.p.update(s.node, func(r *record) { r.DesiredConfig, r.State, r.Reason = desired, model.StateWorking, "" })
+	return s.p.act(s.node, func(r *record) { r.DesiredConfig, r.State, r.Reason = desired, model.StateWorking, "" })
 }
 
 // Done records, with the config, what the machine runs at that moment (model.Node.RolledOut):

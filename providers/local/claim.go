@@ -31,8 +31,55 @@ func (p *Provider) Claim(ctx context.Context, node string, c model.Claim, live p
 	return prev, err
 }
 
-// Release replaces c in node.json by leave, if node.json still has c's apply's claim.
+// Intend keeps c, this apply's claim with a new intent, for the node's next action — its
+// cordon, its uncordon, or its agent's first report on a hand-over — which writes it in the
+// same write of node.json, under the node's lock, only while the node's claim is still c's
+// apply's (carryIntent).
+func (p *Provider) Intend(ctx context.Context, node string, c model.Claim) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.intentMu.Lock()
+	defer p.intentMu.Unlock()
+	if p.intents == nil {
+		p.intents = map[string]model.Claim{}
+	}
+	p.intents[node] = c
+	return nil
+}
+
+// carryIntent puts into r the claim Intend kept for node, if any: a node whose claim is no
+// longer that apply's (another took it over) refuses the action with a *ClaimedError.
+func (p *Provider) carryIntent(node string, r *record) error {
+	p.intentMu.Lock()
+	c, ok := p.intents[node]
+	delete(p.intents, node)
+	p.intentMu.Unlock()
+	if !ok {
+		return nil
+	}
+	if r.Claim == nil || r.Claim.Apply != c.Apply {
+		holder := model.Claim{}
+		if r.Claim != nil {
+			holder = *r.Claim
+		}
+		return &providers.ClaimedError{Node: node, Holder: holder, Why: "it took the node over from this apply"}
+	}
+	if r.Claim.Expires.After(c.Expires) {
+		c.Expires = r.Claim.Expires // renewed since the intent was kept
+	}
+	r.Claim = &c
+	return nil
+}
+
+// Release replaces c in node.json by leave, if node.json still has c's apply's claim; an
+// intent kept for an action that did not come is dropped.
 func (p *Provider) Release(ctx context.Context, node string, c model.Claim, leave *model.Claim) error {
+	p.intentMu.Lock()
+	if kept, ok := p.intents[node]; ok && kept.Apply == c.Apply {
+		delete(p.intents, node)
+	}
+	p.intentMu.Unlock()
 	_, err := p.updateNode(node, func(r *record) ([]Event, error) {
 		if r.Claim != nil && r.Claim.Apply == c.Apply {
 			r.Claim = leave

@@ -42,6 +42,9 @@ type Provider struct {
 
 	checksMu sync.Mutex
 	checks   map[string][]model.HealthCheck // the command checks PublishChecks gave, by pool
+
+	intentMu sync.Mutex
+	intents  map[string]model.Claim // the claims with an intent Intend keeps for a node's next action
 }
 
 var (
@@ -219,8 +222,22 @@ func (p *Provider) update(node string, f func(r *record)) error {
 	return err
 }
 
+// act is update for an action of an apply — a cordon, an uncordon, its agent's first
+// report on a hand-over — carrying the claim with the intent Intend kept for it in the
+// same write of node.json.
+func (p *Provider) act(node string, f func(r *record)) error {
+	_, err := p.updateNode(node, func(r *record) ([]Event, error) {
+		if err := p.carryIntent(node, r); err != nil {
+			return nil, err
+		}
+		f(r)
+		return nil, nil
+	})
+	return err
+}
+
 func (p *Provider) Cordon(ctx context.Context, node string) error {
-	return p.update(node, func(r *record) { r.Unschedulable = true })
+	return p.act(node, func(r *record) { r.Unschedulable = true })
 }
 
 // Uncordon also brings the node's evicted pods back: they reschedule when it returns.
@@ -230,7 +247,7 @@ func (p *Provider) Uncordon(ctx context.Context, node string) error {
 	if err := p.unevict(node); err != nil {
 		return err
 	}
-	return p.update(node, func(r *record) { r.Unschedulable = false })
+	return p.act(node, func(r *record) { r.Unschedulable = false })
 }
 
 func (p *Provider) unevict(node string) error {

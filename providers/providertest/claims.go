@@ -99,3 +99,64 @@ func clearsByHand(t *testing.T, p providers.Provider, cl providers.Claimer, e mo
 		t.Errorf("w-2's claim after it was cleared: %+v, want the released record %+v", got, leave)
 	}
 }
+
+// intentsRideTheirAction: an intent recorded with Intend is on the node once the action it
+// names is made — the cordon with the intent to cordon, the uncordon with the intent to
+// uncordon —, and never over another apply's claim: an apply whose node was taken over
+// meanwhile has its intent or its action refused as claimed, the node left as it is.
+func intentsRideTheirAction(t *testing.T, newProvider New) {
+	p := newProvider(t, Standard())
+	cl := capability[providers.Claimer](t, p, "Claimer", "keeps no claims")
+	since := time.Now().UTC().Truncate(time.Second)
+	a := model.Claim{Apply: "apply-a", Lock: "lock-a", Host: "test@host", Process: model.Process{PID: 1}, Since: since, Expires: since.Add(time.Hour)}
+	gone := func(model.Claim) (bool, string) { return false, "gone in the test" }
+	if _, err := cl.Claim(ctx, "w-0", a, gone); err != nil {
+		t.Fatal(err)
+	}
+	with := func(c model.Claim, ph model.Phase, cordoned bool) model.Claim {
+		c.Intent = &model.Intent{Target: "rendered-worker-x", Phase: ph, Cordoned: cordoned}
+		return c
+	}
+	cordon, uncordon := with(a, model.PhaseCordon, true), with(a, model.PhaseUncordon, false)
+	if err := cl.Intend(ctx, "w-0", cordon); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Cordon(ctx, "w-0"); err != nil {
+		t.Fatal(err)
+	}
+	if n := node(t, p, "w-0"); !n.Unschedulable || !n.Claim.Same(&cordon) {
+		t.Errorf("w-0 after its intent to cordon and the cordon: cordoned %v, claim %+v; want cordoned under %+v", n.Unschedulable, n.Claim, cordon.Intent)
+	}
+	if err := cl.Intend(ctx, "w-0", uncordon); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Uncordon(ctx, "w-0"); err != nil {
+		t.Fatal(err)
+	}
+	if n := node(t, p, "w-0"); n.Unschedulable || !n.Claim.Same(&uncordon) {
+		t.Errorf("w-0 after its intent to uncordon and the uncordon: cordoned %v, claim %+v; want uncordoned under %+v", n.Unschedulable, n.Claim, uncordon.Intent)
+	}
+
+	// w-1: apply-b (without the lock) claims it, apply-c takes it over, then apply-b
+	// records its intent to cordon and cordons.
+	b := a
+	b.Apply, b.Lock = "apply-b", ""
+	c := b
+	c.Apply = "apply-c"
+	if _, err := cl.Claim(ctx, "w-1", b, gone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Claim(ctx, "w-1", c, gone); err != nil {
+		t.Fatal(err)
+	}
+	err := cl.Intend(ctx, "w-1", with(b, model.PhaseCordon, true))
+	if err == nil {
+		err = p.Cordon(ctx, "w-1")
+	}
+	if !errors.Is(err, providers.ErrClaimed) {
+		t.Errorf("an intent over another apply's claim, and its cordon: %v; want refused as claimed", err)
+	}
+	if n := node(t, p, "w-1"); n.Unschedulable || !n.Claim.Same(&c) {
+		t.Errorf("w-1, taken over: cordoned %v, claim %+v; want it as apply-c left it", n.Unschedulable, n.Claim)
+	}
+}

@@ -104,6 +104,7 @@ var promises = []promise{
 	{"DegradedMarker/MarkedUntilTheNextUpdate", degradedMarked},
 	{"CommandChecker/RunsOnlyWhatWasPublished", commandChecks},
 	{"Claimer/OneApplyAtATime", claimsOneApply},
+	{"Claimer/IntentsRideTheirAction", intentsRideTheirAction},
 	{"WatchSharer/SharedWatchesSeeChanges", sharedWatches},
 	{"RequestCounter/NeverGoesBack", requestsCounted},
 	{"TemplatePatcher/SetsTheImageOnlyFromWhatWasObserved", templatePatched},

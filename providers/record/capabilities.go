@@ -85,6 +85,37 @@ func (p *Provider) Claim(ctx context.Context, node string, c model.Claim, live p
 	return prev, nil
 }
 
+// Intend replaces the node's claim by c at once, if it is still c's apply's (a fleet in
+// memory has no write of an action to carry it in).
+func (p *Provider) Intend(ctx context.Context, node string, c model.Claim) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.record("intend", node, "%s %s", c.Apply, intentWords(c.Intent))
+	n, err := p.node(node)
+	if err != nil {
+		return err
+	}
+	if held := n.Claim; held == nil || held.Apply != c.Apply {
+		return &providers.ClaimedError{Node: node, Holder: *orNone(held), Why: "it is not this apply's claim any more"}
+	}
+	n.Claim = &c
+	return nil
+}
+
+func intentWords(i *model.Intent) string {
+	if i == nil {
+		return "-"
+	}
+	return string(i.Phase) + " " + i.Target
+}
+
+func orNone(c *model.Claim) *model.Claim {
+	if c == nil {
+		return &model.Claim{}
+	}
+	return c
+}
+
 // Release replaces c by leave, if the node still has c's apply's claim.
 func (p *Provider) Release(ctx context.Context, node string, c model.Claim, leave *model.Claim) error {
 	return p.change("release", node, func(n *model.Node) {

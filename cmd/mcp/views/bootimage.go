@@ -13,7 +13,7 @@ import (
 
 // writeBootImages writes the plan's boot images: per pool whose boot image changes, lags
 // or is refused, what its new nodes boot, its machine templates, and the skew left.
-func writeBootImages(w io.Writer, c painter, p *planner.Plan) {
+func writeBootImages(w io.Writer, c painter, p *planner.Rollout) {
 	for i := range p.BootImages {
 		b := &p.BootImages[i]
 		if !bootImageWorthShowing(b) {
@@ -107,7 +107,7 @@ type templateValue struct {
 // bootImageChanges are the plan JSON's resource_changes for boot images (boot_image.POOL,
 // type mcp_boot_image) and machine templates (machine_template.POOL["Kind/ns/name"], type
 // mcp_machine_template), with Terraform's actions: create when the state had none.
-func bootImageChanges(p *planner.Plan) []resourceChange {
+func bootImageChanges(p *planner.Rollout) []resourceChange {
 	var out []resourceChange
 	for i := range p.BootImages {
 		b := &p.BootImages[i]
@@ -182,7 +182,7 @@ func bootImageDiff(from, to *model.BootImageDef) string {
 
 // mdBootImages is the markdown summary's part for boot images: per pool worth showing, the
 // change, the templates to update or degraded, the skew and a refusal.
-func mdBootImages(w *bufio.Writer, p *planner.Plan) {
+func mdBootImages(w *bufio.Writer, p *planner.Rollout) {
 	for i := range p.BootImages {
 		b := &p.BootImages[i]
 		if !bootImageWorthShowing(b) {

@@ -11,13 +11,13 @@ import (
 	"github.com/mcpfleet/mcp/planner"
 )
 
-func bootImagePlan() *planner.Plan {
+func bootImagePlan() *planner.Rollout {
 	from := model.BootImageDef{Name: "fcos-40", OSImage: "q:40", Images: map[string]string{"gcp": "img-40"}}
 	to := model.BootImageDef{Name: "fcos-41", OSImage: "q:41", Images: map[string]string{"gcp": "img-41"}}
 	ms := func(name string) model.MachineTemplate {
 		return model.MachineTemplate{Kind: "MachineSet", Namespace: "m", Name: name, Platform: "gcp", Field: "spec.x.image", Image: "img-40"}
 	}
-	return &planner.Plan{BootImages: []planner.BootImagePlan{{Pool: "worker", Policy: model.BootImageManaged, Skew: model.SkewWarn,
+	return &planner.Rollout{BootImages: []planner.BootImagePlan{{Pool: "worker", Policy: model.BootImageManaged, Skew: model.SkewWarn,
 		From: &from, To: &to, Changed: true, OSImage: "q:41", Lagging: []string{"w-3"},
 		Templates: []planner.TemplatePlan{
 			{Template: ms("a"), Action: planner.TemplateUpdate, From: "img-40", To: "img-41"},

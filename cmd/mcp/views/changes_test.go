@@ -44,7 +44,7 @@ func TestWhyGroupsStepsOfOneReason(t *testing.T) {
 		steps = append(steps, model.Step{Kind: k, Reason: karg})
 	}
 	steps = slices.Insert(steps, 2, model.Step{Kind: model.StepWrite, Target: "/etc/motd", Reason: "/etc/motd added"})
-	p := &planner.Plan{Pools: []planner.PoolPlan{{Name: "infra", Rendered: "r-2", Previous: "r-1", ReRendered: true, Size: 2, MaxUnavailable: 1, Slots: 1, Updates: 2, Waves: 2}},
+	p := &planner.Rollout{Pools: []planner.PoolPlan{{Name: "infra", Rendered: "r-2", Previous: "r-1", ReRendered: true, Size: 2, MaxUnavailable: 1, Slots: 1, Updates: 2, Waves: 2}},
 		Nodes: []planner.NodePlan{
 			{Name: "infra-0", Pool: "infra", Action: planner.NodeUpdate, Steps: steps, Reboot: true, Wave: 1},
 			{Name: "infra-1", Pool: "infra", Action: planner.NodeUpdate, Steps: steps, Reboot: true, Wave: 2},
@@ -136,7 +136,7 @@ func TestMarkdownDiffsStayWithinTheLimit(t *testing.T) {
 			ContentChanged: true, Before: &planner.Item{Mode: 0o644, Content: planner.ContentOf([]byte(a.String()), false)},
 			After: &planner.Item{Mode: 0o644, Content: planner.ContentOf([]byte(b.String()), false)}})
 	}
-	pf.Plan.Pools[1].Changes = []planner.Change{{From: "rendered-worker-1", To: "rendered-worker-2", Nodes: []string{"worker-0"}, Items: items}}
+	pf.Rollout.Pools[1].Changes = []planner.Change{{From: "rendered-worker-1", To: "rendered-worker-2", Nodes: []string{"worker-0"}, Items: items}}
 	var out bytes.Buffer
 	if err := Markdown(&out, pf); err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestMarkdownFenceOutlastsContent(t *testing.T) {
 // One is one: "1 node", "1 wave", "1 node unchanged"; a pool that selects no node says so
 // instead of a silent [0 nodes].
 func TestPlanWordsCountRight(t *testing.T) {
-	p := &planner.Plan{Pools: []planner.PoolPlan{
+	p := &planner.Rollout{Pools: []planner.PoolPlan{
 		{Name: "one", Rendered: "r-2", Previous: "r-1", ReRendered: true, Size: 2, MaxUnavailable: 1, Slots: 1, Updates: 1, Waves: 1},
 		{Name: "empty", Rendered: "e-1", Previous: "", ReRendered: true},
 	}, Nodes: []planner.NodePlan{
@@ -198,7 +198,7 @@ func TestPlanWordsCountRight(t *testing.T) {
 // The markdown summary shows a drifted file's diff, folded.
 func TestMarkdownShowsDriftDiffs(t *testing.T) {
 	pf := longPlan()
-	pf.Plan.Nodes[12].Drift[0].Diff = "--- /etc/motd (rendered-big-1)\n+++ /etc/motd (on node big-12)\n@@ -1 +1 @@\n-hello\n+hacked\n"
+	pf.Rollout.Nodes[12].Drift[0].Diff = "--- /etc/motd (rendered-big-1)\n+++ /etc/motd (on node big-12)\n@@ -1 +1 @@\n-hello\n+hacked\n"
 	var out bytes.Buffer
 	if err := Markdown(&out, pf); err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ func TestCommandViews(t *testing.T) {
 		}},
 		{"plan-nochange", func(w io.Writer, asJSON, color bool) error {
 			pf := samplePlanFile()
-			pf.Plan = &planner.Plan{Pools: []planner.PoolPlan{{Name: "w", Rendered: "r", Previous: "r"}},
+			pf.Rollout = &planner.Rollout{Pools: []planner.PoolPlan{{Name: "w", Rendered: "r", Previous: "r"}},
 				Nodes: []planner.NodePlan{{Name: "n", Pool: "w", Action: planner.NodeNoOp}}}
 			v := NewPlan(asJSON, w, color)
 			if err := v.Plan(pf); err != nil {
@@ -91,7 +91,7 @@ func TestCommandViews(t *testing.T) {
 
 func samplePlanFile() *planfile.File {
 	return &planfile.File{MCPVersion: "test", ConfigDir: "/cfg", Lineage: "l", Serial: 3, FleetFingerprint: "f",
-		Plan: samplePlan(), Refresh: &model.RefreshStats{Nodes: 5, Pods: 3, PDBs: 1, APIRequests: 4, Duration: 42 * time.Millisecond}}
+		Rollout: samplePlan(), Refresh: &model.RefreshStats{Nodes: 5, Pods: 3, PDBs: 1, APIRequests: 4, Duration: 42 * time.Millisecond}}
 }
 
 func sampleRendered() *model.Rendered {

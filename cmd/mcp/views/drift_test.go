@@ -11,9 +11,9 @@ import (
 	"github.com/mcpfleet/mcp/planner"
 )
 
-func driftPlan(onDrift model.OnDrift) *planner.Plan {
+func driftPlan(onDrift model.OnDrift) *planner.Rollout {
 	drift := []model.Drift{{Path: model.DriftPathKernelArgs, Kind: model.DriftKernelArgs, Expected: "nosmt", Found: ""}}
-	p := &planner.Plan{Pools: []planner.PoolPlan{{Name: "infra", Rendered: "r1", Previous: "r1", Size: 2, OnDrift: onDrift}},
+	p := &planner.Rollout{Pools: []planner.PoolPlan{{Name: "infra", Rendered: "r1", Previous: "r1", Size: 2, OnDrift: onDrift}},
 		Nodes: []planner.NodePlan{{Name: "infra-0", Pool: "infra", From: "r1", To: "r1", Action: planner.NodeNoOp, Drift: drift},
 			{Name: "infra-1", Pool: "infra", From: "r1", To: "r1", Action: planner.NodeNoOp}}}
 	if !onDrift.Reports() {

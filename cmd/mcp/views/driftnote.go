@@ -11,7 +11,7 @@ import (
 // writeDriftNote writes the plan's drift apart from its configuration changes, as
 // Terraform's "Note: Objects have changed outside of Terraform": each drifted node with
 // what differs, and whether the plan restores it (on_drift). It starts on the current line.
-func writeDriftNote(w io.Writer, c painter, p *planner.Plan) {
+func writeDriftNote(w io.Writer, c painter, p *planner.Rollout) {
 	drifted := p.Drifted()
 	if len(drifted) == 0 {
 		return

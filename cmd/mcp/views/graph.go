@@ -17,7 +17,7 @@ import (
 // edge to what they block (a PDB to the drain, a paused pool or a used-up budget to each
 // deferred node). Node identifiers are addresses: node.NAME, node.NAME/step.I,
 // pool.NAME/wave.K, pool.NAME/blocker.I, node.NAME/blocker.I.
-func Graph(out io.Writer, p *planner.Plan) error {
+func Graph(out io.Writer, p *planner.Rollout) error {
 	p = Shown(p)
 	w := bufio.NewWriter(out)
 	fmt.Fprintln(w, `digraph "mcp plan" {`)

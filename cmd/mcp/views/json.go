@@ -134,7 +134,7 @@ type jsonMeta struct {
 }
 
 // JSONPlan renders the plan as JSON: pools first (by name), then nodes in plan order.
-func JSONPlan(p *planner.Plan, meta Meta) ([]byte, error) {
+func JSONPlan(p *planner.Rollout, meta Meta) ([]byte, error) {
 	out := jsonPlan{FormatVersion: JSONFormatVersion, MCPVersion: meta.Version, Applyable: p.HasChanges(),
 		Complete: complete(p, meta.Targets), ResourceChanges: []resourceChange{}, ResourceDrift: []resourceChange{},
 		MCP: jsonMeta{Lineage: meta.Lineage, Serial: meta.Serial, FleetFingerprint: meta.FleetFingerprint,
@@ -209,7 +209,7 @@ func poolsWithoutChanges(pools []planner.PoolPlan) []planner.PoolPlan {
 
 // complete is Terraform's "complete": applying the plan leaves nothing for the next plan
 // to do — false with -target, or when nodes are deferred (paused pool, no budget left).
-func complete(p *planner.Plan, targets []string) bool {
+func complete(p *planner.Rollout, targets []string) bool {
 	if len(targets) > 0 {
 		return false
 	}
@@ -229,7 +229,7 @@ func writeJSONPlan(w io.Writer, pf *planfile.File) error {
 			vars[name] = nil
 		}
 	}
-	b, err := JSONPlan(pf.Plan, Meta{Variables: vars, Lineage: pf.Lineage, Serial: pf.Serial, FleetFingerprint: pf.FleetFingerprint,
+	b, err := JSONPlan(pf.Rollout, Meta{Variables: vars, Lineage: pf.Lineage, Serial: pf.Serial, FleetFingerprint: pf.FleetFingerprint,
 		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion, Created: pf.Created, Refresh: pf.Refresh, Targets: pf.Targets, Exclude: pf.Exclude})
 	if err != nil {
 		return err

@@ -31,7 +31,7 @@ var itemTypes = map[planner.ItemKind]string{planner.ItemFile: "mcp_file", planne
 // unit.POOL["NAME"], kernel_args.POOL, os_image.POOL —; changes from any other config the
 // pool's nodes run say it in their index ("PATH from CONFIG"), so that every address is
 // one resource.
-func itemChanges(p *planner.Plan) []resourceChange {
+func itemChanges(p *planner.Rollout) []resourceChange {
 	var out []resourceChange
 	for _, pp := range p.Pools {
 		main := mainChange(pp)

@@ -74,7 +74,7 @@ type liveNode struct {
 // NewLiveProgress draws the apply of plan on the terminal w. Use it only when w is a
 // terminal and the output is not JSON: elsewhere the line view (NewHumanProgress) keeps
 // its exact output.
-func NewLiveProgress(w io.Writer, color bool, plan *planner.Plan) *LiveProgress {
+func NewLiveProgress(w io.Writer, color bool, plan *planner.Rollout) *LiveProgress {
 	plan = Shown(plan)
 	sum := NewHumanProgress(w, color).(*humanProgress)
 	l := &LiveProgress{c: painter(color), sum: sum, now: time.Now, reboots: reboots{},

@@ -18,7 +18,7 @@ import (
 // The lines' text, from the engine's events (the redrawing itself is mpb's, read back from
 // a real terminal in acceptance/live_test.go).
 func TestLiveLines(t *testing.T) {
-	plan := &planner.Plan{Nodes: []planner.NodePlan{
+	plan := &planner.Rollout{Nodes: []planner.NodePlan{
 		{Name: "w-0", Pool: "worker", Action: planner.NodeUpdate},
 		{Name: "w-1", Pool: "worker", Action: planner.NodeUpdate},
 		{Name: "w-2", Pool: "worker", Action: planner.NodeUpdate},
@@ -68,7 +68,7 @@ func TestLiveLines(t *testing.T) {
 // cut at 80 columns, "waiting 0s before n…"); a wait for a node that has started since is
 // no longer shown, and the final frame shows no wait.
 func TestLivePoolTextFitsAndWaitsEnd(t *testing.T) {
-	plan := &planner.Plan{Nodes: []planner.NodePlan{
+	plan := &planner.Rollout{Nodes: []planner.NodePlan{
 		{Name: "w-0", Pool: "worker", Action: planner.NodeUpdate},
 		{Name: "w-1", Pool: "worker", Action: planner.NodeUpdate},
 	}}
@@ -130,7 +130,7 @@ func poolFrame(l *LiveProgress, lp *livePool, cols int) []string {
 
 // A node's line wraps the same way: its first line fits, what it waits on goes below.
 func TestLiveNodeLineWraps(t *testing.T) {
-	plan := &planner.Plan{Nodes: []planner.NodePlan{{Name: "w-0", Pool: "worker", Action: planner.NodeUpdate}}}
+	plan := &planner.Rollout{Nodes: []planner.NodePlan{{Name: "w-0", Pool: "worker", Action: planner.NodeUpdate}}}
 	l := NewLiveProgress(new(bytes.Buffer), false, plan)
 	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	l.now = func() time.Time { return at }
@@ -202,7 +202,7 @@ func TestReflowConsoleMovesUpOverRewrappedRows(t *testing.T) {
 // the pool shows stopped (the stop's own line is printed above the lines, as a failure's,
 // which mpb writes only to a terminal).
 func TestLiveAlertGate(t *testing.T) {
-	plan := &planner.Plan{Nodes: []planner.NodePlan{
+	plan := &planner.Rollout{Nodes: []planner.NodePlan{
 		{Name: "w-0", Pool: "worker", Action: planner.NodeUpdate},
 		{Name: "w-1", Pool: "worker", Action: planner.NodeUpdate},
 	}}
@@ -231,7 +231,7 @@ func TestLiveAlertGate(t *testing.T) {
 // A node whose agent keeps apply waiting says on what, in its line, until its next step;
 // the line view prints it once.
 func TestLiveNodeWaitsOnItsAgent(t *testing.T) {
-	plan := &planner.Plan{Nodes: []planner.NodePlan{{Name: "w-0", Pool: "worker", Action: planner.NodeUpdate}}}
+	plan := &planner.Rollout{Nodes: []planner.NodePlan{{Name: "w-0", Pool: "worker", Action: planner.NodeUpdate}}}
 	l := NewLiveProgress(&bytes.Buffer{}, false, plan)
 	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
 	l.now = func() time.Time { return at.Add(20 * time.Second) }

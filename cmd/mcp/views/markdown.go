@@ -48,7 +48,7 @@ func Markdown(out io.Writer, pf *planfile.File) error {
 // markdown writes the summary; the pools' diffs only with a budget for them.
 func markdown(out io.Writer, pf *planfile.File, budget *mdBudget) error {
 	w := bufio.NewWriter(out)
-	p := pf.Plan
+	p := pf.Rollout
 	fmt.Fprintf(w, "### mcp plan\n\n**%s**\n", mdEscape(PlanSummary(p)))
 	if made := madeLine(pf); made != "" {
 		fmt.Fprintf(w, "\n%s\n", made)
@@ -119,7 +119,7 @@ func countPool(nodes []*planner.NodePlan) mdCounts {
 	return c
 }
 
-func mdPoolTable(w *bufio.Writer, p *planner.Plan, byPool map[string][]*planner.NodePlan) {
+func mdPoolTable(w *bufio.Writer, p *planner.Rollout, byPool map[string][]*planner.NodePlan) {
 	fmt.Fprintf(w, "\n| pool | rendered config | nodes | `%s` in place | `%s` drain | `%s` reboot | blocked | drifted |\n",
 		symInPlace, symDrain, symReboot)
 	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|")

@@ -20,7 +20,7 @@ func longPlan() *planfile.File {
 	reboot := []model.Step{{Kind: model.StepCordon}, {Kind: model.StepDrain}, {Kind: model.StepKargs}, {Kind: model.StepReboot},
 		{Kind: model.StepUncordon}}
 	inPlace := []model.Step{{Kind: model.StepWrite, Target: "/etc/motd"}}
-	p := &planner.Plan{Pools: []planner.PoolPlan{{Name: "big", Rendered: "rendered-big-2", Previous: "rendered-big-1", ReRendered: true,
+	p := &planner.Rollout{Pools: []planner.PoolPlan{{Name: "big", Rendered: "rendered-big-2", Previous: "rendered-big-1", ReRendered: true,
 		Size: 30, MaxUnavailable: 3, Slots: 3, Updates: 14, Waves: 5}}}
 	for i := range 30 {
 		n := planner.NodePlan{Name: fmt.Sprintf("big-%02d", i), Pool: "big", Action: planner.NodeNoOp}
@@ -41,14 +41,14 @@ func longPlan() *planfile.File {
 		p.Nodes = append(p.Nodes, n)
 	}
 	return &planfile.File{MCPVersion: "test", Lineage: "l", Serial: 7, FleetFingerprint: "0123456789abcdef0123",
-		Created: time.Date(2026, 5, 1, 12, 30, 0, 0, time.UTC), Plan: p}
+		Created: time.Date(2026, 5, 1, 12, 30, 0, 0, time.UTC), Rollout: p}
 }
 
 // The markdown summary of each sample plan is exactly testdata/<name>.markdown.golden
 // (go test -update rewrites them).
 func TestMarkdownGolden(t *testing.T) {
 	noChange := samplePlanFile()
-	noChange.Plan = &planner.Plan{Pools: []planner.PoolPlan{{Name: "w", Rendered: "r", Previous: "r", Size: 1}},
+	noChange.Rollout = &planner.Rollout{Pools: []planner.PoolPlan{{Name: "w", Rendered: "r", Previous: "r", Size: 1}},
 		Nodes: []planner.NodePlan{{Name: "n", Pool: "w", Action: planner.NodeNoOp}, {Name: "m", Pool: "w", Action: planner.NodeNoOp, Held: "debugging"}}}
 	for name, pf := range map[string]*planfile.File{
 		"show": samplePlanFile(), "show-scoped": scopedPlan(), "show-long": longPlan(), "show-nochange": noChange,
@@ -91,8 +91,8 @@ func TestMarkdownFoldsAndEscapes(t *testing.T) {
 	// 1,000 nodes: the comment stays within GitHub's limit, the fold names how many it left out.
 	pf := longPlan()
 	for i := range 1000 {
-		pf.Plan.Nodes = append(pf.Plan.Nodes, planner.NodePlan{Name: fmt.Sprintf("more-%04d", i), Pool: "big",
-			Action: planner.NodeUpdate, Steps: pf.Plan.Nodes[0].Steps, Reboot: true})
+		pf.Rollout.Nodes = append(pf.Rollout.Nodes, planner.NodePlan{Name: fmt.Sprintf("more-%04d", i), Pool: "big",
+			Action: planner.NodeUpdate, Steps: pf.Rollout.Nodes[0].Steps, Reboot: true})
 	}
 	b.Reset()
 	if err := Markdown(&b, pf); err != nil {

@@ -15,7 +15,7 @@ import (
 // a PDB; pool infra not targeted (its pointer stays).
 func scopedPlan() *planfile.File {
 	drain := []model.Step{{Kind: model.StepCordon}, {Kind: model.StepDrain}, {Kind: model.StepReboot}, {Kind: model.StepUncordon}}
-	p := &planner.Plan{
+	p := &planner.Rollout{
 		Pools: []planner.PoolPlan{
 			{Name: "infra", Rendered: "rendered-infra-2", Previous: "rendered-infra-1", ReRendered: true, Size: 1, MaxUnavailable: 1, Slots: 1, PointerKept: true, Untargeted: 1},
 			{Name: "worker", Rendered: "rendered-worker-2", Previous: "rendered-worker-1", ReRendered: true, Size: 4, MaxUnavailable: 2, Unavailable: 1, Slots: 1, Updates: 2, Waves: 2, Held: 1, Untargeted: 1},
@@ -30,7 +30,7 @@ func scopedPlan() *planfile.File {
 					Message: "drain waits for PodDisruptionBudget demo/web-pdb (allows 1 disruption) until worker-0 is uncordoned with its pods back"}}},
 		},
 	}
-	return &planfile.File{Plan: p, Targets: []string{"pool.worker"}, Exclude: []string{"node.worker-1"}}
+	return &planfile.File{Rollout: p, Targets: []string{"pool.worker"}, Exclude: []string{"node.worker-1"}}
 }
 
 func TestHumanPlanHeldTargetedAndPDBWait(t *testing.T) {

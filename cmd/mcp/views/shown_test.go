@@ -84,7 +84,7 @@ func hostileOf[T any](v T) T {
 // escaped, the input is left as it was, and input with nothing to escape is not copied.
 func TestShownEscapesEveryString(t *testing.T) {
 	for _, c := range [][2]any{
-		shownBeside(hostileOf(&planfile.File{Plan: samplePlan()})), shownBeside(hostileOf(&planner.DriftReport{})),
+		shownBeside(hostileOf(&planfile.File{Rollout: samplePlan()})), shownBeside(hostileOf(&planner.DriftReport{})),
 		shownBeside(hostileOf(&planner.Status{})), shownBeside(hostileOf(engine.Event{})), shownBeside(hostileOf(model.Diagnostics{{}})),
 		shownBeside(hostileOf(&model.Rendered{})), shownBeside(hostileOf(ApplySummary{})),
 	} {
@@ -155,7 +155,7 @@ func hostilePlanFile() *planfile.File {
 	p.BootImages = []planner.BootImagePlan{{Pool: "worker", Changed: true, From: &model.BootImageDef{Name: "a"}, To: &model.BootImageDef{Name: "b"},
 		Lagging: []string{"worker-0"}, Refused: "refused ", FirstBootPivot: true,
 		Templates: []planner.TemplatePlan{{Action: planner.TemplateDegraded, Reason: "degraded "}, {Action: planner.TemplateUpdate, From: "ami-1", To: "ami-2"}}}}
-	return hostileOf(&planfile.File{Plan: p, Targets: []string{"node.worker-0"}})
+	return hostileOf(&planfile.File{Rollout: p, Targets: []string{"node.worker-0"}})
 }
 
 // TestEveryViewForPeopleEscapes: plan, show, apply (its plan, progress, errors and
@@ -176,11 +176,11 @@ func TestEveryViewForPeopleEscapes(t *testing.T) {
 				v := NewApply(false, w, color)
 				v.Plan(pf)
 				progress(v, pf)
-				v.LeftOut(LeftOutOf(pf.Plan))
+				v.LeftOut(LeftOutOf(pf.Rollout))
 				return nil
 			},
 			"apply (live)": func(w *bytes.Buffer) error {
-				progress(NewLiveProgress(w, color, pf.Plan), pf)
+				progress(NewLiveProgress(w, color, pf.Rollout), pf)
 				return nil
 			},
 			"drift": func(w *bytes.Buffer) error {
@@ -212,7 +212,7 @@ func TestEveryViewForPeopleEscapes(t *testing.T) {
 		printed.Check(t, fmt.Sprintf("status %+v", o), out.String(), printed.Options{}, "T")
 	}
 	var out bytes.Buffer
-	if err := Graph(&out, pf.Plan); err != nil {
+	if err := Graph(&out, pf.Rollout); err != nil {
 		t.Fatal(err)
 	}
 	printed.Check(t, "graph", out.String(), printed.Options{}, "T")
@@ -221,7 +221,7 @@ func TestEveryViewForPeopleEscapes(t *testing.T) {
 // progress sends p every kind of event, each from a hostile node, and a summary of an
 // apply that failed with hostile errors.
 func progress(p Progress, pf *planfile.File) {
-	n := pf.Plan.Nodes[0]
+	n := pf.Rollout.Nodes[0]
 	err := errors.Join(errors.New("node "+n.Name+": "+hostile), fmt.Errorf("saving state: %w", errors.New(hostile)))
 	for _, k := range []engine.EventKind{engine.EventStepStart, engine.EventNodeWaiting, engine.EventStepDone, engine.EventStepFailed,
 		engine.EventWaiting, engine.EventHeld, engine.EventClaimed, engine.EventAlertsFiring, engine.EventTemplate,

@@ -51,7 +51,7 @@ type LeftOutNode struct{ Name, Why string }
 
 // LeftOutOf lists the plan's nodes that were kept out of it — held, excluded, untargeted —
 // whatever they need: the plan gave them no steps, so apply can say nothing of them.
-func LeftOutOf(p *planner.Plan) []LeftOutNode {
+func LeftOutOf(p *planner.Rollout) []LeftOutNode {
 	var out []LeftOutNode
 	for _, n := range p.Nodes {
 		switch {

@@ -30,7 +30,7 @@ func (t text) plan(pf *planfile.File) error {
 
 // planBody writes the plan alone (apply, which shows the plan it made before carrying it out).
 func (t text) planBody(pf *planfile.File) error {
-	if err := HumanPlan(t.w, pf.Plan, HumanOptions{Color: t.color}); err != nil {
+	if err := HumanPlan(t.w, pf.Rollout, HumanOptions{Color: t.color}); err != nil {
 		return err
 	}
 	if len(pf.Targets) > 0 {
@@ -67,7 +67,7 @@ func (p painter) green(s string) string  { return p.paint("32", s) }
 
 // HumanPlan writes the plan as text: a legend, per pool a line and a table of changing
 // nodes with their steps and blockers, then blockers, warnings and the summary line.
-func HumanPlan(out io.Writer, p *planner.Plan, o HumanOptions) error {
+func HumanPlan(out io.Writer, p *planner.Rollout, o HumanOptions) error {
 	w := bufio.NewWriterSize(out, 64<<10) // a line per node: one write per line would be 100,000 writes
 	if err := humanPlan(w, p, o); err != nil {
 		return err
@@ -75,7 +75,7 @@ func HumanPlan(out io.Writer, p *planner.Plan, o HumanOptions) error {
 	return w.Flush()
 }
 
-func humanPlan(w *bufio.Writer, p *planner.Plan, o HumanOptions) error {
+func humanPlan(w *bufio.Writer, p *planner.Rollout, o HumanOptions) error {
 	p = Shown(p)
 	c := painter(o.Color)
 	if !p.HasChanges() {
@@ -110,7 +110,7 @@ func humanPlan(w *bufio.Writer, p *planner.Plan, o HumanOptions) error {
 }
 
 // nodesByPool is the plan's nodes per pool, in plan order, in one pass.
-func nodesByPool(p *planner.Plan) map[string][]*planner.NodePlan {
+func nodesByPool(p *planner.Rollout) map[string][]*planner.NodePlan {
 	out := make(map[string][]*planner.NodePlan, len(p.Pools))
 	for i := range p.Nodes {
 		out[p.Nodes[i].Pool] = append(out[p.Nodes[i].Pool], &p.Nodes[i])
@@ -299,14 +299,14 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf(many, n)
 }
 
-func writeNotes(w io.Writer, c painter, p *planner.Plan) {
+func writeNotes(w io.Writer, c painter, p *planner.Rollout) {
 	if len(p.Unmanaged) > 0 {
 		fmt.Fprintf(w, "\n%s no pool selects %s.\n", c.yellow("Note:"), strings.Join(p.Unmanaged, ", "))
 	}
 }
 
 // PlanSummary is the plan's last line.
-func PlanSummary(p *planner.Plan) string {
+func PlanSummary(p *planner.Rollout) string {
 	held := 0
 	for _, n := range p.Nodes {
 		if n.Held != "" {

@@ -23,7 +23,7 @@ func TestPlanShowsDirectoriesLinksAndFirstBoot(t *testing.T) {
 		Links:       []model.Link{{Entry: model.Entry{Path: "/etc/localtime"}, Target: "../usr/share/zoneinfo/Europe/Paris"}},
 		FirstBoot:   []byte(`{"passwd":{"users":[{"name":"bob"}]}}`)}
 	warn := "the first-boot part of the config (…) changes: machines that boot from now on get it, but it cannot reach the 1 node running"
-	p := &planner.Plan{
+	p := &planner.Rollout{
 		Pools: []planner.PoolPlan{{Name: "worker", Rendered: new.Name, Previous: old.Name, ReRendered: true, Size: 1, MaxUnavailable: 1, Slots: 1, Waves: 1,
 			Warnings: []string{warn},
 			Changes:  []planner.Change{{From: old.Name, To: new.Name, Nodes: []string{"worker-0"}, Items: planner.ItemChanges(old, new)}}}},

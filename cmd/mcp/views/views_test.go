@@ -15,13 +15,13 @@ import (
 	"github.com/mcpfleet/mcp/planner"
 )
 
-func samplePlan() *planner.Plan {
+func samplePlan() *planner.Rollout {
 	reboot := []model.Step{{Kind: model.StepCordon}, {Kind: model.StepDrain}, {Kind: model.StepWrite, Target: "/etc/a"},
 		{Kind: model.StepWrite, Target: "/etc/b"}, {Kind: model.StepWrite, Target: "x.service"}, {Kind: model.StepReboot},
 		{Kind: model.StepVerify}, {Kind: model.StepUncordon}}
 	inPlace := []model.Step{{Kind: model.StepWrite, Target: "/etc/chrony.conf", Reason: "/etc/chrony.conf changed (content)"},
 		{Kind: model.StepRestart, Target: "chronyd.service", Reason: "on_change restart:chronyd.service"}}
-	return &planner.Plan{
+	return &planner.Rollout{
 		Pools: []planner.PoolPlan{
 			{Name: "infra", Rendered: "rendered-infra-2", Previous: "rendered-infra-1", ReRendered: true, Size: 2, MaxUnavailable: 1, Slots: 1, Updates: 1, Waves: 1, Paused: true,
 				Blockers: []planner.Blocker{{Kind: planner.BlockPaused, Message: "pool infra is paused: 1 node change deferred"}}},
@@ -96,7 +96,7 @@ func TestHumanPlan(t *testing.T) {
 }
 
 func TestPlanSummaryNoChanges(t *testing.T) {
-	p := &planner.Plan{Pools: []planner.PoolPlan{{Name: "w", Rendered: "r", Previous: "r"}},
+	p := &planner.Rollout{Pools: []planner.PoolPlan{{Name: "w", Rendered: "r", Previous: "r"}},
 		Nodes: []planner.NodePlan{{Name: "n", Pool: "w", Action: planner.NodeNoOp}}}
 	if got := PlanSummary(p); got != "No changes. The fleet matches the configuration." {
 		t.Errorf("summary %q", got)
@@ -106,7 +106,7 @@ func TestPlanSummaryNoChanges(t *testing.T) {
 // A plan without changes still says which nodes no pool selects (a pool's block removed
 // leaves its nodes unmanaged), as the plan with changes and show -markdown say it.
 func TestNoChangesPlanNotesUnselectedNodes(t *testing.T) {
-	p := &planner.Plan{Pools: []planner.PoolPlan{{Name: "w", Rendered: "r", Previous: "r"}},
+	p := &planner.Rollout{Pools: []planner.PoolPlan{{Name: "w", Rendered: "r", Previous: "r"}},
 		Nodes: []planner.NodePlan{{Name: "n", Pool: "w", Action: planner.NodeNoOp}}, Unmanaged: []string{"infra-0"}}
 	var out strings.Builder
 	HumanPlan(&out, p, HumanOptions{})
