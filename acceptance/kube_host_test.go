@@ -92,6 +92,7 @@ config "10-kargs" {
 // differences with expected and found, and apply restores them — through the machine's
 // next boot, the node's own arguments (root=, console=, mitigations=off) left alone.
 func TestKubeHostReportsWhatTheNodeRuns(t *testing.T) {
+	t.Parallel()
 	c := newKubeCluster(t, hostPools, map[string]int{"worker": 2})
 	c.bootedFrom(t, fcos41)
 	if out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-drain-retry-delay=500ms"); code != 0 {
@@ -112,7 +113,7 @@ func TestKubeHostReportsWhatTheNodeRuns(t *testing.T) {
 	imageDrift := "drift: os_image: os-image (expected " + fcos42Release + ", found " + fcos41 + ")"
 
 	out, code := c.mcp(t, "mcp-apply", "drift", "-no-color", "-detailed-exitcode")
-	if code != 2 || !strings.Contains(out, "node.worker-0 (pool worker") || strings.Contains(out, "node.worker-1 (pool") {
+	if code != 2 || !strings.Contains(out, "node."+c.name("worker-0")+" (pool worker") || strings.Contains(out, "node."+c.name("worker-1")+" (pool") {
 		t.Errorf("drift: exit %d, want 2 naming worker-0 alone\n%s", code, out)
 	}
 	for _, want := range []string{kargsDrift, imageDrift} {
@@ -132,10 +133,10 @@ func TestKubeHostReportsWhatTheNodeRuns(t *testing.T) {
 			t.Errorf("plan does not show %q:\n%s", want, out)
 		}
 	}
-	if row := planRow(out, "worker-0"); !strings.Contains(row, "kargs") || !strings.Contains(row, "pivot") || !strings.Contains(row, "reboot") {
+	if row := c.planRow(out, "worker-0"); !strings.Contains(row, "kargs") || !strings.Contains(row, "pivot") || !strings.Contains(row, "reboot") {
 		t.Errorf("plan's steps for worker-0: %q; want kargs, pivot and reboot\n%s", row, out)
 	}
-	if row := planRow(out, "worker-1"); row != "" {
+	if row := c.planRow(out, "worker-1"); row != "" {
 		t.Errorf("plan changes worker-1, which runs what its config says: %q", row)
 	}
 
@@ -156,6 +157,7 @@ func TestKubeHostReportsWhatTheNodeRuns(t *testing.T) {
 // the host runs, so the Node is Degraded with the image expected and the one found, the
 // config is not reported as current, and the os-image annotation is the machine's image.
 func TestKubeRebootIntoTheWrongImageDegrades(t *testing.T) {
+	t.Parallel()
 	c := newKubeCluster(t, hostPools, map[string]int{"worker": 1})
 	c.bootedFrom(t, fcos41)
 	c.machine(t, "worker-0", nodeexec.MachineRollback, "")
@@ -192,6 +194,7 @@ func TestKubeRebootIntoTheWrongImageDegrades(t *testing.T) {
 // again from what it runs — kargs, pivot and one new reboot, each a real call to the host —
 // and the plan never says the rolled-back reboot finished the update.
 func TestKubeRollbackThenFixedHeals(t *testing.T) {
+	t.Parallel()
 	c := newKubeCluster(t, hostPools, map[string]int{"worker": 1})
 	c.bootedFrom(t, fcos41)
 	c.machine(t, "worker-0", nodeexec.MachineRollback, "")
@@ -207,7 +210,7 @@ func TestKubeRollbackThenFixedHeals(t *testing.T) {
 	calls := len(hostCalls(t, c.agents["worker-0"]))
 
 	out, _ := c.mcp(t, "mcp-apply", "plan", "-no-color")
-	if row := planRow(out, "worker-0"); strings.Contains(out, "rebooted into") ||
+	if row := c.planRow(out, "worker-0"); strings.Contains(out, "rebooted into") ||
 		!strings.Contains(row, "kargs") || !strings.Contains(row, "pivot") || !strings.Contains(row, "reboot") {
 		t.Errorf("plan after the fix: worker-0's steps %q; want kargs, pivot and reboot, and no reboot said to have happened\n%s", row, out)
 	}
@@ -234,6 +237,7 @@ func TestKubeRollbackThenFixedHeals(t *testing.T) {
 // pivot and no reboot, and apply does not reboot them: the Node's reported image is what
 // counts, not the config's (which named none).
 func TestKubePoolImageAlreadyBootedPlansNoReboot(t *testing.T) {
+	t.Parallel()
 	const noImage = `
 pool "worker" {
   node_selector   = { "node-role.kubernetes.io/worker" = "" }
@@ -254,15 +258,13 @@ config "10-motd" {
 		t.Fatalf("apply: exit %d\n%s", code, out)
 	}
 	withImage := strings.Replace(noImage, "max_unavailable = 1", "max_unavailable = 1\n  os_image        = \""+fcos41+"\"", 1)
-	if err := os.WriteFile(filepath.Join(c.dir, "main.hcl"), []byte(kubeMain+withImage), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c.writeConfig(t, withImage)
 	out, code := c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode")
 	if code != 2 {
 		t.Errorf("plan: exit %d, want 2 (a new config)\n%s", code, out)
 	}
 	for name := range c.agents {
-		row := planRow(out, name)
+		row := c.planRow(out, name)
 		for _, never := range []string{"pivot", "reboot", "drain"} {
 			if row == "" || strings.Contains(row, never) {
 				t.Errorf("plan's steps for %s, which boots the pool's image: %q; want the new config without %s\n%s", name, row, never, out)
@@ -284,10 +286,11 @@ config "10-motd" {
 	}
 }
 
-// planRow is node's row of the human plan's table of node changes ("" when it has none).
-func planRow(plan, node string) string {
+// planRow is the test's node's row of the human plan's table of node changes ("" when it
+// has none).
+func (c *kubeCluster) planRow(plan, node string) string {
 	for _, line := range strings.Split(plan, "\n") {
-		if strings.Contains(line, "node."+node+" ") && !strings.Contains(line, "(pool ") {
+		if strings.Contains(line, "node."+c.name(node)+" ") && !strings.Contains(line, "(pool ") {
 			return strings.TrimSpace(line)
 		}
 	}

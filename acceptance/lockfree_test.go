@@ -13,7 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/mcpfleet/mcp/kubeapi/protocol"
@@ -178,9 +178,10 @@ func watchOutOfService(t *testing.T, c *kubeCluster) *outOfService {
 		}
 	}
 	_, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: cache.NewListWatchFromClient(c.env.Client.CoreV1().RESTClient(), "nodes", "", fields.Everything()),
-		ObjectType:    &corev1.Node{},
-		Handler:       cache.ResourceEventHandlerFuncs{AddFunc: note, UpdateFunc: func(_, obj any) { note(obj) }},
+		ListerWatcher: cache.NewFilteredListWatchFromClient(c.env.Client.CoreV1().RESTClient(), "nodes", "",
+			func(o *metav1.ListOptions) { o.LabelSelector = c.fleet() }),
+		ObjectType: &corev1.Node{},
+		Handler:    cache.ResourceEventHandlerFuncs{AddFunc: note, UpdateFunc: func(_, obj any) { note(obj) }},
 	})
 	go ctrl.RunWithContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), ctrl.HasSynced) {
@@ -194,15 +195,14 @@ func watchOutOfService(t *testing.T, c *kubeCluster) *outOfService {
 // the agents' own records — every node rebooted exactly once into each config, never more
 // than max_unavailable nodes out of service at once, neither apply failed (exit 0 or 2).
 func TestKubeUnlockedAppliesClaimNodes(t *testing.T) {
+	t.Parallel()
 	c := newKubeCluster(t, fmt.Sprintf(lockFreePools, "v1"), map[string]int{"worker": 4})
 	o := watchOutOfService(t, c)
 	var targets []string
 	exits := map[int]int{}
 	for run := 1; run <= 3; run++ {
 		marker := fmt.Sprintf("v%d", run)
-		if err := os.WriteFile(filepath.Join(c.dir, "main.hcl"), []byte(kubeMain+fmt.Sprintf(lockFreePools, marker)), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		c.writeConfig(t, fmt.Sprintf(lockFreePools, marker))
 		a, b := c.startApply(t, "-lock=false"), c.startApply(t, "-lock=false")
 		for i, r := range []*applyRun{a, b} {
 			out, code := r.wait(t, 5*time.Minute)

@@ -36,6 +36,8 @@ const stateMoveSection = "### Moving the state of an earlier install to mcp-stat
 // checks, and the boot server and the drift runner may read no Secret there.
 func TestStateMoveToOwnNamespace(t *testing.T) {
 	cmds := sectionCommands(t, stateMoveSection)
+	// A control plane of its own: an install as deploy/ left it before mcp-state, whose
+	// Roles in mcp-system the page deletes.
 	env := k8senv.Start(t, k8senv.Options{})
 	kubectlBinary(t, env)
 	ctx := context.Background()
