@@ -35,16 +35,14 @@ image:
 # booting a Debian OSTree image (bin/vm, below). MCP_REQUIRE_K8S=1 and MCP_REQUIRE_VM=1: a
 # missing control plane, image, QEMU or debugfs fails the tests instead of skipping them.
 #
-# The kube tests share one control plane per package and run side by side (t.Parallel),
-# mostly waiting on agents and Leases: TEST_PARALLEL of them at once, more than the 2 cores
-# (docs/decisions.md, "One control plane per test package"). go test's JSON is kept in
-# build/test.json, shown as go test shows it, and ends with each package's time;
-# `make test-timing` writes that table into docs/test-timing.md. The exit status is the
-# tests' (pipefail).
-TEST_PARALLEL ?= 6
+# The kube tests share one control plane per package, and acceptance/'s tests run side by
+# side in classes (acceptance/main_test.go; docs/decisions.md, "One control plane per test
+# package"). go test's JSON is kept in build/test.json, shown as go test shows it, and ends
+# with each package's time; `make test-timing` writes that table into docs/test-timing.md.
+# The exit status is the tests' (pipefail).
 test: vet bin/ignition bin/k8s bin/kubectl bin/vm graphviz tmux prometheus doc-tools
 	@mkdir -p build
-	set -o pipefail; MCP_REQUIRE_K8S=1 MCP_REQUIRE_VM=1 $(GO) test -count=1 -timeout 75m -parallel $(TEST_PARALLEL) -json ./... \
+	set -o pipefail; MCP_REQUIRE_K8S=1 MCP_REQUIRE_VM=1 $(GO) test -count=1 -timeout 75m -json ./... \
 		| $(GO) run ./scripts/testtiming -save build/test.json
 	$(MAKE) fuzz-short
 

@@ -85,6 +85,7 @@ func sectionCommands(t *testing.T, heading string) []string {
 // pointer config reaches `mcp serve` (run as its service account with those Secrets) over
 // verified TLS with the token.
 func TestInstallFromZero(t *testing.T) {
+	waiting(t)
 	cmds := installCommands(t)
 	// A control plane of its own: the page installs deploy/ on a cluster that has none.
 	env := k8senv.Start(t, k8senv.Options{})

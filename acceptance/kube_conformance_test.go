@@ -33,6 +33,7 @@ import (
 // demo, mcp-system), and the template promises install CRDs and MachineSets that every
 // refresh on the cluster would list.
 func TestKubeProviderConformance(t *testing.T) {
+	waiting(t)
 	bin := mcpBinary(t)
 	env := k8senv.Start(t, k8senv.Options{})
 	providertest.Run(t, func(t *testing.T, f providertest.Fixture) providers.Provider {

@@ -22,7 +22,7 @@ import (
 // mcp-drift service account — reads what drift needs and reports a node whose disk drifted
 // (and the other as clean); access reviews show that identity can change nothing.
 func TestKubeDriftRunner(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	c := newKubeCluster(t, `
 pool "worker" {
   node_selector = { "node-role.kubernetes.io/worker" = "" }

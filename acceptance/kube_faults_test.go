@@ -59,7 +59,7 @@ const lockWait = "-lock-timeout=60s"
 // run's Lease expired) converge: nothing left cordoned, every node Done on the target, one
 // reboot per node.
 func TestKubeApplyKilledDuringDrain(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	c := newKubeCluster(t, faultPools, map[string]int{"worker": 3})
 	web := map[string]string{"app": "web"}
 	for i := range 3 {
@@ -119,7 +119,7 @@ func TestKubeApplyKilledDuringDrain(t *testing.T) {
 // dead run's Lease, so the re-run finds the node still Working on that hand-over. It must
 // wait for it rather than hand over again: one reboot per node.
 func TestKubeApplyKilledWhileAgentWorks(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	c := newKubeCluster(t, faultPools, map[string]int{"worker": 2})
 	c.nextRebootDelay.Store(int64(20 * time.Second))
 
@@ -154,6 +154,7 @@ func TestKubeApplyKilledWhileAgentWorks(t *testing.T) {
 // agent must end while the server is still frozen, naming why, and the node is left
 // cordoned; a re-run converges, with one reboot per node into each config.
 func TestKubeApplyAPIServerPaused(t *testing.T) {
+	exclusive(t)
 	// A control plane of its own: it freezes the API server.
 	c := newPrivateKubeCluster(t, faultPools, map[string]int{"worker": 3})
 	// The first node's reboot takes 5s, so that it is still under way when the server

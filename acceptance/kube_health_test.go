@@ -43,7 +43,7 @@ config "50-x" {
 // the rollout — is failed with the command's output, and its pool stops (max_failures 1):
 // no other node starts. Fixed, the next apply finishes the pool.
 func TestKubeCommandHealthCheck(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	c := newKubeCluster(t, commandCheckPools, map[string]int{"worker": 3})
 	// worker-0 is the first of the rollout (zone a, then b; oldest first).
 	broken := filepath.Join(c.agents["worker-0"].root, "etc", "broken")
@@ -115,7 +115,7 @@ func TestKubeCommandHealthCheck(t *testing.T) {
 // pool — a made-up name carrying a command of its own, another pool's name — runs nothing,
 // and the agent answers with an error under the request's run id.
 func TestKubeCommandCheckNamesOnly(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	c := newKubeCluster(t, commandCheckPools, map[string]int{"worker": 1})
 	if out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color"); code != 0 {
 		t.Fatalf("apply: exit %d\n%s", code, lastLines(out, 30))

@@ -92,7 +92,7 @@ config "10-kargs" {
 // differences with expected and found, and apply restores them — through the machine's
 // next boot, the node's own arguments (root=, console=, mitigations=off) left alone.
 func TestKubeHostReportsWhatTheNodeRuns(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	c := newKubeCluster(t, hostPools, map[string]int{"worker": 2})
 	c.bootedFrom(t, fcos41)
 	if out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-drain-retry-delay=500ms"); code != 0 {
@@ -157,7 +157,7 @@ func TestKubeHostReportsWhatTheNodeRuns(t *testing.T) {
 // the host runs, so the Node is Degraded with the image expected and the one found, the
 // config is not reported as current, and the os-image annotation is the machine's image.
 func TestKubeRebootIntoTheWrongImageDegrades(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	c := newKubeCluster(t, hostPools, map[string]int{"worker": 1})
 	c.bootedFrom(t, fcos41)
 	c.machine(t, "worker-0", nodeexec.MachineRollback, "")
@@ -194,7 +194,7 @@ func TestKubeRebootIntoTheWrongImageDegrades(t *testing.T) {
 // again from what it runs — kargs, pivot and one new reboot, each a real call to the host —
 // and the plan never says the rolled-back reboot finished the update.
 func TestKubeRollbackThenFixedHeals(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	c := newKubeCluster(t, hostPools, map[string]int{"worker": 1})
 	c.bootedFrom(t, fcos41)
 	c.machine(t, "worker-0", nodeexec.MachineRollback, "")
@@ -237,7 +237,7 @@ func TestKubeRollbackThenFixedHeals(t *testing.T) {
 // pivot and no reboot, and apply does not reboot them: the Node's reported image is what
 // counts, not the config's (which named none).
 func TestKubePoolImageAlreadyBootedPlansNoReboot(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	const noImage = `
 pool "worker" {
   node_selector   = { "node-role.kubernetes.io/worker" = "" }

@@ -20,7 +20,7 @@ import (
 // apply's, and the room frees then: with -budget-wait=4m (the claim lasts 2) the next apply
 // finishes every node, and each node rebooted once.
 func TestKubeLapsedClaimFreesItsRoom(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	ns := inPIDNamespace(t)
 	pools := strings.Replace(fmt.Sprintf(lockFreePools, "v1"), "max_unavailable = 2", "max_unavailable = 1", 1)
 	c := newKubeCluster(t, pools, map[string]int{"worker": 3})

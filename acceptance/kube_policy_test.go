@@ -27,7 +27,7 @@ import (
 // is refused, with the policy's message, on node B, for a label, a taint,
 // spec.unschedulable, an engine annotation, and with a token bound to no pod.
 func TestKubeAgentPolicy(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	c := newFleet(t, sharedKube(t))
 	env := c.env
 	waitPolicyTypeChecked(t, env, "mcp-agent-own-node")
@@ -155,7 +155,7 @@ func clientFrom(t *testing.T, kubeconfig string) kubernetes.Interface {
 // object, and its workloads name the image by digest. On the shared plane, where deploy/'s
 // manifests are: the render is the same objects, applied over them as an upgrade would.
 func TestKubeDeployRenderedApplies(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	env := sharedKube(t)
 	objs, err := deploy.Render()
 	if err != nil {

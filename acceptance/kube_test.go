@@ -39,7 +39,7 @@ pool "infra" {
 // the infra nodes); every node ends Done on its pool's config, uncordoned, its root holding
 // the files; a second plan has nothing to do.
 func TestKubeRolloutWithAgents(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	c := newKubeCluster(t, quickstartPools, map[string]int{"worker": 4, "infra": 2})
 	copyQuickstart(t, c.dir)
 	for _, n := range []string{"infra-0", "infra-1"} {
@@ -182,7 +182,7 @@ config "10-marker" {
 // timeout, names them, and leaves the db node uncordoned on its old config, while the
 // worker pool rolls out.
 func TestKubePDBBlocksDrain(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	c := newKubeCluster(t, blockedPools, map[string]int{"worker": 2, "db": 1})
 	c.addPod(t, "db-0", "db-0", map[string]string{"app": "db"}, false)
 	c.addPDB(t, "db-pdb", map[string]string{"app": "db"}, 1)
@@ -239,7 +239,7 @@ func TestKubePDBBlocksDrain(t *testing.T) {
 // failed, left cordoned (its hand-over stands), and the message says nothing on it started
 // — not that it was changed part-way.
 func TestKubeAgentNeverTakesUpItsUpdate(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	const hcl = `
 pool "worker" {
   node_selector = { "node-role.kubernetes.io/worker" = "" }
@@ -280,7 +280,7 @@ func lineWith(out, s string) string {
 // TestKubeLockLease: while an apply holds the state Lease a second is refused, naming the
 // holder; once the holder dies (SIGKILL: no unlock) the Lease is taken over after it expires.
 func TestKubeLockLease(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	c := newKubeCluster(t, blockedPools, map[string]int{"db": 1})
 	c.addPod(t, "db-0", "db-0", map[string]string{"app": "db"}, false)
 	c.addPDB(t, "db-pdb", map[string]string{"app": "db"}, 1)
@@ -320,7 +320,7 @@ func TestKubeLockLease(t *testing.T) {
 // need is proven by the rollout tests, which run as them; here SelfSubjectAccessReviews
 // check what they are refused.
 func TestKubeDeployRBAC(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	env := sharedKube(t)
 	env.EnsureNamespace(t, "openshift-machine-api")
 	repo, _ := filepath.Abs("..")
@@ -463,7 +463,7 @@ func selfCanNamed(t *testing.T, cs kubernetes.Interface, verb, group, resource, 
 // manages, with a warning; apply restores them all (the agent's own drift check does not
 // stop it on the unlisted ones) and the next plan has nothing to do.
 func TestKubeDriftPastTheAnnotationLimit(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	var hcl strings.Builder
 	hcl.WriteString("pool \"worker\" {\n  node_selector = { \"node-role.kubernetes.io/worker\" = \"\" }\n}\n\nconfig \"10-many\" {\n  pools = [\"worker\"]\n")
 	for i := range 25 {

@@ -53,7 +53,7 @@ const unlockRounds = 12
 // exited, and no plan is refused the lock. (state/kubestate's TestUnlockAfterALateRenewal
 // makes the late renewal happen every time; here it happens when it happens.)
 func TestKubeApplyReleasesItsLock(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	c := newKubeCluster(t, unlockPools(0), map[string]int{"worker": 2})
 	leases := c.env.Client.CoordinationV1().Leases(c.stateNS)
 	var took []time.Duration
@@ -95,7 +95,7 @@ func TestKubeApplyReleasesItsLock(t *testing.T) {
 // it held for a full duration. A transport between the backend and the apiserver holds
 // the renewal's PUT, lets Unlock's read through, then lands the PUT before the delete.
 func TestKubeUnlockAfterALateRenewal(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	c := newFleet(t, sharedKube(t))
 	late := &lateRenewal{held: make(chan struct{})}
 	rc := rest.CopyConfig(c.env.RESTConfig)

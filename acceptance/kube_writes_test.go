@@ -49,6 +49,7 @@ const maxWritesPerNode = 2.5
 // measured over a quiet stretch before the rollout and taken off at that rate; what is left,
 // per node updated, must be at most 2.5.
 func TestKubeInPlaceWritesPerNode(t *testing.T) {
+	waiting(t)
 	n := 20
 	if s := os.Getenv("MCP_KUBE_WRITES_NODES"); s != "" {
 		v, err := strconv.Atoi(s)

@@ -47,6 +47,7 @@ func (s lockFreeTally) String() string {
 // max_unavailable, nothing left cordoned, every node Done; neither apply failed (a node
 // the other held is not started: exit 2, not 1); and no claim was taken from a live apply.
 func TestUnlockedAppliesClaimNodes(t *testing.T) {
+	exclusive(t)
 	n := runsFrom(t, "MCP_LOCKFREE_RUNS") // how many times two applies are raced
 	tally := lockFreeTally{exits: map[int]int{}}
 	for i := range n {
@@ -195,7 +196,7 @@ func watchOutOfService(t *testing.T, c *kubeCluster) *outOfService {
 // the agents' own records — every node rebooted exactly once into each config, never more
 // than max_unavailable nodes out of service at once, neither apply failed (exit 0 or 2).
 func TestKubeUnlockedAppliesClaimNodes(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	c := newKubeCluster(t, fmt.Sprintf(lockFreePools, "v1"), map[string]int{"worker": 4})
 	o := watchOutOfService(t, c)
 	var targets []string

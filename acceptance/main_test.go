@@ -1,15 +1,59 @@
 package acceptance
 
 import (
+	"flag"
 	"os"
 	"testing"
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
 )
 
-// TestMain stops what the package's tests share once they are all done: the control plane
-// (k8senv.Shared) and the mcp binaries (mcpBinary).
+// How the package's tests share the machine. Every test runs beside the others
+// (t.Parallel), in one of three classes, so that the long ones — the real machines above
+// all, which QEMU emulates where the CPU has no virtualisation — start at once instead of
+// after everything else:
+//
+//   - waiting (kube tests): they mostly wait on agents, reboots, drains and Leases, on the
+//     shared control plane; waitSlots of them at a time.
+//   - exclusive: they burn CPU (the crash harness, the corpus) or time their own steps
+//     (signals at moments, a terminal's frames); one at a time, as when the package ran in
+//     series, but beside the waiting ones.
+//   - the real machines (vm_*_test.go): vmnode.MaxVMs at a time.
+//
+// The few tests that set the process's environment (t.Setenv: the systemd tests) cannot
+// be parallel; Go runs them first, alone, for a second or two each.
+var (
+	waitSlots      = make(chan struct{}, 4)
+	exclusiveSlots = make(chan struct{}, 1)
+)
+
+// waiting makes t a parallel test of the waiting class.
+func waiting(t *testing.T) { inClass(t, waitSlots) }
+
+// exclusive makes t a parallel test of the exclusive class.
+func exclusive(t *testing.T) { inClass(t, exclusiveSlots) }
+
+func inClass(t *testing.T, slots chan struct{}) {
+	t.Helper()
+	t.Parallel()
+	slots <- struct{}{}
+	t.Cleanup(func() { <-slots })
+}
+
+// parallelAll is go test's -parallel for this package when none is given: enough for
+// every class to be full at once (the classes, not -parallel, bound what runs).
+const parallelAll = "16"
+
+// TestMain lets the classes decide how many tests run at once, and stops what the tests
+// share once they are all done: the control plane (k8senv.Shared) and the mcp binaries
+// (mcpBinary).
 func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", parallelAll)
+	}
 	code := m.Run()
 	k8senv.StopShared(code != 0)
 	if binDir != "" {

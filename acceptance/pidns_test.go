@@ -49,6 +49,7 @@ func mcpInNS(t *testing.T, ns []string, dir string, args ...string) (string, int
 // from the fleet's event logs: every node rebooted once, no claim taken from the live
 // apply, no pool over its budget, nothing left cordoned.
 func TestApplyInAnotherPIDNamespaceSeesTheLiveHolder(t *testing.T) {
+	exclusive(t)
 	ns := inPIDNamespace(t)
 	dir := localQuickstart(t, "50ms", "1500ms")
 	if err := os.WriteFile(filepath.Join(dir, "reboot-all.hcl"), []byte(rebootAll), 0o644); err != nil {

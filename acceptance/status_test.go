@@ -131,6 +131,7 @@ func fleetFiles(t *testing.T, dir string) (raw []byte, counts []poolCounts, rebo
 // compared with the counts made from them. A node whose simulated reboot ended meanwhile
 // is back for mcp before its file says so, so such moments are not compared.
 func TestStatusCountsFollowALocalRollout(t *testing.T) {
+	exclusive(t)
 	dir := slowQuickstart(t)
 	bin := mcpBinary(t)
 	if out, err := exec.Command(bin, "-chdir="+dir, "fleet", "set", "worker-1", "label.mcpfleet.io/hold=db migration").CombinedOutput(); err != nil {
@@ -243,7 +244,7 @@ func kubeCounts(t *testing.T, c *kubeCluster) (raw string, counts []poolCounts) 
 // while apply holds the Lease) counts what the Nodes' annotations, conditions and the
 // state's Secrets say, during the quickstart's rollout and after it.
 func TestKubeStatusCountsFollowARollout(t *testing.T) {
-	t.Parallel()
+	waiting(t)
 	c := newKubeCluster(t, quickstartPools, map[string]int{"worker": 4, "infra": 2})
 	copyQuickstart(t, c.dir)
 	ctx := context.Background()
