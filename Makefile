@@ -66,7 +66,8 @@ chaos: build
 	MCP=$(MCP) $(GO) run ./scripts/chaos -kills $${KILLS:-50} -seed $${SEED:-1}
 
 # Power loss on a real machine (acceptance/vm_powerloss_test.go): KILLS seeded random
-# SIGKILLs of a VM node's QEMU during updates (make test runs 6), SEED=N for other moments.
+# SIGKILLs of a VM node's QEMU during updates (make test runs 3, one in each phase), SEED=N for
+# other moments.
 chaos-vm: bin/k8s bin/vm
 	MCP_REQUIRE_K8S=1 MCP_REQUIRE_VM=1 MCP_VM_POWERLOSS=$${KILLS:-30} MCP_VM_SEED=$${SEED:-1} \
 		$(GO) test -count=1 -timeout 180m -run '^TestVMPowerLoss$$' ./acceptance/
