@@ -241,7 +241,7 @@ func TestKubeApplyAPIServerPaused(t *testing.T) {
 			t.Errorf("apply's output does not say %q", want)
 		}
 	}
-	if !c.node(t, working.Name).Spec.Unschedulable {
+	if !c.node(t, c.short(working.Name)).Spec.Unschedulable {
 		t.Errorf("%s was put back in service although apply lost track of its update", working.Name)
 	}
 	c.converge(t)

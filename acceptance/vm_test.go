@@ -157,10 +157,12 @@ func (f *vmFleet) configureAgent(t *testing.T, vm *vmnode.VM, agent string) {
 	}
 }
 
-// waitReported waits until node's agent reports that its machine boots image.
+// waitReported waits until node's agent reports that its machine boots image: up to two
+// boots' worth of vmnode's boot timeout, as a first boot pivots and boots again (the
+// machines are emulated beside the package's other tests, on 2 cores).
 func (f *vmFleet) waitReported(t *testing.T, node, image string) {
 	t.Helper()
-	waitUntil(t, 5*time.Minute, func() bool {
+	waitUntil(t, 10*time.Minute, func() bool {
 		return f.node(t, node).Annotations[protocol.OSImage] == image
 	}, func() string {
 		n := f.node(t, node)
