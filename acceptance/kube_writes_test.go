@@ -61,12 +61,11 @@ func TestKubeInPlaceWritesPerNode(t *testing.T) {
 	k := max(n/4, 1)
 	// A control plane of its own: the API server's counts are of every client, and other
 	// tests' would be in them.
-	c := newPrivateKubeCluster(t, writesPools(k, "a.example.com"), map[string]int{"worker": n})
-	c.stateBlock = writesState
-	c.writeConfig(t, writesPools(k, "a.example.com"))
+	c := newPrivateKubeCluster(t, writesPools(k, "a.example.com"), map[string]int{"worker": n},
+		func(c *kubeCluster) { c.stateBlock = writesState })
 	out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color")
 	if code != 0 {
-		t.Fatalf("first apply: exit %d\n%s", code, lastLines(out, 20))
+		t.Fatalf("first apply: exit %d\n%s", code, lastLines(out, 60))
 	}
 	c.settled(t)
 

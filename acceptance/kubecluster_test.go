@@ -149,22 +149,26 @@ variable "ntp_server" { default = "time.example.com" }
 // node count —, starts the boot server and an agent on every node but those named silent.
 func newKubeCluster(t *testing.T, hcl string, pools map[string]int, silent ...string) *kubeCluster {
 	t.Helper()
-	return newKubeClusterOn(t, sharedKube(t), hcl, pools, silent...)
+	return newKubeClusterOn(t, sharedKube(t), hcl, pools, silent)
 }
 
 // newPrivateKubeCluster is newKubeCluster on a control plane of the test's own, with
-// deploy/ applied, for a test that must stop, pause or starve the apiserver.
-func newPrivateKubeCluster(t *testing.T, hcl string, pools map[string]int, silent ...string) *kubeCluster {
+// deploy/ applied, for a test that must stop, pause or starve the apiserver; setup, when
+// given, changes the fleet before its configuration is written and its boot server starts.
+func newPrivateKubeCluster(t *testing.T, hcl string, pools map[string]int, setup ...func(*kubeCluster)) *kubeCluster {
 	t.Helper()
 	env := k8senv.Start(t, k8senv.Options{})
 	t.Logf("private control plane up in %v", env.StartupTime.Round(time.Millisecond))
 	applyManifests(t, env, deploy.Manifests)
-	return newKubeClusterOn(t, env, hcl, pools, silent...)
+	return newKubeClusterOn(t, env, hcl, pools, nil, setup...)
 }
 
-func newKubeClusterOn(t *testing.T, env *k8senv.Env, hcl string, pools map[string]int, silent ...string) *kubeCluster {
+func newKubeClusterOn(t *testing.T, env *k8senv.Env, hcl string, pools map[string]int, silent []string, setup ...func(*kubeCluster)) *kubeCluster {
 	t.Helper()
 	c := newFleet(t, env)
+	for _, s := range setup {
+		s(c)
+	}
 	c.writeConfig(t, hcl)
 	zones := []string{"a", "b"}
 	for _, pool := range slices.Sorted(maps.Keys(pools)) {

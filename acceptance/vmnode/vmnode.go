@@ -133,7 +133,8 @@ type Options struct {
 	// is booted (see the package comment).
 	BootCounter bool
 	// BootTimeout bounds a boot, from QEMU's start to the command channel's first answer
-	// (default 5 minutes: TCG on a loaded machine).
+	// (default 10 minutes: TCG on a loaded machine, beside two other machines and the rest
+	// of the acceptance tests, took up to 3.5 minutes a boot on 2 cores).
 	BootTimeout time.Duration
 	// FirstBootArgs are kernel arguments added to the machine's first boot only, as
 	// Fedora CoreOS's GRUB adds ignition.firstboot (and the platform's arguments) while
@@ -179,7 +180,7 @@ func New(t testing.TB, img *Image, name string, opts Options) *VM {
 		opts.MemoryMB = 512
 	}
 	if opts.BootTimeout == 0 {
-		opts.BootTimeout = 5 * time.Minute
+		opts.BootTimeout = 10 * time.Minute
 	}
 	slots <- struct{}{}
 	dir, err := os.MkdirTemp(scratchParent(), "vmnode-"+name+"-")
