@@ -107,6 +107,7 @@ func TestApplyInAnotherPIDNamespaceSeesTheLiveHolder(t *testing.T) {
 // renews. Judged from worker-0's event log: only the first apply claimed it, nothing took
 // its claim over, and it rebooted once; the second apply ended without starting it.
 func TestApplyOfAnotherStateLeavesALiveClaim(t *testing.T) {
+	exclusive(t)
 	ns := inPIDNamespace(t)
 	dirA := localQuickstart(t, "50ms", "3s")
 	dirB := filepath.Join(t.TempDir(), "b")
