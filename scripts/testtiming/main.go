@@ -217,8 +217,9 @@ func document(r *run, budget time.Duration) string {
 		"load average when written: %s.\n\n%s\n\n", minutes(budget), r.first.Format("2006-01-02 15:04"), minutes(wall), verdict,
 		loadAverages(), strings.TrimSpace(benchdoc.Machine()))
 	b.WriteString("## Packages\n\n" + table(r))
-	b.WriteString("\n## The slowest tests\n\nTop-level tests, with their subtests; a parallel test's time is from its turn on (not its wait " +
-		"for one), shared with the tests running beside it.\n\n" +
+	b.WriteString("\n## The slowest tests\n\nTop-level tests, with their subtests. A parallel test's time runs from its turn on, shared " +
+		"with the tests beside it; an acceptance test's includes its wait for a slot of its class " +
+		"(acceptance/main_test.go).\n\n" +
 		"| test | package | time | result |\n|---|---|---:|---|\n")
 	var top []testTime
 	for _, t := range r.tests {
