@@ -171,10 +171,11 @@ func (f *vmFleet) waitReported(t *testing.T, node, image string) {
 	})
 }
 
-// sh runs a script in the VM, failing the test when it fails.
+// sh runs a script in the VM, failing the test when it fails. It waits for the machine's
+// command channel, which comes up with its boot: as long as a boot may take.
 func sh(t *testing.T, vm *vmnode.VM, script string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	out, err := vm.Run(ctx, script)
 	if err != nil {
