@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
@@ -50,8 +51,8 @@ const unlockRounds = 12
 // the real apiserver, 12 applies, each a real change the agents carry out and long enough
 // to span the Lease's renewals, each followed at once by a plan that may not wait for the
 // lock: no apply says it could not release the lock, the Lease is gone when each apply has
-// exited, and no plan is refused the lock. (state/kubestate's TestUnlockAfterALateRenewal
-// makes the late renewal happen every time; here it happens when it happens.)
+// exited, and no plan is refused the lock. (TestKubeUnlockAfterALateRenewal, below, makes
+// the late renewal happen every time; here it happens when it happens.)
 func TestKubeApplyReleasesItsLock(t *testing.T) {
 	waiting(t)
 	c := newKubeCluster(t, unlockPools(0), map[string]int{"worker": 2})
@@ -59,8 +60,8 @@ func TestKubeApplyReleasesItsLock(t *testing.T) {
 	var took []time.Duration
 	for round := 1; round <= unlockRounds; round++ {
 		c.writeConfig(t, unlockPools(round))
-		// The first node to reboot stays down 0 to 4s more each round: the applies end at
-		// every moment of the Lease's 5s renewal period, one of them near a renewal.
+		// The first node to reboot stays down 0 to 4s more each round, so the applies end
+		// at moments spread over the Lease's 5s renewal period.
 		c.nextRebootDelay.Store(int64(time.Duration(round%5) * time.Second))
 		began := time.Now()
 		out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-drain-retry-delay=500ms")
@@ -68,8 +69,8 @@ func TestKubeApplyReleasesItsLock(t *testing.T) {
 		if code != 0 || strings.Contains(out, "Error releasing the state lock") {
 			t.Fatalf("round %d: apply exit %d\n%s", round, code, lastLines(out, 20))
 		}
-		if l, err := leases.Get(context.Background(), protocol.LockLease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			t.Errorf("round %d: the Lease outlived the apply that held it (held by %s): %v", round, ptr.Deref(l.Spec.HolderIdentity, "nobody"), err)
+		if held := leaseHolder(t, leases); held != "" {
+			t.Errorf("round %d: the Lease outlived the apply that held it: %s", round, held)
 		}
 		out, code = c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode", "-lock-timeout=0s")
 		if code != 0 || strings.Contains(out, "Error acquiring the state lock") {
@@ -120,9 +121,22 @@ func TestKubeUnlockAfterALateRenewal(t *testing.T) {
 	if !late.landed.Load() {
 		t.Fatal("the held renewal never reached the apiserver: nothing was tested")
 	}
-	if l, err := c.env.Client.CoordinationV1().Leases(c.stateNS).Get(ctx, protocol.LockLease, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the Lease outlived its unlock (held by %s): %v", ptr.Deref(l.Spec.HolderIdentity, "nobody"), err)
+	if held := leaseHolder(t, c.env.Client.CoordinationV1().Leases(c.stateNS)); held != "" {
+		t.Errorf("the Lease outlived its unlock: %s", held)
 	}
+}
+
+// leaseHolder is who holds the state's Lease, "" when there is none.
+func leaseHolder(t *testing.T, leases coordinationv1client.LeaseInterface) string {
+	t.Helper()
+	l, err := leases.Get(context.Background(), protocol.LockLease, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return ""
+	case err != nil:
+		t.Fatalf("reading the Lease: %v", err)
+	}
+	return "held by " + ptr.Deref(l.Spec.HolderIdentity, "nobody")
 }
 
 // lateRenewal holds the first PUT of the lock's Lease (a renewal) until its sender gives
