@@ -18,13 +18,16 @@ import (
 //   - exclusive: they burn CPU (the crash harness, the corpus) or time their own steps
 //     (signals at moments, a terminal's frames); one at a time, as when the package ran in
 //     series, but beside the waiting ones.
-//   - the real machines (vm_*_test.go): vmnode.MaxVMs at a time.
+//   - machines (vm_*_test.go): emulated by QEMU where the CPU has no virtualisation, each
+//     burns a core while it boots; two at a time (three, beside the rest and another
+//     package's machine on a loaded 2-core machine, took over 10 minutes a boot).
 //
 // The few tests that set the process's environment (t.Setenv: the systemd tests) cannot
 // be parallel; Go runs them first, alone, for a second or two each.
 var (
 	waitSlots      = make(chan struct{}, 4)
 	exclusiveSlots = make(chan struct{}, 1)
+	machineSlots   = make(chan struct{}, 2)
 )
 
 // waiting makes t a parallel test of the waiting class.
@@ -32,6 +35,9 @@ func waiting(t *testing.T) { inClass(t, waitSlots) }
 
 // exclusive makes t a parallel test of the exclusive class.
 func exclusive(t *testing.T) { inClass(t, exclusiveSlots) }
+
+// machines makes t a parallel test of the machines' class.
+func machines(t *testing.T) { inClass(t, machineSlots) }
 
 func inClass(t *testing.T, slots chan struct{}) {
 	t.Helper()
