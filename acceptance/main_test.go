@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
+	"github.com/mcpfleet/mcp/acceptance/vmnode"
 )
 
 // How the package's tests share the machine. Every test runs beside the others
@@ -18,16 +19,17 @@ import (
 //   - exclusive: they burn CPU (the crash harness, the corpus) or time their own steps
 //     (signals at moments, a terminal's frames); one at a time, as when the package ran in
 //     series, but beside the waiting ones.
-//   - machines (vm_*_test.go): emulated by QEMU where the CPU has no virtualisation, each
-//     burns a core while it boots; two at a time (three, beside the rest and another
-//     package's machine on a loaded 2-core machine, took over 10 minutes a boot).
+//   - machines (vm_*_test.go), one VM each: emulated by QEMU where the CPU has no
+//     virtualisation, each burns a core while it boots; vmnode.MaxVMs at a time, which
+//     vmnode also holds machine-wide (acceptance/vmnode's own test runs beside this
+//     package in make test).
 //
 // The few tests that set the process's environment (t.Setenv: the systemd tests) cannot
 // be parallel; Go runs them first, alone, for a second or two each.
 var (
 	waitSlots      = make(chan struct{}, 4)
 	exclusiveSlots = make(chan struct{}, 1)
-	machineSlots   = make(chan struct{}, 2)
+	machineSlots   = make(chan struct{}, vmnode.MaxVMs)
 )
 
 // waiting makes t a parallel test of the waiting class.

@@ -20,7 +20,7 @@
 // remote "vm").
 //
 // KVM is used only where the CPU offers vmx or svm; otherwise QEMU emulates (TCG), slow
-// but real. At most MaxVMs run at once in a process. When the image, QEMU or debugfs is
+// but real. At most MaxVMs run at once on the machine, across test processes. When the image, QEMU or debugfs is
 // missing a test is skipped with the reason, unless MCP_REQUIRE_VM=1 (make test-vm sets it):
 // then it fails.
 package vmnode
@@ -39,11 +39,6 @@ import (
 	"testing"
 	"time"
 )
-
-// MaxVMs is how many VMs may run at once in one test process (512 MiB each).
-const MaxVMs = 3
-
-var slots = make(chan struct{}, MaxVMs)
 
 // Image is a built VM image (bin/vm).
 type Image struct {
@@ -182,15 +177,18 @@ func New(t testing.TB, img *Image, name string, opts Options) *VM {
 	if opts.BootTimeout == 0 {
 		opts.BootTimeout = 10 * time.Minute
 	}
-	slots <- struct{}{}
+	release, err := acquireSlot(t.Logf, name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir, err := os.MkdirTemp(scratchParent(), "vmnode-"+name+"-")
 	if err != nil {
-		<-slots
+		release()
 		t.Fatal(err)
 	}
 	sock, err := os.MkdirTemp("", "vm")
 	if err != nil {
-		<-slots
+		release()
 		t.Fatal(err)
 	}
 	v := &VM{Name: name, Dir: dir, Share: filepath.Join(dir, "share"), Disk: filepath.Join(dir, "disk.img"),
@@ -202,7 +200,7 @@ func New(t testing.TB, img *Image, name string, opts Options) *VM {
 		}
 		os.RemoveAll(dir)
 		os.RemoveAll(sock)
-		<-slots
+		release()
 	})
 	if err := os.MkdirAll(v.Share, 0o755); err != nil {
 		t.Fatal(err)
