@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/mcpfleet/mcp/acceptance/k8senv"
 	"github.com/mcpfleet/mcp/acceptance/vmnode"
@@ -41,11 +42,17 @@ func exclusive(t *testing.T) { inClass(t, exclusiveSlots) }
 // machines makes t a parallel test of the machines' class.
 func machines(t *testing.T) { inClass(t, machineSlots) }
 
+// inClass runs t beside the others once a slot of its class is free. A wait of a second
+// or more is logged in the words scripts/testtiming takes off the test's time.
 func inClass(t *testing.T, slots chan struct{}) {
 	t.Helper()
 	t.Parallel()
+	began := time.Now()
 	slots <- struct{}{}
 	t.Cleanup(func() { <-slots })
+	if d := time.Since(began); d >= time.Second {
+		t.Logf("waited %v for a slot of its class", d.Round(100*time.Millisecond))
+	}
 }
 
 // parallelAll is go test's -parallel for this package when none is given: enough for

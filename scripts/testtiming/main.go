@@ -17,6 +17,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -58,8 +59,15 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	if *save != "" { // the load the run had, for the document written later
+		os.WriteFile(*save+".load", []byte(loadAverages()+"\n"), 0o644)
+	}
 	if *doc != "" {
-		if err := os.WriteFile(*doc, []byte(document(run, *budget)), 0o644); err != nil {
+		load := "load average when written: " + loadAverages()
+		if b, err := os.ReadFile(*in + ".load"); err == nil {
+			load = "load average at its end: " + strings.TrimSpace(string(b))
+		}
+		if err := os.WriteFile(*doc, []byte(document(run, *budget, load)), 0o644); err != nil {
 			log.Fatal(err)
 		}
 	} else {
@@ -83,6 +91,7 @@ type event struct {
 // pkg is what one package's events say.
 type pkg struct {
 	name                 string
+	first, last          time.Time // its events'
 	elapsed              time.Duration
 	result               string // pass, fail, skip ("" while running)
 	passed, failed, skip int
@@ -92,8 +101,13 @@ type pkg struct {
 type testTime struct {
 	pkg, name string
 	elapsed   time.Duration
+	waited    time.Duration // for a slot of its class, before it ran
 	result    string
 }
+
+// waitedLine is what acceptance/main_test.go's inClass logs when a test waited for a slot
+// of its class: that time is the other tests', not this one's.
+var waitedLine = regexp.MustCompile(`waited (\S+) for a slot of its class`)
 
 // run is a whole go test -json stream.
 type run struct {
@@ -117,6 +131,7 @@ func read(r io.Reader, out io.Writer) (*run, error) {
 	ru := &run{}
 	byName := map[string]*pkg{}
 	pending := map[[2]string]*strings.Builder{} // a running test's output
+	waited := map[[2]string]time.Duration{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -137,7 +152,13 @@ func read(r io.Reader, out io.Writer) (*run, error) {
 			byName[e.Package] = p
 			ru.pkgs = append(ru.pkgs, p)
 		}
+		if p != nil {
+			p.saw(e.Time)
+		}
 		key := [2]string{e.Package, e.Test}
+		if m := waitedLine.FindStringSubmatch(e.Output); m != nil && e.Action == "output" {
+			waited[key], _ = time.ParseDuration(m[1])
+		}
 		switch {
 		case e.Action == "output" && e.Test == "":
 			if e.Output != "PASS\n" { // go test prints it only with -v
@@ -154,12 +175,27 @@ func read(r io.Reader, out io.Writer) (*run, error) {
 			}
 			delete(pending, key)
 			p.count(e.Action, !strings.Contains(e.Test, "/"))
-			ru.tests = append(ru.tests, testTime{pkg: e.Package, name: e.Test, elapsed: seconds(e.Elapsed), result: e.Action})
+			ru.tests = append(ru.tests, testTime{pkg: e.Package, name: e.Test, elapsed: seconds(e.Elapsed), waited: waited[key], result: e.Action})
 		case e.Action == "pass" || e.Action == "fail" || e.Action == "skip":
 			p.result, p.elapsed = e.Action, seconds(e.Elapsed)
 		}
 	}
+	for _, p := range ru.pkgs {
+		if p.result == "" { // the run was cut short: its events' span
+			p.elapsed = p.last.Sub(p.first).Round(100 * time.Millisecond)
+		}
+	}
 	return ru, sc.Err()
+}
+
+// saw widens the package's span to an event at t.
+func (p *pkg) saw(t time.Time) {
+	if p.first.IsZero() || t.Before(p.first) {
+		p.first = t
+	}
+	if t.After(p.last) {
+		p.last = t
+	}
 }
 
 // count adds a finished test to the package's counts; subtests count as failures only.
@@ -187,14 +223,17 @@ func table(r *run) string {
 	sortBy(pkgs, func(p *pkg) time.Duration { return p.elapsed })
 	var sum time.Duration
 	for _, p := range pkgs {
-		if p.passed+p.failed+p.skip == 0 && p.result != "fail" {
+		if p.passed+p.failed+p.skip == 0 && p.result != "fail" && p.result != "" {
 			continue // no tests
 		}
-		sum += p.elapsed
 		res := ""
-		if p.result == "fail" {
+		switch p.result {
+		case "fail":
 			res = " (FAIL)"
+		case "":
+			res = " (did not finish)"
 		}
+		sum += p.elapsed
 		fmt.Fprintf(&b, "| %s%s | %s | %d | %d | %d |\n", strings.TrimPrefix(p.name, "github.com/mcpfleet/mcp/"), res,
 			minutes(p.elapsed), p.passed, p.failed, p.skip)
 	}
@@ -204,7 +243,7 @@ func table(r *run) string {
 }
 
 // document is docs/test-timing.md: the table, the slowest tests, the machine.
-func document(r *run, budget time.Duration) string {
+func document(r *run, budget time.Duration, load string) string {
 	var b strings.Builder
 	wall := r.last.Sub(r.first)
 	verdict := "within"
@@ -214,22 +253,27 @@ func document(r *run, budget time.Duration) string {
 	fmt.Fprintf(&b, "# Test timing\n\nWritten by `make test-timing` from the `go test -json` output of the last `make test` "+
 		"(build/test.json), so that the suite's cost is seen as it grows (budget: %s on this machine, with the tools "+
 		"in bin/ built; docs/decisions.md, \"One control plane per test package\"). The run of %s took %s, %s the budget; "+
-		"load average when written: %s.\n\n%s\n\n", minutes(budget), r.first.Format("2006-01-02 15:04"), minutes(wall), verdict,
-		loadAverages(), strings.TrimSpace(benchdoc.Machine()))
+		"%s.\n\n%s\n\n", minutes(budget), r.first.Format("2006-01-02 15:04"), minutes(wall), verdict,
+		load, strings.TrimSpace(benchdoc.Machine()))
 	b.WriteString("## Packages\n\n" + table(r))
-	b.WriteString("\n## The slowest tests\n\nTop-level tests, with their subtests. A parallel test's time runs from its turn on, shared " +
-		"with the tests beside it; an acceptance test's includes its wait for a slot of its class " +
-		"(acceptance/main_test.go).\n\n" +
-		"| test | package | time | result |\n|---|---|---:|---|\n")
+	b.WriteString("\n## The slowest tests\n\nTop-level tests, with their subtests, by the time they ran: a parallel test's " +
+		"time runs from its turn on, shared with the tests beside it, and an acceptance test's wait for a slot of its " +
+		"class (acceptance/main_test.go) is the other tests' time, taken off and shown apart.\n\n" +
+		"| test | package | ran | waited for its class | result |\n|---|---|---:|---:|---|\n")
 	var top []testTime
 	for _, t := range r.tests {
 		if !strings.Contains(t.name, "/") {
 			top = append(top, t)
 		}
 	}
-	sortBy(top, func(t testTime) time.Duration { return t.elapsed })
+	sortBy(top, func(t testTime) time.Duration { return t.elapsed - t.waited })
 	for _, t := range top[:min(20, len(top))] {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.name, strings.TrimPrefix(t.pkg, "github.com/mcpfleet/mcp/"), minutes(t.elapsed), t.result)
+		waited := ""
+		if t.waited > 0 {
+			waited = minutes(t.waited)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", t.name, strings.TrimPrefix(t.pkg, "github.com/mcpfleet/mcp/"),
+			minutes(t.elapsed-t.waited), waited, t.result)
 	}
 	return b.String()
 }
