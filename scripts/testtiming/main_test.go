@@ -8,7 +8,8 @@ import (
 
 // TestTimingTakesOffWaitsAndKeepsCutRuns: an acceptance test's wait for a slot of its class
 // is shown apart from the time it ran, and a package the run was cut short in (no end
-// event) is listed with its events' span, marked, rather than as 0s or not at all.
+// event) is listed with its events' span, marked, rather than as 0s or not at all, and
+// the run is said to be cut short.
 func TestTimingTakesOffWaitsAndKeepsCutRuns(t *testing.T) {
 	const stream = `{"Time":"2026-12-07T00:00:00Z","Action":"start","Package":"m/acceptance"}
 {"Time":"2026-12-07T00:00:01Z","Action":"run","Package":"m/acceptance","Test":"TestSlow"}
@@ -26,6 +27,7 @@ func TestTimingTakesOffWaitsAndKeepsCutRuns(t *testing.T) {
 	}
 	doc := document(r, 0, "load average at its end: 1")
 	for _, want := range []string{
+		"took 7m31s, over the budget, cut short (m/acceptance did not finish);",
 		"| m/acceptance (did not finish) | 7m31s | 2 | 0 | 0 |",
 		"| m/config | 2.0s | 1 | 0 | 0 |",
 		"| TestBusy | m/acceptance | 2m30s |  | pass |\n| TestSlow | m/acceptance | 2m0s | 3m0s | pass |",
