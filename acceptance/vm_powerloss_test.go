@@ -53,7 +53,7 @@ config "20-many" {
 // MCP_VM_POWERLOSS=N makes N kills (default 3, one in each phase: where QEMU emulates, a
 // round takes minutes; make chaos-vm makes 30); MCP_VM_SEED picks other moments.
 func TestVMPowerLoss(t *testing.T) {
-	machines(t)
+	longestMachine(t)
 	kills, seed := 3, uint64(1)
 	if n, err := strconv.Atoi(os.Getenv("MCP_VM_POWERLOSS")); err == nil && n > 0 {
 		kills = n
