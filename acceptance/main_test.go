@@ -62,9 +62,12 @@ func inClass(t *testing.T, slots chan struct{}) {
 	}
 }
 
-// parallelAll is go test's -parallel for this package when none is given: enough for
-// every class to be full at once (the classes, not -parallel, bound what runs).
-const parallelAll = "16"
+// parallelAll is go test's -parallel for this package when none is given: more than its
+// tests, so that every test gets past t.Parallel and waits in its class's queue. A test
+// waiting for its class holds one of go test's slots: with 16, the tests queued for the
+// exclusive class held them all, and the machines (last in file order) started two
+// minutes late, some waiting tests fourteen.
+const parallelAll = "256"
 
 // TestMain lets the classes decide how many tests run at once, and stops what the tests
 // share once they are all done: the control plane (k8senv.Shared) and the mcp binaries
