@@ -34,20 +34,25 @@ import (
 // the cluster and from the agents' own records: no node left cordoned, every node Done on
 // the target config, and no node rebooted twice into one rendered config.
 
-// faultPools is one pool updated one node at a time with a change that needs a reboot (a
-// file with no on_change): each node is cordoned, drained, written, rebooted, verified and
-// uncordoned.
-const faultPools = `
+// markerPools is one pool updated maxUnavailable nodes at a time with a change that needs
+// a reboot (/etc/mcp-marker holding the marker line, no on_change): each node is cordoned,
+// drained, written, rebooted, verified and uncordoned.
+func markerPools(maxUnavailable int, marker string) string {
+	return fmt.Sprintf(`
 pool "worker" {
   node_selector   = { "node-role.kubernetes.io/worker" = "" }
-  max_unavailable = 1
+  max_unavailable = %d
 }
 
 config "10-marker" {
   pools = ["worker"]
-  file "/etc/mcp-marker" { content = "v2\n" }   # no on_change: a reboot
+  file "/etc/mcp-marker" { content = "%s\n" }   # no on_change: a reboot
 }
-`
+`, maxUnavailable, marker)
+}
+
+// faultPools rolls v2 out one node at a time.
+var faultPools = markerPools(1, "v2")
 
 // lockWait is how long a re-run waits for the state lock: the killed apply's Lease stays
 // until it expires (15s after its last renewal).
@@ -212,7 +217,7 @@ func TestKubeApplyAPIServerPaused(t *testing.T) {
 	c.checkConverged(t, "v2\n", first)
 
 	// A short request timeout, frozen until apply gives the node up.
-	c.writeConfig(t, strings.Replace(faultPools, `content = "v2\n"`, `content = "v3\n"`, 1), `request_timeout = "3s"`)
+	c.writeConfig(t, markerPools(1, "v3"), `request_timeout = "3s"`)
 	c.nextRebootDelay.Store(int64(5 * time.Second))
 	run = c.startApplyEnv(t, []string{"HTTP2_READ_IDLE_TIMEOUT_SECONDS=2", "HTTP2_PING_TIMEOUT_SECONDS=2"})
 	working = c.waitNode(t, 90*time.Second, "an agent Working on the second config", func(n *corev1.Node) bool {

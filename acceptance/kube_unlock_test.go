@@ -24,24 +24,6 @@ import (
 	"github.com/mcpfleet/mcp/state/kubestate"
 )
 
-// unlockPools is one pool of two nodes updated one at a time by a change that needs a
-// reboot (a file with no on_change): each node is cordoned, drained, written, rebooted,
-// verified and uncordoned by its agent, so an apply lasts several seconds, across a renewal
-// of its Lease (every 5s).
-func unlockPools(generation int) string {
-	return fmt.Sprintf(`
-pool "worker" {
-  node_selector   = { "node-role.kubernetes.io/worker" = "" }
-  max_unavailable = 1
-}
-
-config "50-generation" {
-  pools = ["worker"]
-  file "/etc/generation.conf" { content = "generation %d\n" }   # no on_change: a reboot
-}
-`, generation)
-}
-
 // unlockRounds is how many applies, each followed at once by a plan, the test runs.
 const unlockRounds = 12
 
@@ -55,11 +37,13 @@ const unlockRounds = 12
 // the late renewal happen every time; here it happens when it happens.)
 func TestKubeApplyReleasesItsLock(t *testing.T) {
 	waiting(t)
-	c := newKubeCluster(t, unlockPools(0), map[string]int{"worker": 2})
+	// Each round reboots both nodes one after the other, so an apply lasts several seconds,
+	// across a renewal of its Lease (every 5s).
+	c := newKubeCluster(t, markerPools(1, "generation 0"), map[string]int{"worker": 2})
 	leases := c.env.Client.CoordinationV1().Leases(c.stateNS)
 	var took []time.Duration
 	for round := 1; round <= unlockRounds; round++ {
-		c.writeConfig(t, unlockPools(round))
+		c.writeConfig(t, markerPools(1, fmt.Sprintf("generation %d", round)))
 		// The first node to reboot stays down 0 to 4s more each round, so the applies end
 		// at moments spread over the Lease's 5s renewal period.
 		c.nextRebootDelay.Store(int64(time.Duration(round%5) * time.Second))
@@ -83,8 +67,8 @@ func TestKubeApplyReleasesItsLock(t *testing.T) {
 			t.Errorf("%s: %s after %d boots; want Done after one reboot a round", node, got, a.boots.Load())
 		}
 		want := fmt.Sprintf("generation %d\n", unlockRounds)
-		if b, err := os.ReadFile(filepath.Join(a.root, "etc/generation.conf")); string(b) != want {
-			t.Errorf("%s: /etc/generation.conf = %q, %v; want %q", node, b, err, want)
+		if b, err := os.ReadFile(filepath.Join(a.root, "etc/mcp-marker")); string(b) != want {
+			t.Errorf("%s: /etc/mcp-marker = %q, %v; want %q", node, b, err, want)
 		}
 	}
 }

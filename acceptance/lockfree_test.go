@@ -123,20 +123,6 @@ func exitCode(err error) int {
 	return -1
 }
 
-// lockFreePools: one pool of four nodes, two at a time, every node rebooting into each new
-// config (a file with no on_change).
-const lockFreePools = `
-pool "worker" {
-  node_selector   = { "node-role.kubernetes.io/worker" = "" }
-  max_unavailable = 2
-}
-
-config "10-marker" {
-  pools = ["worker"]
-  file "/etc/mcp-marker" { content = "%s\n" }   # no on_change: a reboot
-}
-`
-
 // outOfService follows, from a watch of the Nodes, how many of them are out of service at
 // once as the planner counts it (planner.Condition): NotReady, cordoned, Degraded, or
 // updating (the agent Working, or told to move to a config it does not run yet). The
@@ -197,13 +183,13 @@ func watchOutOfService(t *testing.T, c *kubeCluster) *outOfService {
 // than max_unavailable nodes out of service at once, neither apply failed (exit 0 or 2).
 func TestKubeUnlockedAppliesClaimNodes(t *testing.T) {
 	waiting(t)
-	c := newKubeCluster(t, fmt.Sprintf(lockFreePools, "v1"), map[string]int{"worker": 4})
+	c := newKubeCluster(t, markerPools(2, "v1"), map[string]int{"worker": 4})
 	o := watchOutOfService(t, c)
 	var targets []string
 	exits := map[int]int{}
 	for run := 1; run <= 3; run++ {
 		marker := fmt.Sprintf("v%d", run)
-		c.writeConfig(t, fmt.Sprintf(lockFreePools, marker))
+		c.writeConfig(t, markerPools(2, marker))
 		a, b := c.startApply(t, "-lock=false"), c.startApply(t, "-lock=false")
 		for i, r := range []*applyRun{a, b} {
 			out, code := r.wait(t, 5*time.Minute)
