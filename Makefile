@@ -1,6 +1,7 @@
 # mcp — build, test, demo and benchmark. Everything a target needs is installed or built
 # here, so a fresh clone needs nothing but Go.
 GO      ?= go
+SHELL   := /bin/bash
 BIN     := $(CURDIR)/bin
 MCP     := $(BIN)/mcp
 VERSION ?= 0.1.0-dev
@@ -33,9 +34,23 @@ image:
 # proxy and cached in bin/ (the apiserver takes ~5 min the first time), and QEMU machines
 # booting a Debian OSTree image (bin/vm, below). MCP_REQUIRE_K8S=1 and MCP_REQUIRE_VM=1: a
 # missing control plane, image, QEMU or debugfs fails the tests instead of skipping them.
+#
+# The kube tests share one control plane per package, and acceptance/'s tests run side by
+# side in classes (acceptance/main_test.go; docs/decisions.md, "One control plane per test
+# package"). go test's JSON is kept in build/test.json, shown as go test shows it, and ends
+# with each package's time; `make test-timing` writes that table into docs/test-timing.md.
+# The exit status is the tests' (pipefail).
 test: vet bin/ignition bin/k8s bin/kubectl bin/vm graphviz tmux prometheus doc-tools
-	MCP_REQUIRE_K8S=1 MCP_REQUIRE_VM=1 $(GO) test -count=1 -timeout 75m ./...
+	@mkdir -p build
+	set -o pipefail; MCP_REQUIRE_K8S=1 MCP_REQUIRE_VM=1 $(GO) test -count=1 -timeout 75m -json ./... \
+		| $(GO) run ./scripts/testtiming -save build/test.json
 	$(MAKE) fuzz-short
+
+# docs/test-timing.md from the last make test's build/test.json: each package's time, the
+# slowest tests, the machine and its load.
+.PHONY: test-timing
+test-timing:
+	$(GO) run ./scripts/testtiming -in build/test.json -doc docs/test-timing.md
 
 # Real machines: QEMU nodes booting a Debian OSTree image (bin/vm) with the real mcp-agent,
 # updated through the real apiserver (acceptance/vm_*_test.go, acceptance/vmnode).
@@ -51,7 +66,8 @@ chaos: build
 	MCP=$(MCP) $(GO) run ./scripts/chaos -kills $${KILLS:-50} -seed $${SEED:-1}
 
 # Power loss on a real machine (acceptance/vm_powerloss_test.go): KILLS seeded random
-# SIGKILLs of a VM node's QEMU during updates (make test runs 6), SEED=N for other moments.
+# SIGKILLs of a VM node's QEMU during updates (make test runs 3, one in each phase), SEED=N for
+# other moments.
 chaos-vm: bin/k8s bin/vm
 	MCP_REQUIRE_K8S=1 MCP_REQUIRE_VM=1 MCP_VM_POWERLOSS=$${KILLS:-30} MCP_VM_SEED=$${SEED:-1} \
 		$(GO) test -count=1 -timeout 180m -run '^TestVMPowerLoss$$' ./acceptance/

@@ -100,6 +100,7 @@ func manyFiles(name string, n, size int, fill string) *model.Rendered {
 // points of a write-heavy update: every managed file is always entirely its old or its
 // new content, and a re-run converges.
 func TestAgentKilledMidApplyLeavesNoTornFile(t *testing.T) {
+	exclusive(t)
 	bin := mcpBinary(t)
 	const n, size = 1000, 4096
 	old, next := manyFiles("rendered-w-old", n, size, "old-"), manyFiles("rendered-w-new", n, size, "NEW!")
@@ -211,6 +212,7 @@ func checkNoTornFiles(t *testing.T, root string, n, size int) int {
 // the host to reboot; killed (the machine going down) and started again with a new boot
 // id, the agent verifies the disk and reports Done on the new config.
 func TestAgentRebootProtocol(t *testing.T) {
+	exclusive(t)
 	bin := mcpBinary(t)
 	target := &model.Rendered{Name: "rendered-w-kargs", KernelArgs: []string{"nosmt"},
 		Files: []model.File{{Entry: model.Entry{Path: "/etc/sysctl.d/90-mcp.conf"}, Mode: 0o644, Contents: []byte("vm.swappiness=10\n")}}}
@@ -263,6 +265,7 @@ func TestAgentRebootProtocol(t *testing.T) {
 // as systemctl --root would, by linking it in the node root, so the agent's drift check
 // finds the unit enabled after the update, and reports it when the link is removed.
 func TestAgentRecordHostLinksUnits(t *testing.T) {
+	exclusive(t)
 	bin := mcpBinary(t)
 	on := true
 	target := &model.Rendered{Name: "rendered-w-unit", Units: []model.Unit{{Name: "mcp-web.service", Enabled: &on,

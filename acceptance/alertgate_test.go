@@ -286,6 +286,7 @@ func worked(t *testing.T, dir string) map[string][]local.Event {
 // not count (ignored by name, or without its labels) hold nothing. An alert that fires while the first node runs stops the pool after it (exit 2,
 // the nodes left named, none of them touched).
 func TestAlertGateWithRealPrometheus(t *testing.T) {
+	waiting(t)
 	p := startPrometheus(t)
 	mcpBinary(t)
 

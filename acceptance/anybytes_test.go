@@ -104,6 +104,7 @@ func hclQuote(s string) string {
 // boots from `mcp serve` into a scratch root with the CoreOS links, and writes the same
 // bytes through them (/usr/local/bin/mcp-hello among them).
 func TestAnyBytesRoundTrip(t *testing.T) {
+	exclusive(t)
 	ign := ignitionClient(t)
 	dir := localQuickstart(t, "0s", "0s")
 	os.MkdirAll(filepath.Join(dir, "bytes"), 0o755)

@@ -79,6 +79,7 @@ func planBootImages(t *testing.T, mcp, dir string) ([]planner.BootImagePlan, []s
 // Pinned and managed give the documented plans on a real local fleet, skew names the nodes
 // left on another OS image, and skew = "enforce" refuses: plan fails, apply changes nothing.
 func TestBootImagePlansSkewAndEnforce(t *testing.T) {
+	exclusive(t)
 	dir, mcp := t.TempDir(), mcpBinary(t)
 	runMCP(t, mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=3", "-os-image", "quay.io/fcos:40")
 	// Managed: the boot image of the pool's OS image; the held node stays on fcos:40.

@@ -17,6 +17,7 @@ import (
 // served from what it read before, kept until the files change (issue 11): this is the
 // promise that must survive that.
 func TestBudgetCountsANodeMadeNotReadyDuringApply(t *testing.T) {
+	exclusive(t)
 	dir := t.TempDir()
 	mcp := mcpBinary(t)
 	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=5", "-zones", "a").CombinedOutput(); err != nil {

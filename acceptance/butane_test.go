@@ -12,6 +12,7 @@ import (
 // config from `mcp serve`, writes the file with its content and mode and the unit,
 // enabled, into a scratch root.
 func TestButaneBootsFromServe(t *testing.T) {
+	exclusive(t)
 	ign := ignitionClient(t)
 	const unit = "[Unit]\nDescription=Hello from Butane\n\n[Service]\nType=oneshot\nExecStart=/usr/bin/true\n\n[Install]\nWantedBy=multi-user.target\n"
 	dir := applyQuickstart(t, map[string]string{

@@ -18,6 +18,7 @@ import (
 // apply claimed in the node's event log, the lock released after every graceful stop, the
 // state readable after every kill, and each node's root holding the last configuration.
 func TestChaosKillsApply(t *testing.T) {
+	exclusive(t)
 	if testing.Short() {
 		t.Skip("the crash harness takes about a minute")
 	}

@@ -255,6 +255,7 @@ func checkRoot(t *testing.T, what, root string, want map[string]corpusEntry) {
 // real Ignition client, each byte for byte as its source; drift is clean after. The
 // Butane and MachineConfig entries are judged the same way (corpusButane).
 func TestCorpus(t *testing.T) {
+	exclusive(t)
 	entries := readCorpus(t)
 	files, units := 0, 0
 	for _, e := range entries {

@@ -144,6 +144,7 @@ func checkJoined(t *testing.T, dir, name, bootImage string) {
 // Then `mcp plan -detailed-exitcode` finds nothing to do (no second reboot is coming), and
 // an apply adds no event to the new nodes.
 func TestFleetAddFirstBootPivots(t *testing.T) {
+	exclusive(t)
 	dir := bootImagesQuickstart(t, "0s")
 	url := startServe(t, dir)
 	for _, tt := range []struct {
@@ -203,6 +204,7 @@ func TestFleetAddFirstBootPivots(t *testing.T) {
 // TestFleetAddOnThePoolsImage: a node booting the pool's OS image (the default boot image)
 // neither pivots nor reboots.
 func TestFleetAddOnThePoolsImage(t *testing.T) {
+	exclusive(t)
 	dir := bootImagesQuickstart(t, "0s")
 	if code, out := mcpIn(t, dir, "fleet", "add", "new-0", "-pool", "worker"); code != 0 || !strings.Contains(out, "on its boot image") {
 		t.Fatalf("fleet add: exit %d\n%s", code, out)
@@ -224,6 +226,7 @@ func TestFleetAddOnThePoolsImage(t *testing.T) {
 // unfinished; the same command again finishes it — the machine came back by itself, so no
 // second pivot and no second reboot.
 func TestFleetAddKilledDuringFirstBootReboot(t *testing.T) {
+	exclusive(t)
 	dir := bootImagesQuickstart(t, "3s")
 	cmd := exec.Command(mcpBinary(t), "-chdir="+dir, "fleet", "add", "new-0", "-pool", "worker", "-boot-image", fcos40)
 	var out bytes.Buffer
@@ -258,6 +261,7 @@ func TestFleetAddKilledDuringFirstBootReboot(t *testing.T) {
 // With `mcp serve -first-boot-agent`, as the unit that runs before kubelet does: the agent
 // is given no boot server (the record embeds the config), and Ignition wrote the unit.
 func TestFirstBootAgentKilledAroundItsReboot(t *testing.T) {
+	exclusive(t)
 	t.Run("fetched from the server", func(t *testing.T) { firstBootKilledAroundItsReboot(t, false) })
 	t.Run("first-boot unit, config embedded", func(t *testing.T) { firstBootKilledAroundItsReboot(t, true) })
 }

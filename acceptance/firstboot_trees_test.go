@@ -62,6 +62,7 @@ config "83-group" {
 // user's), the users' and the group's entries. The fleet is then drift clean and plans
 // nothing.
 func TestFirstBootTreesAndUsers(t *testing.T) {
+	exclusive(t)
 	ign := ignitionClient(t)
 	dir := localQuickstart(t, "0s", "0s")
 	for name, body := range treesConfig {

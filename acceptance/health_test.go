@@ -21,6 +21,7 @@ import (
 // nodes after it are never touched. Once the check answers 2xx, the next apply resumes the
 // failed node (no step repeated) and finishes the pool.
 func TestHealthGateFailsItsNode(t *testing.T) {
+	exclusive(t)
 	dir := t.TempDir()
 	mcp := mcpBinary(t)
 	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=4", "-zones", "a").CombinedOutput(); err != nil {
@@ -102,6 +103,7 @@ config "50-x" {
 // nodes after it are never touched. Once the command passes, the next apply resumes the
 // node (no step repeated) and finishes the pool. A check added later retargets no node.
 func TestCommandHealthCheckFailsItsNode(t *testing.T) {
+	exclusive(t)
 	dir := t.TempDir()
 	mcp := mcpBinary(t)
 	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=4", "-zones", "a").CombinedOutput(); err != nil {
@@ -193,6 +195,7 @@ func assertUntouched(t *testing.T, dir, why string, nodes ...string) {
 // after try: apply fails the node at its gate, and the process table holds no process of
 // the check (its argv carries a marker) once apply has exited.
 func TestCommandCheckLeavesNoProcess(t *testing.T) {
+	exclusive(t)
 	dir := t.TempDir()
 	mcp := mcpBinary(t)
 	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=2", "-zones", "a").CombinedOutput(); err != nil {

@@ -77,6 +77,7 @@ func unboxed(out string) string {
 // with an error naming the file: no read without end, no hang. Before, the links made it
 // read until the runtime died of "out of memory" and the FIFOs blocked it for good.
 func TestSpecialFilesInTheState(t *testing.T) {
+	exclusive(t)
 	applied := applyQuickstart(t, nil)
 	for _, tc := range []struct{ file, kind string }{
 		{"mcp.state", "/dev/zero"},
@@ -120,6 +121,7 @@ func TestSpecialFilesInTheState(t *testing.T) {
 // logs — the node is Degraded with that reason, the other pool is updated, and no node is
 // left cordoned. Before, apply blocked on the FIFO for good, holding the lock.
 func TestPasswdFIFOInANodeRoot(t *testing.T) {
+	exclusive(t)
 	dir := localQuickstart(t, "0s", "0s")
 	owned := "config \"80-owned\" {\n  pools = [\"worker\", \"infra\"]\n\n  file \"/etc/owned.conf\" {\n" +
 		"    content   = \"owned by core\\n\"\n    user      = \"core\"\n    on_change = [\"none\"]\n  }\n}\n"
@@ -162,6 +164,7 @@ func TestPasswdFIFOInANodeRoot(t *testing.T) {
 // kills left one) — is never read as a config, and the next plan, once it holds the
 // lock, removes it.
 func TestKilledWritersTemporariesAreSwept(t *testing.T) {
+	exclusive(t)
 	dir := applyQuickstart(t, nil)
 	left := []string{
 		filepath.Join(dir, "mcp.state.d/rendered/.rendered-infra-0123.json.tmp-0123456789ab"),

@@ -45,6 +45,7 @@ func startServe(t *testing.T, dir string, args ...string) string {
 // root from /config/worker. Every file and unit of the pool's rendered config is there,
 // with its content and mode.
 func TestIgnitionBootsFromServe(t *testing.T) {
+	exclusive(t)
 	ign := ignitionClient(t)
 	dir := applyQuickstart(t, map[string]string{"boot.hcl": `config "80-boot" {
   pools = ["worker"]

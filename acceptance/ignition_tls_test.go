@@ -27,6 +27,7 @@ import (
 // -token-file` printed (as a machine's user-data: Ignition's "file" platform), fetches the
 // pool's config over TLS and writes its files.
 func TestIgnitionOverTLSWithToken(t *testing.T) {
+	exclusive(t)
 	ign := ignitionClient(t)
 	dir := localQuickstart(t, "0s", "0s")
 	pki := t.TempDir()

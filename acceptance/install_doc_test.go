@@ -85,7 +85,9 @@ func sectionCommands(t *testing.T, heading string) []string {
 // pointer config reaches `mcp serve` (run as its service account with those Secrets) over
 // verified TLS with the token.
 func TestInstallFromZero(t *testing.T) {
+	waiting(t)
 	cmds := installCommands(t)
+	// A control plane of its own: the page installs deploy/ on a cluster that has none.
 	env := k8senv.Start(t, k8senv.Options{})
 	kubectlBinary(t, env)
 	ctx := context.Background()
@@ -195,7 +197,10 @@ func TestInstallFromZero(t *testing.T) {
 	if !strings.Contains(images[0].Ref(), "@sha256:") {
 		t.Fatalf("deploy/kustomization.yaml names the image %s, not by digest", images[0].Ref())
 	}
-	client := objectClients(t, env)
+	client, err := objectClients(env)
+	if err != nil {
+		t.Fatal(err)
+	}
 	role := map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
 		"metadata": map[string]any{"name": "mcp-apply-machinesets", "namespace": "openshift-machine-api"}}
 	for _, o := range append(objs, role) {

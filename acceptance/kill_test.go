@@ -106,6 +106,7 @@ func convergeAfterKill(t *testing.T, dir string) {
 // node reports Done (its pending record not yet removed). Each used to leave a node
 // Degraded for good, reboot it again, or leave the record behind.
 func TestKillAtTheWorstMoments(t *testing.T) {
+	exclusive(t)
 	if testing.Short() {
 		t.Skip("kills real processes")
 	}
@@ -138,6 +139,7 @@ func TestKillAtTheWorstMoments(t *testing.T) {
 // Two applies after force-unlock of a live holder: the first notices its lock is gone and
 // starts no more nodes.
 func TestApplyStopsWhenItsLockIsTaken(t *testing.T) {
+	exclusive(t)
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}

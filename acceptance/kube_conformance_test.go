@@ -8,9 +8,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
@@ -25,10 +27,17 @@ import (
 // passes too, against the Kubernetes provider on a real apiserver: the disruption
 // controller's PDB status, the eviction API's refusals, and real agents answering the
 // hand-over and running the command checks apply published.
+//
+// One control plane of its own for the suite's promises, one after another, each fleet
+// removed before the next is made: the fixtures name their Nodes and namespaces (w-0,
+// demo, mcp-system), and the template promises install CRDs and MachineSets that every
+// refresh on the cluster would list.
 func TestKubeProviderConformance(t *testing.T) {
+	waiting(t)
 	bin := mcpBinary(t)
+	env := k8senv.Start(t, k8senv.Options{})
 	providertest.Run(t, func(t *testing.T, f providertest.Fixture) providers.Provider {
-		env := k8senv.Start(t, k8senv.Options{})
+		t.Cleanup(func() { removeFixture(t, env, f) }) // after the agents stop
 		for _, n := range f.Nodes {
 			if n.Ready {
 				env.AddNode(t, n.Name, n.Labels)
@@ -66,6 +75,43 @@ func TestKubeProviderConformance(t *testing.T) {
 		}
 		return publishing{Provider: p, store: store}
 	})
+}
+
+// removeFixture deletes what a promise's fixture made, and what the promise wrote, so the
+// next one finds the cluster as new: its Nodes, its namespaces' pods, their owners and
+// PDBs, the Secrets of mcp-system (command checks, user data) and the MachineSets. It
+// waits until the Nodes and pods are gone (their names come back in the next fixture).
+func removeFixture(t *testing.T, env *k8senv.Env, f providertest.Fixture) {
+	ctx := context.Background()
+	now := metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
+	all := metav1.ListOptions{}
+	cs := env.Client
+	for _, n := range f.Nodes {
+		if err := cs.CoreV1().Nodes().Delete(ctx, n.Name, now); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("removing node %s: %v", n.Name, err)
+		}
+	}
+	namespaces := map[string]bool{}
+	for _, p := range f.Pods {
+		namespaces[p.Namespace] = true
+	}
+	for ns := range namespaces {
+		cs.CoreV1().Pods(ns).DeleteCollection(ctx, now, all)
+		cs.AppsV1().ReplicaSets(ns).DeleteCollection(ctx, now, all)
+		cs.AppsV1().DaemonSets(ns).DeleteCollection(ctx, now, all)
+		cs.PolicyV1().PodDisruptionBudgets(ns).DeleteCollection(ctx, now, all)
+	}
+	cs.CoreV1().Secrets(providertest.Namespace).DeleteCollection(ctx, now, all)
+	if len(f.Templates) > 0 {
+		if dyn, err := dynamic.NewForConfig(env.RESTConfig); err == nil {
+			dyn.Resource(machineSets).Namespace(providertest.TemplateNamespace).DeleteCollection(ctx, now, all)
+		}
+	}
+	waitUntil(t, 60*time.Second, func() bool {
+		nodes, err1 := cs.CoreV1().Nodes().List(ctx, all)
+		pods, err2 := cs.CoreV1().Pods("").List(ctx, all)
+		return err1 == nil && err2 == nil && len(nodes.Items) == 0 && len(pods.Items) == 0
+	}, func() string { return "the fixture's nodes and pods were not gone after 60s" })
 }
 
 // addNotReadyNode creates a Node that kwok does not manage, and reports it NotReady, as

@@ -22,6 +22,7 @@ import (
 // mcp-drift service account — reads what drift needs and reports a node whose disk drifted
 // (and the other as clean); access reviews show that identity can change nothing.
 func TestKubeDriftRunner(t *testing.T) {
+	waiting(t)
 	c := newKubeCluster(t, `
 pool "worker" {
   node_selector = { "node-role.kubernetes.io/worker" = "" }
@@ -105,11 +106,12 @@ config "10-motd" {
 	got := map[string]string{}
 	for _, n := range rep.Nodes {
 		got[n.Name] = n.Pool + " " + n.Status
-		if n.Name == "worker-0" && (len(n.Drift) != 1 || n.Drift[0].Path != "/etc/motd") {
+		if n.Name == c.name("worker-0") && (len(n.Drift) != 1 || n.Drift[0].Path != "/etc/motd") {
 			t.Errorf("worker-0's drift: %+v", n.Drift)
 		}
 	}
-	if want := map[string]string{"worker-0": "worker drifted", "worker-1": "worker clean"}; !rep.Drifted || got["worker-0"] != want["worker-0"] || got["worker-1"] != want["worker-1"] {
+	w0, w1 := c.name("worker-0"), c.name("worker-1")
+	if want := map[string]string{w0: "worker drifted", w1: "worker clean"}; !rep.Drifted || got[w0] != want[w0] || got[w1] != want[w1] {
 		t.Errorf("drift as mcp-drift: nodes %v, want %v\n%s", got, want, out)
 	}
 
@@ -120,15 +122,15 @@ config "10-motd" {
 		verb, group, resource, name, ns string
 		allowed                         bool
 	}{
-		{"list", "", "nodes", "", "", true}, {"get", "", "secrets", protocol.StateSecret, "mcp-state", true},
-		{"list", "", "secrets", "", "mcp-state", true},
-		{"get", "", "nodes", "worker-0", "", false}, {"watch", "", "nodes", "", "", false},
-		{"patch", "", "nodes", "worker-0", "", false}, {"update", "", "nodes", "worker-0", "", false},
-		{"patch", "", "nodes/status", "worker-0", "", false}, {"delete", "", "nodes", "worker-0", "", false},
-		{"create", "", "secrets", "", "mcp-state", false}, {"update", "", "secrets", protocol.StateSecret, "mcp-state", false},
-		{"patch", "", "secrets", protocol.StateSecret, "mcp-state", false}, {"delete", "", "secrets", protocol.StateSecret, "mcp-state", false},
-		{"watch", "", "secrets", "", "mcp-state", false}, {"get", "", "secrets", "", "kube-system", false},
-		{"create", "coordination.k8s.io", "leases", "", "mcp-state", false}, {"update", "coordination.k8s.io", "leases", "mcp-state-lock", "mcp-state", false},
+		{"list", "", "nodes", "", "", true}, {"get", "", "secrets", protocol.StateSecret, c.stateNS, true},
+		{"list", "", "secrets", "", c.stateNS, true},
+		{"get", "", "nodes", w0, "", false}, {"watch", "", "nodes", "", "", false},
+		{"patch", "", "nodes", w0, "", false}, {"update", "", "nodes", w0, "", false},
+		{"patch", "", "nodes/status", w0, "", false}, {"delete", "", "nodes", w0, "", false},
+		{"create", "", "secrets", "", c.stateNS, false}, {"update", "", "secrets", protocol.StateSecret, c.stateNS, false},
+		{"patch", "", "secrets", protocol.StateSecret, c.stateNS, false}, {"delete", "", "secrets", protocol.StateSecret, c.stateNS, false},
+		{"watch", "", "secrets", "", c.stateNS, false}, {"get", "", "secrets", "", "kube-system", false},
+		{"create", "coordination.k8s.io", "leases", "", c.stateNS, false}, {"update", "coordination.k8s.io", "leases", "mcp-state-lock", c.stateNS, false},
 		// Nothing of mcp-system's Secrets: the boot server's TLS key and token, the command checks.
 		{"list", "", "secrets", "", "mcp-system", false}, {"get", "", "secrets", "mcp-server-tls", "mcp-system", false},
 		{"get", "", "secrets", "mcp-server-token", "mcp-system", false}, {"get", "", "secrets", protocol.HealthSecret, "mcp-system", false},
@@ -141,7 +143,7 @@ config "10-motd" {
 	}
 	// And the apiserver agrees when it is tried: a real patch of a Node is refused, and so
 	// is reading the boot server's token or listing mcp-system's Secrets.
-	_, err = cs.CoreV1().Nodes().Patch(ctx, "worker-1", types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{})
+	_, err = cs.CoreV1().Nodes().Patch(ctx, w1, types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{})
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("mcp-drift patching a Node: %v, want Forbidden", err)
 	}

@@ -34,20 +34,25 @@ import (
 // the cluster and from the agents' own records: no node left cordoned, every node Done on
 // the target config, and no node rebooted twice into one rendered config.
 
-// faultPools is one pool updated one node at a time with a change that needs a reboot (a
-// file with no on_change): each node is cordoned, drained, written, rebooted, verified and
-// uncordoned.
-const faultPools = `
+// markerPools is one pool updated maxUnavailable nodes at a time with a change that needs
+// a reboot (/etc/mcp-marker holding the marker line, no on_change): each node is cordoned,
+// drained, written, rebooted, verified and uncordoned.
+func markerPools(maxUnavailable int, marker string) string {
+	return fmt.Sprintf(`
 pool "worker" {
   node_selector   = { "node-role.kubernetes.io/worker" = "" }
-  max_unavailable = 1
+  max_unavailable = %d
 }
 
 config "10-marker" {
   pools = ["worker"]
-  file "/etc/mcp-marker" { content = "v2\n" }   # no on_change: a reboot
+  file "/etc/mcp-marker" { content = "%s\n" }   # no on_change: a reboot
 }
-`
+`, maxUnavailable, marker)
+}
+
+// faultPools rolls v2 out one node at a time.
+var faultPools = markerPools(1, "v2")
 
 // lockWait is how long a re-run waits for the state lock: the killed apply's Lease stays
 // until it expires (15s after its last renewal).
@@ -59,14 +64,15 @@ const lockWait = "-lock-timeout=60s"
 // run's Lease expired) converge: nothing left cordoned, every node Done on the target, one
 // reboot per node.
 func TestKubeApplyKilledDuringDrain(t *testing.T) {
+	waiting(t)
 	c := newKubeCluster(t, faultPools, map[string]int{"worker": 3})
 	web := map[string]string{"app": "web"}
 	for i := range 3 {
-		c.env.AddPod(t, "demo", fmt.Sprintf("web-%d", i), fmt.Sprintf("worker-%d", i), web, false)
+		c.addPod(t, fmt.Sprintf("web-%d", i), fmt.Sprintf("worker-%d", i), web, false)
 	}
 	// No disruption allowed: a drain retries its eviction until the budget is relaxed.
-	c.env.AddPDB(t, "demo", "web-pdb", web, 3)
-	c.env.WaitPDB(t, "demo", "web-pdb", func(p *policyv1.PodDisruptionBudget) bool {
+	c.addPDB(t, "web-pdb", web, 3)
+	c.env.WaitPDB(t, c.demo, "web-pdb", func(p *policyv1.PodDisruptionBudget) bool {
 		return p.Status.CurrentHealthy == 3 && p.Status.DisruptionsAllowed == 0
 	})
 
@@ -93,20 +99,20 @@ func TestKubeApplyKilledDuringDrain(t *testing.T) {
 	target := c.pointer(t, "worker")
 	for name := range c.agents {
 		n := c.node(t, name)
-		if name == cordoned.Name != n.Spec.Unschedulable {
+		if n.Name == cordoned.Name != n.Spec.Unschedulable {
 			t.Errorf("after the kill: %s unschedulable=%v; only %s should be cordoned", name, n.Spec.Unschedulable, cordoned.Name)
 		}
 		if cur := n.Annotations[protocol.CurrentConfig]; cur == target {
 			t.Errorf("after the kill: %s already runs %s; the kill was meant to come during its drain", name, cur)
 		}
 	}
-	pod := "web-" + strings.TrimPrefix(cordoned.Name, "worker-")
-	if p, err := c.env.Client.CoreV1().Pods("demo").Get(context.Background(), pod, metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
-		t.Fatalf("after the kill: pod demo/%s on %s is gone or going (%v); the drain was meant to be blocked", pod, cordoned.Name, err)
+	pod := "web-" + strings.TrimPrefix(c.short(cordoned.Name), "worker-")
+	if p, err := c.env.Client.CoreV1().Pods(c.demo).Get(context.Background(), pod, metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Fatalf("after the kill: pod %s/%s on %s is gone or going (%v); the drain was meant to be blocked", c.demo, pod, cordoned.Name, err)
 	}
 
 	// The budget now lets the drains through.
-	if err := c.env.Client.PolicyV1().PodDisruptionBudgets("demo").Delete(context.Background(), "web-pdb", metav1.DeleteOptions{}); err != nil {
+	if err := c.env.Client.PolicyV1().PodDisruptionBudgets(c.demo).Delete(context.Background(), "web-pdb", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c.converge(t, "-drain-retry-delay=500ms")
@@ -118,6 +124,7 @@ func TestKubeApplyKilledDuringDrain(t *testing.T) {
 // dead run's Lease, so the re-run finds the node still Working on that hand-over. It must
 // wait for it rather than hand over again: one reboot per node.
 func TestKubeApplyKilledWhileAgentWorks(t *testing.T) {
+	waiting(t)
 	c := newKubeCluster(t, faultPools, map[string]int{"worker": 2})
 	c.nextRebootDelay.Store(int64(20 * time.Second))
 
@@ -152,7 +159,9 @@ func TestKubeApplyKilledWhileAgentWorks(t *testing.T) {
 // agent must end while the server is still frozen, naming why, and the node is left
 // cordoned; a re-run converges, with one reboot per node into each config.
 func TestKubeApplyAPIServerPaused(t *testing.T) {
-	c := newKubeCluster(t, faultPools, map[string]int{"worker": 3})
+	exclusive(t)
+	// A control plane of its own: it freezes the API server.
+	c := newPrivateKubeCluster(t, faultPools, map[string]int{"worker": 3})
 	// The first node's reboot takes 5s, so that it is still under way when the server
 	// freezes, however loaded the machine.
 	c.nextRebootDelay.Store(int64(5 * time.Second))
@@ -190,14 +199,14 @@ func TestKubeApplyAPIServerPaused(t *testing.T) {
 		if n.Spec.Unschedulable {
 			t.Errorf("after the stopped apply: %s left cordoned", name)
 		}
-		if name == working.Name {
+		if n.Name == working.Name {
 			if n.Annotations[protocol.CurrentConfig] != first || n.Annotations[protocol.State] != model.StateDone {
 				t.Errorf("after the stopped apply: %s, under way when the server froze, is %s on %q; want Done on %s",
 					name, n.Annotations[protocol.State], n.Annotations[protocol.CurrentConfig], first)
 			}
 			// It finished every step (the Node says so): apply may not call it failed
 			// because it stopped waiting for its gates, only unconfirmed.
-			if strings.Contains(out, "node."+name+": failed") {
+			if strings.Contains(out, "node."+n.Name+": failed") {
 				t.Errorf("apply reports %s failed, and the Node shows every step finished:\n%s", name, lastLines(out, 15))
 			}
 		} else if d := n.Annotations[protocol.DesiredConfig]; d != "" {
@@ -208,16 +217,7 @@ func TestKubeApplyAPIServerPaused(t *testing.T) {
 	c.checkConverged(t, "v2\n", first)
 
 	// A short request timeout, frozen until apply gives the node up.
-	main := filepath.Join(c.dir, "main.hcl")
-	b, err := os.ReadFile(main)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hcl := strings.Replace(string(b), `provider "kubernetes" {}`, "provider \"kubernetes\" {\n  request_timeout = \"3s\"\n}", 1)
-	hcl = strings.Replace(hcl, `content = "v2\n"`, `content = "v3\n"`, 1)
-	if err := os.WriteFile(main, []byte(hcl), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c.writeConfig(t, markerPools(1, "v3"), `request_timeout = "3s"`)
 	c.nextRebootDelay.Store(int64(5 * time.Second))
 	run = c.startApplyEnv(t, []string{"HTTP2_READ_IDLE_TIMEOUT_SECONDS=2", "HTTP2_PING_TIMEOUT_SECONDS=2"})
 	working = c.waitNode(t, 90*time.Second, "an agent Working on the second config", func(n *corev1.Node) bool {
@@ -246,7 +246,7 @@ func TestKubeApplyAPIServerPaused(t *testing.T) {
 			t.Errorf("apply's output does not say %q", want)
 		}
 	}
-	if !c.node(t, working.Name).Spec.Unschedulable {
+	if !c.node(t, c.short(working.Name)).Spec.Unschedulable {
 		t.Errorf("%s was put back in service although apply lost track of its update", working.Name)
 	}
 	c.converge(t)
@@ -331,8 +331,8 @@ func (r *applyRun) wait(t *testing.T, within time.Duration) (string, int) {
 	return r.output(), code
 }
 
-// waitNode watches the nodes until one satisfies cond and returns it; it fails the test
-// after within.
+// waitNode watches the test's nodes until one satisfies cond and returns it; it fails the
+// test after within.
 func (c *kubeCluster) waitNode(t *testing.T, within time.Duration, what string, cond func(*corev1.Node) bool) *corev1.Node {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
@@ -340,9 +340,11 @@ func (c *kubeCluster) waitNode(t *testing.T, within time.Duration, what string, 
 	nodes := c.env.Client.CoreV1().Nodes()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = c.fleet()
 			return nodes.List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = c.fleet()
 			return nodes.Watch(ctx, o)
 		},
 	}
@@ -359,7 +361,7 @@ func (c *kubeCluster) waitNode(t *testing.T, within time.Duration, what string, 
 // state reads the state as apply stored it, its journal replayed.
 func (c *kubeCluster) state(t *testing.T) *state.State {
 	t.Helper()
-	st, err := kubestate.New(c.env.Client, "mcp-state", kubestate.Options{}).Read(context.Background())
+	st, err := kubestate.New(c.env.Client, c.stateNS, kubestate.Options{}).Read(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,7 @@ config "50-x" {
 // the rollout — is failed with the command's output, and its pool stops (max_failures 1):
 // no other node starts. Fixed, the next apply finishes the pool.
 func TestKubeCommandHealthCheck(t *testing.T) {
+	waiting(t)
 	c := newKubeCluster(t, commandCheckPools, map[string]int{"worker": 3})
 	// worker-0 is the first of the rollout (zone a, then b; oldest first).
 	broken := filepath.Join(c.agents["worker-0"].root, "etc", "broken")
@@ -54,9 +55,10 @@ func TestKubeCommandHealthCheck(t *testing.T) {
 		t.Fatalf("apply succeeded, want worker-0 to fail its command check:\n%s", out)
 	}
 	t.Logf("first apply:\n%s", lastLines(out, 6))
+	w0 := c.name("worker-0")
 	for _, want := range []string{
-		`node worker-0: health gate "not-broken" did not pass: ["/bin/sh" "-c"`,
-		`exit 1: worker-0: /etc/broken is there`,
+		`node ` + w0 + `: health gate "not-broken" did not pass: ["/bin/sh" "-c"`,
+		`exit 1: ` + w0 + `: /etc/broken is there`,
 		"Nodes: 0 updated, 1 failed, 2 not started",
 	} {
 		if !strings.Contains(out, want) {
@@ -64,7 +66,7 @@ func TestKubeCommandHealthCheck(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	sec, err := c.env.Client.CoreV1().Secrets("mcp-system").Get(ctx, protocol.HealthSecret, metav1.GetOptions{})
+	sec, err := c.env.Client.CoreV1().Secrets(c.mcpNS).Get(ctx, protocol.HealthSecret, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the checks' Secret: %v", err)
 	}
@@ -77,7 +79,7 @@ func TestKubeCommandHealthCheck(t *testing.T) {
 	if req := ann[protocol.CheckRequest]; !strings.Contains(req, `"check":"not-broken"`) || strings.Contains(req, "/bin/sh") {
 		t.Errorf("check request on worker-0: %s", req)
 	}
-	if rep, ok := protocol.ReadCheckReport(ann); !ok || rep.ExitCode != 1 || rep.Output != "worker-0: /etc/broken is there\n" {
+	if rep, ok := protocol.ReadCheckReport(ann); !ok || rep.ExitCode != 1 || rep.Output != w0+": /etc/broken is there\n" {
 		t.Errorf("check result on worker-0: %+v, %v", rep, ok)
 	}
 	// The pool stopped: the other nodes were not handed anything.
@@ -113,6 +115,7 @@ func TestKubeCommandHealthCheck(t *testing.T) {
 // pool — a made-up name carrying a command of its own, another pool's name — runs nothing,
 // and the agent answers with an error under the request's run id.
 func TestKubeCommandCheckNamesOnly(t *testing.T) {
+	waiting(t)
 	c := newKubeCluster(t, commandCheckPools, map[string]int{"worker": 1})
 	if out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color"); code != 0 {
 		t.Fatalf("apply: exit %d\n%s", code, lastLines(out, 30))
@@ -133,7 +136,7 @@ func TestKubeCommandCheckNamesOnly(t *testing.T) {
 		b, _ := json.Marshal(req.request)
 		body, _ := protocol.AnnotationsPatch(map[string]string{protocol.CheckRequest: string(b)})
 		// As an administrator: any identity allowed to patch Nodes could write this.
-		if _, err := c.env.Client.CoreV1().Nodes().Patch(ctx, "worker-0", types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		if _, err := c.env.Client.CoreV1().Nodes().Patch(ctx, c.name("worker-0"), types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		var rep protocol.CheckReport

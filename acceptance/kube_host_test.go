@@ -92,6 +92,7 @@ config "10-kargs" {
 // differences with expected and found, and apply restores them — through the machine's
 // next boot, the node's own arguments (root=, console=, mitigations=off) left alone.
 func TestKubeHostReportsWhatTheNodeRuns(t *testing.T) {
+	waiting(t)
 	c := newKubeCluster(t, hostPools, map[string]int{"worker": 2})
 	c.bootedFrom(t, fcos41)
 	if out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-drain-retry-delay=500ms"); code != 0 {
@@ -112,7 +113,7 @@ func TestKubeHostReportsWhatTheNodeRuns(t *testing.T) {
 	imageDrift := "drift: os_image: os-image (expected " + fcos42Release + ", found " + fcos41 + ")"
 
 	out, code := c.mcp(t, "mcp-apply", "drift", "-no-color", "-detailed-exitcode")
-	if code != 2 || !strings.Contains(out, "node.worker-0 (pool worker") || strings.Contains(out, "node.worker-1 (pool") {
+	if code != 2 || !strings.Contains(out, "node."+c.name("worker-0")+" (pool worker") || strings.Contains(out, "node."+c.name("worker-1")+" (pool") {
 		t.Errorf("drift: exit %d, want 2 naming worker-0 alone\n%s", code, out)
 	}
 	for _, want := range []string{kargsDrift, imageDrift} {
@@ -132,10 +133,10 @@ func TestKubeHostReportsWhatTheNodeRuns(t *testing.T) {
 			t.Errorf("plan does not show %q:\n%s", want, out)
 		}
 	}
-	if row := planRow(out, "worker-0"); !strings.Contains(row, "kargs") || !strings.Contains(row, "pivot") || !strings.Contains(row, "reboot") {
+	if row := c.planRow(out, "worker-0"); !strings.Contains(row, "kargs") || !strings.Contains(row, "pivot") || !strings.Contains(row, "reboot") {
 		t.Errorf("plan's steps for worker-0: %q; want kargs, pivot and reboot\n%s", row, out)
 	}
-	if row := planRow(out, "worker-1"); row != "" {
+	if row := c.planRow(out, "worker-1"); row != "" {
 		t.Errorf("plan changes worker-1, which runs what its config says: %q", row)
 	}
 
@@ -151,82 +152,78 @@ func TestKubeHostReportsWhatTheNodeRuns(t *testing.T) {
 	}
 }
 
-// TestKubeRebootIntoTheWrongImageDegrades: the machine's boot fails and comes back on the
-// deployment it ran (its staged one rolled back). The agent after the boot verifies what
-// the host runs, so the Node is Degraded with the image expected and the one found, the
-// config is not reported as current, and the os-image annotation is the machine's image.
-func TestKubeRebootIntoTheWrongImageDegrades(t *testing.T) {
+// TestKubeRollbackDegradesThenHeals: the machine's boot fails and comes back on the
+// deployment it ran (its staged one rolled back), once.
+//
+// It degrades the node: the agent after the boot verifies what the host runs, so the Node
+// is Degraded with the image expected and the one found, the config is not reported as
+// current, and the os-image annotation is the machine's image.
+//
+// Then, the cause gone, the next apply updates the node again from what it runs — kargs,
+// pivot and one new reboot, each a real call to the host — and the plan never says the
+// rolled-back reboot finished the update.
+func TestKubeRollbackDegradesThenHeals(t *testing.T) {
+	waiting(t)
 	c := newKubeCluster(t, hostPools, map[string]int{"worker": 1})
 	c.bootedFrom(t, fcos41)
 	c.machine(t, "worker-0", nodeexec.MachineRollback, "")
-	out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-drain-retry-delay=500ms")
-	if code == 0 {
-		t.Errorf("apply: exit 0 although the node booted the old image\n%s", out)
-	}
-	n := c.node(t, "worker-0")
-	ann := n.Annotations
-	if ann[protocol.State] != model.StateDegraded {
-		t.Fatalf("worker-0 is %q (%s), want Degraded", ann[protocol.State], ann[protocol.Reason])
-	}
-	for _, want := range []string{"after reboot: verify",
-		"os_image: os-image (expected " + fcos42Release + ", found " + fcos41 + ")",
-		"kernel_args: kernel-args (expected nosmt, found (none))"} {
-		if !strings.Contains(ann[protocol.Reason], want) {
-			t.Errorf("reason %q does not say %q", ann[protocol.Reason], want)
+	t.Run("the rolled-back reboot degrades the node", func(t *testing.T) {
+		out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-drain-retry-delay=500ms")
+		if code != 1 {
+			t.Errorf("apply: exit %d although the node booted the old image; want 1\n%s", code, out)
 		}
-	}
-	if ann[protocol.CurrentConfig] != "" {
-		t.Errorf("worker-0 reports current-config %s, which it did not boot", ann[protocol.CurrentConfig])
-	}
-	if c.agents["worker-0"].boots.Load() != 2 {
-		t.Errorf("worker-0 booted %d times, want one reboot", c.agents["worker-0"].boots.Load())
-	}
-	c.waitAnnotations(t, "worker-0", fcos41, "rw", "root=UUID=34bfd606", "console=ttyS0,115200n8")
-	if !strings.Contains(out, fcos41) {
-		t.Errorf("apply's output does not name the image found:\n%s", out)
-	}
-}
-
-// TestKubeRollbackThenFixedHeals: the machine boots the old deployment once (the update's
-// reboot rolled back), the node is Degraded; with the cause gone, the next apply updates it
-// again from what it runs — kargs, pivot and one new reboot, each a real call to the host —
-// and the plan never says the rolled-back reboot finished the update.
-func TestKubeRollbackThenFixedHeals(t *testing.T) {
-	c := newKubeCluster(t, hostPools, map[string]int{"worker": 1})
-	c.bootedFrom(t, fcos41)
-	c.machine(t, "worker-0", nodeexec.MachineRollback, "")
-	if out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-drain-retry-delay=500ms"); code != 1 {
-		t.Fatalf("apply with the OS rolling back: exit %d, want 1\n%s", code, out)
-	}
-	if n := c.node(t, "worker-0"); n.Annotations[protocol.State] != model.StateDegraded {
-		t.Fatalf("worker-0 is %q (%s), want Degraded", n.Annotations[protocol.State], n.Annotations[protocol.Reason])
-	}
-	if err := os.Remove(filepath.Join(c.agents["worker-0"].root, nodeexec.MachineDir, nodeexec.MachineRollback)); err != nil {
-		t.Fatal(err)
-	}
-	calls := len(hostCalls(t, c.agents["worker-0"]))
-
-	out, _ := c.mcp(t, "mcp-apply", "plan", "-no-color")
-	if row := planRow(out, "worker-0"); strings.Contains(out, "rebooted into") ||
-		!strings.Contains(row, "kargs") || !strings.Contains(row, "pivot") || !strings.Contains(row, "reboot") {
-		t.Errorf("plan after the fix: worker-0's steps %q; want kargs, pivot and reboot, and no reboot said to have happened\n%s", row, out)
-	}
-	if out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-drain-retry-delay=500ms"); code != 0 {
-		t.Fatalf("apply after the fix: exit %d\n%s", code, out)
-	}
-	n := c.waitAnnotations(t, "worker-0", fcos42Release, "rw", "root=UUID=34bfd606", "console=ttyS0,115200n8", "nosmt")
-	if n.Annotations[protocol.State] != model.StateDone || n.Annotations[protocol.CurrentConfig] != c.pointer(t, "worker") {
-		t.Errorf("worker-0: %s on %q, want Done on the pool's config", n.Annotations[protocol.State], n.Annotations[protocol.CurrentConfig])
-	}
-	if b := c.agents["worker-0"].boots.Load(); b != 3 {
-		t.Errorf("worker-0 booted %d times; want 3 (first boot, the rolled-back reboot, one more)", b)
-	}
-	after := hostCalls(t, c.agents["worker-0"])[calls:]
-	for _, want := range []string{"kargs", "pivot", "reboot"} {
-		if !slices.ContainsFunc(after, func(c string) bool { return strings.Contains(c, want) }) {
-			t.Errorf("the second apply made no %s call to the host: %v", want, after)
+		ann := c.node(t, "worker-0").Annotations
+		if ann[protocol.State] != model.StateDegraded {
+			t.Fatalf("worker-0 is %q (%s), want Degraded", ann[protocol.State], ann[protocol.Reason])
 		}
+		for _, want := range []string{"after reboot: verify",
+			"os_image: os-image (expected " + fcos42Release + ", found " + fcos41 + ")",
+			"kernel_args: kernel-args (expected nosmt, found (none))"} {
+			if !strings.Contains(ann[protocol.Reason], want) {
+				t.Errorf("reason %q does not say %q", ann[protocol.Reason], want)
+			}
+		}
+		if ann[protocol.CurrentConfig] != "" {
+			t.Errorf("worker-0 reports current-config %s, which it did not boot", ann[protocol.CurrentConfig])
+		}
+		if b := c.agents["worker-0"].boots.Load(); b != 2 {
+			t.Errorf("worker-0 booted %d times, want one reboot", b)
+		}
+		c.waitAnnotations(t, "worker-0", fcos41, "rw", "root=UUID=34bfd606", "console=ttyS0,115200n8")
+		if !strings.Contains(out, fcos41) {
+			t.Errorf("apply's output does not name the image found:\n%s", out)
+		}
+	})
+	if t.Failed() {
+		return
 	}
+	t.Run("fixed, the next apply heals it", func(t *testing.T) {
+		if err := os.Remove(filepath.Join(c.agents["worker-0"].root, nodeexec.MachineDir, nodeexec.MachineRollback)); err != nil {
+			t.Fatal(err)
+		}
+		calls := len(hostCalls(t, c.agents["worker-0"]))
+		out, _ := c.mcp(t, "mcp-apply", "plan", "-no-color")
+		if row := c.planRow(out, "worker-0"); strings.Contains(out, "rebooted into") ||
+			!strings.Contains(row, "kargs") || !strings.Contains(row, "pivot") || !strings.Contains(row, "reboot") {
+			t.Errorf("plan after the fix: worker-0's steps %q; want kargs, pivot and reboot, and no reboot said to have happened\n%s", row, out)
+		}
+		if out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-drain-retry-delay=500ms"); code != 0 {
+			t.Fatalf("apply after the fix: exit %d\n%s", code, out)
+		}
+		n := c.waitAnnotations(t, "worker-0", fcos42Release, "rw", "root=UUID=34bfd606", "console=ttyS0,115200n8", "nosmt")
+		if n.Annotations[protocol.State] != model.StateDone || n.Annotations[protocol.CurrentConfig] != c.pointer(t, "worker") {
+			t.Errorf("worker-0: %s on %q, want Done on the pool's config", n.Annotations[protocol.State], n.Annotations[protocol.CurrentConfig])
+		}
+		if b := c.agents["worker-0"].boots.Load(); b != 3 {
+			t.Errorf("worker-0 booted %d times; want 3 (first boot, the rolled-back reboot, one more)", b)
+		}
+		after := hostCalls(t, c.agents["worker-0"])[calls:]
+		for _, want := range []string{"kargs", "pivot", "reboot"} {
+			if !slices.ContainsFunc(after, func(c string) bool { return strings.Contains(c, want) }) {
+				t.Errorf("the second apply made no %s call to the host: %v", want, after)
+			}
+		}
+	})
 }
 
 // TestKubePoolImageAlreadyBootedPlansNoReboot: nodes that run a config of mcp's and boot
@@ -234,6 +231,7 @@ func TestKubeRollbackThenFixedHeals(t *testing.T) {
 // pivot and no reboot, and apply does not reboot them: the Node's reported image is what
 // counts, not the config's (which named none).
 func TestKubePoolImageAlreadyBootedPlansNoReboot(t *testing.T) {
+	waiting(t)
 	const noImage = `
 pool "worker" {
   node_selector   = { "node-role.kubernetes.io/worker" = "" }
@@ -254,15 +252,13 @@ config "10-motd" {
 		t.Fatalf("apply: exit %d\n%s", code, out)
 	}
 	withImage := strings.Replace(noImage, "max_unavailable = 1", "max_unavailable = 1\n  os_image        = \""+fcos41+"\"", 1)
-	if err := os.WriteFile(filepath.Join(c.dir, "main.hcl"), []byte(kubeMain+withImage), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c.writeConfig(t, withImage)
 	out, code := c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode")
 	if code != 2 {
 		t.Errorf("plan: exit %d, want 2 (a new config)\n%s", code, out)
 	}
 	for name := range c.agents {
-		row := planRow(out, name)
+		row := c.planRow(out, name)
 		for _, never := range []string{"pivot", "reboot", "drain"} {
 			if row == "" || strings.Contains(row, never) {
 				t.Errorf("plan's steps for %s, which boots the pool's image: %q; want the new config without %s\n%s", name, row, never, out)
@@ -284,10 +280,11 @@ config "10-motd" {
 	}
 }
 
-// planRow is node's row of the human plan's table of node changes ("" when it has none).
-func planRow(plan, node string) string {
+// planRow is the test's node's row of the human plan's table of node changes ("" when it
+// has none).
+func (c *kubeCluster) planRow(plan, node string) string {
 	for _, line := range strings.Split(plan, "\n") {
-		if strings.Contains(line, "node."+node+" ") && !strings.Contains(line, "(pool ") {
+		if strings.Contains(line, "node."+c.name(node)+" ") && !strings.Contains(line, "(pool ") {
 			return strings.TrimSpace(line)
 		}
 	}

@@ -2,10 +2,8 @@ package acceptance
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,8 +18,9 @@ import (
 // apply's, and the room frees then: with -budget-wait=4m (the claim lasts 2) the next apply
 // finishes every node, and each node rebooted once.
 func TestKubeLapsedClaimFreesItsRoom(t *testing.T) {
+	waiting(t)
 	ns := inPIDNamespace(t)
-	pools := strings.Replace(fmt.Sprintf(lockFreePools, "v1"), "max_unavailable = 2", "max_unavailable = 1", 1)
+	pools := markerPools(1, "v1")
 	c := newKubeCluster(t, pools, map[string]int{"worker": 3})
 
 	a := exec.Command(ns[0], append(ns[1:], c.bin, "apply", "-auto-approve", "-no-color", "-lock=false")...)

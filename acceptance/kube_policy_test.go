@@ -27,22 +27,23 @@ import (
 // is refused, with the policy's message, on node B, for a label, a taint,
 // spec.unschedulable, an engine annotation, and with a token bound to no pod.
 func TestKubeAgentPolicy(t *testing.T) {
-	// The status controller type-checks the policy's expressions (and reports warnings).
-	env := k8senv.Start(t, k8senv.Options{Controllers: []string{"disruption", "serviceaccount", "validatingadmissionpolicy-status-controller"}})
-	applyManifests(t, env, deploy.Manifests)
+	waiting(t)
+	c := newFleet(t, sharedKube(t))
+	env := c.env
 	waitPolicyTypeChecked(t, env, "mcp-agent-own-node")
+	nodeA, nodeB := c.name("node-a"), c.name("node-b")
 	for _, n := range []string{"node-a", "node-b"} {
-		env.AddNode(t, n, nil)
+		c.addNode(t, n, "worker", "")
 	}
-	agentA := clientFrom(t, env.KubeconfigForPod(t, "mcp-system", "mcp-agent", "node-a", nil))
+	agentA := clientFrom(t, env.KubeconfigForPod(t, "mcp-system", "mcp-agent", nodeA, nil))
 
 	// The bound token carries the node: the apiserver says so.
 	ssr, err := agentA.AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := ssr.Status.UserInfo.Extra["authentication.kubernetes.io/node-name"]; len(got) != 1 || got[0] != "node-a" {
-		t.Fatalf("the pod-bound token's user %+v: want extra authentication.kubernetes.io/node-name=[node-a]", ssr.Status.UserInfo)
+	if got := ssr.Status.UserInfo.Extra["authentication.kubernetes.io/node-name"]; len(got) != 1 || got[0] != nodeA {
+		t.Fatalf("the pod-bound token's user %+v: want extra authentication.kubernetes.io/node-name=[%s]", ssr.Status.UserInfo, nodeA)
 	}
 
 	patch := func(c kubernetes.Interface, node string, body map[string]any) error {
@@ -55,18 +56,18 @@ func TestKubeAgentPolicy(t *testing.T) {
 	}
 	// A policy takes effect a moment after it is created: wait until node B is refused.
 	deadline := time.Now().Add(30 * time.Second)
-	for err := patch(agentA, "node-b", ann(protocol.State, "Done")); err == nil; err = patch(agentA, "node-b", ann(protocol.State, "Done")) {
+	for err := patch(agentA, nodeB, ann(protocol.State, "Done")); err == nil; err = patch(agentA, nodeB, ann(protocol.State, "Done")) {
 		if time.Now().After(deadline) {
 			t.Fatal("agent of node-a may still patch node-b after 30s: the policy is not in force")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	if err := patch(agentA, "node-a", map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+	if err := patch(agentA, nodeA, map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 		protocol.State: "Done", protocol.CurrentConfig: "rendered-worker-0123", protocol.Progress: "3"}}}); err != nil {
 		t.Errorf("agent of node-a patching its own report annotations: %v", err)
 	}
-	if err := patch(agentA, "node-a", ann(protocol.Reason, "")); err != nil {
+	if err := patch(agentA, nodeA, ann(protocol.Reason, "")); err != nil {
 		t.Errorf("agent of node-a clearing its reason: %v", err)
 	}
 
@@ -78,13 +79,13 @@ func TestKubeAgentPolicy(t *testing.T) {
 		body   map[string]any
 		msg    string
 	}{
-		{"another node", agentA, "node-b", ann(protocol.State, "Done"), "mcp-agent on node node-a may change only its own Node, not node-b"},
-		{"a label", agentA, "node-a", map[string]any{"metadata": map[string]any{"labels": map[string]any{"node-role.kubernetes.io/infra": ""}}}, "mcp-agent may not change a Node's labels"},
-		{"a taint", agentA, "node-a", map[string]any{"spec": map[string]any{"taints": []any{map[string]any{"key": "x", "effect": "NoSchedule"}}}}, "mcp-agent may not change a Node's spec"},
-		{"spec.unschedulable", agentA, "node-a", map[string]any{"spec": map[string]any{"unschedulable": true}}, "mcp-agent may not change a Node's spec"},
-		{"an engine annotation", agentA, "node-a", ann(protocol.UpdateID, "u-1"), "mcp-agent may change only its report annotations (mcpfleet.io/state, ...), not " + protocol.UpdateID},
-		{"another annotation", agentA, "node-a", ann("example.com/x", "y"), "not example.com/x"},
-		{"a token bound to no pod", unbound, "node-a", ann(protocol.State, "Done"), "mcp-agent: the token names no node"},
+		{"another node", agentA, nodeB, ann(protocol.State, "Done"), "mcp-agent on node " + nodeA + " may change only its own Node, not " + nodeB},
+		{"a label", agentA, nodeA, map[string]any{"metadata": map[string]any{"labels": map[string]any{"node-role.kubernetes.io/infra": ""}}}, "mcp-agent may not change a Node's labels"},
+		{"a taint", agentA, nodeA, map[string]any{"spec": map[string]any{"taints": []any{map[string]any{"key": "x", "effect": "NoSchedule"}}}}, "mcp-agent may not change a Node's spec"},
+		{"spec.unschedulable", agentA, nodeA, map[string]any{"spec": map[string]any{"unschedulable": true}}, "mcp-agent may not change a Node's spec"},
+		{"an engine annotation", agentA, nodeA, ann(protocol.UpdateID, "u-1"), "mcp-agent may change only its report annotations (mcpfleet.io/state, ...), not " + protocol.UpdateID},
+		{"another annotation", agentA, nodeA, ann("example.com/x", "y"), "not example.com/x"},
+		{"a token bound to no pod", unbound, nodeA, ann(protocol.State, "Done"), "mcp-agent: the token names no node"},
 	}
 	for _, r := range refused {
 		err := patch(r.client, r.node, r.body)
@@ -97,7 +98,7 @@ func TestKubeAgentPolicy(t *testing.T) {
 		}
 	}
 	// Nothing refused was written.
-	n, err := env.Client.CoreV1().Nodes().Get(context.Background(), "node-a", metav1.GetOptions{})
+	n, err := env.Client.CoreV1().Nodes().Get(context.Background(), nodeA, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestKubeAgentPolicy(t *testing.T) {
 		t.Errorf("node-a annotations %v: want the allowed report", n.Annotations)
 	}
 	// An admin is not held by it (the match condition names the agent alone).
-	if err := patch(env.Client, "node-b", map[string]any{"spec": map[string]any{"unschedulable": true}}); err != nil {
+	if err := patch(env.Client, nodeB, map[string]any{"spec": map[string]any{"unschedulable": true}}); err != nil {
 		t.Errorf("admin cordoning node-b: %v", err)
 	}
 }
@@ -151,14 +152,19 @@ func clientFrom(t *testing.T, kubeconfig string) kubernetes.Interface {
 
 // TestKubeDeployRenderedApplies: the kustomization's render (deploy.Render, what `kubectl
 // kustomize deploy/` gives) applies to the real apiserver by server-side apply, every
-// object, and its workloads name the image by digest.
+// object, and its workloads name the image by digest. On the shared plane, where deploy/'s
+// manifests are: the render is the same objects, applied over them as an upgrade would.
 func TestKubeDeployRenderedApplies(t *testing.T) {
-	env := k8senv.Start(t, k8senv.Options{})
+	waiting(t)
+	env := sharedKube(t)
 	objs, err := deploy.Render()
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := objectClients(t, env)
+	client, err := objectClients(env)
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, images, _ := deploy.Kustomization()
 	for _, o := range objs {
 		u := &unstructured.Unstructured{Object: o}

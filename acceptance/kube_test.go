@@ -1,366 +1,26 @@
 package acceptance
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
 
-	"github.com/mcpfleet/mcp/acceptance/k8senv"
-	"github.com/mcpfleet/mcp/deploy"
 	"github.com/mcpfleet/mcp/ignition/content"
 	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
-	"github.com/mcpfleet/mcp/nodeexec"
 	"github.com/mcpfleet/mcp/state/kubestate"
 )
-
-// kubeCluster is a real control plane with mcp deployed as deploy/ says: the manifests
-// applied, `mcp serve` running as the mcp-server service account, one `mcp agent` process
-// per node running as mcp-agent (each with a scratch root and a boot-id file, restarted
-// with a new boot id when it exits for a reboot), and plan/apply running as mcp-apply.
-// Everything mcp does here goes through the RBAC of deploy/.
-type kubeCluster struct {
-	env    *k8senv.Env
-	bin    string
-	dir    string // the configuration
-	server string // the boot server's URL
-	kc     map[string]string
-	agents map[string]*kubeAgent
-	// nextRebootDelay is how long the next node to reboot stays down (its agent exited for
-	// the reboot) before its agent starts again; it is used once, then zero.
-	nextRebootDelay atomic.Int64
-}
-
-type kubeAgent struct {
-	root, bootID string
-	boots        atomic.Int32
-	log          string
-
-	mu      sync.Mutex
-	reboots map[string]int // reboots by the rendered config they were into (the pending record's target)
-}
-
-// rebootsInto returns how many times the node rebooted into each rendered config.
-func (a *kubeAgent) rebootsInto() map[string]int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return maps.Clone(a.reboots)
-}
-
-// recordReboot counts a reboot under the target of the agent's pending reboot record,
-// which the agent writes before it asks for the reboot.
-func (a *kubeAgent) recordReboot() {
-	target := "(no pending record)"
-	var p struct {
-		Target struct {
-			Name string `json:"name"`
-		} `json:"target"`
-	}
-	if b, err := os.ReadFile(filepath.Join(a.root, nodeexec.PendingPath)); err == nil && json.Unmarshal(b, &p) == nil {
-		target = p.Target.Name
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.reboots[target]++
-}
-
-const kubeMain = `provider "kubernetes" {}
-
-state {
-  backend   = "kubernetes"
-  namespace = "mcp-state"
-}
-
-variable "ntp_server" { default = "time.example.com" }
-`
-
-// newKubeCluster starts the plane, applies deploy/, writes the configuration (kubeMain,
-// the pools and configs given) and creates nodes: pools maps a pool to its node count.
-// Every node runs an agent but those named silent.
-func newKubeCluster(t *testing.T, hcl string, pools map[string]int, silent ...string) *kubeCluster {
-	t.Helper()
-	return newKubeClusterMain(t, kubeMain, hcl, pools, silent...)
-}
-
-// newKubeClusterMain is newKubeCluster with main (the provider and state blocks) in place
-// of kubeMain.
-func newKubeClusterMain(t *testing.T, main, hcl string, pools map[string]int, silent ...string) *kubeCluster {
-	t.Helper()
-	c := &kubeCluster{bin: mcpBinary(t), env: k8senv.Start(t, k8senv.Options{}), dir: t.TempDir(),
-		kc: map[string]string{}, agents: map[string]*kubeAgent{}}
-	t.Logf("control plane up in %v", c.env.StartupTime.Round(time.Millisecond))
-	applyManifests(t, c.env, deploy.Manifests)
-	for _, sa := range []string{"mcp-apply", "mcp-server", "mcp-agent"} {
-		c.kc[sa] = c.env.KubeconfigFor(t, "mcp-system", sa)
-	}
-	if err := os.WriteFile(filepath.Join(c.dir, "main.hcl"), []byte(main+hcl), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	zones := []string{"a", "b"}
-	for pool, n := range pools {
-		for i := 0; i < n; i++ {
-			c.env.AddNode(t, fmt.Sprintf("%s-%d", pool, i), map[string]string{
-				"node-role.kubernetes.io/" + pool: "", "topology.kubernetes.io/zone": zones[i%len(zones)]})
-		}
-	}
-	c.startServer(t)
-	for pool, n := range pools {
-		for i := 0; i < n; i++ {
-			if node := fmt.Sprintf("%s-%d", pool, i); !slices.Contains(silent, node) {
-				c.startAgent(t, node)
-			}
-		}
-	}
-	return c
-}
-
-// copyQuickstart puts the quickstart's configs (not its local provider and fleet) in dir.
-func copyQuickstart(t *testing.T, dir string) {
-	t.Helper()
-	for _, f := range []string{"configs.hcl", "chrony.conf.tpl", "node-exporter.service"} {
-		b, err := os.ReadFile(filepath.Join("../examples/quickstart", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// mcp runs the mcp command in the configuration's directory as the service account sa.
-func (c *kubeCluster) mcp(t *testing.T, sa string, args ...string) (string, int) {
-	t.Helper()
-	cmd := exec.Command(c.bin, args...)
-	cmd.Dir = c.dir
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kc[sa])
-	out, err := cmd.CombinedOutput()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("mcp %v: %v", args, err)
-	}
-	return string(out), code
-}
-
-func (c *kubeCluster) startServer(t *testing.T) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	logf, _ := os.Create(filepath.Join(t.TempDir(), "serve.log"))
-	cmd := exec.Command(c.bin, "serve", "-listen", addr)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = c.dir, logf, logf
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kc["mcp-server"])
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-		if t.Failed() {
-			b, _ := os.ReadFile(logf.Name())
-			t.Logf("mcp serve log:\n%s", lastLines(string(b), 30))
-		}
-	})
-	c.server = "http://" + addr
-	waitUntil(t, 30*time.Second, func() bool {
-		resp, err := http.Get(c.server + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	}, func() string { return "mcp serve did not answer /healthz in 30s" })
-}
-
-// waitUntil polls cond until it holds, failing the test with failure() after within.
-func waitUntil(t *testing.T, within time.Duration, cond func() bool, failure func() string) {
-	t.Helper()
-	for deadline := time.Now().Add(within); !cond(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal(failure())
-		}
-	}
-}
-
-// startAgent runs the node's agent as a DaemonSet would, restarting it when it exits; an
-// exit for a reboot (75) comes back with a new boot id, as the machine would.
-// agentKubeconfig is the agent's credential on node: as in the DaemonSet, a token of
-// mcp-agent bound to its pod on the node (owned by deploy/'s DaemonSet mcp-agent, so a drain
-// leaves it), which the ValidatingAdmissionPolicy mcp-agent-own-node holds to that Node. A
-// cluster built without deploy/ (c.kc["mcp-agent"] set to another identity) keeps it.
-func (c *kubeCluster) agentKubeconfig(t *testing.T, node string) string {
-	t.Helper()
-	if c.kc["mcp-agent"] != "" && c.kc["mcp-agent"] == c.env.Kubeconfig {
-		return c.env.Kubeconfig
-	}
-	ds, err := c.env.Client.AppsV1().DaemonSets("mcp-system").Get(context.Background(), "mcp-agent", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("the agent's DaemonSet: %v", err)
-	}
-	yes := true
-	return c.env.KubeconfigForPod(t, "mcp-system", "mcp-agent", node, &metav1.OwnerReference{
-		APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: &yes})
-}
-
-func (c *kubeCluster) startAgent(t *testing.T, node string) {
-	t.Helper()
-	root, bootID := scratchRoot(t)
-	a := &kubeAgent{root: root, bootID: bootID, log: filepath.Join(t.TempDir(), node+".log"), reboots: map[string]int{}}
-	a.boots.Store(1)
-	c.agents[node] = a
-	logf, err := os.Create(a.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := agentBinary(t)
-	kc := c.agentKubeconfig(t, node)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			cmd := exec.CommandContext(ctx, bin, "-node", node, "-server", c.server, "-root", root,
-				"-host=record", "-boot-id-file", bootID, "-interval", "2s")
-			cmd.Env = append(os.Environ(), "KUBECONFIG="+kc)
-			cmd.Stdout, cmd.Stderr = logf, logf
-			err := cmd.Run()
-			var ee *exec.ExitError
-			if errors.As(err, &ee) && ee.ExitCode() == 75 {
-				a.recordReboot()
-				select { // the machine is down
-				case <-ctx.Done():
-				case <-time.After(time.Duration(c.nextRebootDelay.Swap(0))):
-				}
-				n := a.boots.Add(1)
-				os.WriteFile(bootID, []byte(fmt.Sprintf("boot-%d\n", n)), 0o644)
-				continue
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second): // crashed: the DaemonSet would restart it
-			}
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		logf.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(a.log)
-			t.Logf("agent %s log:\n%s", node, lastLines(string(b), 15))
-		}
-	})
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-func (c *kubeCluster) node(t *testing.T, name string) *corev1.Node {
-	t.Helper()
-	n, err := c.env.Client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// applyManifests creates every object of the manifests, in file order, as
-// `kubectl apply -f deploy/` would on a new cluster.
-func applyManifests(t *testing.T, env *k8senv.Env, fsys fs.FS) {
-	t.Helper()
-	client := objectClients(t, env)
-	files, _ := fs.Glob(fsys, "*.yaml")
-	for _, f := range files {
-		b, _ := fs.ReadFile(fsys, f)
-		dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
-		for {
-			var u unstructured.Unstructured
-			if err := dec.Decode(&u.Object); err == io.EOF {
-				break
-			} else if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			if len(u.Object) == 0 {
-				continue
-			}
-			gvk := u.GroupVersionKind()
-			ri, err := client(&u)
-			if err != nil {
-				t.Fatalf("%s: %v", f, err)
-			}
-			if _, err := ri.Create(context.Background(), &u, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-				t.Fatalf("%s: creating %s %s: %v", f, gvk.Kind, u.GetName(), err)
-			}
-		}
-	}
-}
-
-// objectClients returns what gives, for an object, the dynamic client of its resource (in
-// its namespace, if it has one), found through the apiserver's discovery.
-func objectClients(t *testing.T, env *k8senv.Env) func(u *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
-	t.Helper()
-	dc, err := discovery.NewDiscoveryClientForConfig(env.RESTConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	dyn, err := dynamic.NewForConfig(env.RESTConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return func(u *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
-		gvk := u.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", gvk, err)
-		}
-		if ns := u.GetNamespace(); ns != "" {
-			return dyn.Resource(m.Resource).Namespace(ns), nil
-		}
-		return dyn.Resource(m.Resource), nil
-	}
-}
 
 const quickstartPools = `
 pool "worker" {
@@ -379,11 +39,12 @@ pool "infra" {
 // the infra nodes); every node ends Done on its pool's config, uncordoned, its root holding
 // the files; a second plan has nothing to do.
 func TestKubeRolloutWithAgents(t *testing.T) {
+	waiting(t)
 	c := newKubeCluster(t, quickstartPools, map[string]int{"worker": 4, "infra": 2})
 	copyQuickstart(t, c.dir)
 	for _, n := range []string{"infra-0", "infra-1"} {
-		c.env.AddPod(t, "demo", "app-"+n, n, map[string]string{"app": "app"}, false)
-		c.env.AddPod(t, "demo", "ds-"+n, n, map[string]string{"app": "ds"}, true)
+		c.addPod(t, "app-"+n, n, map[string]string{"app": "app"}, false)
+		c.addPod(t, "ds-"+n, n, map[string]string{"app": "ds"}, true)
 	}
 
 	out, code := c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode")
@@ -396,8 +57,8 @@ func TestKubeRolloutWithAgents(t *testing.T) {
 	if _, err := fmt.Sscanf(out, "Refreshed %d nodes, %d pods, %d PDBs in %s (%d API requests)", &nodes, &pods, &pdbs, &took, &reqs); err != nil || nodes != 6 || reqs > 6 {
 		t.Errorf("refresh line: %v; want 6 nodes in at most 6 API requests:\n%s", err, lastLines(out, 40))
 	}
-	for _, want := range []string{"node.worker-0", "node.worker-3", "restart chronyd.service",
-		"node.infra-1", "cordon, drain", "reboot", "Plan: 6 nodes to update (2 reboot, 4 in place)"} {
+	for _, want := range []string{"node." + c.name("worker-0"), "node." + c.name("worker-3"), "restart chronyd.service",
+		"node." + c.name("infra-1"), "cordon, drain", "reboot", "Plan: 6 nodes to update (2 reboot, 4 in place)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan does not show %q:\n%s", want, out)
 		}
@@ -435,7 +96,7 @@ func TestKubeRolloutWithAgents(t *testing.T) {
 		}
 	}
 	// The evictable pods left the drained nodes; the DaemonSet pods stayed.
-	demo, err := c.env.Client.CoreV1().Pods("demo").List(context.Background(), metav1.ListOptions{})
+	demo, err := c.env.Client.CoreV1().Pods(c.demo).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +122,7 @@ func TestKubeRolloutWithAgents(t *testing.T) {
 	// A rendered config nothing uses (an earlier rollout's) is pruned, as mcp-apply; the
 	// pools' configs stay and the boot server goes on serving them.
 	ctx := context.Background()
-	b := kubestate.New(c.env.Client, "mcp-state", kubestate.Options{})
+	b := kubestate.New(c.env.Client, c.stateNS, kubestate.Options{})
 	st, err := b.Read(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -477,7 +138,7 @@ func TestKubeRolloutWithAgents(t *testing.T) {
 		!strings.Contains(out, "- "+earlier.Name) || !strings.Contains(out, "Pruned 1 rendered config.") {
 		t.Errorf("prune: exit %d\n%s", code, out)
 	}
-	after, err := kubestate.New(c.env.Client, "mcp-state", kubestate.Options{}).Read(ctx)
+	after, err := kubestate.New(c.env.Client, c.stateNS, kubestate.Options{}).Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,16 +182,18 @@ config "10-marker" {
 // timeout, names them, and leaves the db node uncordoned on its old config, while the
 // worker pool rolls out.
 func TestKubePDBBlocksDrain(t *testing.T) {
+	waiting(t)
 	c := newKubeCluster(t, blockedPools, map[string]int{"worker": 2, "db": 1})
-	c.env.AddPod(t, "demo", "db-0", "db-0", map[string]string{"app": "db"}, false)
-	c.env.AddPDB(t, "demo", "db-pdb", map[string]string{"app": "db"}, 1)
-	c.env.WaitPDB(t, "demo", "db-pdb", func(p *policyv1.PodDisruptionBudget) bool {
+	c.addPod(t, "db-0", "db-0", map[string]string{"app": "db"}, false)
+	c.addPDB(t, "db-pdb", map[string]string{"app": "db"}, 1)
+	c.env.WaitPDB(t, c.demo, "db-pdb", func(p *policyv1.PodDisruptionBudget) bool {
 		return p.Status.CurrentHealthy == 1 && p.Status.DisruptionsAllowed == 0
 	})
+	pdb, pod := c.demo+"/db-pdb", c.demo+"/db-0"
 
 	out, code := c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode")
-	if code != 2 || !strings.Contains(out, "demo/db-pdb") || !strings.Contains(out, "demo/db-0") {
-		t.Fatalf("plan: exit %d, want 2 and the blocker demo/db-pdb on demo/db-0\n%s", code, out)
+	if code != 2 || !strings.Contains(out, pdb) || !strings.Contains(out, pod) {
+		t.Fatalf("plan: exit %d, want 2 and the blocker %s on %s\n%s", code, pdb, pod, out)
 	}
 	start := time.Now()
 	out, code = c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-drain-retry-delay=500ms")
@@ -538,7 +201,7 @@ func TestKubePDBBlocksDrain(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("apply: exit %d, want 1\n%s", code, out)
 	}
-	for _, want := range []string{"db-0", "PodDisruptionBudget demo/db-pdb", "needs 1 healthy, has 1"} {
+	for _, want := range []string{"db-0", "PodDisruptionBudget " + pdb, "needs 1 healthy, has 1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("apply output does not name %q:\n%s", want, out)
 		}
@@ -565,8 +228,8 @@ func TestKubePDBBlocksDrain(t *testing.T) {
 	// The failure is on the node for status -nodes, as docs/status.md shows it, though this
 	// apply held the state lock (its claim is not released otherwise).
 	out, code = c.mcp(t, "mcp-apply", "status", "-nodes", "-no-color")
-	if row := lineWith(out, "db-0"); code != 0 || !strings.Contains(row, "last apply failed: ") || !strings.Contains(row, "demo/db-pdb") {
-		t.Errorf("status -nodes: exit %d; db-0's REASON does not say the last apply failed it on demo/db-pdb\n%s", code, out)
+	if row := lineWith(out, "db-0"); code != 0 || !strings.Contains(row, "last apply failed: ") || !strings.Contains(row, pdb) {
+		t.Errorf("status -nodes: exit %d; db-0's REASON does not say the last apply failed it on %s\n%s", code, pdb, out)
 	}
 	t.Logf("blocked apply took %v", took.Round(time.Millisecond))
 }
@@ -576,7 +239,8 @@ func TestKubePDBBlocksDrain(t *testing.T) {
 // failed, left cordoned (its hand-over stands), and the message says nothing on it started
 // — not that it was changed part-way.
 func TestKubeAgentNeverTakesUpItsUpdate(t *testing.T) {
-	c := newKubeCluster(t, `
+	waiting(t)
+	const hcl = `
 pool "worker" {
   node_selector = { "node-role.kubernetes.io/worker" = "" }
 }
@@ -585,21 +249,14 @@ config "10-marker" {
   pools = ["worker"]
   file "/etc/mcp-marker" { content = "v2\n" }   # no on_change: cordon, drain, reboot
 }
-`, map[string]int{"worker": 1}, "worker-0")
-	main := filepath.Join(c.dir, "main.hcl")
-	b, err := os.ReadFile(main)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = []byte(strings.Replace(string(b), `provider "kubernetes" {}`, `provider "kubernetes" { node_timeout = "25s" }`, 1))
-	if err := os.WriteFile(main, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+`
+	c := newKubeCluster(t, hcl, map[string]int{"worker": 1}, "worker-0")
+	c.writeConfig(t, hcl, `node_timeout = "25s"`)
 	out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color")
 	if code != 1 {
 		t.Fatalf("apply: exit %d, want 1\n%s", code, out)
 	}
-	if !strings.Contains(out, "node.worker-0: waiting for its agent to take up update ") {
+	if !strings.Contains(out, "node."+c.name("worker-0")+": waiting for its agent to take up update ") {
 		t.Errorf("apply did not say, while it waited, what it waited for:\n%s", out)
 	}
 	if strings.Contains(out, "part-way") || !strings.Contains(out, "nothing on it started") {
@@ -623,9 +280,10 @@ func lineWith(out, s string) string {
 // TestKubeLockLease: while an apply holds the state Lease a second is refused, naming the
 // holder; once the holder dies (SIGKILL: no unlock) the Lease is taken over after it expires.
 func TestKubeLockLease(t *testing.T) {
+	waiting(t)
 	c := newKubeCluster(t, blockedPools, map[string]int{"db": 1})
-	c.env.AddPod(t, "demo", "db-0", "db-0", map[string]string{"app": "db"}, false)
-	c.env.AddPDB(t, "demo", "db-pdb", map[string]string{"app": "db"}, 1)
+	c.addPod(t, "db-0", "db-0", map[string]string{"app": "db"}, false)
+	c.addPDB(t, "db-pdb", map[string]string{"app": "db"}, 1)
 	// The first apply hangs in a drain the PDB refuses (a long drain timeout), holding the lock.
 	first := exec.Command(c.bin, "apply", "-auto-approve", "-drain-timeout=10m")
 	first.Dir = c.dir
@@ -634,7 +292,7 @@ func TestKubeLockLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Process.Kill()
-	leases := c.env.Client.CoordinationV1().Leases("mcp-state")
+	leases := c.env.Client.CoordinationV1().Leases(c.stateNS)
 	waitUntil(t, 60*time.Second, func() bool {
 		_, err := leases.Get(context.Background(), protocol.LockLease, metav1.GetOptions{})
 		return err == nil
@@ -662,8 +320,8 @@ func TestKubeLockLease(t *testing.T) {
 // need is proven by the rollout tests, which run as them; here SelfSubjectAccessReviews
 // check what they are refused.
 func TestKubeDeployRBAC(t *testing.T) {
-	env := k8senv.Start(t, k8senv.Options{})
-	applyManifests(t, env, deploy.Manifests)
+	waiting(t)
+	env := sharedKube(t)
 	env.EnsureNamespace(t, "openshift-machine-api")
 	repo, _ := filepath.Abs("..")
 	for _, d := range []string{"deploy/machine-api/openshift", "deploy/machine-api/cluster-api"} {
@@ -805,6 +463,7 @@ func selfCanNamed(t *testing.T, cs kubernetes.Interface, verb, group, resource, 
 // manages, with a warning; apply restores them all (the agent's own drift check does not
 // stop it on the unlisted ones) and the next plan has nothing to do.
 func TestKubeDriftPastTheAnnotationLimit(t *testing.T) {
+	waiting(t)
 	var hcl strings.Builder
 	hcl.WriteString("pool \"worker\" {\n  node_selector = { \"node-role.kubernetes.io/worker\" = \"\" }\n}\n\nconfig \"10-many\" {\n  pools = [\"worker\"]\n")
 	for i := range 25 {
@@ -833,7 +492,7 @@ func TestKubeDriftPastTheAnnotationLimit(t *testing.T) {
 	// -detailed-exitcode says apply would change the node (2), -detailed-exitcode=config
 	// that the configuration asks for nothing (0).
 	out, code := c.mcp(t, "mcp-apply", "drift", "-no-color", "-detailed-exitcode")
-	if code != 2 || !strings.Contains(out, "node.worker-0 (pool worker") || !strings.Contains(out, "and 5 more paths, not listed") {
+	if code != 2 || !strings.Contains(out, "node."+c.name("worker-0")+" (pool worker") || !strings.Contains(out, "and 5 more paths, not listed") {
 		t.Fatalf("drift with 25 drifted paths: exit %d, want 2\n%s", code, out)
 	}
 	if out, code := c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode=config"); code != 0 {

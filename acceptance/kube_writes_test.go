@@ -14,15 +14,10 @@ import (
 	"github.com/mcpfleet/mcp/model"
 )
 
-// writesMain keeps the state out of the cluster, as make bench-kube does: what the API
+// writesState keeps the state out of the cluster, as make bench-kube does: what the API
 // server counts is then the rollout's own traffic (hand-overs and the agents' reports),
 // not the state backend's.
-const writesMain = `provider "kubernetes" {}
-
-state {
-  backend = "local"
-}
-`
+const writesState = "state {\n  backend = \"local\"\n}\n"
 
 // writesPools is one pool of in-place updates (a file whose change restarts a unit), k at
 // a time.
@@ -54,6 +49,7 @@ const maxWritesPerNode = 2.5
 // measured over a quiet stretch before the rollout and taken off at that rate; what is left,
 // per node updated, must be at most 2.5.
 func TestKubeInPlaceWritesPerNode(t *testing.T) {
+	waiting(t)
 	n := 20
 	if s := os.Getenv("MCP_KUBE_WRITES_NODES"); s != "" {
 		v, err := strconv.Atoi(s)
@@ -63,10 +59,13 @@ func TestKubeInPlaceWritesPerNode(t *testing.T) {
 		n = v
 	}
 	k := max(n/4, 1)
-	c := newKubeClusterMain(t, writesMain, writesPools(k, "a.example.com"), map[string]int{"worker": n})
+	// A control plane of its own: the API server's counts are of every client, and other
+	// tests' would be in them.
+	c := newPrivateKubeCluster(t, writesPools(k, "a.example.com"), map[string]int{"worker": n},
+		func(c *kubeCluster) { c.stateBlock = writesState })
 	out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color")
 	if code != 0 {
-		t.Fatalf("first apply: exit %d\n%s", code, lastLines(out, 20))
+		t.Fatalf("first apply: exit %d\n%s", code, lastLines(out, 60))
 	}
 	c.settled(t)
 
@@ -84,9 +83,7 @@ func TestKubeInPlaceWritesPerNode(t *testing.T) {
 	}
 	background := writes(quiet1.requestsSince(quiet0)) / time.Since(t0).Seconds()
 
-	if err := os.WriteFile(filepath.Join(c.dir, "main.hcl"), []byte(writesMain+writesPools(k, "b.example.com")), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	c.writeConfig(t, writesPools(k, "b.example.com"))
 	before, err := scrapeAPIServer(ctx, c.env.Client)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 // mcp apply on a terminal draws one line per pool and one per node in progress, redrawn in
 // place: read back from a real terminal (tmux) as a person would see it, while it runs.
 func TestLiveProgressOnATerminal(t *testing.T) {
+	exclusive(t)
 	mcp, dir := liveFleet(t, "worker=6,infra=2", `provider "local" {
   fleet           = "./fleet"
   drain_duration  = "200ms"
@@ -107,6 +108,7 @@ config "50-x" {
 // wrapped to 80 columns. The plan printed before the apply does not wrap at 160 columns
 // either.
 func TestLiveProgressFitsTheTerminal(t *testing.T) {
+	exclusive(t)
 	// One node at a time, each drained and rebooted: the others wait, with a long reason.
 	mcp, dir := liveFleet(t, "worker=6", `provider "local" {
   fleet           = "./fleet"

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/mcpfleet/mcp/kubeapi/protocol"
@@ -47,6 +47,7 @@ func (s lockFreeTally) String() string {
 // max_unavailable, nothing left cordoned, every node Done; neither apply failed (a node
 // the other held is not started: exit 2, not 1); and no claim was taken from a live apply.
 func TestUnlockedAppliesClaimNodes(t *testing.T) {
+	exclusive(t)
 	n := runsFrom(t, "MCP_LOCKFREE_RUNS") // how many times two applies are raced
 	tally := lockFreeTally{exits: map[int]int{}}
 	for i := range n {
@@ -122,20 +123,6 @@ func exitCode(err error) int {
 	return -1
 }
 
-// lockFreePools: one pool of four nodes, two at a time, every node rebooting into each new
-// config (a file with no on_change).
-const lockFreePools = `
-pool "worker" {
-  node_selector   = { "node-role.kubernetes.io/worker" = "" }
-  max_unavailable = 2
-}
-
-config "10-marker" {
-  pools = ["worker"]
-  file "/etc/mcp-marker" { content = "%s\n" }   # no on_change: a reboot
-}
-`
-
 // outOfService follows, from a watch of the Nodes, how many of them are out of service at
 // once as the planner counts it (planner.Condition): NotReady, cordoned, Degraded, or
 // updating (the agent Working, or told to move to a config it does not run yet). The
@@ -178,9 +165,10 @@ func watchOutOfService(t *testing.T, c *kubeCluster) *outOfService {
 		}
 	}
 	_, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: cache.NewListWatchFromClient(c.env.Client.CoreV1().RESTClient(), "nodes", "", fields.Everything()),
-		ObjectType:    &corev1.Node{},
-		Handler:       cache.ResourceEventHandlerFuncs{AddFunc: note, UpdateFunc: func(_, obj any) { note(obj) }},
+		ListerWatcher: cache.NewFilteredListWatchFromClient(c.env.Client.CoreV1().RESTClient(), "nodes", "",
+			func(o *metav1.ListOptions) { o.LabelSelector = c.fleet() }),
+		ObjectType: &corev1.Node{},
+		Handler:    cache.ResourceEventHandlerFuncs{AddFunc: note, UpdateFunc: func(_, obj any) { note(obj) }},
 	})
 	go ctrl.RunWithContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), ctrl.HasSynced) {
@@ -194,15 +182,14 @@ func watchOutOfService(t *testing.T, c *kubeCluster) *outOfService {
 // the agents' own records — every node rebooted exactly once into each config, never more
 // than max_unavailable nodes out of service at once, neither apply failed (exit 0 or 2).
 func TestKubeUnlockedAppliesClaimNodes(t *testing.T) {
-	c := newKubeCluster(t, fmt.Sprintf(lockFreePools, "v1"), map[string]int{"worker": 4})
+	waiting(t)
+	c := newKubeCluster(t, markerPools(2, "v1"), map[string]int{"worker": 4})
 	o := watchOutOfService(t, c)
 	var targets []string
 	exits := map[int]int{}
 	for run := 1; run <= 3; run++ {
 		marker := fmt.Sprintf("v%d", run)
-		if err := os.WriteFile(filepath.Join(c.dir, "main.hcl"), []byte(kubeMain+fmt.Sprintf(lockFreePools, marker)), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		c.writeConfig(t, markerPools(2, marker))
 		a, b := c.startApply(t, "-lock=false"), c.startApply(t, "-lock=false")
 		for i, r := range []*applyRun{a, b} {
 			out, code := r.wait(t, 5*time.Minute)

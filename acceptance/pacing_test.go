@@ -84,6 +84,7 @@ func last(evs []local.Event, kind local.EventKind) time.Time {
 // canary + soak: the fleet's own event log shows the canary done (uncordoned) and the soak
 // passed before any other node of the pool is cordoned.
 func TestCanaryAndSoakOnTheLocalFleet(t *testing.T) {
+	exclusive(t)
 	dir, mcp := pacedFleet(t, "4", `  max_unavailable = 2
   canary {
     count = 1
@@ -125,6 +126,7 @@ func TestCanaryAndSoakOnTheLocalFleet(t *testing.T) {
 // fails at once while worker-1 reboots; worker-2 starts after worker-1 — after the first
 // failure — and fails; then no other node of the pool is touched.
 func TestMaxFailuresOnTheLocalFleet(t *testing.T) {
+	exclusive(t)
 	dir, mcp := pacedFleet(t, "5", `  max_unavailable = 2
   max_failures    = 2`, "1s")
 	for _, n := range []string{"worker-0", "worker-2"} {
@@ -168,6 +170,7 @@ func TestMaxFailuresOnTheLocalFleet(t *testing.T) {
 // A closed window defers the pool: the plan names the next opening; apply -no-wait touches
 // nothing of the pool, names the next opening and exits 1; the boot pointer stays.
 func TestClosedWindowDefersThePool(t *testing.T) {
+	exclusive(t)
 	day := time.Now().UTC().AddDate(0, 0, 2)
 	next := time.Date(day.Year(), day.Month(), day.Day(), 12, 0, 0, 0, time.UTC)
 	dir, mcp := pacedFleet(t, "2", `  window {
@@ -224,6 +227,7 @@ func TestClosedWindowDefersThePool(t *testing.T) {
 // without it when the next opening (tomorrow) is beyond -budget-wait. Before, apply waited
 // for the next opening holding the lock.
 func TestWindowClosingMidRolloutEndsApply(t *testing.T) {
+	exclusive(t)
 	if testing.Short() {
 		t.Skip("waits for a real window to close")
 	}

@@ -49,6 +49,7 @@ func mcpInNS(t *testing.T, ns []string, dir string, args ...string) (string, int
 // from the fleet's event logs: every node rebooted once, no claim taken from the live
 // apply, no pool over its budget, nothing left cordoned.
 func TestApplyInAnotherPIDNamespaceSeesTheLiveHolder(t *testing.T) {
+	exclusive(t)
 	ns := inPIDNamespace(t)
 	dir := localQuickstart(t, "50ms", "1500ms")
 	if err := os.WriteFile(filepath.Join(dir, "reboot-all.hcl"), []byte(rebootAll), 0o644); err != nil {
@@ -106,6 +107,7 @@ func TestApplyInAnotherPIDNamespaceSeesTheLiveHolder(t *testing.T) {
 // renews. Judged from worker-0's event log: only the first apply claimed it, nothing took
 // its claim over, and it rebooted once; the second apply ended without starting it.
 func TestApplyOfAnotherStateLeavesALiveClaim(t *testing.T) {
+	exclusive(t)
 	ns := inPIDNamespace(t)
 	dirA := localQuickstart(t, "50ms", "3s")
 	dirB := filepath.Join(t.TempDir(), "b")

@@ -66,6 +66,7 @@ func readmeBlocks(t *testing.T, readme []byte) []readmeBlock {
 // block marked readme-not-runnable is left out and its reason logged. A command that
 // fails fails the test, naming the block's line.
 func TestReadmeRuns(t *testing.T) {
+	exclusive(t)
 	if testing.Short() {
 		t.Skip("builds mcp and runs the demo and the walk-through")
 	}

@@ -139,6 +139,7 @@ func eventKinds(evs []local.Event) []local.EventKind {
 // A node held by its label, and one excluded with -exclude, are never touched, and the plan
 // says so; -target=node.X then touches only X, from a saved plan that records the target.
 func TestHeldNodesUntouchedAndTargetTouchesOnlyIt(t *testing.T) {
+	exclusive(t)
 	dir, mcp := scopeFleet(t, false)
 	fleet := filepath.Join(dir, "fleet")
 	runMCP(t, mcp, "fleet", "set", "-fleet", fleet, "worker-1", "label.mcpfleet.io/hold=kernel-debug")
@@ -217,6 +218,7 @@ func TestHeldNodesUntouchedAndTargetTouchesOnlyIt(t *testing.T) {
 // worker-0's pods to come back, and so on), and the fleet's event log shows exactly that:
 // each later drain after the earlier node's uncordon. The executed steps equal the plan.
 func TestPDBSerialisationAcrossAWaveIsPredictedAndObserved(t *testing.T) {
+	exclusive(t)
 	dir, mcp := scopeFleet(t, true)
 	fleet := filepath.Join(dir, "fleet")
 	text := runMCP(t, mcp, "-chdir="+dir, "plan", "-no-color")

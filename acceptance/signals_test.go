@@ -111,6 +111,7 @@ func signalQuickstart(t *testing.T) string { return localQuickstart(t, "100ms", 
 // arrive together. They are one interrupt: the nodes started finish, none is left
 // cordoned, the lock is released, and the next apply converges without a second reboot.
 func TestTimeoutStopsApplyGracefully(t *testing.T) {
+	exclusive(t)
 	n := signalRuns(t)
 	timeout, err := exec.LookPath("timeout")
 	if err != nil {
@@ -136,6 +137,7 @@ func TestTimeoutStopsApplyGracefully(t *testing.T) {
 // the apply goes on to the end without its audience and exits 0, its real result; nothing
 // is left cordoned, the lock is released, and the plan is empty without a re-run.
 func TestApplyIntoHeadGoesOn(t *testing.T) {
+	exclusive(t)
 	n := signalRuns(t)
 	head, err := exec.LookPath("head")
 	if err != nil {
@@ -191,6 +193,7 @@ func TestApplyIntoHeadGoesOn(t *testing.T) {
 // reboot or its return. One interrupt: the nodes started finish, none is left cordoned,
 // the lock is released, and the next apply converges without a second reboot.
 func TestHangupStopsApplyGracefully(t *testing.T) {
+	exclusive(t)
 	n := signalRuns(t)
 	moments := []local.EventKind{local.EventCordon, local.EventReboot, local.EventReady}
 	var tally stopTally
@@ -230,6 +233,7 @@ func TestHangupStopsApplyGracefully(t *testing.T) {
 // once — and still releases the state lock, so the next apply needs no force-unlock; it
 // continues the node left mid-reboot without rebooting it again.
 func TestSecondInterruptForcesAndReleasesTheLock(t *testing.T) {
+	exclusive(t)
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
@@ -260,6 +264,7 @@ func TestSecondInterruptForcesAndReleasesTheLock(t *testing.T) {
 // Each long-running command says on an interrupt what it does — none of them starts nodes —
 // and ends with exit 0.
 func TestInterruptNoticesOfLongRunningCommands(t *testing.T) {
+	exclusive(t)
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}

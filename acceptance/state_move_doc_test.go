@@ -35,7 +35,10 @@ const stateMoveSection = "### Moving the state of an earlier install to mcp-stat
 // reads back the same from mcp-state, nothing of it is left in mcp-system but the command
 // checks, and the boot server and the drift runner may read no Secret there.
 func TestStateMoveToOwnNamespace(t *testing.T) {
+	waiting(t)
 	cmds := sectionCommands(t, stateMoveSection)
+	// A control plane of its own: an install as deploy/ left it before mcp-state, whose
+	// Roles in mcp-system the page deletes.
 	env := k8senv.Start(t, k8senv.Options{})
 	kubectlBinary(t, env)
 	ctx := context.Background()

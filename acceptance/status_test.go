@@ -131,6 +131,7 @@ func fleetFiles(t *testing.T, dir string) (raw []byte, counts []poolCounts, rebo
 // compared with the counts made from them. A node whose simulated reboot ended meanwhile
 // is back for mcp before its file says so, so such moments are not compared.
 func TestStatusCountsFollowALocalRollout(t *testing.T) {
+	exclusive(t)
 	dir := slowQuickstart(t)
 	bin := mcpBinary(t)
 	if out, err := exec.Command(bin, "-chdir="+dir, "fleet", "set", "worker-1", "label.mcpfleet.io/hold=db migration").CombinedOutput(); err != nil {
@@ -205,11 +206,11 @@ func TestStatusCountsFollowALocalRollout(t *testing.T) {
 func kubeCounts(t *testing.T, c *kubeCluster) (raw string, counts []poolCounts) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := kubestate.New(c.env.Client, "mcp-state", kubestate.Options{}).Read(ctx)
+	st, err := kubestate.New(c.env.Client, c.stateNS, kubestate.Options{}).Read(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes, err := c.env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := c.env.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: c.fleet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,11 +244,12 @@ func kubeCounts(t *testing.T, c *kubeCluster) (raw string, counts []poolCounts) 
 // while apply holds the Lease) counts what the Nodes' annotations, conditions and the
 // state's Secrets say, during the quickstart's rollout and after it.
 func TestKubeStatusCountsFollowARollout(t *testing.T) {
+	waiting(t)
 	c := newKubeCluster(t, quickstartPools, map[string]int{"worker": 4, "infra": 2})
 	copyQuickstart(t, c.dir)
 	ctx := context.Background()
 	hold := []byte(`{"metadata":{"labels":{"mcpfleet.io/hold":"kernel-bug"}}}`)
-	if _, err := c.env.Client.CoreV1().Nodes().Patch(ctx, "worker-2", types.MergePatchType, hold, metav1.PatchOptions{}); err != nil {
+	if _, err := c.env.Client.CoreV1().Nodes().Patch(ctx, c.name("worker-2"), types.MergePatchType, hold, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c.nextRebootDelay.Store(int64(2 * time.Second)) // the first infra node stays down a while

@@ -150,7 +150,10 @@ func comparable(u *unstructured.Unstructured) map[string]any {
 // that field, and refuses a stale set without changing anything; then plan, apply and
 // status as deploy/'s mcp-apply (planApplyTemplates).
 func TestKubeMachineTemplates(t *testing.T) {
+	waiting(t)
 	ctx := context.Background()
+	// A control plane of its own: it installs the machine-template CRDs and a ClusterRole,
+	// and its MachineSets would be in every other test's refresh.
 	env := k8senv.Start(t, k8senv.Options{})
 
 	// An identity whose RBAC predates machine templates (nodes, pods and PDBs only) on a

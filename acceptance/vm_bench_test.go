@@ -85,7 +85,7 @@ func (f *vmFleet) watchUpdate(t *testing.T, vm *vmnode.VM, oldDesired string) *u
 	bootsBefore := len(vm.Boots())
 	go func() { // the Node: hand-over and Done
 		for ctx.Err() == nil {
-			a := f.node(t, vm.Name).Annotations
+			a := f.node(t, f.short(vm.Name)).Annotations
 			now := time.Now()
 			w.mu.Lock()
 			if w.handover.IsZero() && a[protocol.DesiredConfig] != oldDesired {

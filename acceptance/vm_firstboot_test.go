@@ -21,7 +21,7 @@ import (
 // already on its pool's config. Judged from inside the machine (its files, its units, the
 // booted deployment, boot ids) and from the Node.
 func TestVMFirstBoot(t *testing.T) {
-	t.Parallel()
+	machines(t)
 	f := newVMCluster(t, vmPool("vm:mcp/v2", "", "first boot\n"))
 	// The pool has no node yet: apply renders its config and the boot server serves it.
 	if out, code := f.apply(t); code != 0 {

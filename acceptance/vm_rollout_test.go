@@ -21,7 +21,7 @@ import (
 //     previous deployment, and mcp reports the node Degraded with what it expected and
 //     what it found, its config not current; a fixed commit applied next heals it.
 func TestVMRollout(t *testing.T) {
-	t.Parallel()
+	machines(t)
 	f := newVMFleet(t, vmPool("vm:mcp/v1", "", "generation 1\n"), vmnode.Options{BootCounter: true}, "vm-0")
 	vm := f.vms["vm-0"]
 	first := readGuest(t, vm)

@@ -64,12 +64,12 @@ func newVMCluster(t *testing.T, hcl string) *vmFleet {
 	return &vmFleet{kubeCluster: newKubeCluster(t, hcl, nil), img: img, vms: map[string]*vmnode.VM{}}
 }
 
-// addVM makes the Node name in the VM pool and its machine, with the agent in its share;
-// it does not start it.
+// addVM makes the test's Node name in the VM pool and its machine, with the agent in its
+// share; it does not start it. The machine is named as the cluster names the Node.
 func (f *vmFleet) addVM(t *testing.T, name string, opts vmnode.Options) *vmnode.VM {
 	t.Helper()
-	f.env.AddNode(t, name, map[string]string{vmPoolLabel: ""})
-	vm := vmnode.New(t, f.img, name, opts)
+	f.addNode(t, name, "vm", "")
+	vm := vmnode.New(t, f.img, f.name(name), opts)
 	f.vms[name] = vm
 	f.configureAgent(t, vm, vmAgentBinary(t))
 	return vm
@@ -148,8 +148,8 @@ func (f *vmFleet) configureAgent(t *testing.T, vm *vmnode.VM, agent string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := fmt.Sprintf("-node %s -kubeconfig /run/mcp/kubeconfig -server %s -os-tool ostree -interval 2s -reboot-wait 5m",
-		vm.Name, guestURL(f.server))
+	args := fmt.Sprintf("-node %s -namespace %s -kubeconfig /run/mcp/kubeconfig -server %s -os-tool ostree -interval 2s -reboot-wait 5m",
+		vm.Name, f.mcpNS, guestURL(f.server))
 	for name, content := range map[string][]byte{"mcp-agent": b, "agent.env": []byte("MCP_AGENT_ARGS=" + args + "\n")} {
 		if err := os.WriteFile(filepath.Join(vm.Share, name), content, 0o755); err != nil {
 			t.Fatal(err)
@@ -157,10 +157,12 @@ func (f *vmFleet) configureAgent(t *testing.T, vm *vmnode.VM, agent string) {
 	}
 }
 
-// waitReported waits until node's agent reports that its machine boots image.
+// waitReported waits until node's agent reports that its machine boots image: up to two
+// boots' worth of vmnode's boot timeout, as a first boot pivots and boots again (the
+// machines are emulated beside the package's other tests, on 2 cores).
 func (f *vmFleet) waitReported(t *testing.T, node, image string) {
 	t.Helper()
-	waitUntil(t, 5*time.Minute, func() bool {
+	waitUntil(t, 10*time.Minute, func() bool {
 		return f.node(t, node).Annotations[protocol.OSImage] == image
 	}, func() string {
 		n := f.node(t, node)
@@ -169,10 +171,11 @@ func (f *vmFleet) waitReported(t *testing.T, node, image string) {
 	})
 }
 
-// sh runs a script in the VM, failing the test when it fails.
+// sh runs a script in the VM, failing the test when it fails. It waits for the machine's
+// command channel, which comes up with its boot: as long as a boot may take.
 func sh(t *testing.T, vm *vmnode.VM, script string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	out, err := vm.Run(ctx, script)
 	if err != nil {
@@ -218,9 +221,7 @@ func readGuest(t *testing.T, vm *vmnode.VM) guestState {
 // setHCL replaces the configuration's pools and configs.
 func (f *vmFleet) setHCL(t *testing.T, hcl string) {
 	t.Helper()
-	if err := os.WriteFile(filepath.Join(f.dir, "main.hcl"), []byte(kubeMain+hcl), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	f.writeConfig(t, hcl)
 }
 
 // apply runs mcp apply and returns its output and exit code.

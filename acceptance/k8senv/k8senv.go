@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,17 +70,73 @@ type Env struct {
 	// StartupTime is how long Start took, from the first process to a usable plane.
 	StartupTime time.Duration
 
-	pki   *pki
-	procs []*process
+	pki      *pki
+	procs    []*process
+	stopOnce sync.Once
 }
 
 // Start starts etcd, kube-apiserver, kube-controller-manager and kwok, waits until the
-// apiserver is ready and the controller manager works, and returns the Env. It calls
-// t.Skip or t.Fatal when the binaries are missing (see the package comment), and t.Fatal
-// when the plane does not come up.
+// apiserver is ready and the controller manager works, and returns the Env, stopped on
+// t.Cleanup. It calls t.Skip or t.Fatal when the binaries are missing (see the package
+// comment), and t.Fatal when the plane does not come up. A test that does not stop, pause
+// or starve its plane, nor change what is cluster-wide, should use Shared instead.
 func Start(t testing.TB, opts Options) *Env {
 	t.Helper()
 	bin := binDir(t)
+	e, err := start(bin, opts)
+	if e != nil {
+		t.Cleanup(func() { // runs before the scratch directory is removed (Stop)
+			if t.Failed() {
+				t.Log(e.LogTails(40))
+			}
+			e.Stop()
+		})
+	}
+	if err != nil {
+		t.Fatalf("k8senv: starting the control plane (binaries in %s): %v", bin, err)
+	}
+	return e
+}
+
+// shared is the plane Shared starts once for the test binary.
+var shared struct {
+	once sync.Once
+	env  *Env
+	err  error
+}
+
+// Shared returns the test binary's one plane, started by the first test that asks for it
+// (with that test's opts: every caller should pass the same) and stopped by StopShared,
+// which the package's TestMain calls after its tests. Tests on it share one apiserver, so
+// each keeps to Nodes, namespaces and cluster-wide objects of its own; a test that stops,
+// pauses or starves the apiserver, or changes what is cluster-wide, uses Start. It skips or
+// fails as Start does when the binaries are missing; when the plane did not come up, every
+// test that asks fails.
+func Shared(t testing.TB, opts Options) *Env {
+	t.Helper()
+	bin := binDir(t)
+	shared.once.Do(func() { shared.env, shared.err = start(bin, opts) })
+	if shared.err != nil {
+		t.Fatalf("k8senv: starting the shared control plane (binaries in %s): %v", bin, shared.err)
+	}
+	return shared.env
+}
+
+// StopShared stops the plane Shared started, if it did; when failed (the tests' exit code
+// is not zero) it first prints the tail of each process's log to stderr.
+func StopShared(failed bool) {
+	if shared.env == nil {
+		return
+	}
+	if failed || shared.err != nil {
+		fmt.Fprint(os.Stderr, shared.env.LogTails(40))
+	}
+	shared.env.Stop()
+}
+
+// start starts a plane from the binaries in bin. On an error the Env returned (when not
+// nil) holds what did start, for its logs and Stop.
+func start(bin string, opts Options) (*Env, error) {
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 90 * time.Second
 	}
@@ -87,24 +144,41 @@ func Start(t testing.TB, opts Options) *Env {
 		opts.Controllers = []string{"disruption", "serviceaccount"}
 	}
 	began := time.Now()
-	e := &Env{BinDir: bin, Dir: scratchDir(t)}
-	t.Cleanup(func() { // registered after the directories: runs before they are removed
-		if t.Failed() {
-			for _, p := range e.procs {
-				t.Logf("k8senv: last lines of %s (%s):\n%s", p.name, p.logPath, tailFile(p.logPath, 40))
-			}
-		}
-	})
+	dir, err := scratchDir()
+	if err != nil {
+		return nil, err
+	}
+	e := &Env{BinDir: bin, Dir: dir}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.StartTimeout)
 	defer cancel()
-	if err := e.start(t, ctx, opts); err != nil {
-		t.Fatalf("k8senv: starting the control plane (binaries in %s): %v", bin, err)
+	if err := e.start(ctx, opts); err != nil {
+		return e, err
 	}
 	e.StartupTime = time.Since(began)
-	return e
+	return e, nil
 }
 
-func (e *Env) start(t testing.TB, ctx context.Context, opts Options) error {
+// Stop ends every process of the plane (the last started first) and removes its scratch
+// directory. It may be called more than once.
+func (e *Env) Stop() {
+	e.stopOnce.Do(func() {
+		for _, p := range slices.Backward(e.procs) {
+			p.stop()
+		}
+		os.RemoveAll(e.Dir)
+	})
+}
+
+// LogTails is the last n lines of every process's log, for a failure's report.
+func (e *Env) LogTails(n int) string {
+	var b strings.Builder
+	for _, p := range e.procs {
+		fmt.Fprintf(&b, "k8senv: last lines of %s (%s):\n%s\n", p.name, p.logPath, tailFile(p.logPath, n))
+	}
+	return b.String()
+}
+
+func (e *Env) start(ctx context.Context, opts Options) error {
 	dirs := map[string]string{}
 	for _, d := range []string{"pki", "etcd", "logs", "home"} {
 		dirs[d] = filepath.Join(e.Dir, d)
@@ -129,7 +203,7 @@ func (e *Env) start(t testing.TB, ctx context.Context, opts Options) error {
 	}
 
 	run := func(name string, args ...string) (*process, error) {
-		pr, err := start(t, name, filepath.Join(e.BinDir, name), e.Dir, dirs["logs"], []string{"HOME=" + dirs["home"]}, args...)
+		pr, err := startProcess(name, filepath.Join(e.BinDir, name), e.Dir, dirs["logs"], []string{"HOME=" + dirs["home"]}, args...)
 		if err == nil {
 			e.procs = append(e.procs, pr)
 		}
@@ -386,13 +460,12 @@ func moduleRoot() (string, error) {
 }
 
 // scratchDir is a fresh directory on tmpfs (/dev/shm) when there is one, so etcd's writes
-// cost nothing; otherwise t.TempDir(). It is removed on cleanup.
-func scratchDir(t testing.TB) string {
+// cost nothing; otherwise under the system's temporary directory. Stop removes it.
+func scratchDir() (string, error) {
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 		if d, err := os.MkdirTemp("/dev/shm", "k8senv-"); err == nil {
-			t.Cleanup(func() { os.RemoveAll(d) })
-			return d
+			return d, nil
 		}
 	}
-	return t.TempDir()
+	return os.MkdirTemp("", "k8senv-")
 }

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -28,10 +27,10 @@ type process struct {
 	err     error         // the Wait result, valid after exited is closed
 }
 
-// start runs bin with args in dir, stdout and stderr to logDir/name.log. The process is
-// stopped (SIGTERM to its group, SIGKILL after stopGrace) on t.Cleanup; it also gets
-// SIGKILL if the test binary dies first.
-func start(t testing.TB, name, bin, dir, logDir string, env []string, args ...string) (*process, error) {
+// startProcess runs bin with args in dir, stdout and stderr to logDir/name.log. Env.Stop
+// stops it (SIGTERM to its group, SIGKILL after stopGrace); it also gets SIGKILL if the
+// test binary dies first.
+func startProcess(name, bin, dir, logDir string, env []string, args ...string) (*process, error) {
 	p := &process{name: name, logPath: filepath.Join(logDir, name+".log"), exited: make(chan struct{})}
 	f, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -52,7 +51,6 @@ func start(t testing.TB, name, bin, dir, logDir string, env []string, args ...st
 		f.Close()
 		close(p.exited)
 	}()
-	t.Cleanup(p.stop)
 	return p, nil
 }
 

@@ -20,7 +20,7 @@
 // remote "vm").
 //
 // KVM is used only where the CPU offers vmx or svm; otherwise QEMU emulates (TCG), slow
-// but real. At most MaxVMs run at once in a process. When the image, QEMU or debugfs is
+// but real. At most MaxVMs run at once on the machine, across test processes. When the image, QEMU or debugfs is
 // missing a test is skipped with the reason, unless MCP_REQUIRE_VM=1 (make test-vm sets it):
 // then it fails.
 package vmnode
@@ -39,11 +39,6 @@ import (
 	"testing"
 	"time"
 )
-
-// MaxVMs is how many VMs may run at once in one test process (512 MiB each).
-const MaxVMs = 3
-
-var slots = make(chan struct{}, MaxVMs)
 
 // Image is a built VM image (bin/vm).
 type Image struct {
@@ -133,7 +128,8 @@ type Options struct {
 	// is booted (see the package comment).
 	BootCounter bool
 	// BootTimeout bounds a boot, from QEMU's start to the command channel's first answer
-	// (default 5 minutes: TCG on a loaded machine).
+	// (default 10 minutes: TCG on a loaded machine, beside two other machines and the rest
+	// of the acceptance tests, took up to 3.5 minutes a boot on 2 cores).
 	BootTimeout time.Duration
 	// FirstBootArgs are kernel arguments added to the machine's first boot only, as
 	// Fedora CoreOS's GRUB adds ignition.firstboot (and the platform's arguments) while
@@ -179,17 +175,20 @@ func New(t testing.TB, img *Image, name string, opts Options) *VM {
 		opts.MemoryMB = 512
 	}
 	if opts.BootTimeout == 0 {
-		opts.BootTimeout = 5 * time.Minute
+		opts.BootTimeout = 10 * time.Minute
 	}
-	slots <- struct{}{}
+	release, err := acquireSlot(t.Logf, name)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir, err := os.MkdirTemp(scratchParent(), "vmnode-"+name+"-")
 	if err != nil {
-		<-slots
+		release()
 		t.Fatal(err)
 	}
 	sock, err := os.MkdirTemp("", "vm")
 	if err != nil {
-		<-slots
+		release()
 		t.Fatal(err)
 	}
 	v := &VM{Name: name, Dir: dir, Share: filepath.Join(dir, "share"), Disk: filepath.Join(dir, "disk.img"),
@@ -201,7 +200,7 @@ func New(t testing.TB, img *Image, name string, opts Options) *VM {
 		}
 		os.RemoveAll(dir)
 		os.RemoveAll(sock)
-		<-slots
+		release()
 	})
 	if err := os.MkdirAll(v.Share, 0o755); err != nil {
 		t.Fatal(err)

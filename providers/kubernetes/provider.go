@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -69,6 +70,11 @@ type Options struct {
 	// what the engine writes for them: the pools' command health checks
 	// (protocol.HealthSecret).
 	Namespace string
+	// FleetSelector narrows the fleet to the Nodes it selects (nil: every Node). Refresh
+	// lists only those, and only the pods bound to them; nodes outside it are not seen, so
+	// no pool can select them and no step touches them. Several configurations can share a
+	// cluster this way, each with its own state namespace and fleet (docs/kubernetes.md).
+	FleetSelector labels.Selector
 }
 
 // DefaultNamespace is Options.Namespace's default, the namespace of deploy/.
@@ -178,7 +184,8 @@ func NewForClients(c kubeclient.Interface, d dynamic.Interface, m meta.RESTMappe
 }
 
 // Spec declares the Kubernetes provider: provider "kubernetes" { kubeconfig, context,
-// delete_emptydir_data, evict_unreplicated, node_timeout, request_timeout, namespace }. Its cluster is found
+// delete_emptydir_data, evict_unreplicated, node_timeout, request_timeout, namespace,
+// fleet_selector }. Its cluster is found
 // with client-go's usual rules: the kubeconfig named, else $KUBECONFIG, else
 // ~/.kube/config; its current context unless context names another; and, when none of
 // these exists and mcp runs in a pod, the pod's service account (in-cluster config).
@@ -189,6 +196,7 @@ var Spec = providers.Spec{
 		model.SettingSpec{Name: "node_timeout", Kind: model.SettingDuration, Default: DefaultNodeTimeout, Check: model.PositiveDuration},
 		model.SettingSpec{Name: "request_timeout", Kind: model.SettingDuration, Default: DefaultRequestTimeout, Check: model.PositiveDuration},
 		kubeconfig.NamespaceSetting(DefaultNamespace),
+		model.SettingSpec{Name: "fleet_selector", Kind: model.SettingString, Check: checkFleetSelector},
 	)},
 	New: func(s model.Settings) (providers.Provider, error) {
 		cfg, err := kubeconfig.FromSettings(s, "loading kubeconfig")
@@ -196,8 +204,12 @@ var Spec = providers.Spec{
 			return nil, err
 		}
 		empty, unreplicated := s.Bool("delete_emptydir_data"), s.Bool("evict_unreplicated")
+		fleet, err := fleetSelector(s.Str("fleet_selector"))
+		if err != nil {
+			return nil, &model.SettingError{Setting: "fleet_selector", Err: err}
+		}
 		p, err := New(cfg, Options{DeleteEmptyDirData: &empty, EvictUnreplicated: &unreplicated, NodeTimeout: s.Duration("node_timeout"),
-			RequestTimeout: s.Duration("request_timeout"), Namespace: s.Str("namespace")})
+			RequestTimeout: s.Duration("request_timeout"), Namespace: s.Str("namespace"), FleetSelector: fleet})
 		if err != nil {
 			return nil, err
 		}

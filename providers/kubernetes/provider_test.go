@@ -58,16 +58,17 @@ func TestSpec(t *testing.T) {
 		t.Errorf("context prod: host %s", h)
 	}
 	p, err := build(Spec, map[string]any{"kubeconfig": kc, "delete_emptydir_data": false, "evict_unreplicated": false,
-		"node_timeout": "5m", "request_timeout": "10s", "namespace": "mcp-prod"})
+		"node_timeout": "5m", "request_timeout": "10s", "namespace": "mcp-prod", "fleet_selector": "mcpfleet.io/fleet=blue,!control-plane"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if p.o.deleteEmptyDirData() || p.o.evictUnreplicated() || p.o.NodeTimeout != 5*time.Minute || p.o.RequestTimeout != 10*time.Second ||
-		p.o.Namespace != "mcp-prod" {
-		t.Errorf("options %+v: want delete_emptydir_data and evict_unreplicated false, node_timeout 5m, request_timeout 10s, namespace mcp-prod", p.o)
+		p.o.Namespace != "mcp-prod" || p.o.FleetSelector.String() != "!control-plane,mcpfleet.io/fleet=blue" {
+		t.Errorf("options %+v: want delete_emptydir_data and evict_unreplicated false, node_timeout 5m, request_timeout 10s, namespace mcp-prod, the fleet selector", p.o)
 	}
 	if p, err := build(Spec, map[string]any{"kubeconfig": kc}); err != nil || p.o.RequestTimeout != DefaultRequestTimeout ||
-		p.o.Namespace != DefaultNamespace || p.o.NodeTimeout != DefaultNodeTimeout || !p.o.deleteEmptyDirData() || !p.o.evictUnreplicated() {
+		p.o.Namespace != DefaultNamespace || p.o.NodeTimeout != DefaultNodeTimeout || !p.o.deleteEmptyDirData() || !p.o.evictUnreplicated() ||
+		p.o.FleetSelector != nil {
 		t.Errorf("defaults: %+v, %v", p.o, err)
 	}
 	t.Setenv("KUBECONFIG", kc)
@@ -86,6 +87,7 @@ func TestSpec(t *testing.T) {
 		{map[string]any{"node_timeout": "-1m"}, `"-1m" is not a duration`},
 		{map[string]any{"request_timeout": "0s"}, `request_timeout = "0s": want a positive duration`},
 		{map[string]any{"namespace": "MCP/System"}, `namespace = "MCP/System": not a namespace name`},
+		{map[string]any{"fleet_selector": "team==a==b"}, `fleet_selector = "team==a==b": not a label selector`},
 	} {
 		if _, err := build(Spec, c.given); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("settings %v: %v, want an error with %q", c.given, err, c.want)

@@ -30,7 +30,8 @@ const activePods = "spec.nodeName!=,status.phase!=" + string(corev1.PodSucceeded
 	",status.phase!=" + string(corev1.PodFailed)
 
 // Refresh lists nodes, pods and PodDisruptionBudgets, one paged LIST each (run side by
-// side), whatever the number of nodes, and the machine templates (templates.go: MachineSets
+// side), whatever the number of nodes — the fleet's nodes and the pods bound to them, when
+// Options.FleetSelector narrows it; every PDB, as a budget counts pods on any node —, and the machine templates (templates.go: MachineSets
 // and MachineDeployments, one paged LIST each, and a GET per infrastructure template).
 // Nodes are sorted by name, pods by namespace/name, PDBs by namespace/name, templates by ID.
 func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
@@ -67,6 +68,9 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	if p.o.FleetSelector != nil {
+		f.Pods = fleetPods(f.Pods, f.Nodes)
+	}
 	slices.SortFunc(f.Pods, func(a, b model.Pod) int {
 		return cmp2(a.Namespace, b.Namespace, a.Name, b.Name)
 	})
@@ -86,14 +90,17 @@ func (p *Provider) RefreshNodes(ctx context.Context) (*model.Fleet, error) {
 	return f, nil
 }
 
-// listNodes fills f.Nodes with every node, sorted by name, from one paged LIST.
+// listNodes fills f.Nodes with every node of the fleet (Options.FleetSelector), sorted by
+// name, from one paged LIST.
 func (p *Provider) listNodes(ctx context.Context, f *model.Fleet) error {
-	err := p.each(ctx, "nodes", metav1.ListOptions{},
+	err := p.each(ctx, "nodes", p.fleetNodes(),
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return p.client.CoreV1().Nodes().List(ctx, o)
 		},
 		func(obj runtime.Object) error {
-			f.Nodes = append(f.Nodes, nodeOf(obj.(*corev1.Node)))
+			if n := obj.(*corev1.Node); p.inFleet(n.Labels) {
+				f.Nodes = append(f.Nodes, nodeOf(n))
+			}
 			return nil
 		})
 	slices.SortFunc(f.Nodes, func(a, b model.Node) int { return strings.Compare(a.Name, b.Name) })

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,10 +20,65 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
 )
+
+// TestRefreshFleetSelector: with fleet_selector, the fleet is the Nodes it selects and the
+// pods bound to them, asked of the API server as a label selector; every PDB stays (a
+// budget counts its pods on any node).
+func TestRefreshFleetSelector(t *testing.T) {
+	blue, green := map[string]string{"fleet": "blue"}, map[string]string{"fleet": "green"}
+	a, b, c := kNode("a-0", "a", true, nil), kNode("b-0", "a", true, nil), kNode("c-0", "a", true, nil)
+	a.Labels, b.Labels = blue, green
+	cs := fake.NewClientset(a, b, c,
+		kPod("demo", "web-a", "a-0", "", nil), kPod("demo", "web-b", "b-0", "", nil), kPod("demo", "web-c", "c-0", "", nil),
+		kPDB("demo", "web-pdb", map[string]string{"app": "web"}, intstr.FromInt32(1), 1, 1, 0))
+	var asked []string
+	cs.PrependReactor("list", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		asked = append(asked, a.(k8stesting.ListAction).GetListRestrictions().Labels.String())
+		return false, nil, nil
+	})
+	for _, tc := range []struct {
+		selector    string
+		nodes, pods string
+	}{
+		{"fleet=blue", "a-0", "demo/web-a"},
+		{"fleet", "a-0 b-0", "demo/web-a demo/web-b"},
+		{"", "a-0 b-0 c-0", "demo/web-a demo/web-b demo/web-c"},
+	} {
+		sel, err := fleetSelector(tc.selector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := NewForClient(cs, Options{FleetSelector: sel})
+		asked = nil
+		for name, refresh := range map[string]func(context.Context) (*model.Fleet, error){"Refresh": p.Refresh, "RefreshNodes": p.RefreshNodes} {
+			f, err := refresh(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var nodes, pods []string
+			for _, n := range f.Nodes {
+				nodes = append(nodes, n.Name)
+			}
+			for _, p := range f.Pods {
+				pods = append(pods, p.Namespace+"/"+p.Name)
+			}
+			if name == "RefreshNodes" {
+				pods = strings.Fields(tc.pods) // it lists no pods
+			}
+			if strings.Join(nodes, " ") != tc.nodes || strings.Join(pods, " ") != tc.pods || name == "Refresh" && len(f.PDBs) != 1 {
+				t.Errorf("fleet_selector %q, %s: nodes %v, pods %v, %d PDBs; want nodes %s, pods %s, the one PDB", tc.selector, name, nodes, pods, len(f.PDBs), tc.nodes, tc.pods)
+			}
+		}
+		if want := []string{tc.selector, tc.selector}; !slices.Equal(asked, want) {
+			t.Errorf("fleet_selector %q: the node LISTs asked for label selectors %q, want %q", tc.selector, asked, want)
+		}
+	}
+}
 
 func TestRefreshMapping(t *testing.T) {
 	drift, _ := protocol.EncodeDrift([]model.Drift{{Path: "/etc/x", Kind: model.DriftContent, Expected: "a", Found: "b"}})

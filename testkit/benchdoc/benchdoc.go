@@ -50,7 +50,10 @@ func replaceMachine(doc string) string {
 	return doc[:i] + machine() + doc[j+len(machineEnd):]
 }
 
-func machine() string {
+func machine() string { return machineBegin + "\n" + Machine() + machineEnd }
+
+// Machine describes this machine in one line: cores, CPU, memory, OS, kernel, Go.
+func Machine() string {
 	cpu := "unknown CPU"
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
@@ -76,8 +79,8 @@ func machine() string {
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil && strings.Contains(string(b), " hypervisor") {
 		kernel += ", a virtual machine (system calls cost more than on bare metal)"
 	}
-	return fmt.Sprintf("%s\nMachine: %d cores (%s)%s, %s/%s%s, %s.\n%s",
-		machineBegin, runtime.NumCPU(), cpu, mem, runtime.GOOS, runtime.GOARCH, kernel, runtime.Version(), machineEnd)
+	return fmt.Sprintf("Machine: %d cores (%s)%s, %s/%s%s, %s.\n",
+		runtime.NumCPU(), cpu, mem, runtime.GOOS, runtime.GOARCH, kernel, runtime.Version())
 }
 
 // LoadAverage is the machine's 1-minute load average now ("?" when unknown), for a
