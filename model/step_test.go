@@ -106,7 +106,7 @@ func TestStepJSONRoundTrip(t *testing.T) {
 		}
 	}
 	// A kind past the enum has no name to write.
-	if b, err := json.Marshal(Step{Kind: StepUncordon + 1}); err != nil || !strings.Contains(string(b), `"StepKind(12)"`) {
+	if b, err := json.Marshal(Step{Kind: StepAdopt + 1}); err != nil || !strings.Contains(string(b), `"StepKind(13)"`) {
 		t.Errorf("an unknown kind marshals as %s, %v", b, err)
 	}
 }
