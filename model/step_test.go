@@ -18,10 +18,10 @@ func TestStepKindsRoundTrip(t *testing.T) {
 		}
 		prev = k
 	}
-	if prev != StepUncordon {
-		t.Errorf("the last valid kind is %s, want uncordon", prev)
+	if prev != StepAdopt {
+		t.Errorf("the last valid kind is %s, want adopt", prev)
 	}
-	if k := StepUncordon + 1; k.Valid() || k.String() != "StepKind(12)" {
+	if k := StepAdopt + 1; k.Valid() || k.String() != "StepKind(13)" {
 		t.Errorf("past the enum: valid %v, %q", k.Valid(), k)
 	}
 	if StepKind(0).Valid() {
