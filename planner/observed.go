@@ -60,6 +60,11 @@ func fromObservation(in Input, n *model.Node, target *model.Rendered, h steps.Ho
 		}
 		return nil, warn, false
 	}
+	if n.CurrentConfig == "" && carriesNone(obs, target) {
+		// A node with nothing of target (a new one): its steps and reasons are those of a
+		// move from nothing, as the pool's changes show it; the same steps either way.
+		return nil, "", false
+	}
 	drift := obs.Drift
 	if obs.Unlisted > 0 {
 		warn = fmt.Sprintf("the node differs from %s in %d more items than observed: every item of it is written, with their on_change policies",
@@ -67,6 +72,29 @@ func fromObservation(in Input, n *model.Node, target *model.Rendered, h steps.Ho
 		drift = append(steps.EveryPath(target), onHost(obs.Drift)...)
 	}
 	return steps.Restore(nil, drift, target, h), warn, true
+}
+
+// carriesNone reports whether the observation shows none of target's files, directories,
+// links and units on the node as target has them (or more differences than it lists).
+func carriesNone(obs *model.Observation, target *model.Rendered) bool {
+	if obs.Unlisted > 0 {
+		return true
+	}
+	differs := map[string]bool{}
+	for _, d := range obs.Drift {
+		differs[d.Path] = true
+	}
+	for _, e := range target.Entries() {
+		if !differs[e.Common().Path] {
+			return false
+		}
+	}
+	for _, u := range target.Units {
+		if !differs[steps.UnitPath(u.Name)] {
+			return false
+		}
+	}
+	return true
 }
 
 // onHost is the drift of drift that is of the host (kernel arguments, OS image).

@@ -347,7 +347,14 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 		// from the configs, and cut at the reboot below.
 		host = steps.Host{}
 	}
-	todo, warn, observed := fromObservation(in, n, target, host)
+	// A node that rebooted into target under an interrupted update finishes that update,
+	// as its own record says; another whose config is unknown is planned from what it carries.
+	var todo []model.Step
+	var warn string
+	observed := false
+	if !rebooted {
+		todo, warn, observed = fromObservation(in, n, target, host)
+	}
 	if warn != "" {
 		np.Warnings = append(np.Warnings, warn)
 	}

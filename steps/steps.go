@@ -281,13 +281,16 @@ func EveryPath(target *model.Rendered) []model.Drift {
 		d = append(d, model.Drift{Path: e.Common().Path, Kind: model.DriftUnlistedKind})
 	}
 	for _, u := range target.Units {
-		d = append(d, model.Drift{Path: unitDir + "/" + u.Name, Kind: model.DriftUnlistedKind})
+		d = append(d, model.Drift{Path: UnitPath(u.Name), Kind: model.DriftUnlistedKind})
 	}
 	return d
 }
 
 // unitDir is where the node executor writes units (nodeexec.UnitDir).
 const unitDir = "/etc/systemd/system"
+
+// UnitPath is where the node executor writes the unit named name: the path its drift has.
+func UnitPath(name string) string { return unitDir + "/" + name }
 
 // Rewrite is a full write of target followed by a reboot, for a node whose current config
 // is unknown: what differs cannot be known.
