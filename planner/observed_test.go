@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -80,5 +81,36 @@ func TestToObserve(t *testing.T) {
 	}
 	if d := cmp.Diff(map[string]string{"w-0": tg.Name, "w-3": tg.Name}, names); d != "" {
 		t.Errorf("ToObserve (-want +got):\n%s", d)
+	}
+}
+
+// A node with an update in flight is not planned from what it carries: an item the
+// interrupted update wrote looks carried, and its on_change would be skipped.
+func TestMakePlanInFlightNotFromObservation(t *testing.T) {
+	tg := target("worker", file("/etc/chrony.conf", "server a", "restart:chronyd.service"))
+	for name, edit := range map[string]func(*model.Node, *Input){
+		"in flight": func(_ *model.Node, in *Input) {
+			in.InFlight = []model.InFlight{{Node: "w-0", Target: tg.Name, Phase: model.PhaseHandOver}}
+		},
+		"working": func(n *model.Node, _ *Input) { n.State, n.DesiredConfig = model.StateWorking, "rendered-worker-other" },
+		"rebooting": func(n *model.Node, _ *Input) {
+			n.PendingReboot = &model.PendingReboot{Config: tg.Name, BootID: n.BootID}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			n := node("w-0", "worker", "a", 0)
+			n.BootID, n.Observed = "b1", &model.Observation{Target: tg.Name}
+			in := Input{Desired: desired(model.Pool{Name: "worker", MaxUnavailable: model.IntOrPercent{Value: 1}}),
+				Rendered: map[string]*model.Rendered{"worker": tg}}
+			edit(&n, &in)
+			in.Fleet = &model.Fleet{Nodes: []model.Node{n}}
+			p, err := MakePlan(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := keys(p.Nodes[0].Steps); !slices.Contains(got, "restart chronyd.service") || p.Nodes[0].Action == NodeAdopt {
+				t.Errorf("%s, steps %v; want the update from nothing, its restart included", p.Nodes[0].Action, got)
+			}
+		})
 	}
 }

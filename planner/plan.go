@@ -347,12 +347,15 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 		// from the configs, and cut at the reboot below.
 		host = steps.Host{}
 	}
-	// A node that rebooted into target under an interrupted update finishes that update,
-	// as its own record says; another whose config is unknown is planned from what it carries.
+	// A settled node whose config is unknown is planned from what it carries. One with an
+	// update in flight (an interrupted apply's, its agent Working, a reboot recorded) is
+	// not: an item its update wrote would look carried, and its on_change (a restart, a
+	// reboot) be skipped; it finishes that update, as its records say.
+	settled := !resuming && (f == nil || !f.Started()) && n.State != model.StateWorking && n.PendingReboot == nil
 	var todo []model.Step
 	var warn string
 	observed := false
-	if !rebooted {
+	if settled {
 		todo, warn, observed = fromObservation(in, n, target, host)
 	}
 	if warn != "" {
