@@ -225,8 +225,12 @@ func TestAdoptFleetThatCarriesItsConfig(t *testing.T) {
 				t.Errorf("the plan still warns of a rewrite:\n%s", out)
 			}
 			before := snapshot(t, dir)
-			if code, out, errOut := mcp(t, dir, "apply", "-auto-approve", "-no-color", "p"); code != 0 {
+			code, out, errOut = mcp(t, dir, "apply", "-auto-approve", "-no-color", "p")
+			if code != 0 {
 				t.Fatalf("apply exit %d\n%s%s", code, out, errOut)
+			}
+			if !strings.Contains(out, "node.worker-0: adopted") || !strings.Contains(out, "adopted (recorded on its target; nothing on it changed)") {
+				t.Errorf("apply does not say the nodes were adopted:\n%s", out)
 			}
 			untouched(t, dir, before, quickstartNodes...)
 			onTargets(t, dir, rs)
