@@ -46,7 +46,8 @@ func ToObserve(d *model.Desired, rendered, knownConfigs map[string]*model.Render
 
 // fromObservation derives the steps of a node whose current config is absent or unknown
 // from what it carries against target (Node.Observed), by the one derivation of steps:
-// exactly the items that differ, each with its own on_change (steps.Restore). ok is false
+// exactly the items that differ, each with its own on_change (steps.FromObserved, which is
+// steps.Restore with its reasons). ok is false
 // without a usable observation: the steps then come from the configs, and warn says why
 // the node could not be observed, if it was tried.
 func fromObservation(in Input, n *model.Node, target *model.Rendered, h steps.Host) (todo []model.Step, warn string, ok bool) {
@@ -71,7 +72,7 @@ func fromObservation(in Input, n *model.Node, target *model.Rendered, h steps.Ho
 			target.Name, obs.Unlisted)
 		drift = append(steps.EveryPath(target), onHost(obs.Drift)...)
 	}
-	return steps.Restore(nil, drift, target, h), warn, true
+	return steps.FromObserved(drift, target, h), warn, true
 }
 
 // carriesNone reports whether the observation shows none of target's files, directories,
