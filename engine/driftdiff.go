@@ -19,26 +19,31 @@ const unitDir = "/etc/systemd/system/"
 // the provider can (providers.FileReader) and shown as a diff from its config's content
 // (model.Drift.Diff). What providers reported of either is not trusted: both are set here.
 func (w *Workspace) explainDrift(ctx context.Context, st *state.State, fleet *model.Fleet) {
-	fr := w.provider()
 	for i := range fleet.Nodes {
 		n := &fleet.Nodes[i]
-		cur := st.Rendered[n.CurrentConfig]
-		for k := range n.Drift {
-			d := &n.Drift[k]
-			d.Diff, d.Sensitive = "", false
-			if cur == nil || d.OnHost() {
-				continue
-			}
-			want, sensitive, ok := expectedContent(cur, d.Path)
-			switch {
-			case !ok:
-			case sensitive:
-				d.Sensitive, d.Expected, d.Found = true, "", ""
-			case d.Kind == model.DriftContent && fr.Has(providers.CapFileReader):
-				got, err := fr.ReadNodeFile(ctx, n.Name, d.Path, textdiff.MaxText+1)
-				if err == nil {
-					d.Diff = textdiff.Diff(want, got, d.Path+" ("+cur.Name+")", d.Path+" (on node "+n.Name+")")
-				}
+		w.explain(ctx, n.Name, w.knownConfig(st, n.CurrentConfig), n.Drift)
+	}
+}
+
+// explain sets each drift entry's Diff and Sensitive against cfg, the config the node was
+// compared with (nil: not known, nothing is explained).
+func (w *Workspace) explain(ctx context.Context, node string, cfg *model.Rendered, drift []model.Drift) {
+	fr := w.provider()
+	for k := range drift {
+		d := &drift[k]
+		d.Diff, d.Sensitive = "", false
+		if cfg == nil || d.OnHost() {
+			continue
+		}
+		want, sensitive, ok := expectedContent(cfg, d.Path)
+		switch {
+		case !ok:
+		case sensitive:
+			d.Sensitive, d.Expected, d.Found = true, "", ""
+		case d.Kind == model.DriftContent && fr.Has(providers.CapFileReader):
+			got, err := fr.ReadNodeFile(ctx, node, d.Path, textdiff.MaxText+1)
+			if err == nil {
+				d.Diff = textdiff.Diff(want, got, d.Path+" ("+cfg.Name+")", d.Path+" (on node "+node+")")
 			}
 		}
 	}

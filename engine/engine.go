@@ -190,6 +190,9 @@ func (w *Workspace) refresh(ctx context.Context, st *state.State, lock Locking) 
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := w.observeConfigs(ctx, st, fleet); err != nil {
+		return nil, nil, err
+	}
 	obs := &Observed{Lock: lock, InFlight: inFlight(st, fleet)}
 	if obs.Pointers, obs.UserData, err = w.observeUserData(ctx, fleet); err != nil {
 		return nil, nil, err
@@ -213,7 +216,7 @@ func (w *Workspace) refreshWith(ctx context.Context, st *state.State, nodesOnly 
 	}
 	for i := range fleet.Nodes {
 		n := &fleet.Nodes[i]
-		if cur := st.Rendered[n.CurrentConfig]; cur != nil {
+		if cur := w.knownConfig(st, n.CurrentConfig); cur != nil {
 			n.Drift = append(n.Drift, model.HostDrift(n, cur)...)
 			n.Outside = model.UnmanagedHostDrift(n, cur)
 		}
@@ -232,7 +235,7 @@ func (w *Workspace) diskDrift(ctx context.Context, st *state.State, fleet *model
 	g.SetLimit(8)
 	for i := range fleet.Nodes {
 		n := &fleet.Nodes[i]
-		cur := st.Rendered[n.CurrentConfig]
+		cur := w.knownConfig(st, n.CurrentConfig)
 		if cur == nil {
 			continue
 		}

@@ -28,6 +28,11 @@ func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *Observed,
 	if here := canonicalDir(w.Dir); canonicalDir(pf.ConfigDir) != here {
 		return nil, fmt.Errorf("saved plan was made for the configuration in %s; this is %s: run mcp plan here, or apply it there (mcp -chdir=DIR apply)", pf.ConfigDir, here)
 	}
+	// The configs first: the fleet's observation of nodes with unknown configs is made
+	// against them, so a plan for other configs would be called stale for it.
+	if d := renderedDiff(pf.Rollout, w.Rendered); d != "" {
+		return nil, fmt.Errorf("saved plan is not what this configuration, state and fleet give (edited, or made from other inputs): %s; run mcp plan again", d)
+	}
 	fp := Fingerprint(fleet)
 	if err := pf.CheckFresh(st, fp); err != nil {
 		return nil, err
@@ -87,6 +92,20 @@ func planDiff(saved, derived *planner.Rollout) string {
 	}
 	if d := fieldDiff(saved.Unmanaged, derived.Unmanaged); d != "" {
 		return "unmanaged nodes: " + d
+	}
+	return ""
+}
+
+// renderedDiff names the first pool whose rendered config in the saved plan is not the
+// one the configuration renders ("" when none).
+func renderedDiff(saved *planner.Rollout, rendered map[string]*model.Rendered) string {
+	if saved == nil {
+		return ""
+	}
+	for _, pp := range saved.Pools {
+		if r := rendered[pp.Name]; r != nil && r.Name != pp.Rendered {
+			return fmt.Sprintf("pool.%s: rendered is %s in the plan, %s here", pp.Name, pp.Rendered, r.Name)
+		}
 	}
 	return ""
 }

@@ -65,6 +65,10 @@ type Node struct {
 	// Claim is the apply that works on the node, or the last that did (Claim.Released);
 	// nil when none ever did or the provider keeps no claims (providers.Claimer).
 	Claim *Claim `json:"claim,omitempty"`
+	// Observed is what the node carries against its pool's target, when its current
+	// config is absent or unknown to the state (filled at refresh; nil otherwise, or when
+	// the provider cannot observe nodes: providers.ConfigObserver).
+	Observed *Observation `json:"observed,omitempty"`
 }
 
 // PendingReboot is what a node's agent records before it reboots into an update.

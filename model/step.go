@@ -21,6 +21,10 @@ const (
 	StepReboot                           // reboot (node executor)
 	StepVerify                           // after the reboot, check the disk against the config (node executor)
 	StepUncordon                         // make the node schedulable again (engine)
+	// StepAdopt: the node checks it carries the target whole (as verify does) and records
+	// it, changing nothing; a node that differs refuses (node executor's agent). Always
+	// alone in a node's steps.
+	StepAdopt
 )
 
 var stepNames = [...]string{
@@ -35,6 +39,7 @@ var stepNames = [...]string{
 	StepReboot:       "reboot",
 	StepVerify:       "verify",
 	StepUncordon:     "uncordon",
+	StepAdopt:        "adopt",
 }
 
 func (k StepKind) String() string {

@@ -77,7 +77,13 @@ var ErrRebooting = errors.New("rebooting")
 // pending reboot into target is judged by the boot id — changed, the reboot happened and
 // the steps through it are done (they are reported to done, not run again); unchanged, the
 // reboot is asked for once more. A pending record for another config is superseded.
+//
+// An adoption (one adopt step) changes nothing: the node is recorded on target only if it
+// carries it whole (adopt).
 func (a *Agent) Update(ctx context.Context, from, target *model.Rendered, steps []model.Step, done func(model.Step)) error {
+	if adoption(steps) {
+		return a.adopt(ctx, target, steps[0], done)
+	}
 	if err := a.State.Working(target.Name); err != nil {
 		return err
 	}

@@ -131,8 +131,8 @@ func poolChanges(in Input, pp *PoolPlan, nodes []NodePlan, target *model.Rendere
 	at := map[string]int{}
 	for i := range nodes {
 		n := &nodes[i]
-		if !n.Changed() || n.From == target.Name {
-			continue // unchanged, held, untargeted; or only restoring drift (its drift says how)
+		if !n.Changed() || n.From == target.Name || n.Observation != nil {
+			continue // unchanged, held, untargeted; only restoring drift (its drift says how); or planned from what it carries (its observation says how)
 		}
 		k, ok := at[n.From]
 		if !ok {
@@ -158,10 +158,7 @@ func change(in Input, from string, target *model.Rendered) Change {
 	c := Change{From: from, To: target.Name}
 	old := &model.Rendered{}
 	if from != "" {
-		if old = in.Known[from]; old == nil && in.Rendered[target.Pool] != nil && in.Rendered[target.Pool].Name == from {
-			old = in.Rendered[target.Pool]
-		}
-		if old == nil {
+		if old = known(in, from, target); old == nil {
 			c.FromUnknown = true
 			old = &model.Rendered{}
 		}

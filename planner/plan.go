@@ -347,12 +347,33 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 		// from the configs, and cut at the reboot below.
 		host = steps.Host{}
 	}
-	todo, warn := stepsFrom(in, n.CurrentConfig, target, host)
+	// A settled node whose config is unknown is planned from what it carries. One with an
+	// update in flight (an interrupted apply's, its agent Working, a reboot recorded) is
+	// not: an item its update wrote would look carried, and its on_change (a restart, a
+	// reboot) be skipped; it finishes that update, as its records say.
+	settled := !resuming && (f == nil || !f.Started()) && n.State != model.StateWorking && n.PendingReboot == nil
+	var todo []model.Step
+	var warn string
+	observed := false
+	if settled {
+		todo, warn, observed = fromObservation(in, n, target, host)
+	}
 	if warn != "" {
 		np.Warnings = append(np.Warnings, warn)
 	}
 	np.Action = NodeUpdate
-	todo = steps.Restore(todo, drift, target, host)
+	if observed {
+		np.Observation = n.Observed
+		if len(todo) == 0 {
+			np.Action, todo = NodeAdopt, []model.Step{adoptStep(target)}
+		}
+	} else {
+		todo, warn = stepsFrom(in, n.CurrentConfig, target, host)
+		if warn != "" {
+			np.Warnings = append(np.Warnings, warn)
+		}
+		todo = steps.Restore(todo, drift, target, host)
+	}
 	if rebooted {
 		// The node's own record says it rebooted into target since its steps up to the
 		// reboot ran (they all ran before the record was made): those are not run again,
@@ -437,11 +458,7 @@ func deriveSteps(in Input, from string, target *model.Rendered, h steps.Host) ([
 	if from == "" {
 		return steps.DeriveOn(nil, target, h), ""
 	}
-	old := in.Known[from]
-	if old == nil && in.Rendered[target.Pool] != nil && in.Rendered[target.Pool].Name == from {
-		old = in.Rendered[target.Pool]
-	}
-	if old != nil {
+	if old := known(in, from, target); old != nil {
 		return steps.DeriveOn(old, target, h), ""
 	}
 	why := fmt.Sprintf("current config %s is unknown to the state; rewriting everything and rebooting", from)

@@ -140,6 +140,10 @@ const (
 	// NodeResume finishes an update an interrupted apply started: its steps are derived
 	// from what the node reports, as any update's, and its health gates run again.
 	NodeResume NodeAction = "resume"
+	// NodeAdopt records a node whose current config is absent or unknown to the state on
+	// its target, the node carrying it whole (Observation): its one step is an adopt, which
+	// the node runs by checking so itself; nothing on it changes.
+	NodeAdopt NodeAction = "adopt"
 )
 
 // NodePlan is one node's part of the plan.
@@ -183,6 +187,9 @@ type NodePlan struct {
 	Untargeted bool `json:"untargeted,omitempty"`
 	// Canary is true for the pool's canary nodes: apply updates them alone, first.
 	Canary bool `json:"canary,omitempty"`
+	// Observation is what the node carries against To, for a node whose From is absent or
+	// unknown to the state: its steps are those of the items that differ (none: adopt).
+	Observation *model.Observation `json:"observation,omitempty"`
 	// Happened says what the node shows of its update already done (it rebooted into the
 	// target under an interrupted apply): those steps are not in Steps. For people only.
 	Happened string `json:"happened,omitempty"`

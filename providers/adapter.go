@@ -16,6 +16,7 @@ const (
 	CapNodeObserver    Capability = "NodeObserver"
 	CapNodesRefresher  Capability = "NodesRefresher"
 	CapDriftReporter   Capability = "DriftReporter"
+	CapConfigObserver  Capability = "ConfigObserver"
 	CapFileReader      Capability = "FileReader"
 	CapRequestCounter  Capability = "RequestCounter"
 	CapWatchSharer     Capability = "WatchSharer"
@@ -28,7 +29,7 @@ const (
 )
 
 // Capabilities are all the optional capabilities, in the order of this file.
-var Capabilities = []Capability{CapNodeObserver, CapNodesRefresher, CapDriftReporter, CapFileReader,
+var Capabilities = []Capability{CapNodeObserver, CapNodesRefresher, CapDriftReporter, CapConfigObserver, CapFileReader,
 	CapRequestCounter, CapWatchSharer, CapHealthGater, CapDegradedMarker, CapCommandChecker,
 	CapClaimer, CapTemplatePatcher, CapUserDataStore}
 
@@ -48,6 +49,7 @@ type Adapter struct {
 	nodes     NodeObserver
 	nodesOnly NodesRefresher
 	drift     DriftReporter
+	configs   ConfigObserver
 	files     FileReader
 	requests  RequestCounter
 	watches   WatchSharer
@@ -69,6 +71,7 @@ func Adapt(p Provider) *Adapter {
 		CapNodeObserver:    resolve(p, &a.nodes),
 		CapNodesRefresher:  resolve(p, &a.nodesOnly),
 		CapDriftReporter:   resolve(p, &a.drift),
+		CapConfigObserver:  resolve(p, &a.configs),
 		CapFileReader:      resolve(p, &a.files),
 		CapRequestCounter:  resolve(p, &a.requests),
 		CapWatchSharer:     resolve(p, &a.watches),
@@ -98,6 +101,7 @@ var _ interface {
 	NodeObserver
 	NodesRefresher
 	DriftReporter
+	ConfigObserver
 	FileReader
 	RequestCounter
 	WatchSharer
@@ -155,6 +159,15 @@ func (a *Adapter) Drift(ctx context.Context, node string, current *model.Rendere
 		return a.drift.Drift(ctx, node, current)
 	}
 	return nil, unsupported("checks no disk on request")
+}
+
+// ObserveConfig is ConfigObserver's; the fallback is unsupported: nodes whose current
+// config is unknown are planned without an observation (ask Has(CapConfigObserver) first).
+func (a *Adapter) ObserveConfig(ctx context.Context, node string, target *model.Rendered) (model.Observation, error) {
+	if a.configs != nil {
+		return a.configs.ObserveConfig(ctx, node, target)
+	}
+	return model.Observation{}, unsupported("cannot observe what its nodes carry")
 }
 
 // ReadNodeFile is FileReader's; the fallback is unsupported (a drift is shown without

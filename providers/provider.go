@@ -55,6 +55,25 @@ type DriftReporter interface {
 	Drift(ctx context.Context, node string, current *model.Rendered) ([]model.Drift, error)
 }
 
+// ConfigObserver is implemented by providers whose nodes can say what they carry against a
+// rendered config they are not recorded on (the local provider checks the node's root).
+// Refresh asks it for each node whose current config is absent or unknown to the state, so
+// that the plan derives the steps of exactly the items that differ, and adopts a node that
+// differs in none, instead of rewriting and rebooting it.
+//
+// On Kubernetes the engine cannot read a node's files: a provider would implement it by
+// asking the node's agent (an observation request on its Node naming target, answered with
+// the bounded drift of the agent's own CheckNode), the target being fetched by the agent
+// from the boot server as for an update.
+type ConfigObserver interface {
+	// ObserveConfig compares what the node carries with target, as the node's verify step
+	// does (every managed path's digest, mode, owner and type, links, units with their
+	// drop-ins, enablement and mask, kernel arguments, booted image), in bounded time and
+	// memory: at most model.MaxObserved entries listed, a file too large or of the wrong
+	// type a drift entry saying so. An error means the node could not be asked at all.
+	ObserveConfig(ctx context.Context, node string, target *model.Rendered) (model.Observation, error)
+}
+
 // FileReader is implemented by providers that can read a file on a node (the local
 // provider): refresh then shows how a drifted file's content differs (model.Drift.Diff).
 type FileReader interface {

@@ -229,6 +229,17 @@ func (b *stepSet) steps() []model.Step {
 // OS image — drift becomes a planned action, not a dead end. Kernel arguments or an image
 // the host h already has as target asks need no restoring (Host).
 func Restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h Host) []model.Step {
+	return restore(steps, drift, target, h, "restore drifted ")
+}
+
+// FromObserved is Restore for what a node whose config is unknown carries against target
+// (model.Observation): the same steps, their reasons saying the node differs, not drifted.
+func FromObserved(drift []model.Drift, target *model.Rendered, h Host) []model.Step {
+	return restore(nil, drift, target, h, "the node differs from "+target.Name+": ")
+}
+
+// restore is Restore with each reason led by lead.
+func restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h Host, lead string) []model.Step {
 	if len(drift) == 0 {
 		return steps
 	}
@@ -237,7 +248,7 @@ func Restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 		b.add(s.Kind, s.Target, s.Reason)
 	}
 	for _, d := range drift {
-		why := fmt.Sprintf("restore drifted %s (%s)", d.Path, d.Kind)
+		why := fmt.Sprintf("%s%s (%s)", lead, d.Path, d.Kind)
 		switch d.Kind {
 		case model.DriftUnlistedKind:
 			why = fmt.Sprintf("restore %s (the node reported more drift than it listed)", d.Path)
@@ -247,7 +258,7 @@ func Restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 			}
 			// The node's kernel arguments go through the same step as a config change:
 			// kargs makes every argument of target present, then a reboot applies them.
-			why = fmt.Sprintf("restore drifted kernel arguments (expected %q, found %q)", d.Expected, d.Found)
+			why = fmt.Sprintf("%skernel arguments (expected %q, found %q)", lead, d.Expected, d.Found)
 			b.add(model.StepKargs, "", why)
 			b.policy(model.Policy{Kind: model.PolicyReboot}, why)
 			continue
@@ -255,7 +266,7 @@ func Restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 			if target.OSImage == "" || h.runs(target.OSImage) {
 				continue // the target names no image, or the one the node runs
 			}
-			why = fmt.Sprintf("restore drifted os image %s → %s", orNone(d.Found), target.OSImage)
+			why = fmt.Sprintf("%sos image %s → %s", lead, orNone(d.Found), target.OSImage)
 			b.add(model.StepPivot, "", why)
 			b.policy(model.Policy{Kind: model.PolicyReboot}, why)
 			continue
@@ -281,13 +292,16 @@ func EveryPath(target *model.Rendered) []model.Drift {
 		d = append(d, model.Drift{Path: e.Common().Path, Kind: model.DriftUnlistedKind})
 	}
 	for _, u := range target.Units {
-		d = append(d, model.Drift{Path: unitDir + "/" + u.Name, Kind: model.DriftUnlistedKind})
+		d = append(d, model.Drift{Path: UnitPath(u.Name), Kind: model.DriftUnlistedKind})
 	}
 	return d
 }
 
 // unitDir is where the node executor writes units (nodeexec.UnitDir).
 const unitDir = "/etc/systemd/system"
+
+// UnitPath is where the node executor writes the unit named name: the path its drift has.
+func UnitPath(name string) string { return unitDir + "/" + name }
 
 // Rewrite is a full write of target followed by a reboot, for a node whose current config
 // is unknown: what differs cannot be known.

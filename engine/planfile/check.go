@@ -81,7 +81,7 @@ func checkNode(n planner.NodePlan, pools map[string]bool) error {
 		return fmt.Errorf("node %s is of pool %q, which is not in the plan", n.Name, n.Pool)
 	}
 	switch n.Action {
-	case planner.NodeNoOp, planner.NodeUpdate, planner.NodeResume:
+	case planner.NodeNoOp, planner.NodeUpdate, planner.NodeResume, planner.NodeAdopt:
 	default:
 		return fmt.Errorf("node %s has the unknown action %q", n.Name, n.Action)
 	}

@@ -226,3 +226,18 @@ func (p *Provider) Drift(ctx context.Context, node string, current *model.Render
 	ex := &nodeexec.Executor{Root: rootDir(p.o.Dir, node)}
 	return ex.Verify(current)
 }
+
+// ObserveConfig runs the node's own check against target (the verify step's CheckNode, on
+// its root and through its host), bounded to model.MaxObserved listed differences.
+func (p *Provider) ObserveConfig(ctx context.Context, node string, target *model.Rendered) (model.Observation, error) {
+	if _, err := p.observeNode(node); err != nil {
+		return model.Observation{}, err
+	}
+	drift, err := p.agent(node).Exec.CheckNode(ctx, nil, target)
+	if err != nil {
+		return model.Observation{}, fmt.Errorf("node %s: observing what it carries of %s: %w", node, target.Name, err)
+	}
+	o := model.Observation{Target: target.Name, Drift: drift}
+	o.Bound(model.MaxObserved)
+	return o, nil
+}

@@ -51,6 +51,7 @@ var (
 	_ providers.Provider       = (*Provider)(nil)
 	_ providers.NodeObserver   = (*Provider)(nil)
 	_ providers.DriftReporter  = (*Provider)(nil)
+	_ providers.ConfigObserver = (*Provider)(nil)
 	_ providers.DegradedMarker = (*Provider)(nil)
 )
 

@@ -24,6 +24,8 @@ func implements(p providers.Provider, c providers.Capability) bool {
 		_, ok = p.(providers.NodesRefresher)
 	case providers.CapDriftReporter:
 		_, ok = p.(providers.DriftReporter)
+	case providers.CapConfigObserver:
+		_, ok = p.(providers.ConfigObserver)
 	case providers.CapFileReader:
 		_, ok = p.(providers.FileReader)
 	case providers.CapRequestCounter:
@@ -116,6 +118,7 @@ func adapterFallbacks(t *testing.T, newProvider New) {
 	claim := model.Claim{Apply: "a1", Since: time.Now()}
 	unsupported := map[string]func() error{
 		"Drift":            func() error { _, err := a.Drift(ctx, "w-0", target); return err },
+		"ObserveConfig":    func() error { _, err := a.ObserveConfig(ctx, "w-0", target); return err },
 		"ReadNodeFile":     func() error { _, err := a.ReadNodeFile(ctx, "w-0", "/etc/hostname", 10); return err },
 		"NodeAddress":      func() error { _, err := a.NodeAddress(ctx, "w-0"); return err },
 		"RunCheck":         func() error { _, err := a.RunCheck(ctx, "w-0", "worker", model.HealthCheck{Name: "probe"}); return err },

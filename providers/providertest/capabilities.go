@@ -348,3 +348,38 @@ func userDataStored(t *testing.T, newProvider New) {
 		t.Errorf("after a set: %s=%q disableTemplating=%q, want two and the other key kept", key, got, other)
 	}
 }
+
+// configObserved: a node that carries a config under another name is observed as carrying
+// it whole, and adopting it records the config with no step run; a node that lacks an item
+// is observed lacking exactly it, and its adoption is refused with nothing recorded.
+func configObserved(t *testing.T, newProvider New) {
+	p := newProvider(t, Standard())
+	o := capability[providers.ConfigObserver](t, p, "ConfigObserver", "cannot observe what its nodes carry")
+	first := update(t, p, "w-0")
+	target := *first
+	target.Name = "rendered-worker-same-content"
+	obs, err := o.ObserveConfig(ctx, "w-0", &target)
+	if err != nil || !obs.Carries(target.Name) {
+		t.Errorf("ObserveConfig(w-0, %s): %+v, %v; want it carries the config whole", target.Name, obs, err)
+	}
+	adopt := []model.Step{{Kind: model.StepAdopt}}
+	var done []model.Step
+	if err := p.RunNodeSteps(ctx, "w-0", nil, &target, adopt, func(s model.Step) { done = append(done, s) }); err != nil {
+		t.Fatalf("adopting w-0: %v", err)
+	}
+	if n := node(t, p, "w-0"); n.CurrentConfig != target.Name || len(done) != 1 || done[0].Kind != model.StepAdopt {
+		t.Errorf("adopted w-0: current config %q, done %v; want %s, the adopt step", n.CurrentConfig, done, target.Name)
+	}
+	obs, err = o.ObserveConfig(ctx, "w-1", &target)
+	if err != nil || obs.Target != target.Name || len(obs.Drift) != 1 || obs.Drift[0].Path != "/etc/mcp-conformance" ||
+		obs.Drift[0].Kind != model.DriftMissing {
+		t.Errorf("ObserveConfig(w-1, %s): %+v, %v; want /etc/mcp-conformance missing, alone", target.Name, obs, err)
+	}
+	before := node(t, p, "w-1")
+	if err := p.RunNodeSteps(ctx, "w-1", nil, &target, adopt, func(model.Step) {}); err == nil || !strings.Contains(err.Error(), "stale") {
+		t.Errorf("adopting w-1, which lacks a file: %v; want it refused as a stale plan", err)
+	}
+	if n := node(t, p, "w-1"); n.CurrentConfig != before.CurrentConfig || n.State == model.StateDegraded {
+		t.Errorf("a refused adoption changed w-1: current config %q, state %q", n.CurrentConfig, n.State)
+	}
+}

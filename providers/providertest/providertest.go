@@ -98,6 +98,7 @@ var promises = []promise{
 	{"NodeObserver/SeesTheNamedNodesAsTheyAreNow", observeNodes},
 	{"NodeObserver/UnknownNodeIsAnError", observeUnknown},
 	{"DriftReporter/DriftAgainstTheConfigANodeRuns", driftReported},
+	{"ConfigObserver/AdoptsOnlyANodeThatCarriesTheConfig", configObserved},
 	{"HealthGater/PassOnAHealthyNode", healthyPasses},
 	{"HealthGater/NotReadyFailsTheReadyGate", notReadyFails},
 	{"HealthGater/NodeAddress", nodeAddress},

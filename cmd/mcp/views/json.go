@@ -79,6 +79,14 @@ type change struct {
 	// as Terraform's do (set on file, unit, kernel-argument and OS-image changes).
 	BeforeSensitive any `json:"before_sensitive,omitempty"`
 	AfterSensitive  any `json:"after_sensitive,omitempty"`
+	// Importing, as Terraform's for a resource it imports: set on a node to adopt, which
+	// is recorded on its target with no change (actions ["no-op"]).
+	Importing *importing `json:"importing,omitempty"`
+}
+
+// importing is Terraform's change.importing: the id of what is imported (the node's name).
+type importing struct {
+	ID string `json:"id"`
 }
 
 type poolValue struct {
@@ -114,6 +122,9 @@ type nodeMeta struct {
 	DriftOnly bool `json:"drift_only,omitempty"`
 	// Happened says what the node shows of its update already done (steps not in steps).
 	Happened string `json:"happened,omitempty"`
+	// Observation is what the node carries against its target, for a node whose current
+	// config is absent or unknown to the state: its steps come from it.
+	Observation *model.Observation `json:"observation,omitempty"`
 }
 
 type jsonMeta struct {
@@ -165,8 +176,11 @@ func JSONPlan(p *planner.Rollout, meta Meta) ([]byte, error) {
 				After: poolValue{RenderedConfig: pp.Rendered, MaxUnavailable: pp.MaxUnavailable, Paused: pp.Paused}}})
 	}
 	for _, n := range p.Nodes {
-		act := "no-op"
-		if n.Changed() {
+		act, imp := "no-op", (*importing)(nil)
+		switch {
+		case n.Action == planner.NodeAdopt:
+			imp = &importing{ID: n.Name}
+		case n.Changed():
 			act = "update"
 		}
 		var before any
@@ -175,10 +189,11 @@ func JSONPlan(p *planner.Rollout, meta Meta) ([]byte, error) {
 		}
 		steps := stepsJSON(n.Steps, n.From, n.To, func(name string) *model.Rendered { return p.Rendered[name] }, p.Provenance[n.To])
 		out.ResourceChanges = append(out.ResourceChanges, resourceChange{Address: "node." + n.Name, Mode: "managed",
-			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{act}, Before: before, After: nodeValue{RenderedConfig: n.To}},
+			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{act}, Before: before, After: nodeValue{RenderedConfig: n.To}, Importing: imp},
 			MCP: &nodeMeta{Pool: n.Pool, Zone: n.Zone, Action: string(n.Action), Steps: steps, Reboot: n.Reboot, Wave: n.Wave,
 				Deferred: n.Deferred, Condition: n.Condition, Blockers: nonNilB(n.Blockers), Warnings: nonNil(n.Warnings),
-				Held: n.Held, Untargeted: n.Untargeted, Canary: n.Canary, DriftOnly: n.DriftOnly, Happened: n.Happened}})
+				Held: n.Held, Untargeted: n.Untargeted, Canary: n.Canary, DriftOnly: n.DriftOnly, Happened: n.Happened,
+				Observation: n.Observation}})
 	}
 	out.ResourceChanges = append(out.ResourceChanges, bootImageChanges(p)...)
 	out.ResourceChanges = append(out.ResourceChanges, itemChanges(p)...)

@@ -28,7 +28,7 @@ type LiveProgress struct {
 	now func() time.Time
 	// size is the terminal's (nil: not a terminal, nothing is wrapped).
 	size    func() (width, height int, err error)
-	reboots reboots
+	reboots marks
 	mu      sync.Mutex
 	pool    map[string]*livePool
 	node    map[string]*liveNode
@@ -77,7 +77,7 @@ type liveNode struct {
 func NewLiveProgress(w io.Writer, color bool, plan *planner.Rollout) *LiveProgress {
 	plan = Shown(plan)
 	sum := NewHumanProgress(w, color).(*humanProgress)
-	l := &LiveProgress{c: painter(color), sum: sum, now: time.Now, reboots: reboots{},
+	l := &LiveProgress{c: painter(color), sum: sum, now: time.Now, reboots: marks{},
 		pool: map[string]*livePool{}, node: map[string]*liveNode{}}
 	opts := []mpb.ContainerOption{mpb.WithOutput(w), mpb.WithRefreshRate(200 * time.Millisecond)}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {

@@ -105,6 +105,7 @@ func countPool(nodes []*planner.NodePlan) mdCounts {
 			continue
 		}
 		switch nodeKind(n) {
+		case symAdopt: // none of the columns: nothing on it changes (the groups list it)
 		case symReboot:
 			c.reboot++
 		case symDrain:
@@ -207,7 +208,7 @@ func groupNodes(nodes []*planner.NodePlan) []mdGroup {
 	var groups []mdGroup
 	at := map[string]int{}
 	// Reboots first, then drains, then in place: the order of what a reviewer weighs.
-	for _, sym := range []string{symReboot, symDrain, symInPlace} {
+	for _, sym := range []string{symReboot, symDrain, symInPlace, symAdopt} {
 		for _, n := range nodes {
 			if !n.Changed() || nodeKind(n) != sym {
 				continue
@@ -230,7 +231,8 @@ func groupNodes(nodes []*planner.NodePlan) []mdGroup {
 	return groups
 }
 
-var kindLabel = map[string]string{symReboot: "drain and reboot", symDrain: "drain, no reboot", symInPlace: "in place"}
+var kindLabel = map[string]string{symReboot: "drain and reboot", symDrain: "drain, no reboot", symInPlace: "in place",
+	symAdopt: "adopt"}
 
 // nodeKind is the node's change symbol, as the human plan marks it.
 func nodeKind(n *planner.NodePlan) string { return painter(false).symbol(n) }
@@ -245,7 +247,7 @@ type mdNote struct {
 // poolNotes collects a pool's blockers, waits, holds, nodes out of service, drift and
 // warnings, each kind in one list.
 func poolNotes(pp planner.PoolPlan, nodes []*planner.NodePlan) []mdNote {
-	var blockedN, deferredN, waits, held, out, drift, warns []string
+	var blockedN, deferredN, waits, held, out, observed, drift, warns []string
 	for _, b := range pp.Blockers {
 		if defers(b) {
 			deferredN = append(deferredN, mdEscape(b.Message))
@@ -273,6 +275,9 @@ func poolNotes(pp planner.PoolPlan, nodes []*planner.NodePlan) []mdNote {
 		case n.Condition != "":
 			out = append(out, addr+mdEscape(n.Condition))
 		}
+		if o := observedLine(n); o != "" {
+			observed = append(observed, addr+mdEscape(o))
+		}
 		for _, d := range n.Drift {
 			drift = append(drift, addr+mdEscape(d.String()))
 		}
@@ -285,7 +290,7 @@ func poolNotes(pp planner.PoolPlan, nodes []*planner.NodePlan) []mdNote {
 	}
 	var notes []mdNote
 	for _, n := range []mdNote{{"blocked", blockedN}, {"deferred", deferredN}, {"waits", waits}, {"held", held},
-		{"out of service", out}, {"drift", drift}, {"warning", warns}} {
+		{"out of service", out}, {"observed", observed}, {"drift", drift}, {"warning", warns}} {
 		if len(n.items) > 0 {
 			notes = append(notes, n)
 		}

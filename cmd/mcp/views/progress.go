@@ -56,14 +56,14 @@ type humanProgress struct {
 	mu      sync.Mutex
 	w       io.Writer
 	c       painter
-	reboots reboots
+	reboots marks
 	// cols is the terminal's width, for the summary to fit it (nil or 0: no terminal).
 	cols func() int
 }
 
 // NewHumanProgress prints one line per step start and end.
 func NewHumanProgress(w io.Writer, color bool) Progress {
-	return &humanProgress{w: w, c: painter(color), reboots: reboots{}}
+	return &humanProgress{w: w, c: painter(color), reboots: marks{}}
 }
 
 func (h *humanProgress) Event(raw engine.Event) {
@@ -80,7 +80,7 @@ func (h *humanProgress) Event(raw engine.Event) {
 	case engine.EventStepFailed:
 		fmt.Fprintf(h.w, "%s: %s %s: %s\n", addr, e.Step, h.c.red("failed"), stepError(raw))
 	case engine.EventNodeDone:
-		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.green("updated"))
+		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.green(h.reboots.doneWord(e.Node)))
 	case engine.EventNodeFailed:
 		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.red("failed"))
 	case engine.EventUnconfirmed:
@@ -176,13 +176,13 @@ func doneLine(e engine.Event) string {
 type jsonProgress struct {
 	mu      sync.Mutex
 	enc     *json.Encoder
-	reboots reboots
+	reboots marks
 }
 
 // NewJSONProgress writes one JSON object per line, in the style of Terraform's
 // machine-readable UI.
 func NewJSONProgress(w io.Writer) Progress {
-	return &jsonProgress{enc: json.NewEncoder(w), reboots: reboots{}}
+	return &jsonProgress{enc: json.NewEncoder(w), reboots: marks{}}
 }
 
 type jsonEvent struct {

@@ -21,6 +21,8 @@ type NodeResult struct {
 	// it (its boot ids before and after), when it showed something.
 	Rebooted bool   `json:",omitempty"`
 	Evidence string `json:",omitempty"`
+	// Adopted is true when the node was adopted: recorded on its target, nothing changed.
+	Adopted bool `json:",omitempty"`
 	// Why a node was not started; Held when another apply would not start it either until
 	// a person acts (a hold, a paused pool).
 	Why  string `json:",omitempty"`
@@ -74,21 +76,33 @@ func digits(s string) int {
 	return i
 }
 
-// reboots remembers, from a progress view's events, which nodes rebooted and what they
-// showed of it, for the summary.
-type reboots map[string]string
+// marks remembers, from a progress view's events, which nodes rebooted (with what they
+// showed of it) and which were adopted, for the summary: the step each finished of these.
+type marks map[string]model.Step
 
-func (r reboots) see(e engine.Event) {
-	if e.Kind == engine.EventStepDone && e.Step.Kind == model.StepReboot {
-		r[e.Node] = e.Step.Evidence
+func (m marks) see(e engine.Event) {
+	if e.Kind == engine.EventStepDone && (e.Step.Kind == model.StepReboot || e.Step.Kind == model.StepAdopt) {
+		m[e.Node] = e.Step
 	}
 }
 
-// fill sets the nodes' reboots in s.
-func (r reboots) fill(s *ApplySummary) {
+// doneWord is what a node that ended well became: adopted or updated.
+func (m marks) doneWord(node string) string {
+	if m[node].Kind == model.StepAdopt {
+		return "adopted"
+	}
+	return "updated"
+}
+
+// fill sets the nodes' reboots and adoptions in s.
+func (m marks) fill(s *ApplySummary) {
 	for i := range s.Nodes {
-		if ev, ok := r[s.Nodes[i].Node]; ok {
-			s.Nodes[i].Rebooted, s.Nodes[i].Evidence = true, ev
+		switch st, ok := m[s.Nodes[i].Node]; {
+		case !ok:
+		case st.Kind == model.StepAdopt:
+			s.Nodes[i].Adopted = true
+		default:
+			s.Nodes[i].Rebooted, s.Nodes[i].Evidence = true, st.Evidence
 		}
 	}
 }
@@ -132,6 +146,9 @@ func nodeResultText(c painter, n NodeResult) string {
 	switch n.Result {
 	case "updated":
 		s := c.green("updated")
+		if n.Adopted {
+			return c.green("adopted") + " (recorded on its target; nothing on it changed)"
+		}
 		if n.Rebooted {
 			s += ", rebooted"
 			if n.Evidence != "" {

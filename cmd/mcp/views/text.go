@@ -49,6 +49,7 @@ const (
 	symInPlace = "~"   // updated in place: no drain, no reboot
 	symReboot  = "-/+" // drained and rebooted
 	symDrain   = "±"   // drained, no reboot
+	symAdopt   = "="   // adopted: recorded on its target, nothing on it changes
 )
 
 type painter bool
@@ -99,6 +100,9 @@ func humanPlan(w *bufio.Writer, p *planner.Rollout, o HumanOptions) error {
 	fmt.Fprintf(w, "  %s update in place (no drain, no reboot)\n", c.yellow(symInPlace))
 	fmt.Fprintf(w, "  %s drain, update, uncordon (no reboot)\n", c.yellow(symDrain))
 	fmt.Fprintf(w, "  %s drain and reboot\n", c.red(symReboot))
+	if adopts(p) > 0 {
+		fmt.Fprintf(w, "  %s adopt: recorded on its target after it checks it carries it; nothing on the node changes\n", c.green(symAdopt))
+	}
 	byPool := nodesByPool(p)
 	for _, pp := range p.Pools {
 		writePool(w, c, pp, byPool[pp.Name])
@@ -182,6 +186,9 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 			}
 			t.add("", "", "", "", c.red("blocked: ")+b.Message)
 		}
+		if o := observedLine(n); o != "" {
+			t.add("", "", "", "", c.yellow("observed: ")+o)
+		}
 		if n.DriftOnly {
 			t.add("", "", "", "", c.yellow("drift: ")+"only restores drift (see the note above)")
 		} else if len(n.Drift) > 0 || n.DriftUnlisted > 0 {
@@ -230,7 +237,45 @@ func describeSteps(n *planner.NodePlan) string {
 	if n.Action == planner.NodeResume && len(n.Steps) == 0 {
 		return "check its health gates again (the interrupted update's steps are done)"
 	}
+	if n.Action == planner.NodeAdopt {
+		return "adopt: record on " + n.To + " (nothing on the node changes)"
+	}
 	return SummarizeSteps(n.Steps)
+}
+
+// observedLine says, for a node planned from what it carries (its current config absent or
+// unknown to the state), against what and which items differ; "" for another node.
+func observedLine(n *planner.NodePlan) string {
+	o := n.Observation
+	if o == nil {
+		return ""
+	}
+	from := "no current config"
+	if n.From != "" {
+		from = "current config " + n.From + " unknown to the state"
+	}
+	if len(o.Drift) == 0 && o.Unlisted == 0 {
+		return "" // adopted: its steps say so
+	}
+	items := make([]string, len(o.Drift))
+	for i, d := range o.Drift {
+		items[i] = d.String()
+	}
+	if o.Unlisted > 0 {
+		items = append(items, fmt.Sprintf("%d more", o.Unlisted))
+	}
+	return fmt.Sprintf("%s; steps from what the node carries against %s, which differs in: %s", from, o.Target, strings.Join(items, "; "))
+}
+
+// adopts counts the plan's nodes to adopt.
+func adopts(p *planner.Rollout) int {
+	k := 0
+	for i := range p.Nodes {
+		if p.Nodes[i].Action == planner.NodeAdopt && p.Nodes[i].Changed() {
+			k++
+		}
+	}
+	return k
 }
 
 // ownSlot says why a node out of service may update beside a full budget.
@@ -243,6 +288,8 @@ func ownSlot(n *planner.NodePlan) string {
 
 func (c painter) symbol(n *planner.NodePlan) string {
 	switch {
+	case n.Action == planner.NodeAdopt:
+		return c.green(symAdopt)
 	case n.Reboot:
 		return c.red(symReboot)
 	case hasKind(n.Steps, model.StepDrain):
@@ -329,7 +376,9 @@ func PlanSummary(p *planner.Rollout) string {
 		if !n.Changed() {
 			continue
 		}
-		nodes++
+		if n.Action != planner.NodeAdopt {
+			nodes++
+		}
 		if n.DriftOnly {
 			driftOnly++
 		}
@@ -351,8 +400,12 @@ func PlanSummary(p *planner.Rollout) string {
 			pools++
 		}
 	}
-	s := fmt.Sprintf("Plan: %s (%d reboot, %d in place), %s, %d blocked",
-		plural(nodes, "%d node to update", "%d nodes to update"), reboot, nodes-reboot,
+	adopt := ""
+	if a := adopts(p); a > 0 {
+		adopt = plural(a, "%d node to adopt", "%d nodes to adopt") + " (recorded, nothing on them changes), "
+	}
+	s := fmt.Sprintf("Plan: %s (%d reboot, %d in place), %s%s, %d blocked",
+		plural(nodes, "%d node to update", "%d nodes to update"), reboot, nodes-reboot, adopt,
 		plural(pools, "%d pool re-rendered", "%d pools re-rendered"), nblocked)
 	if waiting > 0 {
 		s += fmt.Sprintf(", %d waiting on a PodDisruptionBudget", waiting)
