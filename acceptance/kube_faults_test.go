@@ -390,7 +390,10 @@ func (c *kubeCluster) converge(t *testing.T, args ...string) int {
 		start := time.Now()
 		out, code := c.mcp(t, "mcp-apply", append([]string{"apply", "-auto-approve", "-no-color", lockWait}, args...)...)
 		t.Logf("re-run %d: exit %d in %v:\n%s", i, code, time.Since(start).Round(time.Millisecond), lastLines(out, 12))
-		if code != 0 {
+		// An agent still finishing what the stopped apply handed it may report between this
+		// apply's plan and its first node: that apply starts nothing and says to run again
+		// (exit 2), which the next re-run does.
+		if code != 0 && !(code == 2 && strings.Contains(out, "changed between this apply's plan and its first node")) {
 			t.Errorf("re-run %d of apply: exit %d, want 0", i, code)
 		}
 		out, code = c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode", lockWait)
