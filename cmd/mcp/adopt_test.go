@@ -232,6 +232,9 @@ func TestAdoptFleetThatCarriesItsConfig(t *testing.T) {
 			if !strings.Contains(out, "node.worker-0: adopted") || !strings.Contains(out, "adopted (recorded on its target; nothing on it changed)") {
 				t.Errorf("apply does not say the nodes were adopted:\n%s", out)
 			}
+			if !strings.Contains(out, "Nodes: 0 updated, 6 adopted, 0 failed, 0 not started") {
+				t.Errorf("apply's counts do not tell the adopted nodes from updated ones:\n%s", out)
+			}
 			untouched(t, dir, before, quickstartNodes...)
 			onTargets(t, dir, rs)
 			if code, out, errOut := mcp(t, dir, "plan", "-no-color", "-detailed-exitcode"); code != 0 {

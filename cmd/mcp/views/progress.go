@@ -22,8 +22,11 @@ type ApplySummary struct {
 	// Unconfirmed counts nodes whose steps are done and whose health gates apply stopped
 	// waiting for.
 	Unconfirmed int `json:",omitempty"`
-	Failures    []string
-	Elapsed     time.Duration
+	// Adopted counts the nodes recorded on their target with nothing on them changed (not
+	// among Updated).
+	Adopted  int `json:",omitempty"`
+	Failures []string
+	Elapsed  time.Duration
 	// APIRequests: what the rollout cost the API server (only from providers that count).
 	APIRequests int64 `json:",omitempty"`
 	// Nodes says what became of each node the plan changed.
@@ -133,7 +136,7 @@ func (h *humanProgress) Summary(s ApplySummary) {
 	}
 	h.reboots.fill(&s)
 	writeNodeResults(h.w, h.c, s.Nodes, cols)
-	counts := fmt.Sprintf("Nodes: %d updated, %d failed, %d not started", s.Updated, s.Failed, s.Deferred)
+	counts := "Nodes: " + s.counts()
 	if s.Unconfirmed > 0 {
 		counts += fmt.Sprintf(", %d not confirmed", s.Unconfirmed)
 	}
@@ -241,7 +244,7 @@ func (j *jsonProgress) Summary(s ApplySummary) {
 	defer j.mu.Unlock()
 	j.reboots.fill(&s)
 	j.enc.Encode(jsonEvent{Level: level, Timestamp: time.Now().UTC().Format(time.RFC3339Nano), Type: "apply_summary",
-		Message: fmt.Sprintf("Apply %s: %d updated, %d failed, %d not started", s.Outcome, s.Updated, s.Failed, s.Deferred), Summary: &s})
+		Message: fmt.Sprintf("Apply %s: %s", s.Outcome, s.counts()), Summary: &s})
 }
 
 // templateLine reports a machine template's boot image set, or not.
@@ -250,4 +253,14 @@ func templateLine(c painter, e engine.Event) string {
 		return fmt.Sprintf("machine_template.%s: %s %s: %s\n", e.Pool, e.Reason, c.red("failed"), errorText(e.Err))
 	}
 	return fmt.Sprintf("machine_template.%s: %s %s\n", e.Pool, e.Reason, c.green("set"))
+}
+
+// counts is the summary's "6 updated, 0 failed, 0 not started", with the adopted nodes
+// apart when there are any.
+func (s ApplySummary) counts() string {
+	adopted := ""
+	if s.Adopted > 0 {
+		adopted = fmt.Sprintf(", %d adopted", s.Adopted)
+	}
+	return fmt.Sprintf("%d updated%s, %d failed, %d not started", s.Updated, adopted, s.Failed, s.Deferred)
 }

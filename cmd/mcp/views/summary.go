@@ -101,6 +101,10 @@ func (m marks) fill(s *ApplySummary) {
 		case !ok:
 		case st.Kind == model.StepAdopt:
 			s.Nodes[i].Adopted = true
+			if s.Nodes[i].Result == "updated" {
+				s.Adopted++
+				s.Updated--
+			}
 		default:
 			s.Nodes[i].Rebooted, s.Nodes[i].Evidence = true, st.Evidence
 		}
