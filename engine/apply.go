@@ -103,6 +103,10 @@ type ApplyResult struct {
 	// Updated nodes reached their target: every step done, the node reported it runs the
 	// target, verified, and passed its health gates.
 	Updated []string
+	// Adopted nodes were recorded on their target with nothing on them changed: the plan's
+	// adopt action (planner.NodeAdopt), the node having verified it carries the target.
+	// Not counted in Updated.
+	Adopted []string
 	// Failed nodes: a step failed, the node reported Degraded, or a health gate did not
 	// pass (the node is then marked Degraded on itself: providers.DegradedMarker).
 	Failed []string
@@ -437,6 +441,7 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 			resMu.Lock()
 			defer resMu.Unlock()
 			res.Updated = append(res.Updated, pr.Updated...)
+			res.Adopted = append(res.Adopted, pr.Adopted...)
 			res.Failed = append(res.Failed, pr.Failed...)
 			res.Unconfirmed = append(res.Unconfirmed, pr.Unconfirmed...)
 			res.Skipped = append(res.Skipped, pr.Skipped...)

@@ -15,6 +15,15 @@ type poolResult struct {
 	errs []error
 }
 
+// reached records a node that reached its target: adopted when its plan only recorded it.
+func (pr *poolResult) reached(n planner.NodePlan) {
+	if n.Action == planner.NodeAdopt {
+		pr.Adopted = append(pr.Adopted, n.Name)
+		return
+	}
+	pr.Updated = append(pr.Updated, n.Name)
+}
+
 // poolRun is one pool's part of an apply: it starts the pool's nodes in plan order, each
 // once the pool's gates let it (planner.Gates, asked by admit: canaries first and alone,
 // then a soak; an open window; no alert firing; no hold; no other apply's claim; room in
@@ -208,14 +217,14 @@ func (r *poolRun) finished(n planner.NodePlan, err error) {
 		r.pr.Failed = append(r.pr.Failed, n.Name)
 		r.pr.errs = append(r.pr.errs, err)
 	case r.pp.Soak > 0:
-		r.pr.Updated = append(r.pr.Updated, n.Name)
+		r.pr.reached(n)
 		until := r.clock().Now().Add(r.pp.Soak)
 		r.busy[n.Name] = "soaking until " + until.Format("15:04:05 MST")
 		go r.unsoak(n.Name)
 		r.wake() // a canary's end frees the others
 		return
 	default:
-		r.pr.Updated = append(r.pr.Updated, n.Name)
+		r.pr.reached(n)
 	}
 	delete(r.busy, n.Name)
 	r.wake()

@@ -36,7 +36,7 @@ type ApplySummary struct {
 // SummaryOf sums up an apply from its result and the error it returned, one failure a
 // line of the error.
 func SummaryOf(res *engine.ApplyResult, err error) ApplySummary {
-	s := ApplySummary{Outcome: outcomeNames[engine.Outcome(res, err)], Updated: len(res.Updated), Failed: len(res.Failed),
+	s := ApplySummary{Outcome: outcomeNames[engine.Outcome(res, err)], Updated: len(res.Updated), Adopted: len(res.Adopted), Failed: len(res.Failed),
 		Deferred: len(res.Deferred) + len(res.Skipped), Unconfirmed: len(res.Unconfirmed), Elapsed: res.Elapsed,
 		APIRequests: max(res.APIRequests, 0), Nodes: nodeResults(res)}
 	if err != nil {

@@ -45,6 +45,11 @@ func nodeResults(res *engine.ApplyResult) []NodeResult {
 	add("not confirmed", res.Unconfirmed)
 	add("not started", append(slices.Clone(res.Skipped), res.Deferred...))
 	add("updated", res.Updated)
+	first := len(out)
+	add("updated", res.Adopted)
+	for i := first; i < len(out); i++ {
+		out[i].Adopted = true
+	}
 	return out
 }
 
@@ -77,7 +82,8 @@ func digits(s string) int {
 }
 
 // marks remembers, from a progress view's events, which nodes rebooted (with what they
-// showed of it) and which were adopted, for the summary: the step each finished of these.
+// showed of it), for the summary, and which were adopted, for the live lines: the step each
+// finished of these. The summary's adopted nodes are the apply's result (ApplyResult.Adopted).
 type marks map[string]model.Step
 
 func (m marks) see(e engine.Event) {
@@ -94,18 +100,10 @@ func (m marks) doneWord(node string) string {
 	return "updated"
 }
 
-// fill sets the nodes' reboots and adoptions in s.
+// fill sets the nodes' reboots in s.
 func (m marks) fill(s *ApplySummary) {
 	for i := range s.Nodes {
-		switch st, ok := m[s.Nodes[i].Node]; {
-		case !ok:
-		case st.Kind == model.StepAdopt:
-			s.Nodes[i].Adopted = true
-			if s.Nodes[i].Result == "updated" {
-				s.Adopted++
-				s.Updated--
-			}
-		default:
+		if st, ok := m[s.Nodes[i].Node]; ok && st.Kind == model.StepReboot {
 			s.Nodes[i].Rebooted, s.Nodes[i].Evidence = true, st.Evidence
 		}
 	}
