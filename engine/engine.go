@@ -103,10 +103,12 @@ func (p Parts) Backend(d *model.Desired) (state.Backend, error) {
 // Load reads the configuration in dir, renders every pool and builds the provider and
 // the state backend from parts. Diagnostics carry source ranges; the Workspace is nil on
 // errors (its Config may still be needed to print them, so it is returned in the result too).
+// A configuration of clusters loaded without opts.Cluster gives no Workspace and no error:
+// the Result names its clusters (package clusters loads each).
 func Load(dir string, opts config.Options, parts Parts) (*Workspace, *config.Result, model.Diagnostics) {
 	opts.Schemas = parts.Schemas()
 	res, diags := config.Load(dir, opts)
-	if diags.HasErrors() {
+	if diags.HasErrors() || res.Desired == nil {
 		return nil, res, diags
 	}
 	d := res.Desired
