@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/zclconf/go-cty/cty"
@@ -63,7 +64,16 @@ func namesOrNone(names []string) string {
 	if len(names) == 0 {
 		return "there are none yet: declare one with stage \"NAME\" {}"
 	}
-	return fmt.Sprintf("%q", names)
+	return quoted(names)
+}
+
+// quoted lists names for a message: "a", "b", "c".
+func quoted(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
 }
 
 // clusterParts checks that the cluster names a provider and a state of its own; their
@@ -178,5 +188,5 @@ func (l *loader) selectCluster(res *Result, blocks hcl.Blocks, name string) (*lo
 		}
 	}
 	return nil, append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Unknown cluster",
-		Detail: fmt.Sprintf("-cluster %s: the configuration declares no such cluster; it declares %q.%s", name, names, didYouMean(name, names))})
+		Detail: fmt.Sprintf("-cluster %s: the configuration declares no such cluster; its clusters are %s.%s", name, quoted(names), didYouMean(name, names))})
 }
