@@ -4,7 +4,7 @@ import "github.com/mcpfleet/mcp/cmd/internal/cmdhelp"
 
 // The option groups most commands share.
 var (
-	varOptions  = cmdhelp.Group{Title: "Common options", Flags: []string{"var", "var-file", "no-color", "input"}}
+	varOptions  = cmdhelp.Group{Title: "Common options", Flags: []string{"var", "var-file", "no-color", "input", "cluster"}}
 	lockOptions = cmdhelp.Group{Title: "Lock options", Flags: []string{"lock", "lock-timeout"}}
 	scopeGroup  = cmdhelp.Group{Title: "Scope options", Flags: []string{"target", "exclude"}}
 )
