@@ -35,7 +35,7 @@ func (lf *loadFlags) register(fs *flag.FlagSet, locking bool) {
 	fs.Var(&lf.vars, "var", "set a variable: -var 'name=value' (repeatable)")
 	fs.Var(&lf.varFiles, "var-file", "read variables from an HCL file (repeatable)")
 	fs.BoolVar(&lf.noColor, "no-color", false, "print no colour codes")
-	fs.Var(&lf.clusters, "cluster", "in a configuration of clusters, work on the cluster `NAME` (repeatable for plan and validate: docs/fleets.md)")
+	fs.Var(&lf.clusters, "cluster", "in a configuration of clusters, work on the cluster NAME (repeatable for plan and validate: docs/fleets.md)")
 	lf.op = strings.TrimPrefix(fs.Name(), "mcp ")
 	fs.BoolVar(&lf.input, "input", true, "ask on a terminal when a command needs an answer (apply's approval, force-unlock's confirmation); -input=false never asks, and the command fails where it would have asked, as Terraform's")
 	if locking {
