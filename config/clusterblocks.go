@@ -184,6 +184,7 @@ func (l *loader) selectCluster(res *Result, blocks hcl.Blocks, name string) (*lo
 	}
 	for i := range clusters {
 		if c := &clusters[i]; c.Name == name {
+			l.d.Cluster = name
 			return &loadParts{provider: c.content.Blocks.OfType("provider"), state: c.content.Blocks.OfType("state"), cluster: c}, diags
 		}
 	}

@@ -288,7 +288,7 @@ func (w *Workspace) planAt(st *state.State, fleet *model.Fleet, obs *Observed, f
 	abs, _ := filepath.Abs(w.Dir)
 	pf := &planfile.File{
 		FormatVersion: planfile.FormatVersion, MCPVersion: Version,
-		Created: now.UTC(), ConfigDir: abs,
+		Created: now.UTC(), ConfigDir: abs, Cluster: w.Desired.Cluster,
 		Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: fp, Rollout: p,
 		Targets: targets, Exclude: exclude,
 	}

@@ -100,3 +100,27 @@ func TestFleetApplyOneCluster(t *testing.T) {
 		t.Errorf("plan after canary's apply: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// A saved plan names its cluster: apply applies it there without -cluster, and refuses
+// -cluster naming another, by name.
+func TestFleetSavedPlanNamesItsCluster(t *testing.T) {
+	dir := exampleFleet(t, "staging", "prod")
+	if code, out, errOut := mcp(t, dir, "plan", "-cluster", "staging", "-out=p", "-no-color"); code != 0 {
+		t.Fatalf("plan -cluster staging -out: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut := mcp(t, dir, "apply", "-cluster", "prod", filepath.Join(dir, "p"))
+	if code != 1 || !strings.Contains(errOut, "the saved plan was made for cluster staging") {
+		t.Fatalf("apply -cluster prod of staging's plan: exit %d\n%s", code, errOut)
+	}
+	if code, out, errOut := mcp(t, dir, "apply", filepath.Join(dir, "p")); code != 0 {
+		t.Fatalf("apply of staging's plan: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, n := range []string{"worker-0", "worker-1"} {
+		if got := nodeFile(t, dir, "staging", n, "etc/chrony.conf"); !strings.HasPrefix(got, "server ntp.staging.example.com iburst") {
+			t.Errorf("staging %s /etc/chrony.conf = %q", n, got)
+		}
+		if got := nodeFile(t, dir, "prod", n, "etc/chrony.conf"); got != "" {
+			t.Errorf("prod %s was touched by staging's plan: /etc/chrony.conf = %q", n, got)
+		}
+	}
+}
