@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mcpfleet/mcp/state"
+	"github.com/mcpfleet/mcp/state/localstate"
 )
 
 // exampleFleet copies examples/fleet (a configuration of three clusters) into a temp dir
@@ -122,5 +126,24 @@ func TestFleetSavedPlanNamesItsCluster(t *testing.T) {
 		if got := nodeFile(t, dir, "prod", n, "etc/chrony.conf"); got != "" {
 			t.Errorf("prod %s was touched by staging's plan: /etc/chrony.conf = %q", n, got)
 		}
+	}
+}
+
+// A cluster whose state another run holds locked is unknown, its row naming the holder;
+// the other clusters are planned.
+func TestFleetPlanNamesLockHolder(t *testing.T) {
+	dir := exampleFleet(t, "canary", "staging", "prod")
+	b := &localstate.Local{Path: filepath.Join(dir, "clusters", "staging", "mcp.state")}
+	info := state.NewLockInfo("apply", "test")
+	info.Who = "ci-runner@build-7"
+	u, err := b.Lock(context.Background(), info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Unlock(context.Background())
+	code, out, errOut := mcp(t, dir, "plan", "-no-color")
+	if code != 1 || !regexp.MustCompile(`(?m)^ staging +staging \(soak 4h\*\) +\? .* ci-runner@build-7 +unknown$`).MatchString(out) ||
+		!strings.Contains(out, "Fleet: 3 clusters, 2 changing, 0 unchanged, 1 unknown;") {
+		t.Errorf("plan with staging's state locked: exit %d\n%s%s", code, out, errOut)
 	}
 }
