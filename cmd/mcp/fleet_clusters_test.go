@@ -133,17 +133,23 @@ func TestFleetSavedPlanNamesItsCluster(t *testing.T) {
 // the other clusters are planned.
 func TestFleetPlanNamesLockHolder(t *testing.T) {
 	dir := exampleFleet(t, "canary", "staging", "prod")
-	b := &localstate.Local{Path: filepath.Join(dir, "clusters", "staging", "mcp.state")}
-	info := state.NewLockInfo("apply", "test")
-	info.Who = "ci-runner@build-7"
-	u, err := b.Lock(context.Background(), info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer u.Unlock(context.Background())
+	holdLock(t, filepath.Join(dir, "clusters", "staging", "mcp.state"), "ci-runner@build-7")
 	code, out, errOut := mcp(t, dir, "plan", "-no-color")
 	if code != 1 || !regexp.MustCompile(`(?m)^ staging +staging \(soak 4h\*\) +\? .* ci-runner@build-7 +unknown$`).MatchString(out) ||
 		!strings.Contains(out, "Fleet: 3 clusters, 2 changing, 0 unchanged, 1 unknown;") {
 		t.Errorf("plan with staging's state locked: exit %d\n%s%s", code, out, errOut)
 	}
+}
+
+// holdLock takes the local state lock at path as another apply, by who, until the test ends.
+func holdLock(t *testing.T, path, who string) state.LockInfo {
+	t.Helper()
+	info := state.NewLockInfo("apply", "test")
+	info.Who = who
+	u, err := (&localstate.Local{Path: path}).Lock(context.Background(), info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { u.Unlock(context.Background()) })
+	return info
 }
