@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfleet/mcp/model"
 )
 
 // fleetBase is a configuration of clusters, written once: a variable, a pool, a config.
@@ -146,5 +148,25 @@ func TestClusterValueForUndeclaredVariable(t *testing.T) {
 	}
 	if _, diags = Load(dir, Options{Schemas: testSchemas, Cluster: "b"}); !diags.HasErrors() || diags[0].Summary != "Unknown cluster" {
 		t.Errorf("unknown cluster: %v", diags)
+	}
+}
+
+// Stages form a DAG: two prod regions after staging are in no order between them, and
+// each comes after everything it names, whatever the order of declaration.
+func TestStageDAGOrder(t *testing.T) {
+	got, cycle := orderStages([]model.Stage{
+		{Name: "prod-us", After: []string{"staging"}}, {Name: "prod-eu", After: []string{"staging"}},
+		{Name: "staging", After: []string{"canary"}}, {Name: "canary"}, {Name: "last", After: []string{"prod-eu", "prod-us"}},
+	})
+	var names []string
+	for _, s := range got {
+		names = append(names, s.Name)
+	}
+	if cycle != nil || !cmp.Equal(names, []string{"canary", "staging", "prod-us", "prod-eu", "last"}) {
+		t.Errorf("order %v, cycle %v", names, cycle)
+	}
+	_, cycle = orderStages([]model.Stage{{Name: "a"}, {Name: "b", After: []string{"a", "d"}}, {Name: "c", After: []string{"b"}}, {Name: "d", After: []string{"c"}}})
+	if !cmp.Equal(cycle, []string{"b", "d", "c", "b"}) {
+		t.Errorf("cycle %v", cycle)
 	}
 }
