@@ -65,6 +65,9 @@ func TestFleetPlanShowsUnknownCluster(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^ prod +prod +\? .* unknown$`).MatchString(out) {
 		t.Errorf("no unknown row for prod:\n%s", out)
 	}
+	if code, _, errOut := mcp(t, dir, "plan", "-json"); code != 1 || !strings.Contains(errOut, "not supported yet for a plan of several clusters") {
+		t.Errorf("plan -json of several clusters: exit %d\n%s", code, errOut)
+	}
 }
 
 // -cluster canary applies canary's nodes only, judged from every cluster's node roots;
