@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -23,6 +24,9 @@ type PlanOptions struct {
 	LockTimeout time.Duration
 	// Targets and Exclude scope every cluster's plan (-target, -exclude).
 	Targets, Exclude []string
+	// OnForce, when set, is handed each lock's release while it is held, and returns what
+	// takes it back: a forced quit (cmd's second interrupt) still releases every lock.
+	OnForce func(release func(context.Context)) (drop func())
 }
 
 // Planned is one cluster's plan, or why it has none.
@@ -90,7 +94,19 @@ func planOne(ctx context.Context, p *Planned, opts PlanOptions) {
 				}
 			}()
 		}
-		defer u.Unlock(context.WithoutCancel(ctx))
+		var once sync.Once
+		release := func(ctx context.Context) (err error) {
+			once.Do(func() { err = u.Unlock(ctx) })
+			return err
+		}
+		if opts.OnForce != nil {
+			defer opts.OnForce(func(ctx context.Context) { release(ctx) })()
+		}
+		defer func() {
+			if err := release(context.WithoutCancel(ctx)); err != nil && p.Err == nil {
+				p.Plan, p.Err = nil, fmt.Errorf("releasing the state lock: %w", err)
+			}
+		}()
 		lock = held
 	}
 	st, err := ws.ReadState(ctx)

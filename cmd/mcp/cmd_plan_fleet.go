@@ -16,7 +16,7 @@ const fleetRefreshes = 4
 // with -detailed-exitcode 2 when any cluster would change; else 0.
 func (c *cli) planFleet(ms []clusters.Member, lf *loadFlags, sf *scopeFlags, detailed *exitcodeFlag) int {
 	ps := clusters.PlanAll(c.ctx, ms, clusters.PlanOptions{Limit: fleetRefreshes, Lock: lf.lock,
-		LockTimeout: lf.lockTimeout, Targets: sf.targets, Exclude: sf.exclude})
+		LockTimeout: lf.lockTimeout, Targets: sf.targets, Exclude: sf.exclude, OnForce: c.intr.onForce})
 	color := c.color(lf)
 	if err := views.FleetPlan(c.stdout, ps, color); err != nil {
 		return c.failErr(err)
