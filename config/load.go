@@ -37,6 +37,11 @@ type Options struct {
 	// Schemas are the providers and state backends of this build (cmd/mcp composes them):
 	// the provider and state blocks are read against them.
 	Schemas Schemas
+	// Cluster names the cluster block to load the configuration for, in a configuration
+	// that has cluster blocks: its provider, its state, and its variable values, which win
+	// over var files and the environment but not over -var (docs/fleets.md). Empty there:
+	// only the clusters and stages are read (Result.Clusters), and Desired is nil.
+	Cluster string
 }
 
 // Result is a loaded configuration and the sources it came from (for printing
@@ -52,12 +57,17 @@ type Result struct {
 	// SensitiveVariables are the variables whose values mcp never shows: declared
 	// sensitive, or reaching a sensitive file's content.
 	SensitiveVariables map[string]bool
+	// Clusters and Stages are the cluster and stage blocks, in stage order (each stage
+	// after those its after names); none: a configuration of one cluster, as before.
+	Clusters []model.Cluster
+	Stages   []model.Stage
 }
 
 var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "mcp"}, {Type: "provider", LabelNames: []string{"type"}}, {Type: "state"},
 	{Type: "variable", LabelNames: []string{"name"}}, {Type: "pool", LabelNames: []string{"name"}},
 	{Type: "config", LabelNames: []string{"name"}}, {Type: "boot_image", LabelNames: []string{"name"}},
+	{Type: "cluster", LabelNames: []string{"name"}}, {Type: "stage", LabelNames: []string{"name"}},
 }}
 
 // Load reads the configuration in dir. The Result is non-nil whenever files were parsed,
@@ -102,13 +112,18 @@ func load(dir string, opts Options) (*Result, map[string]*hcl.File, hcl.Diagnost
 		return res, files, diags
 	}
 	l := &loader{dir: dir, schemas: opts.Schemas, d: &model.Desired{Dir: dir, IgnitionVersion: "3.4.0"}}
-	vars, d := l.variables(blocks.OfType("variable"), opts)
+	parts, d := l.selectCluster(res, blocks, opts.Cluster)
+	diags = append(diags, d...)
+	if parts == nil {
+		return res, files, diags
+	}
+	vars, d := l.variables(blocks.OfType("variable"), opts, parts.cluster)
 	diags = append(diags, d...)
 	res.Variables = vars
 	l.ctx = &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(vars)}, Functions: functions(dir)}
 	diags = append(diags, l.settings(blocks.OfType("mcp"))...)
-	diags = append(diags, l.provider(blocks.OfType("provider"))...)
-	diags = append(diags, l.state(blocks.OfType("state"))...)
+	diags = append(diags, l.provider(parts.provider)...)
+	diags = append(diags, l.state(parts.state)...)
 	diags = append(diags, l.bootImages(blocks.OfType("boot_image"))...)
 	diags = append(diags, l.pools(blocks.OfType("pool"))...)
 	diags = append(diags, l.configs(blocks.OfType("config"))...)
@@ -185,7 +200,7 @@ func (l *loader) settings(blocks hcl.Blocks) hcl.Diagnostics {
 }
 
 // variables evaluates every variable's value from its sources, in precedence order.
-func (l *loader) variables(blocks hcl.Blocks, opts Options) (map[string]cty.Value, hcl.Diagnostics) {
+func (l *loader) variables(blocks hcl.Blocks, opts Options, cluster *clusterDecl) (map[string]cty.Value, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	decl := map[string]*variable{}
 	names := newLabels("variable")
@@ -231,7 +246,7 @@ func (l *loader) variables(blocks hcl.Blocks, opts Options) (map[string]cty.Valu
 				v.value = cty.DynamicVal
 			}
 		}
-		opts = Options{} // nothing else sets a variable of a saved plan
+		opts, cluster = Options{}, nil // nothing else sets a variable of a saved plan
 	}
 	for _, kv := range opts.Environ {
 		if k, val, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "MCP_VAR_") {
@@ -245,6 +260,9 @@ func (l *loader) variables(blocks hcl.Blocks, opts Options) (map[string]cty.Valu
 	}
 	for _, f := range opts.VarFiles {
 		diags = append(diags, readVarFile(f, set)...)
+	}
+	if cluster != nil {
+		diags = append(diags, l.clusterValues(cluster, set)...)
 	}
 	for _, kv := range opts.Vars {
 		name, val, ok := strings.Cut(kv, "=")

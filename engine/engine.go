@@ -103,10 +103,25 @@ func (p Parts) Backend(d *model.Desired) (state.Backend, error) {
 // Load reads the configuration in dir, renders every pool and builds the provider and
 // the state backend from parts. Diagnostics carry source ranges; the Workspace is nil on
 // errors (its Config may still be needed to print them, so it is returned in the result too).
+// A configuration of clusters loaded without opts.Cluster gives no Workspace and no error:
+// the Result names its clusters (package clusters loads each).
 func Load(dir string, opts config.Options, parts Parts) (*Workspace, *config.Result, model.Diagnostics) {
+	w, res, diags := Render(dir, opts, parts)
+	if w == nil {
+		return nil, res, diags
+	}
+	if d := w.Open(parts); d != nil {
+		return nil, res, append(diags, d)
+	}
+	return w, res, diags
+}
+
+// Render is Load without building the provider and the backend (Open does): a fleet of
+// clusters shows a cluster whose provider cannot start as unknown, beside the others.
+func Render(dir string, opts config.Options, parts Parts) (*Workspace, *config.Result, model.Diagnostics) {
 	opts.Schemas = parts.Schemas()
 	res, diags := config.Load(dir, opts)
-	if diags.HasErrors() {
+	if diags.HasErrors() || res.Desired == nil {
 		return nil, res, diags
 	}
 	d := res.Desired
@@ -115,15 +130,21 @@ func Load(dir string, opts config.Options, parts Parts) (*Workspace, *config.Res
 	if diags.HasErrors() {
 		return nil, res, diags
 	}
-	w := &Workspace{Dir: dir, Config: res, Desired: d, Rendered: rendered, Alerts: parts.Alerts}
+	return &Workspace{Dir: dir, Config: res, Desired: d, Rendered: rendered, Alerts: parts.Alerts}, res, diags
+}
+
+// Open builds the provider and the state backend of a rendered Workspace; a part that
+// refuses to be built is a diagnostic at its setting.
+func (w *Workspace) Open(parts Parts) *model.Diagnostic {
+	d := w.Desired
 	var err error
 	if w.Provider, err = parts.Provider(d); err != nil {
-		return nil, res, append(diags, partError("Cannot start provider", err, d.Provider.Settings, d.Provider.DeclRange))
+		return partError("Cannot start provider", err, d.Provider.Settings, d.Provider.DeclRange)
 	}
 	if w.Backend, err = parts.Backend(d); err != nil {
-		return nil, res, append(diags, partError("Cannot open state backend", err, d.State.Settings, d.State.DeclRange))
+		return partError("Cannot open state backend", err, d.State.Settings, d.State.DeclRange)
 	}
-	return w, res, diags
+	return nil
 }
 
 // partError is a part's refusal to be built, shown at the setting it names (a
@@ -267,7 +288,7 @@ func (w *Workspace) planAt(st *state.State, fleet *model.Fleet, obs *Observed, f
 	abs, _ := filepath.Abs(w.Dir)
 	pf := &planfile.File{
 		FormatVersion: planfile.FormatVersion, MCPVersion: Version,
-		Created: now.UTC(), ConfigDir: abs,
+		Created: now.UTC(), ConfigDir: abs, Cluster: w.Desired.Cluster,
 		Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: fp, Rollout: p,
 		Targets: targets, Exclude: exclude,
 	}

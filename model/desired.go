@@ -18,6 +18,9 @@ type Desired struct {
 	// Dir is the directory the configuration was loaded from; relative paths in
 	// provider and state blocks are relative to it.
 	Dir string
+	// Cluster is the cluster block the configuration was loaded for ("": a configuration
+	// of one cluster, without cluster blocks).
+	Cluster string
 }
 
 // Pool returns the pool named name, or nil.

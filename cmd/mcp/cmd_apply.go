@@ -169,6 +169,16 @@ func (c *cli) readSavedPlan(path string, lf *loadFlags, sf *scopeFlags) (*planfi
 	if len(sf.targets) > 0 || len(sf.exclude) > 0 {
 		return nil, errors.New("-target and -exclude cannot be given with a saved plan: it is applied with the targets and exclusions it was made with; run mcp plan -target=… -out=FILE for another scope")
 	}
+	// As Terraform's saved plan and its workspace: the plan names its cluster, and is
+	// applied to that one.
+	switch {
+	case saved.Cluster != "" && len(lf.clusters) == 0:
+		lf.clusters = multiFlag{saved.Cluster}
+	case saved.Cluster != "" && (len(lf.clusters) > 1 || lf.clusters[0] != saved.Cluster):
+		return nil, fmt.Errorf("-cluster %s: the saved plan was made for cluster %s; apply it with -cluster %s, or plan %s again", strings.Join(lf.clusters, ","), saved.Cluster, saved.Cluster, strings.Join(lf.clusters, ","))
+	case saved.Cluster == "" && len(lf.clusters) > 0:
+		return nil, fmt.Errorf("-cluster %s: the saved plan was made for no cluster (a configuration without cluster blocks); run mcp plan -cluster %s -out=FILE", strings.Join(lf.clusters, ","), lf.clusters[0])
+	}
 	if lf.values, err = saved.VariableValues(); err != nil {
 		return nil, fmt.Errorf("loading plan %q: %v", path, err)
 	}

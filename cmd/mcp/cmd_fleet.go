@@ -77,6 +77,9 @@ func (c *cli) fleetDir(flagVal string) (string, error) {
 		return c.path(flagVal), nil
 	}
 	res, diags := config.Load(c.dir, config.Options{Environ: os.Environ(), Schemas: c.parts.Schemas()})
+	if !diags.HasErrors() && res != nil && len(res.Clusters) > 0 {
+		return "", fmt.Errorf("no -fleet given and the configuration in %s declares clusters, each with its own fleet: give -fleet DIR", c.dir)
+	}
 	if diags.HasErrors() || res == nil || res.Desired == nil {
 		return "", fmt.Errorf("no -fleet given and the configuration in %s does not load (run mcp validate)", c.dir)
 	}

@@ -24,7 +24,25 @@ func (c *cli) plan(args []string) int {
 	var sf scopeFlags
 	sf.register(fs)
 	var lf loadFlags
-	ws, s, code := c.openLocked(fs, &lf, args, "plan")
+	lf.register(fs, true)
+	pos, err := c.parse(fs, args)
+	if err != nil {
+		return 1
+	}
+	if len(pos) > 0 {
+		return c.tooMany("plan", pos)
+	}
+	ws, ms, ok := c.loadAny(&lf, true)
+	if !ok {
+		return 1
+	}
+	if ms != nil {
+		if *out != "" || *asJSON {
+			return c.errorf("-out and -json are not supported yet for a plan of several clusters: plan one with -cluster NAME (docs/fleets.md)")
+		}
+		return c.planFleet(ms, &lf, &sf, &detailed)
+	}
+	s, code := c.readStateLocked(ws, &lf, "plan")
 	if s == nil {
 		return code
 	}

@@ -30,7 +30,7 @@ func (c *cli) pointer(args []string) int {
 	// would make a machine that never boots.
 	res, diags := config.Load(c.dir, c.configOptions(&lf))
 	c.diagnostics(res, diags, &lf)
-	if diags.HasErrors() {
+	if diags.HasErrors() || c.notOneCluster(res, &lf, false) {
 		return 1
 	}
 	if res.Desired.Pool(pos[0]) == nil {

@@ -100,7 +100,7 @@ func (c *cli) bootSource(ctx context.Context, lf *loadFlags, statePath string) (
 	}
 	res, diags := config.Load(c.dir, c.configOptions(lf))
 	c.diagnostics(res, diags, lf)
-	if diags.HasErrors() {
+	if diags.HasErrors() || c.notOneCluster(res, lf, false) {
 		return nil, "", errDiagnosed
 	}
 	name := res.Desired.State.Backend

@@ -4,7 +4,7 @@ import "github.com/mcpfleet/mcp/cmd/internal/cmdhelp"
 
 // The option groups most commands share.
 var (
-	varOptions  = cmdhelp.Group{Title: "Common options", Flags: []string{"var", "var-file", "no-color", "input"}}
+	varOptions  = cmdhelp.Group{Title: "Common options", Flags: []string{"var", "var-file", "no-color", "input", "cluster"}}
 	lockOptions = cmdhelp.Group{Title: "Lock options", Flags: []string{"lock", "lock-timeout"}}
 	scopeGroup  = cmdhelp.Group{Title: "Scope options", Flags: []string{"target", "exclude"}}
 )
@@ -77,16 +77,21 @@ each move of the pool's nodes changes — every file and unit as a unified diff,
 arguments and OS image removed and added — once per pool, and why each step is needed.
 Drift (changes made outside mcp) is shown apart, before the actions.
 
+In a configuration of clusters (docs/fleets.md) it plans every cluster, or those -cluster
+names: a summary line, a row per cluster, then each cluster's plan; a cluster that cannot be
+reached is shown as unknown with the reason.
+
 ` + configDirText + ` The plan takes the state lock while it reads the state.`,
 		Groups: []cmdhelp.Group{{Title: "Plan options", Flags: []string{"out", "json", "detailed-exitcode", "no-color"}},
 			scopeGroup, varOptions, lockOptions},
 		Exit: []string{"0  Success; with -detailed-exitcode: apply would change nothing.",
-			"1  An error, or a plan that apply will refuse (printed all the same).",
+			"1  An error, a plan that apply will refuse, or a cluster unknown (printed all the same).",
 			"2  With -detailed-exitcode: apply would change a node or pool, drift restores included;",
 			"   with -detailed-exitcode=config: the configuration asks for changes (restores do not count)."},
 		Examples: []string{"mcp plan -out=tfplan  # then review with mcp show tfplan, and apply with mcp apply tfplan",
 			"mcp -chdir=clusters/prod plan -var ntp_server=ntp.internal",
-			"mcp plan -target=pool.infra -exclude=node.infra-3"},
+			"mcp plan -target=pool.infra -exclude=node.infra-3",
+			"mcp plan -cluster canary -cluster staging  # two clusters of a fleet"},
 	},
 	"apply": {
 		Usage: "mcp [global options] apply [options] [PLANFILE]",

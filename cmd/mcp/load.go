@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/zclconf/go-cty/cty"
@@ -24,12 +25,18 @@ type loadFlags struct {
 	lockTimeout time.Duration
 	// values, when set, are a saved plan's variables (they replace every other source).
 	values map[string]cty.Value
+	// clusters are -cluster's names: the clusters of a configuration of clusters the
+	// command works on (docs/fleets.md); op is the command's name, for messages.
+	clusters multiFlag
+	op       string
 }
 
 func (lf *loadFlags) register(fs *flag.FlagSet, locking bool) {
 	fs.Var(&lf.vars, "var", "set a variable: -var 'name=value' (repeatable)")
 	fs.Var(&lf.varFiles, "var-file", "read variables from an HCL file (repeatable)")
 	fs.BoolVar(&lf.noColor, "no-color", false, "print no colour codes")
+	fs.Var(&lf.clusters, "cluster", "in a configuration of clusters, work on the cluster NAME (repeatable for plan and validate: docs/fleets.md)")
+	lf.op = strings.TrimPrefix(fs.Name(), "mcp ")
 	fs.BoolVar(&lf.input, "input", true, "ask on a terminal when a command needs an answer (apply's approval, force-unlock's confirmation); -input=false never asks, and the command fails where it would have asked, as Terraform's")
 	if locking {
 		fs.BoolVar(&lf.lock, "lock", true, "do not take the state lock (for when it cannot be taken: see docs/decisions.md)")
@@ -37,19 +44,11 @@ func (lf *loadFlags) register(fs *flag.FlagSet, locking bool) {
 	}
 }
 
-// load reads and renders the configuration; on errors it prints the diagnostics with their
-// places and returns nil.
+// load reads and renders the configuration — of one cluster: a configuration of
+// clusters needs exactly one -cluster here —; on errors it prints the diagnostics with
+// their places and returns nil.
 func (c *cli) load(lf *loadFlags) *engine.Workspace {
-	var ws *engine.Workspace
-	var res *config.Result
-	var diags model.Diagnostics
-	if !c.whileReading(func() { ws, res, diags = engine.Load(c.dir, c.configOptions(lf), c.parts.Engine()) }) {
-		return nil
-	}
-	c.diagnostics(res, diags, lf)
-	if diags.HasErrors() {
-		return nil
-	}
+	ws, _, _ := c.loadAny(lf, false)
 	return ws
 }
 
@@ -105,5 +104,9 @@ func (c *cli) configOptions(lf *loadFlags) config.Options {
 	for i, f := range lf.varFiles {
 		files[i] = c.path(f)
 	}
-	return config.Options{Vars: lf.vars, VarFiles: files, Environ: os.Environ(), Values: lf.values, Schemas: c.parts.Schemas()}
+	o := config.Options{Vars: lf.vars, VarFiles: files, Environ: os.Environ(), Values: lf.values, Schemas: c.parts.Schemas()}
+	if len(lf.clusters) == 1 {
+		o.Cluster = lf.clusters[0]
+	}
+	return o
 }

@@ -174,14 +174,7 @@ func TestStalePlanAndLockRefused(t *testing.T) {
 	}
 
 	// Another apply holds the lock: the second is refused naming the holder.
-	b := &localstate.Local{Path: filepath.Join(dir, "mcp.state")}
-	info := state.NewLockInfo("apply", "test")
-	info.Who = "ci-runner@build-7"
-	u, err := b.Lock(context.Background(), info)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer u.Unlock(context.Background())
+	info := holdLock(t, filepath.Join(dir, "mcp.state"), "ci-runner@build-7")
 	code, out, errOut = mcp(t, dir, "apply", "-auto-approve")
 	if code != 1 || !strings.Contains(errOut, "ci-runner@build-7") || !strings.Contains(errOut, info.ID) {
 		t.Fatalf("locked apply: exit %d, want 1 naming the holder\n%s%s", code, out, errOut)

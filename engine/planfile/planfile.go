@@ -33,6 +33,9 @@ type File struct {
 	Created       time.Time `json:"created"`
 	// ConfigDir is the configuration directory the plan was made in (absolute).
 	ConfigDir string `json:"config_dir"`
+	// Cluster is the cluster block the plan was made for, in a configuration of clusters
+	// (-cluster): apply loads that cluster, and refuses -cluster naming another.
+	Cluster string `json:"cluster,omitempty"`
 	// Lineage and Serial identify the state the plan was made from.
 	Lineage string `json:"lineage"`
 	Serial  int64  `json:"serial"`

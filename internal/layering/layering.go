@@ -5,8 +5,9 @@
 // package imports only packages of its own folder and of folders on lower floors, so no
 // import runs back up and no two folders import each other:
 //
-//	9  cmd, scripts, acceptance, examples, deploy   what people run, and the tests of the whole
-//	8  testkit                                      harnesses: chaos, benchmarks, test helpers
+//	10 cmd, scripts, acceptance, examples, deploy   what people run, and the tests of the whole
+//	9  testkit                                      harnesses: chaos, benchmarks, test helpers
+//	8  clusters                                     a fleet of clusters: the engine per cluster
 //	7  engine                                       load, render, refresh, plan, apply
 //	6  providers                                    the fleets: local, kubernetes (record in tests)
 //	5  bootsrv, agent                               the two ends of a node's configs: the boot
@@ -24,14 +25,15 @@
 // dependency:
 //
 //	cmd/mcp, cmd/mcp-agent          the composition roots: they alone name concrete parts
-//	engine/…, planner/…, state/…,   reach no concrete provider: nothing under providers/ but the
-//	steps/…, model/…, kubeapi/…,    interfaces (providers) and their suite (providertest), so a new
-//	bootsrv/…, agent/…              provider is covered the day it is added
+//	engine/…, clusters/…,           reach no concrete provider: nothing under providers/ but the
+//	planner/…, state/…, steps/…,    interfaces (providers) and their suite (providertest), so a new
+//	model/…, kubeapi/…, bootsrv/…,  provider is covered the day it is added
+//	agent/…
 //	kubeapi/…                       the apiserver's protocol and clients: no provider, backend, boot
 //	                                server, agent, node executor or engine stands under them
 //	providers/…                     no agent mode and no boot server: a provider talks to the nodes
 //	                                through kubeapi's protocol (or runs nodeexec, simulated)
-//	engine/…, state                 know state backends by interface: nothing under state/ but
+//	engine/…, clusters/…, state     know state backends by interface: nothing under state/ but
 //	                                state, no client-go, no kubectl
 //	engine                          no boot server, fasthttp or Prometheus (Ignition is the room's)
 //	bootsrv                         serves snapshots from a Source; no engine, no client-go
@@ -93,7 +95,7 @@ type Rule struct {
 
 // Rules are mcp's layering.
 var Rules = []Rule{
-	{Of: []string{"engine/...", "planner/...", "state/...", "steps/...", "model/...", "kubeapi/...", "bootsrv/...", "agent/..."},
+	{Of: []string{"engine/...", "clusters/...", "planner/...", "state/...", "steps/...", "model/...", "kubeapi/...", "bootsrv/...", "agent/..."},
 		Forbid: []string{Module + "/providers/..."}, Except: []string{Module + "/providers", Module + "/providers/providertest"},
 		Why: "the core knows providers by their interfaces (and their specs); cmd composes the concrete ones, wherever under providers/ they are"},
 	{Of: []string{"kubeapi/..."},
@@ -105,7 +107,7 @@ var Rules = []Rule{
 		Forbid: []string{Module + "/agent/...", Module + "/bootsrv/..."},
 		Why: "a provider reaches nodes through kubeapi's protocol (or, simulated, runs nodeexec in-process): it links no " +
 			"agent mode and no boot server"},
-	{Of: []string{"engine/...", "state"},
+	{Of: []string{"engine/...", "clusters/...", "state"},
 		Forbid: []string{Module + "/state/...", "k8s.io/client-go/...", "k8s.io/kubectl/..."}, Except: []string{Module + "/state"},
 		Why: "the engine knows state backends by their interface; cmd composes them"},
 	{Of: []string{"engine"},
@@ -222,6 +224,7 @@ var Floors = [][]string{
 	{"bootsrv", "agent"},
 	{"providers"},
 	{"engine"},
+	{"clusters"},
 	{"testkit"},
 	{"cmd", "scripts", "acceptance", "examples", "deploy"},
 }

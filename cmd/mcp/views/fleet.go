@@ -1,0 +1,120 @@
+package views
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mcpfleet/mcp/clusters"
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/planner"
+)
+
+// FleetPlan writes the head of a plan across clusters: a summary line, then one row per
+// cluster — its stage, its nodes changing, waves, blocked and drifted nodes, who holds its
+// state lock when another run does — and why each unknown cluster is unknown. Each
+// cluster's own plan follows it (ClusterHeader, then the plan view as for one cluster).
+func FleetPlan(out io.Writer, ps []clusters.Planned, color bool) error {
+	w := bufio.NewWriter(out)
+	c := painter(color)
+	fmt.Fprintf(w, "%s\n\n", c.bold(FleetSummary(ps)))
+	var t columns
+	t.add("CLUSTER", "STAGE", "CHANGING", "WAVES", "BLOCKED", "DRIFTED", "LOCK HELD BY", "PLAN")
+	soaks := false
+	for _, p := range ps {
+		stage := p.Cluster.Stage
+		if p.Stage.Soak > 0 {
+			stage, soaks = fmt.Sprintf("%s (soak %s*)", stage, model.ShortDuration(p.Stage.Soak)), true
+		}
+		holder := "-"
+		if p.LockHolder != "" {
+			holder = p.LockHolder
+		}
+		if p.Plan == nil {
+			t.add(p.Cluster.Name, stage, "?", "?", "?", "?", holder, c.red("unknown"))
+			continue
+		}
+		r := p.Plan.File.Rollout
+		n := countRollout(r)
+		verdict := "no changes"
+		if r.HasChanges() {
+			verdict = c.yellow("changes")
+		}
+		t.add(p.Cluster.Name, stage, fmt.Sprintf("%d (%d reboot)", n.nodes, n.reboot), fmt.Sprint(n.waves),
+			fmt.Sprint(n.blocked), fmt.Sprint(len(r.Drifted())), holder, verdict)
+	}
+	if err := t.write(w); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if p.Plan == nil {
+			fmt.Fprintf(w, "\n%s cluster %s is unknown: %s\n", c.red("Error:"), p.Cluster.Name, Capitalize(p.Err.Error()))
+		}
+	}
+	if soaks {
+		fmt.Fprintln(w, "\n* A stage's soak is shown; apply does not wait for it yet (docs/fleets.md).")
+	}
+	return w.Flush()
+}
+
+// ClusterHeader opens one cluster's part of a plan across clusters.
+func ClusterHeader(w io.Writer, p clusters.Planned, color bool) {
+	title := fmt.Sprintf("Cluster %s (stage %s)", p.Cluster.Name, p.Cluster.Stage)
+	fmt.Fprintf(w, "\n%s\n%s\n\n", painter(color).bold(title), strings.Repeat("─", len(title)))
+}
+
+// rolloutCounts are a cluster's plan in numbers, for its row and the fleet's summary.
+type rolloutCounts struct {
+	nodes, reboot, adopt, blocked, waves, poolsBlocked int
+}
+
+func countRollout(r *planner.Rollout) rolloutCounts {
+	n := rolloutCounts{adopt: adopts(r)}
+	for i := range r.Nodes {
+		nd := &r.Nodes[i]
+		if !nd.Changed() || nd.Action == planner.NodeAdopt {
+			continue
+		}
+		n.nodes++
+		if nd.Reboot {
+			n.reboot++
+		}
+		if hasBlock(nd.Blockers) {
+			n.blocked++
+		}
+	}
+	for _, pp := range r.Pools {
+		n.waves = max(n.waves, pp.Waves)
+		if hasBlock(pp.Blockers) {
+			n.poolsBlocked++
+		}
+	}
+	return n
+}
+
+// FleetSummary is the plan across clusters in one line: "Fleet: 3 clusters, 1 changing,
+// 1 unchanged, 1 unknown; 4 nodes to update (2 reboot, 2 in place), 0 to adopt; 0 pools
+// blocked."
+func FleetSummary(ps []clusters.Planned) string {
+	var changing, unchanged, unknown int
+	var sum rolloutCounts
+	for _, p := range ps {
+		switch {
+		case p.Plan == nil:
+			unknown++
+			continue
+		case p.Plan.File.Rollout.HasChanges():
+			changing++
+		default:
+			unchanged++
+		}
+		n := countRollout(p.Plan.File.Rollout)
+		sum.nodes, sum.reboot, sum.adopt = sum.nodes+n.nodes, sum.reboot+n.reboot, sum.adopt+n.adopt
+		sum.poolsBlocked += n.poolsBlocked
+	}
+	return fmt.Sprintf("Fleet: %s, %d changing, %d unchanged, %d unknown; %s (%d reboot, %d in place), %d to adopt; %s blocked.",
+		plural(len(ps), "%d cluster", "%d clusters"), changing, unchanged, unknown,
+		plural(sum.nodes, "%d node to update", "%d nodes to update"), sum.reboot, sum.nodes-sum.reboot, sum.adopt,
+		plural(sum.poolsBlocked, "%d pool", "%d pools"))
+}

@@ -1,0 +1,30 @@
+package model
+
+import "time"
+
+// Cluster is a cluster block: one cluster of a fleet of clusters, which the configuration's
+// pools, configs and boot images reach with its own provider, state and variable values
+// (docs/fleets.md). The provider and state are read when the cluster is loaded
+// (config.Options.Cluster), against that cluster's variables.
+type Cluster struct {
+	Name  string
+	Stage string
+	// ProviderType is the label of the cluster's provider block.
+	ProviderType string
+	// Values are the places of the cluster's own variable values (its `variables`
+	// attribute), by variable name: the overrides that make this cluster differ.
+	Values    map[string]Range
+	DeclRange Range // the cluster block's label
+}
+
+// Stage is a stage block: a step of the promotion from cluster to cluster.
+type Stage struct {
+	Name string
+	// After are the stages that come before this one (a DAG: stages with no path between
+	// them are in no order).
+	After []string
+	// Soak is how long the stage's clusters are to run a change before a later stage takes
+	// it. Shown by plan; apply does not wait for it yet (docs/fleets.md).
+	Soak      time.Duration
+	DeclRange Range
+}
