@@ -68,10 +68,11 @@ type Agent struct {
 	// "not run".
 	Checks *Checker
 
-	mu      sync.Mutex
-	configs map[string]*model.Rendered // fetched rendered configs (immutable)
-	ran     string                     // the last update id this process ran
-	checked string                     // the last check run id this process answered
+	mu       sync.Mutex
+	configs  map[string]*model.Rendered // fetched rendered configs (immutable)
+	ran      string                     // the last update id this process ran
+	checked  string                     // the last check run id this process answered
+	observed string                     // the last observation request id it took up
 }
 
 // New builds the agent of node for root: host performs the non-file effects.
@@ -153,6 +154,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.CheckDrift(ctx, node)
 		}
 		a.Check(ctx, node)
+		a.AnswerObserve(ctx, node)
 	}
 }
 
@@ -266,13 +268,23 @@ func (a *Agent) update(ctx context.Context, h protocol.Handover, herr error, cur
 	}
 	var from *model.Rendered
 	if current != "" {
-		if from, err = a.fetch(ctx, current); err != nil {
+		// A current config the server does not serve is one the state does not know (the
+		// MCO's, a lost state's): the engine planned the steps from nothing managed.
+		if from, err = a.fetch(ctx, current); errors.Is(err, bootclient.ErrNotServed) {
+			a.Log.Info("current config not served: updating from none", "current", current)
+			from = nil
+		} else if err != nil {
 			return a.Agent.Degrade(fmt.Errorf("the node's current config: %w", err))
 		}
 	}
 	err = a.Agent.Update(ctx, from, target, h.Steps, a.stepDone)
-	if err == nil {
+	var stale *nodeexec.StaleError
+	switch {
+	case err == nil:
 		a.Log.Info("done", "update", h.UpdateID, "current", target.Name)
+	case errors.As(err, &stale):
+		// Nothing changed on the node: the engine must still hear that it was not adopted.
+		return a.Agent.Degrade(err)
 	}
 	return err
 }

@@ -24,7 +24,7 @@ import (
 // OSImage, KernelArgs, AgentProtocol). Every write is a JSON merge patch of
 // metadata.annotations and nothing else.
 //
-// It speaks protocol.Version 2: an update's reports are its Done or Degraded, in one patch.
+// It speaks protocol.Version 3: an update's reports are its Done or Degraded, in one patch.
 // Working (and from then on the progress of each step) is written only when it tells what
 // the hand-over does not: the update still runs WorkingAfter after it began, or the machine
 // is about to reboot (Rebooting, which the reboot waits for).
