@@ -284,7 +284,10 @@ func (a *Agent) update(ctx context.Context, h protocol.Handover, herr error, cur
 		a.Log.Info("done", "update", h.UpdateID, "current", target.Name)
 	case errors.As(err, &stale):
 		// Nothing changed on the node: the engine must still hear that it was not adopted.
-		return a.Agent.Degrade(err)
+		a.Log.Info("refused", "update", h.UpdateID, "err", err.Error())
+		if rerr := a.State.Refused(err.Error()); rerr != nil {
+			return fmt.Errorf("%w (and reporting it failed: %v)", err, rerr)
+		}
 	}
 	return err
 }

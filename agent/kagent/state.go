@@ -229,6 +229,15 @@ func (s *NodeState) Done(current string) error {
 	return nil
 }
 
+// Refused reports that the agent refused the update and changed nothing (nodeexec's
+// StaleError: an adoption of a node that no longer carries its target): Done, on the
+// config the node was on, with reason. Not Degraded: nothing on the node went wrong.
+func (s *NodeState) Refused(reason string) error {
+	s.send.Lock()
+	defer s.send.Unlock()
+	return s.patch(s.report(map[string]any{protocol.State: model.StateDone, protocol.Reason: reason}))
+}
+
 // Degraded reports that the update failed for reason.
 func (s *NodeState) Degraded(reason string) error {
 	s.send.Lock()

@@ -40,7 +40,9 @@ const (
 	CurrentConfig = Prefix + "current-config"
 	// State is Done, Working or Degraded (model.StateDone, ...).
 	State = Prefix + "state"
-	// Reason says why the node is Degraded.
+	// Reason says why the node is Degraded; beside Done (a protocol-3 agent), why the agent
+	// refused the hand-over and changed nothing: an adoption of a node that no longer
+	// carries its target (a stale plan).
 	Reason = Prefix + "reason"
 	// ObservedUpdateID is the UpdateID that State and Progress refer to.
 	ObservedUpdateID = Prefix + "observed-update-id"
