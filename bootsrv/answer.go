@@ -66,6 +66,11 @@ func (s *Server) answer(q request) reply {
 		return r
 	}
 	snap := s.snap.Load()
+	// A stored rendered config is served before any pool is: an agent asked what its node
+	// carries of a pool's first target fetches it before anything was applied (adoption).
+	if b := snap.storedRendered(name); !isConfig && b != nil {
+		return bodyReply(q, endpoint, "", b)
+	}
 	if !snap.loaded() {
 		return textReply(endpoint, 503, "no configuration loaded yet\n")
 	}
