@@ -528,7 +528,7 @@ func TestFirstBootRecordServed(t *testing.T) {
 
 // A rendered config stored before anything was applied (no pool points anywhere: the
 // target refresh publishes for agents to observe against) is served to agents; the
-// pools' configs still answer 503 until a pool has one, and a name not stored 503 too.
+// pools' configs still answer 503 until a pool has one; a name not stored is 404.
 func TestRenderedServedBeforeAnyPool(t *testing.T) {
 	r := rendered(t, "worker", "x")
 	snap, err := Build(0, nil, map[string]*model.Rendered{r.Name: r})
@@ -540,8 +540,8 @@ func TestRenderedServedBeforeAnyPool(t *testing.T) {
 	if rec := get(t, s, "GET", "/rendered/"+r.Name); rec.Code != 200 || !strings.Contains(rec.Body.String(), r.Name) {
 		t.Errorf("/rendered/%s before any pool: %d %s", r.Name, rec.Code, rec.Body)
 	}
-	if rec := get(t, s, "GET", "/rendered/rendered-worker-other"); rec.Code != 503 {
-		t.Errorf("a name not stored, before any pool: %d, want 503", rec.Code)
+	if rec := get(t, s, "GET", "/rendered/rendered-worker-other"); rec.Code != 404 {
+		t.Errorf("a name not stored, before any pool: %d, want 404", rec.Code)
 	}
 	if rec := get(t, s, "GET", "/config/worker"); rec.Code != 503 {
 		t.Errorf("/config/worker before any pool: %d, want 503", rec.Code)

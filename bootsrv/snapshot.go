@@ -76,14 +76,6 @@ type Snapshot struct {
 // client retries (a 404 would fail a machine's first boot at once).
 func (s *Snapshot) loaded() bool { return s != nil && len(s.pools) > 0 }
 
-// storedRendered is the stored rendered config name's answer, nil when there is none.
-func (s *Snapshot) storedRendered(name string) *body {
-	if s == nil {
-		return nil
-	}
-	return s.rendered[name]
-}
-
 // Stored is what a Source read for a snapshot: the state's serial and pools' pointers, the
 // stored rendered configs that read, and each that did not, by name, with why (damaged,
 // edited, not a regular file).

@@ -319,6 +319,16 @@ func (a *Agent) CheckDrift(ctx context.Context, node *corev1.Node) {
 		return
 	}
 	r, err := a.fetch(ctx, name)
+	if err != nil {
+		// A current config the server does not give (the MCO's name, not stored): its disk
+		// cannot be checked, but what the host runs and the protocol spoken are still said
+		// (the engine asks only an agent of protocol.ObserveVersion what the node carries).
+		a.Log.Error("drift check", "current", name, "err", err.Error())
+		if err := a.State.ReportHost(node.Annotations, o); err != nil {
+			a.Log.Error("drift check", "err", err.Error())
+		}
+		return
+	}
 	var d []model.Drift
 	if err == nil {
 		d, err = a.Agent.Exec.Verify(r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -101,5 +102,17 @@ func TestStaleAdoptionIsRefusedNotDegraded(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "etc/motd")); !os.IsNotExist(err) {
 		t.Errorf("the refused adoption wrote /etc/motd: %v", err)
+	}
+}
+
+// TestForeignCurrentConfigAnnounced: an agent whose node runs a config the boot server
+// does not give (the MCO's name) still says which protocol it speaks at its first check:
+// the engine asks only such an agent what its node carries.
+func TestForeignCurrentConfigAnnounced(t *testing.T) {
+	client, _ := cluster(t, map[string]string{protocol.CurrentConfig: "rendered-worker-0123456789abcdef"})
+	a, _ := newAgent(t, client, serveRendered(t), &nodeexec.RecordingHost{})
+	a.CheckDrift(context.Background(), nil)
+	if v := getNode(t, client).Annotations[protocol.AgentProtocol]; v != strconv.Itoa(protocol.Version) {
+		t.Errorf("agent-protocol %q after the first check, want %d", v, protocol.Version)
 	}
 }
