@@ -22,18 +22,8 @@ func (a *Agent) AnswerObserve(ctx context.Context, node *corev1.Node) bool {
 	if !ok {
 		return false
 	}
-	if run.RequestID == "" {
-		a.Log.Error("observation request", "err", rerr.Error())
-		return false // no id to answer under
-	}
-	if rep, ok := protocol.ReadObserveReport(node.Annotations); ok && rep.RequestID == run.RequestID {
-		return false
-	}
-	a.mu.Lock()
-	already := a.observed == run.RequestID
-	a.observed = run.RequestID
-	a.mu.Unlock()
-	if already {
+	last, answered := protocol.ReadObserveReport(node.Annotations)
+	if !a.takeUp("observation request", run.RequestID, rerr, answered && last.RequestID == run.RequestID, &a.observed) {
 		return false
 	}
 	rep := protocol.ObserveReport{RequestID: run.RequestID, Target: run.Target}
