@@ -370,13 +370,23 @@ func (a *Agent) observe(err error) {
 }
 
 // fetch gets a rendered config from the boot server once (they are immutable), retrying a
-// failed fetch a few times.
+// failed fetch a few times — but not a name the server does not store (a foreign current
+// config: asking again gives the same answer).
 func (a *Agent) fetch(ctx context.Context, name string) (*model.Rendered, error) {
+	return a.fetchRetrying(ctx, name, false)
+}
+
+// fetchRetrying is fetch; notServed retries a name the server does not store too (a
+// target published an instant before: the server may not have seen it yet).
+func (a *Agent) fetchRetrying(ctx context.Context, name string, notServed bool) (*model.Rendered, error) {
 	var err error
 	for i, delay := 0, time.Second; i < 3; i, delay = i+1, 2*delay {
 		var r *model.Rendered
 		if r, err = a.fetchOnce(ctx, name); err == nil {
 			return r, nil
+		}
+		if !notServed && errors.Is(err, bootclient.ErrNotServed) {
+			return nil, err
 		}
 		if i < 2 {
 			select {

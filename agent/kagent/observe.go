@@ -12,7 +12,8 @@ import (
 // AnswerObserve answers the engine's request to say what the node carries against a rendered
 // config (protocol.ObserveRun) when one is waiting on node that is neither answered
 // (protocol.Observed has its request id) nor taken up by this process: it fetches the
-// config from the boot server as for an update (fetch) and runs the verify step's check
+// config from the boot server as for an update (fetch; a 404 retried too, the config being
+// published just before) and runs the verify step's check
 // against it (nodeexec.Executor.Observe, the local provider's too), then answers under the
 // request's id, bounded (protocol.ObserveReport). It changes nothing on the node. A request
 // the engine would not write and a config the server does not give are answered with why.
@@ -47,7 +48,7 @@ func (a *Agent) observeConfig(ctx context.Context, run protocol.ObserveRun, rerr
 	if rerr != nil {
 		return model.Observation{}, rerr
 	}
-	target, err := a.fetch(ctx, run.Target)
+	target, err := a.fetchRetrying(ctx, run.Target, true) // published just before the request
 	if err != nil {
 		return model.Observation{}, err
 	}
