@@ -162,8 +162,9 @@ func matches(sel, labels map[string]string) bool {
 	return len(sel) > 0
 }
 
-// publishing stores the rendered configs a hand-over names before handing over, as the
-// engine does (its apply publishes them to the state the boot server follows). It keeps
+// publishing stores the rendered configs a hand-over or an observation names before the
+// provider asks the agent, as the engine does (it publishes them to the state the boot
+// server follows). It keeps
 // the provider's health gates (kubernetes.Provider is a providers.HealthGater).
 type publishing struct {
 	*kubernetes.Provider
@@ -174,6 +175,13 @@ func (p publishing) RunNodeSteps(ctx context.Context, node string, from, target 
 	p.store.put(from)
 	p.store.put(target)
 	return p.Provider.RunNodeSteps(ctx, node, from, target, steps, done)
+}
+
+// ObserveConfig publishes target before the provider asks an agent about it, as the
+// engine's refresh does (state.RenderedPublisher): the agent fetches it from the store.
+func (p publishing) ObserveConfig(ctx context.Context, node string, target *model.Rendered) (model.Observation, error) {
+	p.store.put(target)
+	return p.Provider.ObserveConfig(ctx, node, target)
 }
 
 // renderedStore serves /rendered/<name> from configs put into it.

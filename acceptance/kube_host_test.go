@@ -291,8 +291,18 @@ func (c *kubeCluster) planRow(plan, node string) string {
 	return ""
 }
 
-// hostCalls are the Host calls a's agent logged.
+// hostCalls are the Host calls a's agent logged, by kind ("restart", "reboot").
 func hostCalls(t *testing.T, a *kubeAgent) []string {
+	t.Helper()
+	var kinds []string
+	for _, c := range fullHostCalls(t, a) {
+		kinds = append(kinds, strings.Fields(c)[0])
+	}
+	return kinds
+}
+
+// fullHostCalls are the Host calls a's agent logged, whole ("restart chronyd.service").
+func fullHostCalls(t *testing.T, a *kubeAgent) []string {
 	t.Helper()
 	b, _ := os.ReadFile(a.log)
 	var calls []string
@@ -301,8 +311,8 @@ func hostCalls(t *testing.T, a *kubeAgent) []string {
 			Msg  string `json:"msg"`
 			Call string `json:"call"`
 		}
-		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "host" {
-			calls = append(calls, strings.Fields(l.Call)[0])
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "host" && l.Call != "" {
+			calls = append(calls, l.Call)
 		}
 	}
 	return calls

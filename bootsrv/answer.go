@@ -66,10 +66,10 @@ func (s *Server) answer(q request) reply {
 		return r
 	}
 	snap := s.snap.Load()
-	if !snap.loaded() {
-		return textReply(endpoint, 503, "no configuration loaded yet\n")
-	}
-	if !isConfig {
+	// Rendered configs are served once the store is read, before any pool has one: an
+	// agent asked what its node carries of a pool's first target fetches it before
+	// anything was applied (adoption), and a name not stored is 404 (the MCO's, say).
+	if !isConfig && snap != nil {
 		b := snap.rendered[name]
 		if why := snap.unreadable[name]; b == nil && why != "" {
 			return textReply(endpoint, 503, why+"\n")
@@ -78,6 +78,9 @@ func (s *Server) answer(q request) reply {
 			return textReply(endpoint, 404, "not found\n")
 		}
 		return bodyReply(q, endpoint, "", b)
+	}
+	if !snap.loaded() {
+		return textReply(endpoint, 503, "no configuration loaded yet\n")
 	}
 	pc := snap.pools[name]
 	if pc == nil {

@@ -525,3 +525,25 @@ func TestFirstBootRecordServed(t *testing.T) {
 		t.Errorf("a config writing the record's path: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// A rendered config stored before anything was applied (no pool points anywhere: the
+// target refresh publishes for agents to observe against) is served to agents; the
+// pools' configs still answer 503 until a pool has one; a name not stored is 404.
+func TestRenderedServedBeforeAnyPool(t *testing.T) {
+	r := rendered(t, "worker", "x")
+	snap, err := Build(0, nil, map[string]*model.Rendered{r.Name: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(nil)
+	s.Swap(snap)
+	if rec := get(t, s, "GET", "/rendered/"+r.Name); rec.Code != 200 || !strings.Contains(rec.Body.String(), r.Name) {
+		t.Errorf("/rendered/%s before any pool: %d %s", r.Name, rec.Code, rec.Body)
+	}
+	if rec := get(t, s, "GET", "/rendered/rendered-worker-other"); rec.Code != 404 {
+		t.Errorf("a name not stored, before any pool: %d, want 404", rec.Code)
+	}
+	if rec := get(t, s, "GET", "/config/worker"); rec.Code != 503 {
+		t.Errorf("/config/worker before any pool: %d, want 503", rec.Code)
+	}
+}

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"golang.org/x/sync/errgroup"
 
@@ -41,6 +43,7 @@ func (w *Workspace) observeConfigs(ctx context.Context, st *state.State, fleet *
 		return nil
 	}
 	todo := planner.ToObserve(w.Desired, w.Rendered, st.Rendered, fleet.Nodes)
+	unpublished := w.publishTargets(ctx, todo)
 	var g errgroup.Group
 	g.SetLimit(8)
 	for i := range fleet.Nodes {
@@ -50,7 +53,10 @@ func (w *Workspace) observeConfigs(ctx context.Context, st *state.State, fleet *
 			continue
 		}
 		g.Go(func() error {
-			o, err := co.ObserveConfig(ctx, n.Name, target)
+			o, err := model.Observation{}, unpublished[target.Name]
+			if err == nil {
+				o, err = co.ObserveConfig(ctx, n.Name, target)
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					return fmt.Errorf("observing node %s: %w", n.Name, err)
@@ -63,4 +69,29 @@ func (w *Workspace) observeConfigs(ctx context.Context, st *state.State, fleet *
 		})
 	}
 	return g.Wait()
+}
+
+// publishTargets stores the targets of the nodes to observe where the agents fetch rendered
+// configs from, when the state backend is such a store (state.RenderedPublisher): an agent
+// asked what it carries of a config fetches it as for an update. It gives the error of each
+// target that could not be stored (the identity may not write there: a plan with read-only
+// credentials): its nodes are then planned without an observation, that error their reason.
+func (w *Workspace) publishTargets(ctx context.Context, todo map[string]*model.Rendered) map[string]error {
+	pub, ok := w.Backend.(state.RenderedPublisher)
+	if !ok {
+		return nil
+	}
+	failed := map[string]error{}
+	done := map[string]bool{}
+	for _, node := range slices.Sorted(maps.Keys(todo)) {
+		r := todo[node]
+		if done[r.Name] {
+			continue
+		}
+		done[r.Name] = true
+		if err := pub.PublishRendered(ctx, r); err != nil {
+			failed[r.Name] = fmt.Errorf("publishing %s for the node's agent to fetch: %w", r.Name, err)
+		}
+	}
+	return failed
 }

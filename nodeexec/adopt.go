@@ -45,3 +45,18 @@ func (a *Agent) adopt(ctx context.Context, target *model.Rendered, s model.Step,
 func adoption(steps []model.Step) bool {
 	return len(steps) == 1 && steps[0].Kind == model.StepAdopt
 }
+
+// Observe is what the node carries against target, a config it is not recorded on: the
+// verify step's check (CheckNode from nothing managed), bounded to model.MaxObserved
+// listed differences — a file too large or of the wrong type is one drift entry saying so.
+// Every provider's observation runs it (the local provider on the node's root, the kube
+// agent on its own).
+func (e *Executor) Observe(ctx context.Context, target *model.Rendered) (model.Observation, error) {
+	drift, err := e.CheckNode(ctx, nil, target)
+	if err != nil {
+		return model.Observation{}, fmt.Errorf("observing what the node carries of %s: %w", target.Name, err)
+	}
+	o := model.Observation{Target: target.Name, Drift: drift}
+	o.Bound(model.MaxObserved)
+	return o, nil
+}

@@ -34,6 +34,15 @@ type Backend interface {
 	DeleteRendered(ctx context.Context, names []string) error
 }
 
+// RenderedPublisher is implemented by backends whose rendered store the boot server serves
+// agents from (the kubernetes backend: one immutable Secret a config). Refresh publishes a
+// pool's target there before it asks the nodes' agents what they carry of it: an agent
+// fetches it as for an update. A config is content-named and immutable, so this is no
+// rollout: nothing points at it, and mcp prune collects it once nothing renders it.
+type RenderedPublisher interface {
+	PublishRendered(ctx context.Context, r *model.Rendered) error
+}
+
 // OrphanPruner is implemented by backends whose writes, cut off, can leave pieces behind
 // that nothing names (the kubernetes backend's state chunks: created before the head that
 // would name them). mcp prune deletes them, under the lock; dryRun only lists them.

@@ -68,10 +68,11 @@ type Agent struct {
 	// "not run".
 	Checks *Checker
 
-	mu      sync.Mutex
-	configs map[string]*model.Rendered // fetched rendered configs (immutable)
-	ran     string                     // the last update id this process ran
-	checked string                     // the last check run id this process answered
+	mu       sync.Mutex
+	configs  map[string]*model.Rendered // fetched rendered configs (immutable)
+	ran      string                     // the last update id this process ran
+	checked  string                     // the last check run id this process answered
+	observed string                     // the last observation request id it took up
 }
 
 // New builds the agent of node for root: host performs the non-file effects.
@@ -153,6 +154,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			a.CheckDrift(ctx, node)
 		}
 		a.Check(ctx, node)
+		a.AnswerObserve(ctx, node)
 	}
 }
 
@@ -266,13 +268,26 @@ func (a *Agent) update(ctx context.Context, h protocol.Handover, herr error, cur
 	}
 	var from *model.Rendered
 	if current != "" {
-		if from, err = a.fetch(ctx, current); err != nil {
+		// A current config the server does not serve is one the state does not know (the
+		// MCO's, a lost state's): the engine planned the steps from nothing managed.
+		if from, err = a.fetch(ctx, current); errors.Is(err, bootclient.ErrNotServed) {
+			a.Log.Info("current config not served: updating from none", "current", current)
+			from = nil
+		} else if err != nil {
 			return a.Agent.Degrade(fmt.Errorf("the node's current config: %w", err))
 		}
 	}
 	err = a.Agent.Update(ctx, from, target, h.Steps, a.stepDone)
-	if err == nil {
+	var stale *nodeexec.StaleError
+	switch {
+	case err == nil:
 		a.Log.Info("done", "update", h.UpdateID, "current", target.Name)
+	case errors.As(err, &stale):
+		// Nothing changed on the node: the engine must still hear that it was not adopted.
+		a.Log.Info("refused", "update", h.UpdateID, "err", err.Error())
+		if rerr := a.State.Refused(err.Error()); rerr != nil {
+			return fmt.Errorf("%w (and reporting it failed: %v)", err, rerr)
+		}
 	}
 	return err
 }
@@ -304,6 +319,16 @@ func (a *Agent) CheckDrift(ctx context.Context, node *corev1.Node) {
 		return
 	}
 	r, err := a.fetch(ctx, name)
+	if err != nil {
+		// A current config the server does not give (the MCO's name, not stored): its disk
+		// cannot be checked, but what the host runs and the protocol spoken are still said
+		// (the engine asks only an agent of protocol.ObserveVersion what the node carries).
+		a.Log.Error("drift check", "current", name, "err", err.Error())
+		if err := a.State.ReportHost(node.Annotations, o); err != nil {
+			a.Log.Error("drift check", "err", err.Error())
+		}
+		return
+	}
 	var d []model.Drift
 	if err == nil {
 		d, err = a.Agent.Exec.Verify(r)
@@ -345,13 +370,23 @@ func (a *Agent) observe(err error) {
 }
 
 // fetch gets a rendered config from the boot server once (they are immutable), retrying a
-// failed fetch a few times.
+// failed fetch a few times — but not a name the server does not store (a foreign current
+// config: asking again gives the same answer).
 func (a *Agent) fetch(ctx context.Context, name string) (*model.Rendered, error) {
+	return a.fetchRetrying(ctx, name, false)
+}
+
+// fetchRetrying is fetch; notServed retries a name the server does not store too (a
+// target published an instant before: the server may not have seen it yet).
+func (a *Agent) fetchRetrying(ctx context.Context, name string, notServed bool) (*model.Rendered, error) {
 	var err error
 	for i, delay := 0, time.Second; i < 3; i, delay = i+1, 2*delay {
 		var r *model.Rendered
 		if r, err = a.fetchOnce(ctx, name); err == nil {
 			return r, nil
+		}
+		if !notServed && errors.Is(err, bootclient.ErrNotServed) {
+			return nil, err
 		}
 		if i < 2 {
 			select {

@@ -39,18 +39,8 @@ func (a *Agent) Check(ctx context.Context, node *corev1.Node) bool {
 	if !ok {
 		return false
 	}
-	if run.RunID == "" {
-		a.Log.Error("check request", "err", rerr.Error())
-		return false // no run id to answer under
-	}
-	if rep, ok := protocol.ReadCheckReport(node.Annotations); ok && rep.RunID == run.RunID {
-		return false
-	}
-	a.mu.Lock()
-	already := a.checked == run.RunID
-	a.checked = run.RunID
-	a.mu.Unlock()
-	if already {
+	rep, answered := protocol.ReadCheckReport(node.Annotations)
+	if !a.takeUp("check request", run.RunID, rerr, answered && rep.RunID == run.RunID, &a.checked) {
 		return false
 	}
 	res := a.runCheck(ctx, run, rerr)
@@ -101,4 +91,24 @@ func (a *Agent) runCheck(ctx context.Context, run protocol.CheckRun, rerr error)
 	}
 	return nodeexec.RunCheck(ctx, nodeexec.Check{Argv: check.Command, Timeout: check.TimeoutDuration(),
 		Node: a.Node, Root: root, Chroot: c.Chroot})
+}
+
+// takeUp reports whether the engine's request id is one to answer now, and records it
+// in *last (the id this process took up last) when it is: it has an id to answer under
+// (else rerr, why it was refused, is logged), is not answered on the Node, and was not
+// taken up by this process already.
+func (a *Agent) takeUp(what, id string, rerr error, answered bool, last *string) bool {
+	if id == "" {
+		if rerr != nil {
+			a.Log.Error(what, "err", rerr.Error())
+		}
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if answered || *last == id {
+		return false
+	}
+	*last = id
+	return true
 }

@@ -24,7 +24,7 @@ import (
 // OSImage, KernelArgs, AgentProtocol). Every write is a JSON merge patch of
 // metadata.annotations and nothing else.
 //
-// It speaks protocol.Version 2: an update's reports are its Done or Degraded, in one patch.
+// It speaks protocol.Version 3: an update's reports are its Done or Degraded, in one patch.
 // Working (and from then on the progress of each step) is written only when it tells what
 // the hand-over does not: the update still runs WorkingAfter after it began, or the machine
 // is about to reboot (Rebooting, which the reboot waits for).
@@ -227,6 +227,15 @@ func (s *NodeState) Done(current string) error {
 		s.SetFirstBoot("")
 	}
 	return nil
+}
+
+// Refused reports that the agent refused the update and changed nothing (nodeexec's
+// StaleError: an adoption of a node that no longer carries its target): Done, on the
+// config the node was on, with reason. Not Degraded: nothing on the node went wrong.
+func (s *NodeState) Refused(reason string) error {
+	s.send.Lock()
+	defer s.send.Unlock()
+	return s.patch(s.report(map[string]any{protocol.State: model.StateDone, protocol.Reason: reason}))
 }
 
 // Degraded reports that the update failed for reason.

@@ -40,7 +40,9 @@ const (
 	CurrentConfig = Prefix + "current-config"
 	// State is Done, Working or Degraded (model.StateDone, ...).
 	State = Prefix + "state"
-	// Reason says why the node is Degraded.
+	// Reason says why the node is Degraded; beside Done (a protocol-3 agent), why the agent
+	// refused the hand-over and changed nothing: an adoption of a node that no longer
+	// carries its target (a stale plan).
 	Reason = Prefix + "reason"
 	// ObservedUpdateID is the UpdateID that State and Progress refer to.
 	ObservedUpdateID = Prefix + "observed-update-id"
@@ -70,10 +72,14 @@ const (
 //  2. the agent reports Done or Degraded only, unless the update is still running after
 //     WorkingAfter, or is about to reboot the machine: then it reports Working (with its
 //     progress, and the progress of each later step) first.
+//  3. the agent also answers observation requests (ObserveRequest, observe.go): what the
+//     node carries against a rendered config it is not recorded on; and it takes a current
+//     config the boot server does not serve (a foreign name) as none, as the engine
+//     planned its steps.
 //
 // An engine reads both; it refuses to hand an update to an agent of a later version.
 const (
-	Version    = 2
+	Version    = 3
 	MinVersion = 1
 )
 
@@ -107,7 +113,7 @@ func ReadAgentProtocol(ann map[string]string) (int, error) {
 // ValidatingAdmissionPolicy in deploy/ lets an agent change these on its own Node and
 // nothing else (deploy_test.go checks the policy's list is this one).
 var AgentAnnotations = []string{ObservedUpdateID, State, Reason, Progress, CurrentConfig, DesiredConfig,
-	Drift, DriftCount, OSImage, KernelArgs, CheckResult, RolledOut, AgentProtocol}
+	Drift, DriftCount, OSImage, KernelArgs, CheckResult, RolledOut, AgentProtocol, Observed}
 
 // BootImageError is the annotation apply writes on a machine template (a MachineSet, a
 // Cluster API infrastructure template) whose image the API server refused to set: the
@@ -197,7 +203,7 @@ func ReadHandover(ann map[string]string) (h Handover, ok bool, err error) {
 
 // CheckHandover refuses a hand-over the engine would not write.
 func CheckHandover(h Handover) error {
-	if !strings.HasPrefix(h.Desired, "rendered-") || len(h.Desired) > maxNameLen || !nameChars(h.Desired) || strings.Contains(h.Desired, "..") {
+	if !renderedName(h.Desired) {
 		return fmt.Errorf("annotation %s: %.80q is not the name of a rendered config", DesiredConfig, h.Desired)
 	}
 	if len(h.UpdateID) > maxUpdateID || !nameChars(h.UpdateID) {

@@ -8,6 +8,7 @@ package bootclient
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -15,6 +16,10 @@ import (
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 	"github.com/mcpfleet/mcp/model"
 )
+
+// ErrNotServed is the boot server's answer for a rendered config its store does not hold
+// (404): a name mcp never stored — the MCO's, one from a lost state.
+var ErrNotServed = errors.New("the boot server does not serve it")
 
 // FetchRendered gets the rendered config name from a boot server: GET {server}/rendered/{name}
 // (immutable there). The answer must be that config. Every agent mode fetches through it.
@@ -35,6 +40,9 @@ func FetchRendered(ctx context.Context, client *http.Client, server, name string
 		return nil, fmt.Errorf("fetching %s: %w", url, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return nil, fmt.Errorf("fetching %s: %s: %w", url, resp.Status, ErrNotServed)
+	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("fetching %s: %s", url, resp.Status)
 	}

@@ -136,32 +136,45 @@ func (p *Provider) RunCheck(ctx context.Context, node, pool string, check model.
 		return model.CheckResult{}, fmt.Errorf("node %s: asking its agent to run check %q: %w", node, check.Name, err)
 	}
 	wait := check.Timeout + checkGrace
+	var rep protocol.CheckReport
+	err = p.awaitAgent(ctx, node, wait, fmt.Sprintf("to run check %q (run %s)", check.Name, run.RunID), func(ann map[string]string) bool {
+		r, ok := protocol.ReadCheckReport(ann)
+		rep = r
+		return ok && r.RunID == run.RunID
+	})
+	if errors.Is(err, errAgentSilent) {
+		return model.CheckResult{}, fmt.Errorf("node %s: its agent did not answer check %q (run %s) within %s (is mcp-agent running on the node?)", node, check.Name, run.RunID, wait)
+	}
+	return rep.CheckResult, err
+}
+
+// errAgentSilent: the agent did not answer within the wait (awaitAgent).
+var errAgentSilent = errors.New("the agent did not answer")
+
+// awaitAgent waits on a watch of node, at most wait, until answered holds for its
+// annotations: nil then; errAgentSilent when the wait ran out; otherwise an error naming
+// the node, "waiting for its agent", what.
+func (p *Provider) awaitAgent(ctx context.Context, node string, wait time.Duration, what string, answered func(map[string]string) bool) error {
 	tctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	hub, release := p.nodes(tctx, node)
 	defer release()
-	var rep protocol.CheckReport
-	err = hub.wait(tctx, node, func(n *corev1.Node) (bool, error) {
+	err := hub.wait(tctx, node, func(n *corev1.Node) (bool, error) {
 		if n == nil {
 			return false, fmt.Errorf("node %s was deleted", node)
 		}
-		r, ok := protocol.ReadCheckReport(n.Annotations)
-		if ok && r.RunID == run.RunID {
-			rep = r
-			return true, nil
-		}
-		return false, nil
+		return answered(n.Annotations), nil
 	})
 	var lost *unreachableError
 	switch {
 	case err == nil:
-		return rep.CheckResult, nil
+		return nil
 	case ctx.Err() != nil:
-		return model.CheckResult{}, fmt.Errorf("node %s: waiting for its agent to run check %q (run %s): %w", node, check.Name, run.RunID, context.Cause(ctx))
+		return fmt.Errorf("node %s: waiting for its agent %s: %w", node, what, context.Cause(ctx))
 	case errors.As(err, &lost):
-		return model.CheckResult{}, fmt.Errorf("node %s: waiting for its agent to run check %q (run %s): %w", node, check.Name, run.RunID, lost)
+		return fmt.Errorf("node %s: waiting for its agent %s: %w", node, what, lost)
 	case tctx.Err() != nil:
-		return model.CheckResult{}, fmt.Errorf("node %s: its agent did not answer check %q (run %s) within %s (is mcp-agent running on the node?)", node, check.Name, run.RunID, wait)
+		return errAgentSilent
 	}
-	return model.CheckResult{}, err
+	return err
 }

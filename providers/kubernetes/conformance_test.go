@@ -38,9 +38,17 @@ func TestConformanceFake(t *testing.T) {
 			templates = append(templates, ms)
 		}
 		dyn, mapper := fakeTemplateClients(templates...)
-		return NewForClients(fakeCluster(t, f), dyn, mapper, Options{NodeTimeout: 30 * time.Second})
+		return withoutObserver{NewForClients(fakeCluster(t, f), dyn, mapper, Options{NodeTimeout: 30 * time.Second})}
 	})
 }
+
+// withoutObserver is the provider without providers.ConfigObserver (its ObserveConfig
+// is shadowed): the fake agents answer hand-overs without a disk, so there is nothing to
+// observe. The promise runs against real agents in acceptance TestKubeProviderConformance,
+// and TestObserveConfigAsksTheAgent runs the agent's own code here.
+type withoutObserver struct{ *Provider }
+
+func (withoutObserver) ObserveConfig() {}
 
 var (
 	podsR = corev1.SchemeGroupVersion.WithResource("pods")

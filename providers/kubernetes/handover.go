@@ -261,6 +261,10 @@ func (w *waiter) observe(n *corev1.Node) (bool, error) {
 		w.err = fmt.Errorf("node %s: Degraded: %s", w.node, reason)
 		return false, w.err
 	case model.StateDone:
+		if r.Current != w.target && r.Reason != "" { // refused, nothing changed (a stale adoption)
+			w.err = fmt.Errorf("node %s: %s", w.node, r.Reason)
+			return false, w.err
+		}
 		if r.Current != w.target {
 			w.err = fmt.Errorf("node %s: the agent reports Done on %s for update %s, not %s", w.node, r.Current, w.id, w.target)
 			return false, w.err

@@ -204,9 +204,10 @@ func TestRunNodeStepsAgentNeverTakesUp(t *testing.T) {
 // A node whose agent speaks a later protocol than this engine is refused before anything is
 // written to it, naming the version and the annotation; one that says nothing is version 1.
 func TestRunNodeStepsRefusesALaterAgentProtocol(t *testing.T) {
-	c := fake.NewClientset(kNode("w-0", "a", true, map[string]string{protocol.AgentProtocol: "3"}))
+	later := strconv.Itoa(protocol.Version + 1)
+	c := fake.NewClientset(kNode("w-0", "a", true, map[string]string{protocol.AgentProtocol: later}))
 	err := NewForClient(c, Options{}).RunNodeSteps(context.Background(), "w-0", nil, target, steps, nil)
-	if err == nil || !strings.Contains(err.Error(), "protocol version 3") || !strings.Contains(err.Error(), protocol.AgentProtocol) {
+	if err == nil || !strings.Contains(err.Error(), "protocol version "+later) || !strings.Contains(err.Error(), protocol.AgentProtocol) {
 		t.Errorf("error %v, want the agent's protocol version refused", err)
 	}
 	for _, a := range c.Actions() {

@@ -57,6 +57,9 @@ type Options struct {
 	// NodeTimeout bounds how long RunNodeSteps waits for the node's agent to report Done
 	// (DefaultNodeTimeout when zero). The caller's context bounds it too.
 	NodeTimeout time.Duration
+	// ObserveTimeout bounds how long ObserveConfig waits for a node's agent to say what the
+	// node carries (DefaultObserveTimeout when zero).
+	ObserveTimeout time.Duration
 	// PageSize is the LIST page size of Refresh (DefaultPageSize when zero).
 	PageSize int64
 	// RequestTimeout bounds each request to the API server (DefaultRequestTimeout when
@@ -83,6 +86,9 @@ const DefaultNamespace = "mcp-system"
 func (o Options) withDefaults() Options {
 	if o.NodeTimeout <= 0 {
 		o.NodeTimeout = DefaultNodeTimeout
+	}
+	if o.ObserveTimeout <= 0 {
+		o.ObserveTimeout = DefaultObserveTimeout
 	}
 	if o.PageSize <= 0 {
 		o.PageSize = DefaultPageSize

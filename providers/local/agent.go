@@ -227,17 +227,15 @@ func (p *Provider) Drift(ctx context.Context, node string, current *model.Render
 	return ex.Verify(current)
 }
 
-// ObserveConfig runs the node's own check against target (the verify step's CheckNode, on
-// its root and through its host), bounded to model.MaxObserved listed differences.
+// ObserveConfig runs the node's own check against target (nodeexec.Executor.Observe: the
+// verify step's CheckNode, on its root and through its host), bounded.
 func (p *Provider) ObserveConfig(ctx context.Context, node string, target *model.Rendered) (model.Observation, error) {
 	if _, err := p.observeNode(node); err != nil {
 		return model.Observation{}, err
 	}
-	drift, err := p.agent(node).Exec.CheckNode(ctx, nil, target)
+	o, err := p.agent(node).Exec.Observe(ctx, target)
 	if err != nil {
-		return model.Observation{}, fmt.Errorf("node %s: observing what it carries of %s: %w", node, target.Name, err)
+		return model.Observation{}, fmt.Errorf("node %s: %w", node, err)
 	}
-	o := model.Observation{Target: target.Name, Drift: drift}
-	o.Bound(model.MaxObserved)
 	return o, nil
 }

@@ -466,6 +466,12 @@ func (b *Backend) writeRendered(ctx context.Context, rendered map[string]*model.
 	return nil
 }
 
+// PublishRendered stores r as Write stores a rendered config (created once, never
+// changed), alone: state.RenderedPublisher.
+func (b *Backend) PublishRendered(ctx context.Context, r *model.Rendered) error {
+	return b.writeRendered(ctx, map[string]*model.Rendered{r.Name: r})
+}
+
 // DeleteRendered deletes the rendered configs' Secrets.
 func (b *Backend) DeleteRendered(ctx context.Context, names []string) error {
 	for _, n := range names {
