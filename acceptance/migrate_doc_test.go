@@ -81,8 +81,8 @@ func TestMigrateFromMCODoc(t *testing.T) {
 			t.Errorf("the first plan does not say %q", want)
 		}
 	}
-	if row := c.planRow(first, "worker-2"); !strings.Contains(row, "write /etc/chrony.conf") || strings.Contains(row, "files") {
-		t.Errorf("worker-2's steps: %q, want the one write of /etc/chrony.conf", row)
+	if row := c.planRow(first, "worker-2"); !strings.Contains(row, "write 1 file,") || strings.Contains(row, "unit") {
+		t.Errorf("worker-2's steps: %q, want the one write (of /etc/chrony.conf, as its observed line says)", row)
 	}
 	if t.Failed() {
 		t.Logf("the first plan:\n%s", first)
