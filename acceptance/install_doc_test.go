@@ -37,13 +37,20 @@ func installCommands(t *testing.T) []string { return sectionCommands(t, installS
 // sectionCommands are the commands of the ```sh blocks of docs/kubernetes.md's section
 // under the heading (up to the next ## or ### heading), as installCommands.
 func sectionCommands(t *testing.T, heading string) []string {
+	return pageCommands(t, "../docs/kubernetes.md", heading)
+}
+
+// pageCommands are the commands of the ```sh blocks of the page under the heading ("": the
+// whole page), as installCommands. A block tagged otherwise (```sh mco: what acts on a
+// system the tests do not have) is not a command to run.
+func pageCommands(t *testing.T, page, heading string) []string {
 	t.Helper()
-	b, err := os.ReadFile("../docs/kubernetes.md")
+	b, err := os.ReadFile(page)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var cmds []string
-	in, block, cont := false, false, ""
+	in, block, cont := heading == "", false, ""
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		line := sc.Text()
@@ -51,7 +58,7 @@ func sectionCommands(t *testing.T, heading string) []string {
 		case line == heading:
 			in = true
 			continue
-		case in && !block && (strings.HasPrefix(line, "## ") || strings.HasPrefix(line, "### ")):
+		case in && heading != "" && !block && (strings.HasPrefix(line, "## ") || strings.HasPrefix(line, "### ")):
 			in = false
 		}
 		if !in {
@@ -71,7 +78,7 @@ func sectionCommands(t *testing.T, heading string) []string {
 		}
 	}
 	if len(cmds) == 0 {
-		t.Fatalf("docs/kubernetes.md: no ```sh blocks under %q", heading)
+		t.Fatalf("%s: no ```sh blocks under %q", page, heading)
 	}
 	return cmds
 }

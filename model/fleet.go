@@ -32,6 +32,10 @@ type Node struct {
 	// move to (equal when the node is settled).
 	CurrentConfig string `json:"current_config,omitempty"`
 	DesiredConfig string `json:"desired_config,omitempty"`
+	// CurrentConfigFrom says where CurrentConfig was read when not from mcp's own record
+	// (the MCO's currentConfig annotation on a node mcp never updated). For people reading
+	// the plan only: nothing decides anything on it.
+	CurrentConfigFrom string `json:"current_config_from,omitempty"`
 	// OSImage and KernelArgs are what the node reports it runs; "" and nil mean it reports
 	// nothing (an agent that has not reported yet), and then nothing is compared with them.
 	OSImage    string   `json:"os_image,omitempty"`

@@ -306,7 +306,7 @@ func roomInService(pp *PoolPlan, nodes []NodePlan, members []*model.Node, resume
 // uncordoned if that apply cordoned it; it never says a step may be skipped: a node rolled
 // back after a failure, or whose files were lost since, gets its whole update.
 func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered) NodePlan {
-	np := NodePlan{Name: n.Name, Pool: pool.Name, Zone: n.Zone, From: n.CurrentConfig, To: target.Name, Action: NodeNoOp,
+	np := NodePlan{Name: n.Name, Pool: pool.Name, Zone: n.Zone, From: n.CurrentConfig, FromSource: n.CurrentConfigFrom, To: target.Name, Action: NodeNoOp,
 		Condition: Condition(n), NotReady: !n.Ready}
 	if n.State == model.StateDegraded {
 		np.Warnings = append(np.Warnings, fmt.Sprintf("node is Degraded: %s; apply will retry", n.Reason))

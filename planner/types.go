@@ -148,13 +148,16 @@ const (
 
 // NodePlan is one node's part of the plan.
 type NodePlan struct {
-	Name   string       `json:"name"`
-	Pool   string       `json:"pool"`
-	Zone   string       `json:"zone,omitempty"`
-	Action NodeAction   `json:"action"`
-	From   string       `json:"from,omitempty"` // current rendered config
-	To     string       `json:"to"`             // target rendered config
-	Steps  []model.Step `json:"steps,omitempty"`
+	Name   string     `json:"name"`
+	Pool   string     `json:"pool"`
+	Zone   string     `json:"zone,omitempty"`
+	Action NodeAction `json:"action"`
+	From   string     `json:"from,omitempty"` // current rendered config
+	// FromSource says where From was read when not from mcp's own record (model.Node
+	// CurrentConfigFrom). For people reading the plan only.
+	FromSource string       `json:"from_source,omitempty"`
+	To         string       `json:"to"` // target rendered config
+	Steps      []model.Step `json:"steps,omitempty"`
 	// Reboot is true when Steps contain a reboot.
 	Reboot bool `json:"reboot,omitempty"`
 	// Wave is the 1-based wave the node is predicted to start in (0: no steps or deferred).

@@ -53,7 +53,8 @@ Run mcp import machineconfig -h for its help.`,
 	"import machineconfig": {
 		Usage: "mcp [global options] import machineconfig [options] FILE...",
 		Text: `Reads MachineConfig YAML (one object, several documents, or a List as oc get -o yaml
-prints) and writes one config block per MachineConfig, named as it, with the MCO's
+prints; its rendered-POOL-HASH configs, the merge of the others, are left out with a
+warning) and writes one config block per MachineConfig, named as it, with the MCO's
 semantics: its Ignition config (spec 3.x, or 2.2 translated as the MCO does) as file
 (content_base64 for bytes that are not UTF-8), directory, link, unit and
 ssh_authorized_keys blocks, and what only first boot does (users, disks, files under
@@ -61,9 +62,11 @@ ssh_authorized_keys blocks, and what only first boot does (users, disks, files u
 splits them, osImageURL as os_image, and the pool the
 machineconfiguration.openshift.io/role label names. What mcp cannot do
 (kernelType realtime or 64k-pages, extensions, fips: true) is refused with its line and
-column, and nothing is written. A config block can also read a MachineConfig as it is:
-machineconfig = file("99-worker-chrony.yaml") (docs/configuration.md).`,
-		Groups: []cmdhelp.Group{{Title: "Options", Flags: []string{"out", "pool"}}},
+column, and nothing is written. The MCO's generated configs (00-POOL, 01-POOL-kubelet…)
+are imported, as the nodes carry them; -skip-generated leaves them out. A config block can
+also read a MachineConfig as it is: machineconfig = file("99-worker-chrony.yaml")
+(docs/configuration.md). Migrating a pool from the MCO: docs/migrate-from-mco.md.`,
+		Groups: []cmdhelp.Group{{Title: "Options", Flags: []string{"out", "pool", "skip-generated"}}},
 		Exit:   []string{"0  Written (warnings may be printed on standard error).", "1  A MachineConfig is refused, or a FILE cannot be read: nothing is written."},
 		Examples: []string{"mcp import machineconfig 99-worker-chrony.yaml > chrony.hcl",
 			"oc get machineconfig -l machineconfiguration.openshift.io/role=worker -o yaml > mcs.yaml && mcp import machineconfig -out worker.hcl mcs.yaml"},

@@ -48,6 +48,10 @@ type MachineConfig struct {
 	// Ignition spec version as written ("2.2.0", "3.2.0").
 	Ignition *butane.Result
 	Spec     string
+	// Generated is true for a MachineConfig the MCO's controllers made (the annotation
+	// machineconfiguration.openshift.io/generated-by-controller-version): 00-<pool>,
+	// 01-<pool>-kubelet, 99-<pool>-generated-registries… (WithoutGenerated).
+	Generated bool
 	// At is the place of the object in the text.
 	At Pos
 }
@@ -70,6 +74,10 @@ func (p Problem) String() string {
 	}
 	return p.At.String() + ": " + p.Message
 }
+
+// MaxItems bounds the items of a List: a cluster has tens of MachineConfigs, and each
+// item read costs memory whatever its size.
+const MaxItems = 5000
 
 // MaxSize bounds the text read: as Butane's bound, larger than any real pool's
 // configuration, and small enough that reading it costs little.
@@ -197,25 +205,97 @@ func (p *parser) object(n *yaml.Node) {
 	case "MachineConfig":
 		p.machineConfig(n)
 	case "List", "MachineConfigList":
-		items := get(n, "items")
-		if items == nil || items.Kind != yaml.SequenceNode {
-			if items == nil || items.Tag != "!!null" {
-				p.errorf(at(n), "a %s needs items: a list of MachineConfigs", kind)
-			}
-			return
-		}
-		for _, it := range items.Content {
-			if it.Kind == yaml.MappingNode && scalar(get(it, "kind")) != "MachineConfig" {
-				p.errorf(at(it), "an item of the %s is a %s, not a MachineConfig", kind, orNone(scalar(get(it, "kind"))))
-				continue
-			}
-			p.object(it)
-		}
+		p.list(n, kind)
 	case "Template":
 		p.errorf(at(kindNode), "an OpenShift Template, not a MachineConfig: process it first (oc process -f FILE -p NAME=… --local -o yaml)")
 	default:
 		p.errorf(at(orNode(kindNode, n)), "kind %s: mcp reads MachineConfig objects (kind: MachineConfig, or a List of them)", orNone(kind))
 	}
+}
+
+// list reads each item of a List as `oc get machineconfig -o yaml` prints it. A
+// problem with an item names it by index and name; the MCO's rendered configs are left
+// out (renderedBy).
+func (p *parser) list(n *yaml.Node, kind string) {
+	items := get(n, "items")
+	if items == nil || items.Kind != yaml.SequenceNode {
+		if items == nil || items.Tag != "!!null" {
+			p.errorf(at(n), "a %s needs items: a list of MachineConfigs", kind)
+		}
+		return
+	}
+	if len(items.Content) > MaxItems {
+		p.errorf(at(items), "the %s has %d items, more than mcp imports (%d): a pool has tens; "+
+			"select the pool's (oc get machineconfig -l %s=POOL -o yaml)", kind, len(items.Content), MaxItems, RoleLabel)
+		return
+	}
+	for i, it := range items.Content {
+		// An item is named as "MachineConfig NAME (items[3])", or by its index alone.
+		name := scalar(get(get(it, "metadata"), "name"))
+		item := fmt.Sprintf("items[%d] of the %s", i, kind)
+		if name != "" {
+			item = fmt.Sprintf("MachineConfig %s (items[%d])", name, i)
+		}
+		switch {
+		case it.Kind == yaml.ScalarNode && it.Tag == "!!null":
+			p.errorf(at(it), "%s is empty (null): a %s holds MachineConfigs", item, kind)
+			continue
+		case it.Kind != yaml.MappingNode:
+			p.errorf(at(it), "%s is %s, not a MachineConfig object", item, yamlKind(it))
+			continue
+		case scalar(get(it, "kind")) != "MachineConfig":
+			p.errorf(at(it), "%s is a %s, not a MachineConfig", item, orNone(scalar(get(it, "kind"))))
+			continue
+		}
+		before := len(p.problems)
+		p.object(it)
+		for j := before; j < len(p.problems); j++ {
+			m := p.problems[j].Message
+			if name != "" && strings.HasPrefix(m, "MachineConfig "+name) {
+				m = strings.TrimPrefix(m, "MachineConfig "+name)
+			} else {
+				m = ": " + m
+			}
+			p.problems[j].Message = item + m
+		}
+	}
+}
+
+// renderedBy names the MachineConfigPool whose rendered config n is ("" when it is not
+// one): the MCO's merge of the pool's MachineConfigs (rendered-<pool>-<hash>), owned by
+// the pool. Its items are those of the MachineConfigs it merges, which are imported
+// themselves; a node's currentConfig annotation names it.
+func renderedBy(meta *yaml.Node) string {
+	refs := get(meta, "ownerReferences")
+	if refs == nil || refs.Kind != yaml.SequenceNode {
+		return ""
+	}
+	for _, r := range refs.Content {
+		if scalar(get(r, "kind")) == "MachineConfigPool" {
+			return cmpOr(scalar(get(r, "name")), "(unnamed)")
+		}
+	}
+	return ""
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// WithoutGenerated is mcs without the MachineConfigs the MCO's controllers generated
+// (MachineConfig.Generated), and the names of those left out.
+func WithoutGenerated(mcs []MachineConfig) (kept []MachineConfig, left []string) {
+	for _, mc := range mcs {
+		if mc.Generated {
+			left = append(left, mc.Name)
+			continue
+		}
+		kept = append(kept, mc)
+	}
+	return kept, left
 }
 
 func orNone(s string) string {
@@ -240,8 +320,14 @@ func (p *parser) machineConfig(n *yaml.Node) {
 		p.errorf(at(orNode(meta, n)), "the MachineConfig has no metadata.name")
 		return
 	}
+	if pool := renderedBy(meta); pool != "" {
+		p.add(Problem{At: at(n), Warning: true, Message: fmt.Sprintf("MachineConfig %s: left out: it is the MCO's rendered config of pool %s "+
+			"(owned by MachineConfigPool %s), the merge of the pool's MachineConfigs, which are imported themselves", mc.Name, pool, pool)})
+		return
+	}
 	mc.Role = scalar(get(get(meta, "labels"), RoleLabel))
 	generated := scalar(get(get(meta, "annotations"), generatedBy)) != ""
+	mc.Generated = generated
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		switch k := n.Content[i].Value; k {
 		case "apiVersion", "kind", "metadata", "spec", "status":

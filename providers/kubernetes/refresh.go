@@ -129,6 +129,11 @@ func active(pod *corev1.Pod) bool {
 	return pod.Spec.NodeName != "" && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
+// MCOCurrentConfig is the annotation in which the MCO's daemon records the rendered
+// config a node runs (rendered-<pool>-<hash>); a node without mcp's own current config is
+// read as running it (docs/migrate-from-mco.md).
+const MCOCurrentConfig = "machineconfiguration.openshift.io/currentConfig"
+
 // nodeOf maps a Node; the agent's report comes from the protocol annotations.
 func nodeOf(n *corev1.Node) model.Node {
 	a := n.Annotations
@@ -145,6 +150,11 @@ func nodeOf(n *corev1.Node) model.Node {
 		Drift:         protocol.DecodeDrift(a[protocol.Drift]),
 		OSImage:       a[protocol.OSImage],
 		BootID:        n.Status.NodeInfo.BootID,
+	}
+	if m.CurrentConfig == "" && a[MCOCurrentConfig] != "" {
+		// A node the MCO managed and mcp never updated: its config is the MCO's rendered
+		// one, a name mcp did not make, and the plan observes the node against its target.
+		m.CurrentConfig, m.CurrentConfigFrom = a[MCOCurrentConfig], "the MCO's annotation "+MCOCurrentConfig
 	}
 	m.Claim, _, _ = protocol.ReadClaim(a)
 	// The annotation carries a reason in free text, which a label value cannot; a label of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -292,5 +293,29 @@ func TestHoldFromAnnotationOrLabel(t *testing.T) {
 		if why, held := n.HoldReason(); why != c.want || held != c.held {
 			t.Errorf("annotations %v, labels %v: hold %q %v, want %q %v", c.ann, c.label, why, held, c.want, c.held)
 		}
+	}
+}
+
+// A Node the MCO left (its currentConfig, desiredConfig and state annotations) and mcp
+// never updated is read as running the MCO's rendered config, and says so; mcp's own
+// annotation, once there, wins.
+func TestRefreshReadsTheMCOCurrentConfig(t *testing.T) {
+	mco := map[string]string{MCOCurrentConfig: "rendered-worker-b1e37c5d", "machineconfiguration.openshift.io/desiredConfig": "rendered-worker-b1e37c5d",
+		"machineconfiguration.openshift.io/state": "Done"}
+	both := maps.Clone(mco)
+	both[protocol.CurrentConfig] = "rendered-worker-0123"
+	c := fake.NewClientset(kNode("w-0", "a", true, mco), kNode("w-1", "a", true, both))
+	f, err := NewForClient(c, Options{}).Refresh(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := [][3]string{}
+	for _, n := range f.Nodes {
+		got = append(got, [3]string{n.CurrentConfig, n.DesiredConfig + n.State, n.CurrentConfigFrom})
+	}
+	want := [][3]string{{"rendered-worker-b1e37c5d", "", "the MCO's annotation machineconfiguration.openshift.io/currentConfig"},
+		{"rendered-worker-0123", "", ""}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -173,6 +173,9 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 			wave += " (canary)"
 		}
 		t.add(c.symbol(n), "node."+n.Name, n.Zone, wave, describeSteps(n))
+		if n.FromSource != "" {
+			t.add("", "", "", "", c.yellow("from: ")+n.From+", read from "+n.FromSource)
+		}
 		if n.Condition != "" {
 			t.add("", "", "", "", c.yellow("condition: ")+n.Condition+ownSlot(n))
 		}
