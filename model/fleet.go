@@ -275,3 +275,18 @@ const (
 	StateWorking  = "Working"
 	StateDegraded = "Degraded"
 )
+
+// The special files a type drift may find (Drift.Found): what the executor never writes
+// over, since a failed update could not put them back.
+const (
+	SpecialPipe   = "named pipe"
+	SpecialSocket = "socket"
+	SpecialDevice = "device"
+)
+
+// Special reports whether d found a named pipe, socket or device where the config has a
+// file, directory or link: apply refuses to replace it (the node goes Degraded, nothing
+// changed), so a plan says so before.
+func (d Drift) Special() bool {
+	return d.Kind == DriftType && (d.Found == SpecialPipe || d.Found == SpecialSocket || d.Found == SpecialDevice)
+}

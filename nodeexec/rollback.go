@@ -64,7 +64,7 @@ func (e *Executor) save(r *os.Root, rel string) error {
 			u.uid, u.gid = int(sys.Uid), int(sys.Gid)
 		}
 	default:
-		return fmt.Errorf("/%s is a %s, not a file mcp can manage", rel, st.Mode().Type())
+		return fmt.Errorf("/%s is a %s, not a file mcp can manage", rel, typeWord(st.Mode()))
 	}
 	e.saved[rel] = true
 	e.undo = append(e.undo, u)

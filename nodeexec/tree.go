@@ -98,6 +98,12 @@ func typeWord(m fs.FileMode) string {
 		return "symbolic link"
 	case m.IsDir():
 		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return model.SpecialPipe
+	case m&fs.ModeSocket != 0:
+		return model.SpecialSocket
+	case m&fs.ModeDevice != 0:
+		return model.SpecialDevice
 	}
 	return m.Type().String()
 }

@@ -175,7 +175,7 @@ func checkFile(d *dirs, p string, want []byte, mode fs.FileMode) ([]Drift, error
 		return nil, fmt.Errorf("verify %s: %w", p, err)
 	}
 	if !st.Mode().IsRegular() {
-		return []Drift{{Path: p, Kind: DriftType, Expected: "regular file", Found: st.Mode().Type().String()}}, nil
+		return []Drift{{Path: p, Kind: DriftType, Expected: "regular file", Found: typeWord(st.Mode())}}, nil
 	}
 	var got []byte
 	if st.Size() > maxManaged {

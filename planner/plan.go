@@ -311,7 +311,11 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 	if n.State == model.StateDegraded {
 		np.Warnings = append(np.Warnings, fmt.Sprintf("node is Degraded: %s; apply will retry", n.Reason))
 	}
+	np.Warnings = append(np.Warnings, specialWarnings(n)...)
 	f := in.inFlight[n.Name]
+	if f != nil && n.Observed != nil && endedUntouched(n, f) {
+		f = nil // observed as it is: the failed update left nothing to resume
+	}
 	resuming := f != nil && f.Started()
 	np.Drift, np.DriftUnlisted = n.Drift, n.DriftUnlisted
 	drift := restorable(&np, n, pool.OnDrift, target)
@@ -511,4 +515,37 @@ func windowStatus(windows []model.Window, now time.Time) *WindowStatus {
 		ws.NextOpening = &next
 	}
 	return ws
+}
+
+// endedUntouched reports whether the update in flight on n ended with nothing of it left:
+// its agent reported Degraded (it rolled back what it began) before any step of it on the
+// node finished, and it left no cordon. The node carries what it carried before, and is
+// planned from that as a settled node is.
+func endedUntouched(n *model.Node, f *model.InFlight) bool {
+	if n.State != model.StateDegraded || f.Cordoned {
+		return false
+	}
+	for _, k := range f.Done {
+		if s, err := model.ParseStepKey(k); err != nil || s.Kind.OnNode() {
+			return false
+		}
+	}
+	return true
+}
+
+// specialWarnings says, before apply, where it will refuse to write: a managed path that is
+// a named pipe, socket or device on the node (model.Drift.Special), seen as drift or in
+// what the node carries.
+func specialWarnings(n *model.Node) []string {
+	ds := n.Drift
+	if n.Observed != nil {
+		ds = append(slices.Clip(ds), n.Observed.Drift...)
+	}
+	var out []string
+	for _, d := range ds {
+		if d.Special() {
+			out = append(out, fmt.Sprintf("apply will refuse to write %s: it is a %s on the node, which mcp never replaces (a failed update could not put it back); remove it on the node first", d.Path, d.Found))
+		}
+	}
+	return out
 }

@@ -63,8 +63,10 @@ func carry(t *testing.T, dir, current string) map[string]*model.Rendered {
 		editNode(t, dir, n, func(m map[string]any) {
 			m["kernel_args"] = r.KernelArgs
 			delete(m, "current_config")
-			if current != "" {
+			delete(m, "desired_config")
+			if current != "" { // a node at rest on it: desired and current alike
 				m["current_config"] = current + "-" + poolOfNode(n)
+				m["desired_config"] = m["current_config"]
 			}
 		})
 	}
@@ -203,6 +205,10 @@ func onTargets(t *testing.T, dir string, rs map[string]*model.Rendered) {
 		if got := nodeField(t, dir, n, "current_config"); got != want {
 			t.Errorf("%s records %q, want %s", n, got, want)
 		}
+		// At rest on its target: a desired config left behind would count it as updating.
+		if got := nodeField(t, dir, n, "desired_config"); got != want {
+			t.Errorf("%s records desired config %q, want %s", n, got, want)
+		}
 		if st.Rendered[want] == nil || st.Pointers[poolOfNode(n)] != want {
 			t.Errorf("the state lacks %s (pointer %q)", want, st.Pointers[poolOfNode(n)])
 		}
@@ -244,13 +250,9 @@ func TestAdoptFleetThatCarriesItsConfig(t *testing.T) {
 	}
 }
 
-// One node differs in one file whose on_change is a restart: that file is written on that
-// node and its service restarted; no cordon, drain or reboot; the other nodes are adopted.
-func TestAdoptFleetOneNodeDiffersInOneFile(t *testing.T) {
-	dir := quickstart(t)
-	rs := carry(t, dir, "rendered-0123456789abcdef0123456789abcdef")
-	chrony := filepath.Join(dir, "fleet/nodes/worker-2/root/etc/chrony.conf")
-	writeFile(t, chrony, []byte("server old.example.com iburst\n"), 0o644)
+// planSteps is each changing node's planned steps ("write /etc/chrony.conf"), from plan -json.
+func planSteps(t *testing.T, dir string) map[string][]string {
+	t.Helper()
 	code, out, errOut := mcp(t, dir, "plan", "-json")
 	if code != 0 {
 		t.Fatalf("plan -json exit %d\n%s", code, errOut)
@@ -260,8 +262,7 @@ func TestAdoptFleetOneNodeDiffersInOneFile(t *testing.T) {
 		ResourceChanges []struct {
 			Address string `json:"address"`
 			MCP     struct {
-				Action string                          `json:"action"`
-				Steps  []struct{ Kind, Target string } `json:"steps"`
+				Steps []struct{ Kind, Target string } `json:"steps"`
 			} `json:"mcp"`
 		} `json:"resource_changes"`
 	}
@@ -275,6 +276,17 @@ func TestAdoptFleetOneNodeDiffersInOneFile(t *testing.T) {
 			}
 		}
 	}
+	return steps
+}
+
+// One node differs in one file whose on_change is a restart: that file is written on that
+// node and its service restarted; no cordon, drain or reboot; the other nodes are adopted.
+func TestAdoptFleetOneNodeDiffersInOneFile(t *testing.T) {
+	dir := quickstart(t)
+	rs := carry(t, dir, "rendered-0123456789abcdef0123456789abcdef")
+	chrony := filepath.Join(dir, "fleet/nodes/worker-2/root/etc/chrony.conf")
+	writeFile(t, chrony, []byte("server old.example.com iburst\n"), 0o644)
+	steps := planSteps(t, dir)
 	want := map[string][]string{"worker-2": {"write /etc/chrony.conf", "restart chronyd.service"}}
 	for _, n := range quickstartNodes {
 		if n != "worker-2" {
@@ -378,5 +390,70 @@ func TestLostStateOnConvergedFleet(t *testing.T) {
 	code, out, errOut = mcp(t, dir, "plan", "-no-color")
 	if code != 0 || !strings.Contains(out, "node.worker-3") || !strings.Contains(out, "restore drifted /etc/chrony.conf") {
 		t.Errorf("plan without state, worker-3's chrony.conf changed: exit %d, want its drift restored\n%s%s", code, out, errOut)
+	}
+}
+
+// A node whose update from what it carries failed, and was rolled back (its agent reported
+// Degraded, no step done), still carries what it carried: the next plan derives its steps
+// from it again — that one write and its restart — not a rewrite and a reboot because its
+// config name is foreign.
+func TestAdoptAfterAFailedUpdate(t *testing.T) {
+	dir := quickstart(t)
+	carry(t, dir, "rendered-0123456789abcdef0123456789abcdef")
+	chrony := filepath.Join(dir, "fleet/nodes/worker-2/root/etc/chrony.conf")
+	writeFile(t, chrony, []byte("server old.example.com iburst\n"), 0o644)
+	if code, out, errOut := mcp(t, dir, "fleet", "set", "worker-2", "fault.write=/etc/chrony.conf"); code != 0 {
+		t.Fatalf("fleet set exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := mcp(t, dir, "apply", "-auto-approve", "-no-color"); code != 1 || !strings.Contains(out, "node.worker-2  failed") {
+		t.Fatalf("apply with a write fault on worker-2: exit %d, want 1 and worker-2 failed\n%s", code, out)
+	}
+	if got := nodeField(t, dir, "worker-2", "state"); got != "Degraded" {
+		t.Fatalf("worker-2 is %q after its failed write, want Degraded", got)
+	}
+	if code, out, errOut := mcp(t, dir, "fleet", "set", "worker-2", "fault.write-"); code != 0 {
+		t.Fatalf("fleet set exit %d\n%s%s", code, out, errOut)
+	}
+	want := []string{"write /etc/chrony.conf", "restart chronyd.service"}
+	if got := planSteps(t, dir)["worker-2"]; !slices.Equal(got, want) {
+		t.Fatalf("worker-2's steps after its failed update: %v, want %v", got, want)
+	}
+	before := snapshot(t, dir)["worker-2"]
+	if code, out, errOut := mcp(t, dir, "apply", "-auto-approve", "-no-color"); code != 0 {
+		t.Fatalf("apply exit %d\n%s%s", code, out, errOut)
+	}
+	if after := snapshot(t, dir)["worker-2"]; after.bootID != before.bootID {
+		t.Error("worker-2 rebooted for one file whose on_change is a restart")
+	}
+	if got := nodeField(t, dir, "worker-2", "state"); got != "Done" {
+		t.Errorf("worker-2 is %q, want Done", got)
+	}
+	if code, out, errOut := mcp(t, dir, "plan", "-no-color", "-detailed-exitcode"); code != 0 {
+		t.Errorf("plan after the retry exit %d, want 0\n%s%s", code, out, errOut)
+	}
+}
+
+// A named pipe where the config has a file: the plan says before apply that apply will
+// refuse it (mcp never replaces what a failed update could not put back), and apply does,
+// the pipe left as it was.
+func TestAdoptSpecialFileWarnedBeforeApply(t *testing.T) {
+	dir := quickstart(t)
+	carry(t, dir, "rendered-0123456789abcdef0123456789abcdef")
+	motd := filepath.Join(dir, "fleet/nodes/worker-3/root/etc/motd")
+	if err := os.Remove(motd); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(motd, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := mcp(t, dir, "plan", "-no-color")
+	if code != 0 || !strings.Contains(out, "apply will refuse to write /etc/motd: it is a named pipe on the node") {
+		t.Fatalf("plan exit %d does not warn of the named pipe:\n%s%s", code, out, errOut)
+	}
+	if code, out, _ := mcp(t, dir, "apply", "-auto-approve", "-no-color"); code != 1 || !strings.Contains(out, "/etc/motd is a named pipe, not a file mcp can manage") {
+		t.Errorf("apply exit %d, want 1 refusing the named pipe:\n%s", code, out)
+	}
+	if st, err := os.Lstat(motd); err != nil || st.Mode()&fs.ModeNamedPipe == 0 {
+		t.Errorf("worker-3's /etc/motd is no longer the named pipe: %v %v", st, err)
 	}
 }

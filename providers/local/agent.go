@@ -56,10 +56,13 @@ func (s nodeState) Working(desired string) error {
 }
 
 // Done records, with the config, what the machine runs at that moment (model.Node.RolledOut):
-// a local machine always knows its kernel arguments, none being an empty list.
+// a local machine always knows its kernel arguments, none being an empty list. The node is
+// at rest on current, so desired is current too: an adoption, which reports no Working,
+// would otherwise leave the desired config it had before (a node at rest on a foreign
+// config), and the node would count as updating.
 func (s nodeState) Done(current string) error {
 	return s.p.update(s.node, func(r *record) {
-		r.CurrentConfig, r.State, r.Reason = current, model.StateDone, ""
+		r.CurrentConfig, r.DesiredConfig, r.State, r.Reason = current, current, model.StateDone, ""
 		r.RolledOut = &model.HostRecord{KernelArgs: append([]string{}, r.KernelArgs...), OSImage: r.OSImage}
 	})
 }
