@@ -77,20 +77,26 @@ func (s *State) ran(name, pool string) *Ran {
 	return r
 }
 
-// Observe folds a refresh of the fleet at now into the records: a node on a rendered
-// config this state knows, of pool, runs it still (extending its run), or went Degraded
-// on it. A drifted node is not running the config as rendered: its run is not extended
-// while it drifts, nor counted against the config (drift is not the config's failure).
-func (s *State) Observe(nodes []model.Node, poolOf func(model.Node) string, now time.Time) {
+// Observe folds a refresh of the fleet at now into the records: a node of a pool (pools:
+// node to pool) on a rendered config this state knows runs it still (extending its run),
+// or went Degraded — on the config it was told to move to, when it had not reached it
+// (the update failed), else on the one it runs. A drifted node is not running the config
+// as rendered: its run is not extended while it drifts, nor counted against the config
+// (drift is not the config's failure).
+func (s *State) Observe(nodes []model.Node, pools map[string]string, now time.Time) {
 	for _, n := range nodes {
-		if n.CurrentConfig == "" || s.Rendered[n.CurrentConfig] == nil {
+		pool := pools[n.Name]
+		if pool == "" {
 			continue
 		}
-		pool := poolOf(n)
 		switch {
 		case n.State == model.StateDegraded:
-			s.Failed(n.CurrentConfig, pool, n.Name, "went Degraded: "+n.Reason, now)
-		case len(n.Drift) == 0 && n.DesiredConfig == n.CurrentConfig:
+			name := cmp.Or(n.DesiredConfig, n.CurrentConfig)
+			if s.Rendered[name] != nil {
+				s.Failed(name, pool, n.Name, "went Degraded: "+n.Reason, now)
+			}
+		case n.CurrentConfig == "" || s.Rendered[n.CurrentConfig] == nil:
+		case len(n.Drift) == 0 && (n.DesiredConfig == "" || n.DesiredConfig == n.CurrentConfig) && n.State != model.StateWorking:
 			s.Reached(n.CurrentConfig, pool, n.Name, now)
 		}
 	}

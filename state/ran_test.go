@@ -20,7 +20,7 @@ func TestRanRoundTripAndObserve(t *testing.T) {
 	s.Reached("rendered-worker-a", "worker", "w-0", t0)
 	s.Reached("rendered-worker-a", "worker", "w-1", t0)
 	s.Reached("rendered-worker-a", "worker", "w-2", t0)
-	pool := func(model.Node) string { return "worker" }
+	pool := map[string]string{"w-0": "worker", "w-1": "worker", "w-2": "worker", "w-3": "worker"}
 	s.Observe([]model.Node{
 		{Name: "w-0", CurrentConfig: "rendered-worker-a", DesiredConfig: "rendered-worker-a", State: model.StateDone},
 		{Name: "w-1", CurrentConfig: "rendered-worker-a", DesiredConfig: "rendered-worker-a", State: model.StateDegraded, Reason: "chronyd failed"},

@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/state"
+)
+
+// Where each rendered config ran (state.Ran) is recorded by apply, at the engine's clock
+// (ApplyOptions.Clock): as each node reaches its target (verified, health gates passed) or
+// fails its health gates there, and, from the refresh the apply started from, which nodes
+// still run theirs (extending their runs) or went Degraded. Plans and status record
+// nothing: they write no state.
+
+// noteObserved folds the refresh the plan was made from into the records, and bounds them.
+func (a *applier) noteObserved() {
+	if a.obs == nil || a.obs.Nodes == nil || a.w.Desired == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.st.Observe(a.obs.Nodes, planner.NodePools(a.w.Desired.Pools, a.obs.Nodes), a.opts.Clock.Now())
+	a.st.TrimRan()
+}
+
+// noteReached records n on its target from now.
+func (a *applier) noteReached(n planner.NodePlan) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.st.Reached(n.To, n.Pool, n.Name, a.opts.Clock.Now())
+}
+
+// noteFailed records n as having failed on its target (why).
+func (a *applier) noteFailed(n planner.NodePlan, why string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.st.Failed(n.To, n.Pool, n.Name, why, a.opts.Clock.Now())
+}
+
+// Ran reads the state's records of where each rendered config ran, with a refresh of the
+// nodes now folded in (a node still on its config extends its run to now; a Degraded one
+// is unhealthy), without writing them: what a later stage's soak gate and status read.
+func (w *Workspace) Ran(ctx context.Context, now time.Time) (map[string]*state.Ran, error) {
+	st, err := w.ReadState(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fleet, err := w.refreshWith(ctx, st, true)
+	if err != nil {
+		return nil, err
+	}
+	st.Observe(fleet.Nodes, planner.NodePools(w.Desired.Pools, fleet.Nodes), now)
+	return st.Ran, nil
+}
