@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/mcpfleet/mcp/planner"
@@ -51,6 +54,30 @@ func (w *Workspace) Ran(ctx context.Context, now time.Time) (map[string]*state.R
 	if err != nil {
 		return nil, err
 	}
+	st = st.Clone() // the backend's copy is not changed
 	st.Observe(fleet.Nodes, planner.NodePools(w.Desired.Pools, fleet.Nodes), now)
 	return st.Ran, nil
+}
+
+// ranStatus is st's records, for status: the most recently started first.
+func ranStatus(ran map[string]*state.Ran) []planner.RanStatus {
+	var out []planner.RanStatus
+	for name, r := range ran {
+		rs := planner.RanStatus{Rendered: name, Pool: r.Pool, Nodes: len(r.Nodes)}
+		for _, node := range slices.Sorted(maps.Keys(r.Nodes)) {
+			n := r.Nodes[node]
+			if rs.Since.IsZero() || n.Since.Before(rs.Since) {
+				rs.Since = n.Since
+			}
+			rs.Longest = max(rs.Longest, n.Soaked())
+			if rs.Unhealthy == "" && n.Unhealthy != "" {
+				rs.Unhealthy = "node " + node + " " + n.Unhealthy
+			}
+		}
+		out = append(out, rs)
+	}
+	slices.SortFunc(out, func(a, b planner.RanStatus) int {
+		return cmp.Or(b.Since.Compare(a.Since), cmp.Compare(a.Rendered, b.Rendered))
+	})
+	return out
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -26,6 +27,9 @@ func (w *Workspace) Status(ctx context.Context) (*planner.Status, error) {
 		return nil, err
 	}
 	s.Templates = planner.MakeTemplateStatus(w.Desired, w.Rendered, st.BootImages, fleet.Templates)
+	st = st.Clone() // the backend's copy is not changed
+	st.Observe(fleet.Nodes, planner.NodePools(w.Desired.Pools, fleet.Nodes), time.Now()) // read, never written
+	s.Ran = ranStatus(st.Ran)
 	return s, nil
 }
 
