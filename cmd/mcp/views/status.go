@@ -40,6 +40,9 @@ var StatusOutputs = []string{OutputWide, OutputJSON, OutputYAML, OutputName, Out
 
 // StatusOptions choose mcp status's view.
 type StatusOptions struct {
+	// Ran: show where each rendered config ran (ranTable), for a cluster of a configuration
+	// of clusters; a configuration of one keeps the one table scripts read.
+	Ran bool
 	// Output is -o: a table (""), a wide one, json, yaml or name.
 	Output string
 	Nodes  bool // the node table instead of the pools table (JSON and YAML have both)
@@ -87,7 +90,7 @@ func (v *statusHuman) Status(s *planner.Status, at time.Time) error {
 			b.WriteString("\n")
 			templateTable(&b, s, v.o.NoHeaders)
 		}
-		if len(s.Ran) > 0 {
+		if v.o.Ran && len(s.Ran) > 0 {
 			b.WriteString("\n")
 			ranTable(&b, s, at, v.o.NoHeaders)
 		}
