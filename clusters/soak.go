@@ -58,12 +58,7 @@ func ReadRuns(ctx context.Context, ms []Member, now time.Time, limit int) []Runs
 	g.SetLimit(max(limit, 1))
 	for i := range ms {
 		out[i].Member = &ms[i]
-		switch {
-		case ms[i].Unreachable != nil:
-			out[i].Err = unreachable(ms[i].Unreachable)
-			continue
-		case ms[i].Workspace == nil:
-			out[i].Err = fmt.Errorf("the configuration did not load for cluster %s", ms[i].Cluster.Name)
+		if out[i].Err = notLoaded(&ms[i]); out[i].Err != nil {
 			continue
 		}
 		g.Go(func() error {
@@ -208,4 +203,3 @@ func rough(d time.Duration) string {
 	}
 	return model.ShortDuration(d.Truncate(time.Second))
 }
-

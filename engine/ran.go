@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/state"
 )
@@ -46,17 +47,19 @@ func (a *applier) noteFailed(n planner.NodePlan, why string) {
 // nodes now folded in (a node still on its config extends its run to now; a Degraded one
 // is unhealthy), without writing them: what a later stage's soak gate and status read.
 func (w *Workspace) Ran(ctx context.Context, now time.Time) (map[string]*state.Ran, error) {
-	st, err := w.ReadState(ctx)
+	st, fleet, err := w.readRefreshed(ctx, true)
 	if err != nil {
 		return nil, err
 	}
-	fleet, err := w.refreshWith(ctx, st, true)
-	if err != nil {
-		return nil, err
-	}
-	st = st.Clone() // the backend's copy is not changed
+	return w.observedRan(st, fleet, now), nil
+}
+
+// observedRan is st's records with fleet, seen at now, folded into a copy: st, the
+// backend's, is not changed.
+func (w *Workspace) observedRan(st *state.State, fleet *model.Fleet, now time.Time) map[string]*state.Ran {
+	st = st.Clone()
 	st.Observe(fleet.Nodes, planner.NodePools(w.Desired.Pools, fleet.Nodes), now)
-	return st.Ran, nil
+	return st.Ran
 }
 
 // ranStatus is st's records, for status: the most recently started first.
