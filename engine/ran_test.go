@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,5 +47,22 @@ func TestApplyRecordsWhereConfigsRan(t *testing.T) {
 	}
 	if runs["worker-1"].Unhealthy != "went Degraded: chronyd failed" || runs["worker-1"].Soaked() != 0 {
 		t.Errorf("worker-1, Degraded an hour later: %+v; want it unhealthy, its run not extended", runs["worker-1"])
+	}
+}
+
+// A node that fails its health gates on its target marks the target unhealthy there; the
+// node that passed is recorded healthy.
+func TestApplyRecordsAFailedHealthGate(t *testing.T) {
+	f := &checkingProvider{fakeProvider: newFake(map[string]int{"worker": 2}), fail: "worker-1"}
+	w, st := newTestWorkspace(t, f.fakeProvider)
+	w.Provider = f
+	p := planFor(f.fakeProvider, map[string]int{"worker": 2}, rebootSteps())
+	p.Pools[0].HealthChecks = []model.HealthCheck{brokenCheck}
+	if _, err := w.carryOutPlanned(context.Background(), st, p, ApplyOptions{}); err == nil {
+		t.Fatal("apply: no error; want worker-1 failed by its health gate")
+	}
+	runs := st.Ran[p.Pools[0].Rendered].Nodes
+	if runs["worker-0"].Unhealthy != "" || !strings.Contains(runs["worker-1"].Unhealthy, `failed its health gates: node worker-1: health gate "not-broken" did not pass`) {
+		t.Errorf("records after a failed health gate: %+v", runs)
 	}
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/state/localstate"
 )
 
@@ -57,6 +59,17 @@ func TestFleetSoakGate(t *testing.T) {
 		if !strings.Contains(out, "has soaked") || !strings.Contains(out, "refused, not soaked") {
 			t.Errorf("mcp %s does not say the plan is refused as not soaked:\n%s", strings.Join(show, " "), out)
 		}
+	}
+	var doc struct {
+		Applyable bool `json:"applyable"`
+		MCP       struct {
+			Soak []planfile.SoakNote `json:"soak"`
+		} `json:"mcp"`
+	}
+	code, out, _ = mcp(t, dir, "plan", "-cluster", "staging", "-json")
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || code != 1 || doc.Applyable || len(doc.MCP.Soak) != 1 ||
+		!doc.MCP.Soak[0].Refused || !strings.Contains(doc.MCP.Soak[0].Reason, "of 1h on canary") {
+		t.Errorf("plan -json -cluster staging: exit %d, %v, %+v; want it not applyable, the pool refused\n%s", code, err, doc, out)
 	}
 	code, out, errOut = mcp(t, dir, "apply", "-cluster", "staging", "-auto-approve", "-no-color")
 	if code != 1 || !strings.Contains(errOut, "Not soaked") || !strings.Contains(errOut, "of 1h on canary") {
