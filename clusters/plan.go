@@ -49,12 +49,7 @@ func PlanAll(ctx context.Context, ms []Member, opts PlanOptions) []Planned {
 	g.SetLimit(max(opts.Limit, 1))
 	for i := range ms {
 		out[i].Member = &ms[i]
-		switch {
-		case ms[i].Unreachable != nil:
-			out[i].Err = unreachable(ms[i].Unreachable)
-			continue
-		case ms[i].Workspace == nil:
-			out[i].Err = errors.New("the configuration did not load for this cluster")
+		if out[i].Err = notLoaded(&ms[i]); out[i].Err != nil {
 			continue
 		}
 		g.Go(func() error {
@@ -115,6 +110,17 @@ func planOne(ctx context.Context, p *Planned, opts PlanOptions) {
 		return
 	}
 	p.Plan, p.Err = ws.Plan(ctx, st, engine.PlanOptions{Targets: opts.Targets, Exclude: opts.Exclude, Lock: lock})
+}
+
+// notLoaded is why m has no workspace to refresh (nil: it has one).
+func notLoaded(m *Member) error {
+	switch {
+	case m.Unreachable != nil:
+		return unreachable(m.Unreachable)
+	case m.Workspace == nil:
+		return errors.New("the configuration did not load for this cluster")
+	}
+	return nil
 }
 
 // unreachable is the error of a cluster whose provider or backend could not be built.

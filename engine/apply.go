@@ -377,6 +377,7 @@ func (a *applier) publish(ctx context.Context) error {
 		a.st.Rendered[name] = r
 	}
 	a.publishBootImages(ctx)
+	a.noteObserved()
 	for _, pp := range a.plan.Pools {
 		if !pp.Paused && !pp.PointerKept && a.closed[pp.Name] == nil { // kept: outside -target
 			a.st.Pointers[pp.Name] = pp.Rendered

@@ -214,7 +214,7 @@ func (w *Workspace) refresh(ctx context.Context, st *state.State, lock Locking) 
 	if err := w.observeConfigs(ctx, st, fleet); err != nil {
 		return nil, nil, err
 	}
-	obs := &Observed{Lock: lock, InFlight: inFlight(st, fleet)}
+	obs := &Observed{Lock: lock, InFlight: inFlight(st, fleet), Nodes: fleet.Nodes}
 	if obs.Pointers, obs.UserData, err = w.observeUserData(ctx, fleet); err != nil {
 		return nil, nil, err
 	}

@@ -215,6 +215,7 @@ func (r *nodeRun) gate(ctx context.Context) error {
 		return err
 	}
 	err = fmt.Errorf("node %s: %w", n.Name, err)
+	a.noteFailed(n, "failed its health gates: "+err.Error())
 	if merr := a.w.provider().MarkDegraded(context.WithoutCancel(ctx), n.Name, err.Error()); merr != nil {
 		err = fmt.Errorf("%w; and marking it Degraded failed: %v", err, merr)
 	}

@@ -51,6 +51,9 @@ type Observed struct {
 	// UserData are the digests of the user_data Secrets' values as read, whole: what their
 	// writes are conditional on.
 	UserData map[string]string
+	// Nodes are the nodes as the refresh saw them: apply records from them where each
+	// rendered config runs still (state.Ran).
+	Nodes []model.Node
 }
 
 // ClaimSeen is a node's claim as a refresh saw it, and how it was judged then: whether its

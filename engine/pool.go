@@ -218,6 +218,7 @@ func (r *poolRun) finished(n planner.NodePlan, err error) {
 		r.pr.errs = append(r.pr.errs, err)
 	case r.pp.Soak > 0:
 		r.pr.reached(n)
+		r.a.noteReached(n)
 		until := r.clock().Now().Add(r.pp.Soak)
 		r.busy[n.Name] = "soaking until " + until.Format("15:04:05 MST")
 		go r.unsoak(n.Name)
@@ -225,6 +226,7 @@ func (r *poolRun) finished(n planner.NodePlan, err error) {
 		return
 	default:
 		r.pr.reached(n)
+		r.a.noteReached(n)
 	}
 	delete(r.busy, n.Name)
 	r.wake()

@@ -2,6 +2,10 @@ package engine
 
 import (
 	"context"
+	"time"
+
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/state"
 
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -13,11 +17,7 @@ import (
 // a node counts as updated only when what it reports of itself matches its config (on
 // the local fleet that reads every managed file).
 func (w *Workspace) Status(ctx context.Context) (*planner.Status, error) {
-	st, err := w.ReadState(ctx)
-	if err != nil {
-		return nil, err
-	}
-	fleet, err := w.refreshWith(ctx, st, false)
+	st, fleet, err := w.readRefreshed(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -26,6 +26,7 @@ func (w *Workspace) Status(ctx context.Context) (*planner.Status, error) {
 		return nil, err
 	}
 	s.Templates = planner.MakeTemplateStatus(w.Desired, w.Rendered, st.BootImages, fleet.Templates)
+	s.Ran = ranStatus(w.observedRan(st, fleet, time.Now()))
 	return s, nil
 }
 
@@ -34,13 +35,22 @@ func (w *Workspace) Status(ctx context.Context) (*planner.Status, error) {
 // takes no lock and writes nothing (state, fleet, the nodes' disks): a drift run must
 // neither wait for nor block an apply, and may run as often as it likes.
 func (w *Workspace) Drift(ctx context.Context) (*planner.DriftReport, error) {
-	st, err := w.ReadState(ctx)
-	if err != nil {
-		return nil, err
-	}
-	fleet, err := w.refreshWith(ctx, st, true)
+	st, fleet, err := w.readRefreshed(ctx, true)
 	if err != nil {
 		return nil, err
 	}
 	return planner.MakeDriftReport(w.Desired, st.Rendered, fleet)
+}
+
+// readRefreshed reads the state, then refreshes the fleet against it (refreshWith).
+func (w *Workspace) readRefreshed(ctx context.Context, nodesOnly bool) (*state.State, *model.Fleet, error) {
+	st, err := w.ReadState(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	fleet, err := w.refreshWith(ctx, st, nodesOnly)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, fleet, nil
 }

@@ -24,7 +24,7 @@ type Stage struct {
 	// them are in no order).
 	After []string
 	// Soak is how long the stage's clusters are to run a change before a later stage takes
-	// it. Shown by plan; apply does not wait for it yet (docs/fleets.md).
+	// it: a later stage's plan and apply refuse what has not (package clusters, Gate).
 	Soak      time.Duration
 	DeclRange Range
 }

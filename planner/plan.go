@@ -549,3 +549,18 @@ func specialWarnings(n *model.Node) []string {
 	}
 	return out
 }
+
+// NodePools maps each node of nodes that a pool selects to that pool (the first, when two
+// do: MakePlan refuses that).
+func NodePools(pools []model.Pool, nodes []model.Node) map[string]string {
+	out := make(map[string]string, len(nodes))
+	for _, n := range nodes {
+		for _, p := range pools {
+			if selects(p.NodeSelector, n.Labels) {
+				out[n.Name] = p.Name
+				break
+			}
+		}
+	}
+	return out
+}

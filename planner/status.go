@@ -18,6 +18,19 @@ type Status struct {
 	Nodes []NodeStatus // by pool (configuration order), then name; unmanaged nodes last
 	// Templates are the machine templates (MakeTemplateStatus), by ID.
 	Templates []TemplateStatus
+	// Ran is where each rendered config ran in this cluster, as its state records it with
+	// the nodes seen now folded in (engine's Status), the most recent first.
+	Ran []RanStatus
+}
+
+// RanStatus is where one rendered config ran: on how many nodes, since when, the longest
+// a node ran it, and, when a node failed on it, how.
+type RanStatus struct {
+	Rendered, Pool string
+	Nodes          int
+	Since          time.Time     // when the first of them started running it
+	Longest        time.Duration // the longest a node ran it, healthy, as seen
+	Unhealthy      string        // how the first node that failed on it failed ("": none did)
 }
 
 // PoolStatus is one pool's counts. A node counts once in Machines and in any of the

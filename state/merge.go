@@ -12,8 +12,8 @@ import (
 var ErrConflict = errors.New("the state was changed by another writer")
 
 // Merge is theirs — the state as another writer left it — with the changes ours made to
-// base, the state ours started from: each pool pointer, boot image and node journal entry
-// ours changed (or removed) is ours, every other theirs; the rendered configs of both
+// base, the state ours started from: each pool pointer, boot image, node journal entry and record of
+// where a config ran (Ran) ours changed (or removed) is ours, every other theirs; the rendered configs of both
 // (immutable, named by their content). The serial is theirs. States of other lineages do
 // not merge, unless base had none (there was no state yet: the first writer named it). An apply that does not hold the state lock writes this (docs/decisions.md).
 func Merge(base, ours, theirs *State) (*State, error) {
@@ -34,6 +34,7 @@ func Merge(base, ours, theirs *State) (*State, error) {
 	out.Pointers = mergeMap(base.Pointers, ours.Pointers, out.Pointers)
 	out.BootImages = mergeMap(base.BootImages, ours.BootImages, out.BootImages)
 	out.Journal = mergeMap(base.Journal, ours.Journal, out.Journal)
+	out.Ran = mergeMap(base.Ran, ours.Ran, out.Ran)
 	return out, nil
 }
 

@@ -24,9 +24,11 @@ import (
 // an mcp that reads only version 1 would take such a config for a damaged one, so it is
 // told plainly that a newer mcp wrote the state. Version 3 journals name the apply run of
 // each record and open a node's entry before its first action (JournalRecord.Begin), which
-// an mcp that reads 2 would refuse as damage. Versions 1 and 2 are read (and written back
-// as 3).
-const FormatVersion = 3
+// an mcp that reads 2 would refuse as damage. Version 4 records where each rendered config
+// ran, and for how long (Ran), which an mcp that reads 3 does not know. Versions 1 to 3
+// are read (and written back as 4); a state of 3 has no records yet: they start from the
+// first refresh that sees the nodes.
+const FormatVersion = 4
 
 // State is what mcp remembers.
 type State struct {
@@ -40,6 +42,9 @@ type State struct {
 	BootImages map[string]model.BootImageDef `json:"boot_images,omitempty"`
 	// Journal holds, per node, the steps an unfinished apply completed.
 	Journal map[string]model.JournalEntry `json:"journal,omitempty"`
+	// Ran records, per rendered config, on which nodes it ran, for how long and whether
+	// they stayed healthy: what a later stage's soak gate reads (ran.go).
+	Ran map[string]*Ran `json:"ran,omitempty"`
 	// Rendered holds the rendered configs by name. Backends may store them apart from the
 	// rest (they are immutable and large).
 	Rendered map[string]*model.Rendered `json:"-"`
@@ -69,6 +74,7 @@ func (s *State) Clone() *State {
 		c.Journal[k] = v
 	}
 	c.Rendered = maps.Clone(s.Rendered)
+	c.Ran = cloneRan(s.Ran)
 	if c.Pointers == nil {
 		c.Pointers = map[string]string{}
 	}
@@ -89,6 +95,9 @@ func Unmarshal(b []byte) (*State, error) {
 	if err := checkShape(b); err != nil {
 		return nil, err
 	}
+	if err := newerVersion(b); err != nil {
+		return nil, err
+	}
 	s := &State{}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
@@ -101,7 +110,7 @@ func Unmarshal(b []byte) (*State, error) {
 	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
 		return nil, fmt.Errorf("it has %d bytes after the state's JSON object", len(rest))
 	}
-	if s.Version == 1 || s.Version == 2 { // 1: its rendered configs may carry their Ignition config: still read
+	if s.Version >= 1 && s.Version < FormatVersion { // 1: its rendered configs may carry their Ignition config: still read
 		s.Version = FormatVersion
 	}
 	if err := s.Check(); err != nil {
@@ -111,6 +120,18 @@ func Unmarshal(b []byte) (*State, error) {
 		s.Pointers = map[string]string{}
 	}
 	return s, nil
+}
+
+// newerVersion refuses a state of a newer format before its fields are decoded: they are
+// unknown here, and "unknown field" would hide that a newer mcp wrote it.
+func newerVersion(b []byte) error {
+	var v struct {
+		Version int `json:"version"`
+	}
+	if json.Unmarshal(b, &v) == nil && v.Version > FormatVersion {
+		return (&State{Version: v.Version}).Check()
+	}
+	return nil
 }
 
 // checkShape refuses what is not a JSON object before decoding, to say plainly what it is.
@@ -150,5 +171,5 @@ func (s *State) Check() error {
 			return fmt.Errorf("its journal entry of node %q names no node or no target config", node)
 		}
 	}
-	return nil
+	return s.checkRan()
 }

@@ -24,6 +24,7 @@ func (c *cli) apply(args []string) int {
 	registerApplyOptions(fs, &opts)
 	var sf scopeFlags
 	sf.register(fs)
+	ignoreSoak := registerIgnoreSoak(fs)
 	var lf loadFlags
 	lf.register(fs, true)
 	pos, err := c.parse(fs, args)
@@ -70,11 +71,15 @@ func (c *cli) apply(args []string) int {
 			return c.failErr(err)
 		}
 		pf := p.File
+		c.soakGates(ws.Config, &lf, *ignoreSoak, pf)
 		if err := v.Plan(pf); err != nil {
 			return c.failErr(err)
 		}
 		if !pf.Rollout.HasChanges() {
 			return 0
+		}
+		if code, refused := c.soakRefused(pf); refused {
+			return code
 		}
 		if !*auto {
 			if code, ok := c.approve(v, lf.input); !ok {
@@ -83,6 +88,13 @@ func (c *cli) apply(args []string) int {
 		}
 	}
 	pf := p.File
+	if !p.Fresh() {
+		// A saved plan: the gate is asked again, now; an override the plan said stands.
+		c.soakGates(ws.Config, &lf, *ignoreSoak || soakOverridden(pf.Soak), pf)
+		if code, refused := c.soakRefused(pf); refused {
+			return code
+		}
+	}
 	// On a terminal the progress is a few lines redrawn in place; elsewhere (a pipe, a
 	// file, -json) it stays one line per event.
 	var progress views.Progress = v

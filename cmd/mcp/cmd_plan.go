@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mcpfleet/mcp/clusters"
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine"
 	"github.com/mcpfleet/mcp/engine/planfile"
@@ -23,6 +24,7 @@ func (c *cli) plan(args []string) int {
 	fs.Var(&detailed, "detailed-exitcode", "exit 0 when apply would change nothing, 1 on error, 2 when it would change a node or pool (drift restores included, as Terraform's); =config: 2 only for changes the configuration asks for")
 	var sf scopeFlags
 	sf.register(fs)
+	ignoreSoak := registerIgnoreSoak(fs)
 	var lf loadFlags
 	lf.register(fs, true)
 	pos, err := c.parse(fs, args)
@@ -40,7 +42,7 @@ func (c *cli) plan(args []string) int {
 		if *out != "" || *asJSON {
 			return c.errorf("-out and -json are not supported yet for a plan of several clusters: plan one with -cluster NAME (docs/fleets.md)")
 		}
-		return c.planFleet(ms, &lf, &sf, &detailed)
+		return c.planFleet(ms, &lf, &sf, &detailed, *ignoreSoak)
 	}
 	s, code := c.readStateLocked(ws, &lf, "plan")
 	if s == nil {
@@ -52,6 +54,7 @@ func (c *cli) plan(args []string) int {
 		return c.failErr(err)
 	}
 	pf := p.File
+	c.soakGates(ws.Config, &lf, *ignoreSoak, pf)
 	v := views.NewPlan(*asJSON, c.stdout, c.color(&lf))
 	if err := v.Plan(pf); err != nil {
 		return c.failErr(err)
@@ -62,7 +65,7 @@ func (c *cli) plan(args []string) int {
 		}
 		v.Saved(*out)
 	}
-	if r := pf.Rollout.Refusals(); len(r) > 0 {
+	if r := append(pf.Rollout.Refusals(), clusters.Refusals(pf.Soak)...); len(r) > 0 {
 		// As a failed precondition in Terraform: the plan is shown (and saved) for review,
 		// and the run fails, since apply will refuse it.
 		return c.fail("Apply will refuse this plan", strings.Join(r, "\n"))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcpfleet/mcp/clusters"
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
+	"github.com/mcpfleet/mcp/engine/planfile"
 )
 
 // fleetRefreshes is how many clusters a plan across clusters refreshes at once.
@@ -14,9 +15,18 @@ const fleetRefreshes = 4
 // exit code is plan's for the whole (docs/decisions.md, "A plan across clusters"): 1 when
 // any cluster is unknown or has a plan apply will refuse, after everything is shown; else
 // with -detailed-exitcode 2 when any cluster would change; else 0.
-func (c *cli) planFleet(ms []clusters.Member, lf *loadFlags, sf *scopeFlags, detailed *exitcodeFlag) int {
+func (c *cli) planFleet(ms []clusters.Member, lf *loadFlags, sf *scopeFlags, detailed *exitcodeFlag, ignoreSoak bool) int {
 	ps := clusters.PlanAll(c.ctx, ms, clusters.PlanOptions{Limit: fleetRefreshes, Lock: lf.lock,
 		LockTimeout: lf.lockTimeout, Targets: sf.targets, Exclude: sf.exclude, OnForce: c.intr.onForce})
+	var pfs []*planfile.File
+	for _, p := range ps {
+		if p.Plan != nil {
+			pfs = append(pfs, p.Plan.File)
+		}
+	}
+	if len(ms) > 0 {
+		c.soakGates(ms[0].Config, lf, ignoreSoak, pfs...)
+	}
 	color := c.color(lf)
 	if err := views.FleetPlan(c.stdout, ps, color); err != nil {
 		return c.failErr(err)
@@ -32,7 +42,7 @@ func (c *cli) planFleet(ms []clusters.Member, lf *loadFlags, sf *scopeFlags, det
 		if err := views.NewPlan(false, c.stdout, color).Plan(p.Plan.File); err != nil {
 			return c.failErr(err)
 		}
-		if len(p.Plan.File.Rollout.Refusals()) > 0 {
+		if len(p.Plan.File.Rollout.Refusals())+len(clusters.Refusals(p.Plan.File.Soak)) > 0 {
 			refused++
 		}
 		if code == 0 && detailed.exitsTwo(p.Plan.File.Rollout) {

@@ -57,7 +57,7 @@ func (c *cli) status(args []string) int {
 	if ws == nil {
 		return 1
 	}
-	o := views.StatusOptions{Output: *output, Nodes: *nodes, Watch: *watch, Interval: statusInterval, NoHeaders: *noHeaders, JSONPath: jsonPath}
+	o := views.StatusOptions{Ran: ws.Desired.Cluster != "", Output: *output, Nodes: *nodes, Watch: *watch, Interval: statusInterval, NoHeaders: *noHeaders, JSONPath: jsonPath}
 	if f, ok := c.stdout.(*os.File); ok && *watch && isTerminal(f) {
 		o.Redraw = true
 		o.Height = func() int {

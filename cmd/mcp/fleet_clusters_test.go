@@ -49,7 +49,8 @@ func nodeFile(t *testing.T, dir, cluster, node, path string) string {
 // plan fails; the others are planned and shown, each with its own values.
 func TestFleetPlanShowsUnknownCluster(t *testing.T) {
 	dir := exampleFleet(t, "canary", "staging")
-	code, out, errOut := mcp(t, dir, "plan", "-no-color", "-detailed-exitcode")
+	// -ignore-soak: nothing has soaked yet, and this test is not about the soak gate.
+	code, out, errOut := mcp(t, dir, "plan", "-no-color", "-detailed-exitcode", "-ignore-soak")
 	if code != 1 || !strings.Contains(errOut, "Some clusters are unknown") {
 		t.Fatalf("plan with prod's fleet missing: exit %d, want 1\n%s%s", code, out, errOut)
 	}
@@ -74,7 +75,7 @@ func TestFleetPlanShowsUnknownCluster(t *testing.T) {
 // then the fleet's plan shows canary unchanged and the two others changing.
 func TestFleetApplyOneCluster(t *testing.T) {
 	dir := exampleFleet(t, "canary", "staging", "prod")
-	if code, out, errOut := mcp(t, dir, "plan", "-no-color", "-detailed-exitcode"); code != 2 {
+	if code, out, errOut := mcp(t, dir, "plan", "-no-color", "-detailed-exitcode", "-ignore-soak"); code != 2 {
 		t.Fatalf("plan: exit %d, want 2\n%s%s", code, out, errOut)
 	}
 	code, _, errOut := mcp(t, dir, "apply", "-auto-approve")
@@ -101,7 +102,7 @@ func TestFleetApplyOneCluster(t *testing.T) {
 			}
 		}
 	}
-	code, out, errOut := mcp(t, dir, "plan", "-no-color", "-detailed-exitcode")
+	code, out, errOut := mcp(t, dir, "plan", "-no-color", "-detailed-exitcode", "-ignore-soak")
 	if code != 2 || !strings.Contains(out, "Fleet: 3 clusters, 2 changing, 1 unchanged, 0 unknown;") ||
 		!regexp.MustCompile(`(?m)^ canary +canary \(soak 1h\*\) +0 \(0 reboot\) .* no changes$`).MatchString(out) {
 		t.Errorf("plan after canary's apply: exit %d\n%s%s", code, out, errOut)
@@ -112,7 +113,7 @@ func TestFleetApplyOneCluster(t *testing.T) {
 // -cluster naming another, by name.
 func TestFleetSavedPlanNamesItsCluster(t *testing.T) {
 	dir := exampleFleet(t, "staging", "prod")
-	if code, out, errOut := mcp(t, dir, "plan", "-cluster", "staging", "-out=p", "-no-color"); code != 0 {
+	if code, out, errOut := mcp(t, dir, "plan", "-cluster", "staging", "-out=p", "-no-color", "-ignore-soak"); code != 0 {
 		t.Fatalf("plan -cluster staging -out: exit %d\n%s%s", code, out, errOut)
 	}
 	code, _, errOut := mcp(t, dir, "apply", "-cluster", "prod", filepath.Join(dir, "p"))

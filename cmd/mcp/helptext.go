@@ -7,6 +7,8 @@ var (
 	varOptions  = cmdhelp.Group{Title: "Common options", Flags: []string{"var", "var-file", "no-color", "input", "cluster"}}
 	lockOptions = cmdhelp.Group{Title: "Lock options", Flags: []string{"lock", "lock-timeout"}}
 	scopeGroup  = cmdhelp.Group{Title: "Scope options", Flags: []string{"target", "exclude"}}
+	// soakGroup: plan's and apply's override of the soak gate (docs/fleets.md).
+	soakGroup = cmdhelp.Group{Title: "Fleet options", Flags: []string{"ignore-soak"}}
 )
 
 const (
@@ -86,7 +88,7 @@ reached is shown as unknown with the reason.
 
 ` + configDirText + ` The plan takes the state lock while it reads the state.`,
 		Groups: []cmdhelp.Group{{Title: "Plan options", Flags: []string{"out", "json", "detailed-exitcode", "no-color"}},
-			scopeGroup, varOptions, lockOptions},
+			scopeGroup, soakGroup, varOptions, lockOptions},
 		Exit: []string{"0  Success; with -detailed-exitcode: apply would change nothing.",
 			"1  An error, a plan that apply will refuse, or a cluster unknown (printed all the same).",
 			"2  With -detailed-exitcode: apply would change a node or pool, drift restores included;",
@@ -110,7 +112,7 @@ On a terminal the progress is a line per pool and per node in progress, redrawn 
 elsewhere, one line per step. An interrupt lets started nodes finish and saves the state.`,
 		Groups: []cmdhelp.Group{{Title: "Apply options", Flags: []string{"auto-approve", "json", "no-color"}},
 			{Title: "Rollout options", Flags: []string{"parallelism", "drain-timeout", "drain-retry-delay", "budget-wait", "health-timeout", "no-wait"}},
-			scopeGroup, varOptions, lockOptions},
+			scopeGroup, soakGroup, varOptions, lockOptions},
 		Exit: []string{"0  Every planned node change is done and verified.",
 			"1  A node failed (a step, its agent, a health gate), or apply itself did (an alert gate's Prometheus not answering, too).",
 			"2  Nothing failed, but planned node changes were not done (deferred, not started, not confirmed): run apply again."},

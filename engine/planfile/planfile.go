@@ -53,6 +53,22 @@ type File struct {
 	Rollout *planner.Rollout `json:"plan"`
 	// Refresh is what the refresh before the plan observed and cost (display only).
 	Refresh *model.RefreshStats `json:"refresh,omitempty"`
+	// Soak is the soak gate's word on each pool the plan changes, in a cluster of a stage
+	// that comes after others (package clusters), as it stood when the plan was made:
+	// display only; apply asks the gate again.
+	Soak []SoakNote `json:"soak,omitempty"`
+}
+
+// SoakNote is the soak gate's word on one pool: whether its target soaked long enough in
+// the earlier stages, in words (for people only).
+type SoakNote struct {
+	Pool     string `json:"pool"`
+	Rendered string `json:"rendered"`
+	// Refused: it did not soak; apply refuses the pool (the whole plan) unless Overridden.
+	Refused bool `json:"refused"`
+	// Overridden: refused, and -ignore-soak said to go on.
+	Overridden bool   `json:"overridden,omitempty"`
+	Reason     string `json:"reason"`
 }
 
 // Variable is one variable's value with its type, in go-cty's JSON encoding. Sensitive:

@@ -38,7 +38,10 @@ func FleetPlan(out io.Writer, ps []clusters.Planned, color bool) error {
 		r := p.Plan.File.Rollout
 		n := countRollout(r)
 		verdict := "no changes"
-		if r.HasChanges() {
+		switch {
+		case soakRefused(p.Plan.File.Soak):
+			verdict = c.red("waits for soak")
+		case r.HasChanges():
 			verdict = c.yellow("changes")
 		}
 		t.add(p.Cluster.Name, stage, fmt.Sprintf("%d (%d reboot)", n.nodes, n.reboot), fmt.Sprint(n.waves),
@@ -53,7 +56,7 @@ func FleetPlan(out io.Writer, ps []clusters.Planned, color bool) error {
 		}
 	}
 	if soaks {
-		fmt.Fprintln(w, "\n* A stage's soak is shown; apply does not wait for it yet (docs/fleets.md).")
+		fmt.Fprintln(w, "\n* A stage's soak: a later stage's plan and apply refuse a config that has not run this long on its clusters (docs/fleets.md).")
 	}
 	return w.Flush()
 }

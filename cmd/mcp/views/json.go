@@ -25,6 +25,8 @@ type Meta struct {
 	Variables        map[string]json.RawMessage
 	Refresh          *model.RefreshStats
 	Targets, Exclude []string
+	// Soak is the soak gate's word on the plan's pools (planfile.File.Soak).
+	Soak []planfile.SoakNote
 }
 
 // JSONFormatVersion is the version of mcp's plan JSON; its top level follows Terraform's
@@ -142,15 +144,18 @@ type jsonMeta struct {
 	// Targets and Exclude are the plan's -target and -exclude.
 	Targets []string `json:"targets,omitempty"`
 	Exclude []string `json:"exclude,omitempty"`
+	// Soak is the soak gate's word on each pool the plan changes, in a cluster of a
+	// stage after others; a refusal not overridden makes the plan not applyable.
+	Soak []planfile.SoakNote `json:"soak,omitempty"`
 }
 
 // JSONPlan renders the plan as JSON: pools first (by name), then nodes in plan order.
 func JSONPlan(p *planner.Rollout, meta Meta) ([]byte, error) {
-	out := jsonPlan{FormatVersion: JSONFormatVersion, MCPVersion: meta.Version, Applyable: p.HasChanges(),
+	out := jsonPlan{FormatVersion: JSONFormatVersion, MCPVersion: meta.Version, Applyable: p.HasChanges() && !soakRefused(meta.Soak),
 		Complete: complete(p, meta.Targets), ResourceChanges: []resourceChange{}, ResourceDrift: []resourceChange{},
 		MCP: jsonMeta{Lineage: meta.Lineage, Serial: meta.Serial, FleetFingerprint: meta.FleetFingerprint,
 			ConfigDir: meta.ConfigDir, Summary: PlanSummary(p), Pools: poolsWithoutChanges(p.Pools), Unmanaged: nonNil(p.Unmanaged), BootImages: p.BootImages,
-			Refresh: meta.Refresh, Targets: meta.Targets, Exclude: meta.Exclude}}
+			Refresh: meta.Refresh, Targets: meta.Targets, Exclude: meta.Exclude, Soak: meta.Soak}}
 	out.Variables = make(map[string]jsonVariable, len(meta.Variables)) // none: omitted
 	for name, v := range meta.Variables {
 		out.Variables[name] = jsonVariable{Value: v, Sensitive: v == nil}
@@ -245,7 +250,7 @@ func writeJSONPlan(w io.Writer, pf *planfile.File) error {
 		}
 	}
 	b, err := JSONPlan(pf.Rollout, Meta{Variables: vars, Lineage: pf.Lineage, Serial: pf.Serial, FleetFingerprint: pf.FleetFingerprint,
-		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion, Created: pf.Created, Refresh: pf.Refresh, Targets: pf.Targets, Exclude: pf.Exclude})
+		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion, Created: pf.Created, Refresh: pf.Refresh, Targets: pf.Targets, Exclude: pf.Exclude, Soak: pf.Soak})
 	if err != nil {
 		return err
 	}

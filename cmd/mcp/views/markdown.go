@@ -68,6 +68,7 @@ func markdown(out io.Writer, pf *planfile.File, budget *mdBudget) error {
 		mdPool(w, pp, byPool[pp.Name], budget)
 	}
 	mdBootImages(w, p)
+	mdSoak(w, pf.Soak)
 	return w.Flush()
 }
 

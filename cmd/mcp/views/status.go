@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/duration"
 
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
 
@@ -38,6 +40,9 @@ var StatusOutputs = []string{OutputWide, OutputJSON, OutputYAML, OutputName, Out
 
 // StatusOptions choose mcp status's view.
 type StatusOptions struct {
+	// Ran: show where each rendered config ran (ranTable), for a cluster of a configuration
+	// of clusters; a configuration of one keeps the one table scripts read.
+	Ran bool
 	// Output is -o: a table (""), a wide one, json, yaml or name.
 	Output string
 	Nodes  bool // the node table instead of the pools table (JSON and YAML have both)
@@ -84,6 +89,10 @@ func (v *statusHuman) Status(s *planner.Status, at time.Time) error {
 		if len(s.Templates) > 0 {
 			b.WriteString("\n")
 			templateTable(&b, s, v.o.NoHeaders)
+		}
+		if v.o.Ran && len(s.Ran) > 0 {
+			b.WriteString("\n")
+			ranTable(&b, s, at, v.o.NoHeaders)
 		}
 	}
 	defer func() { v.shown++ }()
@@ -185,6 +194,22 @@ func templateTable(w io.Writer, s *planner.Status, noHeaders bool) {
 	t := newTable(noHeaders, "TEMPLATE", "POOL", "PLATFORM", "IMAGE", "STATUS", "REASON")
 	for _, ts := range s.Templates {
 		t.row(ts.Template.ID(), none(ts.Pool), none(ts.Template.Platform), none(ts.Template.Image), string(ts.State), ts.Reason)
+	}
+	t.writeTo(w)
+}
+
+// ranTable says where each rendered config ran in this cluster (its state's records, with
+// the nodes seen now): on how many nodes, since when, the longest a node ran it healthy,
+// and how a node failed on it — what a later stage's soak gate reads (docs/fleets.md).
+func ranTable(w io.Writer, s *planner.Status, now time.Time, noHeaders bool) {
+	t := newTable(noHeaders, "RENDERED", "POOL", "NODES", "SINCE", "RAN", "HEALTH")
+	for _, r := range s.Ran {
+		health := "healthy"
+		if r.Unhealthy != "" {
+			health = "failed: " + r.Unhealthy
+		}
+		t.row(r.Rendered, r.Pool, strconv.Itoa(r.Nodes), r.Since.UTC().Format("2006-01-02 15:04 MST"),
+			model.ShortDuration(r.Longest.Truncate(time.Second)), health)
 	}
 	t.writeTo(w)
 }

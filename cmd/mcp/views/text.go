@@ -33,6 +33,7 @@ func (t text) planBody(pf *planfile.File) error {
 	if err := HumanPlan(t.w, pf.Rollout, HumanOptions{Color: t.color}); err != nil {
 		return err
 	}
+	writeSoak(t.w, pf.Soak, t.color)
 	if len(pf.Targets) > 0 {
 		warning(t.w, painter(t.color), targetPlanTitle, targetPlanDetail)
 	}

@@ -1,0 +1,56 @@
+package clusters
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpfleet/mcp/engine"
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/planner"
+	"github.com/mcpfleet/mcp/state"
+)
+
+// The gate judges a later cluster's pool by what its config, as the earlier cluster renders
+// it, did there: not run, soaking (how long is left), unhealthy, or soaked; -ignore-soak
+// lets a refused pool through, saying so; a pool the plan does not change is not judged.
+func TestGate(t *testing.T) {
+	now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	canary := func(ran map[string]*state.Ran) []Runs {
+		return []Runs{{Member: &Member{Cluster: model.Cluster{Name: "canary", Stage: "canary"},
+			Stage:     model.Stage{Name: "canary", Soak: time.Hour},
+			Workspace: &engine.Workspace{Rendered: map[string]*model.Rendered{"worker": {Name: "rendered-worker-c"}}}}, Ran: ran}}
+	}
+	run := func(since time.Duration, unhealthy string) map[string]*state.Ran {
+		return map[string]*state.Ran{"rendered-worker-c": {Pool: "worker", Nodes: map[string]state.NodeRan{
+			"worker-0": {Since: now.Add(-since), Seen: now, Unhealthy: unhealthy},
+			"worker-1": {Since: now.Add(-since / 2), Seen: now}}}}
+	}
+	plan := &planner.Rollout{Pools: []planner.PoolPlan{{Name: "worker", Rendered: "rendered-worker-p", ReRendered: true}, {Name: "infra", Rendered: "rendered-infra-p"}}}
+	for _, c := range []struct {
+		name    string
+		ran     map[string]*state.Ran
+		ignore  bool
+		refused bool
+		want    string
+	}{
+		{"not run", nil, false, true, "rendered-worker-p has not run on any cluster of stage canary; prod waits for it to soak 1h there"},
+		{"soaking", run(20*time.Minute, ""), false, true, "rendered-worker-c (rendered-worker-p as canary renders it, with its values) has soaked 20m of 1h on canary (2 nodes, healthy); prod waits until 10:40 UTC"},
+		{"unhealthy", run(2*time.Hour, "went Degraded: chronyd failed"), false, true, "did not stay healthy on canary: node worker-0 went Degraded: chronyd failed; prod does not take it"},
+		{"soaked", run(70*time.Minute, ""), false, false, "has soaked 1h10m of 1h on canary (2 nodes, healthy)"},
+		{"overridden", nil, true, true, "has not run on any cluster of stage canary"},
+	} {
+		notes := Gate("prod", plan, canary(c.ran), now, c.ignore)
+		if len(notes) != 1 || notes[0].Pool != "worker" {
+			t.Errorf("%s: notes %+v, want one for pool worker (infra does not change)", c.name, notes)
+			continue
+		}
+		n := notes[0]
+		if n.Refused != c.refused || n.Overridden != c.ignore || !strings.Contains(n.Reason, c.want) {
+			t.Errorf("%s: %+v; want refused %v, overridden %v, reason with %q", c.name, n, c.refused, c.ignore, c.want)
+		}
+		if got := len(Refusals(notes)); got != map[bool]int{true: 1}[c.refused && !c.ignore] {
+			t.Errorf("%s: %d refusals", c.name, got)
+		}
+	}
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"flag"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpfleet/mcp/clusters"
+	"github.com/mcpfleet/mcp/config"
+	"github.com/mcpfleet/mcp/engine/planfile"
+	"github.com/mcpfleet/mcp/model"
+)
+
+// registerIgnoreSoak is plan's and apply's -ignore-soak.
+func registerIgnoreSoak(fs *flag.FlagSet) *bool {
+	return fs.Bool("ignore-soak", false, "in a configuration of clusters, take a change that has not soaked in the stages before (the plan says so; docs/fleets.md)")
+}
+
+// soakGates asks the soak gate (package clusters) about each plan of a cluster of res whose
+// stage comes after others, and sets its Soak. Each earlier cluster is loaded once, with
+// the command line's variables and its own values (never a saved plan's, which are the
+// later cluster's), and where its configs ran is read now, its nodes refreshed.
+func (c *cli) soakGates(res *config.Result, lf *loadFlags, ignore bool, pfs ...*planfile.File) {
+	if res == nil || len(res.Clusters) == 0 {
+		return
+	}
+	var need []model.Cluster
+	for _, pf := range pfs {
+		for _, e := range clusters.Earlier(res, stageOf(res, pf.Cluster)) {
+			if !slices.ContainsFunc(need, func(n model.Cluster) bool { return n.Name == e.Name }) {
+				need = append(need, e)
+			}
+		}
+	}
+	if len(need) == 0 {
+		return
+	}
+	opts := c.configOptions(lf)
+	opts.Values = nil
+	ms := clusters.LoadAll(c.dir, res, need, opts, c.parts.Engine())
+	now := time.Now()
+	runs := clusters.ReadRuns(c.ctx, ms, now, fleetRefreshes)
+	for _, pf := range pfs {
+		earlier := clusters.Earlier(res, stageOf(res, pf.Cluster))
+		var mine []clusters.Runs
+		for _, r := range runs {
+			if slices.ContainsFunc(earlier, func(e model.Cluster) bool { return e.Name == r.Cluster.Name }) {
+				mine = append(mine, r)
+			}
+		}
+		pf.Soak = clusters.Gate(pf.Cluster, pf.Rollout, mine, now, ignore)
+	}
+}
+
+// stageOf is the stage of cluster name in res ("" when none).
+func stageOf(res *config.Result, name string) string {
+	for _, cl := range res.Clusters {
+		if cl.Name == name {
+			return cl.Stage
+		}
+	}
+	return ""
+}
+
+// soakRefused fails apply, naming what has not soaked, when the gate refuses pf.
+func (c *cli) soakRefused(pf *planfile.File) (int, bool) {
+	r := clusters.Refusals(pf.Soak)
+	if len(r) == 0 {
+		return 0, false
+	}
+	return c.fail("Not soaked", strings.Join(r, "\n")+"\nNothing was changed. Apply again once it has soaked, or with -ignore-soak to take it now."), true
+}
+
+// soakOverridden says whether a plan said -ignore-soak let a pool through.
+func soakOverridden(notes []planfile.SoakNote) bool {
+	return slices.ContainsFunc(notes, func(n planfile.SoakNote) bool { return n.Overridden })
+}
