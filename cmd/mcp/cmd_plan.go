@@ -37,10 +37,7 @@ func (c *cli) plan(args []string) int {
 		return 1
 	}
 	if ms != nil {
-		if *out != "" || *asJSON {
-			return c.errorf("-out and -json are not supported yet for a plan of several clusters: plan one with -cluster NAME (docs/fleets.md)")
-		}
-		return c.planFleet(ms, &lf, &sf, &detailed)
+		return c.planFleet(ms, &lf, &sf, &detailed, *out, *asJSON)
 	}
 	s, code := c.readStateLocked(ws, &lf, "plan")
 	if s == nil {

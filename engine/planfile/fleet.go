@@ -29,6 +29,11 @@ type Cluster struct {
 	Plan *File `json:"plan,omitempty"`
 	// Unknown is why the cluster could not be planned: apply stops at its stage.
 	Unknown string `json:"unknown,omitempty"`
+	// Overrides are the places of the cluster's own variable values, by variable, and
+	// Reach the variables each file (by path) and unit (by name) uses: what mcp show
+	// names as the override that made the cluster differ. Display only.
+	Overrides map[string]string   `json:"overrides,omitempty"`
+	Reach     map[string][]string `json:"reach,omitempty"`
 }
 
 // ErrFleet is Read's refusal of a saved plan across clusters (ReadAny reads it).

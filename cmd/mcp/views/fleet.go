@@ -60,7 +60,12 @@ func FleetPlan(out io.Writer, ps []clusters.Planned, color bool) error {
 
 // ClusterHeader opens one cluster's part of a plan across clusters.
 func ClusterHeader(w io.Writer, p clusters.Planned, color bool) {
-	title := fmt.Sprintf("Cluster %s (stage %s)", p.Cluster.Name, p.Cluster.Stage)
+	ClusterTitle(w, p.Cluster.Name, p.Cluster.Stage, color)
+}
+
+// ClusterTitle opens one cluster's part of a plan or an apply across clusters.
+func ClusterTitle(w io.Writer, name, stage string, color bool) {
+	title := fmt.Sprintf("Cluster %s (stage %s)", name, stage)
 	fmt.Fprintf(w, "\n%s\n%s\n\n", painter(color).bold(title), strings.Repeat("─", len(title)))
 }
 
