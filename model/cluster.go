@@ -24,7 +24,8 @@ type Stage struct {
 	// them are in no order).
 	After []string
 	// Soak is how long the stage's clusters are to run a change before a later stage takes
-	// it. Shown by plan; apply does not wait for it yet (docs/fleets.md).
+	// it. Shown by plan; apply across clusters stops after a stage that soaks and changed,
+	// and does not wait for it (docs/fleets.md).
 	Soak      time.Duration
 	DeclRange Range
 }

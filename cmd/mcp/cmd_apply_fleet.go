@@ -58,6 +58,9 @@ func (c *cli) promote(fl *planfile.Fleet, lf *loadFlags, opts engine.ApplyOption
 	color := c.color(lf)
 	changed := false
 	for i, cl := range fl.Clusters {
+		if c.ctx.Err() != nil {
+			return c.stopAt(fl, i, 1, "an interrupt, after the clusters above")
+		}
 		if cl.Plan == nil {
 			return c.stopAt(fl, i, 1, fmt.Sprintf("cluster %s was unknown when the plan was made: %s", cl.Name, cl.Unknown))
 		}
@@ -73,7 +76,7 @@ func (c *cli) promote(fl *planfile.Fleet, lf *loadFlags, opts engine.ApplyOption
 			case code == 2:
 				why = "its apply did not finish every node"
 			}
-			return c.stopAt(fl, i, code, fmt.Sprintf("cluster %s (stage %s): %s; see above", cl.Name, cl.Stage, why))
+			return c.stopAt(fl, i+1, code, fmt.Sprintf("cluster %s (stage %s): %s; see above", cl.Name, cl.Stage, why))
 		}
 		changed = changed || cl.Plan.Rollout.HasChanges()
 		if i+1 == len(fl.Clusters) || fl.Clusters[i+1].Stage == cl.Stage {
@@ -118,13 +121,9 @@ func (c *cli) applyCluster(cl planfile.Cluster, lf *loadFlags, opts engine.Apply
 	return code, stage, err
 }
 
-// stopAt ends a promotion at fl's cluster i, naming why and the clusters not started.
-func (c *cli) stopAt(fl *planfile.Fleet, i, code int, why string) int {
-	rest := notStarted(fl.Clusters[i+1:])
-	if fl.Clusters[i].Plan == nil {
-		rest = notStarted(fl.Clusters[i:])
-	}
-	c.fail("Promotion stopped", fmt.Sprintf("Stopped at %s.\nNot started: %s.", why, rest))
+// stopAt ends a promotion, naming why and the clusters not started: fl's from on.
+func (c *cli) stopAt(fl *planfile.Fleet, from, code int, why string) int {
+	c.fail("Promotion stopped", fmt.Sprintf("Stopped at %s.\nNot started: %s.", why, notStarted(fl.Clusters[from:])))
 	return code
 }
 

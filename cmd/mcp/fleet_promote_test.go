@@ -210,3 +210,22 @@ func TestFleetApplyStopsAfterSoakingStage(t *testing.T) {
 func flat(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "│", "")), " ")
 }
+
+// A cluster unknown when the plan was saved stops the apply at its stage: the stages
+// before it are applied, it and those after it are not started.
+func TestFleetSavedPlanStopsAtUnknownCluster(t *testing.T) {
+	dir := exampleFleet(t, "canary", "prod")
+	noSoak(t, dir)
+	if code, out, errOut := mcp(t, dir, "plan", "-out=p", "-no-color"); code != 1 || !strings.Contains(out, "Saved the plan to: p") {
+		t.Fatalf("plan -out with staging missing: exit %d\n%s%s", code, out, errOut)
+	}
+	initFleet(t, dir, "staging") // staging reachable now: the plan still holds it unknown
+	code, out, errOut := mcp(t, dir, "apply", "p")
+	if msg := flat(errOut); code != 1 || !strings.Contains(msg, "Stopped at cluster staging was unknown when the plan was made: cannot start provider") ||
+		!strings.Contains(msg, "Not started: staging (stage staging), prod (stage prod).") {
+		t.Fatalf("apply p: exit %d\n%s%s", code, out, errOut)
+	}
+	if !applied(t, dir, "canary") || applied(t, dir, "staging") || applied(t, dir, "prod") {
+		t.Errorf("want canary alone applied")
+	}
+}

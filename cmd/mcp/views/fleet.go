@@ -53,7 +53,7 @@ func FleetPlan(out io.Writer, ps []clusters.Planned, color bool) error {
 		}
 	}
 	if soaks {
-		fmt.Fprintln(w, "\n* A stage's soak is shown; apply does not wait for it yet (docs/fleets.md).")
+		fmt.Fprintln(w, "\n* apply across clusters stops after a stage with a soak whose clusters changed; it does not wait for the soak (docs/fleets.md).")
 	}
 	return w.Flush()
 }
