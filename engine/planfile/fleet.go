@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mcpfleet/mcp/internal/atomicfile"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
 )
 
@@ -47,14 +46,7 @@ func WriteFleet(path string, f *Fleet) error {
 			c.Plan.FormatVersion = FormatVersion
 		}
 	}
-	b, err := json.Marshal(f)
-	if err != nil {
-		return fmt.Errorf("encoding plan: %w", err)
-	}
-	if err := atomicfile.Write(path, b, 0o600); err != nil {
-		return fmt.Errorf("writing plan %q: %w", path, err)
-	}
-	return nil
+	return write(path, f)
 }
 
 // ReadAny loads a saved plan of one cluster (a File, as Read) or across clusters (a

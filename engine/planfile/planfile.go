@@ -101,7 +101,13 @@ func (f *File) VariableValues() (map[string]cty.Value, error) {
 // Write saves f at path atomically.
 func Write(path string, f *File) error {
 	f.FormatVersion = FormatVersion
-	b, err := json.Marshal(f)
+	return write(path, f)
+}
+
+// write saves v's JSON at path atomically, readable by its owner alone (a plan holds the
+// variables' values, the sensitive ones too).
+func write(path string, v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encoding plan: %w", err)
 	}
