@@ -83,7 +83,7 @@ func (c *cli) promote(fl *planfile.Fleet, lf *loadFlags, opts engine.ApplyOption
 			continue
 		}
 		if changed && stage.Soak > 0 {
-			return c.soakStop(fl, i, stage)
+			return c.soakStop(fl, i, stage, asJSON)
 		}
 		changed = false
 	}
@@ -129,9 +129,13 @@ func (c *cli) stopAt(fl *planfile.Fleet, from, code int, why string) int {
 
 // soakStop ends a promotion after the stage of fl's cluster i, whose clusters changed and
 // which soaks: the next stage may go once the soak has passed.
-func (c *cli) soakStop(fl *planfile.Fleet, i int, stage model.Stage) int {
+func (c *cli) soakStop(fl *planfile.Fleet, i int, stage model.Stage, asJSON bool) int {
 	next := time.Now().Add(stage.Soak).UTC().Format("2006-01-02 15:04 MST")
-	fmt.Fprintf(c.stdout, "\nStage %s changed and soaks for %s: the next stage (%s) may go from %s. mcp does not wait for a soak: plan and apply again then (docs/fleets.md).\nNot started: %s.\n",
+	w := c.stdout
+	if asJSON {
+		w = c.stderr // stdout is JSON lines
+	}
+	fmt.Fprintf(w, "\nStage %s changed and soaks for %s: the next stage (%s) may go from %s. mcp does not wait for a soak: plan and apply again then (docs/fleets.md).\nNot started: %s.\n",
 		stage.Name, model.ShortDuration(stage.Soak), fl.Clusters[i+1].Stage, next, notStarted(fl.Clusters[i+1:]))
 	return applyExitCode[engine.Incomplete]
 }

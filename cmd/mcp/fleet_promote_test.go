@@ -126,6 +126,13 @@ func TestFleetSavedPlanAppliesInStageOrder(t *testing.T) {
 	if code, out, _ := mcp(t, dir, "show", "-no-color", "p"); code != 0 || !strings.Contains(out, "(staging: var.ntp_server at clusters.hcl:") {
 		t.Errorf("show of the saved plan: exit %d\n%s", code, out)
 	}
+	if code, out, _ := mcp(t, dir, "show", "-markdown", "p"); code != 0 || !strings.Contains(out, "### mcp plan across clusters") ||
+		!strings.Contains(out, "(canary: var.motd at clusters.hcl:18,17)") || !strings.Contains(out, "\n## Cluster prod (stage prod)\n") {
+		t.Errorf("show -markdown of the saved plan: exit %d\n%s", code, out)
+	}
+	if code, _, errOut := mcp(t, dir, "graph", "p"); code != 1 || !strings.Contains(flat(errOut), "it is a saved plan of several clusters") {
+		t.Errorf("graph of a plan across clusters: exit %d\n%s", code, errOut)
+	}
 	if code, out, errOut := mcp(t, dir, "apply", "p"); code != 0 {
 		t.Fatalf("apply p: exit %d\n%s%s", code, out, errOut)
 	}

@@ -36,7 +36,7 @@ type Cluster struct {
 }
 
 // ErrFleet is Read's refusal of a saved plan across clusters (ReadAny reads it).
-var ErrFleet = errors.New("it is a saved plan of several clusters")
+var ErrFleet = errors.New("it is a saved plan of several clusters: mcp apply and mcp show read it; save one cluster's plan with mcp plan -cluster NAME -out=FILE")
 
 // WriteFleet saves f at path atomically.
 func WriteFleet(path string, f *Fleet) error {

@@ -2,6 +2,7 @@ package views
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -132,9 +133,11 @@ type clusterJSON struct {
 
 // FleetMarkdown writes a saved plan across clusters for a pull-request comment: the
 // fleet's summary, a row per cluster, the changes grouped across clusters, then each
-// cluster's summary as Markdown writes one cluster's.
+// cluster's summary as Markdown writes one cluster's, the clusters sharing what is left of
+// MarkdownLimit for their diffs.
 func FleetMarkdown(out io.Writer, ps []clusters.Planned, parts []clusters.Part) error {
-	w := bufio.NewWriter(out)
+	var head bytes.Buffer
+	w := bufio.NewWriter(&head)
 	fmt.Fprintf(w, "### mcp plan across clusters\n\n**%s**\n\n| Cluster | Stage | Plan |\n|---|---|---|\n", mdEscape(FleetSummary(ps)))
 	for _, p := range ps {
 		verdict := "unknown: " + mdEscape(Capitalize(errText(p.Err)))
@@ -150,16 +153,21 @@ func FleetMarkdown(out io.Writer, ps []clusters.Planned, parts []clusters.Part) 
 	if grouped.Len() > 0 {
 		fmt.Fprintf(w, "\n```\n%s\n```\n", strings.TrimSpace(grouped.String()))
 	}
+	w.Flush()
+	if _, err := out.Write(head.Bytes()); err != nil {
+		return err
+	}
+	each := (MarkdownLimit - head.Len()) / max(len(parts), 1)
 	for _, p := range ps {
 		if p.Plan == nil {
 			continue
 		}
-		fmt.Fprintf(w, "\n## Cluster %s (stage %s)\n\n", mdEscape(p.Cluster.Name), mdEscape(p.Cluster.Stage))
-		if err := Markdown(w, p.Plan.File); err != nil {
+		fmt.Fprintf(out, "\n## Cluster %s (stage %s)\n\n", mdEscape(p.Cluster.Name), mdEscape(p.Cluster.Stage))
+		if err := markdownWithin(out, p.Plan.File, each); err != nil {
 			return err
 		}
 	}
-	return w.Flush()
+	return nil
 }
 
 func errText(err error) string {
