@@ -61,8 +61,10 @@ func (c *cli) promote(fl *planfile.Fleet, lf *loadFlags, opts engine.ApplyOption
 		if c.ctx.Err() != nil {
 			return c.stopAt(fl, i, 1, "an interrupt, after the clusters above")
 		}
-		if cl.Plan == nil {
-			return c.stopAt(fl, i, 1, fmt.Sprintf("cluster %s was unknown when the plan was made: %s", cl.Name, cl.Unknown))
+		if i == 0 || fl.Clusters[i-1].Stage != cl.Stage {
+			if u := unknownIn(fl.Clusters[i:], cl.Stage); u != nil {
+				return c.stopAt(fl, i, 1, fmt.Sprintf("stage %s: its cluster %s was unknown when the plan was made: %s", cl.Stage, u.Name, u.Unknown))
+			}
 		}
 		if !asJSON {
 			views.ClusterTitle(c.stdout, cl.Name, cl.Stage, color)
@@ -88,6 +90,16 @@ func (c *cli) promote(fl *planfile.Fleet, lf *loadFlags, opts engine.ApplyOption
 		changed = false
 	}
 	return 0
+}
+
+// unknownIn is the first cluster of stage at the head of cls that has no plan, or nil.
+func unknownIn(cls []planfile.Cluster, stage string) *planfile.Cluster {
+	for i := 0; i < len(cls) && cls[i].Stage == stage; i++ {
+		if cls[i].Plan == nil {
+			return &cls[i]
+		}
+	}
+	return nil
 }
 
 // applyCluster applies one cluster's part of a plan across clusters, loading the cluster

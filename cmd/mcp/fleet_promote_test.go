@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -219,20 +220,39 @@ func flat(s string) string {
 }
 
 // A cluster unknown when the plan was saved stops the apply at its stage: the stages
-// before it are applied, it and those after it are not started.
+// before it are applied, none of its stage's clusters nor those after them start.
 func TestFleetSavedPlanStopsAtUnknownCluster(t *testing.T) {
 	dir := exampleFleet(t, "canary", "prod")
 	noSoak(t, dir)
+	// stage-a, of staging's stage and before staging in it (by name), is reachable: it too waits.
+	addCluster(t, dir, "stage-a", "staging")
 	if code, out, errOut := mcp(t, dir, "plan", "-out=p", "-no-color"); code != 1 || !strings.Contains(out, "Saved the plan to: p") {
 		t.Fatalf("plan -out with staging missing: exit %d\n%s%s", code, out, errOut)
 	}
 	initFleet(t, dir, "staging") // staging reachable now: the plan still holds it unknown
 	code, out, errOut := mcp(t, dir, "apply", "p")
-	if msg := flat(errOut); code != 1 || !strings.Contains(msg, "Stopped at cluster staging was unknown when the plan was made: cannot start provider") ||
-		!strings.Contains(msg, "Not started: staging (stage staging), prod (stage prod).") {
+	if msg := flat(errOut); code != 1 || !strings.Contains(msg, "Stopped at stage staging: its cluster staging was unknown when the plan was made: cannot start provider") ||
+		!strings.Contains(msg, "Not started: stage-a (stage staging), staging (stage staging), prod (stage prod).") {
 		t.Fatalf("apply p: exit %d\n%s%s", code, out, errOut)
 	}
-	if !applied(t, dir, "canary") || applied(t, dir, "staging") || applied(t, dir, "prod") {
+	if !applied(t, dir, "canary") || applied(t, dir, "stage-a") || applied(t, dir, "staging") || applied(t, dir, "prod") {
 		t.Errorf("want canary alone applied")
 	}
+}
+
+// addCluster declares cluster name in stage (clusters.hcl orders a stage's clusters by name),
+// with a local fleet of two workers.
+func addCluster(t *testing.T, dir, name, stage string) {
+	t.Helper()
+	p := filepath.Join(dir, "clusters.hcl")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := fmt.Sprintf("cluster %q {\n  stage = %q\n  provider \"local\" {\n    fleet = \"./clusters/%s/fleet\"\n  }\n  state {\n    path = \"./clusters/%s/mcp.state\"\n  }\n}\n\n", name, stage, name, name)
+	text := strings.Replace(string(b), `cluster "canary"`, block+`cluster "canary"`, 1)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	initFleet(t, dir, name)
 }
