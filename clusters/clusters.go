@@ -71,6 +71,7 @@ func list(names []string) string {
 // configuration as read without a cluster (its stages).
 func LoadAll(dir string, res *config.Result, sel []model.Cluster, opts config.Options, parts engine.Parts) []Member {
 	out := make([]Member, len(sel))
+	var cache engine.RenderCache // identical rendered configs rendered once across clusters
 	for i, c := range sel {
 		opts.Cluster = c.Name
 		m := Member{Cluster: c}
@@ -79,7 +80,7 @@ func LoadAll(dir string, res *config.Result, sel []model.Cluster, opts config.Op
 				m.Stage = s
 			}
 		}
-		m.Workspace, m.Config, m.Diags = engine.Render(dir, opts, parts)
+		m.Workspace, m.Config, m.Diags = engine.RenderShared(dir, opts, parts, &cache)
 		if m.Workspace != nil {
 			if d := m.Workspace.Open(parts); d != nil {
 				m.Workspace, m.Unreachable = nil, d

@@ -460,6 +460,7 @@ func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
 		return d
 	})
 	diags = append(diags, d...)
+	l.reach(u.Name, content.Attributes)
 	names := newLabels("dropin")
 	for _, db := range content.Blocks {
 		if d := names.declare(db); d != nil {
@@ -472,6 +473,7 @@ func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
 		}
 		dc, d := db.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "contents", Required: true}}})
 		diags = append(diags, d...)
+		l.reach(u.Name, dc.Attributes)
 		dr := model.Dropin{Name: name}
 		if a := dc.Attributes["contents"]; a != nil {
 			dr.Contents, d = l.str(a)

@@ -36,6 +36,7 @@ func (l *loader) entry(b *hcl.Block, schema *hcl.BodySchema, n *model.Entry, own
 		}
 		return d
 	})
+	l.reach(n.Path, content.Attributes)
 	return content.Attributes, append(diags, d...)
 }
 

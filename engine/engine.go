@@ -20,7 +20,6 @@ import (
 
 	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/engine/planfile"
-	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers"
@@ -119,13 +118,19 @@ func Load(dir string, opts config.Options, parts Parts) (*Workspace, *config.Res
 // Render is Load without building the provider and the backend (Open does): a fleet of
 // clusters shows a cluster whose provider cannot start as unknown, beside the others.
 func Render(dir string, opts config.Options, parts Parts) (*Workspace, *config.Result, model.Diagnostics) {
+	return RenderShared(dir, opts, parts, nil)
+}
+
+// RenderShared is Render rendering through cache: the clusters of a fleet render
+// identical configs once.
+func RenderShared(dir string, opts config.Options, parts Parts, cache *RenderCache) (*Workspace, *config.Result, model.Diagnostics) {
 	opts.Schemas = parts.Schemas()
 	res, diags := config.Load(dir, opts)
 	if diags.HasErrors() || res.Desired == nil {
 		return nil, res, diags
 	}
 	d := res.Desired
-	rendered, rdiags := planner.Render(d, ignition.Renderer{})
+	rendered, rdiags := cache.render(d)
 	diags = append(diags, rdiags...)
 	if diags.HasErrors() {
 		return nil, res, diags

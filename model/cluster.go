@@ -24,7 +24,8 @@ type Stage struct {
 	// them are in no order).
 	After []string
 	// Soak is how long the stage's clusters are to run a change before a later stage takes
-	// it: a later stage's plan and apply refuse what has not (package clusters, Gate).
+	// it: a later stage's plan and apply refuse what has not (package clusters, Gate);
+	// apply across clusters stops after a stage that soaks and changed (docs/fleets.md).
 	Soak      time.Duration
 	DeclRange Range
 }

@@ -21,6 +21,10 @@ type Desired struct {
 	// Cluster is the cluster block the configuration was loaded for ("": a configuration
 	// of one cluster, without cluster blocks).
 	Cluster string
+	// Reach are the variables each file, directory and link (by path) and unit (by name)
+	// of the configs uses in its own attributes, sorted: a plan across clusters names with
+	// them the cluster values that made an item differ. Display only.
+	Reach map[string][]string
 }
 
 // Pool returns the pool named name, or nil.

@@ -24,8 +24,8 @@ func (c *cli) apply(args []string) int {
 	registerApplyOptions(fs, &opts)
 	var sf scopeFlags
 	sf.register(fs)
-	ignoreSoak := registerIgnoreSoak(fs)
 	var lf loadFlags
+	registerIgnoreSoak(fs, &lf)
 	lf.register(fs, true)
 	pos, err := c.parse(fs, args)
 	if err != nil {
@@ -40,15 +40,21 @@ func (c *cli) apply(args []string) int {
 	}
 	var p *engine.Plan
 	if len(pos) == 1 {
-		saved, err := c.readSavedPlan(pos[0], &lf, &sf)
+		saved, fleet, err := c.readSavedPlan(pos[0], &lf, &sf)
 		if err != nil {
 			return c.failErr(err)
 		}
+		if fleet != nil {
+			return c.promote(fleet, &lf, opts, *asJSON)
+		}
 		p = engine.Saved(saved)
 	}
-	ws := c.load(&lf)
-	if ws == nil {
+	ws, ms, ok := c.loadAny(&lf, p == nil)
+	if !ok {
 		return 1
+	}
+	if ms != nil {
+		return c.applyFleet(ms, &lf, &sf, opts, *auto, *asJSON)
 	}
 	if !lf.lock {
 		fmt.Fprint(c.stderr, lockFalseWarning)
@@ -60,10 +66,9 @@ func (c *cli) apply(args []string) int {
 	}
 	defer s.unlock()
 	ctx, st := s.ctx, s.st
-	opts.Lock = s.lock
 	// A closed stdout (`| head`, a closed terminal) does not stop the apply: its output is
 	// dropped from then on, and the exit code is still the apply's.
-	color, term := c.color(&lf), isTerminal(c.stdout)
+	color := c.color(&lf)
 	out := &keepWriting{w: c.stdout, stderr: c.stderr, then: "the apply goes on without showing its progress there"}
 	v := views.NewApply(*asJSON, out, color)
 	if p == nil {
@@ -71,7 +76,7 @@ func (c *cli) apply(args []string) int {
 			return c.failErr(err)
 		}
 		pf := p.File
-		c.soakGates(ws.Config, &lf, *ignoreSoak, pf)
+		c.soakGates(ws.Config, &lf, lf.ignoreSoak, pf)
 		if err := v.Plan(pf); err != nil {
 			return c.failErr(err)
 		}
@@ -87,19 +92,28 @@ func (c *cli) apply(args []string) int {
 			}
 		}
 	}
+	code, _ = c.carryOut(ws, s, &lf, p, opts, v, *asJSON, color)
+	return code
+}
+
+// carryOut applies p to ws's cluster under the session s, showing its progress on v, and
+// gives apply's exit code, and its error when it started no node (a refused plan).
+func (c *cli) carryOut(ws *engine.Workspace, s *session, lf *loadFlags, p *engine.Plan, opts engine.ApplyOptions, v views.Apply, asJSON, color bool) (int, error) {
+	ctx, st := s.ctx, s.st
+	opts.Lock = s.lock
 	pf := p.File
 	if !p.Fresh() {
 		// A saved plan: the gate is asked again, now; an override the plan said stands.
-		c.soakGates(ws.Config, &lf, *ignoreSoak || soakOverridden(pf.Soak), pf)
+		c.soakGates(ws.Config, lf, lf.ignoreSoak || soakOverridden(pf.Soak), pf)
 		if code, refused := c.soakRefused(pf); refused {
-			return code
+			return code, nil
 		}
 	}
 	// On a terminal the progress is a few lines redrawn in place; elsewhere (a pipe, a
 	// file, -json) it stays one line per event.
 	var progress views.Progress = v
 	var live *views.LiveProgress
-	if !*asJSON && term {
+	if !asJSON && isTerminal(c.stdout) {
 		// The terminal itself, not the wrapper: the redrawing asks it for its size, and
 		// a terminal that goes away is a SIGHUP (or a write error the view ignores), not
 		// a closed pipe.
@@ -113,14 +127,14 @@ func (c *cli) apply(args []string) int {
 		live.Stop() // before anything else is printed
 	}
 	if res == nil {
-		return c.failErr(err)
+		return c.failErr(err), err
 	}
 	progress.Summary(views.SummaryOf(res, err))
 	v.LeftOut(views.LeftOutOf(pf.Rollout))
 	if len(pf.Targets) > 0 {
 		v.Targeted()
 	}
-	return applyExitCode[engine.Outcome(res, err)]
+	return applyExitCode[engine.Outcome(res, err)], nil
 }
 
 // lockFalseWarning is printed by apply -lock=false (docs/decisions.md, "One apply per node").
@@ -166,21 +180,34 @@ func (n *atLeastOne) Set(s string) error {
 	return nil
 }
 
-// readSavedPlan reads the plan file apply was given, and takes its variables into lf.
-func (c *cli) readSavedPlan(path string, lf *loadFlags, sf *scopeFlags) (*planfile.File, error) {
-	saved, err := planfile.Read(c.path(path))
+// readSavedPlan reads the plan file apply was given — one cluster's plan, whose variables
+// it takes into lf, or a plan across clusters (fleet), narrowed to lf's -cluster names.
+func (c *cli) readSavedPlan(path string, lf *loadFlags, sf *scopeFlags) (*planfile.File, *planfile.Fleet, error) {
+	saved, fleet, err := planfile.ReadAny(c.path(path))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// As Terraform: a saved plan is applied with the variables it was made with.
 	if len(lf.vars) > 0 || len(lf.varFiles) > 0 {
-		return nil, errors.New("-var and -var-file cannot be given with a saved plan: it is applied with the values it was made with")
+		return nil, nil, errors.New("-var and -var-file cannot be given with a saved plan: it is applied with the values it was made with")
 	}
 	// As Terraform ("Can't change resource targeting when applying a saved plan"), but
 	// refused rather than ignored: the scope reviewed is the one applied.
 	if len(sf.targets) > 0 || len(sf.exclude) > 0 {
-		return nil, errors.New("-target and -exclude cannot be given with a saved plan: it is applied with the targets and exclusions it was made with; run mcp plan -target=… -out=FILE for another scope")
+		return nil, nil, errors.New("-target and -exclude cannot be given with a saved plan: it is applied with the targets and exclusions it was made with; run mcp plan -target=… -out=FILE for another scope")
 	}
+	if fleet != nil {
+		fleet.Clusters, err = savedClusters(fleet, lf.clusters)
+		return nil, fleet, err
+	}
+	saved, err = takeSaved(saved, path, lf)
+	return saved, nil, err
+}
+
+// takeSaved checks one cluster's saved plan against -cluster, and takes its cluster and
+// variables into lf.
+func takeSaved(saved *planfile.File, path string, lf *loadFlags) (*planfile.File, error) {
+	var err error
 	// As Terraform's saved plan and its workspace: the plan names its cluster, and is
 	// applied to that one.
 	switch {

@@ -24,8 +24,8 @@ func (c *cli) plan(args []string) int {
 	fs.Var(&detailed, "detailed-exitcode", "exit 0 when apply would change nothing, 1 on error, 2 when it would change a node or pool (drift restores included, as Terraform's); =config: 2 only for changes the configuration asks for")
 	var sf scopeFlags
 	sf.register(fs)
-	ignoreSoak := registerIgnoreSoak(fs)
 	var lf loadFlags
+	registerIgnoreSoak(fs, &lf)
 	lf.register(fs, true)
 	pos, err := c.parse(fs, args)
 	if err != nil {
@@ -39,10 +39,7 @@ func (c *cli) plan(args []string) int {
 		return 1
 	}
 	if ms != nil {
-		if *out != "" || *asJSON {
-			return c.errorf("-out and -json are not supported yet for a plan of several clusters: plan one with -cluster NAME (docs/fleets.md)")
-		}
-		return c.planFleet(ms, &lf, &sf, &detailed, *ignoreSoak)
+		return c.planFleet(ms, &lf, &sf, &detailed, *out, *asJSON)
 	}
 	s, code := c.readStateLocked(ws, &lf, "plan")
 	if s == nil {
@@ -54,7 +51,7 @@ func (c *cli) plan(args []string) int {
 		return c.failErr(err)
 	}
 	pf := p.File
-	c.soakGates(ws.Config, &lf, *ignoreSoak, pf)
+	c.soakGates(ws.Config, &lf, lf.ignoreSoak, pf)
 	v := views.NewPlan(*asJSON, c.stdout, c.color(&lf))
 	if err := v.Plan(pf); err != nil {
 		return c.failErr(err)

@@ -11,41 +11,32 @@ import (
 // fleetRefreshes is how many clusters a plan across clusters refreshes at once.
 const fleetRefreshes = 4
 
-// planFleet plans the clusters ms and shows them together, then each cluster's plan. The
+// planFleet plans the clusters ms and shows them together, then each cluster's plan (as
+// one JSON document with -json), saving them with -out as one plan across clusters. The
 // exit code is plan's for the whole (docs/decisions.md, "A plan across clusters"): 1 when
 // any cluster is unknown or has a plan apply will refuse, after everything is shown; else
 // with -detailed-exitcode 2 when any cluster would change; else 0.
-func (c *cli) planFleet(ms []clusters.Member, lf *loadFlags, sf *scopeFlags, detailed *exitcodeFlag, ignoreSoak bool) int {
-	ps := clusters.PlanAll(c.ctx, ms, clusters.PlanOptions{Limit: fleetRefreshes, Lock: lf.lock,
-		LockTimeout: lf.lockTimeout, Targets: sf.targets, Exclude: sf.exclude, OnForce: c.intr.onForce})
-	var pfs []*planfile.File
-	for _, p := range ps {
-		if p.Plan != nil {
-			pfs = append(pfs, p.Plan.File)
-		}
-	}
-	if len(ms) > 0 {
-		c.soakGates(ms[0].Config, lf, ignoreSoak, pfs...)
-	}
-	color := c.color(lf)
-	if err := views.FleetPlan(c.stdout, ps, color); err != nil {
+func (c *cli) planFleet(ms []clusters.Member, lf *loadFlags, sf *scopeFlags, detailed *exitcodeFlag, out string, asJSON bool) int {
+	ps, err := c.showFleet(ms, lf, sf, asJSON)
+	if err != nil {
 		return c.failErr(err)
+	}
+	if out != "" {
+		if err := planfile.WriteFleet(c.path(out), fleetFile(ps)); err != nil {
+			return c.failErr(err)
+		}
+		if !asJSON {
+			views.NewPlan(false, c.stdout, false).Saved(out)
+		}
 	}
 	code, refused := 0, 0
 	for _, p := range ps {
-		views.ClusterHeader(c.stdout, p, color)
-		if p.Plan == nil {
-			fmt.Fprintf(c.stdout, "Unknown: %s\n", views.Capitalize(p.Err.Error()))
+		switch {
+		case p.Plan == nil:
 			code = 1
-			continue
-		}
-		if err := views.NewPlan(false, c.stdout, color).Plan(p.Plan.File); err != nil {
-			return c.failErr(err)
-		}
-		if len(p.Plan.File.Rollout.Refusals())+len(clusters.Refusals(p.Plan.File.Soak)) > 0 {
+		case len(p.Plan.File.Rollout.Refusals())+len(clusters.Refusals(p.Plan.File.Soak)) > 0:
 			refused++
-		}
-		if code == 0 && detailed.exitsTwo(p.Plan.File.Rollout) {
+		case code == 0 && detailed.exitsTwo(p.Plan.File.Rollout):
 			code = 2
 		}
 	}
@@ -56,4 +47,25 @@ func (c *cli) planFleet(ms []clusters.Member, lf *loadFlags, sf *scopeFlags, det
 		return c.fail("Some clusters are unknown", "They could not be planned; see why above. The other clusters' plans are shown as they stand.")
 	}
 	return code
+}
+
+// showFleet plans the clusters ms (each under its state lock, four at a time) and shows
+// the plans: the fleet's summary and rows, the changes grouped across clusters, then each
+// cluster's plan under its name; or, asJSON, all of it as one JSON document.
+func (c *cli) showFleet(ms []clusters.Member, lf *loadFlags, sf *scopeFlags, asJSON bool) ([]clusters.Planned, error) {
+	ps := clusters.PlanAll(c.ctx, ms, clusters.PlanOptions{Limit: fleetRefreshes, Lock: lf.lock,
+		LockTimeout: lf.lockTimeout, Targets: sf.targets, Exclude: sf.exclude, OnForce: c.intr.onForce})
+	var pfs []*planfile.File
+	for _, p := range ps {
+		if p.Plan != nil {
+			pfs = append(pfs, p.Plan.File)
+		}
+	}
+	if len(ms) > 0 {
+		c.soakGates(ms[0].Config, lf, lf.ignoreSoak, pfs...)
+	}
+	if asJSON {
+		return ps, views.FleetJSON(c.stdout, ps, partsOf(ps))
+	}
+	return ps, views.FleetText(c.stdout, ps, partsOf(ps), c.color(lf))
 }

@@ -58,9 +58,24 @@ func (c *cli) show(args []string) int {
 		return c.fail("No plan file given", "Usage: mcp show [-json|-markdown] PLANFILE  or  mcp show -rendered POOL\n\n"+
 			"As terraform show, mcp show shows a plan from a plan file: save one with mcp plan -out=PLANFILE.")
 	}
-	pf, err := planfile.Read(c.path(pos[0]))
+	pf, fleet, err := planfile.ReadAny(c.path(pos[0]))
 	if err != nil {
 		return c.failErr(err)
+	}
+	if fleet != nil {
+		ps, parts := savedFleet(fleet)
+		switch {
+		case *asJSON:
+			err = views.FleetJSON(c.stdout, ps, parts)
+		case *asMarkdown:
+			err = views.FleetMarkdown(c.stdout, ps, parts)
+		default:
+			err = views.FleetText(c.stdout, ps, parts, c.color(&lf))
+		}
+		if err != nil {
+			return c.failErr(err)
+		}
+		return 0
 	}
 	if err := v.Plan(pf); err != nil {
 		return c.failErr(err)

@@ -83,8 +83,10 @@ arguments and OS image removed and added — once per pool, and why each step is
 Drift (changes made outside mcp) is shown apart, before the actions.
 
 In a configuration of clusters (docs/fleets.md) it plans every cluster, or those -cluster
-names: a summary line, a row per cluster, then each cluster's plan; a cluster that cannot be
-reached is shown as unknown with the reason.
+names: a summary line, a row per cluster, each change once per rendered config with what
+differs per cluster and the cluster value (file:line) that made it differ, then each
+cluster's plan; a cluster that cannot be reached is shown as unknown with the reason. -json
+and -out hold every cluster's plan (docs/plan-json.md).
 
 ` + configDirText + ` The plan takes the state lock while it reads the state.`,
 		Groups: []cmdhelp.Group{{Title: "Plan options", Flags: []string{"out", "json", "detailed-exitcode", "no-color"}},
@@ -109,7 +111,12 @@ health gates, and uncordoned. A pool's alert_gate holds its next node while Prom
 reports alerts it counts firing, and stops the pool when one fires after a node.
 
 On a terminal the progress is a line per pool and per node in progress, redrawn in place;
-elsewhere, one line per step. An interrupt lets started nodes finish and saves the state.`,
+elsewhere, one line per step. An interrupt lets started nodes finish and saves the state.
+
+In a configuration of clusters (docs/fleets.md) it applies every cluster's plan (one approval
+for all) in stage order, one cluster after another; it stops at a cluster that fails, was
+unknown or moved on since a saved plan (starting no cluster after it), and after a stage
+with a soak whose clusters changed, naming when the next stage may go.`,
 		Groups: []cmdhelp.Group{{Title: "Apply options", Flags: []string{"auto-approve", "json", "no-color"}},
 			{Title: "Rollout options", Flags: []string{"parallelism", "drain-timeout", "drain-retry-delay", "budget-wait", "health-timeout", "no-wait"}},
 			scopeGroup, soakGroup, varOptions, lockOptions},

@@ -23,6 +23,7 @@ type loadFlags struct {
 	input       bool // -input=false: never ask (approval, confirmation), as Terraform's
 	lock        bool
 	lockTimeout time.Duration
+	ignoreSoak  bool // -ignore-soak (plan, apply): the soak gate lets an unsoaked change through
 	// values, when set, are a saved plan's variables (they replace every other source).
 	values map[string]cty.Value
 	// clusters are -cluster's names: the clusters of a configuration of clusters the

@@ -12,9 +12,10 @@ import (
 	"github.com/mcpfleet/mcp/model"
 )
 
-// registerIgnoreSoak is plan's and apply's -ignore-soak.
-func registerIgnoreSoak(fs *flag.FlagSet) *bool {
-	return fs.Bool("ignore-soak", false, "in a configuration of clusters, take a change that has not soaked in the stages before (the plan says so; docs/fleets.md)")
+// registerIgnoreSoak is plan's and apply's -ignore-soak, kept in lf: every cluster's plan
+// and apply asks the soak gate with it.
+func registerIgnoreSoak(fs *flag.FlagSet, lf *loadFlags) {
+	fs.BoolVar(&lf.ignoreSoak, "ignore-soak", false, "in a configuration of clusters, take a change that has not soaked in the stages before (the plan says so; docs/fleets.md)")
 }
 
 // soakGates asks the soak gate (package clusters) about each plan of a cluster of res whose

@@ -117,7 +117,13 @@ func (f *File) VariableValues() (map[string]cty.Value, error) {
 // Write saves f at path atomically.
 func Write(path string, f *File) error {
 	f.FormatVersion = FormatVersion
-	b, err := json.Marshal(f)
+	return write(path, f)
+}
+
+// write saves v's JSON at path atomically, readable by its owner alone (a plan holds the
+// variables' values, the sensitive ones too).
+func write(path string, v any) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encoding plan: %w", err)
 	}
@@ -140,6 +146,9 @@ func Read(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading plan %q: %w", path, err)
 	}
+	if isFleet(b) {
+		return nil, fmt.Errorf("loading plan %q: %w", path, ErrFleet)
+	}
 	f, err := decode(b)
 	if err != nil {
 		return nil, fmt.Errorf("loading plan %q: %w", path, err)
@@ -149,40 +158,56 @@ func Read(path string) (*File, error) {
 
 // decode parses a saved plan strictly (no unknown fields, nothing after it) and checks it.
 func decode(b []byte) (*File, error) {
-	t := bytes.TrimSpace(b)
-	switch {
-	case len(t) == 0:
-		return nil, errors.New("it is empty (no bytes, or only white space): not a saved mcp plan")
-	case bytes.Equal(t, []byte("null")):
-		return nil, errors.New("it is JSON null, not a saved mcp plan")
-	case t[0] != '{':
-		return nil, fmt.Errorf("it is not a JSON object (it starts with %q): not a saved mcp plan", t[:min(len(t), 16)])
-	}
 	f := new(File)
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(f); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, fmt.Errorf("it is cut off: its JSON ends after %d bytes, mid-value", len(b))
-		}
-		return nil, fmt.Errorf("not a saved mcp plan: %w", err)
-	}
-	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
-		return nil, fmt.Errorf("it has %d bytes after the plan's JSON object", len(rest))
+	if err := strict(b, f); err != nil {
+		return nil, err
 	}
 	if f.FormatVersion != FormatVersion {
 		return nil, fmt.Errorf("format version %d, this mcp reads %d", f.FormatVersion, FormatVersion)
 	}
-	if f.Rollout == nil {
-		return nil, errors.New("no plan in it")
-	}
-	if f.Serial < 0 {
-		return nil, fmt.Errorf("its state serial %d is negative", f.Serial)
-	}
-	if err := checkPlan(f.Rollout); err != nil {
-		return nil, fmt.Errorf("%w (was it edited?)", err)
+	if err := f.check(); err != nil {
+		return nil, err
 	}
 	return f, nil
+}
+
+// strict decodes the JSON object b into v: no unknown fields, nothing after it.
+func strict(b []byte, v any) error {
+	t := bytes.TrimSpace(b)
+	switch {
+	case len(t) == 0:
+		return errors.New("it is empty (no bytes, or only white space): not a saved mcp plan")
+	case bytes.Equal(t, []byte("null")):
+		return errors.New("it is JSON null, not a saved mcp plan")
+	case t[0] != '{':
+		return fmt.Errorf("it is not a JSON object (it starts with %q): not a saved mcp plan", t[:min(len(t), 16)])
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("it is cut off: its JSON ends after %d bytes, mid-value", len(b))
+		}
+		return fmt.Errorf("not a saved mcp plan: %w", err)
+	}
+	if rest := bytes.TrimSpace(b[dec.InputOffset():]); len(rest) > 0 {
+		return fmt.Errorf("it has %d bytes after the plan's JSON object", len(rest))
+	}
+	return nil
+}
+
+// check refuses a plan mcp would not have written (its form, not its fitness).
+func (f *File) check() error {
+	if f.Rollout == nil {
+		return errors.New("no plan in it")
+	}
+	if f.Serial < 0 {
+		return fmt.Errorf("its state serial %d is negative", f.Serial)
+	}
+	if err := checkPlan(f.Rollout); err != nil {
+		return fmt.Errorf("%w (was it edited?)", err)
+	}
+	return nil
 }
 
 // ErrStale marks CheckFresh's refusals of a plan the state or the fleet moved on from.

@@ -56,14 +56,19 @@ func FleetPlan(out io.Writer, ps []clusters.Planned, color bool) error {
 		}
 	}
 	if soaks {
-		fmt.Fprintln(w, "\n* A stage's soak: a later stage's plan and apply refuse a config that has not run this long on its clusters (docs/fleets.md).")
+		fmt.Fprintln(w, "\n* A stage's soak: a later stage's plan and apply refuse a config that has not run this long on its clusters; apply across clusters stops after a stage with a soak whose clusters changed (docs/fleets.md).")
 	}
 	return w.Flush()
 }
 
 // ClusterHeader opens one cluster's part of a plan across clusters.
 func ClusterHeader(w io.Writer, p clusters.Planned, color bool) {
-	title := fmt.Sprintf("Cluster %s (stage %s)", p.Cluster.Name, p.Cluster.Stage)
+	ClusterTitle(w, p.Cluster.Name, p.Cluster.Stage, color)
+}
+
+// ClusterTitle opens one cluster's part of a plan or an apply across clusters.
+func ClusterTitle(w io.Writer, name, stage string, color bool) {
+	title := fmt.Sprintf("Cluster %s (stage %s)", name, stage)
 	fmt.Fprintf(w, "\n%s\n%s\n\n", painter(color).bold(title), strings.Repeat("─", len(title)))
 }
 

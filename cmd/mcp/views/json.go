@@ -243,19 +243,24 @@ func complete(p *planner.Rollout, targets []string) bool {
 
 // writeJSONPlan writes a plan file's plan as one line of JSON.
 func writeJSONPlan(w io.Writer, pf *planfile.File) error {
+	b, err := jsonPlanOf(pf)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(w, string(b))
+	return err
+}
+
+// jsonPlanOf is a plan file's plan as JSON.
+func jsonPlanOf(pf *planfile.File) ([]byte, error) {
 	vars := make(map[string]json.RawMessage, len(pf.Variables))
 	for name, v := range pf.Variables {
 		if vars[name] = v.Value; v.Sensitive {
 			vars[name] = nil
 		}
 	}
-	b, err := JSONPlan(pf.Rollout, Meta{Variables: vars, Lineage: pf.Lineage, Serial: pf.Serial, FleetFingerprint: pf.FleetFingerprint,
+	return JSONPlan(pf.Rollout, Meta{Variables: vars, Lineage: pf.Lineage, Serial: pf.Serial, FleetFingerprint: pf.FleetFingerprint,
 		ConfigDir: pf.ConfigDir, Version: pf.MCPVersion, Created: pf.Created, Refresh: pf.Refresh, Targets: pf.Targets, Exclude: pf.Exclude, Soak: pf.Soak})
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(w, string(b))
-	return err
 }
 
 func nonNil(s []string) []string {

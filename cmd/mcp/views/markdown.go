@@ -32,13 +32,18 @@ const (
 // and the diffs get what is left of MarkdownLimit; those that do not fit are cut, with a
 // note that says so.
 func Markdown(out io.Writer, pf *planfile.File) error {
+	return markdownWithin(out, pf, MarkdownLimit)
+}
+
+// markdownWithin is Markdown with limit characters for the summary and its diffs.
+func markdownWithin(out io.Writer, pf *planfile.File, limit int) error {
 	pf = Shown(pf)
 	var base bytes.Buffer
 	if err := markdown(&base, pf, nil); err != nil {
 		return err
 	}
 	var full bytes.Buffer
-	if err := markdown(&full, pf, &mdBudget{left: MarkdownLimit - mdMargin - base.Len()}); err != nil {
+	if err := markdown(&full, pf, &mdBudget{left: limit - mdMargin - base.Len()}); err != nil {
 		return err
 	}
 	_, err := out.Write(full.Bytes())
