@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/mcpfleet/mcp/clusters"
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/engine/planfile"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // fleetRefreshes is how many clusters a plan across clusters refreshes at once.
@@ -30,11 +32,21 @@ func (c *cli) planFleet(ms []clusters.Member, lf *loadFlags, sf *scopeFlags, det
 		}
 	}
 	code, refused := 0, 0
+	rolling := map[string]map[string]bool{} // cluster → the pools this plan moves to a new config
+	for _, p := range ps {
+		if p.Plan == nil {
+			continue
+		}
+		rolling[p.Cluster.Name] = map[string]bool{}
+		for _, pp := range p.Plan.File.Rollout.Pools {
+			rolling[p.Cluster.Name][pp.Name] = pp.ReRendered
+		}
+	}
 	for _, p := range ps {
 		switch {
 		case p.Plan == nil:
 			code = 1
-		case len(p.Plan.File.Rollout.Refusals())+len(clusters.Refusals(p.Plan.File.Soak)) > 0:
+		case len(p.Plan.File.Rollout.Refusals()) > 0 || soakRefusedNow(p, rolling):
 			refused++
 		case code == 0 && detailed.exitsTwo(p.Plan.File.Rollout):
 			code = 2
@@ -47,6 +59,24 @@ func (c *cli) planFleet(ms []clusters.Member, lf *loadFlags, sf *scopeFlags, det
 		return c.fail("Some clusters are unknown", "They could not be planned; see why above. The other clusters' plans are shown as they stand.")
 	}
 	return code
+}
+
+// soakRefusedNow says whether the soak gate refuses p's plan with nothing in this plan to
+// change that. A pool refused because a stage before p's has not run its config yet, while
+// this very plan moves that stage's pool to a new one, is pending, not refused: apply across
+// clusters asks p's gate again when it gets there (after stopping for a soaking stage), so
+// the plan shows it ("waits for soak") without failing.
+func soakRefusedNow(p clusters.Planned, rolling map[string]map[string]bool) bool {
+	earlier := clusters.Earlier(p.Config, p.Cluster.Stage)
+	for _, n := range p.Plan.File.Soak {
+		if !n.Refused || n.Overridden {
+			continue
+		}
+		if !slices.ContainsFunc(earlier, func(e model.Cluster) bool { return rolling[e.Name][n.Pool] }) {
+			return true
+		}
+	}
+	return false
 }
 
 // showFleet plans the clusters ms (each under its state lock, four at a time) and shows

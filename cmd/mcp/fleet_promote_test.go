@@ -205,7 +205,9 @@ func TestFleetApplyStopsAfterSoakingStage(t *testing.T) {
 	if !applied(t, dir, "canary") || applied(t, dir, "staging") || applied(t, dir, "prod") {
 		t.Errorf("want canary alone applied")
 	}
-	// canary is unchanged now: the next apply goes on to staging, and stops after it.
+	// Once canary's config has soaked (its records moved back past the 1h), canary being
+	// unchanged, the next apply goes on to staging, and stops after it.
+	backdate(t, dir, "canary", 2*time.Hour)
 	if code, out, errOut := mcp(t, dir, "apply", "-auto-approve", "-no-color"); code != 2 || !strings.Contains(out, "Stage staging changed and soaks for 4h") {
 		t.Fatalf("second apply: exit %d\n%s%s", code, out, errOut)
 	}
