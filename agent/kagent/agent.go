@@ -262,7 +262,9 @@ func (a *Agent) update(ctx context.Context, h protocol.Handover, herr error, cur
 	if err := a.writeUpdate(updateRecord{UpdateID: h.UpdateID, ProgressAtBoot: boot}); err != nil {
 		return a.Agent.Degrade(fmt.Errorf("recording update %s: %w", h.UpdateID, err))
 	}
-	target, err := a.fetch(ctx, h.Desired)
+	// The hand-over's target was stored by the apply an instant before: a server that has
+	// not seen it yet answers 404, and is asked again (fetchRetrying).
+	target, err := a.fetchRetrying(ctx, h.Desired, true)
 	if err != nil {
 		return a.Agent.Degrade(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -433,5 +434,38 @@ func TestFirstBootOnThePoolsImage(t *testing.T) {
 		if len(host.Recorded()) != 0 {
 			t.Errorf("host calls %v, want none", host.Recorded())
 		}
+	}
+}
+
+// A hand-over's target the boot server has not seen yet (the apply stored it an instant
+// before: a 404 the first time) is asked for again, not taken as a config that does not
+// exist: the update runs and reports Done, not Degraded.
+func TestHandoverTargetNotServedYet(t *testing.T) {
+	steps := nodeSteps(&model.Rendered{OSImage: chrony.OSImage}, chrony)
+	client, _ := cluster(t, handover(t, protocol.Handover{Desired: chrony.Name, Steps: steps, UpdateID: "u1"}))
+	served := serveRendered(t, chrony)
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if asked.Add(1) == 1 {
+			http.NotFound(w, req)
+			return
+		}
+		http.Redirect(w, req, served+req.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(srv.Close)
+	host := &nodeexec.RecordingHost{}
+	a, root := newAgent(t, client, srv.URL, host)
+	machine(t, host, root, a, chrony.OSImage, "root=UUID=34bf")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- a.Run(ctx) }()
+	ann := waitFor(t, client, "the update's end", func(ann map[string]string) bool {
+		return ann[protocol.ObservedUpdateID] == "u1" && (ann[protocol.State] == model.StateDone || ann[protocol.State] == model.StateDegraded)
+	})
+	cancel()
+	<-errc
+	if ann[protocol.State] != model.StateDone || ann[protocol.CurrentConfig] != chrony.Name {
+		t.Errorf("state %s (%s), current %q: want Done on %s after a first 404", ann[protocol.State], ann[protocol.Reason], ann[protocol.CurrentConfig], chrony.Name)
 	}
 }
