@@ -93,7 +93,8 @@ func applyMarks(c *kubeCluster, t *testing.T, node string) string {
 // own (a second apiserver is the point: each cluster is reached through its own context
 // of one kubeconfig, and keeps its state in itself). A config whose health check fails on
 // canary's first node stops the promotion: prod's Nodes keep no claim, no desired config,
-// no cordon, and its agents' roots get nothing. Fixed in the HCL, one apply updates
+// no cordon, and its agents' roots get nothing; prod's own plan refuses the config, which
+// canary's state records as failed there. Fixed in the HCL, one apply updates
 // canary, then prod — the soak gate reading canary's records from canary's own state —
 // with prod's own value, judged from its Nodes and roots.
 func TestKubeFleetCanaryStopsProduction(t *testing.T) {
@@ -142,6 +143,12 @@ func TestKubeFleetCanaryStopsProduction(t *testing.T) {
 		}
 	}
 	prodUntouched("after the failed canary")
+	// The config that failed on canary is recorded so in canary's state: prod refuses it.
+	out, code = fleet.mcp(t, "", "plan", "-no-color", "-cluster", "prod")
+	if want := "did not stay healthy on canary: node " + canary.name("worker-0") + " failed its health gates"; code != 1 || !strings.Contains(unboxed(out), want) {
+		t.Errorf("prod's plan after the failed canary: exit %d, want 1 and %q\n%s", code, want, lastLines(out, 20))
+	}
+	prodUntouched("after prod's plan")
 
 	// B: fixed in the HCL; one apply takes canary, then prod (no soak: it ran, healthy).
 	writeFleet("good")
