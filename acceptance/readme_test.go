@@ -28,8 +28,9 @@ type readmeBlock struct {
 	notReason string
 }
 
-// readmeBlocks are the README's command blocks (```sh, ```bash, ```shell), in order.
-func readmeBlocks(t *testing.T, readme []byte) []readmeBlock {
+// readmeBlocks are the command blocks (```sh, ```bash, ```shell) of readme, the file name,
+// in order.
+func readmeBlocks(t *testing.T, name string, readme []byte) []readmeBlock {
 	t.Helper()
 	var blocks []readmeBlock
 	var cur *readmeBlock
@@ -50,12 +51,12 @@ func readmeBlocks(t *testing.T, readme []byte) []readmeBlock {
 			reason = notRunnable.FindStringSubmatch(line)[1]
 		case strings.TrimSpace(line) != "":
 			if reason != "" {
-				t.Fatalf("README.md:%d: a readme-not-runnable marker is not followed by a command block", n-1)
+				t.Fatalf("%s:%d: a readme-not-runnable marker is not followed by a command block", name, n-1)
 			}
 		}
 	}
 	if cur != nil {
-		t.Fatalf("README.md:%d: the command block is not closed", cur.line)
+		t.Fatalf("%s:%d: the command block is not closed", name, cur.line)
 	}
 	return blocks
 }
@@ -89,7 +90,7 @@ func runReadme(t *testing.T, name string, env ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := readmeBlocks(t, readme)
+	blocks := readmeBlocks(t, name, readme)
 	work := t.TempDir()
 	copyRepo(t, repo, filepath.Join(work, "repo"))
 	tmp := filepath.Join(work, "tmp")
