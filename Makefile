@@ -7,7 +7,7 @@ MCP     := $(BIN)/mcp
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X github.com/mcpfleet/mcp/engine.Version=$(VERSION)
 
-.PHONY: all build test vet chaos chaos-vm fuzz fuzz-short bin/ignition bin/k8s bin/kubectl bin/vm graphviz demo bench bench-plan bench-apply bench-rollout bench-agent bench-serve bench-kube bench-size bench-fleet clean
+.PHONY: all build test vet chaos chaos-vm fuzz fuzz-short bin/ignition bin/k8s bin/kubectl bin/vm graphviz demo demo-fleet bench bench-plan bench-apply bench-rollout bench-agent bench-serve bench-kube bench-size bench-fleet clean
 
 all: build
 
@@ -154,6 +154,11 @@ bin/kubectl: bin/k8s
 # The main job: plan and apply the quickstart on the embedded local fleet, no cluster.
 demo: build
 	MCP=$(MCP) bash scripts/demo.sh
+
+# examples/fleet without a cluster: three local fleets planned across clusters and applied
+# stage by stage, stopping for a soak and going on with -ignore-soak.
+demo-fleet: build
+	MCP=$(MCP) bash scripts/demo-fleet.sh
 
 # Benchmarks; results go to docs/benchmarks.md with the machine described.
 bench: bench-size bench-plan bench-apply bench-rollout bench-agent bench-serve bench-kube bench-fleet

@@ -28,8 +28,9 @@ type readmeBlock struct {
 	notReason string
 }
 
-// readmeBlocks are the README's command blocks (```sh, ```bash, ```shell), in order.
-func readmeBlocks(t *testing.T, readme []byte) []readmeBlock {
+// readmeBlocks are the command blocks (```sh, ```bash, ```shell) of readme, the file name,
+// in order.
+func readmeBlocks(t *testing.T, name string, readme []byte) []readmeBlock {
 	t.Helper()
 	var blocks []readmeBlock
 	var cur *readmeBlock
@@ -50,12 +51,12 @@ func readmeBlocks(t *testing.T, readme []byte) []readmeBlock {
 			reason = notRunnable.FindStringSubmatch(line)[1]
 		case strings.TrimSpace(line) != "":
 			if reason != "" {
-				t.Fatalf("README.md:%d: a readme-not-runnable marker is not followed by a command block", n-1)
+				t.Fatalf("%s:%d: a readme-not-runnable marker is not followed by a command block", name, n-1)
 			}
 		}
 	}
 	if cur != nil {
-		t.Fatalf("README.md:%d: the command block is not closed", cur.line)
+		t.Fatalf("%s:%d: the command block is not closed", name, cur.line)
 	}
 	return blocks
 }
@@ -70,12 +71,26 @@ func TestReadmeRuns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds mcp and runs the demo and the walk-through")
 	}
+	runReadme(t, "README.md")
+}
+
+// TestFleetReadmeRuns runs examples/fleet's README as TestReadmeRuns runs the README, from
+// the repository's root, with mcp on the PATH as its first line asks.
+func TestFleetReadmeRuns(t *testing.T) {
+	exclusive(t)
+	runReadme(t, "examples/fleet/README.md", "PATH="+filepath.Dir(mcpBinary(t))+string(os.PathListSeparator)+os.Getenv("PATH"))
+}
+
+// runReadme runs the command blocks of the repository's file name as TestReadmeRuns says,
+// with env added to the shell's environment.
+func runReadme(t *testing.T, name string, env ...string) {
+	t.Helper()
 	repo, _ := filepath.Abs("..")
-	readme, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(repo, name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := readmeBlocks(t, readme)
+	blocks := readmeBlocks(t, name, readme)
 	work := t.TempDir()
 	copyRepo(t, repo, filepath.Join(work, "repo"))
 	tmp := filepath.Join(work, "tmp")
@@ -86,23 +101,23 @@ func TestReadmeRuns(t *testing.T) {
 	for _, b := range blocks {
 		if b.notReason != "" {
 			skipped++
-			t.Logf("README.md:%d not run: %s", b.line, b.notReason)
+			t.Logf("%s:%d not run: %s", name, b.line, b.notReason)
 			continue
 		}
 		if m := suiteTarget.FindString(b.text); m != "" {
-			t.Fatalf("README.md:%d: the block runs %q, which runs the tests (this one among them) for up to hours: "+
-				"give it a block of its own marked <!-- readme-not-runnable: REASON -->", b.line, strings.TrimSpace(m))
+			t.Fatalf("%s:%d: the block runs %q, which runs the tests (this one among them) for up to hours: "+
+				"give it a block of its own marked <!-- readme-not-runnable: REASON -->", name, b.line, strings.TrimSpace(m))
 		}
 		run++
-		fmt.Fprintf(&script, "echo '### README.md:%d' >&2\n%s", b.line, b.text)
+		fmt.Fprintf(&script, "echo '### %s:%d' >&2\n%s", name, b.line, b.text)
 	}
 	script.WriteString("echo '### the end' >&2\n")
 	if run == 0 || skipped > 1 {
-		t.Fatalf("%d blocks to run, %d marked not runnable: the README's commands are to be run", run, skipped)
+		t.Fatalf("%d blocks to run, %d marked not runnable: %s's commands are to be run", run, skipped, name)
 	}
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script.String())
 	cmd.Dir = filepath.Join(work, "repo")
-	cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+	cmd.Env = append(append(os.Environ(), env...), "TMPDIR="+tmp)
 	out, err := cmd.CombinedOutput()
 	marks := regexp.MustCompile(`(?m)^### (.+)$`).FindAllStringSubmatch(string(out), -1)
 	if err != nil || len(marks) == 0 || marks[len(marks)-1][1] != "the end" {
@@ -110,9 +125,9 @@ func TestReadmeRuns(t *testing.T) {
 		if len(marks) > 0 {
 			last = marks[len(marks)-1][1]
 		}
-		t.Fatalf("the README's commands failed in the block at %s: %v\n%s", last, err, lastLines(string(out), 60))
+		t.Fatalf("%s's commands failed in the block at %s: %v\n%s", name, last, err, lastLines(string(out), 60))
 	}
-	t.Logf("%d command blocks of the README run", run)
+	t.Logf("%d command blocks of %s run", run, name)
 }
 
 // copyRepo copies the repository's files (those git tracks, and new ones it does not
