@@ -207,8 +207,13 @@ func (l *clusterLines) Write(b []byte) (int, error) {
 		if i < 0 {
 			return len(b), nil
 		}
+		line := l.buf.Next(i + 1)
+		prefix := l.prefix
+		if len(line) == 1 {
+			prefix = strings.TrimSuffix(prefix, " ") // an empty line gets no trailing space
+		}
 		l.mu.Lock()
-		_, err := fmt.Fprintf(l.w, "%s%s", l.prefix, l.buf.Next(i+1))
+		_, err := fmt.Fprintf(l.w, "%s%s", prefix, line)
 		l.mu.Unlock()
 		if err != nil {
 			return len(b), err
