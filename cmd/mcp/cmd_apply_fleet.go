@@ -19,6 +19,9 @@ import (
 // is planned and shown as mcp plan shows them, approval is asked once, and the plans are
 // carried out stage by stage as a saved plan across clusters is (promote).
 func (c *cli) applyFleet(ms []clusters.Member, lf *loadFlags, sf *scopeFlags, opts engine.ApplyOptions, auto, asJSON bool) int {
+	if _, err := c.fleetStages(lf); err != nil { // a wrong -approve-stage, before planning
+		return c.failErr(err)
+	}
 	c.intr.setNotice("stopping before any node starts; the state locks are released")
 	ps, err := c.showFleet(ms, lf, sf, asJSON)
 	if err != nil {

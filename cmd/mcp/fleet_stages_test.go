@@ -179,8 +179,8 @@ func TestFleetApprovalStopsBeforeStage(t *testing.T) {
 		t.Fatalf("want canary and staging applied, prod not")
 	}
 	for _, bad := range [][]string{{"-approve-stage", "staging"}, {"-approve-stage", "prd"}, {"-approve-stage", "prod", "-cluster", "prod"}} {
-		if code, out, errOut := mcp(t, dir, append([]string{"apply", "-auto-approve", "-no-color"}, bad...)...); code != 1 || !strings.Contains(errOut, "-approve-stage") {
-			t.Errorf("apply %v: exit %d, want it refused\n%s%s", bad, code, out, errOut)
+		if code, out, errOut := mcp(t, dir, append([]string{"apply", "-auto-approve", "-no-color"}, bad...)...); code != 1 || !strings.Contains(errOut, "-approve-stage") || strings.Contains(out, "Fleet:") {
+			t.Errorf("apply %v: exit %d, want it refused before any plan\n%s%s", bad, code, out, errOut)
 		}
 	}
 	if applied(t, dir, "prod") {
