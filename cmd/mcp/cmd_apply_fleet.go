@@ -70,7 +70,10 @@ func (c *cli) promote(fl *planfile.Fleet, lf *loadFlags, opts engine.ApplyOption
 		for to < len(fl.Clusters) && fl.Clusters[to].Stage == fl.Clusters[from].Stage {
 			to++
 		}
-		stage := stages[fl.Clusters[from].Stage]
+		stage, ok := stages[fl.Clusters[from].Stage]
+		if !ok { // a saved plan's stage the configuration no longer declares: its defaults
+			stage = model.Stage{Name: fl.Clusters[from].Stage}
+		}
 		if code, stop := c.promoteStage(&p, stage, from, to); stop {
 			return code
 		}

@@ -50,7 +50,7 @@ func registerApproveStage(fs *flag.FlagSet, lf *loadFlags) {
 // lf's -approve-stage must be one with approval = true.
 func (c *cli) fleetStages(lf *loadFlags) (map[string]model.Stage, error) {
 	opts := c.configOptions(lf)
-	opts.Values = nil // stage blocks take no cluster's values
+	opts.Values, opts.Cluster = nil, "" // the stage blocks alone: no cluster is loaded
 	res, diags := config.Load(c.dir, opts)
 	if diags.HasErrors() {
 		c.diagnostics(res, diags, lf)
