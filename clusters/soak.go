@@ -116,11 +116,15 @@ func changes(p *planner.Rollout, pp planner.PoolPlan) bool {
 }
 
 // judgePool judges pp against each earlier stage, in turn: refused with the first reason.
+// Up to a stage's max_failed_clusters of its clusters may have failed it (not run it,
+// not stayed healthy, not been readable) — promotion went on past them — when the others
+// soaked it; a cluster still soaking always refuses.
 func judgePool(cluster string, pp planner.PoolPlan, earlier []Runs, now time.Time) (bool, string) {
 	var said []string
 	for _, stage := range stagesOf(earlier) {
-		var ran bool
+		var ran, waits bool
 		var why string
+		var failed []string
 		for _, r := range earlier {
 			if r.Stage.Name != stage.Name {
 				continue
@@ -129,16 +133,24 @@ func judgePool(cluster string, pp planner.PoolPlan, earlier []Runs, now time.Tim
 			ran = ran || v.ran
 			if !v.ok && why == "" {
 				why = v.words
-			} else if v.ok {
+			}
+			switch {
+			case v.ok:
 				said = append(said, v.words)
+			case v.waits:
+				waits = true
+			default:
+				failed = append(failed, v.words)
 			}
 		}
 		switch {
 		case !ran:
 			return true, fmt.Sprintf("%s has not run on any cluster of stage %s; %s waits for it to soak %s there",
 				pp.Rendered, stage.Name, cluster, model.ShortDuration(stage.Soak))
-		case why != "":
+		case waits || len(failed) > stage.MaxFailedClusters:
 			return true, why
+		case len(failed) > 0:
+			said = append(said, fmt.Sprintf("within stage %s's max_failed_clusters (%d): %s", stage.Name, stage.MaxFailedClusters, strings.Join(failed, "; ")))
 		}
 	}
 	return false, strings.Join(said, "; ")
@@ -157,6 +169,7 @@ func stagesOf(earlier []Runs) []model.Stage {
 
 type verdict struct {
 	ok, ran bool
+	waits   bool // ran, healthy, not yet for the soak
 	words   string
 }
 
@@ -191,7 +204,7 @@ func judge(cluster string, pp planner.PoolPlan, r Runs, soak time.Duration, now 
 		name, planner.NodeCount(len(rec.Nodes)))
 	if longest < soak {
 		until := now.Add(soak - longest)
-		return verdict{ran: true, words: fmt.Sprintf("%s; %s waits until %s", shown, cluster, until.UTC().Format("15:04 MST"))}
+		return verdict{ran: true, waits: true, words: fmt.Sprintf("%s; %s waits until %s", shown, cluster, until.UTC().Format("15:04 MST"))}
 	}
 	return verdict{ok: true, ran: true, words: shown}
 }

@@ -54,3 +54,39 @@ func TestGate(t *testing.T) {
 		}
 	}
 }
+
+// A stage whose max_failed_clusters let promotion go on past a failed cluster does not
+// hold the next stage back for it: up to that many of its clusters may not have run the
+// config, or not stayed healthy, when the others soaked it; more refuse, and a cluster
+// still soaking refuses whatever the budget.
+func TestGateToleratesAStagesFailedClusters(t *testing.T) {
+	now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	member := func(name string, maxFailed int) *Member {
+		return &Member{Cluster: model.Cluster{Name: name, Stage: "staging"},
+			Stage:     model.Stage{Name: "staging", Soak: time.Hour, MaxFailedClusters: maxFailed},
+			Workspace: &engine.Workspace{Rendered: map[string]*model.Rendered{"worker": {Name: "rendered-worker-p"}}}}
+	}
+	ran := func(since time.Duration, unhealthy string) map[string]*state.Ran {
+		return map[string]*state.Ran{"rendered-worker-p": {Pool: "worker", Nodes: map[string]state.NodeRan{
+			"worker-0": {Since: now.Add(-since), Seen: now, Unhealthy: unhealthy}}}}
+	}
+	plan := &planner.Rollout{Pools: []planner.PoolPlan{{Name: "worker", Rendered: "rendered-worker-p", ReRendered: true}}}
+	for _, c := range []struct {
+		name      string
+		maxFailed int
+		b         map[string]*state.Ran
+		refused   bool
+		want      string
+	}{
+		{"not run, budget 0", 0, nil, true, "has not run on staging-b"},
+		{"not run, budget 1", 1, nil, false, "within stage staging's max_failed_clusters (1): rendered-worker-p has not run on staging-b"},
+		{"unhealthy, budget 1", 1, ran(2*time.Hour, "went Degraded: x"), false, "within stage staging's max_failed_clusters (1)"},
+		{"soaking, budget 1", 1, ran(10*time.Minute, ""), true, "has soaked 10m of 1h on staging-b"},
+	} {
+		runs := []Runs{{Member: member("staging-a", c.maxFailed), Ran: ran(2*time.Hour, "")}, {Member: member("staging-b", c.maxFailed), Ran: c.b}}
+		notes := Gate("prod", plan, runs, now, false)
+		if len(notes) != 1 || notes[0].Refused != c.refused || !strings.Contains(notes[0].Reason, c.want) {
+			t.Errorf("%s: %+v; want refused %v, reason with %q", c.name, notes, c.refused, c.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -26,10 +27,7 @@ var stageSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 // notYet are the settings of cluster and stage blocks that nothing acts on yet, with what
 // they will do: refused where written, never accepted and ignored.
 var notYet = map[string]string{
-	"labels":              "a budget across the clusters of a failure domain",
-	"max_failed_clusters": "stopping promotion after a number of failed clusters",
-	"approval":            "an approval stop before a stage",
-	"concurrency":         "a limit on a stage's clusters applying at once",
+	"labels": "a budget across the clusters of a failure domain",
 }
 
 // clusterDecl is a cluster block: the model's Cluster and what the cluster's load reads.
@@ -105,6 +103,8 @@ func (l *loader) stages(blocks hcl.Blocks) ([]model.Stage, hcl.Diagnostics) {
 			s.Soak, d = l.duration(a)
 			diags = append(diags, d...)
 		}
+		d = l.stageLimits(&s, content.Attributes)
+		diags = append(diags, d...)
 		if a := content.Attributes["after"]; a != nil {
 			s.After, d = l.strList(a)
 			diags = append(diags, d...)
@@ -129,6 +129,36 @@ func (l *loader) stages(blocks hcl.Blocks) ([]model.Stage, hcl.Diagnostics) {
 			fmt.Sprintf("The stages come after one another in a circle: %s.", strings.Join(cycle, " comes after "))))
 	}
 	return ordered, diags
+}
+
+// stageLimits reads a stage's max_failed_clusters (a whole number, 0 or more),
+// concurrency (a whole number, 1 or more) and approval into s.
+func (l *loader) stageLimits(s *model.Stage, attrs hcl.Attributes) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	whole := func(name string, least int) int {
+		a := attrs[name]
+		if a == nil {
+			return least
+		}
+		f, d := l.number(a)
+		diags = append(diags, d...)
+		if d.HasErrors() {
+			return least
+		}
+		if f != math.Trunc(f) || f < float64(least) || f > 1e6 {
+			diags = append(diags, errAt(a.Expr.Range(), "Invalid "+name,
+				fmt.Sprintf("%s = %v: want a whole number, %d or more.", name, f, least)))
+			return least
+		}
+		return int(f)
+	}
+	s.MaxFailedClusters, s.Concurrency = whole("max_failed_clusters", 0), whole("concurrency", 1)
+	if a := attrs["approval"]; a != nil {
+		var d hcl.Diagnostics
+		s.Approval, d = l.boolean(a)
+		diags = append(diags, d...)
+	}
+	return diags
 }
 
 // orderStages orders stages so that each comes after those it names in after (Kahn's

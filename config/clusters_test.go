@@ -22,8 +22,11 @@ config "chrony" {
 
 // fleetClusters is three clusters in two stages, with per-cluster values.
 const fleetClusters = `stage "prod" {
-  after = ["canary"]
-  soak  = "4h"
+  after               = ["canary"]
+  soak                = "4h"
+  max_failed_clusters = 1
+  approval            = true
+  concurrency         = 2
 }
 stage "canary" { soak = "2h" }
 cluster "prod-b" {
@@ -63,11 +66,13 @@ func TestClustersInStageOrder(t *testing.T) {
 	if diff := cmp.Diff([]string{"canary/canary", "prod/prod-a", "prod/prod-b"}, got); diff != "" {
 		t.Errorf("clusters in stage order (-want +got):\n%s", diff)
 	}
-	if s := res.Stages; len(s) != 2 || s[0].Name != "canary" || s[1].Soak != 4*time.Hour {
+	if s := res.Stages; len(s) != 2 || s[0].Name != "canary" || s[1].Soak != 4*time.Hour ||
+		s[0].Concurrency != 1 || s[0].MaxFailedClusters != 0 || s[0].Approval ||
+		s[1].Concurrency != 2 || s[1].MaxFailedClusters != 1 || !s[1].Approval {
 		t.Errorf("stages = %+v", s)
 	}
-	if r := res.Clusters[1].Values["ntp"]; filepath.Base(r.Filename) != "clusters.hcl" || r.Start.Line != 15 {
-		t.Errorf("prod-a's ntp value at %+v, want clusters.hcl:15", r)
+	if r := res.Clusters[1].Values["ntp"]; filepath.Base(r.Filename) != "clusters.hcl" || r.Start.Line != 18 {
+		t.Errorf("prod-a's ntp value at %+v, want clusters.hcl:18", r)
 	}
 }
 
@@ -128,7 +133,9 @@ func TestClusterErrorsHavePlaces(t *testing.T) {
 		{"top-level provider", stages + "provider \"local\" { fleet = \"f\" }\ncluster \"a\" {\n  stage = \"prod\"\n" + ok + "}\n", "Top-level provider block beside cluster blocks", 3, 1},
 		{"bad soak", "stage \"canary\" { soak = \"2 hours\" }\n" + in("canary"), "Invalid soak", 1, 25},
 		{"labels", stages + "cluster \"a\" {\n  stage = \"prod\"\n  labels = { region = \"eu\" }\n" + ok + "}\n", "Not supported yet", 5, 3},
-		{"approval", "stage \"prod\" {\n  approval = true\n}\n" + in("prod"), "Not supported yet", 2, 3},
+		{"approval not a bool", "stage \"prod\" {\n  approval = \"yes\"\n}\n" + in("prod"), "Invalid approval", 2, 14},
+		{"concurrency 0", "stage \"prod\" {\n  concurrency = 0\n}\n" + in("prod"), "Invalid concurrency", 2, 17},
+		{"max_failed_clusters 1.5", "stage \"prod\" {\n  max_failed_clusters = 1.5\n}\n" + in("prod"), "Invalid max_failed_clusters", 2, 25},
 		{"stage alone", "stage \"prod\" {}\n", "Stage without clusters", 1, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -26,6 +26,16 @@ type Stage struct {
 	// Soak is how long the stage's clusters are to run a change before a later stage takes
 	// it: a later stage's plan and apply refuse what has not (package clusters, Gate);
 	// apply across clusters stops after a stage that soaks and changed (docs/fleets.md).
-	Soak      time.Duration
-	DeclRange Range
+	Soak time.Duration
+	// MaxFailedClusters is how many of the stage's clusters may fail before promotion
+	// stops: 0 (the default) stops it at the first failure; with more, the stage's other
+	// clusters go on, and the next stage starts only when at most this many failed.
+	MaxFailedClusters int
+	// Approval stops promotion before this stage until an apply names it
+	// (-approve-stage): the approval is that run's, for the content it planned.
+	Approval bool
+	// Concurrency is how many of the stage's clusters apply at once (1 or more; 0 read
+	// as 1).
+	Concurrency int
+	DeclRange   Range
 }

@@ -26,6 +26,7 @@ func (c *cli) apply(args []string) int {
 	sf.register(fs)
 	var lf loadFlags
 	registerIgnoreSoak(fs, &lf)
+	registerApproveStage(fs, &lf)
 	lf.register(fs, true)
 	pos, err := c.parse(fs, args)
 	if err != nil {
@@ -55,6 +56,10 @@ func (c *cli) apply(args []string) int {
 	}
 	if ms != nil {
 		return c.applyFleet(ms, &lf, &sf, opts, *auto, *asJSON)
+	}
+	if len(lf.approveStages) > 0 {
+		// An apply of one cluster is not a promotion: it has no stop to approve.
+		return c.errorf("-approve-stage is for apply across clusters: an apply of one cluster (-cluster) does not stop before its stage (docs/fleets.md)")
 	}
 	if !lf.lock {
 		fmt.Fprint(c.stderr, lockFalseWarning)

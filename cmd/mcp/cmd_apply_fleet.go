@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +19,9 @@ import (
 // is planned and shown as mcp plan shows them, approval is asked once, and the plans are
 // carried out stage by stage as a saved plan across clusters is (promote).
 func (c *cli) applyFleet(ms []clusters.Member, lf *loadFlags, sf *scopeFlags, opts engine.ApplyOptions, auto, asJSON bool) int {
+	if _, err := c.fleetStages(lf); err != nil { // a wrong -approve-stage, before planning
+		return c.failErr(err)
+	}
 	c.intr.setNotice("stopping before any node starts; the state locks are released")
 	ps, err := c.showFleet(ms, lf, sf, asJSON)
 	if err != nil {
@@ -45,51 +49,37 @@ func fleetChanges(fl *planfile.Fleet) bool {
 }
 
 // promote carries out a plan across clusters in its order — the stages' `after` order,
-// the clusters of a stage one after another (docs/fleets.md, "Apply across clusters").
-// Each cluster's plan is applied as a saved plan of that cluster alone: derived again
-// under its state lock, and refused, by name, when its cluster moved on. Promotion stops
-// at the first cluster that was unknown when planned, was refused, failed or did not
-// finish — no cluster after it starts — and after a stage with a soak whose clusters
-// changed: the soak is not waited for.
+// each stage's clusters at most its `concurrency` at once (docs/fleets.md, "Apply across
+// clusters"). Each cluster's plan is applied as a saved plan of that cluster alone:
+// derived again under its state lock, and refused, by name, when its cluster moved on.
+// Promotion stops before a stage with a cluster that was unknown when planned, before a
+// stage with `approval` that this run was not told to go into (-approve-stage), once more
+// of a stage's clusters failed than its `max_failed_clusters` (no cluster starts after
+// that), and after a stage with a soak whose clusters changed: the soak is not waited for.
 func (c *cli) promote(fl *planfile.Fleet, lf *loadFlags, opts engine.ApplyOptions, asJSON bool) int {
 	if !lf.lock {
 		fmt.Fprint(c.stderr, lockFalseWarning)
 	}
-	color := c.color(lf)
-	changed := false
-	for i, cl := range fl.Clusters {
-		if c.ctx.Err() != nil {
-			return c.stopAt(fl, i, 1, "an interrupt, after the clusters above")
-		}
-		if i == 0 || fl.Clusters[i-1].Stage != cl.Stage {
-			if u := unknownIn(fl.Clusters[i:], cl.Stage); u != nil {
-				return c.stopAt(fl, i, 1, fmt.Sprintf("stage %s: its cluster %s was unknown when the plan was made: %s", cl.Stage, u.Name, u.Unknown))
-			}
-		}
-		if !asJSON {
-			views.ClusterTitle(c.stdout, cl.Name, cl.Stage, color)
-		}
-		code, stage, err := c.applyCluster(cl, lf, opts, asJSON, color)
-		if code != 0 {
-			why := "its apply failed"
-			switch {
-			case errors.Is(err, planfile.ErrStale):
-				why = "it moved on since the plan was made, and its part of the saved plan is refused (plan again)"
-			case code == 2:
-				why = "its apply did not finish every node"
-			}
-			return c.stopAt(fl, i+1, code, fmt.Sprintf("cluster %s (stage %s): %s; see above", cl.Name, cl.Stage, why))
-		}
-		changed = changed || cl.Plan.Rollout.HasChanges()
-		if i+1 == len(fl.Clusters) || fl.Clusters[i+1].Stage == cl.Stage {
-			continue
-		}
-		if changed && stage.Soak > 0 {
-			return c.soakStop(fl, i, stage, asJSON)
-		}
-		changed = false
+	stages, err := c.fleetStages(lf)
+	if err != nil {
+		return c.failErr(err)
 	}
-	return 0
+	p := promotion{fl: fl, lf: lf, opts: opts, asJSON: asJSON, color: c.color(lf)}
+	for from := 0; from < len(fl.Clusters); {
+		to := from + 1
+		for to < len(fl.Clusters) && fl.Clusters[to].Stage == fl.Clusters[from].Stage {
+			to++
+		}
+		stage, ok := stages[fl.Clusters[from].Stage]
+		if !ok { // a saved plan's stage the configuration no longer declares: its defaults
+			stage = model.Stage{Name: fl.Clusters[from].Stage}
+		}
+		if code, stop := c.promoteStage(&p, stage, from, to); stop {
+			return code
+		}
+		from = to
+	}
+	return p.end(c, 0)
 }
 
 // unknownIn is the first cluster of stage at the head of cls that has no plan, or nil.
@@ -103,53 +93,45 @@ func unknownIn(cls []planfile.Cluster, stage string) *planfile.Cluster {
 }
 
 // applyCluster applies one cluster's part of a plan across clusters, loading the cluster
-// with the variables its plan was made with; it gives apply's exit code and the cluster's
-// stage as the configuration declares it now, and the apply's error when it started no node.
-func (c *cli) applyCluster(cl planfile.Cluster, lf *loadFlags, opts engine.ApplyOptions, asJSON, color bool) (int, model.Stage, error) {
+// with the variables its plan was made with; it gives apply's exit code, and the apply's
+// error when it started no node.
+func (c *cli) applyCluster(cl planfile.Cluster, lf *loadFlags, opts engine.ApplyOptions, asJSON, color bool) (int, error) {
 	one := *lf
 	one.clusters = multiFlag{cl.Name}
 	var err error
 	if one.values, err = cl.Plan.VariableValues(); err != nil {
-		return c.failErr(fmt.Errorf("cluster %s: %w", cl.Name, err)), model.Stage{}, err
+		return c.failErr(fmt.Errorf("cluster %s: %w", cl.Name, err)), err
 	}
 	c.intr.setNotice("stopping before any node starts; the state lock is released")
 	ws := c.load(&one)
 	if ws == nil {
-		return 1, model.Stage{}, nil
-	}
-	var stage model.Stage
-	for _, s := range ws.Config.Stages {
-		if s.Name == cl.Stage {
-			stage = s
-		}
+		return 1, nil
 	}
 	s, code := c.readStateLocked(ws, &one, "apply")
 	if s == nil {
-		return code, stage, nil
+		return code, nil
 	}
 	defer s.unlock()
 	out := &keepWriting{w: c.stdout, stderr: c.stderr, then: "the apply goes on without showing its progress there"}
-	code, err = c.carryOut(ws, s, &one, engine.Saved(cl.Plan), opts, views.NewApply(asJSON, out, color), asJSON, color)
-	return code, stage, err
+	return c.carryOut(ws, s, &one, engine.Saved(cl.Plan), opts, views.NewApply(asJSON, out, color), asJSON, color)
 }
 
-// stopAt ends a promotion, naming why and the clusters not started: fl's from on.
-func (c *cli) stopAt(fl *planfile.Fleet, from, code int, why string) int {
-	c.fail("Promotion stopped", fmt.Sprintf("Stopped at %s.\nNot started: %s.", why, notStarted(fl.Clusters[from:])))
-	return code
-}
-
-// soakStop ends a promotion after the stage of fl's cluster i, whose clusters changed and
-// which soaks: the next stage may go once the soak has passed.
-func (c *cli) soakStop(fl *planfile.Fleet, i int, stage model.Stage, asJSON bool) int {
-	next := time.Now().Add(stage.Soak).UTC().Format("2006-01-02 15:04 MST")
-	w := c.stdout
-	if asJSON {
-		w = c.stderr // stdout is JSON lines
-	}
-	fmt.Fprintf(w, "\nStage %s changed and soaks for %s: the next stage (%s) may go from %s. mcp does not wait for a soak: plan and apply again then (docs/fleets.md).\nNot started: %s.\n",
-		stage.Name, model.ShortDuration(stage.Soak), fl.Clusters[i+1].Stage, next, notStarted(fl.Clusters[i+1:]))
+// soakStop ends a promotion after stage, whose clusters changed and which soaks, before
+// fl's cluster next: the next stage may go once the soak has passed.
+func (c *cli) soakStop(fl *planfile.Fleet, next int, stage model.Stage, asJSON bool) int {
+	at := time.Now().Add(stage.Soak).UTC().Format("2006-01-02 15:04 MST")
+	fmt.Fprintf(c.notes(asJSON), "\nStage %s changed and soaks for %s: the next stage (%s) may go from %s. mcp does not wait for a soak: plan and apply again then (docs/fleets.md).\nNot started: %s.\n",
+		stage.Name, model.ShortDuration(stage.Soak), fl.Clusters[next].Stage, at, notStarted(fl.Clusters[next:]))
 	return applyExitCode[engine.Incomplete]
+}
+
+// notes is where promotion's words between clusters go: stdout, or stderr when stdout is
+// JSON lines.
+func (c *cli) notes(asJSON bool) io.Writer {
+	if asJSON {
+		return c.stderr
+	}
+	return c.stdout
 }
 
 // notStarted lists clusters as "prod (stage prod), …".

@@ -114,15 +114,17 @@ On a terminal the progress is a line per pool and per node in progress, redrawn 
 elsewhere, one line per step. An interrupt lets started nodes finish and saves the state.
 
 In a configuration of clusters (docs/fleets.md) it applies every cluster's plan (one approval
-for all) in stage order, one cluster after another; it stops at a cluster that fails, was
-unknown or moved on since a saved plan (starting no cluster after it), and after a stage
-with a soak whose clusters changed, naming when the next stage may go.`,
+for all) in stage order, a stage's clusters up to its concurrency at once; it stops once
+more of a stage's clusters failed or moved on since a saved plan than its
+max_failed_clusters (default 0; starting no cluster after that), before a stage whose
+cluster was unknown, before a stage with approval = true unless -approve-stage names it,
+and after a stage with a soak whose clusters changed, naming when the next stage may go.`,
 		Groups: []cmdhelp.Group{{Title: "Apply options", Flags: []string{"auto-approve", "json", "no-color"}},
 			{Title: "Rollout options", Flags: []string{"parallelism", "drain-timeout", "drain-retry-delay", "budget-wait", "health-timeout", "no-wait"}},
-			scopeGroup, soakGroup, varOptions, lockOptions},
+			scopeGroup, {Title: soakGroup.Title, Flags: append([]string{"approve-stage"}, soakGroup.Flags...)}, varOptions, lockOptions},
 		Exit: []string{"0  Every planned node change is done and verified.",
 			"1  A node failed (a step, its agent, a health gate), or apply itself did (an alert gate's Prometheus not answering, too).",
-			"2  Nothing failed, but planned node changes were not done (deferred, not started, not confirmed): run apply again."},
+			"2  Nothing failed, but planned node changes were not done (deferred, not started, not confirmed, a promotion stopped for a soak or an approval): run apply again."},
 		Examples: []string{"mcp apply tfplan", "mcp apply -auto-approve -json | jq -c 'select(.type==\"apply_progress\")'"},
 	},
 	"show": {

@@ -24,6 +24,8 @@ type loadFlags struct {
 	lock        bool
 	lockTimeout time.Duration
 	ignoreSoak  bool // -ignore-soak (plan, apply): the soak gate lets an unsoaked change through
+	// approveStages are apply's -approve-stage: stages with approval this run goes into.
+	approveStages multiFlag
 	// values, when set, are a saved plan's variables (they replace every other source).
 	values map[string]cty.Value
 	// clusters are -cluster's names: the clusters of a configuration of clusters the

@@ -41,7 +41,7 @@ type Group struct {
 // Placeholders name the value an option takes, by option name ("out": "FILE"); an option
 // not named here takes its type's (N, DURATION, VALUE; none for a bool).
 var Placeholders = map[string]string{
-	"out": "FILE", "var": "'NAME=VALUE'", "var-file": "FILE", "cluster": "NAME", "target": "ADDRESS", "exclude": "node.NAME",
+	"out": "FILE", "var": "'NAME=VALUE'", "var-file": "FILE", "cluster": "NAME", "approve-stage": "NAME", "target": "ADDRESS", "exclude": "node.NAME",
 	"lock-timeout": "DURATION", "fleet": "DIR", "listen": "ADDR", "url": "URL", "ca": "FILE", "token-file": "FILE", "server-ca": "FILE", "server-token-file": "FILE",
 	"tls-cert": "FILE", "tls-key": "FILE", "state": "FILE", "first-boot-agent": "PATH", "root": "DIR",
 	"server": "URL", "desired": "NAME", "kubeconfig": "FILE", "node": "NAME", "namespace": "NAME",
