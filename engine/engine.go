@@ -216,10 +216,15 @@ func (w *Workspace) refresh(ctx context.Context, st *state.State, lock Locking) 
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := w.observeConfigs(ctx, st, fleet); err != nil {
+	before := w.apiRequests()
+	asked, err := w.observeConfigs(ctx, st, fleet)
+	if err != nil {
 		return nil, nil, err
 	}
-	obs := &Observed{Lock: lock, InFlight: inFlight(st, fleet), Nodes: fleet.Nodes}
+	obs := &Observed{Lock: lock, InFlight: inFlight(st, fleet), Nodes: fleet.Nodes, Observations: asked, ObserveRequests: -1}
+	if before >= 0 {
+		obs.ObserveRequests = w.apiRequests() - before
+	}
 	if obs.Pointers, obs.UserData, err = w.observeUserData(ctx, fleet); err != nil {
 		return nil, nil, err
 	}

@@ -37,10 +37,10 @@ func (w *Workspace) knownConfig(st *state.State, name string) *model.Rendered {
 // names them), so that the plan derives their steps from it. A node that cannot be
 // observed is planned as without an observation, the reason in its plan; only an
 // interrupted refresh is an error.
-func (w *Workspace) observeConfigs(ctx context.Context, st *state.State, fleet *model.Fleet) error {
+func (w *Workspace) observeConfigs(ctx context.Context, st *state.State, fleet *model.Fleet) (int, error) {
 	co := w.provider()
 	if !co.Has(providers.CapConfigObserver) {
-		return nil
+		return 0, nil
 	}
 	todo := planner.ToObserve(w.Desired, w.Rendered, st.Rendered, fleet.Nodes)
 	unpublished := w.publishTargets(ctx, todo)
@@ -68,7 +68,7 @@ func (w *Workspace) observeConfigs(ctx context.Context, st *state.State, fleet *
 			return nil
 		})
 	}
-	return g.Wait()
+	return len(todo), g.Wait()
 }
 
 // publishTargets stores the targets of the nodes to observe where the agents fetch rendered

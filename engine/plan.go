@@ -45,6 +45,10 @@ type Observed struct {
 	// InFlight are the updates interrupted applies left on the nodes, as they recorded
 	// them (model.InFlight): what the planner resumed.
 	InFlight []model.InFlight
+	// Observations counts the nodes the refresh asked what they carry (observeConfigs),
+	// and ObserveRequests the API requests it made for that (-1: not counted).
+	Observations    int
+	ObserveRequests int64
 	// Pointers are the pools' pointer configs for their user_data Secrets, built at the
 	// refresh (the CA and token files read then).
 	Pointers map[string][]byte
@@ -101,6 +105,10 @@ func (w *Workspace) Plan(ctx context.Context, st *state.State, opts PlanOptions)
 		APIRequests: -1, Duration: time.Since(t0)}
 	if before >= 0 {
 		rs.APIRequests = w.apiRequests() - before
+	}
+	if rs.Observed = obs.Observations; obs.ObserveRequests >= 0 && rs.APIRequests >= 0 {
+		rs.ObserveRequests = obs.ObserveRequests
+		rs.APIRequests -= obs.ObserveRequests
 	}
 	// The digest (a fifth of a plan's time at 100,000 nodes) is taken beside the planning:
 	// both only read the sorted fleet.

@@ -442,12 +442,19 @@ func PlanSummary(p *planner.Rollout) string {
 }
 
 // RefreshLine says what a refresh observed and cost, as Terraform prints its refreshing:
-// "Refreshed 6 nodes, 4 pods, 1 PDB in 42ms (3 API requests)."
+// "Refreshed 6 nodes, 4 pods, 1 PDB in 42ms (3 API requests)."; nodes asked what they carry
+// (adoption) and what that cost said apart.
 func RefreshLine(rs *model.RefreshStats) string {
 	s := fmt.Sprintf("Refreshed %s, %s, %s in %s", plural(rs.Nodes, "%d node", "%d nodes"),
 		plural(rs.Pods, "%d pod", "%d pods"), plural(rs.PDBs, "%d PDB", "%d PDBs"), rs.Duration.Round(time.Millisecond))
 	if rs.APIRequests >= 0 {
 		s += " (" + plural(int(rs.APIRequests), "%d API request", "%d API requests") + ")"
+	}
+	if rs.Observed > 0 {
+		s += "; asked " + plural(rs.Observed, "%d node", "%d nodes") + " what they carry of their targets"
+		if rs.ObserveRequests > 0 {
+			s += " (" + plural(int(rs.ObserveRequests), "%d API request", "%d API requests") + ")"
+		}
 	}
 	return s + "."
 }

@@ -124,6 +124,8 @@ func TestRefreshLine(t *testing.T) {
 			"Refreshed 1000 nodes, 3000 pods, 1 PDB in 412ms (9 API requests)."},
 		{model.RefreshStats{Nodes: 1, APIRequests: -1, Duration: 4 * time.Millisecond},
 			"Refreshed 1 node, 0 pods, 0 PDBs in 4ms."},
+		{model.RefreshStats{Nodes: 6, Pods: 10, APIRequests: 5, Duration: time.Second, Observed: 6, ObserveRequests: 24},
+			"Refreshed 6 nodes, 10 pods, 0 PDBs in 1s (5 API requests); asked 6 nodes what they carry of their targets (24 API requests)."},
 	} {
 		if got := RefreshLine(&c.rs); got != c.want {
 			t.Errorf("RefreshLine(%+v) = %q, want %q", c.rs, got, c.want)
