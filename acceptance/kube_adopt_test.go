@@ -88,7 +88,14 @@ func newAdoptFleet(t *testing.T, differ map[string]map[string]string) *kubeClust
 			}
 		}
 	}
-	// The agents say which protocol they speak in their first check.
+	c.waitAnnounced(t)
+	return c
+}
+
+// waitAnnounced waits until every agent of c said which protocol it speaks, in its first
+// check: its first report is in, and a plan made now sees the nodes as they stay.
+func (c *kubeCluster) waitAnnounced(t *testing.T) {
+	t.Helper()
 	waitUntil(t, 30*time.Second, func() bool {
 		for name := range c.agents {
 			if c.node(t, name).Annotations[protocol.AgentProtocol] != strconv.Itoa(protocol.Version) {
@@ -97,7 +104,6 @@ func newAdoptFleet(t *testing.T, differ map[string]map[string]string) *kubeClust
 		}
 		return true
 	}, func() string { return "the agents did not announce their protocol version within 30s" })
-	return c
 }
 
 // planSteps are the steps of each of the test's nodes in `mcp plan -json` ("adopt",

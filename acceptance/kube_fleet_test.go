@@ -113,6 +113,10 @@ func TestKubeFleetCanaryStopsProduction(t *testing.T) {
 		}
 	}
 	writeFleet("broken")
+	// The agents' first reports are in before the plan: one landing between the plan and a
+	// cluster's apply would move the cluster on (its saved part refused as stale).
+	canary.waitAnnounced(t)
+	prod.waitAnnounced(t)
 	nodes := []string{"worker-0", "worker-1"}
 	before := map[string]string{}
 	for _, n := range nodes {
