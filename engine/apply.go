@@ -227,7 +227,7 @@ func (w *Workspace) Apply(ctx context.Context, st *state.State, p *Plan, opts Ap
 	if err != nil {
 		return nil, nil, err
 	}
-	derived, err := w.rederive(st, fleet, obs, p.File)
+	derived, err := w.rederive(st, fleet, obs, p.File, p.approved)
 	if err != nil {
 		if p.Fresh() && errors.Is(err, planfile.ErrStale) {
 			res, err := startedNothing(p)

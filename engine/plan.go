@@ -24,7 +24,16 @@ type Plan struct {
 	File *planfile.File
 	// Observed is what the refresh of a fresh plan saw beside the fleet; nil: saved.
 	Observed *Observed
+	// approved: made and shown in this run, applied later in it (Approved).
+	approved bool
 }
+
+// Approved is a plan made and shown in this run, approved as shown, and applied later in
+// it: a later stage of an apply across clusters, whose clusters' pods come and go while the
+// stages before run. Apply derives it again as a saved plan, from the same state, and takes
+// it when that gives the same steps (planDiff) though the fleet moved on; a saved plan
+// must find the fleet as it was (its fingerprint).
+func Approved(pf *planfile.File) *Plan { return &Plan{File: pf, approved: true} }
 
 // Saved is a plan read from a file, to be applied: apply trusts nothing it carries and
 // derives it again.

@@ -2,7 +2,9 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/local"
 )
@@ -138,5 +141,54 @@ func TestApplyToldFreshOrSaved(t *testing.T) {
 	}
 	if got := worked(t, dir); len(got) != 0 {
 		t.Errorf("the stale saved plan worked on %v", got)
+	}
+}
+
+// A plan approved as shown and applied later in the run (a later stage across clusters)
+// is taken when the fleet moved on in a way that leaves its steps (a label no pool reads),
+// which a saved plan is not; a move that changes the steps refuses it as stale.
+func TestApprovedPlanTakesTheSameSteps(t *testing.T) {
+	dir := quickstart(t)
+	w := load(t, dir)
+	ctx := context.Background()
+	unlocked := Locking{NoLock: true}
+	st, p := planned(t, w, PlanOptions{Lock: unlocked})
+	edit := func(node string, f func(map[string]any)) {
+		t.Helper()
+		path := filepath.Join(dir, "fleet", "nodes", node, "node.json")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]any{}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		f(m)
+		if b, err = json.Marshal(m); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edit("worker-0", func(m map[string]any) { m["labels"].(map[string]any)["example.com/unrelated"] = "moved" })
+	if _, _, err := w.Apply(ctx, st, Saved(p.File), ApplyOptions{Lock: unlocked}); err == nil || !strings.Contains(err.Error(), "fleet changed") {
+		t.Fatalf("saved plan on a moved fleet: %v; want it refused as stale", err)
+	}
+	edit("worker-1", func(m map[string]any) { m["ready"] = false }) // now the steps differ too
+	_, _, err := w.Apply(ctx, st, Approved(p.File), ApplyOptions{Lock: unlocked})
+	if !errors.Is(err, planfile.ErrStale) || !strings.Contains(err.Error(), "it now gives another plan") {
+		t.Fatalf("approved plan whose steps changed: %v; want stale", err)
+	}
+	if got := worked(t, dir); len(got) != 0 {
+		t.Fatalf("a refused plan worked on %v", got)
+	}
+	edit("worker-1", func(m map[string]any) { m["ready"] = true })
+	if _, _, err := w.Apply(ctx, st, Approved(p.File), ApplyOptions{Lock: unlocked}); err != nil {
+		t.Fatalf("approved plan, same steps on a moved fleet: %v", err)
+	}
+	if got := worked(t, dir); len(got) != 6 {
+		t.Errorf("the approved plan worked on %v, want the 6 nodes", got)
 	}
 }

@@ -20,8 +20,9 @@ import (
 // this configuration, the state and the fleet just refreshed, and the saved plan is refused
 // unless it is exactly that — stale (the state or the fleet moved on), made for another
 // configuration directory or by another mcp, or edited by hand.
-// The plan returned carries obs, the observation the fleet came with.
-func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *Observed, pf *planfile.File) (*Plan, error) {
+// The plan returned carries obs, the observation the fleet came with. sameSteps (an
+// Approved plan) asks the same state and the same steps, not the same fleet.
+func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *Observed, pf *planfile.File, sameSteps bool) (*Plan, error) {
 	if pf.MCPVersion != Version {
 		return nil, fmt.Errorf("saved plan was made by mcp %s; this is mcp %s: run mcp plan again", pf.MCPVersion, Version)
 	}
@@ -34,8 +35,12 @@ func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *Observed,
 		return nil, fmt.Errorf("saved plan is not what this configuration, state and fleet give (edited, or made from other inputs): %s; run mcp plan again", d)
 	}
 	fp := Fingerprint(fleet)
-	if err := pf.CheckFresh(st, fp); err != nil {
-		return nil, err
+	check := pf.CheckFresh(st, fp)
+	if sameSteps {
+		check = pf.CheckState(st) // the fleet may have moved on: the steps are compared below
+	}
+	if check != nil {
+		return nil, check
 	}
 	// The saved plan's -target and -exclude, as its variables: the scope reviewed; and its
 	// time, so that a window is seen as it was.
@@ -43,7 +48,9 @@ func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *Observed,
 	if err != nil {
 		return nil, err
 	}
-	if d := planDiff(pf.Rollout, fresh.Rollout); d != "" {
+	if d := planDiff(pf.Rollout, fresh.Rollout); d != "" && sameSteps {
+		return nil, fmt.Errorf("the fleet moved on since the plan was shown, and it now gives another plan: %s; run mcp plan again (%w)", d, planfile.ErrStale)
+	} else if d != "" {
 		return nil, fmt.Errorf("saved plan is not what this configuration, state and fleet give (edited, or made from other inputs): %s; run mcp plan again", d)
 	}
 	return &Plan{File: fresh, Observed: obs}, nil

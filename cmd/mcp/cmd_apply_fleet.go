@@ -28,6 +28,9 @@ func (c *cli) applyFleet(ms []clusters.Member, lf *loadFlags, sf *scopeFlags, op
 		return c.failErr(err)
 	}
 	fl := fleetFile(ps)
+	for i := range fl.Clusters {
+		fl.Clusters[i].Shown = true // approved as shown: a later stage takes the same steps
+	}
 	if !fleetChanges(fl) {
 		return 0
 	}
@@ -113,7 +116,11 @@ func (c *cli) applyCluster(cl planfile.Cluster, lf *loadFlags, opts engine.Apply
 	}
 	defer s.unlock()
 	out := &keepWriting{w: c.stdout, stderr: c.stderr, then: "the apply goes on without showing its progress there"}
-	return c.carryOut(ws, s, &one, engine.Saved(cl.Plan), opts, views.NewApply(asJSON, out, color), asJSON, color)
+	p := engine.Saved(cl.Plan)
+	if cl.Shown {
+		p = engine.Approved(cl.Plan)
+	}
+	return c.carryOut(ws, s, &one, p, opts, views.NewApply(asJSON, out, color), asJSON, color)
 }
 
 // soakStop ends a promotion after stage, whose clusters changed and which soaks, before

@@ -33,6 +33,9 @@ type Cluster struct {
 	// names as the override that made the cluster differ. Display only.
 	Overrides map[string]string   `json:"overrides,omitempty"`
 	Reach     map[string][]string `json:"reach,omitempty"`
+	// Shown: planned and shown in this run (apply across clusters without a saved plan),
+	// not read from a file: applied as approved (engine.Approved). Never saved.
+	Shown bool `json:"-"`
 }
 
 // ErrFleet is Read's refusal of a saved plan across clusters (ReadAny reads it).

@@ -216,14 +216,23 @@ var ErrStale = errors.New("stale plan")
 // CheckFresh refuses a plan made from another state or fleet than the current ones; a plan
 // the state or fleet moved on from is ErrStale.
 func (f *File) CheckFresh(s *state.State, fingerprint string) error {
+	if err := f.CheckState(s); err != nil {
+		return err
+	}
+	if f.FleetFingerprint != fingerprint {
+		return staleError{fmt.Errorf("saved plan is stale: the fleet changed since it was made (fingerprint %s, now %s); run mcp plan again", short(f.FleetFingerprint), short(fingerprint))}
+	}
+	return nil
+}
+
+// CheckState is CheckFresh of the state alone: a plan made from another state, or one the
+// state moved on from.
+func (f *File) CheckState(s *state.State) error {
 	if f.Lineage != "" && s.Lineage != "" && f.Lineage != s.Lineage {
 		return fmt.Errorf("saved plan is for another state (lineage %s, the state's is %s); run mcp plan again", f.Lineage, s.Lineage)
 	}
 	if f.Serial != s.Serial {
 		return staleError{fmt.Errorf("saved plan is stale: it was made from state serial %d, the state is now at serial %d; run mcp plan again", f.Serial, s.Serial)}
-	}
-	if f.FleetFingerprint != fingerprint {
-		return staleError{fmt.Errorf("saved plan is stale: the fleet changed since it was made (fingerprint %s, now %s); run mcp plan again", short(f.FleetFingerprint), short(fingerprint))}
 	}
 	return nil
 }
