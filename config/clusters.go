@@ -120,21 +120,9 @@ func (l *loader) stages(blocks hcl.Blocks) ([]model.Stage, hcl.Diagnostics) {
 func (l *loader) stageLimits(s *model.Stage, attrs hcl.Attributes) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	whole := func(name string, least int) int {
-		a := attrs[name]
-		if a == nil {
-			return least
-		}
-		f, d := l.number(a)
+		n, d := l.wholeNumber(attrs[name], least, "")
 		diags = append(diags, d...)
-		if d.HasErrors() {
-			return least
-		}
-		if f != math.Trunc(f) || f < float64(least) || f > 1e6 {
-			diags = append(diags, errAt(a.Expr.Range(), "Invalid "+name,
-				fmt.Sprintf("%s = %v: want a whole number, %d or more.", name, f, least)))
-			return least
-		}
-		return int(f)
+		return n
 	}
 	s.MaxFailedClusters, s.Concurrency = whole("max_failed_clusters", 0), whole("concurrency", 1)
 	if a := attrs["approval"]; a != nil {
@@ -143,6 +131,23 @@ func (l *loader) stageLimits(s *model.Stage, attrs hcl.Attributes) hcl.Diagnosti
 		diags = append(diags, d...)
 	}
 	return diags
+}
+
+// wholeNumber reads a's whole number, least or more (least when a is nil or wrong: the
+// error says so, with what the number is for, why).
+func (l *loader) wholeNumber(a *hcl.Attribute, least int, why string) (int, hcl.Diagnostics) {
+	if a == nil {
+		return least, nil
+	}
+	f, diags := l.number(a)
+	if diags.HasErrors() {
+		return least, diags
+	}
+	if f != math.Trunc(f) || f < float64(least) || f > 1e6 {
+		return least, append(diags, errAt(a.Expr.Range(), "Invalid "+a.Name,
+			fmt.Sprintf("%s = %v: want a whole number, %d or more%s.", a.Name, f, least, why)))
+	}
+	return int(f), diags
 }
 
 // orderStages orders stages so that each comes after those it names in after (Kahn's

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -40,24 +39,17 @@ var domainClusters = []string{"-cluster", "prod-eu-a", "-cluster", "prod-eu-b", 
 // (uncordon, ready), from their event logs; ok false when none was.
 func disrupted(t *testing.T, dir, cluster string) (from, to time.Time, ok bool) {
 	t.Helper()
-	logs, err := local.ReadEvents(filepath.Join(dir, "clusters", cluster, "fleet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, evs := range logs {
-		for _, e := range evs {
-			switch e.Kind {
-			case local.EventCordon, local.EventDrain, local.EventReboot, local.EventNotReady:
-				if from.IsZero() || e.Time.Before(from) {
-					from = e.Time
-				}
-				ok = true
+	for _, e := range eventsOf(t, dir, cluster) {
+		switch e.Kind {
+		case local.EventCordon, local.EventDrain, local.EventReboot, local.EventNotReady:
+			if !ok || e.Time.Before(from) {
+				from, ok = e.Time, true
 			}
-			switch e.Kind {
-			case local.EventUncordon, local.EventReady, local.EventReboot:
-				if e.Time.After(to) {
-					to = e.Time
-				}
+		}
+		switch e.Kind {
+		case local.EventUncordon, local.EventReady, local.EventReboot:
+			if e.Time.After(to) {
+				to = e.Time
 			}
 		}
 	}
@@ -67,15 +59,9 @@ func disrupted(t *testing.T, dir, cluster string) (from, to time.Time, ok bool) 
 // worked is when a cluster's nodes first started working on a config, from their event logs.
 func worked(t *testing.T, dir, cluster string) (first time.Time) {
 	t.Helper()
-	logs, err := local.ReadEvents(filepath.Join(dir, "clusters", cluster, "fleet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, evs := range logs {
-		for _, e := range evs {
-			if e.Kind == local.EventWorking && (first.IsZero() || e.Time.Before(first)) {
-				first = e.Time
-			}
+	for _, e := range eventsOf(t, dir, cluster) {
+		if e.Kind == local.EventWorking && (first.IsZero() || e.Time.Before(first)) {
+			first = e.Time
 		}
 	}
 	return first

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
@@ -69,15 +68,9 @@ func (l *loader) failureDomains(blocks hcl.Blocks, clusters []clusterDecl) ([]mo
 			diags = append(diags, errAt(b.LabelRanges[0], "Unknown cluster label",
 				fmt.Sprintf("Failure domain %q budgets the clusters by their label %q, which no cluster block's labels carry.%s", fd.Label, fd.Label, didYouMean(fd.Label, known))))
 		}
-		if a := content.Attributes["max_disrupting"]; a != nil {
-			f, d := l.number(a)
-			diags = append(diags, d...)
-			if !d.HasErrors() && (f != math.Trunc(f) || f < 1 || f > 1e6) {
-				diags = append(diags, errAt(a.Expr.Range(), "Invalid max_disrupting",
-					fmt.Sprintf("max_disrupting = %v: want a whole number, 1 or more (how many clusters of one %s may disrupt nodes at once).", f, fd.Label)))
-			}
-			fd.MaxDisrupting = int(f)
-		}
+		fd.MaxDisrupting, d = l.wholeNumber(content.Attributes["max_disrupting"], 1,
+			fmt.Sprintf(" (how many clusters of one %s may drain or reboot nodes at once)", fd.Label))
+		diags = append(diags, d...)
 		out = append(out, fd)
 	}
 	slices.SortStableFunc(out, func(a, b model.FailureDomain) int { return strings.Compare(a.Label, b.Label) })
