@@ -21,6 +21,8 @@ import (
 type Member struct {
 	Cluster model.Cluster
 	Stage   model.Stage
+	// Budget is the fleet's failure domains.
+	Budget Budget
 	// Workspace is the configuration loaded for this cluster; nil when Diags has errors or
 	// Unreachable is set.
 	Workspace *engine.Workspace
@@ -74,7 +76,7 @@ func LoadAll(dir string, res *config.Result, sel []model.Cluster, opts config.Op
 	var cache engine.RenderCache // identical rendered configs rendered once across clusters
 	for i, c := range sel {
 		opts.Cluster = c.Name
-		m := Member{Cluster: c}
+		m := Member{Cluster: c, Budget: res.FailureDomains}
 		for _, s := range res.Stages {
 			if s.Name == c.Stage {
 				m.Stage = s

@@ -28,12 +28,13 @@ func (l *loader) clusters(blocks hcl.Blocks, stages []model.Stage) ([]clusterDec
 		}
 		content, d := b.Body.Content(clusterSchema)
 		diags = append(diags, d...)
-		diags = append(diags, refuseNotYet("cluster", content.Attributes)...)
 		c := clusterDecl{Cluster: model.Cluster{Name: b.Labels[0], DeclRange: hclpos.From(b.LabelRanges[0])}, content: content}
 		c.Stage, d = l.clusterStage(b, content, known)
 		diags = append(diags, d...)
 		diags = append(diags, l.clusterParts(b, content, &c.Cluster)...)
 		c.Values, d = clusterValueKeys(content.Attributes["variables"])
+		diags = append(diags, d...)
+		c.Labels, d = l.clusterLabels(content.Attributes["labels"])
 		diags = append(diags, d...)
 		out = append(out, c)
 	}
@@ -168,13 +169,16 @@ func (l *loader) selectCluster(res *Result, blocks hcl.Blocks, name string) (*lo
 		for _, b := range blocks.OfType("stage") {
 			diags = append(diags, errAt(b.DefRange, "Stage without clusters", "Stages order cluster blocks, and this configuration declares none."))
 		}
+		for _, b := range blocks.OfType("failure_domain") {
+			diags = append(diags, errAt(b.DefRange, "Failure domain without clusters", "A failure domain budgets cluster blocks by a label of theirs, and this configuration declares none."))
+		}
 		if diags.HasErrors() {
 			return nil, diags
 		}
 		return &loadParts{provider: blocks.OfType("provider"), state: blocks.OfType("state")}, nil
 	}
-	stages, clusters, diags := l.fleet(blocks)
-	res.Stages = stages
+	stages, clusters, domains, diags := l.fleet(blocks)
+	res.Stages, res.FailureDomains = stages, domains
 	names := make([]string, len(clusters))
 	for i, c := range clusters {
 		res.Clusters, names[i] = append(res.Clusters, c.Cluster), c.Name

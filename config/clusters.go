@@ -24,11 +24,7 @@ var clusterSchema = &hcl.BodySchema{
 var stageSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{
 	{Name: "after"}, {Name: "soak"}, {Name: "max_failed_clusters"}, {Name: "approval"}, {Name: "concurrency"}}}
 
-// notYet are the settings of cluster and stage blocks that nothing acts on yet, with what
-// they will do: refused where written, never accepted and ignored.
-var notYet = map[string]string{
-	"labels": "a budget across the clusters of a failure domain",
-}
+var failureDomainSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "max_disrupting", Required: true}}}
 
 // clusterDecl is a cluster block: the model's Cluster and what the cluster's load reads.
 type clusterDecl struct {
@@ -38,7 +34,7 @@ type clusterDecl struct {
 
 // fleet reads the cluster and stage blocks of a configuration that has cluster blocks:
 // the stages in their order (after), the clusters by stage in that order, then by name.
-func (l *loader) fleet(blocks hcl.Blocks) ([]model.Stage, []clusterDecl, hcl.Diagnostics) {
+func (l *loader) fleet(blocks hcl.Blocks) ([]model.Stage, []clusterDecl, []model.FailureDomain, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
 	for _, t := range []string{"provider", "state"} {
 		for _, b := range blocks.OfType(t) {
@@ -55,7 +51,8 @@ func (l *loader) fleet(blocks hcl.Blocks) ([]model.Stage, []clusterDecl, hcl.Dia
 		rank[s.Name] = i
 	}
 	sortClusters(clusters, rank)
-	return stages, clusters, diags
+	domains, d := l.failureDomains(blocks.OfType("failure_domain"), clusters)
+	return stages, clusters, domains, append(diags, d...)
 }
 
 func sortClusters(cs []clusterDecl, rank map[string]int) {
@@ -72,18 +69,6 @@ func sortClusters(cs []clusterDecl, rank map[string]int) {
 	}
 }
 
-// refuseNotYet refuses the attributes of attrs that nothing acts on yet (notYet).
-func refuseNotYet(kind string, attrs hcl.Attributes) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	for _, a := range sortedAttrs(attrs) {
-		if what, ok := notYet[a.Name]; ok {
-			diags = append(diags, errAt(a.NameRange, "Not supported yet",
-				fmt.Sprintf("%s in a %s block (%s) is not supported yet: mcp would not act on it, so it refuses it rather than ignore it. Remove it for now.", a.Name, kind, what)))
-		}
-	}
-	return diags
-}
-
 // stages reads the stage blocks, in the order of their after attributes.
 func (l *loader) stages(blocks hcl.Blocks) ([]model.Stage, hcl.Diagnostics) {
 	var diags hcl.Diagnostics
@@ -97,7 +82,6 @@ func (l *loader) stages(blocks hcl.Blocks) ([]model.Stage, hcl.Diagnostics) {
 		}
 		content, d := b.Body.Content(stageSchema)
 		diags = append(diags, d...)
-		diags = append(diags, refuseNotYet("stage", content.Attributes)...)
 		s := model.Stage{Name: b.Labels[0], DeclRange: hclpos.From(b.LabelRanges[0])}
 		if a := content.Attributes["soak"]; a != nil {
 			s.Soak, d = l.duration(a)
@@ -136,21 +120,9 @@ func (l *loader) stages(blocks hcl.Blocks) ([]model.Stage, hcl.Diagnostics) {
 func (l *loader) stageLimits(s *model.Stage, attrs hcl.Attributes) hcl.Diagnostics {
 	var diags hcl.Diagnostics
 	whole := func(name string, least int) int {
-		a := attrs[name]
-		if a == nil {
-			return least
-		}
-		f, d := l.number(a)
+		n, d := l.wholeNumber(attrs[name], least, "")
 		diags = append(diags, d...)
-		if d.HasErrors() {
-			return least
-		}
-		if f != math.Trunc(f) || f < float64(least) || f > 1e6 {
-			diags = append(diags, errAt(a.Expr.Range(), "Invalid "+name,
-				fmt.Sprintf("%s = %v: want a whole number, %d or more.", name, f, least)))
-			return least
-		}
-		return int(f)
+		return n
 	}
 	s.MaxFailedClusters, s.Concurrency = whole("max_failed_clusters", 0), whole("concurrency", 1)
 	if a := attrs["approval"]; a != nil {
@@ -159,6 +131,23 @@ func (l *loader) stageLimits(s *model.Stage, attrs hcl.Attributes) hcl.Diagnosti
 		diags = append(diags, d...)
 	}
 	return diags
+}
+
+// wholeNumber reads a's whole number, least or more (least when a is nil or wrong: the
+// error says so, with what the number is for, why).
+func (l *loader) wholeNumber(a *hcl.Attribute, least int, why string) (int, hcl.Diagnostics) {
+	if a == nil {
+		return least, nil
+	}
+	f, diags := l.number(a)
+	if diags.HasErrors() {
+		return least, diags
+	}
+	if f != math.Trunc(f) || f < float64(least) || f > 1e6 {
+		return least, append(diags, errAt(a.Expr.Range(), "Invalid "+a.Name,
+			fmt.Sprintf("%s = %v: want a whole number, %d or more%s.", a.Name, f, least, why)))
+	}
+	return int(f), diags
 }
 
 // orderStages orders stages so that each comes after those it names in after (Kahn's

@@ -119,6 +119,7 @@ func TestClusterErrorsHavePlaces(t *testing.T) {
 	stages := "stage \"canary\" {}\nstage \"prod\" { after = [\"canary\"] }\n"
 	ok := "  provider \"local\" { fleet = \"f\" }\n  state { path = \"s\" }\n"
 	in := func(stage string) string { return "cluster \"c\" {\n  stage = \"" + stage + "\"\n" + ok + "}\n" }
+	labeled := "cluster \"c\" {\n  stage = \"prod\"\n  labels = { region = \"eu\" }\n" + ok + "}\n"
 	for _, c := range []struct {
 		name, src, summary string
 		line, col          int
@@ -132,7 +133,12 @@ func TestClusterErrorsHavePlaces(t *testing.T) {
 		{"no state", stages + "cluster \"a\" {\n  stage = \"prod\"\n  provider \"local\" { fleet = \"f\" }\n}\n", "Cluster without a state block", 3, 9},
 		{"top-level provider", stages + "provider \"local\" { fleet = \"f\" }\ncluster \"a\" {\n  stage = \"prod\"\n" + ok + "}\n", "Top-level provider block beside cluster blocks", 3, 1},
 		{"bad soak", "stage \"canary\" { soak = \"2 hours\" }\n" + in("canary"), "Invalid soak", 1, 25},
-		{"labels", stages + "cluster \"a\" {\n  stage = \"prod\"\n  labels = { region = \"eu\" }\n" + ok + "}\n", "Not supported yet", 5, 3},
+		{"labels not strings", stages + "cluster \"a\" {\n  stage = \"prod\"\n  labels = { region = [\"eu\"] }\n" + ok + "}\n", "Invalid labels", 5, 23},
+		{"domain of no label", stages + "failure_domain \"regoin\" {\n  max_disrupting = 1\n}\n" + labeled, "Unknown cluster label", 3, 16},
+		{"max_disrupting 0", stages + "failure_domain \"region\" {\n  max_disrupting = 0\n}\n" + labeled, "Invalid max_disrupting", 4, 20},
+		{"no max_disrupting", stages + "failure_domain \"region\" {}\n" + labeled, "Missing required argument", 3, 25},
+		{"duplicate domain", stages + "failure_domain \"region\" {\n  max_disrupting = 1\n}\nfailure_domain \"region\" {\n  max_disrupting = 2\n}\n" + labeled, "Duplicate failure_domain", 6, 16},
+		{"domain alone", "failure_domain \"region\" {\n  max_disrupting = 1\n}\n", "Failure domain without clusters", 1, 1},
 		{"approval not a bool", "stage \"prod\" {\n  approval = \"yes\"\n}\n" + in("prod"), "Invalid approval", 2, 14},
 		{"concurrency 0", "stage \"prod\" {\n  concurrency = 0\n}\n" + in("prod"), "Invalid concurrency", 2, 17},
 		{"max_failed_clusters 1.5", "stage \"prod\" {\n  max_failed_clusters = 1.5\n}\n" + in("prod"), "Invalid max_failed_clusters", 2, 25},
@@ -141,6 +147,24 @@ func TestClusterErrorsHavePlaces(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			diagAt(t, "pool \"worker\" {}\n", c.src, c.summary, c.line, c.col)
 		})
+	}
+}
+
+// A cluster's labels and the failure domains budgeting by them are read into the result.
+func TestFailureDomains(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "base.hcl", fleetBase)
+	write(t, dir, "main.hcl", "stage \"s\" {}\nfailure_domain \"region\" {\n  max_disrupting = 2\n}\n"+
+		"cluster \"a\" {\n  stage = \"s\"\n  labels = { region = \"eu\", rack = \"r1\" }\n  provider \"local\" { fleet = \"f\" }\n  state { path = \"s\" }\n}\n")
+	res, diags := Load(dir, Options{Schemas: testSchemas})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if len(res.Clusters) != 1 || !cmp.Equal(res.Clusters[0].Labels, map[string]string{"region": "eu", "rack": "r1"}) {
+		t.Errorf("clusters %+v", res.Clusters)
+	}
+	if len(res.FailureDomains) != 1 || res.FailureDomains[0].Label != "region" || res.FailureDomains[0].MaxDisrupting != 2 {
+		t.Errorf("failure domains %+v", res.FailureDomains)
 	}
 }
 

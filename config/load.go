@@ -61,6 +61,8 @@ type Result struct {
 	// after those its after names); none: a configuration of one cluster, as before.
 	Clusters []model.Cluster
 	Stages   []model.Stage
+	// FailureDomains are the failure_domain blocks, in their label's order.
+	FailureDomains []model.FailureDomain
 }
 
 var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
@@ -68,6 +70,7 @@ var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "variable", LabelNames: []string{"name"}}, {Type: "pool", LabelNames: []string{"name"}},
 	{Type: "config", LabelNames: []string{"name"}}, {Type: "boot_image", LabelNames: []string{"name"}},
 	{Type: "cluster", LabelNames: []string{"name"}}, {Type: "stage", LabelNames: []string{"name"}},
+	{Type: "failure_domain", LabelNames: []string{"label"}},
 }}
 
 // Load reads the configuration in dir. The Result is non-nil whenever files were parsed,

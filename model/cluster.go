@@ -13,8 +13,32 @@ type Cluster struct {
 	ProviderType string
 	// Values are the places of the cluster's own variable values (its `variables`
 	// attribute), by variable name: the overrides that make this cluster differ.
-	Values    map[string]Range
+	Values map[string]Range
+	// Labels are the cluster block's labels (region, rack…): the failure domains it is in.
+	Labels    map[string]string
 	DeclRange Range // the cluster block's label
+}
+
+// FailureDomain is a failure_domain block: of the clusters whose Label has one value, at
+// most MaxDisrupting whose plan disrupts nodes (drains or reboots) apply at once.
+type FailureDomain struct {
+	Label         string `json:"label"`
+	MaxDisrupting int    `json:"max_disrupting"`
+	DeclRange     Range  `json:"-"`
+}
+
+// StageWaves are the waves of clusters a stage's concurrency and the failure domains make
+// (package clusters, Waves).
+type StageWaves struct {
+	Stage string `json:"stage"`
+	Waves []Wave `json:"waves"`
+}
+
+// Wave is clusters that start together; Held are those a full failure domain kept out of
+// it, each with the domain ("region=eu").
+type Wave struct {
+	Clusters []string          `json:"clusters"`
+	Held     map[string]string `json:"held,omitempty"`
 }
 
 // Stage is a stage block: a step of the promotion from cluster to cluster.

@@ -178,8 +178,11 @@ func savedClusters(fl *planfile.Fleet, only []string) ([]planfile.Cluster, error
 // fleetFile is the saved plan across clusters of ps, in their (stage) order.
 func fleetFile(ps []clusters.Planned) *planfile.Fleet {
 	fl := &planfile.Fleet{MCPVersion: engine.Version, Created: time.Now().UTC()}
+	if fl.Waves = fleetWaves(ps); fl.Waves != nil {
+		fl.FailureDomains = ps[0].Budget
+	}
 	for _, p := range ps {
-		cl := planfile.Cluster{Name: p.Cluster.Name, Stage: p.Cluster.Stage}
+		cl := planfile.Cluster{Name: p.Cluster.Name, Stage: p.Cluster.Stage, Labels: p.Cluster.Labels}
 		if part, ok := clusters.PartOf(p); ok {
 			cl.Plan, cl.Overrides, cl.Reach = p.Plan.File, part.Overrides, part.Reach
 			fl.ConfigDir = p.Plan.File.ConfigDir
@@ -191,13 +194,23 @@ func fleetFile(ps []clusters.Planned) *planfile.Fleet {
 	return fl
 }
 
+// fleetWaves are the waves of clusters of ps, stage by stage, when the fleet declares
+// failure domains (nil when not: a stage's clusters then go in name order, at most its
+// concurrency at once, as the rows already say).
+func fleetWaves(ps []clusters.Planned) []model.StageWaves {
+	if len(ps) == 0 || len(ps[0].Budget) == 0 {
+		return nil
+	}
+	return ps[0].Budget.StageWaves(ps)
+}
+
 // savedFleet is a saved plan across clusters as a plan across clusters is shown: each
 // cluster's plan, or why it was unknown, and the parts its changes are grouped from.
 func savedFleet(fl *planfile.Fleet) ([]clusters.Planned, []clusters.Part) {
 	ps := make([]clusters.Planned, len(fl.Clusters))
 	var parts []clusters.Part
 	for i, cl := range fl.Clusters {
-		ps[i].Member = &clusters.Member{Cluster: model.Cluster{Name: cl.Name, Stage: cl.Stage}}
+		ps[i].Member = &clusters.Member{Cluster: model.Cluster{Name: cl.Name, Stage: cl.Stage, Labels: cl.Labels}, Budget: fl.FailureDomains}
 		if cl.Plan == nil {
 			ps[i].Err = errors.New(cl.Unknown)
 			continue

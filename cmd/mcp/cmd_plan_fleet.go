@@ -94,8 +94,9 @@ func (c *cli) showFleet(ms []clusters.Member, lf *loadFlags, sf *scopeFlags, asJ
 	if len(ms) > 0 {
 		c.soakGates(ms[0].Config, lf, lf.ignoreSoak, pfs...)
 	}
+	waves := fleetWaves(ps)
 	if asJSON {
-		return ps, views.FleetJSON(c.stdout, ps, partsOf(ps))
+		return ps, views.FleetJSON(c.stdout, ps, partsOf(ps), waves)
 	}
-	return ps, views.FleetText(c.stdout, ps, partsOf(ps), c.color(lf))
+	return ps, views.FleetText(c.stdout, ps, partsOf(ps), waves, c.color(lf))
 }

@@ -66,11 +66,11 @@ func (c *cli) show(args []string) int {
 		ps, parts := savedFleet(fleet)
 		switch {
 		case *asJSON:
-			err = views.FleetJSON(c.stdout, ps, parts)
+			err = views.FleetJSON(c.stdout, ps, parts, fleet.Waves)
 		case *asMarkdown:
-			err = views.FleetMarkdown(c.stdout, ps, parts)
+			err = views.FleetMarkdown(c.stdout, ps, parts, fleet.Waves)
 		default:
-			err = views.FleetText(c.stdout, ps, parts, c.color(&lf))
+			err = views.FleetText(c.stdout, ps, parts, fleet.Waves, c.color(&lf))
 		}
 		if err != nil {
 			return c.failErr(err)

@@ -50,6 +50,16 @@ func clusterEvents(t *testing.T, dir, cluster string) map[string][]local.Event {
 	return logs
 }
 
+// eventsOf are the events of all a cluster's nodes, in no order.
+func eventsOf(t *testing.T, dir, cluster string) []local.Event {
+	t.Helper()
+	var out []local.Event
+	for _, evs := range clusterEvents(t, dir, cluster) {
+		out = append(out, evs...)
+	}
+	return out
+}
+
 func eventCount(logs map[string][]local.Event) (n int) {
 	for _, evs := range logs {
 		n += len(evs)

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mcpfleet/mcp/providers/local"
 )
 
 // editFile replaces old with new in dir's file name, once; old must be there.
@@ -47,18 +45,12 @@ func slowClusters(t *testing.T, dir, reboot string, names ...string) {
 // span is when a cluster's nodes were first and last touched, from their event logs.
 func span(t *testing.T, dir, cluster string) (first, last time.Time) {
 	t.Helper()
-	logs, err := local.ReadEvents(filepath.Join(dir, "clusters", cluster, "fleet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, evs := range logs {
-		for _, e := range evs {
-			if first.IsZero() || e.Time.Before(first) {
-				first = e.Time
-			}
-			if e.Time.After(last) {
-				last = e.Time
-			}
+	for _, e := range eventsOf(t, dir, cluster) {
+		if first.IsZero() || e.Time.Before(first) {
+			first = e.Time
+		}
+		if e.Time.After(last) {
+			last = e.Time
 		}
 	}
 	return first, last

@@ -11,8 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
-
+	"github.com/mcpfleet/mcp/clusters"
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
 	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/engine"
@@ -120,35 +119,97 @@ func (c *cli) promoteStage(p *promotion, stage model.Stage, from, to int) (code 
 	return 0, false
 }
 
-// runStage applies the clusters of a stage, at most its concurrency at once; once more of
-// them failed than its max_failed_clusters, or on an interrupt, no more start.
+// runStage applies the clusters of a stage, at most its concurrency at once, in their
+// order; a cluster whose plan drains or reboots nodes waits while one of its failure
+// domains has max_disrupting such clusters applying (the plan's Waves), and the next that
+// fits starts. Once more of them failed than its max_failed_clusters, or on an interrupt,
+// no more start.
 func (c *cli) runStage(p *promotion, stage model.Stage, cls []planfile.Cluster) []outcome {
 	outs := make([]outcome, len(cls))
 	limit := max(stage.Concurrency, 1)
-	var mu sync.Mutex // guards outs' failures, and the terminal's lines
-	failures := 0
-	var g errgroup.Group
-	g.SetLimit(limit)
-	for i, cl := range cls {
-		g.Go(func() error {
+	s := stageRun{budget: p.fl.FailureDomains, busy: clusters.Busy{}, started: make([]bool, len(cls)), said: map[int]bool{}}
+	var mu sync.Mutex // guards s, outs and failures, and the terminal's lines
+	cond := sync.NewCond(&mu)
+	var wg sync.WaitGroup
+	failures, running := 0, 0
+	mu.Lock()
+	for pending := len(cls); pending > 0 && failures <= stage.MaxFailedClusters && c.ctx.Err() == nil; {
+		i := -1
+		if running < limit {
+			i = s.next(c.notes(p.asJSON), cls)
+		}
+		if i < 0 {
+			cond.Wait() // a running cluster ends: there is room again
+			continue
+		}
+		pending, running = pending-1, running+1
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := c.stageCluster(p, cls[i], limit > 1, &mu)
 			mu.Lock()
-			if failures > stage.MaxFailedClusters || c.ctx.Err() != nil {
-				mu.Unlock()
-				return nil
-			}
-			mu.Unlock()
-			o := c.stageCluster(p, cl, limit > 1, &mu)
-			mu.Lock()
-			outs[i] = o
+			defer mu.Unlock()
+			outs[i], running = o, running-1
 			if o.code != 0 {
 				failures++
 			}
-			mu.Unlock()
-			return nil
-		})
+			s.end(cls[i])
+			cond.Broadcast()
+		}()
 	}
-	g.Wait()
+	mu.Unlock()
+	wg.Wait()
 	return outs
+}
+
+// stageRun is which of a stage's clusters started, and the failure domains they fill.
+type stageRun struct {
+	budget  clusters.Budget
+	busy    clusters.Busy
+	started []bool
+	said    map[int]bool // clusters whose wait for a domain was said
+}
+
+// next starts the first cluster of cls not started whose failure domains have room, and
+// gives its index (-1: none may start now). A cluster held back is said once.
+func (s *stageRun) next(notes io.Writer, cls []planfile.Cluster) int {
+	for i, cl := range cls {
+		if s.started[i] {
+			continue
+		}
+		if full := s.full(cl); full != "" {
+			if !s.said[i] {
+				s.said[i] = true
+				fmt.Fprintf(notes, "%s waits: its failure domain %s has as many clusters draining or rebooting nodes as its max_disrupting.\n", cl.Name, full)
+			}
+			continue
+		}
+		s.started[i] = true
+		if disrupts(cl) {
+			s.budget.Take(s.busy, cl.Labels, 1)
+		}
+		return i
+	}
+	return -1
+}
+
+func (s *stageRun) full(cl planfile.Cluster) string {
+	if !disrupts(cl) {
+		return ""
+	}
+	return s.budget.Full(s.busy, cl.Labels)
+}
+
+func (s *stageRun) end(cl planfile.Cluster) {
+	if disrupts(cl) {
+		s.budget.Take(s.busy, cl.Labels, -1)
+	}
+}
+
+// disrupts says whether cl's plan drains or reboots a node: only such a cluster counts in
+// its failure domains.
+func disrupts(cl planfile.Cluster) bool {
+	return cl.Plan != nil && clusters.Disrupts(cl.Plan.Rollout)
 }
 
 // stageCluster applies one cluster of a stage. When the stage's clusters run at once

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpfleet/mcp/internal/boundedfile"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // Fleet is a saved plan across clusters (mcp plan -out of a configuration of clusters):
@@ -18,6 +19,10 @@ type Fleet struct {
 	Created       time.Time `json:"created"`
 	ConfigDir     string    `json:"config_dir"`
 	Clusters      []Cluster `json:"clusters"`
+	// FailureDomains are the fleet's failure_domain blocks when planned: apply holds a
+	// cluster back by them (with each cluster's Labels), as the plan's Waves show.
+	FailureDomains []model.FailureDomain `json:"failure_domains,omitempty"`
+	Waves          []model.StageWaves    `json:"waves,omitempty"`
 }
 
 // Cluster is one cluster's part of a Fleet: its plan, or why it has none.
@@ -33,6 +38,8 @@ type Cluster struct {
 	// names as the override that made the cluster differ. Display only.
 	Overrides map[string]string   `json:"overrides,omitempty"`
 	Reach     map[string][]string `json:"reach,omitempty"`
+	// Labels are the cluster block's labels: the failure domains it is in.
+	Labels map[string]string `json:"labels,omitempty"`
 	// Shown: planned and shown in this run (apply across clusters without a saved plan),
 	// not read from a file: applied as approved (engine.Approved). Never saved.
 	Shown bool `json:"-"`
@@ -91,6 +98,11 @@ func decodeFleet(b []byte) (*Fleet, error) {
 	}
 	if len(fl.Clusters) == 0 {
 		return nil, errors.New("it holds no cluster")
+	}
+	for _, fd := range fl.FailureDomains {
+		if fd.Label == "" || fd.MaxDisrupting < 1 {
+			return nil, fmt.Errorf("failure domain %q has max_disrupting %d, less than 1 (was it edited?)", fd.Label, fd.MaxDisrupting)
+		}
 	}
 	seen := map[string]bool{}
 	for _, c := range fl.Clusters {

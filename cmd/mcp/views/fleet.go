@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/mcpfleet/mcp/clusters"
@@ -125,4 +127,38 @@ func FleetSummary(ps []clusters.Planned) string {
 		plural(len(ps), "%d cluster", "%d clusters"), changing, unchanged, unknown,
 		plural(sum.nodes, "%d node to update", "%d nodes to update"), sum.reboot, sum.nodes-sum.reboot, sum.adopt,
 		plural(sum.poolsBlocked, "%d pool", "%d pools"))
+}
+
+// FleetWaves writes the waves of clusters each stage's concurrency and the failure
+// domains make (none without failure_domain blocks), and which domain held a cluster back:
+//
+//	stage prod: wave 1 prod-eu-a, prod-us-a; wave 2 prod-eu-b, prod-us-b
+//	  held from wave 1 by a full failure domain: prod-eu-b (region=eu), prod-us-b (region=us)
+func FleetWaves(out io.Writer, waves []model.StageWaves) error {
+	if len(waves) == 0 {
+		return nil
+	}
+	w := bufio.NewWriter(out)
+	fmt.Fprintln(w, "\nWaves of clusters (each stage's concurrency; at most max_disrupting clusters of a failure domain draining or rebooting nodes at once):")
+	for _, sw := range waves {
+		var ws []string
+		for i, wv := range sw.Waves {
+			ws = append(ws, fmt.Sprintf("wave %d %s", i+1, strings.Join(wv.Clusters, ", ")))
+		}
+		if len(ws) == 0 {
+			ws = []string{"no cluster planned"}
+		}
+		fmt.Fprintf(w, "  stage %s: %s\n", sw.Stage, strings.Join(ws, "; "))
+		for i, wv := range sw.Waves {
+			if len(wv.Held) == 0 {
+				continue
+			}
+			var held []string
+			for _, n := range slices.Sorted(maps.Keys(wv.Held)) {
+				held = append(held, fmt.Sprintf("%s (%s)", n, wv.Held[n]))
+			}
+			fmt.Fprintf(w, "    held from wave %d by a full failure domain: %s\n", i+1, strings.Join(held, ", "))
+		}
+	}
+	return w.Flush()
 }

@@ -9,12 +9,16 @@ import (
 	"strings"
 
 	"github.com/mcpfleet/mcp/clusters"
+	"github.com/mcpfleet/mcp/model"
 )
 
 // FleetText writes a plan across clusters: FleetPlan's summary and rows, the changes
 // grouped across clusters (FleetChanges), then each cluster's plan under its name.
-func FleetText(out io.Writer, ps []clusters.Planned, parts []clusters.Part, color bool) error {
+func FleetText(out io.Writer, ps []clusters.Planned, parts []clusters.Part, waves []model.StageWaves, color bool) error {
 	if err := FleetPlan(out, ps, color); err != nil {
+		return err
+	}
+	if err := FleetWaves(out, waves); err != nil {
 		return err
 	}
 	if err := FleetChanges(out, clusters.Changes(parts), color); err != nil {
@@ -88,9 +92,9 @@ func variantLine(v clusters.Variant) string {
 // FleetJSON writes a plan across clusters as one JSON document (docs/plan-json.md, "Across
 // clusters"): the fleet's summary, one entry per cluster holding its plan as plan -json
 // of that cluster alone gives it (or why it is unknown), and the changes grouped.
-func FleetJSON(out io.Writer, ps []clusters.Planned, parts []clusters.Part) error {
+func FleetJSON(out io.Writer, ps []clusters.Planned, parts []clusters.Part, waves []model.StageWaves) error {
 	doc := fleetJSON{FormatVersion: JSONFormatVersion, Summary: FleetSummary(ps), Clusters: []clusterJSON{},
-		Changes: clusters.Changes(parts)}
+		Waves: waves, Changes: clusters.Changes(parts)}
 	for _, p := range ps {
 		cj := clusterJSON{Name: p.Cluster.Name, Stage: p.Cluster.Stage, LockHolder: p.LockHolder, Status: "unknown"}
 		if p.Plan == nil {
@@ -119,6 +123,7 @@ type fleetJSON struct {
 	FormatVersion string                 `json:"format_version"`
 	Summary       string                 `json:"summary"`
 	Clusters      []clusterJSON          `json:"clusters"`
+	Waves         []model.StageWaves     `json:"waves,omitempty"`
 	Changes       []clusters.PoolChanges `json:"changes"`
 }
 
@@ -135,7 +140,7 @@ type clusterJSON struct {
 // fleet's summary, a row per cluster, the changes grouped across clusters, then each
 // cluster's summary as Markdown writes one cluster's, the clusters sharing what is left of
 // MarkdownLimit for their diffs.
-func FleetMarkdown(out io.Writer, ps []clusters.Planned, parts []clusters.Part) error {
+func FleetMarkdown(out io.Writer, ps []clusters.Planned, parts []clusters.Part, waves []model.StageWaves) error {
 	var head bytes.Buffer
 	w := bufio.NewWriter(&head)
 	fmt.Fprintf(w, "### mcp plan across clusters\n\n**%s**\n\n| Cluster | Stage | Plan |\n|---|---|---|\n", mdEscape(FleetSummary(ps)))
@@ -147,6 +152,9 @@ func FleetMarkdown(out io.Writer, ps []clusters.Planned, parts []clusters.Part) 
 		fmt.Fprintf(w, "| %s | %s | %s |\n", mdCell(p.Cluster.Name), mdCell(p.Cluster.Stage), mdCell(verdict))
 	}
 	var grouped strings.Builder
+	if err := FleetWaves(&grouped, waves); err != nil {
+		return err
+	}
 	if err := FleetChanges(&grouped, clusters.Changes(parts), false); err != nil {
 		return err
 	}
