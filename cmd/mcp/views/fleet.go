@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcpfleet/mcp/clusters"
 	"github.com/mcpfleet/mcp/model"
@@ -14,15 +15,15 @@ import (
 )
 
 // FleetPlan writes the head of a plan across clusters: a summary line, then one row per
-// cluster — its stage, its nodes changing, waves, blocked and drifted nodes, who holds its
-// state lock when another run does — and why each unknown cluster is unknown. Each
+// cluster — its stage, its nodes changing, waves, blocked and drifted nodes, its changing
+// pools' maintenance window, who holds its state lock when another run does — and why each unknown cluster is unknown. Each
 // cluster's own plan follows it (ClusterHeader, then the plan view as for one cluster).
 func FleetPlan(out io.Writer, ps []clusters.Planned, color bool) error {
 	w := bufio.NewWriter(out)
 	c := painter(color)
 	fmt.Fprintf(w, "%s\n\n", c.bold(FleetSummary(ps)))
 	var t columns
-	t.add("CLUSTER", "STAGE", "CHANGING", "WAVES", "BLOCKED", "DRIFTED", "LOCK HELD BY", "PLAN")
+	t.add("CLUSTER", "STAGE", "CHANGING", "WAVES", "BLOCKED", "DRIFTED", "WINDOW", "LOCK HELD BY", "PLAN")
 	soaks := false
 	for _, p := range ps {
 		stage := p.Cluster.Stage
@@ -34,7 +35,7 @@ func FleetPlan(out io.Writer, ps []clusters.Planned, color bool) error {
 			holder = p.LockHolder
 		}
 		if p.Plan == nil {
-			t.add(p.Cluster.Name, stage, "?", "?", "?", "?", holder, c.red("unknown"))
+			t.add(p.Cluster.Name, stage, "?", "?", "?", "?", "?", holder, c.red("unknown"))
 			continue
 		}
 		r := p.Plan.File.Rollout
@@ -47,7 +48,7 @@ func FleetPlan(out io.Writer, ps []clusters.Planned, color bool) error {
 			verdict = c.yellow("changes")
 		}
 		t.add(p.Cluster.Name, stage, fmt.Sprintf("%d (%d reboot)", n.nodes, n.reboot), fmt.Sprint(n.waves),
-			fmt.Sprint(n.blocked), fmt.Sprint(len(r.Drifted())), holder, verdict)
+			fmt.Sprint(n.blocked), fmt.Sprint(len(r.Drifted())), windowCell(r), holder, verdict)
 	}
 	if err := t.write(w); err != nil {
 		return err
@@ -61,6 +62,44 @@ func FleetPlan(out io.Writer, ps []clusters.Planned, color bool) error {
 		fmt.Fprintln(w, "\n* A stage's soak: a later stage's plan and apply refuse a config that has not run this long on its clusters; apply across clusters stops after a stage with a soak whose clusters changed (docs/fleets.md).")
 	}
 	return w.Flush()
+}
+
+// windowCell is a cluster's maintenance windows in its row, for its pools that change:
+// "-" when none has a window; else closed (with the soonest next opening) when any is,
+// or open until the soonest closing.
+func windowCell(r *planner.Rollout) string {
+	changing := map[string]bool{}
+	for i := range r.Nodes {
+		changing[r.Nodes[i].Pool] = changing[r.Nodes[i].Pool] || r.Nodes[i].Changed()
+	}
+	var closed, open *time.Time
+	any := false
+	for _, pp := range r.Pools {
+		ws := pp.Window
+		if ws == nil || !changing[pp.Name] {
+			continue
+		}
+		any = true
+		switch {
+		case !ws.Open && ws.NextOpening != nil && (closed == nil || ws.NextOpening.Before(*closed)):
+			closed = ws.NextOpening
+		case !ws.Open && closed == nil:
+			closed = &time.Time{}
+		case ws.Open && ws.Closes != nil && (open == nil || ws.Closes.Before(*open)):
+			open = ws.Closes
+		}
+	}
+	switch {
+	case !any:
+		return "-"
+	case closed != nil && closed.IsZero():
+		return "closed"
+	case closed != nil:
+		return "closed, opens " + closed.Format(windowTime)
+	case open != nil:
+		return "open until " + open.Format(windowTime)
+	}
+	return "open"
 }
 
 // ClusterHeader opens one cluster's part of a plan across clusters.

@@ -212,3 +212,25 @@ func TestSummaryOfAnApplyThatStopped(t *testing.T) {
 		t.Errorf("JSON summary: %s", b.String())
 	}
 }
+
+// A cluster's row says its changing pools' maintenance windows: none, open until the
+// soonest closing, or closed with the soonest opening; a pool that does not change is not
+// counted.
+func TestWindowCell(t *testing.T) {
+	at := func(h int) *time.Time { v := time.Date(2026, 12, 5, h, 0, 0, 0, time.UTC); return &v }
+	changing := []planner.NodePlan{{Name: "w-0", Pool: "worker", Action: planner.NodeUpdate}, {Name: "i-0", Pool: "infra", Action: planner.NodeNoOp}}
+	for _, c := range []struct {
+		pools []planner.PoolPlan
+		want  string
+	}{
+		{[]planner.PoolPlan{{Name: "worker"}}, "-"},
+		{[]planner.PoolPlan{{Name: "worker", Window: &planner.WindowStatus{Open: true, Closes: at(4)}}}, "open until Sat 2026-12-05 04:00 UTC"},
+		{[]planner.PoolPlan{{Name: "worker", Window: &planner.WindowStatus{NextOpening: at(2)}}}, "closed, opens Sat 2026-12-05 02:00 UTC"},
+		{[]planner.PoolPlan{{Name: "worker", Window: &planner.WindowStatus{Open: true, Closes: at(4)}},
+			{Name: "infra", Window: &planner.WindowStatus{NextOpening: at(2)}}}, "open until Sat 2026-12-05 04:00 UTC"},
+	} {
+		if got := windowCell(&planner.Rollout{Pools: c.pools, Nodes: changing}); got != c.want {
+			t.Errorf("windowCell(%+v) = %q, want %q", c.pools, got, c.want)
+		}
+	}
+}
