@@ -184,6 +184,9 @@ func newKubeClusterOn(t *testing.T, env *k8senv.Env, hcl string, pools map[strin
 			}
 		}
 	}
+	// As on a fleet that runs: every agent's first report is in before the test plans (one
+	// landing between a plan and its apply moves the fleet on, and apply starts nothing).
+	c.waitAnnounced(t)
 	return c
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -163,7 +164,8 @@ func (f *vmFleet) configureAgent(t *testing.T, vm *vmnode.VM, agent string) {
 func (f *vmFleet) waitReported(t *testing.T, node, image string) {
 	t.Helper()
 	waitUntil(t, 10*time.Minute, func() bool {
-		return f.node(t, node).Annotations[protocol.OSImage] == image
+		a := f.node(t, node).Annotations
+		return a[protocol.OSImage] == image && a[protocol.AgentProtocol] == strconv.Itoa(protocol.Version)
 	}, func() string {
 		n := f.node(t, node)
 		return fmt.Sprintf("node %s never reported OS image %s; it reports %q (state %q: %s)\nVM serial:\n%s", node, image,
