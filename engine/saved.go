@@ -51,7 +51,8 @@ func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *Observed,
 	if d := planDiff(pf.Rollout, fresh.Rollout); d != "" && sameSteps {
 		return nil, fmt.Errorf("the fleet moved on since the plan was shown, and it now gives another plan: %s; run mcp plan again (%w)", d, planfile.ErrStale)
 	} else if d != "" {
-		return nil, fmt.Errorf("saved plan is not what this configuration, state and fleet give (edited, or made from other inputs): %s; run mcp plan again", d)
+		// Stale when a node moved on (what it carries, asked again), or edited by hand.
+		return nil, staleOrEdited(d)
 	}
 	return &Plan{File: fresh, Observed: obs}, nil
 }
@@ -162,4 +163,11 @@ func short(b []byte) string {
 		return string(b[:57]) + "…"
 	}
 	return string(b)
+}
+
+// staleOrEdited refuses a saved plan whose steps are not those derived now (d says the
+// first difference): a node moved on since (what it carries, asked again: not in the
+// fleet's fingerprint), or the plan was edited. ErrStale either way: nothing started.
+func staleOrEdited(d string) error {
+	return fmt.Errorf("saved plan is stale or edited: it is not what this configuration, state and fleet give now: %s; run mcp plan again (%w)", d, planfile.ErrStale)
 }

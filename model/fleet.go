@@ -71,8 +71,11 @@ type Node struct {
 	Claim *Claim `json:"claim,omitempty"`
 	// Observed is what the node carries against its pool's target, when its current
 	// config is absent or unknown to the state (filled at refresh; nil otherwise, or when
-	// the provider cannot observe nodes: providers.ConfigObserver).
-	Observed *Observation `json:"observed,omitempty"`
+	// the provider cannot observe nodes: providers.ConfigObserver). Not in the fleet's
+	// fingerprint: asked again, a node may answer what it did not before (an agent slow
+	// under load: a reason, then an answer) with the same steps; what an observation
+	// changes in the plan, apply finds by deriving the plan again (its steps must be the same).
+	Observed *Observation `json:"-"`
 }
 
 // PendingReboot is what a node's agent records before it reboots into an update.
