@@ -7,7 +7,7 @@ MCP     := $(BIN)/mcp
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X github.com/mcpfleet/mcp/engine.Version=$(VERSION)
 
-.PHONY: all build test vet chaos chaos-vm fuzz fuzz-short bin/ignition bin/k8s bin/kubectl bin/vm graphviz demo demo-fleet bench bench-plan bench-apply bench-rollout bench-agent bench-serve bench-kube bench-size bench-fleet clean
+.PHONY: all build test vet chaos chaos-vm fuzz fuzz-short bin/ignition bin/k8s bin/kubectl bin/vm graphviz demo demo-fleet bench bench-plan bench-apply bench-rollout bench-estimate bench-agent bench-serve bench-kube bench-size bench-fleet clean
 
 all: build
 
@@ -161,7 +161,7 @@ demo-fleet: build
 	MCP=$(MCP) bash scripts/demo-fleet.sh
 
 # Benchmarks; results go to docs/benchmarks.md with the machine described.
-bench: bench-size bench-plan bench-apply bench-rollout bench-agent bench-serve bench-kube bench-fleet
+bench: bench-size bench-plan bench-apply bench-rollout bench-estimate bench-agent bench-serve bench-kube bench-fleet
 
 # A plan across 50 clusters of 200 local nodes each (clusters/bench_test.go); creating the
 # fleets takes minutes: MCP_BENCH_FLEET=DIR keeps them for the next run. Its section of
@@ -183,10 +183,21 @@ bench-plan: build
 bench-apply: build
 	MCP=$(MCP) $(GO) run ./scripts/benchapply -out docs/benchmarks.md
 
-# The node agent: drift check against sha256sum, idle RSS.
 bench-rollout: build
 	MCP=$(MCP) $(GO) run ./scripts/benchrollout -out docs/benchmarks.md
 
+# The plan's estimate against what apply then takes, on 300 local nodes that drain and
+# reboot, 3 rollouts (the first from defaults): scripts/benchestimate. ~2.5 minutes.
+bench-estimate: build
+	MCP=$(MCP) $(GO) run ./scripts/benchestimate -out docs/benchmarks.md
+
+# The plan's estimate against apply's makespan on the 1,000 kwok nodes of bench-kube, 2
+# measured rollouts (acceptance/bench_kube_estimate_test.go). ~3 minutes on 2 cores.
+.PHONY: bench-kube-estimate
+bench-kube-estimate: build bin/k8s bin/kubectl
+	MCP=$(MCP) MCP_REQUIRE_K8S=1 $(GO) test -count=1 -run '^$$' -bench BenchmarkKubeEstimate -benchtime 1x -timeout 60m ./acceptance/
+
+# The node agent: drift check against sha256sum, idle RSS.
 bench-agent: build
 	MCP=$(MCP) MCP_AGENT=$(BIN)/mcp-agent $(GO) run ./scripts/benchagent -out docs/benchmarks.md
 

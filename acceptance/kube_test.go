@@ -330,7 +330,7 @@ func TestKubeDeployRBAC(t *testing.T) {
 	env := sharedKube(t)
 	env.EnsureNamespace(t, "openshift-machine-api")
 	repo, _ := filepath.Abs("..")
-	for _, d := range []string{"deploy/machine-api/openshift", "deploy/machine-api/cluster-api"} {
+	for _, d := range []string{"deploy/machine-api/openshift", "deploy/machine-api/cluster-api", "deploy/fleetlock"} {
 		kubectl(t, env, repo, "apply", "--server-side", "-k", d)
 	}
 	type check struct {
@@ -352,6 +352,17 @@ func TestKubeDeployRBAC(t *testing.T) {
 			{"list", "", "secrets", "", "mcp-system", false}, {"watch", "", "secrets", "", "mcp-system", false},
 			{"get", "", "secrets", "", "kube-system", false}, {"create", "", "secrets", "", "mcp-state", false},
 			{"patch", "", "nodes", "", "", false}, {"list", "", "pods", "", "", false},
+		},
+		// mcp serve -fleetlock (deploy/fleetlock): patches Nodes (a slot's claim), reads the
+		// state and its lock, writes neither; TestKubeFleetLockSharesTheBudget runs it so.
+		"mcp-fleetlock": {
+			{"list", "", "nodes", "", "", true}, {"patch", "", "nodes", "", "", true}, {"get", "", "secrets", "", "mcp-state", true},
+			{"watch", "", "nodes", "", "", false}, {"update", "", "nodes", "", "", false}, {"update", "", "nodes", "status", "", false},
+			{"delete", "", "nodes", "", "", false}, {"list", "", "pods", "", "", false}, {"create", "", "pods", "eviction", "demo", false},
+			{"create", "", "secrets", "", "mcp-state", false}, {"update", "", "secrets", "", "mcp-state", false},
+			{"list", "", "secrets", "", "mcp-system", false}, {"get", "", "secrets", "", "kube-system", false},
+			{"update", "coordination.k8s.io", "leases", "", "mcp-state", false}, {"create", "coordination.k8s.io", "leases", "", "mcp-state", false},
+			{"list", "coordination.k8s.io", "leases", "", "mcp-state", false},
 		},
 		"mcp-apply": {
 			{"patch", "", "nodes", "", "", true}, {"list", "", "pods", "", "", true},
@@ -426,6 +437,13 @@ func TestKubeDeployRBAC(t *testing.T) {
 		cs := env.ClientAs(t, "system:serviceaccount:mcp-system:"+ch.sa, "system:serviceaccounts", "system:serviceaccounts:mcp-system")
 		if got := selfCanNamed(t, cs, ch.verb, "", "secrets", ch.name, "mcp-system"); got != ch.allowed {
 			t.Errorf("%s: %s secret %s in mcp-system: allowed=%v, want %v", ch.sa, ch.verb, ch.name, got, ch.allowed)
+		}
+	}
+	// mcp-fleetlock reads the state lock's Lease by name, and no other Lease.
+	fl := env.ClientAs(t, "system:serviceaccount:mcp-system:mcp-fleetlock", "system:serviceaccounts", "system:serviceaccounts:mcp-system")
+	for name, allowed := range map[string]bool{protocol.LockLease: true, "other": false} {
+		if got := selfCanNamed(t, fl, "get", "coordination.k8s.io", "leases", name, "mcp-state"); got != allowed {
+			t.Errorf("mcp-fleetlock: get lease %s in mcp-state: allowed=%v, want %v", name, got, allowed)
 		}
 	}
 	// Of the Secrets, the agent may get the pools' command checks, by name, and no other:

@@ -63,7 +63,11 @@ var (
 func sharedKube(t *testing.T) *k8senv.Env {
 	t.Helper()
 	env := k8senv.Shared(t, sharedOptions)
-	deployOnce.Do(func() { deployErr = createObjects(env, deploy.Manifests, nil) })
+	deployOnce.Do(func() {
+		if deployErr = createObjects(env, deploy.Manifests, nil); deployErr == nil {
+			deployErr = createObjects(env, fleetLockManifests(), nil)
+		}
+	})
 	if deployErr != nil {
 		t.Fatalf("applying deploy/ to the shared control plane: %v", deployErr)
 	}
@@ -201,7 +205,7 @@ func newFleet(t *testing.T, env *k8senv.Env) *kubeCluster {
 		stateBlock: fmt.Sprintf("state {\n  backend   = \"kubernetes\"\n  namespace = %q\n}\n", id+"-state")}
 	t.Logf("fleet %s: nodes %s-*, namespaces %s, %s, %s", id, id, c.stateNS, c.mcpNS, c.demo)
 	c.namespaces(t)
-	for _, sa := range []string{"mcp-apply", "mcp-server", "mcp-agent"} {
+	for _, sa := range []string{"mcp-apply", "mcp-server", "mcp-agent", "mcp-fleetlock"} {
 		c.kc[sa] = env.KubeconfigFor(t, "mcp-system", sa)
 	}
 	t.Cleanup(func() { c.removeNodes(t) }) // after the agents stop (cleanups run last first)
@@ -270,25 +274,37 @@ func (c *kubeCluster) writeConfig(t *testing.T, hcl string, provider ...string) 
 	}
 }
 
-// namespaces creates the test's namespaces, with deploy/'s Roles and RoleBindings of
-// mcp-state in its state namespace and those of mcp-system in its mcpNS (their subjects
-// stay the service accounts of mcp-system), as a second configuration on a cluster has them.
+// namespaces creates the test's namespaces, with deploy/'s and deploy/fleetlock's Roles and
+// RoleBindings of mcp-state in its state namespace and those of mcp-system in its mcpNS
+// (their subjects stay the service accounts of mcp-system), as a second configuration on a
+// cluster has them.
 func (c *kubeCluster) namespaces(t *testing.T) {
 	t.Helper()
 	for _, ns := range []string{c.stateNS, c.mcpNS, c.demo} {
 		c.env.EnsureNamespace(t, ns)
 	}
 	rbac := map[string]string{"mcp-state": c.stateNS, "mcp-system": c.mcpNS}
-	if err := createObjects(c.env, deploy.Manifests, func(u *unstructured.Unstructured) bool {
-		ns, ok := rbac[u.GetNamespace()]
-		if k := u.GetKind(); !ok || k != "Role" && k != "RoleBinding" {
-			return false
+	for _, fsys := range []fs.FS{deploy.Manifests, fleetLockManifests()} {
+		if err := createObjects(c.env, fsys, func(u *unstructured.Unstructured) bool {
+			ns, ok := rbac[u.GetNamespace()]
+			if k := u.GetKind(); !ok || k != "Role" && k != "RoleBinding" {
+				return false
+			}
+			u.SetNamespace(ns)
+			return true
+		}); err != nil {
+			t.Fatalf("copying deploy/'s Roles into the test's namespaces: %v", err)
 		}
-		u.SetNamespace(ns)
-		return true
-	}); err != nil {
-		t.Fatalf("copying deploy/'s Roles into the test's namespaces: %v", err)
 	}
+}
+
+// fleetLockManifests is deploy/fleetlock, the opt-in identity of mcp serve -fleetlock.
+func fleetLockManifests() fs.FS {
+	sub, err := fs.Sub(deploy.FleetLock, "fleetlock")
+	if err != nil {
+		panic(err) // an embed's own directory
+	}
+	return sub
 }
 
 // removeNodes deletes the test's Nodes, the pods bound to them and its workloads' pods,
@@ -351,6 +367,13 @@ func (c *kubeCluster) mcp(t *testing.T, sa string, args ...string) (string, int)
 
 func (c *kubeCluster) startServer(t *testing.T) {
 	t.Helper()
+	c.server = c.startServe(t, "mcp-server")
+}
+
+// startServe runs `mcp serve` with args as the service account sa until the test ends, and
+// returns its URL once it answers /healthz.
+func (c *kubeCluster) startServe(t *testing.T, sa string, args ...string) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -358,9 +381,9 @@ func (c *kubeCluster) startServer(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	logf, _ := os.Create(filepath.Join(t.TempDir(), "serve.log"))
-	cmd := exec.Command(c.bin, "serve", "-listen", addr)
+	cmd := exec.Command(c.bin, append([]string{"serve", "-listen", addr}, args...)...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = c.dir, logf, logf
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kc["mcp-server"])
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kc[sa])
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -369,18 +392,19 @@ func (c *kubeCluster) startServer(t *testing.T) {
 		cmd.Wait()
 		if t.Failed() {
 			b, _ := os.ReadFile(logf.Name())
-			t.Logf("mcp serve log:\n%s", lastLines(string(b), 30))
+			t.Logf("mcp serve %v log:\n%s", args, lastLines(string(b), 30))
 		}
 	})
-	c.server = "http://" + addr
+	url := "http://" + addr
 	waitUntil(t, 30*time.Second, func() bool {
-		resp, err := http.Get(c.server + "/healthz")
+		resp, err := http.Get(url + "/healthz")
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == 200
-	}, func() string { return "mcp serve did not answer /healthz in 30s" })
+	}, func() string { return fmt.Sprintf("mcp serve %v did not answer /healthz in 30s", args) })
+	return url
 }
 
 // waitUntil polls cond until it holds, failing the test with failure() after within.

@@ -71,6 +71,23 @@ config "50-x" {
 		t.Errorf("no screen showed pool lines (%v), a node's line with its step (%v) and 2 workers updating (%v); the last screens:\n%s",
 			sawPool, sawNode, sawUpdating, strings.Join(screens[max(0, len(screens)-3):], "\n----\n"))
 	}
+	// The time left: at first the plan's estimate, from defaults (minutes a node); once
+	// workers finished, from what they took here (about a second each).
+	fromPlan := regexp.MustCompile(`(?m)^pool\.worker .*~\d+m[0-9s]* left`)
+	fromRun := regexp.MustCompile(`(?m)^pool\.worker .*[1-5]/6 done.*~[0-9.]+m?s left`)
+	planned, measured := -1, -1
+	for i, s := range screens {
+		if planned < 0 && fromPlan.MatchString(s) {
+			planned = i
+		}
+		if measured < 0 && fromRun.MatchString(s) && !fromPlan.MatchString(s) {
+			measured = i
+		}
+	}
+	if planned < 0 || measured < planned {
+		t.Errorf("no screen showed the worker pool's time left from the plan's estimate (%d), then one from the nodes finished (%d); the screens:\n%s",
+			planned, measured, strings.Join(screens, "\n----\n"))
+	}
 	// Redrawn in place: the whole terminal, scrollback included, holds a few lines before
 	// the summary's list of nodes, where the line-per-event output has two per step of
 	// each of the 8 nodes (over 80).

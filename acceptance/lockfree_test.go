@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/mcpfleet/mcp/acceptance/k8senv"
 	"github.com/mcpfleet/mcp/kubeapi/protocol"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/providers/local"
@@ -125,7 +126,8 @@ func exitCode(err error) int {
 
 // outOfService follows, from a watch of the Nodes, how many of them are out of service at
 // once as the planner counts it (planner.Condition): NotReady, cordoned, Degraded, or
-// updating (the agent Working, or told to move to a config it does not run yet). The
+// updating (the agent Working, or told to move to a config it does not run yet); and held
+// by a FleetLock client's live reboot slot (mcp serve -fleetlock), as apply counts it. The
 // watch delivers each Node's versions in the API server's order.
 type outOfService struct {
 	mu   sync.Mutex
@@ -152,6 +154,13 @@ func watchOutOfService(t *testing.T, c *kubeCluster) *outOfService {
 			why = ann[protocol.State]
 		case ann[protocol.DesiredConfig] != ann[protocol.CurrentConfig]:
 			why = "told to move to " + ann[protocol.DesiredConfig]
+		case !k8senv.NodeReady(n):
+			why = "NotReady"
+		}
+		if cl, _, _ := protocol.ReadClaim(ann); why == "" && cl.Held() && time.Now().Before(cl.Expires) {
+			if id, ok := cl.FleetLockID(); ok {
+				why = "FleetLock slot of " + id
+			}
 		}
 		o.mu.Lock()
 		defer o.mu.Unlock()

@@ -232,6 +232,10 @@ func (f *vmFleet) apply(t *testing.T) (string, int) {
 	began := time.Now()
 	out, code := f.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color", "-drain-retry-delay=500ms")
 	t.Logf("apply: exit %d in %v", code, time.Since(began).Round(time.Second))
+	if code != 0 {
+		// Said now: a test may fail on the machine before it reads this apply's output.
+		t.Logf("apply's last lines:\n%s", lastLines(out, 15))
+	}
 	return out, code
 }
 

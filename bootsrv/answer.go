@@ -11,6 +11,7 @@ import (
 // strings may alias the transport's buffers: answer must not keep them.
 type request struct {
 	method, path                       string
+	query                              string // the raw query, without "?"
 	accept, ifNoneMatch, authorization string
 }
 
@@ -85,6 +86,17 @@ func (s *Server) answer(q request) reply {
 	pc := snap.pools[name]
 	if pc == nil {
 		return textReply(endpoint, 404, "not found\n")
+	}
+	if q.query != "" {
+		m, why := snap.machineFor(name, q.query)
+		if why != "" {
+			r := textReply(endpoint, 400, why+"\n")
+			r.pool = pc.name
+			return r
+		}
+		if m != nil {
+			pc = m.pc
+		}
 	}
 	if pc.failed != "" {
 		r := textReply(endpoint, 503, pc.failed+"\n")

@@ -42,7 +42,7 @@ func LocalSource(l *localstate.Local) FileSource {
 		if err != nil {
 			return Stored{}, err
 		}
-		return Stored{Serial: s.Serial, Pointers: s.Pointers, Rendered: s.Rendered, Unreadable: unreadable}, nil
+		return Stored{Serial: s.Serial, Pointers: s.Pointers, Machines: s.Machines, Rendered: s.Rendered, Unreadable: unreadable}, nil
 	}}
 }
 

@@ -1,6 +1,7 @@
 package bootsrv
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -33,7 +35,10 @@ type Server struct {
 	ReadTimeout    time.Duration // to read a whole request, headers included [15s]
 	IdleTimeout    time.Duration // a kept-alive connection waits for its next request [2m]
 	MaxHeaderBytes int           // larger request headers get 431 [16 KiB]
-	m              *metrics
+	// FleetLock, when set, answers the FleetLock protocol under /v1/ (bootsrv/fleetlock:
+	// mcp serve -fleetlock).
+	FleetLock http.Handler
+	m         *metrics
 }
 
 // New returns a server that registers its metrics with reg (nil: none).
@@ -58,7 +63,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.m.observe("metrics", "", 200, 0, time.Since(start))
 		return
 	}
-	rp := s.answer(request{method: r.Method, path: r.URL.Path, accept: r.Header.Get("Accept"),
+	if s.FleetLock != nil && strings.HasPrefix(r.URL.Path, "/v1/") {
+		s.FleetLock.ServeHTTP(w, r)
+		return
+	}
+	rp := s.answer(request{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, accept: r.Header.Get("Accept"),
 		ifNoneMatch: r.Header.Get("If-None-Match"), authorization: r.Header.Get("Authorization")})
 	h := w.Header()
 	for _, f := range rp.header {
@@ -78,6 +87,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // FastHandler answers through fasthttp.
 func (s *Server) FastHandler() fasthttp.RequestHandler {
 	metricsHandler := fasthttpadaptor.NewFastHTTPHandler(s.m.handler)
+	var fleetLock fasthttp.RequestHandler
+	if s.FleetLock != nil {
+		fleetLock = fasthttpadaptor.NewFastHTTPHandler(s.FleetLock)
+	}
 	return func(ctx *fasthttp.RequestCtx) {
 		start := ctx.Time() // read by fasthttp as the request came in
 		path := ctx.Path()
@@ -86,10 +99,14 @@ func (s *Server) FastHandler() fasthttp.RequestHandler {
 			s.m.observe("metrics", "", 200, 0, time.Since(start))
 			return
 		}
+		if fleetLock != nil && bytes.HasPrefix(path, []byte("/v1/")) {
+			fleetLock(ctx)
+			return
+		}
 		// The request's bytes are read in place (answer keeps none of them) and the
 		// prepared headers are set as they are: nothing is copied or allocated for them.
 		h := &ctx.Request.Header
-		rp := s.answer(request{method: unsafeString(h.Method()), path: unsafeString(path), accept: unsafeString(h.Peek("Accept")),
+		rp := s.answer(request{method: unsafeString(h.Method()), path: unsafeString(path), query: unsafeString(ctx.URI().QueryString()), accept: unsafeString(h.Peek("Accept")),
 			ifNoneMatch: unsafeString(h.Peek("If-None-Match")), authorization: unsafeString(h.Peek("Authorization"))})
 		for _, f := range rp.header {
 			ctx.Response.Header.SetCanonical(unsafeBytes(f.key), unsafeBytes(f.value)) // copied by fasthttp

@@ -69,6 +69,8 @@ type Snapshot struct {
 	// unreadable is each stored rendered config that did not read, with why: its
 	// /rendered/<name> answers 503 with that.
 	unreadable map[string]string
+	// machines are the machine blocks' configs by selector (machines.go); nil: none.
+	machines map[string]*machine
 }
 
 // loaded says whether the snapshot holds a configuration: a state nothing was applied to
@@ -80,8 +82,10 @@ func (s *Snapshot) loaded() bool { return s != nil && len(s.pools) > 0 }
 // stored rendered configs that read, and each that did not, by name, with why (damaged,
 // edited, not a regular file).
 type Stored struct {
-	Serial     int64
-	Pointers   map[string]string
+	Serial   int64
+	Pointers map[string]string
+	// Machines are the state's machine pointers (model.MachinePointer), by machine.
+	Machines   map[string]model.MachinePointer
 	Rendered   map[string]*model.Rendered
 	Unreadable map[string]error
 }
@@ -123,6 +127,7 @@ func BuildStored(st Stored, o ignition.ServeOptions) (*Snapshot, error) {
 	for pool, name := range st.Pointers {
 		s.pools[pool] = preparePointer(pool, name, st, o)
 	}
+	s.prepareMachines(st, o)
 	return s, nil
 }
 
@@ -163,7 +168,7 @@ func (s *Snapshot) Keeping(prev *Snapshot) (_ *Snapshot, kept map[string]string)
 			continue
 		}
 		if out == nil {
-			out = &Snapshot{Serial: s.Serial, pools: maps.Clone(s.pools), rendered: maps.Clone(s.rendered), unreadable: maps.Clone(s.unreadable)}
+			out = &Snapshot{Serial: s.Serial, pools: maps.Clone(s.pools), rendered: maps.Clone(s.rendered), unreadable: maps.Clone(s.unreadable), machines: s.machines}
 			kept = map[string]string{}
 		}
 		out.pools[pool] = old

@@ -167,6 +167,9 @@ func poolOf(r *planner.Rollout, pool string) planner.PoolPlan {
 func itemsOf(pp planner.PoolPlan) map[string]string {
 	out := map[string]string{}
 	for _, ch := range pp.Changes {
+		if ch.To != pp.Rendered {
+			continue // a variant for chosen nodes: their own, not the pool's across clusters
+		}
 		for _, it := range ch.Items {
 			key := string(it.Kind)
 			if it.Name != "" {

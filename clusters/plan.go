@@ -38,6 +38,8 @@ type Planned struct {
 	Err error
 	// LockHolder names who held the cluster's state lock when it could not be taken.
 	LockHolder string
+	// State is the cluster's state the plan was made from (nil when Err is set).
+	State *state.State
 }
 
 // PlanAll refreshes and plans every loaded member concurrently, at most opts.Limit at
@@ -110,6 +112,9 @@ func planOne(ctx context.Context, p *Planned, opts PlanOptions) {
 		return
 	}
 	p.Plan, p.Err = ws.Plan(ctx, st, engine.PlanOptions{Targets: opts.Targets, Exclude: opts.Exclude, Lock: lock})
+	if p.Err == nil {
+		p.State = st
+	}
 }
 
 // notLoaded is why m has no workspace to refresh (nil: it has one).

@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -67,6 +68,22 @@ func ReadRuns(ctx context.Context, ms []Member, now time.Time, limit int) []Runs
 		})
 	}
 	g.Wait()
+	return out
+}
+
+// RunsOf are the records of each planned cluster of ps, from the refresh its plan made
+// (ReadRuns for a cluster not planned in this run); a cluster that could not be planned
+// keeps its error.
+func RunsOf(ps []Planned, now time.Time) []Runs {
+	out := make([]Runs, len(ps))
+	for i, p := range ps {
+		out[i] = Runs{Member: p.Member, Err: p.Err}
+		if p.Err == nil && p.Plan != nil && p.Plan.Observed != nil && p.State != nil {
+			out[i].Ran = p.Workspace.RanSeen(p.State, p.Plan.Observed.Nodes, now)
+		} else if p.Err == nil {
+			out[i].Err = errors.New("the cluster was not refreshed in this plan")
+		}
+	}
 	return out
 }
 

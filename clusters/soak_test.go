@@ -1,6 +1,7 @@
 package clusters
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -90,3 +91,34 @@ func TestGateToleratesAStagesFailedClusters(t *testing.T) {
 		}
 	}
 }
+
+// A plan across clusters reads an earlier cluster's records from the refresh its own plan
+// of that cluster made: RunsOf folds those nodes in (a node still on its config extends its
+// run to now) and asks the cluster's provider nothing — the workspace here has none, and a
+// second refresh would fail. A cluster that could not be planned keeps its error.
+func TestRunsOfReadsThePlansRefresh(t *testing.T) {
+	now := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	st := state.New()
+	st.Rendered = map[string]*model.Rendered{"rendered-worker-c": {Name: "rendered-worker-c"}}
+	st.Reached("rendered-worker-c", "worker", "worker-0", now.Add(-2*time.Hour))
+	ws := &engine.Workspace{Desired: &model.Desired{Pools: []model.Pool{{Name: "worker", NodeSelector: map[string]string{"role": "worker"}}}}}
+	seen := []model.Node{{Name: "worker-0", Labels: map[string]string{"role": "worker"}, CurrentConfig: "rendered-worker-c", DesiredConfig: "rendered-worker-c", State: model.StateDone}}
+	m := &Member{Cluster: model.Cluster{Name: "canary"}, Workspace: ws}
+	failed := &Member{Cluster: model.Cluster{Name: "other"}}
+	runs := RunsOf([]Planned{
+		{Member: m, State: st, Plan: &engine.Plan{Observed: &engine.Observed{Nodes: seen}}},
+		{Member: failed, Err: errUnreachableForTest},
+	}, now)
+	if len(runs) != 2 || runs[0].Err != nil || runs[1].Err != errUnreachableForTest {
+		t.Fatalf("runs %+v", runs)
+	}
+	n := runs[0].Ran["rendered-worker-c"].Nodes["worker-0"]
+	if !n.Since.Equal(now.Add(-2*time.Hour)) || !n.Seen.Equal(now) {
+		t.Errorf("worker-0's run %+v: want since 2h ago, seen now (from the plan's refresh)", n)
+	}
+	if got := st.Ran["rendered-worker-c"].Nodes["worker-0"].Seen; got.Equal(now) {
+		t.Errorf("the plan's state was changed (seen %v): the records are folded into a copy", got)
+	}
+}
+
+var errUnreachableForTest = errors.New("unreachable")

@@ -25,7 +25,7 @@ var unitSuffixes = []string{".service", ".socket", ".timer", ".target", ".mount"
 var poolSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "node_selector"}, {Name: "max_unavailable"}, {Name: "paused"},
 		{Name: "os_image"}, {Name: "kernel_args"}, {Name: "drain_timeout"},
-		{Name: "max_failures"}, {Name: "soak"}, {Name: "on_drift"}},
+		{Name: "max_failures"}, {Name: "soak"}, {Name: "on_drift"}, {Name: "order"}, {Name: "on_failure"}},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "boot_image"}, {Type: "health_check", LabelNames: []string{"name"}},
 		{Type: "canary"}, {Type: "window"}, {Type: "alert_gate"}},
 }
@@ -47,7 +47,7 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 		}
 		p := model.Pool{Name: name, MaxUnavailable: model.IntOrPercent{Value: 1}, DeclRange: hclpos.From(b.DefRange),
 			NodeSelector: map[string]string{"node-role.kubernetes.io/" + name: ""}, BootImage: model.BootImage{Policy: model.BootImageManaged, Skew: model.SkewWarn},
-			Pacing: model.Pacing{MaxFailures: 1}}
+			Pacing: model.Pacing{MaxFailures: 1}, Order: model.Order{By: model.OrderOldest}}
 		content, d := readAttrs(b.Body, poolSchema, func(a *hcl.Attribute) (d hcl.Diagnostics) {
 			switch a.Name {
 			case "node_selector":
@@ -58,7 +58,9 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 			case "max_unavailable":
 				p.MaxUnavailable, d = l.maxUnavailable(a)
 			case "paused":
-				p.Paused, d = l.boolean(a)
+				p.Paused, d = l.paused(a)
+			case "order":
+				p.Order, d = l.order(a)
 			case "os_image":
 				p.OSImage, d = l.osImage(a)
 			case "kernel_args":
@@ -71,7 +73,13 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 			case "soak":
 				p.Pacing.Soak, d = l.duration(a)
 			case "on_drift":
-				p.OnDrift, d = l.onDrift(a)
+				p.OnDrift, d = enumOr(l, a, model.OnDriftRestore, "Invalid on_drift",
+					"on_drift %q: use \"restore\" (plan the steps that put drift back) or \"report\" (show it, plan nothing).",
+					model.OnDriftRestore, model.OnDriftReport)
+			case "on_failure":
+				p.OnFailure, d = enumOr(l, a, model.OnFailureStop, "Invalid on_failure",
+					"on_failure %q: use \"stop\" (a failure stops the pool's rollout) or \"revert\" (it stops, and the nodes the apply changed go back to the config they ran before).",
+					model.OnFailureStop, model.OnFailureRevert)
 			}
 			return d
 		})
@@ -182,38 +190,20 @@ func (l *loader) maxUnavailable(a *hcl.Attribute) (model.IntOrPercent, hcl.Diagn
 	return model.IntOrPercent{Value: 1}, append(diags, bad)
 }
 
-// onDrift reads a pool's on_drift: "restore" or "report".
-func (l *loader) onDrift(a *hcl.Attribute) (model.OnDrift, hcl.Diagnostics) {
-	v, ok, d := enum(l, a, "Invalid on_drift",
-		"on_drift %q: use \"restore\" (plan the steps that put drift back) or \"report\" (show it, plan nothing).",
-		model.OnDriftRestore, model.OnDriftReport)
-	if !ok {
-		return model.OnDriftRestore, d
-	}
-	return v, d
-}
-
 var configSchema = &hcl.BodySchema{
 	// pools is required unless machineconfig is given (its role label then names the pool).
 	Attributes: []hcl.AttributeSchema{{Name: "pools"}, {Name: "kernel_args"}, {Name: "os_image"}, {Name: "butane"},
-		{Name: "butane_files_dir"}, {Name: "ignition"}, {Name: "machineconfig"}},
+		{Name: "butane_files_dir"}, {Name: "ignition"}, {Name: "machineconfig"}, {Name: "nodes"}, {Name: "node_selector"}},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "file", LabelNames: []string{"path"}},
 		{Type: "unit", LabelNames: []string{"name"}}, {Type: "directory", LabelNames: []string{"path"}},
 		{Type: "link", LabelNames: []string{"path"}}, {Type: "ssh_authorized_keys"}},
 }
 
 func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	names := newLabels("config")
-	for _, b := range blocks {
-		if d := names.declare(b); d != nil {
-			diags = append(diags, d)
-			continue
-		}
+	_, diags := eachBlock("config", blocks, configSchema, func(b *hcl.Block, content *hcl.BodyContent) (diags hcl.Diagnostics) {
+		var d hcl.Diagnostics
 		name := b.Labels[0]
 		c := model.Config{Name: name, DeclRange: hclpos.From(b.DefRange)}
-		content, d := b.Body.Content(configSchema)
-		diags = append(diags, d...)
 		if a := content.Attributes["pools"]; a != nil {
 			c.Pools, d = l.strList(a)
 			diags = append(diags, d...)
@@ -224,6 +214,7 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 				}
 			}
 		}
+		diags = append(diags, l.configTarget(content.Attributes, &c)...)
 		if a := content.Attributes["kernel_args"]; a != nil {
 			c.KernelArgs, d = l.kernelArgs(a)
 			diags = append(diags, d...)
@@ -285,7 +276,8 @@ func (l *loader) configs(blocks hcl.Blocks) hcl.Diagnostics {
 		}
 		diags = append(diags, clashes(&c)...)
 		l.d.Configs = append(l.d.Configs, c)
-	}
+		return diags
+	})
 	slices.SortFunc(l.d.Configs, func(a, b model.Config) int { return strings.Compare(a.Name, b.Name) })
 	return diags
 }
@@ -461,26 +453,22 @@ func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
 	})
 	diags = append(diags, d...)
 	l.reach(u.Name, content.Attributes)
-	names := newLabels("dropin")
-	for _, db := range content.Blocks {
-		if d := names.declare(db); d != nil {
-			diags = append(diags, d)
-			continue
-		}
+	_, d = eachBlock("dropin", content.Blocks, dropinSchema, func(db *hcl.Block, dc *hcl.BodyContent) (diags hcl.Diagnostics) {
 		name := db.Labels[0]
 		if msg := dropinNameProblem(name); msg != "" {
 			diags = append(diags, errAt(db.LabelRanges[0], "Invalid drop-in name", fmt.Sprintf("Drop-in %q %s.", name, msg)))
 		}
-		dc, d := db.Body.Content(&hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "contents", Required: true}}})
-		diags = append(diags, d...)
 		l.reach(u.Name, dc.Attributes)
 		dr := model.Dropin{Name: name}
 		if a := dc.Attributes["contents"]; a != nil {
+			var d hcl.Diagnostics
 			dr.Contents, d = l.str(a)
 			diags = append(diags, d...)
 		}
 		u.Dropins = append(u.Dropins, dr)
-	}
+		return diags
+	})
+	diags = append(diags, d...)
 	if u.Contents == "" && len(u.Dropins) == 0 && !u.Mask && u.Enabled == nil {
 		diags = append(diags, errAt(b.DefRange, "Empty unit", fmt.Sprintf("Unit %q sets nothing: give contents, a dropin, mask or enabled.", u.Name)))
 	}
@@ -489,6 +477,8 @@ func (l *loader) unit(b *hcl.Block) (model.Unit, hcl.Diagnostics) {
 	}
 	return u, diags
 }
+
+var dropinSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name: "contents", Required: true}}}
 
 // notInstallable refuses enabled = true on a unit whose contents (with its drop-ins) have
 // no [Install] section that links it from anything: systemctl enable does nothing for it,
@@ -583,4 +573,28 @@ func (l *loader) duration(a *hcl.Attribute) (time.Duration, hcl.Diagnostics) {
 			fmt.Sprintf("%s must be a positive duration such as \"90s\" or \"10m\"; got %q.", a.Name, s))}
 	}
 	return d, nil
+}
+
+// revertsChosenNodes refuses a config for chosen nodes in a pool whose on_failure is
+// "revert": a revert goes back to the pool's earlier rendered config, and the pointer
+// history keeps no earlier variant to put a chosen node back on (docs/decisions.md).
+func (l *loader) revertsChosenNodes() hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	for i := range l.d.Configs {
+		c := &l.d.Configs[i]
+		if !c.Targeted() {
+			continue
+		}
+		at := c.NodesRange
+		if len(c.Nodes) == 0 {
+			at = c.NodeSelectorRange
+		}
+		for _, name := range c.Pools {
+			if p := l.d.Pool(name); p != nil && p.OnFailure.Reverts() {
+				diags = append(diags, errAt(*hclpos.Subject(at), "Chosen nodes in a pool that reverts",
+					fmt.Sprintf("Config %q is for chosen nodes of pool %q, whose on_failure is \"revert\": a revert puts nodes back on the pool's earlier rendered config, and mcp keeps no earlier config of chosen nodes to put them back on. Use on_failure = \"stop\" in pool %q, or give the nodes a pool of their own.", c.Name, name, name)))
+			}
+		}
+	}
+	return diags
 }

@@ -18,17 +18,9 @@ var bootImageDefSchema = &hcl.BodySchema{Attributes: []hcl.AttributeSchema{{Name
 // bootImages reads the boot_image "NAME" blocks: an OS image and its images per platform.
 // Two blocks of one OS image are refused: a managed pool picks its block by OS image.
 func (l *loader) bootImages(blocks hcl.Blocks) hcl.Diagnostics {
-	var diags hcl.Diagnostics
-	names := newLabels("boot_image")
 	byOS := map[string]hcl.Range{}
-	for _, b := range blocks {
-		if d := names.declare(b); d != nil {
-			diags = append(diags, d)
-			continue
-		}
+	_, diags := eachBlock("boot_image", blocks, bootImageDefSchema, func(b *hcl.Block, content *hcl.BodyContent) (diags hcl.Diagnostics) {
 		bi := model.BootImageDef{Name: b.Labels[0], DeclRange: hclpos.From(b.DefRange)}
-		content, d := b.Body.Content(bootImageDefSchema)
-		diags = append(diags, d...)
 		if a := content.Attributes["os_image"]; a != nil {
 			v, d := l.str(a)
 			diags = append(diags, d...)
@@ -56,7 +48,8 @@ func (l *loader) bootImages(blocks hcl.Blocks) hcl.Diagnostics {
 			bi.Images = m
 		}
 		l.d.BootImages = append(l.d.BootImages, bi)
-	}
+		return diags
+	})
 	slices.SortFunc(l.d.BootImages, func(a, b model.BootImageDef) int { return strings.Compare(a.Name, b.Name) })
 	return diags
 }
@@ -243,6 +236,16 @@ func setEnum[T ~string](l *loader, attrs hcl.Attributes, name string, dst *T, su
 		*dst = v
 	}
 	return d
+}
+
+// enumOr is enum's value, or def when the attribute is not one of allowed (its
+// diagnostic says so).
+func enumOr[T ~string](l *loader, a *hcl.Attribute, def T, summary, detail string, allowed ...T) (T, hcl.Diagnostics) {
+	v, ok, d := enum(l, a, summary, detail, allowed...)
+	if !ok {
+		return def, d
+	}
+	return v, d
 }
 
 // enum reads a string attribute that must be one of allowed; detail (a format with the

@@ -14,30 +14,23 @@ import (
 // clusters reads the cluster blocks: each names a declared stage, one provider block and
 // its own state (two clusters sharing a state would write over each other's).
 func (l *loader) clusters(blocks hcl.Blocks, stages []model.Stage) ([]clusterDecl, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
 	known := make([]string, len(stages))
 	for i, s := range stages {
 		known[i] = s.Name
 	}
-	names := newLabels("cluster")
 	var out []clusterDecl
-	for _, b := range blocks {
-		if d := names.declare(b); d != nil {
-			diags = append(diags, d)
-			continue
-		}
-		content, d := b.Body.Content(clusterSchema)
-		diags = append(diags, d...)
+	_, diags := eachBlock("cluster", blocks, clusterSchema, func(b *hcl.Block, content *hcl.BodyContent) (diags hcl.Diagnostics) {
 		c := clusterDecl{Cluster: model.Cluster{Name: b.Labels[0], DeclRange: hclpos.From(b.LabelRanges[0])}, content: content}
+		var d hcl.Diagnostics
 		c.Stage, d = l.clusterStage(b, content, known)
 		diags = append(diags, d...)
 		diags = append(diags, l.clusterParts(b, content, &c.Cluster)...)
 		c.Values, d = clusterValueKeys(content.Attributes["variables"])
 		diags = append(diags, d...)
 		c.Labels, d = l.clusterLabels(content.Attributes["labels"])
-		diags = append(diags, d...)
 		out = append(out, c)
-	}
+		return append(diags, d...)
+	})
 	return out, diags
 }
 

@@ -71,17 +71,10 @@ func sortClusters(cs []clusterDecl, rank map[string]int) {
 
 // stages reads the stage blocks, in the order of their after attributes.
 func (l *loader) stages(blocks hcl.Blocks) ([]model.Stage, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
-	names := newLabels("stage")
 	afterAt := map[string]hcl.Range{}
 	var out []model.Stage
-	for _, b := range blocks {
-		if d := names.declare(b); d != nil {
-			diags = append(diags, d)
-			continue
-		}
-		content, d := b.Body.Content(stageSchema)
-		diags = append(diags, d...)
+	names, diags := eachBlock("stage", blocks, stageSchema, func(b *hcl.Block, content *hcl.BodyContent) (diags hcl.Diagnostics) {
+		var d hcl.Diagnostics
 		s := model.Stage{Name: b.Labels[0], DeclRange: hclpos.From(b.LabelRanges[0])}
 		if a := content.Attributes["soak"]; a != nil {
 			s.Soak, d = l.duration(a)
@@ -95,7 +88,8 @@ func (l *loader) stages(blocks hcl.Blocks) ([]model.Stage, hcl.Diagnostics) {
 			afterAt[s.Name] = a.Expr.Range()
 		}
 		out = append(out, s)
-	}
+		return diags
+	})
 	for _, s := range out {
 		for _, a := range s.After {
 			if _, ok := names.first[a]; !ok {

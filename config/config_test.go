@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -194,6 +195,14 @@ config "x" {
 }`, "Unit cannot be enabled", 5, 16},
 		{"unknown attribute", `pool "p" { colour = "red" }`, "Unsupported argument", 1, 12},
 		{"bad on_drift", "pool \"p\" {\n  on_drift = \"ignore\"\n}", "Invalid on_drift", 2, 14},
+		{"bad paused", "pool \"p\" {\n  paused = \"reboot\"\n}", "Invalid paused", 2, 12},
+		{"paused number", `pool "p" { paused = 1 }`, "Invalid paused", 1, 21},
+		{"bad order", `pool "p" { order = "oldest-first" }`, "Invalid order", 1, 20},
+		{"order not a name", `pool "p" { order = ["w-1", "W_2"] }`, "Invalid order", 1, 28},
+		{"order twice", `pool "p" { order = ["w-1", "w-1"] }`, "Invalid order", 1, 28},
+		{"order empty", `pool "p" { order = [] }`, "Invalid order", 1, 20},
+		{"bad on_failure", "pool \"p\" {\n  on_failure = \"rollback\"\n}", "Invalid on_failure", 2, 16},
+		{"chosen nodes in a reverting pool", "pool \"p\" {\n  on_failure = \"revert\"\n}\nconfig \"x\" {\n  pools = [\"p\"]\n  nodes = [\"p-1\"]\n  file \"/etc/a\" { content = \"x\" }\n}", "Chosen nodes in a pool that reverts", 6, 11},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,6 +212,9 @@ config "x" {
 			}
 			if tt.name == "misspelt policy" && !strings.HasSuffix(found.Detail, `Did you mean "restart:chronyd.service"?`) {
 				t.Errorf("a misspelt policy gets no suggestion: %s", found.Detail)
+			}
+			if tt.name == "bad paused" && !strings.Contains(found.Detail, `paused = "reboot": use true (hold every change of the pool), false, or "disruptive"`) {
+				t.Errorf("a bad paused is not explained: %s", found.Detail)
 			}
 			if tt.name == "count in a string" && !strings.Contains(found.Detail, `max_unavailable = "50" is a string without %: a string must be a percentage such as "50%"`) {
 				t.Errorf("a count in a string is not explained: %s", found.Detail)
@@ -395,5 +407,42 @@ config "x" {
 		if !strings.Contains(strings.Join(details, "\n"), want) {
 			t.Errorf("no diagnostic says %q:\n%s", want, strings.Join(details, "\n"))
 		}
+	}
+}
+
+// paused is true, false or "disruptive"; order "oldest" (the default), "newest" or a list
+// of node names, each with its place for the plan's warnings.
+func TestPausedAndOrder(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "main.hcl", `provider "local" { fleet = "f" }
+pool "a" { paused = true }
+pool "b" {
+  paused = "disruptive"
+  order  = "newest"
+}
+pool "c" {
+  paused = false
+  order  = ["w-3", "w-1"]
+}
+pool "d" {}
+`)
+	res, diags := Load(dir, Options{Schemas: testSchemas})
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	got := map[string]model.Pool{}
+	for _, p := range res.Desired.Pools {
+		got[p.Name] = p
+	}
+	if got["a"].Paused != model.PauseAll || got["b"].Paused != model.PauseDisruptive || got["c"].Paused != model.PauseOff || got["d"].Paused != model.PauseOff {
+		t.Errorf("paused: a %q, b %q, c %q, d %q", got["a"].Paused, got["b"].Paused, got["c"].Paused, got["d"].Paused)
+	}
+	if got["b"].Order.By != model.OrderNewest || got["d"].Order.By != model.OrderOldest || got["a"].Order.Nodes != nil {
+		t.Errorf("order: b %+v, d %+v", got["b"].Order, got["d"].Order)
+	}
+	c := got["c"].Order
+	if !slices.Equal(c.Nodes, []string{"w-3", "w-1"}) || c.By != model.OrderOldest || len(c.NodeRanges) != 2 ||
+		c.NodeRanges[1].Start.Line != 9 || c.NodeRanges[1].Start.Column != 20 {
+		t.Errorf("order list: %+v", c)
 	}
 }

@@ -46,33 +46,26 @@ func (l *loader) clusterLabels(a *hcl.Attribute) (map[string]string, hcl.Diagnos
 // carry (a label no cluster carries budgets nothing: a typo, refused) and max_disrupting,
 // a whole number, 1 or more.
 func (l *loader) failureDomains(blocks hcl.Blocks, clusters []clusterDecl) ([]model.FailureDomain, hcl.Diagnostics) {
-	var diags hcl.Diagnostics
 	carried := map[string]bool{}
 	for _, c := range clusters {
 		for k := range c.Labels {
 			carried[k] = true
 		}
 	}
-	names := newLabels("failure_domain")
 	var out []model.FailureDomain
-	for _, b := range blocks {
-		if d := names.declare(b); d != nil {
-			diags = append(diags, d)
-			continue
-		}
-		content, d := b.Body.Content(failureDomainSchema)
-		diags = append(diags, d...)
+	_, diags := eachBlock("failure_domain", blocks, failureDomainSchema, func(b *hcl.Block, content *hcl.BodyContent) (diags hcl.Diagnostics) {
 		fd := model.FailureDomain{Label: b.Labels[0], DeclRange: hclpos.From(b.LabelRanges[0])}
 		if !carried[fd.Label] {
 			known := keysOf(carried)
 			diags = append(diags, errAt(b.LabelRanges[0], "Unknown cluster label",
 				fmt.Sprintf("Failure domain %q budgets the clusters by their label %q, which no cluster block's labels carry.%s", fd.Label, fd.Label, didYouMean(fd.Label, known))))
 		}
+		var d hcl.Diagnostics
 		fd.MaxDisrupting, d = l.wholeNumber(content.Attributes["max_disrupting"], 1,
 			fmt.Sprintf(" (how many clusters of one %s may drain or reboot nodes at once)", fd.Label))
-		diags = append(diags, d...)
 		out = append(out, fd)
-	}
+		return append(diags, d...)
+	})
 	slices.SortStableFunc(out, func(a, b model.FailureDomain) int { return strings.Compare(a.Label, b.Label) })
 	return out, diags
 }

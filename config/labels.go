@@ -22,3 +22,22 @@ func (s labels) declare(b *hcl.Block) *hcl.Diagnostic {
 	s.first[name] = b.LabelRanges[0]
 	return nil
 }
+
+// eachBlock reads blocks of one kind, each declared once by its label: a repeated label
+// is a "Duplicate <kind>" error and its block is skipped; every other block's body is read
+// against schema and handed to read with its content. It returns the labels declared, for
+// references between the blocks (a stage's after).
+func eachBlock(kind string, blocks hcl.Blocks, schema *hcl.BodySchema, read func(*hcl.Block, *hcl.BodyContent) hcl.Diagnostics) (labels, hcl.Diagnostics) {
+	var diags hcl.Diagnostics
+	names := newLabels(kind)
+	for _, b := range blocks {
+		if d := names.declare(b); d != nil {
+			diags = append(diags, d)
+			continue
+		}
+		content, d := b.Body.Content(schema)
+		diags = append(diags, d...)
+		diags = append(diags, read(b, content)...)
+	}
+	return names, diags
+}

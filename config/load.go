@@ -70,7 +70,7 @@ var rootSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 	{Type: "variable", LabelNames: []string{"name"}}, {Type: "pool", LabelNames: []string{"name"}},
 	{Type: "config", LabelNames: []string{"name"}}, {Type: "boot_image", LabelNames: []string{"name"}},
 	{Type: "cluster", LabelNames: []string{"name"}}, {Type: "stage", LabelNames: []string{"name"}},
-	{Type: "failure_domain", LabelNames: []string{"label"}},
+	{Type: "failure_domain", LabelNames: []string{"label"}}, {Type: "machine", LabelNames: []string{"name"}},
 }}
 
 // Load reads the configuration in dir. The Result is non-nil whenever files were parsed,
@@ -130,6 +130,8 @@ func load(dir string, opts Options) (*Result, map[string]*hcl.File, hcl.Diagnost
 	diags = append(diags, l.bootImages(blocks.OfType("boot_image"))...)
 	diags = append(diags, l.pools(blocks.OfType("pool"))...)
 	diags = append(diags, l.configs(blocks.OfType("config"))...)
+	diags = append(diags, l.machines(blocks.OfType("machine"))...)
+	diags = append(diags, l.revertsChosenNodes()...)
 	res.Desired = l.d
 	res.SensitiveVariables = l.sensitiveVariables()
 	return res, files, diags

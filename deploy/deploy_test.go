@@ -3,6 +3,7 @@ package deploy
 import (
 	"bufio"
 	"bytes"
+	"embed"
 	"errors"
 	"io"
 	"io/fs"
@@ -27,7 +28,13 @@ import (
 // is an error rather than silently dropped.
 func objects(t *testing.T) map[string]runtime.Object {
 	t.Helper()
-	files, err := fs.Glob(Manifests, "*.yaml")
+	return decodeAll(t, Manifests, "*.yaml")
+}
+
+// decodeAll is objects for the files of fsys that match pattern.
+func decodeAll(t *testing.T, fsys embed.FS, pattern string) map[string]runtime.Object {
+	t.Helper()
+	files, err := fs.Glob(fsys, pattern)
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no manifests: %v", err)
 	}
@@ -36,7 +43,7 @@ func objects(t *testing.T) map[string]runtime.Object {
 	strict := k8sjson.NewSerializerWithOptions(k8sjson.DefaultMetaFactory, scheme.Scheme, scheme.Scheme,
 		k8sjson.SerializerOptions{Yaml: true, Strict: true})
 	for _, f := range files {
-		b, _ := Manifests.ReadFile(f)
+		b, _ := fsys.ReadFile(f)
 		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
 		for i := 0; ; i++ {
 			doc, err := r.Read()
@@ -111,6 +118,12 @@ func TestManifestsDecode(t *testing.T) {
 // alone, with no wildcard.
 func TestRBACIsLeastPrivilege(t *testing.T) {
 	objs := objects(t)
+	for key, obj := range decodeAll(t, FleetLock, "fleetlock/*.yaml") { // opt-in, same rules
+		if _, dup := objs[key]; dup {
+			t.Errorf("deploy/fleetlock: %s is defined in deploy/ too", key)
+		}
+		objs[key] = obj
+	}
 	rule := func(group, resource string, verbs ...string) rbacv1.PolicyRule {
 		return rbacv1.PolicyRule{APIGroups: []string{group}, Resources: []string{resource}, Verbs: verbs}
 	}
@@ -137,6 +150,13 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 			{APIGroups: []string{"infrastructure.cluster.x-k8s.io"}, Verbs: []string{"get"},
 				Resources: []string{"awsmachinetemplates", "azuremachinetemplates", "dockermachinetemplates", "gcpmachinetemplates", "vspheremachinetemplates"}},
 		},
+		// deploy/fleetlock: mcp serve -fleetlock lists the fleet's Nodes and swaps one
+		// Node's claim (a get, then a patch); it reads the state (the boot server's informer,
+		// and its lineage by name) and the state lock's Lease, by name.
+		"ClusterRole /mcp-fleetlock": {rule("", "nodes", "get", "list", "patch")},
+		"Role mcp-state/mcp-fleetlock": {rule("", "secrets", "get", "list", "watch"),
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
+				ResourceNames: []string{protocol.LockLease}, Verbs: []string{"get"}}},
 		"Role mcp-state/mcp-apply": {rule("", "secrets", all...), rule("coordination.k8s.io", "leases", all...)},
 		// In mcp-system the command checks alone, by name; create cannot be narrowed to one.
 		"Role mcp-system/mcp-apply": {{APIGroups: []string{""}, Resources: []string{"secrets"},

@@ -9,3 +9,8 @@ import "embed"
 //
 //go:embed [0-9]*.yaml
 var Manifests embed.FS
+
+// FleetLock is deploy/fleetlock, the opt-in identity of `mcp serve -fleetlock`.
+//
+//go:embed fleetlock/rbac.yaml
+var FleetLock embed.FS

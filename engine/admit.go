@@ -84,7 +84,7 @@ func (q *admission) facts() *planner.Facts {
 	r := q.r
 	o := r.a.opts
 	wall := time.Now()
-	f := &planner.Facts{Node: q.node.Name, Pool: &r.pp, Now: r.clock().Now(), Wall: wall, Windows: r.windows,
+	f := &planner.Facts{Node: q.node.Name, Pool: &r.pp, Disruptive: q.node.Disruptive(), Now: r.clock().Now(), Wall: wall, Windows: r.windows,
 		Waited: map[string]time.Duration{},
 		Policy: planner.Policy{NoWait: o.NoWait, BudgetWait: o.BudgetWait, Poll: o.BudgetPoll, AlertPoll: o.AlertPoll}}
 	for g, t := range q.since {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -122,7 +123,15 @@ type ApplyResult struct {
 	Deferred []string
 	// NotStarted says why each node of Skipped and Deferred was not started.
 	NotStarted map[string]NotStarted
-	Elapsed    time.Duration
+	// Interim names the nodes the plan moved to an interim config (planner.Interim; each is
+	// also in one list above): the rest of their move waits for their pool's pause, so
+	// the apply is not Complete.
+	Interim []string
+	// Reverts are the pools whose on_failure = "revert" put the nodes this apply changed
+	// back on the config they ran before, after a failure stopped them (revert.go). Their
+	// nodes stay in the lists above, as the rollout left them.
+	Reverts []PoolRevert
+	Elapsed time.Duration
 	// APIRequests is the number of API requests the rollout made (after the refresh and the
 	// plan); -1: the provider does not count them (providers.RequestCounter).
 	APIRequests int64
@@ -161,7 +170,7 @@ func Outcome(res *ApplyResult, err error) OutcomeKind {
 	switch {
 	case res == nil || len(res.Failed) > 0 || (err != nil && !onlyNotStarted(err)):
 		return Failed
-	case err != nil || len(res.Skipped)+len(res.Deferred)+len(res.Unconfirmed) > 0:
+	case err != nil || len(res.Skipped)+len(res.Deferred)+len(res.Unconfirmed)+len(res.Interim) > 0:
 		return Incomplete
 	}
 	return Complete
@@ -286,6 +295,9 @@ func (w *Workspace) carryOut(ctx context.Context, st *state.State, p *Plan, opts
 	if err := a.writeState(context.WithoutCancel(ctx)); err != nil {
 		return a.written(), res, errors.Join(runErr, fmt.Errorf("saving state after apply: %w", err))
 	}
+	if reverts := a.reverts(); len(reverts) > 0 && ctx.Err() == nil {
+		return w.revert(ctx, a.written(), reverts, res, runErr, opts)
+	}
 	return a.written(), res, runErr
 }
 
@@ -314,6 +326,9 @@ type applier struct {
 	closed map[string]error
 	// bootErrs are the machine templates publish could not set.
 	bootErrs []error
+	// stops: the pools a failure stopped, with what it was and the nodes this apply
+	// changed in them (their on_failure reads it: revert.go).
+	stops map[string]poolStop
 }
 
 func newApplier(w *Workspace, read *state.State, p *Plan, opts ApplyOptions) *applier {
@@ -378,9 +393,15 @@ func (a *applier) publish(ctx context.Context) error {
 	}
 	a.publishBootImages(ctx)
 	a.noteObserved()
+	if a.w.Desired != nil {
+		a.st.NotePauses(a.w.Desired.Pools, a.opts.Clock.Now())
+	}
+	now := a.opts.Clock.Now()
 	for _, pp := range a.plan.Pools {
 		if !pp.Paused && !pp.PointerKept && a.closed[pp.Name] == nil { // kept: outside -target
-			a.st.Pointers[pp.Name] = pp.Rendered
+			markRollbacks(a.st, pp.Name, pp.Rendered, pp.Rollback, cmp.Or(a.w.rollbackWhy, "mcp rollback"), now)
+			a.pointMachines(pp)
+			a.pointVariants(pp)
 		}
 	}
 	if err := a.writeState(ctx); err != nil {
@@ -415,10 +436,15 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 				// Under resMu: the pools started before this one write res as they end.
 				resMu.Lock()
 				res.Deferred = append(res.Deferred, n.Name)
-				res.notStarted(deferredWhy(a.plan, pp), n.Name)
+				res.notStarted(deferredWhy(a.plan, pp, &n), n.Name)
 				resMu.Unlock()
 			default:
 				nodes = append(nodes, n)
+				if n.Interim != nil {
+					resMu.Lock()
+					res.Interim = append(res.Interim, n.Name)
+					resMu.Unlock()
+				}
 			}
 		}
 		if why := a.closed[pp.Name]; why != nil {
@@ -441,6 +467,9 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 			pr := a.runPool(ctx, pp, nodes, global)
 			resMu.Lock()
 			defer resMu.Unlock()
+			if pr.stoppedBy != "" {
+				a.noteStop(pp.Name, pr)
+			}
 			res.Updated = append(res.Updated, pr.Updated...)
 			res.Adopted = append(res.Adopted, pr.Adopted...)
 			res.Failed = append(res.Failed, pr.Failed...)
@@ -463,4 +492,44 @@ func (a *applier) run(ctx context.Context) (*ApplyResult, error) {
 		errs = append(errs, fmt.Errorf("apply interrupted: %s not started; run mcp apply again to continue", planner.NodeCount(len(res.Skipped))))
 	}
 	return res, errors.Join(errs...)
+}
+
+// pointMachines moves the boot pointers of pool pp's machine blocks with the pool's: each
+// to its variant (PoolPlan.Machines), with its selectors; a machine block no longer
+// declared for the pool loses its pointer.
+func (a *applier) pointMachines(pp planner.PoolPlan) {
+	for name, m := range a.st.Machines {
+		if _, ok := pp.Machines[name]; m.Pool == pp.Name && !ok {
+			delete(a.st.Machines, name)
+		}
+	}
+	for name, rendered := range pp.Machines {
+		m := a.w.Desired.Machine(name)
+		if m == nil {
+			continue
+		}
+		if a.st.Machines == nil {
+			a.st.Machines = map[string]model.MachinePointer{}
+		}
+		a.st.Machines[name] = model.MachinePointer{Pool: pp.Name, Rendered: rendered, MACs: m.MACs, UUID: m.UUID, Hostname: m.Hostname}
+	}
+}
+
+// pointVariants records with pool pp's pointer the variants of its config for chosen
+// nodes (what status compares those nodes with).
+func (a *applier) pointVariants(pp planner.PoolPlan) {
+	var vs []model.VariantPointer
+	for _, v := range pp.Variants {
+		if v.Rendered != "" {
+			vs = append(vs, model.VariantPointer{Configs: v.Configs, Rendered: v.Rendered})
+		}
+	}
+	if len(vs) == 0 {
+		delete(a.st.Variants, pp.Name)
+		return
+	}
+	if a.st.Variants == nil {
+		a.st.Variants = map[string][]model.VariantPointer{}
+	}
+	a.st.Variants[pp.Name] = vs
 }

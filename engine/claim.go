@@ -51,7 +51,7 @@ func (c *nodeClaims) others(busy map[string]string, node string, observed []mode
 			continue
 		}
 		if live, _ := c.judge.live(*n.Claim); live {
-			out[n.Name] = "claimed by apply " + n.Claim.Apply
+			out[n.Name] = "claimed by " + n.Claim.Holder()
 		}
 	}
 	return out

@@ -439,3 +439,59 @@ func TestFarExpiryBlocksThePlanAndLapses(t *testing.T) {
 		t.Errorf("infra-1's far claim: taken over at %v (seen after %v); want once it lapsed, %s later: %v", took, seenBy, claimTTL, logs["infra-1"])
 	}
 }
+
+// A FleetLock client's reboot slot (mcp serve -fleetlock) is live until its lease ends,
+// past the cap of an apply's claim, and whoever judges it — with the state lock or
+// without; lapsed, it is not; its expiry is believed no further than MaxFleetLockLease.
+func TestFleetLockClaimLivesItsLease(t *testing.T) {
+	w := &Workspace{Backend: lockView{}}
+	slot := model.Claim{Apply: model.FleetLockPrefix + "c988d2509fdf", Since: time.Now().UTC(), Expires: time.Now().Add(time.Hour).UTC()}
+	for _, lock := range []Locking{{}, {NoLock: true}} {
+		j := newClaimJudge(w.Backend, "mine", lock)
+		if live, why := j.live(slot); !live || !strings.Contains(why, "FleetLock") {
+			t.Errorf("lock %+v: a slot leased for an hour: live %v (%s); want live", lock, live, why)
+		}
+		for k := range j.seen { // as if first seen longer ago than an apply's claim lives
+			j.seen[k] = time.Now().Add(-claimTTL - time.Second)
+		}
+		if live, why := j.live(slot); !live {
+			t.Errorf("lock %+v: the slot seen %s ago: not live (%s); its lease runs an hour", lock, claimTTL, why)
+		}
+	}
+	lapsed := slot
+	lapsed.Expires = time.Now().Add(-time.Second)
+	if live, why := newClaimJudge(w.Backend, "mine", Locking{}).live(lapsed); live {
+		t.Errorf("a lapsed slot: live (%s)", why)
+	}
+	far := slot
+	far.Expires = time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
+	j := newClaimJudge(w.Backend, "mine", Locking{})
+	j.live(far)
+	for k := range j.seen {
+		j.seen[k] = time.Now().Add(-model.MaxFleetLockLease - time.Second)
+	}
+	if live, why := j.live(far); live {
+		t.Errorf("a slot expiring in 2099, seen %s ago: live (%s)", model.MaxFleetLockLease, why)
+	}
+}
+
+// A FleetLock slot taken or given back between a plan and its apply leaves the fleet's
+// fingerprint as it was (apply waits for the slot live); another apply's claim does not.
+func TestFingerprintLeavesFleetLockOut(t *testing.T) {
+	fleet := func(c *model.Claim) *model.Fleet {
+		return &model.Fleet{Nodes: []model.Node{{Name: "w-0", Ready: true}, {Name: "w-1", Ready: true, Claim: c}}}
+	}
+	none := Fingerprint(fleet(nil))
+	slot := &model.Claim{Apply: model.FleetLockPrefix + "c988", Since: time.Now().UTC(), Expires: time.Now().Add(time.Hour).UTC()}
+	if got := Fingerprint(fleet(slot)); got != none {
+		t.Error("a FleetLock slot changed the fleet's fingerprint")
+	}
+	f := fleet(slot)
+	Fingerprint(f)
+	if f.Nodes[1].Claim != slot {
+		t.Error("Fingerprint changed the fleet it digested")
+	}
+	if got := Fingerprint(fleet(&model.Claim{Apply: "A1", Since: time.Now().UTC()})); got == none {
+		t.Error("another apply's claim left the fleet's fingerprint as it was")
+	}
+}

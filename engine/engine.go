@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/engine/planfile"
+	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 	"github.com/mcpfleet/mcp/providers"
@@ -37,11 +38,18 @@ type Workspace struct {
 	Config   *config.Result
 	Desired  *model.Desired
 	Rendered map[string]*model.Rendered // by pool
+	// Variants renders the pools' variants for chosen nodes (planner.Variants), each once.
+	Variants *planner.Variants
 	Provider providers.Provider
 	Backend  state.Backend
 	adapted  adapted // Provider's capabilities: provider()
 	// Alerts answers the pools' alert gates (Parts.Alerts).
 	Alerts AlertSource
+	// rollback: the pools whose Rendered is a stored config a rollback goes back to, and
+	// its name (RollingBack).
+	rollback map[string]string
+	// rollbackWhy says what rolls back (the pools' rollback marks): "mcp rollback" when "".
+	rollbackWhy string
 }
 
 // Parts are the providers and state backends this build of mcp has, as each declares
@@ -135,7 +143,11 @@ func RenderShared(dir string, opts config.Options, parts Parts, cache *RenderCac
 	if diags.HasErrors() {
 		return nil, res, diags
 	}
-	return &Workspace{Dir: dir, Config: res, Desired: d, Rendered: rendered, Alerts: parts.Alerts}, res, diags
+	v := planner.NewVariants(d, ignition.Renderer{})
+	if _, err := v.ForMachines(); err != nil {
+		return nil, res, append(diags, &model.Diagnostic{Severity: model.DiagError, Summary: "A machine's config does not render", Detail: err.Error()})
+	}
+	return &Workspace{Dir: dir, Config: res, Desired: d, Rendered: rendered, Variants: v, Alerts: parts.Alerts}, res, diags
 }
 
 // Open builds the provider and the state backend of a rendered Workspace; a part that
@@ -181,11 +193,30 @@ func sortFleet(f *model.Fleet) {
 	})
 }
 
-// digest is Fingerprint of a sorted fleet; it only reads it.
+// digest is Fingerprint of a sorted fleet; it only reads it. A FleetLock client's slot on
+// a node is left out: it comes and goes with the OS's own updater, changes nothing the
+// plan derives, and apply waits for it live (docs/decisions.md, "One budget with the OS's
+// own updater").
 func digest(f *model.Fleet) string {
 	h := sha256.New()
-	_ = encodeFleet(h, f)
+	_ = encodeFleet(h, withoutFleetLock(f))
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// withoutFleetLock is f with no FleetLock claims (f itself when it has none).
+func withoutFleetLock(f *model.Fleet) *model.Fleet {
+	i := slices.IndexFunc(f.Nodes, func(n model.Node) bool { _, ok := n.Claim.FleetLockID(); return ok })
+	if i < 0 {
+		return f
+	}
+	out := *f
+	out.Nodes = slices.Clone(f.Nodes)
+	for i := range out.Nodes {
+		if _, ok := out.Nodes[i].Claim.FleetLockID(); ok {
+			out.Nodes[i].Claim = nil
+		}
+	}
+	return &out
 }
 
 // apiRequests reads the provider's request counter (-1 when it has none).
@@ -287,10 +318,16 @@ func (w *Workspace) diskDrift(ctx context.Context, st *state.State, fleet *model
 // are shown as they stand then. A saved plan is derived again at the time it was made, so
 // that only what it was made from can differ.
 func (w *Workspace) planAt(st *state.State, fleet *model.Fleet, obs *Observed, fp string, targets, exclude []string, now time.Time) (*planfile.File, error) {
+	nodeR, machineR, err := w.variants(fleet.Nodes)
+	if err != nil {
+		return nil, err
+	}
 	p, err := planner.MakePlan(planner.Input{
-		Desired: w.Desired, Rendered: w.Rendered, Known: st.Rendered,
-		Pointers: st.Pointers, BootImages: st.BootImages, UserData: obs.pointerDigests(), Fleet: fleet, InFlight: obs.InFlight, Claims: obs.judgedClaims(), Now: now,
-		Targets: targets, Exclude: exclude,
+		Desired: w.Desired, Rendered: w.Rendered, NodeRendered: nodeR, MachineRendered: machineR, Known: st.Rendered,
+		Pointers: st.Pointers, Machines: st.Machines, BootImages: st.BootImages, UserData: obs.pointerDigests(), Fleet: fleet, InFlight: obs.InFlight, Claims: obs.judgedClaims(), Now: now,
+		StepTimes: st.StepTimes,
+		Targets:   targets, Exclude: exclude, PausedSince: st.PausedSince,
+		Rollback: w.rollbackPools(), RolledBack: st.RolledBack,
 	})
 	if err != nil {
 		return nil, err
@@ -300,7 +337,7 @@ func (w *Workspace) planAt(st *state.State, fleet *model.Fleet, obs *Observed, f
 		FormatVersion: planfile.FormatVersion, MCPVersion: Version,
 		Created: now.UTC(), ConfigDir: abs, Cluster: w.Desired.Cluster,
 		Lineage: st.Lineage, Serial: st.Serial, FleetFingerprint: fp, Rollout: p,
-		Targets: targets, Exclude: exclude,
+		Targets: targets, Exclude: exclude, Rollback: w.rollback,
 	}
 	if w.Config != nil && len(w.Config.Variables) > 0 {
 		if pf.Variables, err = planfile.EncodeVariables(w.Config.Variables, w.Config.SensitiveVariables); err != nil {
@@ -324,4 +361,34 @@ func (w *Workspace) Lock(ctx context.Context, operation string, timeout time.Dur
 		return nil, Locking{NoLock: true}, err
 	}
 	return u, Locking{ID: info.ID}, nil
+}
+
+// variants are the variants of the pools' configs for chosen nodes: each node's that
+// targeted configs apply to, and each machine block's (planner.Variants).
+func (w *Workspace) variants(nodes []model.Node) (byNode, byMachine map[string]*model.Rendered, err error) {
+	v := w.Variants
+	if v == nil { // a Workspace built by hand
+		v = planner.NewVariants(w.Desired, ignition.Renderer{})
+	}
+	if byNode, err = v.ForNodes(nodes); err != nil {
+		return nil, nil, err
+	}
+	byMachine, err = v.ForMachines()
+	return byNode, byMachine, err
+}
+
+// variantsFor are w.variants keyed for people ("node NAME", "machine NAME").
+func (w *Workspace) variantsFor(nodes []model.Node) (map[string]*model.Rendered, error) {
+	byNode, byMachine, err := w.variants(nodes)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*model.Rendered, len(byNode)+len(byMachine))
+	for n, r := range byNode {
+		out["node "+n] = r
+	}
+	for m, r := range byMachine {
+		out["machine "+m] = r
+	}
+	return out, nil
 }

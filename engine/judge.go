@@ -117,6 +117,11 @@ func (j *claimJudge) live(held model.Claim) (bool, string) {
 }
 
 func (j *claimJudge) judge(held model.Claim) (bool, string) {
+	if _, ok := held.FleetLockID(); ok {
+		// A reboot slot mcp serve -fleetlock granted: it lives until its lease ends (or the
+		// client reports steady state), whoever judges it.
+		return j.leasedFor(held, model.MaxFleetLockLease, "a FleetLock reboot slot")
+	}
 	switch {
 	case held.SamePlace(j.self) && !j.thisProcess(held):
 		live, _, why := liveproc.Judge(held.Process)
@@ -153,6 +158,11 @@ func (j *claimJudge) ours(held model.Claim) bool {
 // leased judges held by its expiry, capped (model.Claim.LeaseEnd) from when this judge
 // first saw it with that expiry; how says how it was taken.
 func (j *claimJudge) leased(held model.Claim, how string) (bool, string) {
+	return j.leasedFor(held, claimTTL, how)
+}
+
+// leasedFor is leased with the most an expiry is believed (lease).
+func (j *claimJudge) leasedFor(held model.Claim, lease time.Duration, how string) (bool, string) {
 	key := seenKey(held)
 	now := time.Now()
 	j.mu.Lock()
@@ -162,13 +172,13 @@ func (j *claimJudge) leased(held model.Claim, how string) (bool, string) {
 		j.seen[key] = now
 	}
 	j.mu.Unlock()
-	end, capped := held.LeaseEnd(seen, claimTTL)
+	end, capped := held.LeaseEnd(seen, lease)
 	note := ""
 	if capped && !held.Expires.IsZero() {
-		note = fmt.Sprintf(" (its expiry, %s, is further ahead than an apply asks for: taken as %s from when this run first saw it)",
-			held.Expires.Format(time.RFC3339), claimTTL)
+		note = fmt.Sprintf(" (its expiry, %s, is further ahead than its holder asks for: taken as %s from when this run first saw it)",
+			held.Expires.Format(time.RFC3339), lease)
 	} else if capped {
-		note = fmt.Sprintf(" (it has no expiry: taken as %s from when this run first saw it)", claimTTL)
+		note = fmt.Sprintf(" (it has no expiry: taken as %s from when this run first saw it)", lease)
 	}
 	if now.Before(end) {
 		return true, fmt.Sprintf("%s; live until %s unless renewed%s", how, end.Local().Format(time.RFC3339), note)

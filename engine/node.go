@@ -27,6 +27,8 @@ type nodeRun struct {
 	// cordoned: the node is cordoned by this apply (or by the interrupted one it resumes);
 	// touched: a step ran on the node (it is not as it was).
 	cordoned, touched bool
+	// times: how long each step that finished took, and the health gates (noteTimes).
+	times model.NodeTimes
 }
 
 // runNode carries out node n's steps (nodeRun).
@@ -83,6 +85,7 @@ func (r *nodeRun) run(ctx context.Context) error {
 			return r.failed(ctx, s, err)
 		}
 		r.record(s, false)
+		r.took(s.Kind, time.Since(t0))
 		r.a.emit(Event{Kind: EventStepDone, Node: n.Name, Pool: n.Pool, Step: s, Elapsed: time.Since(t0)})
 		i++
 	}
@@ -91,12 +94,22 @@ func (r *nodeRun) run(ctx context.Context) error {
 			return err
 		}
 	}
+	t0 := time.Now()
 	if err := r.gate(ctx); err != nil {
 		return err
 	}
+	r.times.Health = time.Since(t0)
+	r.a.noteTimes(n, r.times)
 	r.record(model.Step{}, true)
 	r.a.emit(Event{Kind: EventNodeDone, Node: n.Name, Pool: n.Pool})
 	return nil
+}
+
+// took notes how long a step of the node took. A node executor that reports several steps
+// at once (an agent's one report at the end of a short update) gives the time since its
+// last report to the first of them, and none to the others: the node's total is kept.
+func (r *nodeRun) took(k model.StepKind, d time.Duration) {
+	r.times.Steps = append(r.times.Steps, model.StepTime{Kind: k, Took: d})
 }
 
 // recordConfig has the node record its new config when no node step runs on it (a change
@@ -138,6 +151,7 @@ func (r *nodeRun) handOver(ctx context.Context, batch []model.Step) (int, error)
 	err := a.w.Provider.RunNodeSteps(wctx, n.Name, r.from, r.target, batch, func(done model.Step) {
 		r.touched = true
 		r.record(done, false)
+		r.took(done.Kind, time.Since(t0))
 		a.emit(Event{Kind: EventStepDone, Node: n.Name, Pool: n.Pool, Step: done, Elapsed: time.Since(t0)})
 		k++
 		t0 = time.Now()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mcpfleet/mcp/model"
 	"github.com/mcpfleet/mcp/planner"
 )
 
@@ -28,10 +29,13 @@ func (r *ApplyResult) notStarted(ns NotStarted, nodes ...string) {
 	}
 }
 
-// deferredWhy says why the plan deferred the changing nodes of pool pp: paused, or no
-// room in its budget, which its nodes out of service took.
-func deferredWhy(plan *planner.Rollout, pp planner.PoolPlan) NotStarted {
-	if pp.Paused {
+// deferredWhy says why the plan deferred node n of pool pp: paused, or no room in its
+// budget, which its nodes out of service took.
+func deferredWhy(plan *planner.Rollout, pp planner.PoolPlan, n *planner.NodePlan) NotStarted {
+	switch {
+	case pp.Pause != nil && pp.Pause.Mode == model.PauseDisruptive && n.Disruptive():
+		return NotStarted{Why: fmt.Sprintf("deferred by the plan: pool %s is paused for disruptive changes (paused = \"disruptive\") and the node's steps drain or reboot it", pp.Name), Held: true}
+	case pp.Paused:
 		return NotStarted{Why: fmt.Sprintf("deferred by the plan: pool %s is paused", pp.Name), Held: true}
 	}
 	var out []string

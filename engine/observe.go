@@ -29,6 +29,9 @@ func (w *Workspace) knownConfig(st *state.State, name string) *model.Rendered {
 			return r
 		}
 	}
+	if w.Variants != nil {
+		return w.Variants.Named(name)
+	}
 	return nil
 }
 
@@ -42,7 +45,11 @@ func (w *Workspace) observeConfigs(ctx context.Context, st *state.State, fleet *
 	if !co.Has(providers.CapConfigObserver) {
 		return 0, nil
 	}
-	todo := planner.ToObserve(w.Desired, w.Rendered, st.Rendered, fleet.Nodes)
+	nodeR, _, err := w.variants(fleet.Nodes)
+	if err != nil {
+		return 0, err
+	}
+	todo := planner.ToObserve(w.Desired, w.Rendered, nodeR, st.Rendered, fleet.Nodes)
 	unpublished := w.publishTargets(ctx, todo)
 	var g errgroup.Group
 	g.SetLimit(8)

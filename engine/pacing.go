@@ -39,8 +39,8 @@ func (a *applier) closedPools() map[string]error {
 	now := a.opts.Clock.Now()
 	for _, pp := range a.plan.Pools {
 		ws := a.windows(pp.Name)
-		if len(ws) == 0 || pp.Paused {
-			continue
+		if len(ws) == 0 || pp.Paused && (pp.Pause == nil || len(pp.Pause.Passing) == 0) {
+			continue // nothing of the pool would start: its pause holds it all
 		}
 		if open, _, next := planner.WindowState(ws, now); !open {
 			out[pp.Name] = notStarted(fmt.Errorf("pool %s: not started (-no-wait): its maintenance window is closed (%s); next opening %s: run mcp apply then, or without -no-wait to wait for it",

@@ -13,6 +13,10 @@ import (
 type poolResult struct {
 	ApplyResult
 	errs []error
+	// stoppedBy says what failure stopped the pool's rollout ("" none): max_failures
+	// nodes failed (the first one's error), or alerts fired after a node (on_failure
+	// reads it); firstFailure is the first failed node's error.
+	stoppedBy, firstFailure string
 }
 
 // reached records a node that reached its target: adopted when its plan only recorded it.
@@ -48,8 +52,11 @@ type poolRun struct {
 	busy     map[string]string // started by this apply and not finished, or soaking: why
 	failures int
 	stopped  bool // max_failures nodes failed, a canary did, or alerts fired after a node
-	starts   int  // nodes started
-	canary   canaryRun
+	// canaryFailed: a canary node failed, which stops the pool whatever max_failures says
+	// (the canary gate asks canary.failed; this is for on_failure, revert.go).
+	canaryFailed bool
+	starts       int // nodes started
+	canary       canaryRun
 	// alertStop: alerts fired (or Prometheus did not answer) after a node finished.
 	alertStop *planner.Verdict
 	pr        poolResult
@@ -111,6 +118,12 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 		})
 	}
 	wg.Wait()
+	if r.stopped || r.canaryFailed {
+		r.pr.stoppedBy = r.pr.firstFailure
+		if r.pr.stoppedBy == "" && r.alertStop != nil {
+			r.pr.stoppedBy = r.alertStop.Reason
+		}
+	}
 	return r.pr
 }
 
@@ -216,6 +229,10 @@ func (r *poolRun) finished(n planner.NodePlan, err error) {
 		}
 		r.pr.Failed = append(r.pr.Failed, n.Name)
 		r.pr.errs = append(r.pr.errs, err)
+		r.canaryFailed = r.canaryFailed || n.Canary
+		if r.pr.firstFailure == "" {
+			r.pr.firstFailure = err.Error()
+		}
 	case r.pp.Soak > 0:
 		r.pr.reached(n)
 		r.a.noteReached(n)

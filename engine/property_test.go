@@ -237,10 +237,12 @@ func randomCase(seed uint64) (*simFleet, *Workspace, *state.State) {
 	st := state.New()
 	rendered := map[string]*model.Rendered{}
 	policies := []string{"", "none", "restart:x.service", "drain", "reboot"}
+	// One pool in ten is paused, all or for disruptive changes.
+	pauses := append(make([]model.Pause, 18), model.PauseAll, model.PauseDisruptive)
 	for p := range 1 + rng.IntN(3) {
 		name := fmt.Sprintf("p%d", p)
 		pool := model.Pool{Name: name, NodeSelector: map[string]string{"role": name},
-			MaxUnavailable: model.IntOrPercent{Value: 1 + rng.IntN(3)}, Paused: rng.IntN(10) == 0}
+			MaxUnavailable: model.IntOrPercent{Value: 1 + rng.IntN(3)}, Paused: pauses[rng.IntN(len(pauses))]}
 		if rng.IntN(3) == 0 {
 			pool.MaxUnavailable = model.IntOrPercent{Value: 10 + rng.IntN(60), Percent: true}
 		}

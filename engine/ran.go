@@ -27,6 +27,11 @@ func (a *applier) noteObserved() {
 	defer a.mu.Unlock()
 	a.st.Observe(a.obs.Nodes, planner.NodePools(a.w.Desired.Pools, a.obs.Nodes), a.opts.Clock.Now())
 	a.st.TrimRan()
+	pools := make([]string, 0, len(a.w.Desired.Pools))
+	for _, p := range a.w.Desired.Pools {
+		pools = append(pools, p.Name)
+	}
+	a.st.TrimStepTimes(pools)
 }
 
 // noteReached records n on its target from now.
@@ -34,6 +39,14 @@ func (a *applier) noteReached(n planner.NodePlan) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.st.Reached(n.To, n.Pool, n.Name, a.opts.Clock.Now())
+}
+
+// noteTimes records how long node n's steps and health gates took, once it passed them:
+// what the next plan estimates its pool's rollout from (planner.Estimate).
+func (a *applier) noteTimes(n planner.NodePlan, t model.NodeTimes) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.st.RecordTimes(n.Pool, t)
 }
 
 // noteFailed records n as having failed on its target (why).
@@ -51,14 +64,15 @@ func (w *Workspace) Ran(ctx context.Context, now time.Time) (map[string]*state.R
 	if err != nil {
 		return nil, err
 	}
-	return w.observedRan(st, fleet, now), nil
+	return w.RanSeen(st, fleet.Nodes, now), nil
 }
 
-// observedRan is st's records with fleet, seen at now, folded into a copy: st, the
-// backend's, is not changed.
-func (w *Workspace) observedRan(st *state.State, fleet *model.Fleet, now time.Time) map[string]*state.Ran {
+// RanSeen is st's records with nodes, as a refresh saw them at now, folded into a copy:
+// st, the backend's, is not changed. A plan across clusters reads an earlier stage's
+// records from the refresh its own plan of that cluster made, not from a second one.
+func (w *Workspace) RanSeen(st *state.State, nodes []model.Node, now time.Time) map[string]*state.Ran {
 	st = st.Clone()
-	st.Observe(fleet.Nodes, planner.NodePools(w.Desired.Pools, fleet.Nodes), now)
+	st.Observe(nodes, planner.NodePools(w.Desired.Pools, nodes), now)
 	return st.Ran
 }
 

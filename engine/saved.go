@@ -29,6 +29,9 @@ func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *Observed,
 	if here := canonicalDir(w.Dir); canonicalDir(pf.ConfigDir) != here {
 		return nil, fmt.Errorf("saved plan was made for the configuration in %s; this is %s: run mcp plan here, or apply it there (mcp -chdir=DIR apply)", pf.ConfigDir, here)
 	}
+	if !maps.Equal(pf.Rollback, w.rollback) {
+		return nil, fmt.Errorf("saved plan rolls back %s, this apply %s: apply a rollback's plan as it was saved (mcp apply FILE)", rollbackWords(pf.Rollback), rollbackWords(w.rollback))
+	}
 	// The configs first: the fleet's observation of nodes with unknown configs is made
 	// against them, so a plan for other configs would be called stale for it.
 	if d := renderedDiff(pf.Rollout, w.Rendered); d != "" {
@@ -57,6 +60,18 @@ func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *Observed,
 	return &Plan{File: fresh, Observed: obs}, nil
 }
 
+// rollbackWords says which pools a rollback moves where ("no pool": none).
+func rollbackWords(to map[string]string) string {
+	if len(to) == 0 {
+		return "no pool"
+	}
+	var out []string
+	for _, pool := range slices.Sorted(maps.Keys(to)) {
+		out = append(out, "pool "+pool+" to "+to[pool])
+	}
+	return strings.Join(out, ", ")
+}
+
 func canonicalDir(dir string) string {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -78,7 +93,7 @@ func planDiff(saved, derived *planner.Rollout) string {
 		return fmt.Sprintf("it has %d pools, the configuration %d", len(saved.Pools), len(derived.Pools))
 	}
 	for i := range derived.Pools {
-		if d := fieldDiff(saved.Pools[i], derived.Pools[i]); d != "" {
+		if d := fieldDiff(unestimated(saved.Pools[i]), unestimated(derived.Pools[i])); d != "" {
 			return "pool." + derived.Pools[i].Name + ": " + d
 		}
 	}
@@ -121,6 +136,14 @@ func renderedDiff(saved *planner.Rollout, rendered map[string]*model.Rendered) s
 // unjudged is n without its claim blockers: a judgement of whether another apply ran at
 // the moment of a refresh (planner.BlockClaim), which apply makes again, not an input
 // the saved plan was made from.
+// unestimated is pp without its estimate, which is for people only (planner.Estimate)
+// and is not compared: it is made from the state's step times, which the state's serial
+// covers already.
+func unestimated(pp planner.PoolPlan) planner.PoolPlan {
+	pp.Estimate = nil
+	return pp
+}
+
 func unjudged(n planner.NodePlan) planner.NodePlan {
 	n.Blockers = slices.DeleteFunc(slices.Clone(n.Blockers), func(b planner.Blocker) bool { return b.Kind == planner.BlockClaim })
 	if len(n.Blockers) == 0 {

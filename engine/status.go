@@ -21,12 +21,20 @@ func (w *Workspace) Status(ctx context.Context) (*planner.Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := planner.MakeStatus(w.Desired, st.Pointers, fleet)
+	s, err := planner.MakeStatus(w.Desired, st.Pointers, st.Variants, fleet)
 	if err != nil {
 		return nil, err
 	}
+	if err := w.statusPauses(s, st, fleet); err != nil {
+		return nil, err
+	}
+	for i := range s.Pools {
+		if m, ok := st.RolledBack[s.Pools[i].Name]; ok && w.Rendered[s.Pools[i].Name] != nil && w.Rendered[s.Pools[i].Name].Name != m.To {
+			s.Pools[i].RolledBack = &m
+		}
+	}
 	s.Templates = planner.MakeTemplateStatus(w.Desired, w.Rendered, st.BootImages, fleet.Templates)
-	s.Ran = ranStatus(w.observedRan(st, fleet, time.Now()))
+	s.Ran = ranStatus(w.RanSeen(st, fleet.Nodes, time.Now()))
 	return s, nil
 }
 
@@ -53,4 +61,19 @@ func (w *Workspace) readRefreshed(ctx context.Context, nodesOnly bool) (*state.S
 		return nil, nil, err
 	}
 	return st, fleet, nil
+}
+
+// statusPauses fills in what each paused pool's pause holds, planned from the state and
+// the fleet as a plan would (without what only a plan acts on: claims, interrupted
+// applies), and since when the state says it is paused.
+func (w *Workspace) statusPauses(s *planner.Status, st *state.State, fleet *model.Fleet) error {
+	pauses, err := planner.Pauses(planner.Input{Desired: w.Desired, Rendered: w.Rendered, Known: st.Rendered,
+		Pointers: st.Pointers, BootImages: st.BootImages, Fleet: fleet, Now: time.Now(), PausedSince: st.PausedSince})
+	if err != nil {
+		return err
+	}
+	for i := range s.Pools {
+		s.Pools[i].Pause = pauses[s.Pools[i].Name]
+	}
+	return nil
 }

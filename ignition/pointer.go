@@ -18,6 +18,9 @@ type PointerOptions struct {
 	Pool  string
 	CAPEM []byte // trust this CA for the server (optional)
 	Token string // send it as a bearer token (optional)
+	// Query is added to the config URL ("mac=…&uuid=…"): the selectors that tell the
+	// machine apart at the boot server, for a pointer made for one machine (optional).
+	Query string
 }
 
 // Pointer returns the Ignition config (user-data) that makes a booting node fetch and
@@ -26,6 +29,9 @@ func Pointer(o PointerOptions) ([]byte, error) {
 	var c types.Config
 	c.Ignition.Version = "3.4.0"
 	src := strings.TrimSuffix(o.URL, "/") + "/config/" + o.Pool
+	if o.Query != "" {
+		src += "?" + o.Query
+	}
 	res := types.Resource{Source: &src}
 	if o.Token != "" {
 		auth := "Bearer " + o.Token

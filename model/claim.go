@@ -1,7 +1,9 @@
 package model
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -42,6 +44,10 @@ type Claim struct {
 	// of an mcp that wrote none). Runs after it read it to know what was in flight.
 	Intent *Intent `json:"intent,omitempty"`
 }
+
+// ErrClaimChanged is the refusal of a claim swap (providers.Claimer's Clear, mcp serve
+// -fleetlock's SwapClaim) whose claim is no longer the one judged.
+var ErrClaimChanged = errors.New("the node's claim changed since it was read")
 
 // MaxFailed bounds a claim's Failed: a claim is a small record on the node.
 const MaxFailed = 1024
@@ -85,7 +91,37 @@ func (c *Claim) LeaseEnd(seen time.Time, lease time.Duration) (end time.Time, ca
 	return c.Expires, false
 }
 
-// String names the claim's apply for people: "apply 3KQ… (pid 4242 on root@build-1, since 10:58:06)".
+// FleetLockPrefix begins the Apply of a claim that a FleetLock client (Zincati) holds
+// through mcp serve -fleetlock: "fleetlock:" and the client's id. Such a claim has no
+// process or lock: it lives until its Expires, the reboot slot's lease
+// (docs/decisions.md, "One budget with the OS's own updater").
+const FleetLockPrefix = "fleetlock:"
+
+// MaxFleetLockLease bounds a FleetLock claim's lease: no expiry further than that from when
+// a judge first saw it is believed (LeaseEnd).
+const MaxFleetLockLease = 24 * time.Hour
+
+// FleetLockID is the FleetLock client id that holds the claim, ok false for an apply's.
+func (c *Claim) FleetLockID() (id string, ok bool) {
+	if c == nil || !strings.HasPrefix(c.Apply, FleetLockPrefix) {
+		return "", false
+	}
+	return strings.TrimPrefix(c.Apply, FleetLockPrefix), true
+}
+
+// Holder names who holds the claim, briefly: "apply 3KQ…" or "FleetLock client c988…".
+func (c *Claim) Holder() string {
+	if id, ok := c.FleetLockID(); ok {
+		return "FleetLock client " + id
+	}
+	return "apply " + c.Apply
+}
+
+// String names the claim's apply for people: "apply 3KQ… (pid 4242 on root@build-1, since 10:58:06)",
+// or "FleetLock client c988… (since 10:58:06)".
 func (c *Claim) String() string {
+	if id, ok := c.FleetLockID(); ok {
+		return fmt.Sprintf("FleetLock client %s (since %s)", id, c.Since.Local().Format("15:04:05"))
+	}
 	return fmt.Sprintf("apply %s (pid %d on %s, since %s)", c.Apply, c.PID, c.Host, c.Since.Local().Format("15:04:05"))
 }

@@ -109,6 +109,8 @@ type Facts struct {
 	Run RunFacts
 	// Excluded says the node was kept out with -exclude (a plan's).
 	Excluded bool
+	// Disruptive says the node's steps drain or reboot it (NodePlan.Disruptive).
+	Disruptive bool
 	// Observed are the pool's nodes as seen when asked; Busy the nodes (other than Node)
 	// taking budget besides those out of service, and why each: the apply's own, updating
 	// or soaking, and those other live applies hold.

@@ -152,7 +152,7 @@ func TestBootImageTemplates(t *testing.T) {
 		t.Errorf("refusal %q", r)
 	}
 	// A paused pool is kept: nothing changes, nothing refused.
-	in.Desired.Pools[0].Paused = true
+	in.Desired.Pools[0].Paused = model.PauseAll
 	p, _ = MakePlan(in)
 	if b := p.BootImages[0]; !b.Kept || b.Changes() || b.Refused != "" {
 		t.Errorf("paused: kept %v changes %v refused %q", b.Kept, b.Changes(), b.Refused)

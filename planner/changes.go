@@ -126,18 +126,20 @@ func ContentOf(b []byte, sensitive bool) *Content {
 // poolChanges is what the pool's changing nodes' moves change, one Change per config they
 // move from (in rollout order of each's first node), and the pool's boot pointer's move
 // when no node makes it.
-func poolChanges(in Input, pp *PoolPlan, nodes []NodePlan, target *model.Rendered) []Change {
+func poolChanges(in Input, pp *PoolPlan, nodes []NodePlan) []Change {
 	var out []Change
-	at := map[string]int{}
+	at := map[[2]string]int{}
 	for i := range nodes {
 		n := &nodes[i]
+		target := in.targetOf(pp.Name, n.Name)
 		if !n.Changed() || n.From == target.Name || n.Observation != nil {
 			continue // unchanged, held, untargeted; only restoring drift (its drift says how); or planned from what it carries (its observation says how)
 		}
-		k, ok := at[n.From]
+		key := [2]string{n.From, target.Name}
+		k, ok := at[key]
 		if !ok {
 			k = len(out)
-			at[n.From] = k
+			at[key] = k
 			out = append(out, change(in, n.From, target))
 		}
 		out[k].Nodes = append(out[k].Nodes, n.Name)
@@ -145,8 +147,8 @@ func poolChanges(in Input, pp *PoolPlan, nodes []NodePlan, target *model.Rendere
 	runningImages(in.Fleet, out)
 	// The boot pointer moves when the pool's rollout starts: not for a paused pool, nor
 	// for one -target leaves out.
-	if _, ok := at[pp.Previous]; pp.ReRendered && !pp.PointerKept && !pp.Paused && !ok {
-		c := change(in, pp.Previous, target)
+	if _, ok := at[[2]string{pp.Previous, pp.Rendered}]; pp.ReRendered && !pp.PointerKept && !pp.Paused && !ok {
+		c := change(in, pp.Previous, in.Rendered[pp.Name])
 		c.Nodes = []string{}
 		out = append(out, c)
 	}

@@ -109,7 +109,7 @@ func TestContentOfIsBounded(t *testing.T) {
 // A paused pool's blocker counts its node changes in the singular when there is one.
 func TestBlockerWordsCountRight(t *testing.T) {
 	n := node("w-0", "worker", "a", 0)
-	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker", Paused: true, MaxUnavailable: model.IntOrPercent{Value: 1}}),
+	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker", Paused: model.PauseAll, MaxUnavailable: model.IntOrPercent{Value: 1}}),
 		Rendered: map[string]*model.Rendered{"worker": target("worker", file("/etc/a", "x"))}, Fleet: &model.Fleet{Nodes: []model.Node{n}}})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestBlockerWordsCountRight(t *testing.T) {
 
 // A paused pool's boot pointer stays: no change is shown for it alone.
 func TestPausedPoolShowsNoPointerMove(t *testing.T) {
-	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker", Paused: true}),
+	p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker", Paused: model.PauseAll}),
 		Rendered: map[string]*model.Rendered{"worker": target("worker", file("/etc/a", "x"))}, Fleet: &model.Fleet{}})
 	if err != nil {
 		t.Fatal(err)

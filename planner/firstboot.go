@@ -9,24 +9,26 @@ import (
 
 // firstBootWarning says when the pool's nodes run configs whose first-boot part (users,
 // disks, filesystems… that only Ignition at a machine's first boot does) is not target's:
-// no step can give it to them, so only machines that boot from now on get it. "" when
+// (each node's: its pool's or its variant) no step can give it to them, so only machines that boot from now on get it. "" when
 // every node has target's, or the config each runs is unknown to the state.
-func firstBootWarning(in Input, target *model.Rendered, nodes []*model.Node) string {
-	stale := 0
+func firstBootWarning(in Input, pool string, nodes []*model.Node) string {
+	stale, removed := 0, false
 	for _, n := range nodes {
-		cur := in.Known[n.CurrentConfig]
-		if cur == nil && in.Rendered[target.Pool] != nil && in.Rendered[target.Pool].Name == n.CurrentConfig {
-			cur = in.Rendered[target.Pool]
+		target := in.targetOf(pool, n.Name)
+		if target == nil {
+			continue
 		}
+		cur := known(in, n.CurrentConfig, target)
 		if cur != nil && !bytes.Equal(cur.FirstBoot, target.FirstBoot) {
 			stale++
+			removed = removed || len(target.FirstBoot) == 0
 		}
 	}
 	if stale == 0 {
 		return ""
 	}
 	what := "changes"
-	if len(target.FirstBoot) == 0 {
+	if removed {
 		what = "is removed from the config"
 	}
 	return fmt.Sprintf("the first-boot part of the config (users, groups, disks, filesystems… that Ignition does only at a machine's first boot) %s: "+

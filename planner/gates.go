@@ -11,14 +11,26 @@ import (
 // The gates, each one question (Admission). A plan leaves Policy and Run zero and Alerts
 // and LockedApply unset: what only apply can know passes.
 
-// PausedGate: is the node's pool paused? Its nodes are left to a later apply.
+// PausedGate: does the node's pool's pause hold it? paused = true holds every node;
+// paused = "disruptive" those whose steps drain or reboot them (Facts.Disruptive). Held
+// nodes are left to a later apply.
 type PausedGate struct{}
 
 func (PausedGate) Name() string { return "paused" }
 
 func (PausedGate) Ask(f *Facts) Verdict {
-	if !f.Pool.Paused {
+	mode := model.PauseOff
+	switch p := f.Pool.Pause; {
+	case p != nil:
+		mode = p.Mode
+	case f.Pool.Paused: // a pool plan that says only that it is paused holds everything
+		mode = model.PauseAll
+	}
+	switch {
+	case !mode.Holds(f.Disruptive):
 		return Verdict{}
+	case mode == model.PauseDisruptive:
+		return Verdict{Kind: Defer, Reason: fmt.Sprintf("pool %s is paused for disruptive changes (paused = \"disruptive\") and the node's steps drain or reboot it", f.Pool.Name)}
 	}
 	return Verdict{Kind: Defer, Reason: fmt.Sprintf("pool %s is paused", f.Pool.Name)}
 }
@@ -183,8 +195,20 @@ func (ClaimGate) Ask(f *Facts) Verdict {
 	}
 	now, seen := c.Now, c.Seen
 	if f.AtPlan {
+		if _, ok := now.Claim.FleetLockID(); ok && now.Claim.Held() && now.Live {
+			return Verdict{Kind: Wait, Reason: fmt.Sprintf("held by %s, taking a slot of the pool's max_unavailable until it reports steady state: %s; apply waits for it",
+				now.Claim, now.Why)}
+		}
 		if now.Claim.Held() && now.Live {
 			return Verdict{Kind: Wait, Reason: fmt.Sprintf("held by %s: %s", now.Claim, now.Why)}
+		}
+		return Verdict{}
+	}
+	if _, ok := now.Claim.FleetLockID(); ok {
+		// A FleetLock client's reboot slot: the node reboots for its own updater, which
+		// changes nothing mcp planned; it is waited for, not skipped.
+		if now.Claim.Held() && now.Live {
+			return bounded(f, "claim", fmt.Sprintf("node %s is held by %s (%s)", f.Node, now.Claim, now.Why))
 		}
 		return Verdict{}
 	}
@@ -263,11 +287,11 @@ func DescribeWindows(ws []model.Window) string {
 // WhenFrom writes t in its own zone with how far it is from now:
 // "Sat 2026-11-28 02:00 CET (in 4d3h)".
 func WhenFrom(t, now time.Time) string {
-	return fmt.Sprintf("%s (in %s)", t.Format("Mon 2006-01-02 15:04 MST"), roughly(t.Sub(now)))
+	return fmt.Sprintf("%s (in %s)", t.Format("Mon 2006-01-02 15:04 MST"), Roughly(t.Sub(now)))
 }
 
-// roughly writes d to the minute, days apart: "4d3h", "2h5m", "40s".
-func roughly(d time.Duration) string {
+// Roughly writes d to the minute, days apart: "4d3h", "2h5m", "40s".
+func Roughly(d time.Duration) string {
 	if d < time.Minute {
 		return d.Round(time.Second).String()
 	}

@@ -115,7 +115,7 @@ func TestPlanAsksTheGates(t *testing.T) {
 		t.Errorf("w-1 held by a live apply: blockers %+v", b)
 	}
 	paused := worker
-	paused.Paused = true
+	paused.Paused = model.PauseAll
 	if p := plan(t, paused, nil, func([]model.Node) {}); len(p.Pools[0].Blockers) != 1 || p.Pools[0].Blockers[0].Message != "pool worker is paused: 3 node changes deferred" {
 		t.Errorf("paused: %+v", p.Pools[0].Blockers)
 	}
@@ -130,6 +130,31 @@ func TestPlanAsksTheGates(t *testing.T) {
 			Policy: Policy{BudgetWait: time.Minute, Poll: time.Second}})
 		if np.Deferred == v.Passes() {
 			t.Errorf("%s: the plan defers it %v, apply's budget gate says %+v", np.Name, np.Deferred, v)
+		}
+	}
+}
+
+// A FleetLock client's slot on a node is waited for, never a reason to skip it: taken
+// since the plan and live, apply waits; given back (released) or lapsed, the node starts —
+// its reboot for its own updater changed nothing mcp planned.
+func TestClaimGateWaitsForFleetLock(t *testing.T) {
+	pool := &PoolPlan{Name: "worker", MaxUnavailable: 1}
+	slot := &model.Claim{Apply: model.FleetLockPrefix + "c988", Since: t0, Expires: t0.Add(time.Hour)}
+	done := *slot
+	done.Released = t0.Add(time.Minute)
+	for _, tc := range []struct {
+		name string
+		now  JudgedClaim
+		kind VerdictKind
+	}{
+		{"taken since the plan, live", JudgedClaim{Claim: slot, Live: true, Why: "a FleetLock reboot slot"}, Wait},
+		{"given back since", JudgedClaim{Claim: &done}, Pass},
+		{"lapsed", JudgedClaim{Claim: slot}, Pass},
+	} {
+		f := &Facts{Node: "w-0", Pool: pool, Policy: Policy{BudgetWait: time.Minute, Poll: time.Second}, Waited: map[string]time.Duration{},
+			Claim: &ClaimFacts{Now: tc.now, Elsewhere: true}}
+		if v := (ClaimGate{}).Ask(f); v.Kind != tc.kind {
+			t.Errorf("%s: %+v; want kind %v", tc.name, v, tc.kind)
 		}
 	}
 }

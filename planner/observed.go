@@ -8,7 +8,8 @@ import (
 )
 
 // known is the rendered config named from as the state remembers it, or as this plan
-// renders it (a lost state on a fleet that runs names mcp made); nil: unknown.
+// renders it (a lost state on a fleet that runs names mcp made; an interim config this
+// plan makes); nil: unknown.
 func known(in Input, from string, target *model.Rendered) *model.Rendered {
 	if old := in.Known[from]; old != nil {
 		return old
@@ -16,26 +17,30 @@ func known(in Input, from string, target *model.Rendered) *model.Rendered {
 	if r := in.Rendered[target.Pool]; r != nil && r.Name == from {
 		return r
 	}
-	return nil
+	if r := in.variants[from]; r != nil {
+		return r
+	}
+	return in.interims.named(from)
 }
 
 // ToObserve names, for each node whose current config is absent or unknown (neither in
 // known nor one of rendered), the target of its pool it is to be observed against
 // (model.Observation): refresh asks the provider, and the plan derives its steps from
 // what it carries. A node no pool selects, or two do, is left out (the plan reports it).
-func ToObserve(d *model.Desired, rendered, knownConfigs map[string]*model.Rendered, nodes []model.Node) map[string]*model.Rendered {
+func ToObserve(d *model.Desired, rendered, nodeRendered, knownConfigs map[string]*model.Rendered, nodes []model.Node) map[string]*model.Rendered {
 	members, _, err := assignPools(d.Pools, nodes)
 	if err != nil {
 		return nil
 	}
-	in := Input{Rendered: rendered, Known: knownConfigs}
+	in := Input{Rendered: rendered, NodeRendered: nodeRendered, Known: knownConfigs}
+	in.indexVariants()
 	out := map[string]*model.Rendered{}
 	for pool, ns := range members {
-		target := rendered[pool]
-		if target == nil {
-			continue
-		}
 		for _, n := range ns {
+			target := in.targetOf(pool, n.Name)
+			if target == nil {
+				continue
+			}
 			if n.CurrentConfig == "" || known(in, n.CurrentConfig, target) == nil {
 				out[n.Name] = target
 			}

@@ -73,7 +73,7 @@ func TestToObserve(t *testing.T) {
 	nodes[1].CurrentConfig = tg.Name         // the plan renders it (a lost state)
 	nodes[2].CurrentConfig = "rendered-old"  // the state knows it
 	nodes[3].CurrentConfig = "rendered-mco1" // neither does
-	got := ToObserve(desired(model.Pool{Name: "worker"}), map[string]*model.Rendered{"worker": tg},
+	got := ToObserve(desired(model.Pool{Name: "worker"}), map[string]*model.Rendered{"worker": tg}, nil,
 		map[string]*model.Rendered{"rendered-old": {Name: "rendered-old"}}, nodes)
 	names := map[string]string{}
 	for n, r := range got {

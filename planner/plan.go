@@ -5,7 +5,6 @@
 package planner
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,7 +27,17 @@ func MakePlan(in Input) (*Rollout, error) {
 	}
 	p := &Rollout{Unmanaged: unmanaged, Rendered: map[string]*model.Rendered{},
 		Nodes: make([]NodePlan, 0, len(in.Fleet.Nodes)-len(unmanaged))}
+	in.indexVariants()
 	for _, r := range in.Rendered {
+		p.Rendered[r.Name] = r
+		if r.Provenance != nil {
+			if p.Provenance == nil {
+				p.Provenance = map[string]*model.Provenance{}
+			}
+			p.Provenance[r.Name] = r.Provenance
+		}
+	}
+	for _, r := range in.variants {
 		p.Rendered[r.Name] = r
 		if r.Provenance != nil {
 			if p.Provenance == nil {
@@ -40,6 +49,7 @@ func MakePlan(in Input) (*Rollout, error) {
 	// Nodes of a pool mostly share their current config: derive each (from, to) once.
 	memo := map[deriveKey]derived{}
 	in.memo, in.inFlight = memo, model.IndexInFlight(in.InFlight)
+	in.interims = newInterims()
 	var slots []poolSlots // per pool, for pdbWaves
 	podsByNode := map[string][]*model.Pod{}
 	for i := range in.Fleet.Pods {
@@ -53,7 +63,7 @@ func MakePlan(in Input) (*Rollout, error) {
 			return nil, fmt.Errorf("pool %s has no rendered config", pool.Name)
 		}
 		pp, nodes, sl := planPool(in, sc, pool, target, members[pool.Name])
-		pp.Changes = poolChanges(in, &pp, nodes, target)
+		pp.Changes = poolChanges(in, &pp, nodes)
 		slots = append(slots, sl)
 		for i := range nodes {
 			if nodes[i].Changed() && hasStep(nodes[i].Steps, model.StepDrain) {
@@ -63,6 +73,11 @@ func MakePlan(in Input) (*Rollout, error) {
 		p.Pools = append(p.Pools, pp)
 		p.Nodes = append(p.Nodes, nodes...)
 	}
+	for i := range p.Nodes {
+		if n := &p.Nodes[i]; n.Interim != nil {
+			p.Rendered[n.To] = in.interims.named(n.To) // stored by apply, as the targets are
+		}
+	}
 	if len(in.Fleet.PDBs) > 0 {
 		ready := make(map[string]bool, len(in.Fleet.Nodes))
 		for i := range in.Fleet.Nodes {
@@ -70,6 +85,7 @@ func MakePlan(in Input) (*Rollout, error) {
 		}
 		pdbWaves(p, slots, podsByNode, in.Fleet.PDBs, ready)
 	}
+	estimates(in, p)
 	if p.BootImages, err = planBootImages(in, p.Pools, p.Nodes); err != nil {
 		return nil, err
 	}
@@ -101,23 +117,19 @@ func assignPools(pools []model.Pool, nodes []model.Node) (map[string][]*model.No
 }
 
 func selects(sel, labels map[string]string) bool {
-	if len(sel) == 0 {
-		return false
-	}
-	for k, v := range sel {
-		if got, ok := labels[k]; !ok || got != v {
-			return false
-		}
-	}
-	return true
+	return len(sel) > 0 && model.SelectorMatches(sel, labels)
 }
 
 // planPool plans one pool's nodes and schedules the changing ones.
 func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, nodes []*model.Node) (PoolPlan, []NodePlan, poolSlots) {
 	pp := PoolPlan{Name: pool.Name, Rendered: target.Name, Previous: in.Pointers[pool.Name],
-		Size: len(nodes), Paused: pool.Paused, DrainTimeout: pool.DrainTimeout, PointerKept: !sc.poolTargeted(pool.Name),
+		Size: len(nodes), Paused: pool.Paused == model.PauseAll, DrainTimeout: pool.DrainTimeout, PointerKept: !sc.poolTargeted(pool.Name),
 		HealthChecks: pool.HealthChecks, AlertGate: pool.AlertGate, OnDrift: pool.OnDrift}
+	if pool.OnFailure.Reverts() {
+		pp.OnFailure = pool.OnFailure
+	}
 	pp.ReRendered = pp.Rendered != pp.Previous
+	rollbackNotes(in, &pp)
 	pp.MaxUnavailable = pool.MaxUnavailable.Resolve(len(nodes))
 	pp.Canary, pp.CanarySoak = pool.Pacing.Canary, pool.Pacing.CanarySoak
 	pp.MaxFailures, pp.Soak = max(pool.Pacing.MaxFailures, 1), pool.Pacing.Soak
@@ -125,7 +137,7 @@ func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, node
 	plans := make([]NodePlan, len(nodes))
 	var out []string // nodes out of service now, changing or not
 	for i, n := range nodes {
-		plans[i] = planNode(in, n, pool, target)
+		plans[i] = planNode(in, n, pool, in.targetOf(pool.Name, n.Name))
 		// Held and untargeted nodes get no steps; out of service they still count below.
 		held := HoldGate{}.Ask(&Facts{AtPlan: true, Node: n.Name, Pool: &pp, Excluded: sc.excluded[n.Name], Observed: []model.Node{*n}})
 		if untargeted := !sc.nodeTargeted(pool.Name, n.Name); held.Kind == Skip || untargeted {
@@ -135,6 +147,9 @@ func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, node
 			} else {
 				pp.Untargeted++
 			}
+		}
+		if plans[i].Changed() && pool.Paused == model.PauseDisruptive {
+			plans[i] = passInterim(in, n, pool, in.targetOf(pool.Name, n.Name), plans[i])
 		}
 		if plans[i].Changed() {
 			if v := (ClaimGate{}).Ask(&Facts{AtPlan: true, Node: n.Name, Pool: &pp, Claim: in.claimFacts(n.Name)}); !v.Passes() {
@@ -147,37 +162,26 @@ func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, node
 	}
 	pp.Unavailable = len(out)
 	pp.Slots = pp.MaxUnavailable - pp.Unavailable
-	// Rollout order: changing nodes that are out of service already first (they take no
-	// more of the budget), then zone, then oldest, then name (the MCO's order); unchanged
-	// nodes last.
-	rank := func(i int) int {
-		switch {
-		case !plans[i].Changed():
-			return 2
-		case plans[i].Condition != "":
-			return 0
-		}
-		return 1
-	}
-	order := make([]int, len(nodes))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		if ra, rb := rank(a), rank(b); ra != rb || ra == 2 {
-			return cmp.Or(ra-rb, strings.Compare(nodes[a].Name, nodes[b].Name))
-		}
-		return cmp.Or(strings.Compare(nodes[a].Zone, nodes[b].Zone),
-			nodes[a].Created.Compare(nodes[b].Created), strings.Compare(nodes[a].Name, nodes[b].Name))
-	})
+	order := rolloutOrder(&pp, pool.Order, plans, nodes)
 	sorted := make([]NodePlan, 0, len(nodes))
 	for _, i := range order {
 		sorted = append(sorted, plans[i])
 	}
+	if pool.Paused.On() {
+		pp.Pause = &PauseStatus{Mode: pool.Paused, Waiting: []string{}} // a list in JSON, empty when nothing waits
+		if t, ok := in.PausedSince[pool.Name]; ok {
+			pp.Pause.Since = &t
+		}
+	}
 	sl := schedule(&pp, sorted, out, nodes)
-	if w := firstBootWarning(in, target, nodes); w != "" {
+	if w := firstBootWarning(in, pool.Name, nodes); w != "" {
 		pp.Warnings = append(pp.Warnings, w)
 	}
+	var warn []string
+	pp.Variants, warn = poolVariants(in, pool, nodes)
+	pp.Warnings = append(pp.Warnings, warn...)
+	pp.Machines = machineTargets(in, pool.Name, target)
+	pp.MachinesMoved = machinesMoved(in, pool.Name, pp.Machines)
 	return pp, sorted, sl
 }
 
@@ -197,9 +201,19 @@ type poolSlots struct{ slots, first int }
 // out of service already start in the first wave, each in its own slot; the others share
 // the slots the budget leaves, wave after wave.
 func schedule(pp *PoolPlan, nodes []NodePlan, out []string, members []*model.Node) poolSlots {
-	changing, inOwnSlot, resumed := 0, 0, 0
+	pp.Updates = 0
 	for _, n := range nodes {
 		if n.Changed() {
+			pp.Updates++
+		}
+	}
+	if pp.Updates == 0 {
+		return poolSlots{}
+	}
+	holdPaused(pp, nodes)
+	changing, inOwnSlot, resumed := 0, 0, 0
+	for _, n := range nodes {
+		if n.Changed() && !n.Deferred {
 			changing++
 			if n.Condition != "" {
 				inOwnSlot++
@@ -209,16 +223,7 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string, members []*model.Nod
 			}
 		}
 	}
-	pp.Updates = changing
 	if changing == 0 {
-		return poolSlots{}
-	}
-	if v := (PausedGate{}).Ask(&Facts{AtPlan: true, Pool: pp}); v.Kind == Defer {
-		pp.Blockers = append(pp.Blockers, Blocker{Kind: BlockPaused,
-			Message: fmt.Sprintf("%s: %s deferred", v.Reason, nodeChanges(changing))})
-		for k := range nodes {
-			nodes[k].Deferred = nodes[k].Changed()
-		}
 		return poolSlots{}
 	}
 	if inOwnSlot > 0 {
@@ -241,7 +246,7 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string, members []*model.Nod
 	i, scheduled, last := 0, 0, 0
 	for k := range nodes {
 		n := &nodes[k]
-		if !n.Changed() {
+		if !n.Changed() || n.Deferred {
 			continue
 		}
 		if inCanary && canaryLeft == 0 {
@@ -280,7 +285,7 @@ func schedule(pp *PoolPlan, nodes []NodePlan, out []string, members []*model.Nod
 // node in service may start — with the nodes it resumes back in service, when resumed:
 // they are, once this apply finished them. True when no node in service changes.
 func roomInService(pp *PoolPlan, nodes []NodePlan, members []*model.Node, resumed bool) bool {
-	k := slices.IndexFunc(nodes, func(n NodePlan) bool { return n.Changed() && n.Condition == "" })
+	k := slices.IndexFunc(nodes, func(n NodePlan) bool { return n.Changed() && !n.Deferred && n.Condition == "" })
 	if k < 0 {
 		return true
 	}
@@ -297,6 +302,21 @@ func roomInService(pp *PoolPlan, nodes []NodePlan, members []*model.Node, resume
 		}
 	}
 	return (BudgetGate{}).Ask(&Facts{AtPlan: true, Node: nodes[k].Name, Pool: pp, Observed: observed}).Passes()
+}
+
+// underWay is the config an update under way moves drifted node n to ("" when n has no
+// drift, or no such update): the update its agent works on, or an interrupted apply's (f).
+func underWay(n *model.Node, f *model.InFlight) string {
+	if len(n.Drift) == 0 && n.DriftUnlisted == 0 {
+		return ""
+	}
+	if f != nil && f.Started() && f.Target != n.CurrentConfig {
+		return f.Target
+	}
+	if n.DesiredConfig != "" && n.DesiredConfig != n.CurrentConfig {
+		return n.DesiredConfig
+	}
+	return ""
 }
 
 // planNode derives one node's steps from what it reports — the config it runs, its drift,
@@ -318,6 +338,7 @@ func planNode(in Input, n *model.Node, pool *model.Pool, target *model.Rendered)
 	}
 	resuming := f != nil && f.Started()
 	np.Drift, np.DriftUnlisted = n.Drift, n.DriftUnlisted
+	np.DriftUnderWay = underWay(n, f)
 	drift := restorable(&np, n, pool.OnDrift, target)
 	host := steps.HostOf(n)
 	if n.CurrentConfig == target.Name {

@@ -46,7 +46,7 @@ func TestMakePlanWavesOrderAndBlockers(t *testing.T) {
 		DesiredHealthy: 2, CurrentHealthy: 2, DisruptionsAllowed: 0}}
 	in := Input{
 		Desired: desired(model.Pool{Name: "worker", MaxUnavailable: model.IntOrPercent{Value: 50, Percent: true}},
-			model.Pool{Name: "infra", MaxUnavailable: model.IntOrPercent{Value: 1}, Paused: true}),
+			model.Pool{Name: "infra", MaxUnavailable: model.IntOrPercent{Value: 1}, Paused: model.PauseAll}),
 		Rendered: map[string]*model.Rendered{
 			"worker": target("worker", file("/etc/a", "x")), // no policy: reboot, so a drain
 			"infra":  target("infra", file("/etc/a", "x", "none")),
@@ -587,5 +587,37 @@ func TestMakePlanRebootedNodeWithItsNewKernelArgs(t *testing.T) {
 	}
 	if np := p.Nodes[0]; !cmp.Equal([]string{"verify", "uncordon"}, keys(np.Steps)) || np.Happened == "" {
 		t.Errorf("steps %v, happened %q", keys(np.Steps), np.Happened)
+	}
+}
+
+// A node a FleetLock client (Zincati) holds a reboot slot on is shown in the plan as
+// taking a slot of the pool's budget, named with its holder (apply counts it live, and
+// waits for it); lapsed, nothing is said.
+func TestMakePlanShowsFleetLockSlot(t *testing.T) {
+	n := []model.Node{node("w-0", "worker", "a", 0), node("w-1", "worker", "a", 1)}
+	plan := func(live bool) NodePlan {
+		t.Helper()
+		fl := &model.Claim{Apply: model.FleetLockPrefix + "c988d2509fdf", Since: t0}
+		p, err := MakePlan(Input{Desired: desired(model.Pool{Name: "worker", MaxUnavailable: model.IntOrPercent{Value: 1}}),
+			Rendered: map[string]*model.Rendered{"worker": target("worker", file("/etc/a", "x", "none"))},
+			Fleet:    &model.Fleet{Nodes: n}, Claims: map[string]JudgedClaim{"w-1": {Claim: fl, Live: live, Why: "a FleetLock reboot slot"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, np := range p.Nodes {
+			if np.Name == "w-1" {
+				return np
+			}
+		}
+		t.Fatal("no w-1 in the plan")
+		return NodePlan{}
+	}
+	np := plan(true)
+	if len(np.Blockers) != 1 || np.Blockers[0].Kind != BlockClaim ||
+		!strings.Contains(np.Blockers[0].Message, "FleetLock client c988d2509fdf") || !strings.Contains(np.Blockers[0].Message, "slot of the pool's max_unavailable") {
+		t.Fatalf("w-1 held by a live FleetLock slot: blockers %+v; want one naming its holder as taking a slot of the budget", np.Blockers)
+	}
+	if np := plan(false); len(np.Blockers) != 0 {
+		t.Fatalf("w-1 with a lapsed FleetLock slot: blockers %+v; want none", np.Blockers)
 	}
 }

@@ -43,31 +43,61 @@ func Render(d *model.Desired, ign Ignition) (map[string]*model.Rendered, model.D
 	var overrides overrideSet
 	rel := relativeTo(d.Dir)
 	for i := range d.Pools {
-		r, ovs := merge(&d.Pools[i], d.Configs, rel)
-		overrides.add(d.Pools[i].Name, ovs)
-		r.IgnitionVersion = version
-		if rd := append(recordsDiags(r, rel), parentsDiags(r, rel)...); len(rd) > 0 {
-			diags = appendOnce(diags, rd)
-			continue
+		p := &d.Pools[i]
+		r, ovs, rdiags := renderPool(d, p, poolConfigs(d, p.Name, nil), version, ign, rel)
+		overrides.add(p.Name, ovs)
+		diags = appendOnce(diags, rdiags)
+		if r != nil {
+			out[r.Pool] = r
+			diags = append(diags, bootImageDiags(d, p, r.OSImage)...)
 		}
-		if dg := firstBoot(r, d.Configs, ign); dg != nil {
-			diags = append(diags, dg)
-			continue
-		}
-		rpt, err := ign.Render(r)
-		diags = append(diags, reportDiags(r, d, &d.Pools[i], rpt)...)
-		if err != nil && !fatal(rpt) {
-			diags = append(diags, &model.Diagnostic{Severity: model.DiagError,
-				Summary: fmt.Sprintf("Ignition rejects rendered config for pool %q", r.Pool),
-				Detail:  err.Error(), Subject: model.Subject(d.Pools[i].DeclRange)})
-		}
-		if err != nil {
-			continue
-		}
-		out[r.Pool] = r
-		diags = append(diags, bootImageDiags(d, &d.Pools[i], r.OSImage)...)
+	}
+	if !diags.HasErrors() {
+		diags = appendOnce(diags, RenderTargeted(d, ign))
 	}
 	return out, append(overrides.diags(), diags...)
+}
+
+// poolConfigs are the configs of pool in merge order that apply to its nodes with the
+// targeted configs named in chosen (sorted) and no others: a pool's own config (chosen
+// nil) has only the configs of all its nodes.
+func poolConfigs(d *model.Desired, pool string, chosen []string) []model.Config {
+	var out []model.Config
+	for _, c := range d.Configs {
+		if !slices.Contains(c.Pools, pool) {
+			continue
+		}
+		if _, ok := slices.BinarySearch(chosen, c.Name); !c.Targeted() || ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// renderPool merges configs (all of them apply to p's node) into p's rendered config in
+// version, checked by Ignition's parser and named; nil with the diagnostics that say why
+// it cannot be.
+func renderPool(d *model.Desired, p *model.Pool, configs []model.Config, version string, ign Ignition,
+	rel func(model.Origin) model.Origin) (*model.Rendered, []override, model.Diagnostics) {
+	r, ovs := merge(p, configs, rel)
+	r.IgnitionVersion = version
+	if rd := append(recordsDiags(r, rel), parentsDiags(r, rel)...); len(rd) > 0 {
+		return nil, ovs, rd
+	}
+	if dg := firstBoot(r, configs, ign); dg != nil {
+		return nil, ovs, model.Diagnostics{dg}
+	}
+	rpt, err := ign.Render(r)
+	diags := reportDiags(r, configs, p, rpt)
+	if err != nil && !fatal(rpt) {
+		diags = append(diags, &model.Diagnostic{Severity: model.DiagError,
+			Summary: fmt.Sprintf("Ignition rejects rendered config for pool %q", r.Pool),
+			Detail:  err.Error(), Subject: model.Subject(p.DeclRange)})
+	}
+	if err != nil {
+		return nil, ovs, diags
+	}
+	return r, ovs, diags
 }
 
 // merge folds the configs naming pool p, in order, into one rendered config (unnamed),
@@ -195,7 +225,7 @@ func fatal(rpt []model.ReportEntry) bool {
 
 // reportDiags turns Ignition's report entries into diagnostics on the file or unit whose
 // JSON path they name.
-func reportDiags(r *model.Rendered, d *model.Desired, p *model.Pool, rpt []model.ReportEntry) model.Diagnostics {
+func reportDiags(r *model.Rendered, configs []model.Config, p *model.Pool, rpt []model.ReportEntry) model.Diagnostics {
 	var diags model.Diagnostics
 	for _, e := range rpt {
 		sev := e.Severity
@@ -210,7 +240,7 @@ func reportDiags(r *model.Rendered, d *model.Desired, p *model.Pool, rpt []model
 			subject = model.Subject(e.Common().DeclRange)
 		} else if i, ok := indexAfter(path, "systemd.units."); ok && i < len(r.Units) {
 			subject = model.Subject(r.Units[i].DeclRange)
-		} else if at := firstBootAt(d, r); at != nil && len(r.FirstBoot) > 0 && !managedPath(path) {
+		} else if at := firstBootAt(configs, r); at != nil && len(r.FirstBoot) > 0 && !managedPath(path) {
 			subject = at
 		}
 		diags = append(diags, &model.Diagnostic{Severity: sev,
@@ -244,10 +274,10 @@ func firstBoot(r *model.Rendered, configs []model.Config, ign Ignition) *model.D
 
 // firstBootAt is the place of the last config of r's pool with a first-boot part, for
 // Ignition's report on that part; nil when none has one.
-func firstBootAt(d *model.Desired, r *model.Rendered) *model.Range {
+func firstBootAt(configs []model.Config, r *model.Rendered) *model.Range {
 	var at *model.Range
-	for i := range d.Configs {
-		if c := &d.Configs[i]; slices.Contains(c.Pools, r.Pool) && len(c.FirstBoot) > 0 {
+	for i := range configs {
+		if c := &configs[i]; slices.Contains(c.Pools, r.Pool) && len(c.FirstBoot) > 0 {
 			at = model.Subject(c.FirstBootRange)
 		}
 	}

@@ -149,7 +149,7 @@ func TestIgnitionReportAtTheEntry(t *testing.T) {
 	pool := &model.Pool{Name: "worker", DeclRange: at(9)}
 	for path, line := range map[string]int{"storage.files.0.mode": 1, "storage.directories.1": 3,
 		"storage.links.1.target": 5, "storage.links.0": 4, "storage.links.2": 9, "storage.disks.0": 9} {
-		diags := reportDiags(r, &model.Desired{}, pool, []model.ReportEntry{{Severity: model.DiagError, Path: path, Message: "bad"}})
+		diags := reportDiags(r, nil, pool, []model.ReportEntry{{Severity: model.DiagError, Path: path, Message: "bad"}})
 		if len(diags) != 1 || diags[0].Subject == nil || diags[0].Subject.Start.Line != line {
 			t.Errorf("%s: %v, want line %d", path, diags, line)
 		}

@@ -56,6 +56,12 @@ type PoolStatus struct {
 	// ReadyMachineCount.
 	Ready  int
 	Paused bool
+	// Pause is what the pool's pause holds (nil: the pool is not paused): since when, the
+	// nodes that wait, their steps, whether one drains or reboots (engine.Status fills it).
+	Pause *PauseStatus
+	// RolledBack: a rollback moved the pool to RolledBack.To, and the configuration renders
+	// another config (engine's Status sets it): a plain apply goes forward again.
+	RolledBack *model.RolledBack
 	// Created is when the pool's oldest node was created (zero: the pool has none): the
 	// pool's AGE, as it has no object of its own to date.
 	Created time.Time
@@ -75,10 +81,13 @@ type NodeStatus struct {
 	// Current is the config the node runs, Desired the one it was told to move to (Current
 	// when it was told nothing).
 	Current, Desired string
-	State            string // the agent's report: Done, Working or Degraded ("" before any)
-	Reason           string
-	Held             bool
-	HoldReason       string
+	// Target is the config the state's pointers give the node: its pool's, or its
+	// variant for chosen nodes ("" before the first apply).
+	Target     string
+	State      string // the agent's report: Done, Working or Degraded ("" before any)
+	Reason     string
+	Held       bool
+	HoldReason string
 	// Drift is how the node differs from the config it runs (its disk, kernel arguments,
 	// OS image), and DriftUnlisted the differences it reported without listing them.
 	Drift         []model.Drift
@@ -95,14 +104,16 @@ type NodeStatus struct {
 // drift: what it reports of itself against the config it runs); pointers are the state's
 // boot pointers by pool. It fails only on an ambiguous fleet (a node in two pools), as
 // MakePlan does.
-func MakeStatus(d *model.Desired, pointers map[string]string, fleet *model.Fleet) (*Status, error) {
+// variants are the state's variants of each pool's config for chosen nodes (a node
+// targeted configs apply to is compared with its variant).
+func MakeStatus(d *model.Desired, pointers map[string]string, variants map[string][]model.VariantPointer, fleet *model.Fleet) (*Status, error) {
 	members, unmanaged, err := assignPools(d.Pools, fleet.Nodes)
 	if err != nil {
 		return nil, err
 	}
 	s := &Status{}
 	for _, pool := range d.Pools {
-		ps := PoolStatus{Name: pool.Name, Config: pointers[pool.Name], Paused: pool.Paused}
+		ps := PoolStatus{Name: pool.Name, Config: pointers[pool.Name], Paused: pool.Paused.On()}
 		nodes := slices.Clone(members[pool.Name])
 		slices.SortFunc(nodes, func(a, b *model.Node) int { return strings.Compare(a.Name, b.Name) })
 		for _, n := range nodes {
@@ -110,14 +121,19 @@ func MakeStatus(d *model.Desired, pointers map[string]string, fleet *model.Fleet
 			ps.Machines++
 			cond := ns.Condition
 			updating := n.State == model.StateWorking || n.DesiredConfig != "" && n.DesiredConfig != n.CurrentConfig
+			want := ps.Config
+			if want != "" && len(variants[pool.Name]) > 0 {
+				want = model.VariantFor(variants[pool.Name], Chosen(d, pool.Name, n.Name, n.Labels), want)
+			}
+			ns.Target = want
 			switch {
 			case n.State == model.StateDegraded:
 				ps.Degraded++
 			case updating:
 				ps.Updating++
-			case ps.Config != "" && n.CurrentConfig == ps.Config && len(n.Drift)+n.DriftUnlisted > 0:
+			case want != "" && n.CurrentConfig == want && len(n.Drift)+n.DriftUnlisted > 0:
 				ps.Drifted++
-			case ps.Config != "" && n.CurrentConfig == ps.Config:
+			case want != "" && n.CurrentConfig == want:
 				ps.Updated++
 				if cond == "" {
 					ps.Ready++

@@ -35,8 +35,8 @@ func TestMakeStatusCounts(t *testing.T) {
 		with(node("i-0", "infra", "a", 0), func(n *model.Node) { n.Ready = false }),
 		node("stray", "none", "a", 0),
 	}}
-	d := desired(model.Pool{Name: "worker"}, model.Pool{Name: "infra", Paused: true})
-	s, err := MakeStatus(d, map[string]string{"worker": "new"}, fleet)
+	d := desired(model.Pool{Name: "worker"}, model.Pool{Name: "infra", Paused: model.PauseAll})
+	s, err := MakeStatus(d, map[string]string{"worker": "new"}, nil, fleet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestMakeStatusCounts(t *testing.T) {
 func TestMakeStatusRefusesANodeInTwoPools(t *testing.T) {
 	n := node("both", "worker", "a", 0)
 	n.Labels["node-role.kubernetes.io/infra"] = ""
-	_, err := MakeStatus(desired(model.Pool{Name: "worker"}, model.Pool{Name: "infra"}), nil, &model.Fleet{Nodes: []model.Node{n}})
+	_, err := MakeStatus(desired(model.Pool{Name: "worker"}, model.Pool{Name: "infra"}), nil, nil, &model.Fleet{Nodes: []model.Node{n}})
 	if err == nil {
 		t.Fatal("a node in two pools was given a status")
 	}
@@ -88,7 +88,7 @@ func TestStatusConditionsAndLastFailure(t *testing.T) {
 	failed := node("w-1", "worker", "a", 2)
 	failed.CurrentConfig, failed.State = "old", model.StateDone
 	failed.Claim = &model.Claim{Apply: "a1", Since: t0, Released: t0, Failed: "node w-1: drain: eviction refused"}
-	s, err := MakeStatus(desired(model.Pool{Name: "worker"}), map[string]string{"worker": "new"}, &model.Fleet{Nodes: []model.Node{done, failed}})
+	s, err := MakeStatus(desired(model.Pool{Name: "worker"}), map[string]string{"worker": "new"}, nil, &model.Fleet{Nodes: []model.Node{done, failed}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestStatusConditionsAndLastFailure(t *testing.T) {
 		t.Errorf("last failure %q", got)
 	}
 	failed.Claim.Released = time.Time{} // held: a running apply's, not a record
-	s, _ = MakeStatus(desired(model.Pool{Name: "worker"}), nil, &model.Fleet{Nodes: []model.Node{failed}})
+	s, _ = MakeStatus(desired(model.Pool{Name: "worker"}), nil, nil, &model.Fleet{Nodes: []model.Node{failed}})
 	if s.Nodes[0].LastFailure != "" {
 		t.Errorf("a held claim's failure shown: %q", s.Nodes[0].LastFailure)
 	}

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"slices"
 	"time"
 
 	"github.com/mcpfleet/mcp/model"
@@ -11,6 +12,13 @@ type Input struct {
 	Desired *model.Desired
 	// Rendered is the new rendered config of each pool (from Render), by pool name.
 	Rendered map[string]*model.Rendered
+	// Machines are the state's machine pointers (what the boot server gives each machine
+	// block now), by machine: a plan that moves one changes something.
+	Machines map[string]model.MachinePointer
+	// NodeRendered is the variant of its pool's config each node that targeted configs
+	// apply to gets (Variants.ForNodes), by node; absent: the pool's. MachineRendered is
+	// each machine block's (Variants.ForMachines), for the boot server.
+	NodeRendered, MachineRendered map[string]*model.Rendered
 	// Known holds the rendered configs the state remembers, by name; a node's current config
 	// is looked up here to know what changes.
 	Known map[string]*model.Rendered
@@ -38,9 +46,23 @@ type Input struct {
 	// judges: the planner reads no process and no lock), by node: a changing node another
 	// live apply holds is blocked (BlockClaim, asked of the claim gate as apply asks it).
 	Claims map[string]JudgedClaim
+	// PausedSince is, per paused pool, when the first apply that saw it paused started
+	// (the state's record): plans show it.
+	PausedSince map[string]time.Time
+	// StepTimes are the state's records of how long each pool's steps took, by pool: what
+	// each pool's Estimate is made from (none: defaults).
+	StepTimes map[string]*model.StepTimes
+	// Rollback names the pools whose target in Rendered is a stored rendered config that
+	// mcp rollback goes back to, not what the configuration renders (PoolPlan.Rollback).
+	Rollback map[string]bool
+	// RolledBack are the state's rollback marks, by pool: a pool whose target is not the
+	// config it was rolled back to is warned about (PoolPlan.RolledBack).
+	RolledBack map[string]model.RolledBack
 
 	memo     map[deriveKey]derived      // set by MakePlan
+	variants map[string]*model.Rendered // NodeRendered and MachineRendered by name, set by MakePlan
 	inFlight map[string]*model.InFlight // InFlight by node, set by MakePlan
+	interims *interims                  // the interim configs this plan makes, set by MakePlan
 }
 
 // Rollout is what the planner decides: per pool and per node what will happen, in which
@@ -72,6 +94,13 @@ type PoolPlan struct {
 	Previous string `json:"previous,omitempty"` // the pointer before (from the state)
 	// ReRendered is true when Rendered differs from Previous.
 	ReRendered bool `json:"re_rendered"`
+	// Rollback: Rendered is a stored rendered config mcp rollback goes back to, not what the
+	// configuration renders; the configuration is not changed, and apply marks the pool
+	// rolled back (the state's RolledBack).
+	Rollback bool `json:"rollback,omitempty"`
+	// RolledBack: an earlier rollback moved the pool to RolledBack.To, and the configuration
+	// renders another config (Rendered): this plan goes forward again to it.
+	RolledBack *model.RolledBack `json:"rolled_back,omitempty"`
 	// Warnings are about the pool as a whole: a change to the first-boot part of its
 	// config, which running nodes never get.
 	Warnings []string `json:"warnings,omitempty"`
@@ -80,8 +109,21 @@ type PoolPlan struct {
 	MaxUnavailable int `json:"max_unavailable"`
 	// Unavailable counts the pool's nodes out of service now (Condition not ""), whether
 	// this rollout changes them or not.
-	Unavailable int  `json:"unavailable"`
-	Paused      bool `json:"paused,omitempty"`
+	Unavailable int `json:"unavailable"`
+	// Paused is true when the pool's pause holds changes: always with paused = true; with
+	// paused = "disruptive" when a changing node's steps drain or reboot it, or the rest of
+	// a node's move waits (NodePlan.Interim). The pool's boot pointer and boot image then
+	// stay as they are.
+	Paused bool `json:"paused,omitempty"`
+	// Pause is the pool's pause when it is paused (nil: it is not): since when, and what it
+	// holds. For people: apply asks the paused gate again of each node.
+	Pause *PauseStatus `json:"pause,omitempty"`
+	// Order is the order the pool's changing nodes roll out in, canaries first:
+	// "oldest" (zone, then oldest, then name), "newest" (zone, then newest, then name), or
+	// "list" (OrderNodes first, in that order; the others after them as "oldest"). Nodes
+	// out of service already go before all of them (they take no more of the budget).
+	Order      model.OrderBy `json:"order,omitempty"`
+	OrderNodes []string      `json:"order_nodes,omitempty"`
 	// DrainTimeout is the pool's drain_timeout (zero: apply's -drain-timeout).
 	DrainTimeout time.Duration `json:"drain_timeout,omitempty"`
 	// HealthChecks are the pool's health_check blocks, run on each node after its steps.
@@ -105,6 +147,9 @@ type PoolPlan struct {
 	PointerKept bool `json:"pointer_kept,omitempty"`
 	// OnDrift is the pool's on_drift ("" is restore): "report" plans nothing for drift.
 	OnDrift model.OnDrift `json:"on_drift,omitempty"`
+	// OnFailure is the pool's on_failure ("" is stop): with "revert", a failure that stops
+	// the rollout puts the nodes it changed back on Previous (engine, revert.go).
+	OnFailure model.OnFailure `json:"on_failure,omitempty"`
 	// Pacing: Canary nodes (marked on their NodePlan) update alone, then apply waits
 	// CanarySoak before the others start; MaxFailures failed nodes stop new starts; Soak
 	// keeps each finished node's slot taken that long. Durations in nanoseconds.
@@ -115,10 +160,47 @@ type PoolPlan struct {
 	// Window is the pool's maintenance windows as they stand at the plan's time; nil: the
 	// pool has none (always open).
 	Window *WindowStatus `json:"window,omitempty"`
+	// Estimate is how long the rollout of the pool's nodes this plan starts is expected to
+	// take, and whether it fits the pool's windows (nil: no node starts). For people only.
+	Estimate *Estimate `json:"estimate,omitempty"`
+	// Variants are the pool's configs for chosen nodes (configs with nodes or
+	// node_selector): each with the nodes whose target it is, and the machine blocks that
+	// boot it. The other nodes' target is Rendered.
+	Variants []VariantPlan `json:"variants,omitempty"`
+	// Machines is the config each machine block of the pool boots, by machine (its
+	// variant or Rendered): what apply points the boot server at for it.
+	Machines map[string]string `json:"machines,omitempty"`
+	// MachinesMoved names the machine blocks of the pool whose boot pointer (config or
+	// selectors) this plan moves, or removes, sorted: a change even when no node changes.
+	MachinesMoved []string `json:"machines_moved,omitempty"`
 	// Changes are what the pool's changing nodes' moves change, item by item, one per
 	// config they move from (and the boot pointer's move when no node makes it). For
 	// people: apply decides nothing on them.
 	Changes []Change `json:"changes,omitempty"`
+}
+
+// PauseStatus is a paused pool's pause: its mode, since when, and what it holds.
+type PauseStatus struct {
+	// Mode is "all" (paused = true) or "disruptive" (paused = "disruptive").
+	Mode model.Pause `json:"mode"`
+	// Since is when the first apply that saw the pool paused started (the state records
+	// it; the first apply that sees the pool unpaused forgets it). nil: no apply has seen
+	// the pause yet: it takes effect at the next one.
+	Since *time.Time `json:"since,omitempty"`
+	// Waiting are the changing nodes the pause holds, whole or (Interim) in part, in
+	// rollout order; Steps what their held steps do, each kind and target once ("write
+	// /etc/chrony.conf", "reboot"), in order of first appearance; Disruptive is true when
+	// one of them drains or reboots its node.
+	Waiting    []string `json:"waiting"`
+	Steps      []string `json:"steps,omitempty"`
+	Disruptive bool     `json:"disruptive"`
+	// Passing (mode "disruptive"): the changing nodes whose steps neither drain nor
+	// reboot them: they update now.
+	Passing []string `json:"passing,omitempty"`
+	// Interim (mode "disruptive"): the nodes of Passing that move to an interim config
+	// (NodePlan.Interim): what of their move disrupts nothing now, the rest (in Waiting)
+	// when the pause ends.
+	Interim []string `json:"interim,omitempty"`
 }
 
 // WindowStatus is a pool's maintenance windows at the time the plan was made. Apply looks
@@ -180,6 +262,10 @@ type NodePlan struct {
 	// DriftOnly is true when the node's steps only restore drift: its config does not
 	// change. Such a node is not a config change (HasConfigChanges).
 	DriftOnly bool `json:"drift_only,omitempty"`
+	// DriftUnderWay names the config an update under way on the node moves it to (its
+	// agent Working or its desired config another, an interrupted apply's journal), when it
+	// has drift: that drift may be the update's own writes, not a change outside of mcp.
+	DriftUnderWay string `json:"drift_under_way,omitempty"`
 	// DriftUnlisted counts drifted paths the node reported without listing them; the
 	// steps then restore every path the config manages.
 	DriftUnlisted int `json:"drift_unlisted,omitempty"`
@@ -196,6 +282,17 @@ type NodePlan struct {
 	// Happened says what the node shows of its update already done (it rebooted into the
 	// target under an interrupted apply): those steps are not in Steps. For people only.
 	Happened string `json:"happened,omitempty"`
+	// Interim: the pool is paused for disruptive changes and the node's move mixed changes
+	// that disrupt nothing with changes that drain or reboot: To is an interim config (its
+	// current one with the changes that disrupt nothing), Steps the move to it, and the
+	// rest of the move to Interim.Target waits.
+	Interim *Interim `json:"interim,omitempty"`
+}
+
+// Disruptive reports whether the node's steps take its workloads away: a drain or a
+// reboot (model.StepKind.Disruptive).
+func (n *NodePlan) Disruptive() bool {
+	return slices.ContainsFunc(n.Steps, func(s model.Step) bool { return s.Kind.Disruptive() })
 }
 
 // Changed reports whether the node has anything to do: steps, or (when only on_change
@@ -224,7 +321,7 @@ func (p *Rollout) changes(counts func(*NodePlan) bool) bool {
 		}
 	}
 	for _, pp := range p.Pools {
-		if pp.ReRendered && !pp.PointerKept {
+		if (pp.ReRendered || len(pp.MachinesMoved) > 0) && !pp.PointerKept {
 			return true
 		}
 	}
@@ -272,4 +369,22 @@ type Blocker struct {
 	Pod     string      `json:"pod,omitempty"` // namespace/name
 	// After names the earlier nodes a pdb-wait waits for.
 	After []string `json:"after,omitempty"`
+}
+
+// targetOf is node's target in pool: its variant, or the pool's config.
+func (in *Input) targetOf(pool, node string) *model.Rendered {
+	if r := in.NodeRendered[node]; r != nil {
+		return r
+	}
+	return in.Rendered[pool]
+}
+
+// indexVariants names the variants of in by rendered name (in.variants).
+func (in *Input) indexVariants() {
+	in.variants = map[string]*model.Rendered{}
+	for _, m := range []map[string]*model.Rendered{in.NodeRendered, in.MachineRendered} {
+		for _, r := range m {
+			in.variants[r.Name] = r
+		}
+	}
 }

@@ -43,8 +43,9 @@ type Claimer interface {
 	Clear(ctx context.Context, node string, held, leave model.Claim) error
 }
 
-// ErrClaimChanged is Clear's refusal of a claim that is no longer the one judged.
-var ErrClaimChanged = errors.New("the node's claim changed since it was read")
+// ErrClaimChanged is Clear's refusal of a claim that is no longer the one judged
+// (model.ErrClaimChanged, for those below providers that swap claims).
+var ErrClaimChanged = model.ErrClaimChanged
 
 // ClaimLive judges whether the apply that holds a claim still runs, and says how it judged
 // (for people): "process 4242 runs on this machine".

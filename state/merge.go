@@ -32,9 +32,15 @@ func Merge(base, ours, theirs *State) (*State, error) {
 		out.Rendered[name] = r
 	}
 	out.Pointers = mergeMap(base.Pointers, ours.Pointers, out.Pointers)
+	out.Machines = mergeMap(base.Machines, ours.Machines, out.Machines)
+	out.Variants = mergeMap(base.Variants, ours.Variants, out.Variants)
 	out.BootImages = mergeMap(base.BootImages, ours.BootImages, out.BootImages)
 	out.Journal = mergeMap(base.Journal, ours.Journal, out.Journal)
 	out.Ran = mergeMap(base.Ran, ours.Ran, out.Ran)
+	out.PausedSince = mergeMap(base.PausedSince, ours.PausedSince, out.PausedSince)
+	out.StepTimes = mergeMap(base.StepTimes, ours.StepTimes, out.StepTimes)
+	out.History = mergeMap(base.History, ours.History, out.History)
+	out.RolledBack = mergeMap(base.RolledBack, ours.RolledBack, out.RolledBack)
 	return out, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/mcpfleet/mcp/model"
 )
@@ -25,10 +26,14 @@ import (
 // told plainly that a newer mcp wrote the state. Version 3 journals name the apply run of
 // each record and open a node's entry before its first action (JournalRecord.Begin), which
 // an mcp that reads 2 would refuse as damage. Version 4 records where each rendered config
-// ran, and for how long (Ran), which an mcp that reads 3 does not know. Versions 1 to 3
-// are read (and written back as 4); a state of 3 has no records yet: they start from the
-// first refresh that sees the nodes.
-const FormatVersion = 4
+// ran, and for how long (Ran), which an mcp that reads 3 does not know. Version 5 keeps
+// each pool's pointer history and rollback mark, since when it is paused, its step
+// times, and the pointers of its chosen nodes' variants and machines: an mcp that reads 4
+// would drop them on its next write (a rollback forgotten, a machine booting the pool's
+// config), so it is told a newer mcp wrote the state. Versions 1 to 4 are read (and
+// written back as 5); a state of 3 has no records yet: they start from the first refresh
+// that sees the nodes, as a state of 4 starts its history at the next apply.
+const FormatVersion = 5
 
 // State is what mcp remembers.
 type State struct {
@@ -37,6 +42,14 @@ type State struct {
 	Serial  int64  `json:"serial"`
 	// Pointers maps a pool to the rendered config a node of the pool boots now.
 	Pointers map[string]string `json:"pointers,omitempty"`
+	// Variants maps a pool to the variants of its config for chosen nodes that apply last
+	// pointed it at (configs with nodes or node_selector), beside Pointers. Absent when
+	// none: a configuration without such configs.
+	Variants map[string][]model.VariantPointer `json:"variants,omitempty"`
+	// Machines maps a machine block to the rendered config the boot server gives it at
+	// first boot, with its selectors (MAC, UUID, hostname): its variant of its pool's
+	// config. Absent for configurations without machine blocks.
+	Machines map[string]model.MachinePointer `json:"machines,omitempty"`
 	// BootImages maps a pool to the boot image apply last made its new nodes boot (its
 	// machine templates' and `mcp fleet add`'s): what a plan's boot_image resources change.
 	BootImages map[string]model.BootImageDef `json:"boot_images,omitempty"`
@@ -45,6 +58,21 @@ type State struct {
 	// Ran records, per rendered config, on which nodes it ran, for how long and whether
 	// they stayed healthy: what a later stage's soak gate reads (ran.go).
 	Ran map[string]*Ran `json:"ran,omitempty"`
+	// PausedSince records, per paused pool, when the first apply that saw it paused
+	// started; the first apply that sees it unpaused (or no longer declared) forgets it
+	// (pause.go). One time per pool: bounded by the pools.
+	PausedSince map[string]time.Time `json:"paused_since,omitempty"`
+	// StepTimes records, per pool, how long the steps and health gates of the nodes apply
+	// finished there took (bounded: model.MaxStepSamples per step kind): what a plan
+	// estimates the pool's next rollout from (steptimes.go).
+	StepTimes map[string]*model.StepTimes `json:"step_times,omitempty"`
+	// History is, per pool, the rendered configs its boot pointer was moved to, oldest
+	// first, at most HistoryLimit of them (history.go): what mcp rollback goes back to, and
+	// what mcp prune keeps.
+	History map[string][]model.PointerChange `json:"history,omitempty"`
+	// RolledBack marks the pools a rollback moved off what the configuration rendered then:
+	// plan and status warn until the configuration renders the same again (history.go).
+	RolledBack map[string]model.RolledBack `json:"rolled_back,omitempty"`
 	// Rendered holds the rendered configs by name. Backends may store them apart from the
 	// rest (they are immutable and large).
 	Rendered map[string]*model.Rendered `json:"-"`
@@ -67,6 +95,8 @@ func newLineage() string {
 func (s *State) Clone() *State {
 	c := *s
 	c.Pointers = maps.Clone(s.Pointers)
+	c.Machines = maps.Clone(s.Machines)     // the values' slices are never changed in place
+	c.Variants = maps.Clone(s.Variants)     // replaced whole, never changed in place
 	c.BootImages = maps.Clone(s.BootImages) // the values' Images maps are never changed in place
 	c.Journal = make(map[string]model.JournalEntry, len(s.Journal))
 	for k, v := range s.Journal {
@@ -75,6 +105,15 @@ func (s *State) Clone() *State {
 	}
 	c.Rendered = maps.Clone(s.Rendered)
 	c.Ran = cloneRan(s.Ran)
+	c.PausedSince = maps.Clone(s.PausedSince)
+	c.StepTimes = cloneStepTimes(s.StepTimes)
+	if s.History != nil {
+		c.History = make(map[string][]model.PointerChange, len(s.History))
+		for k, v := range s.History {
+			c.History[k] = slices.Clone(v)
+		}
+	}
+	c.RolledBack = maps.Clone(s.RolledBack)
 	if c.Pointers == nil {
 		c.Pointers = map[string]string{}
 	}
@@ -166,10 +205,21 @@ func (s *State) Check() error {
 			return fmt.Errorf("its pointer %q -> %q names no pool or no rendered config", pool, name)
 		}
 	}
+	for m, p := range s.Machines {
+		if m == "" || p.Pool == "" || p.Rendered == "" {
+			return fmt.Errorf("its machine pointer %q names no machine, pool or rendered config", m)
+		}
+	}
 	for node, e := range s.Journal {
 		if node == "" || e.Target == "" {
 			return fmt.Errorf("its journal entry of node %q names no node or no target config", node)
 		}
+	}
+	if err := s.checkStepTimes(); err != nil {
+		return err
+	}
+	if err := s.checkHistory(); err != nil {
+		return err
 	}
 	return s.checkRan()
 }

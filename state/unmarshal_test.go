@@ -18,9 +18,9 @@ func TestUnmarshalRefusesDamagedState(t *testing.T) {
 		{"{}", "no format version"},
 		{`{"version":1}`, "no lineage"},
 		{`{"version":1,"lineage":"abc","serial":4,"poin`, "cut off"},
-		{`{"version":5,"lineage":"abc"}`, "format version 5; this mcp reads 4 and older (a newer mcp wrote it"},
+		{`{"version":6,"lineage":"abc"}`, "format version 6; this mcp reads 5 and older (a newer mcp wrote it"},
 		// Its fields are unknown here: the version is what is said.
-		{`{"version":5,"lineage":"abc","later":{}}`, "format version 5; this mcp reads 4 and older"},
+		{`{"version":6,"lineage":"abc","later":{}}`, "format version 6; this mcp reads 5 and older"},
 		{`{"version":4,"lineage":"abc","ran":{"rendered-worker-1":{"pool":"","nodes":{}}}}`, "names no config or no pool"},
 		{`{"version":4,"lineage":"abc","ran":{"r":{"pool":"worker","nodes":{"w-1":{"since":"2026-01-01T02:00:00Z","seen":"2026-01-01T01:00:00Z"}}}}}`, "seen before it started"},
 		{`{"version":1,"lineage":"abc","serial":-1}`, "serial"},
@@ -37,6 +37,9 @@ func TestUnmarshalRefusesDamagedState(t *testing.T) {
 		t.Errorf("a minimal state: %+v, %v", s, err)
 	}
 	// A version 3 state (no records of where configs ran) is read as version 4, with none.
+	if s, err = Unmarshal([]byte(`{"version":4,"lineage":"abc","serial":2,"pointers":{"worker":"rendered-worker-1"}}`)); err != nil || s.Version != FormatVersion || s.History != nil {
+		t.Errorf("a version 4 state: %+v, %v; want it read as version %d, no history yet", s, err, FormatVersion)
+	}
 	if s, err = Unmarshal([]byte(`{"version":3,"lineage":"abc","serial":2}`)); err != nil || s.Version != FormatVersion || s.Ran != nil {
 		t.Errorf("a version 3 state: %+v, %v; want it read as version %d", s, err, FormatVersion)
 	}

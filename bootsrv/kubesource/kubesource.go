@@ -135,7 +135,7 @@ func (s *Source) Load(ctx context.Context) (*bootsrv.Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state in secret %s/%s: %w", s.ns, protocol.StateSecret, err)
 	}
-	st.Serial, st.Pointers = state.Serial, state.Pointers
+	st.Serial, st.Pointers, st.Machines = state.Serial, state.Pointers, state.Machines
 	return bootsrv.BuildStored(st, s.Options)
 }
 

@@ -71,6 +71,12 @@ func (c *cli) apply(args []string) int {
 	}
 	defer s.unlock()
 	ctx, st := s.ctx, s.st
+	if p != nil && len(p.File.Rollback) > 0 {
+		// A rollback's saved plan: derived again with its stored targets (mcp rollback -out).
+		if ws, err = ws.RollingBack(st, p.File.Rollback); err != nil {
+			return c.failErr(err)
+		}
+	}
 	// A closed stdout (`| head`, a closed terminal) does not stop the apply: its output is
 	// dropped from then on, and the exit code is still the apply's.
 	color := c.color(&lf)
@@ -86,6 +92,10 @@ func (c *cli) apply(args []string) int {
 			return c.failErr(err)
 		}
 		if !pf.Rollout.HasChanges() {
+			// Nothing to change, but a pause seen (or lifted) for the first time is recorded.
+			if err := ws.NotePauses(ctx, st, s.lock, time.Now()); err != nil {
+				return c.failErr(err)
+			}
 			return 0
 		}
 		if code, refused := c.soakRefused(pf); refused {

@@ -59,7 +59,7 @@ func (c *cli) fleetAdd(args []string) int {
 	if err != nil {
 		return c.failErr(err)
 	}
-	boot, err := newBoot(c.ctx, st, *pool, *server)
+	boot, err := newBoot(c.ctx, st, *pool, pos[0], *server)
 	if err != nil {
 		return c.failErr(err)
 	}
@@ -97,12 +97,18 @@ type boot struct {
 	fetch    nodeexec.Fetch
 }
 
-// newBoot gets the pool's served config: from a running mcp serve (server), or built from
-// the state by the code mcp serve builds its snapshot with — the same bytes.
-func newBoot(ctx context.Context, st *state.State, pool, server string) (*boot, error) {
+// newBoot gets the served config node boots with: its pool's, or, when a machine block of
+// the pool is named node, the machine's (its selectors in the URL, as the machine sends
+// them) — from a running mcp serve (server), or built from the state by the code mcp serve
+// builds its snapshot with: the same bytes.
+func newBoot(ctx context.Context, st *state.State, pool, node, server string) (*boot, error) {
 	name := st.Pointers[pool]
 	if name == "" {
 		return nil, fmt.Errorf("pool %s has no config in the state: it was never applied, so there is nothing to boot its new nodes with; run mcp apply first", pool)
+	}
+	query := ""
+	if m, ok := st.Machines[node]; ok && m.Pool == pool {
+		name, query = m.Rendered, machineQuery(&model.Machine{MACs: m.MACs, UUID: m.UUID, Hostname: m.Hostname})
 	}
 	b := &boot{pointer: st.Rendered[name]}
 	if b.pointer == nil {
@@ -110,7 +116,7 @@ func newBoot(ctx context.Context, st *state.State, pool, server string) (*boot, 
 	}
 	if server != "" {
 		client := &http.Client{Timeout: 30 * time.Second}
-		ign, err := fetchServed(ctx, client, server, pool)
+		ign, err := fetchServed(ctx, client, server, pool, query)
 		if err != nil {
 			return nil, err
 		}
@@ -149,8 +155,11 @@ func (b *boot) bootImage(st *state.State, pool string) string {
 }
 
 // fetchServed is GET SERVER/config/POOL as the Ignition client asks for it.
-func fetchServed(ctx context.Context, client *http.Client, server, pool string) ([]byte, error) {
+func fetchServed(ctx context.Context, client *http.Client, server, pool, query string) ([]byte, error) {
 	url := strings.TrimSuffix(server, "/") + "/config/" + pool
+	if query != "" {
+		url += "?" + query
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err

@@ -125,7 +125,7 @@ func TestFleetAdd(t *testing.T) {
 func TestFleetAddDefaultBootImage(t *testing.T) {
 	r := &model.Rendered{Name: "rendered-worker-1", Pool: "worker", OSImage: "quay.io/os:2"}
 	st := &state.State{Pointers: map[string]string{"worker": r.Name}, Rendered: map[string]*model.Rendered{r.Name: r}}
-	b, err := newBoot(context.Background(), st, "worker", "")
+	b, err := newBoot(context.Background(), st, "worker", "worker-9", "")
 	if err == nil {
 		t.Fatalf("a rendered config of no Ignition spec built a boot: %+v", b)
 	}

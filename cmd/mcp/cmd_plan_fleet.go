@@ -92,7 +92,7 @@ func (c *cli) showFleet(ms []clusters.Member, lf *loadFlags, sf *scopeFlags, asJ
 		}
 	}
 	if len(ms) > 0 {
-		c.soakGates(ms[0].Config, lf, lf.ignoreSoak, pfs...)
+		c.soakGatesFrom(ms[0].Config, lf, lf.ignoreSoak, ps, pfs...)
 	}
 	waves := fleetWaves(ps)
 	if asJSON {

@@ -13,10 +13,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpfleet/mcp/bootsrv"
+	"github.com/mcpfleet/mcp/bootsrv/fleetlock"
 	"github.com/mcpfleet/mcp/bootsrv/kubesource"
 	"github.com/mcpfleet/mcp/config"
 	"github.com/mcpfleet/mcp/ignition"
 	"github.com/mcpfleet/mcp/internal/boundedfile"
+	"github.com/mcpfleet/mcp/model"
+	"github.com/mcpfleet/mcp/state"
 	"github.com/mcpfleet/mcp/state/localstate"
 )
 
@@ -30,6 +33,8 @@ func (c *cli) serve(args []string) int {
 	tokenFile := fs.String("token-file", "", "require this bearer token on /config and /rendered")
 	poll := fs.Duration("poll", 500*time.Millisecond, "how often to check the state for changes")
 	agent := fs.String("first-boot-agent", "", "add to every served config a unit that runs this mcp-agent's first boot before kubelet, and embed the rendered config in the first-boot record (e.g. /usr/local/bin/mcp-agent on the boot images)")
+	fleetLock := fs.Bool("fleetlock", false, "answer the FleetLock protocol (Zincati's fleet_lock strategy) under /v1/: reboot slots from the pools' max_unavailable, shared with mcp apply (kubernetes provider; docs/boot-server.md)")
+	lease := fs.Duration("fleetlock-lease", time.Hour, "how long a FleetLock reboot slot lives when its client never reports steady state")
 	var lf loadFlags
 	lf.register(fs, false)
 	pos, err := c.parse(fs, args)
@@ -64,6 +69,13 @@ func (c *cli) serve(args []string) int {
 	log := slog.New(slog.NewJSONHandler(c.stderr, nil))
 	reg := prometheus.NewRegistry()
 	srv := bootsrv.New(reg)
+	if *fleetLock {
+		slots, code := c.fleetLockSlots(&lf, *lease)
+		if slots == nil {
+			return code
+		}
+		srv.FleetLock = fleetlock.Handler(slots, log)
+	}
 	if *tokenFile != "" {
 		b, err := boundedfile.ReadToken(c.path(*tokenFile))
 		if err != nil {
@@ -109,6 +121,32 @@ func (c *cli) bootSource(ctx context.Context, lf *loadFlags, statePath string) (
 		return nil, "", fmt.Errorf("mcp serve cannot follow the state backend %q", name)
 	}
 	return b.Boot(ctx, res.Desired.State.Settings)
+}
+
+// fleetLockSlots are serve -fleetlock's reboot slots: the configuration's pools, claimed on
+// its provider's nodes, with its state lock; nil and the exit code when they cannot be.
+func (c *cli) fleetLockSlots(lf *loadFlags, lease time.Duration) (*fleetlock.Slots, int) {
+	if lease <= 0 || lease > model.MaxFleetLockLease {
+		return nil, c.errorf("-fleetlock-lease %s: a slot's lease is more than 0 and at most %s", lease, model.MaxFleetLockLease)
+	}
+	ws := c.load(lf)
+	if ws == nil {
+		return nil, 1
+	}
+	store, ok := ws.Provider.(fleetlock.Store)
+	if !ok {
+		return nil, c.errorf("-fleetlock: the configuration's provider keeps no claims on Kubernetes Nodes (it needs provider \"kubernetes\")")
+	}
+	s := &fleetlock.Slots{Store: store, Pools: ws.Desired.Pools, Lease: lease}
+	s.StateLock, _ = ws.Backend.(state.LockInspector)
+	s.Lineage = func(ctx context.Context) (string, error) {
+		st, err := ws.ReadState(ctx)
+		if err != nil || st == nil {
+			return "", err
+		}
+		return st.Lineage, nil
+	}
+	return s, 0
 }
 
 // errDiagnosed is an error already printed as diagnostics.

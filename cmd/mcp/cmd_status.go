@@ -10,6 +10,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/mcpfleet/mcp/cmd/mcp/views"
+	"github.com/mcpfleet/mcp/internal/untrusted"
+	"github.com/mcpfleet/mcp/planner"
 )
 
 // statusInterval is how often mcp status -watch refreshes.
@@ -87,6 +89,9 @@ func (c *cli) status(args []string) int {
 			if err := v.Status(s, time.Now()); err != nil {
 				return c.failErr(err)
 			}
+			if !*watch {
+				c.rolledBackWarnings(s)
+			}
 		}
 		if !*watch {
 			return 0
@@ -95,6 +100,17 @@ func (c *cli) status(args []string) int {
 		case <-c.ctx.Done():
 			return 0
 		case <-tick.C:
+		}
+	}
+}
+
+// rolledBackWarnings says on standard error, as kubectl's warnings, which pools a rollback
+// left off what the configuration renders: the tables stay what scripts read.
+func (c *cli) rolledBackWarnings(s *planner.Status) {
+	for _, p := range s.Pools {
+		if m := p.RolledBack; m != nil {
+			fmt.Fprintf(c.stderr, "Warning: pool %s was rolled back to %s from %s at %s; the configuration renders another config, and a plain apply goes forward again\n",
+				p.Name, untrusted.Line(m.To), untrusted.Line(m.From), m.At.Format(time.RFC3339))
 		}
 	}
 }

@@ -396,3 +396,40 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A node an update was interrupted on carries that update's writes, which differ from the
+// config it still runs: the plan shows them as drift (its steps restore what the
+// configuration says), but does not say they were changed outside of mcp — it names the
+// update under way (text and JSON). Judged on a node set up as such an interruption leaves
+// it: its agent Working towards another config, whose file is on its root.
+func TestDriftOfAnUnfinishedUpdateIsNotCalledOutside(t *testing.T) {
+	dir := smallFleet(t, "worker=2", "")
+	setContent(t, dir, "a")
+	if code, out := applyAudited(t, dir); code != 0 {
+		t.Fatalf("apply a: exit %d\n%s", code, out)
+	}
+	a := readNode(t, dir, "worker-1").CurrentConfig
+	setContent(t, dir, "b")
+	if code, out := applyAudited(t, dir); code != 0 {
+		t.Fatalf("apply b: exit %d\n%s", code, out)
+	}
+	mcp(t, dir, "fleet", "set", "worker-1", "desired_config="+a, "state=Working", "unschedulable=true")
+	if err := os.WriteFile(filepath.Join(dir, "fleet", "nodes", "worker-1", "root", "etc", "x.conf"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, plan, _ := mcp(t, dir, "plan", "-no-color")
+	if strings.Contains(plan, "changed outside of mcp") || !strings.Contains(plan, "an update to "+a+" is under way on it") {
+		t.Errorf("the plan blames the interrupted update's writes on something outside mcp:\n%s", plan)
+	}
+	_, js, _ := mcp(t, dir, "plan", "-json")
+	if !strings.Contains(js, `"drift_under_way":"`+a+`"`) {
+		t.Errorf("plan JSON does not name the update under way:\n%s", js)
+	}
+	// A node drifted by hand, with no update under way, is still said to be.
+	if err := os.WriteFile(filepath.Join(dir, "fleet", "nodes", "worker-0", "root", "etc", "x.conf"), []byte("hand\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, plan, _ = mcp(t, dir, "plan", "-no-color"); !strings.Contains(plan, "changed outside of mcp, or by an unfinished update") {
+		t.Errorf("with one node drifted by hand and one by an unfinished update:\n%s", plan)
+	}
+}

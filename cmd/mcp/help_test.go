@@ -28,6 +28,10 @@ func TestGlobalHelp(t *testing.T) {
 			t.Errorf("mcp %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
 		}
 	}
+	// mcp rollback is a main command, beside plan and apply.
+	if _, out, _ := runIn("help"); !regexp.MustCompile(`(?s)Main commands:.*\n  rollback +Roll pools back.*\nAll other commands:`).MatchString(out) {
+		t.Errorf("mcp help does not list rollback among the main commands:\n%s", out)
+	}
 	code, out, errOut := runIn("pln")
 	if code != 1 || out != "" || !strings.Contains(errOut, `Error: mcp has no command "pln". Did you mean "plan"?`) {
 		t.Errorf("mcp pln: exit %d\n%s%s", code, out, errOut)

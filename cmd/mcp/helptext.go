@@ -108,7 +108,9 @@ that, and does it. Without one it plans, shows the plan and asks for "yes" (-aut
 does not ask). Each pool's nodes are updated within its max_unavailable; each node is
 claimed, cordoned and drained when its steps need it, updated by its agent, checked by its
 health gates, and uncordoned. A pool's alert_gate holds its next node while Prometheus
-reports alerts it counts firing, and stops the pool when one fires after a node.
+reports alerts it counts firing, and stops the pool when one fires after a node. A pool
+with on_failure = "revert" then puts the nodes this apply changed in it back on the config
+they ran before, within its max_unavailable, and apply exits 1 naming them.
 
 On a terminal the progress is a line per pool and per node in progress, redrawn in place;
 elsewhere, one line per step. An interrupt lets started nodes finish and saves the state.
@@ -126,6 +128,25 @@ and after a stage with a soak whose clusters changed, naming when the next stage
 			"1  A node failed (a step, its agent, a health gate), or apply itself did (an alert gate's Prometheus not answering, too).",
 			"2  Nothing failed, but planned node changes were not done (deferred, not started, not confirmed, a promotion stopped for a soak or an approval): run apply again."},
 		Examples: []string{"mcp apply tfplan", "mcp apply -auto-approve -json | jq -c 'select(.type==\"apply_progress\")'"},
+	},
+	"rollback": {
+		Usage: "mcp [global options] rollback [options] POOL...",
+		Text: `Rolls each POOL back to the rendered config it ran before its current one (the state keeps
+each pool's last 10), or to -to's: a normal plan - diffs, steps, waves, budget - whose
+target is that stored config, shown and asked for "yes" as apply's, and carried out by
+apply's engine under the pool's max_unavailable and the state lock. The configuration is
+not changed: plan and status warn about the pool, and a plain plan goes forward again to
+what the configuration renders, until it renders the rolled-back config again. With -out
+the plan is saved for mcp apply FILE instead of applied.`,
+		Groups: []cmdhelp.Group{{Title: "Rollback options", Flags: []string{"to", "out", "auto-approve", "json", "no-color"}},
+			{Title: "Rollout options", Flags: []string{"parallelism", "drain-timeout", "drain-retry-delay", "budget-wait", "health-timeout", "no-wait"}},
+			varOptions, lockOptions},
+		Exit: []string{"0  Rolled back (every planned node change done and verified), saved with -out, or nothing to do.",
+			"1  An error (no earlier config, -to naming none stored), or a node failed.",
+			"2  Nothing failed, but planned node changes were not done: run it again."},
+		Examples: []string{"mcp rollback worker",
+			"mcp rollback -to rendered-worker-3f2a… worker",
+			"mcp rollback -out rb.plan worker infra  # review with mcp show rb.plan, then mcp apply rb.plan"},
 	},
 	"show": {
 		Usage: "mcp [global options] show [options] PLANFILE\n       mcp [global options] show -rendered [-json] POOL",
@@ -207,8 +228,9 @@ Run mcp fleet <command> -h for a command's help.`,
 		Usage: "mcp [global options] fleet add [options] NODE",
 		Text: `Makes NODE (a DNS-1123 subdomain) a node of -pool in the configuration's local fleet and
 boots it as a machine would: the pool's served Ignition config (from mcp serve with
--server, else built from the state), then the agent's first boot, which pivots to the
-pool's OS image when the boot image is older.`,
+-server, else built from the state) — a machine block named NODE gets its own, by its
+selectors —, then the agent's first boot, which pivots to the pool's OS image when the
+boot image is older.`,
 		Groups:   []cmdhelp.Group{{Title: "Options", Flags: []string{"pool", "boot-image", "zone", "server"}}, varOptions},
 		Exit:     []string{"0  The node is added and booted.", exitError},
 		Examples: []string{"mcp fleet add worker-4 -pool worker -zone b"},
@@ -264,6 +286,7 @@ reboot (boot ids), NotReady, Ready, done, uncordon, release — written by the f
 Accept) and the rendered configs for agents, following the state (a local state file, or
 the cluster's Secrets). It runs until interrupted (docs/boot-server.md).`,
 		Groups: []cmdhelp.Group{{Title: "Server options", Flags: []string{"listen", "tls-cert", "tls-key", "token-file", "first-boot-agent"}},
+			{Title: "FleetLock options", Flags: []string{"fleetlock", "fleetlock-lease"}},
 			{Title: "State options", Flags: []string{"state", "poll"}}, varOptions},
 		Exit:     []string{"0  Stopped by an interrupt.", exitError},
 		Examples: []string{"mcp serve -listen :8443 -tls-cert server.pem -tls-key server-key.pem -token-file token"},
@@ -271,16 +294,20 @@ the cluster's Secrets). It runs until interrupted (docs/boot-server.md).`,
 	"pointer": {
 		Usage: "mcp [global options] pointer [options] POOL",
 		Text: `Prints the Ignition pointer config (user-data) that makes a machine boot as a node of POOL
-from mcp serve at -url. POOL must be a pool of the configuration.`,
-		Groups:   []cmdhelp.Group{{Title: "Options", Flags: []string{"url", "ca", "token-file"}}, varOptions},
-		Exit:     []string{"0  Printed.", exitError},
-		Examples: []string{"mcp pointer worker -url https://boot.example:8443 -ca ca.pem -token-file token > worker.ign"},
+from mcp serve at -url. POOL must be a pool of the configuration. With -machine NAME (a
+machine block of POOL) the config URL carries the machine's selectors (?mac=…&uuid=…&hostname=…),
+so the machine boots its own config: per-instance user data (docs/boot-server.md, "Machines").`,
+		Groups: []cmdhelp.Group{{Title: "Options", Flags: []string{"url", "ca", "token-file", "machine"}}, varOptions},
+		Exit:   []string{"0  Printed.", exitError},
+		Examples: []string{"mcp pointer worker -url https://boot.example:8443 -ca ca.pem -token-file token > worker.ign",
+			"mcp pointer worker -url https://boot.example:8443 -machine worker-9 > worker-9.ign"},
 	},
 	"prune": {
 		Usage: "mcp [global options] prune [options]",
 		Text: `Deletes the stored rendered configs nothing uses any more. Kept, each printed with the
-reason: the pools' boot configs, every node's current and desired config, an unfinished
-apply's, and what the configuration renders now. Runs under the state lock.`,
+reason: the pools' and machine blocks' boot configs, every node's current and desired
+config, an unfinished apply's, what the configuration renders now, and each pool's
+rollback history (its last 10 configs). Runs under the state lock.`,
 		Groups:   []cmdhelp.Group{{Title: "Options", Flags: []string{"dry-run"}}, varOptions, lockOptions},
 		Exit:     []string{"0  Pruned (or nothing to prune).", exitError},
 		Examples: []string{"mcp prune -dry-run"},

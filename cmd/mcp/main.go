@@ -76,6 +76,7 @@ func init() {
 		{"validate", "Check the configuration and print its problems with their places", (*cli).validate, true},
 		{"plan", "Show what apply would do, node by node, with diffs of what changes", (*cli).plan, true},
 		{"apply", "Carry out a plan (a saved one, or a fresh one after approval)", (*cli).apply, true},
+		{"rollback", "Roll pools back to the rendered config they ran before (a plan, applied as apply's)", (*cli).rollback, true},
 		{"show", "Show a saved plan, or a pool's rendered config", (*cli).show, true},
 		{"status", "Show each pool's machine counts, or each node's; -watch follows a rollout", (*cli).status, true},
 		{"drift", "Report how each node differs from the config it runs (no lock, no changes)", (*cli).drift, false},

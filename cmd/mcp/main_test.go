@@ -311,6 +311,19 @@ func TestPruneDeletesOnlyUnused(t *testing.T) {
 	if code, _, errOut := mcp(t, dir, "apply", "-auto-approve", next); code != 0 {
 		t.Fatal(errOut)
 	}
+	// The first rollout's configs are the pools' rollback history: kept, until they
+	// fall out of it (state.HistoryLimit moves later), which dropping the history stands for.
+	if code, out, _ := mcp(t, dir, "prune", "-dry-run", "-no-color", next); code != 0 || strings.Count(out, "in the rollback history") != len(old) {
+		t.Errorf("prune -dry-run does not keep the rollback history: exit %d\n%s", code, out)
+	}
+	cut, err := st.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut.History = nil
+	if err := st.Write(context.Background(), cut); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errOut := mcp(t, dir, "prune", "-dry-run", next)
 	if code != 0 || !strings.Contains(out, "Would delete") {
 		t.Fatalf("prune -dry-run: exit %d\n%s%s", code, out, errOut)

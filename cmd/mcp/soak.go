@@ -23,25 +23,37 @@ func registerIgnoreSoak(fs *flag.FlagSet, lf *loadFlags) {
 // the command line's variables and its own values (never a saved plan's, which are the
 // later cluster's), and where its configs ran is read now, its nodes refreshed.
 func (c *cli) soakGates(res *config.Result, lf *loadFlags, ignore bool, pfs ...*planfile.File) {
+	c.soakGatesFrom(res, lf, ignore, nil, pfs...)
+}
+
+// soakGatesFrom is soakGates where the clusters of planned were just refreshed and planned
+// in this run (a plan across clusters): their records are read from that refresh, and only
+// an earlier cluster not among them is refreshed again.
+func (c *cli) soakGatesFrom(res *config.Result, lf *loadFlags, ignore bool, planned []clusters.Planned, pfs ...*planfile.File) {
 	if res == nil || len(res.Clusters) == 0 {
 		return
 	}
+	now := time.Now()
+	var runs []clusters.Runs
 	var need []model.Cluster
 	for _, pf := range pfs {
 		for _, e := range clusters.Earlier(res, stageOf(res, pf.Cluster)) {
-			if !slices.ContainsFunc(need, func(n model.Cluster) bool { return n.Name == e.Name }) {
-				need = append(need, e)
+			if slices.ContainsFunc(need, func(n model.Cluster) bool { return n.Name == e.Name }) {
+				continue
 			}
+			if i := slices.IndexFunc(planned, func(p clusters.Planned) bool { return p.Cluster.Name == e.Name }); i >= 0 {
+				runs = append(runs, clusters.RunsOf(planned[i:i+1], now)...)
+				continue
+			}
+			need = append(need, e)
 		}
 	}
-	if len(need) == 0 {
-		return
+	if len(need) > 0 {
+		opts := c.configOptions(lf)
+		opts.Values = nil
+		ms := clusters.LoadAll(c.dir, res, need, opts, c.parts.Engine())
+		runs = append(runs, clusters.ReadRuns(c.ctx, ms, now, fleetRefreshes)...)
 	}
-	opts := c.configOptions(lf)
-	opts.Values = nil
-	ms := clusters.LoadAll(c.dir, res, need, opts, c.parts.Engine())
-	now := time.Now()
-	runs := clusters.ReadRuns(c.ctx, ms, now, fleetRefreshes)
 	for _, pf := range pfs {
 		earlier := clusters.Earlier(res, stageOf(res, pf.Cluster))
 		var mine []clusters.Runs

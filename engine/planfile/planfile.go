@@ -48,6 +48,10 @@ type File struct {
 	// plan again with exactly these (and refuses -target beside a saved plan).
 	Targets []string `json:"targets,omitempty"`
 	Exclude []string `json:"exclude,omitempty"`
+	// Rollback is, for a plan of mcp rollback, the stored rendered config each pool named
+	// goes back to, by pool: apply derives the plan again with exactly these targets
+	// (engine.Workspace.RollingBack), not what the configuration renders.
+	Rollback map[string]string `json:"rollback,omitempty"`
 	// Rollout is what the plan does (its JSON key stays "plan": saved plans of every
 	// version read alike).
 	Rollout *planner.Rollout `json:"plan"`

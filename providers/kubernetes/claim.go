@@ -280,21 +280,43 @@ func (p *Provider) Release(ctx context.Context, node string, c model.Claim, leav
 	return nil
 }
 
-// Clear replaces held, read from the Node just now, by leave: a JSON patch whose first
-// operation tests that the annotation is still the value read, so that a claim the holder
-// renewed or another apply took meanwhile is left as it is (ErrClaimChanged).
+// Clear replaces held, read from the Node just now, by leave (SwapClaim): a claim the
+// holder renewed or another apply took meanwhile is left as it is (ErrClaimChanged).
 func (p *Provider) Clear(ctx context.Context, node string, held, leave model.Claim) error {
+	return p.SwapClaim(ctx, node, &held, &leave)
+}
+
+// SwapClaim replaces node's claim by next (nil: removes it) only if it is still old (nil:
+// none): a JSON patch whose first operation tests that the annotation is still the value
+// read, so that a claim changed meanwhile is left as it is (ErrClaimChanged).
+func (p *Provider) SwapClaim(ctx context.Context, node string, old, next *model.Claim) error {
 	changed := fmt.Errorf("node %s: %w", node, providers.ErrClaimChanged)
 	n, err := p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("node %s: reading its claim: %w", node, err)
 	}
-	cur, raw, _ := protocol.ReadClaim(n.Annotations)
-	if !cur.Same(&held) {
+	cur, raw, ok := protocol.ReadClaim(n.Annotations)
+	if !cur.Same(old) {
 		return changed
 	}
-	patch, err := json.Marshal([]jsonOp{{Op: "test", Path: claimPath, Value: raw},
-		{Op: "add", Path: claimPath, Value: protocol.EncodeClaim(leave)}})
+	var ops []jsonOp
+	switch {
+	case n.Annotations == nil:
+		ops = []jsonOp{{Op: "test", Path: "/metadata/annotations"}, {Op: "add", Path: "/metadata/annotations", Value: map[string]string{}}}
+	case ok:
+		ops = []jsonOp{{Op: "test", Path: claimPath, Value: raw}}
+	default:
+		ops = []jsonOp{{Op: "test", Path: claimPath}}
+	}
+	switch {
+	case next != nil:
+		ops = append(ops, jsonOp{Op: "add", Path: claimPath, Value: protocol.EncodeClaim(*next)})
+	case ok:
+		ops = append(ops, jsonOp{Op: "remove", Path: claimPath})
+	default:
+		return nil
+	}
+	patch, err := json.Marshal(ops)
 	if err != nil {
 		return err
 	}
@@ -302,7 +324,20 @@ func (p *Provider) Clear(ctx context.Context, node string, held, leave model.Cla
 		if n, gerr := p.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{}); gerr == nil && n.Annotations[protocol.Claim] != raw {
 			return changed
 		}
-		return fmt.Errorf("node %s: clearing its claim: %w", node, err)
+		return fmt.Errorf("node %s: writing its claim: %w", node, err)
 	}
 	return nil
+}
+
+// FleetLockNodes are the fleet's nodes now (Options.FleetSelector), from a LIST (a read
+// as new as any write before it), each with its machine id (status.nodeInfo.machineID)
+// by name: what mcp serve -fleetlock decides slots from.
+func (p *Provider) FleetLockNodes(ctx context.Context) ([]model.Node, map[string]string, error) {
+	var nodes []model.Node
+	ids := map[string]string{}
+	err := p.eachFleetNode(ctx, func(n *corev1.Node) {
+		nodes = append(nodes, nodeOf(n))
+		ids[n.Name] = n.Status.NodeInfo.MachineID
+	})
+	return nodes, ids, err
 }

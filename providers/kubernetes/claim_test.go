@@ -247,3 +247,37 @@ func annotated(t *testing.T, c *fake.Clientset, node, claim string) *corev1.Node
 	n.Annotations[protocol.Claim] = claim
 	return n
 }
+
+// SwapClaim (mcp serve -fleetlock's slots) writes a claim on a node without annotations
+// and without one, replaces it only while it is still the one read, and removes it; the
+// fleet's nodes come with their machine ids.
+func TestSwapClaimAndFleetLockNodes(t *testing.T) {
+	bare := kNode("w-0", "a", true, nil)
+	bare.Status.NodeInfo.MachineID = "mid-0"
+	other := kNode("w-1", "a", true, map[string]string{"other": "x"})
+	c := fake.NewClientset(bare, other)
+	p := NewForClient(c, Options{})
+	ctx := context.Background()
+	slot := &model.Claim{Apply: model.FleetLockPrefix + "mid-0", Since: time.Now().UTC(), Expires: time.Now().Add(time.Hour).UTC()}
+	for _, node := range []string{"w-0", "w-1"} {
+		if err := p.SwapClaim(ctx, node, nil, slot); err != nil {
+			t.Fatalf("%s: %v", node, err)
+		}
+		if cl, _ := nodeClaim(t, c, node); !cl.Same(slot) {
+			t.Fatalf("%s's claim after the swap: %+v", node, cl)
+		}
+	}
+	if err := p.SwapClaim(ctx, "w-0", nil, slot); !errors.Is(err, providers.ErrClaimChanged) {
+		t.Errorf("a swap from no claim, the node having one: %v; want ErrClaimChanged", err)
+	}
+	if err := p.SwapClaim(ctx, "w-0", slot, nil); err != nil {
+		t.Fatal(err)
+	}
+	if cl, _ := nodeClaim(t, c, "w-0"); cl != nil {
+		t.Errorf("w-0's claim after its removal: %+v", cl)
+	}
+	nodes, ids, err := p.FleetLockNodes(ctx)
+	if err != nil || len(nodes) != 2 || ids["w-0"] != "mid-0" {
+		t.Errorf("FleetLockNodes: %d nodes, ids %v, %v", len(nodes), ids, err)
+	}
+}

@@ -93,18 +93,23 @@ func (p *Provider) RefreshNodes(ctx context.Context) (*model.Fleet, error) {
 // listNodes fills f.Nodes with every node of the fleet (Options.FleetSelector), sorted by
 // name, from one paged LIST.
 func (p *Provider) listNodes(ctx context.Context, f *model.Fleet) error {
-	err := p.each(ctx, "nodes", p.fleetNodes(),
+	err := p.eachFleetNode(ctx, func(n *corev1.Node) { f.Nodes = append(f.Nodes, nodeOf(n)) })
+	slices.SortFunc(f.Nodes, func(a, b model.Node) int { return strings.Compare(a.Name, b.Name) })
+	return err
+}
+
+// eachFleetNode calls fn with every node of the fleet, from one paged LIST.
+func (p *Provider) eachFleetNode(ctx context.Context, fn func(*corev1.Node)) error {
+	return p.each(ctx, "nodes", p.fleetNodes(),
 		func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return p.client.CoreV1().Nodes().List(ctx, o)
 		},
 		func(obj runtime.Object) error {
 			if n := obj.(*corev1.Node); p.inFleet(n.Labels) {
-				f.Nodes = append(f.Nodes, nodeOf(n))
+				fn(n)
 			}
 			return nil
 		})
-	slices.SortFunc(f.Nodes, func(a, b model.Node) int { return strings.Compare(a.Name, b.Name) })
-	return err
 }
 
 func cmp2(a1, b1, a2, b2 string) int {

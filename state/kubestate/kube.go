@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/pager"
 	"k8s.io/client-go/util/retry"
@@ -522,6 +523,12 @@ func (b *Backend) PruneOrphans(ctx context.Context, dryRun bool) ([]string, erro
 	return orphans, nil
 }
 
+// appendBackoff paces a journal append's retries on conflict: applies without the lock
+// write the head between each other's appends (their records, the state with its step
+// times), so a handful of 10 ms tries ran out under two racing applies; these span about
+// 4 s, jittered so that the two do not retry in step.
+var appendBackoff = wait.Backoff{Steps: 12, Duration: 10 * time.Millisecond, Factor: 1.6, Jitter: 0.5, Cap: time.Second}
+
 // AppendJournal appends r to the head's journal (read, modify, update with the
 // resourceVersion; retried on conflict). A journal grown past the limit is folded into the
 // state first, so the head stays well under the size of one object.
@@ -534,7 +541,7 @@ func (b *Backend) AppendJournal(ctx context.Context, r state.JournalRecord) erro
 		return err
 	}
 	line = append(line, '\n')
-	err = retry.OnError(retry.DefaultRetry, func(err error) bool {
+	err = retry.OnError(appendBackoff, func(err error) bool {
 		return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)
 	}, func() error {
 		head, err := b.secrets().Get(ctx, protocol.StateSecret, metav1.GetOptions{})

@@ -636,3 +636,29 @@ func TestUnlockAfterALateRenewal(t *testing.T) {
 }
 
 var leaseGVR = coordinationv1.SchemeGroupVersion.WithResource("leases")
+
+// A journal append that meets conflicts on the head (another apply without the lock writes
+// it between the read and the update, many times over) retries until it lands: more than
+// the handful of quick tries that two racing applies once ran out of.
+func TestAppendJournalOutlastsConflicts(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	b := New(cs, ns, Options{})
+	if err := b.Write(ctx, sample()); err != nil {
+		t.Fatal(err)
+	}
+	var conflicts atomic.Int64
+	cs.PrependReactor("update", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if conflicts.Add(1) <= 8 {
+			return true, nil, apierrors.NewConflict(corev1.Resource("secrets"), protocol.StateSecret, errors.New("the object has been modified"))
+		}
+		return false, nil, nil
+	})
+	if err := b.AppendJournal(ctx, state.JournalRecord{Node: "w-1", Target: "rendered-worker-abc", Step: "cordon"}); err != nil {
+		t.Fatalf("append after 8 conflicts: %v", err)
+	}
+	st, err := b.Read(ctx)
+	if err != nil || len(st.Journal["w-1"].Done) != 1 {
+		t.Errorf("the journal after the append: %+v, %v", st.Journal, err)
+	}
+}

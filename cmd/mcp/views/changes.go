@@ -43,6 +43,10 @@ func changeHeading(ch planner.Change, pp planner.PoolPlan) string {
 	if len(ch.Nodes) > 0 {
 		who = nodeList(ch.Nodes)
 	}
+	if ch.To != pp.Rendered && pp.Rendered != "" {
+		// A variant for chosen nodes: say which, as the pool's variant lines name it.
+		return fmt.Sprintf("Changes from %s to %s, on %s:", from, ch.To, who)
+	}
 	return fmt.Sprintf("Changes from %s, on %s:", from, who)
 }
 

@@ -20,8 +20,8 @@ func writeDriftNote(w io.Writer, c painter, p *planner.Rollout) {
 	if len(drifted) == 1 {
 		they = "it runs"
 	}
-	fmt.Fprintf(w, "%s %s drifted from the config %s (changed outside of mcp):\n", c.yellow("Note:"),
-		plural(len(drifted), "%d node has", "%d nodes have"), they)
+	fmt.Fprintf(w, "%s %s drifted from the config %s (%s):\n", c.yellow("Note:"),
+		plural(len(drifted), "%d node has", "%d nodes have"), they, driftCause(drifted))
 	onDrift := map[string]bool{}
 	for _, pp := range p.Pools {
 		onDrift[pp.Name] = pp.OnDrift.Reports()
@@ -38,6 +38,9 @@ func writeDriftNote(w io.Writer, c painter, p *planner.Rollout) {
 			restored++
 		}
 		fmt.Fprintf(w, "\n  %s (pool %s, %s; %s)\n", c.bold("node."+n.Name), n.Pool, n.From, what)
+		if n.DriftUnderWay != "" {
+			fmt.Fprintf(w, "    an update to %s is under way on it, unfinished (an interrupted apply's, or its agent's): what differs may be that update's writes\n", n.DriftUnderWay)
+		}
 		for _, d := range n.Drift {
 			fmt.Fprintf(w, "    %s%s\n", c.yellow("drift: "), d.String())
 			writeDiff(w, c, "        ", d.Diff)
@@ -55,4 +58,22 @@ func writeDriftNote(w io.Writer, c painter, p *planner.Rollout) {
 	if reported > 0 {
 		fmt.Fprintf(w, "\nDrift in pools with on_drift = \"report\" is shown only: nothing is planned for it.\n")
 	}
+}
+
+// driftCause says what changed the drifted nodes: outside of mcp, unless an update under
+// way on a node (an interrupted apply's) may have written what differs.
+func driftCause(drifted []*planner.NodePlan) string {
+	underWay := 0
+	for _, n := range drifted {
+		if n.DriftUnderWay != "" {
+			underWay++
+		}
+	}
+	switch underWay {
+	case 0:
+		return "changed outside of mcp"
+	case len(drifted):
+		return "perhaps by an unfinished update, said below"
+	}
+	return "changed outside of mcp, or by an unfinished update, said below"
 }

@@ -16,14 +16,14 @@ import (
 
 // FleetPlan writes the head of a plan across clusters: a summary line, then one row per
 // cluster — its stage, its nodes changing, waves, blocked and drifted nodes, its changing
-// pools' maintenance window, who holds its state lock when another run does — and why each unknown cluster is unknown. Each
+// pools' maintenance window, its estimate (its longest pool's), who holds its state lock when another run does — and why each unknown cluster is unknown. Each
 // cluster's own plan follows it (ClusterHeader, then the plan view as for one cluster).
 func FleetPlan(out io.Writer, ps []clusters.Planned, color bool) error {
 	w := bufio.NewWriter(out)
 	c := painter(color)
 	fmt.Fprintf(w, "%s\n\n", c.bold(FleetSummary(ps)))
 	var t columns
-	t.add("CLUSTER", "STAGE", "CHANGING", "WAVES", "BLOCKED", "DRIFTED", "WINDOW", "LOCK HELD BY", "PLAN")
+	t.add("CLUSTER", "STAGE", "CHANGING", "WAVES", "BLOCKED", "DRIFTED", "WINDOW", "ESTIMATE", "LOCK HELD BY", "PLAN")
 	soaks := false
 	for _, p := range ps {
 		stage := p.Cluster.Stage
@@ -35,7 +35,7 @@ func FleetPlan(out io.Writer, ps []clusters.Planned, color bool) error {
 			holder = p.LockHolder
 		}
 		if p.Plan == nil {
-			t.add(p.Cluster.Name, stage, "?", "?", "?", "?", "?", holder, c.red("unknown"))
+			t.add(p.Cluster.Name, stage, "?", "?", "?", "?", "?", "?", holder, c.red("unknown"))
 			continue
 		}
 		r := p.Plan.File.Rollout
@@ -48,7 +48,7 @@ func FleetPlan(out io.Writer, ps []clusters.Planned, color bool) error {
 			verdict = c.yellow("changes")
 		}
 		t.add(p.Cluster.Name, stage, fmt.Sprintf("%d (%d reboot)", n.nodes, n.reboot), fmt.Sprint(n.waves),
-			fmt.Sprint(n.blocked), fmt.Sprint(len(r.Drifted())), windowCell(r), holder, verdict)
+			fmt.Sprint(n.blocked), fmt.Sprint(len(r.Drifted())), windowCell(r), estimateCell(r), holder, verdict)
 	}
 	if err := t.write(w); err != nil {
 		return err

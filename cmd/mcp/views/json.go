@@ -101,6 +101,8 @@ type nodeValue struct {
 	RenderedConfig string        `json:"rendered_config"`
 	Drift          []model.Drift `json:"drift,omitempty"`
 	DriftUnlisted  int           `json:"drift_unlisted,omitempty"` // drifted paths the node did not list
+	// DriftUnderWay: an unfinished update to this config may have written the drift.
+	DriftUnderWay string `json:"drift_under_way,omitempty"`
 }
 
 type nodeMeta struct {
@@ -127,6 +129,15 @@ type nodeMeta struct {
 	// Observation is what the node carries against its target, for a node whose current
 	// config is absent or unknown to the state: its steps come from it.
 	Observation *model.Observation `json:"observation,omitempty"`
+	// Interim: the node's pool is paused for disruptive changes and its after is an interim
+	// config (what disrupts nothing of its move); the rest of the move waits.
+	Interim *jsonInterim `json:"interim,omitempty"`
+}
+
+// jsonInterim is planner.Interim with its waiting steps as the plan's steps are shown.
+type jsonInterim struct {
+	Target  string     `json:"target"`
+	Waiting []jsonStep `json:"waiting"`
 }
 
 type jsonMeta struct {
@@ -166,7 +177,7 @@ func JSONPlan(p *planner.Rollout, meta Meta) ([]byte, error) {
 	for _, pp := range p.Pools {
 		act := "no-op"
 		switch {
-		case !pp.ReRendered || pp.PointerKept:
+		case !pp.ReRendered && len(pp.MachinesMoved) == 0 || pp.PointerKept:
 		case pp.Previous == "":
 			act = "create" // as Terraform's: nothing in the state before (before is null)
 		default:
@@ -198,7 +209,7 @@ func JSONPlan(p *planner.Rollout, meta Meta) ([]byte, error) {
 			MCP: &nodeMeta{Pool: n.Pool, Zone: n.Zone, Action: string(n.Action), Steps: steps, Reboot: n.Reboot, Wave: n.Wave,
 				Deferred: n.Deferred, Condition: n.Condition, Blockers: nonNilB(n.Blockers), Warnings: nonNil(n.Warnings),
 				Held: n.Held, Untargeted: n.Untargeted, Canary: n.Canary, DriftOnly: n.DriftOnly, Happened: n.Happened,
-				Observation: n.Observation}})
+				Observation: n.Observation, Interim: interimJSON(p, &n)}})
 	}
 	out.ResourceChanges = append(out.ResourceChanges, bootImageChanges(p)...)
 	out.ResourceChanges = append(out.ResourceChanges, itemChanges(p)...)
@@ -210,7 +221,7 @@ func JSONPlan(p *planner.Rollout, meta Meta) ([]byte, error) {
 		// As Terraform's resource_drift: before is what the state says, after what was observed.
 		out.ResourceDrift = append(out.ResourceDrift, resourceChange{Address: "node." + n.Name, Mode: "managed",
 			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{"update"},
-				Before: nodeValue{RenderedConfig: n.From}, After: nodeValue{RenderedConfig: n.From, Drift: n.Drift, DriftUnlisted: n.DriftUnlisted}},
+				Before: nodeValue{RenderedConfig: n.From}, After: nodeValue{RenderedConfig: n.From, Drift: n.Drift, DriftUnlisted: n.DriftUnlisted, DriftUnderWay: n.DriftUnderWay}},
 			MCP: &driftMeta{Pool: n.Pool, OnDrift: string(onDrift[n.Pool]), Restored: n.Changed() && !onDrift[n.Pool].Reports()}})
 	}
 	return json.Marshal(out) // compact, as terraform show -json: plans can be large
@@ -275,4 +286,13 @@ func nonNilB(s []planner.Blocker) []planner.Blocker {
 		return []planner.Blocker{}
 	}
 	return s
+}
+
+// interimJSON is n's interim move for the plan JSON (nil: none).
+func interimJSON(p *planner.Rollout, n *planner.NodePlan) *jsonInterim {
+	if n.Interim == nil {
+		return nil
+	}
+	return &jsonInterim{Target: n.Interim.Target, Waiting: stepsJSON(n.Interim.Waiting, n.To, n.Interim.Target,
+		func(name string) *model.Rendered { return p.Rendered[name] }, p.Provenance[n.Interim.Target])}
 }

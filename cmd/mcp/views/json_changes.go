@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/mcpfleet/mcp/planner"
 )
@@ -40,13 +41,7 @@ func itemChanges(p *planner.Rollout) []resourceChange {
 			for _, it := range ch.Items {
 				rc := resourceChange{Address: string(it.Kind) + "." + pp.Name, Mode: "managed", Type: itemTypes[it.Kind],
 					Name: pp.Name, MCP: meta}
-				index := it.Name
-				if k != main {
-					index = fmt.Sprintf("%s from %s", it.Name, ch.From)
-					if it.Name == "" {
-						index = "from " + ch.From
-					}
-				}
+				index := itemIndex(it.Name, ch, pp, k == main)
 				if index != "" {
 					rc.Index = index
 					rc.Address += fmt.Sprintf("[%q]", index)
@@ -62,10 +57,30 @@ func itemChanges(p *planner.Rollout) []resourceChange {
 	return out
 }
 
+// itemIndex is the index of an item's resource in change ch of pool pp: the item's name
+// in the main change; "NAME from CONFIG" in another from the pool's config; and "NAME
+// [from CONFIG ]to VARIANT" in a move to a variant for chosen nodes (each pool's moves
+// are distinct pairs of configs, so each address is one resource).
+func itemIndex(name string, ch planner.Change, pp planner.PoolPlan, main bool) string {
+	var parts []string
+	if name != "" {
+		parts = append(parts, name)
+	}
+	switch {
+	case ch.To != pp.Rendered && ch.From != "":
+		parts = append(parts, "from "+ch.From, "to "+ch.To)
+	case ch.To != pp.Rendered:
+		parts = append(parts, "to "+ch.To)
+	case !main:
+		parts = append(parts, "from "+ch.From)
+	}
+	return strings.Join(parts, " ")
+}
+
 // mainChange is the index of the pool's change from its boot pointer's config, else 0.
 func mainChange(pp planner.PoolPlan) int {
 	for k, ch := range pp.Changes {
-		if ch.From == pp.Previous {
+		if ch.From == pp.Previous && ch.To == pp.Rendered {
 			return k
 		}
 	}

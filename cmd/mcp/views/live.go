@@ -50,6 +50,14 @@ type livePool struct {
 	// wait), set with each frame's bar line; lines is it wrapped, set by the first line.
 	below string
 	lines []string
+
+	// est is the plan's estimate of the pool (nil: none), slots and soak its pacing; begun
+	// when each node running started, took how long each that finished took: the time left.
+	est   *planner.Estimate
+	slots int
+	soak  time.Duration
+	begun map[string]time.Time
+	took  []time.Duration
 }
 
 // barWidth is the width of a pool's bar, brackets included: it keeps it, however long
@@ -102,7 +110,12 @@ func NewLiveProgress(w io.Writer, color bool, plan *planner.Rollout) *LiveProgre
 		width = max(width, len("pool."+name))
 	}
 	for _, name := range names {
-		lp := &livePool{name: name, total: total[name], started: map[string]bool{}}
+		lp := &livePool{name: name, total: total[name], started: map[string]bool{}, begun: map[string]time.Time{}}
+		for _, pp := range plan.Pools {
+			if pp.Name == name {
+				lp.est, lp.slots, lp.soak = pp.Estimate, pp.Slots, pp.Soak
+			}
+		}
 		lp.bar = l.p.AddBar(int64(lp.total),
 			mpb.PrependDecorators(decor.Name("pool."+name, decor.WC{W: width + 1, C: decor.DindentRight})),
 			// The text gets what the terminal has left beside the bar and the spaces around
@@ -138,6 +151,7 @@ func (l *LiveProgress) Event(e engine.Event) {
 			l.node[e.Node] = n
 			lp.updating++
 			lp.started[e.Node] = true
+			lp.begun[e.Node] = e.Time
 			if lp.waitFor == e.Node {
 				lp.waiting, lp.waitFor = "", "" // the node it waited for started
 			}
@@ -160,6 +174,10 @@ func (l *LiveProgress) Event(e engine.Event) {
 		}
 		lp.finished++
 		lp.started[e.Node] = true
+		if t, ok := lp.begun[e.Node]; ok && e.Kind == engine.EventNodeDone {
+			lp.took = append(lp.took, e.Time.Sub(t))
+		}
+		delete(lp.begun, e.Node)
 		if lp.waitFor == e.Node || lp.finished >= lp.total {
 			lp.waiting, lp.waitFor = "", ""
 		}
@@ -193,6 +211,9 @@ func (l *LiveProgress) Event(e engine.Event) {
 		lp.waiting, lp.waitFor = fmt.Sprintf("node.%s: %s", e.Node, e.Reason), e.Node
 	case engine.EventAlertsFiring:
 		msg := fmt.Sprintf("pool.%s: %s: %s\n", e.Pool, l.c.red("stopping"), e.Reason)
+		after = append(after, func() { l.above(msg) })
+	case engine.EventReverting:
+		msg := fmt.Sprintf("pool.%s: %s: %s\n", e.Pool, l.c.red("reverting"), e.Reason)
 		after = append(after, func() { l.above(msg) })
 	case engine.EventClaimed:
 		msg := fmt.Sprintf("node.%s: %s\n", e.Node, l.c.yellow(e.Reason))
@@ -237,10 +258,28 @@ func (l *LiveProgress) poolParts(lp *livePool, c painter) (counts []string, wait
 	if lp.stopped {
 		parts = append(parts, c.red("stopped"))
 	}
+	if left, ok := l.timeLeft(lp); ok {
+		parts = append(parts, "~"+rough(left)+" left")
+	}
 	if lp.waiting != "" {
 		wait = c.yellow(fmt.Sprintf("waiting %s", l.now().Sub(lp.waitSince).Round(time.Second))) + " before " + lp.waiting
 	}
 	return parts, wait
+}
+
+// timeLeft is the pool's time left (planner.Estimate.Left), from the plan's estimate and
+// this run's finished nodes; false once the pool ended or stopped, or without an estimate.
+func (l *LiveProgress) timeLeft(lp *livePool) (time.Duration, bool) {
+	if lp.est == nil || lp.stopped || lp.finished >= lp.total {
+		return 0, false
+	}
+	now := l.now()
+	var running []time.Duration
+	for _, t := range lp.begun {
+		running = append(running, now.Sub(t))
+	}
+	notStarted := lp.total - lp.finished - len(lp.begun)
+	return lp.est.Left(lp.slots, notStarted, lp.soak, running, lp.took), true
 }
 
 // nodeStatus is a node's line: its current step and for how long.

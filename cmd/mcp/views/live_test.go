@@ -252,3 +252,41 @@ func TestLiveNodeWaitsOnItsAgent(t *testing.T) {
 		t.Errorf("line view:\n got %q\nwant %q", got, want)
 	}
 }
+
+// A pool's line shows the time left: at first from the plan's estimate, then, as nodes
+// finish, from how long this run's nodes took; none once the pool has ended.
+func TestLiveTimeLeft(t *testing.T) {
+	plan := &planner.Rollout{Pools: []planner.PoolPlan{{Name: "worker", Slots: 1,
+		Estimate: &planner.Estimate{Node: 10 * time.Minute, Duration: 30 * time.Minute, Waves: 3}}},
+		Nodes: []planner.NodePlan{
+			{Name: "w-0", Pool: "worker", Action: planner.NodeUpdate},
+			{Name: "w-1", Pool: "worker", Action: planner.NodeUpdate},
+			{Name: "w-2", Pool: "worker", Action: planner.NodeUpdate},
+		}}
+	var out bytes.Buffer
+	l := NewLiveProgress(&out, false, plan)
+	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	now := at
+	l.now = func() time.Time { return now }
+	lp := l.pool["worker"]
+	drain := model.Step{Kind: model.StepDrain}
+	l.Event(engine.Event{Kind: engine.EventStepStart, Node: "w-0", Pool: "worker", Step: drain, Time: at})
+	now = at.Add(4 * time.Minute)
+	if got, want := l.poolStatus(lp, 200), "0/3 done, 1 updating, ~26m left"; got != want {
+		t.Errorf("from the plan's estimate:\n got %q\nwant %q", got, want)
+	}
+	// w-0 took 2m: the two left are expected to take as long.
+	l.Event(engine.Event{Kind: engine.EventNodeDone, Node: "w-0", Pool: "worker", Time: at.Add(2 * time.Minute)})
+	now = at.Add(2 * time.Minute)
+	if got, want := l.poolStatus(lp, 200), "1/3 done, ~4m left"; got != want {
+		t.Errorf("after a node took 2m:\n got %q\nwant %q", got, want)
+	}
+	for _, n := range []string{"w-1", "w-2"} {
+		l.Event(engine.Event{Kind: engine.EventStepStart, Node: n, Pool: "worker", Step: drain, Time: now})
+		l.Event(engine.Event{Kind: engine.EventNodeDone, Node: n, Pool: "worker", Time: now})
+	}
+	if got, want := l.poolStatus(lp, 200), "3/3 done"; got != want {
+		t.Errorf("once done:\n got %q\nwant %q", got, want)
+	}
+	l.Stop()
+}

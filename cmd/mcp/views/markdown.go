@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/mcpfleet/mcp/engine/planfile"
 	"github.com/mcpfleet/mcp/planner"
@@ -70,7 +71,7 @@ func markdown(out io.Writer, pf *planfile.File, budget *mdBudget) error {
 		mdPoolTable(w, p, byPool)
 	}
 	for _, pp := range p.Pools {
-		mdPool(w, pp, byPool[pp.Name], budget)
+		mdPool(w, pp, byPool[pp.Name], budget, pf.Created)
 	}
 	mdBootImages(w, p)
 	mdSoak(w, pf.Soak)
@@ -153,9 +154,9 @@ func mdRendered(pp planner.PoolPlan) string {
 
 // mdPool writes a pool's section: its changing nodes grouped by kind and steps, then its
 // notes. A pool with nothing to show has no section (its table row says it all).
-func mdPool(w *bufio.Writer, pp planner.PoolPlan, nodes []*planner.NodePlan, budget *mdBudget) {
+func mdPool(w *bufio.Writer, pp planner.PoolPlan, nodes []*planner.NodePlan, budget *mdBudget, now time.Time) {
 	groups := groupNodes(nodes)
-	notes := poolNotes(pp, nodes)
+	notes := poolNotes(pp, nodes, now)
 	if len(groups) == 0 && len(notes) == 0 && !hasItems(pp) && !hasDriftDiffs(nodes) {
 		return
 	}
@@ -165,6 +166,9 @@ func mdPool(w *bufio.Writer, pp planner.PoolPlan, nodes []*planner.NodePlan, bud
 	}
 	if pp.Paused {
 		head += " · paused"
+	}
+	if pp.Estimate != nil {
+		head += " · estimate " + mdEscape(estimateShort(pp.Estimate))
 	}
 	fmt.Fprintf(w, "\n%s\n\n", head)
 	for _, g := range groups {
@@ -252,7 +256,7 @@ type mdNote struct {
 
 // poolNotes collects a pool's blockers, waits, holds, nodes out of service, drift and
 // warnings, each kind in one list.
-func poolNotes(pp planner.PoolPlan, nodes []*planner.NodePlan) []mdNote {
+func poolNotes(pp planner.PoolPlan, nodes []*planner.NodePlan, now time.Time) []mdNote {
 	var blockedN, deferredN, waits, held, out, observed, drift, warns []string
 	for _, b := range pp.Blockers {
 		if defers(b) {
@@ -294,12 +298,28 @@ func poolNotes(pp planner.PoolPlan, nodes []*planner.NodePlan) []mdNote {
 			warns = append(warns, addr+mdEscape(wn))
 		}
 	}
+	var variants []string
+	for _, v := range pp.Variants {
+		variants = append(variants, mdEscape(VariantLine(v)))
+	}
 	var notes []mdNote
+	if pp.Pause != nil {
+		notes = append(notes, mdNote{"pause", []string{mdEscape(PauseWords(pp.Pause, now))}})
+	}
+	if pp.Updates > 0 && pp.Order != "oldest" && pp.Order != "" {
+		notes = append(notes, mdNote{"order", []string{mdEscape(planner.OrderWords(&pp))}})
+	}
 	for _, n := range []mdNote{{"blocked", blockedN}, {"deferred", deferredN}, {"waits", waits}, {"held", held},
-		{"out of service", out}, {"observed", observed}, {"drift", drift}, {"warning", warns}} {
+		{"out of service", out}, {"observed", observed}, {"drift", drift}, {"warning", warns}, {"variant", variants}} {
 		if len(n.items) > 0 {
 			notes = append(notes, n)
 		}
+	}
+	if pp.Rollback {
+		notes = append(notes, mdNote{"rollback", []string{"back to the stored " + mdCode(pp.Rendered) + "; the configuration is not changed"}})
+	}
+	if pp.OnFailure.Reverts() && pp.Updates > 0 {
+		notes = append(notes, mdNote{"on failure", []string{mdEscape(revertLine(pp))}})
 	}
 	if pp.Untargeted > 0 {
 		notes = append(notes, mdNote{"not targeted", []string{plural(pp.Untargeted, "%d node", "%d nodes")}})

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +33,16 @@ type ApplySummary struct {
 	APIRequests int64 `json:",omitempty"`
 	// Nodes says what became of each node the plan changed.
 	Nodes []NodeResult `json:",omitempty"`
+	// Reverts: what each pool's on_failure = "revert" did after a failure stopped it.
+	Reverts []RevertSummary `json:",omitempty"`
+}
+
+// RevertSummary is one pool's revert (engine.PoolRevert): the nodes back on To, and those
+// not, with why.
+type RevertSummary struct {
+	Pool, To, Why string
+	Reverted      []string
+	NotReverted   map[string]string `json:",omitempty"`
 }
 
 // SummaryOf sums up an apply from its result and the error it returned, one failure a
@@ -39,6 +51,12 @@ func SummaryOf(res *engine.ApplyResult, err error) ApplySummary {
 	s := ApplySummary{Outcome: outcomeNames[engine.Outcome(res, err)], Updated: len(res.Updated), Adopted: len(res.Adopted), Failed: len(res.Failed),
 		Deferred: len(res.Deferred) + len(res.Skipped), Unconfirmed: len(res.Unconfirmed), Elapsed: res.Elapsed,
 		APIRequests: max(res.APIRequests, 0), Nodes: nodeResults(res)}
+	for _, r := range res.Reverts {
+		s.Reverts = append(s.Reverts, RevertSummary{Pool: r.Pool, To: r.To, Why: r.Why, Reverted: nonNil(r.Reverted), NotReverted: r.NotReverted})
+		for i := range s.Nodes {
+			s.Nodes[i].Reverted = s.Nodes[i].Reverted || slices.Contains(r.Reverted, s.Nodes[i].Node)
+		}
+	}
 	if err != nil {
 		for _, e := range joined(err) {
 			s.Failures = append(s.Failures, e.Error())
@@ -100,6 +118,8 @@ func (h *humanProgress) Event(raw engine.Event) {
 		fmt.Fprintf(h.w, "pool.%s: %s before node.%s: %s\n", e.Pool, h.c.yellow("waiting"), e.Node, e.Reason)
 	case engine.EventAlertsFiring:
 		fmt.Fprintf(h.w, "pool.%s: %s: %s\n", e.Pool, h.c.red("stopping"), e.Reason)
+	case engine.EventReverting:
+		fmt.Fprintf(h.w, "pool.%s: %s: %s\n", e.Pool, h.c.red("reverting"), e.Reason)
 	case engine.EventTemplate:
 		io.WriteString(h.w, templateLine(h.c, e))
 	}
@@ -136,6 +156,7 @@ func (h *humanProgress) Summary(s ApplySummary) {
 	}
 	h.reboots.fill(&s)
 	writeNodeResults(h.w, h.c, s.Nodes, cols)
+	writeReverts(h.w, h.c, s.Reverts)
 	counts := "Nodes: " + s.counts()
 	if s.Unconfirmed > 0 {
 		counts += fmt.Sprintf(", %d not confirmed", s.Unconfirmed)
@@ -147,7 +168,7 @@ func (h *humanProgress) Summary(s ApplySummary) {
 	case "incomplete":
 		next := "run mcp apply again to continue"
 		if !s.again() {
-			next = "the nodes not started wait for a person (a hold, a paused pool)"
+			next = "what is left waits for a person (a hold, a paused pool)"
 		}
 		fmt.Fprintf(h.w, "\n%s\n", h.c.yellow(fmt.Sprintf("Apply incomplete. %s; %s. (%s)", counts, next, took)))
 	default:
@@ -263,4 +284,22 @@ func (s ApplySummary) counts() string {
 		adopted = fmt.Sprintf(", %d adopted", s.Adopted)
 	}
 	return fmt.Sprintf("%d updated%s, %d failed, %d not started", s.Updated, adopted, s.Failed, s.Deferred)
+}
+
+// writeReverts says, per pool that reverted (on_failure = "revert"), which nodes are back on
+// the config they ran before and which are not, with why.
+func writeReverts(w io.Writer, c painter, reverts []RevertSummary) {
+	for _, r := range reverts {
+		to := r.To
+		if to == "" {
+			to = "(none)"
+		}
+		fmt.Fprintf(w, "\n%s pool.%s back to %s, after: %s\n", c.bold(`Reverted (on_failure = "revert"):`), r.Pool, to, r.Why)
+		for _, n := range r.Reverted {
+			fmt.Fprintf(w, "  node.%s  %s\n", n, c.green("reverted"))
+		}
+		for _, n := range slices.Sorted(maps.Keys(r.NotReverted)) {
+			fmt.Fprintf(w, "  node.%s  %s: %s\n", n, c.red("not reverted"), r.NotReverted[n])
+		}
+	}
 }

@@ -17,7 +17,7 @@ import (
 
 // StatusFormatVersion is the version of `mcp status -o json` (docs/status.md). A new field
 // is a minor change; a changed or removed one a major change.
-const StatusFormatVersion = "1.3"
+const StatusFormatVersion = "1.4"
 
 // Status is what mcp status shows, once or at each refresh of -watch.
 type Status interface {
@@ -86,6 +86,7 @@ func (v *statusHuman) Status(s *planner.Status, at time.Time) error {
 		nodeTable(&b, s, at, wide, v.o.NoHeaders)
 	} else {
 		poolTable(&b, s, at, wide, v.o.NoHeaders)
+		pauseLines(&b, s, at)
 		if len(s.Templates) > 0 {
 			b.WriteString("\n")
 			templateTable(&b, s, v.o.NoHeaders)
@@ -186,6 +187,22 @@ func poolTable(w io.Writer, s *planner.Status, now time.Time, wide, noHeaders bo
 		t.row(row...)
 	}
 	t.writeTo(w)
+}
+
+// pauseLines says, under the pools' table, what each paused pool's pause holds and since
+// when (PauseWords).
+func pauseLines(w io.Writer, s *planner.Status, now time.Time) {
+	first := true
+	for _, p := range s.Pools {
+		if p.Pause == nil {
+			continue
+		}
+		if first {
+			io.WriteString(w, "\n")
+			first = false
+		}
+		fmt.Fprintf(w, "pool %s: %s\n", p.Name, PauseWords(p.Pause, now))
+	}
 }
 
 // templateTable lists the machine templates: their image and whether it is their pool's

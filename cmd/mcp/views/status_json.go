@@ -64,6 +64,10 @@ type jsonPoolStatus struct {
 	// Conditions and Created came in 1.3.
 	Conditions jsonConditions `json:"conditions"`
 	Created    *time.Time     `json:"created"`
+	// Pause came in 1.4: what the pool's pause holds, since when (null: not paused).
+	Pause *planner.PauseStatus `json:"pause"`
+	// RolledBack: a rollback left the pool off what the configuration renders.
+	RolledBack *model.RolledBack `json:"rolled_back,omitempty"`
 }
 
 // jsonConditions are a pool's conditions, as oc get mcp shows them.
@@ -78,11 +82,14 @@ type jsonNodeStatus struct {
 	Pool          string `json:"pool"`
 	CurrentConfig string `json:"current_config"`
 	DesiredConfig string `json:"desired_config"`
-	State         string `json:"state"`
-	Reason        string `json:"reason"`
-	Held          bool   `json:"held"`
-	HoldReason    string `json:"hold_reason"`
-	Condition     string `json:"condition"`
+	// TargetConfig is the config the state's pointers give the node: its pool's, or its
+	// variant for chosen nodes (absent before the first apply).
+	TargetConfig string `json:"target_config,omitempty"`
+	State        string `json:"state"`
+	Reason       string `json:"reason"`
+	Held         bool   `json:"held"`
+	HoldReason   string `json:"hold_reason"`
+	Condition    string `json:"condition"`
 	// Drift came in 1.2: how the node differs from the config it runs.
 	Drift         []model.Drift `json:"drift"`
 	DriftUnlisted int           `json:"drift_unlisted"`
@@ -126,11 +133,12 @@ func statusDocument(s *planner.Status, at time.Time) jsonStatus {
 		updated, updating, degraded := p.Conditions()
 		js.Pools = append(js.Pools, jsonPoolStatus{Name: p.Name, Config: p.Config, Machines: p.Machines,
 			Updated: p.Updated, Updating: p.Updating, Degraded: p.Degraded, Drifted: p.Drifted, Held: p.Held, Ready: p.Ready, Paused: p.Paused,
-			Conditions: jsonConditions{updated, updating, degraded}, Created: timeOrNil(p.Created)})
+			Conditions: jsonConditions{updated, updating, degraded}, Created: timeOrNil(p.Created), Pause: p.Pause,
+			RolledBack: p.RolledBack})
 	}
 	for _, n := range s.Nodes {
 		js.Nodes = append(js.Nodes, jsonNodeStatus{Name: n.Name, Pool: n.Pool, CurrentConfig: n.Current,
-			DesiredConfig: n.Desired, State: n.State, Reason: n.Reason, Held: n.Held, HoldReason: n.HoldReason,
+			DesiredConfig: n.Desired, TargetConfig: n.Target, State: n.State, Reason: n.Reason, Held: n.Held, HoldReason: n.HoldReason,
 			Condition: n.Condition, Drift: append([]model.Drift{}, n.Drift...), DriftUnlisted: n.DriftUnlisted,
 			LastFailure: n.LastFailure, Created: timeOrNil(n.Created)})
 	}

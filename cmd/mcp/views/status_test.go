@@ -91,7 +91,7 @@ func TestStatusTemplates(t *testing.T) {
 		"namespace": "openshift-machine-api", "name": "w-a", "owner": "", "pool": "worker", "platform": "aws",
 		"field": "spec.template.spec.providerSpec.value.ami.id", "image": "ami-1", "boot_image": "rhcos-9", "wanted_image": "ami-2",
 		"status": "lagging", "reason": "boot_image.rhcos-9's aws image is ami-2"}}
-	if doc.FormatVersion != "1.3" || !cmp.Equal(want, doc.Templates) {
+	if doc.FormatVersion != StatusFormatVersion || !cmp.Equal(want, doc.Templates) {
 		t.Errorf("-json: version %s, templates %s", doc.FormatVersion, cmp.Diff(want, doc.Templates))
 	}
 }

@@ -23,10 +23,13 @@ type NodeResult struct {
 	Evidence string `json:",omitempty"`
 	// Adopted is true when the node was adopted: recorded on its target, nothing changed.
 	Adopted bool `json:",omitempty"`
-	// Why a node was not started; Held when another apply would not start it either until
-	// a person acts (a hold, a paused pool).
+	// Why a node was not started (or, updated, that it was to an interim config); Held when
+	// another apply would not start it either until a person acts (a hold, a paused pool).
 	Why  string `json:",omitempty"`
 	Held bool   `json:",omitempty"`
+	// Reverted: a failure in its pool (on_failure = "revert") put it back on the config it
+	// ran before, after this result.
+	Reverted bool `json:",omitempty"`
 }
 
 // nodeResults lists the nodes of res: failed, not confirmed, not started, then updated,
@@ -45,6 +48,11 @@ func nodeResults(res *engine.ApplyResult) []NodeResult {
 	add("not confirmed", res.Unconfirmed)
 	add("not started", append(slices.Clone(res.Skipped), res.Deferred...))
 	add("updated", res.Updated)
+	for i := range out {
+		if out[i].Result == "updated" && slices.Contains(res.Interim, out[i].Node) {
+			out[i].Why = "to an interim config: what disrupts nothing; the rest waits for the pool's pause"
+		}
+	}
 	first := len(out)
 	add("updated", res.Adopted)
 	for i := first; i < len(out); i++ {
@@ -157,8 +165,17 @@ func nodeResultText(c painter, n NodeResult) string {
 				s += ": " + n.Evidence
 			}
 		}
+		if n.Why != "" {
+			s += " " + n.Why
+		}
+		if n.Reverted {
+			s += ", then reverted (below)"
+		}
 		return s
 	case "failed":
+		if n.Reverted {
+			return c.red("failed") + " (its error is above), then reverted (below)"
+		}
 		return c.red("failed") + " (its error is above)"
 	case "not started":
 		if n.Why == "" {

@@ -28,7 +28,7 @@ Nodes:
   node.w-3   updated
   node.w-10  updated
 
-Apply incomplete. Nodes: 4 updated, 0 failed, 1 not started; the nodes not started wait for a person (a hold, a paused pool). (1s)
+Apply incomplete. Nodes: 4 updated, 0 failed, 1 not started; what is left waits for a person (a hold, a paused pool). (1s)
 `
 	if d := cmp.Diff(want, b.String()); d != "" {
 		t.Errorf("only a held node left (-want +got):\n%s", d)

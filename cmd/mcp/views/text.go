@@ -30,7 +30,7 @@ func (t text) plan(pf *planfile.File) error {
 
 // planBody writes the plan alone (apply, which shows the plan it made before carrying it out).
 func (t text) planBody(pf *planfile.File) error {
-	if err := HumanPlan(t.w, pf.Rollout, HumanOptions{Color: t.color}); err != nil {
+	if err := HumanPlan(t.w, pf.Rollout, HumanOptions{Color: t.color, Now: pf.Created}); err != nil {
 		return err
 	}
 	writeSoak(t.w, pf.Soak, t.color)
@@ -43,6 +43,9 @@ func (t text) planBody(pf *planfile.File) error {
 // HumanOptions tune the human plan view.
 type HumanOptions struct {
 	Color bool
+	// Now is when the plan was made: a pool's pause is said to have lasted until then
+	// (zero: not said).
+	Now time.Time
 }
 
 // Symbols of a node's change, as in Terraform's plan.
@@ -89,6 +92,11 @@ func humanPlan(w *bufio.Writer, p *planner.Rollout, o HumanOptions) error {
 			fmt.Fprintln(w)
 			writeDriftNote(w, c, p)
 		}
+		for _, pp := range p.Pools {
+			if pp.Pause != nil {
+				fmt.Fprintf(w, "%s %s\n", c.yellow("pool."+pp.Name+":"), PauseWords(pp.Pause, o.Now))
+			}
+		}
 		writeBootImages(w, c, p)
 		writeNotes(w, c, p)
 		return nil
@@ -106,7 +114,7 @@ func humanPlan(w *bufio.Writer, p *planner.Rollout, o HumanOptions) error {
 	}
 	byPool := nodesByPool(p)
 	for _, pp := range p.Pools {
-		writePool(w, c, pp, byPool[pp.Name])
+		writePool(w, c, pp, byPool[pp.Name], o.Now)
 	}
 	writeBootImages(w, c, p)
 	writeNotes(w, c, p)
@@ -123,7 +131,7 @@ func nodesByPool(p *planner.Rollout) map[string][]*planner.NodePlan {
 	return out
 }
 
-func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.NodePlan) {
+func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.NodePlan, now time.Time) {
 	rendered := pp.Rendered
 	if pp.ReRendered && pp.Previous != "" {
 		rendered = pp.Previous + " → " + pp.Rendered
@@ -136,11 +144,27 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 	fmt.Fprintf(w, "\n%s %s  %s\n", c.bold("pool."+pp.Name), rendered,
 		fmt.Sprintf("[%s, max_unavailable %d, %d unavailable, %d at once, %s%s]", plural(pp.Size, "%d node", "%d nodes"),
 			pp.MaxUnavailable, pp.Unavailable, max(pp.Slots, 0), plural(pp.Waves, "%d wave", "%d waves"), pacing(pp)))
+	if pp.Rollback {
+		fmt.Fprintf(w, "  %s back to the stored %s; the configuration is not changed, and plan warns until it renders %s again\n",
+			c.yellow("rollback:"), pp.Rendered, pp.Rendered)
+	}
+	if pp.OnFailure.Reverts() && pp.Updates > 0 {
+		fmt.Fprintf(w, "  %s %s\n", c.yellow("on failure:"), revertLine(pp))
+	}
 	if ws := pp.Window; ws != nil {
 		fmt.Fprintf(w, "  %s\n", windowLine(c, ws))
 	}
+	if e := pp.Estimate; e != nil {
+		fmt.Fprintf(w, "  %s %s\n", c.green("estimate:"), estimateText(e))
+	}
 	if g := pp.AlertGate; g != nil {
 		fmt.Fprintf(w, "  %s\n", alertGateLine(c, *g))
+	}
+	if pp.Pause != nil {
+		fmt.Fprintf(w, "  %s %s\n", c.yellow("pause:"), PauseWords(pp.Pause, now))
+	}
+	if pp.Updates > 0 && pp.Order != model.OrderOldest && pp.Order != "" {
+		fmt.Fprintf(w, "  %s %s\n", c.green("order:"), planner.OrderWords(&pp))
 	}
 	if pp.Size == 0 {
 		fmt.Fprintf(w, "  %s its node_selector matches no node of the fleet: it updates nothing now, and new nodes of it boot its config\n", c.yellow("note:"))
@@ -155,6 +179,13 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 	}
 	for _, wn := range pp.Warnings {
 		fmt.Fprintf(w, "  %s %s\n", c.yellow("warning:"), wn)
+	}
+	for _, v := range pp.Variants {
+		fmt.Fprintf(w, "  %s %s\n", c.bold("variant:"), VariantLine(v))
+	}
+	for _, m := range pp.MachinesMoved {
+		to := cmp.Or(pp.Machines[m], "(none: no machine block declares it any more)")
+		fmt.Fprintf(w, "  %s machine %s boots %s\n", c.bold("boot:"), m, to)
 	}
 	unchanged := 0
 	var t columns
@@ -182,6 +213,9 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 		}
 		if n.Happened != "" {
 			t.add("", "", "", "", c.yellow("happened: ")+n.Happened)
+		}
+		if n.Interim != nil {
+			t.add("", "", "", "", c.yellow("interim: ")+InterimWords(n))
 		}
 		for _, b := range n.Blockers {
 			if b.Kind == planner.BlockPDBWait {
@@ -457,4 +491,33 @@ func RefreshLine(rs *model.RefreshStats) string {
 		}
 	}
 	return s + "."
+}
+
+// VariantLine is one variant of a pool's config for chosen nodes: its name, the configs
+// it adds, and whom it reaches ("rendered-worker-1a2b (+ 60-nic): nodes worker-3; machines m-7").
+func VariantLine(v planner.VariantPlan) string {
+	s := cmp.Or(v.Rendered, "(not rendered)") + " (+ " + strings.Join(v.Configs, ", ") + ")"
+	var who []string
+	if len(v.Nodes) > 0 {
+		who = append(who, word(len(v.Nodes), "node ", "nodes ")+strings.Join(v.Nodes, ", "))
+	}
+	if len(v.Machines) > 0 {
+		who = append(who, word(len(v.Machines), "machine ", "machines ")+strings.Join(v.Machines, ", "))
+	}
+	return s + ": " + strings.Join(who, "; ")
+}
+
+func word(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// revertLine says what a failure would do to a pool whose on_failure is "revert".
+func revertLine(pp planner.PoolPlan) string {
+	if pp.Previous == "" || pp.Previous == pp.Rendered {
+		return "stop (on_failure = \"revert\", but the pool has no other config to go back to: its boot config does not change)"
+	}
+	return "revert the nodes this apply updates to " + pp.Previous + " (on_failure = \"revert\"; within max_unavailable), then fail"
 }
