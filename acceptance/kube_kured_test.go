@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -17,7 +18,8 @@ import (
 // worker-0 of a pool of max_unavailable 1 — with no TTL, held until kured releases it — and
 // worker-1 with a TTL that ended an hour ago. Judged from the Node objects through a watch:
 // while kured holds worker-0, mcp apply takes nothing out of service (the pool's one slot is
-// kured's), and its plan names kured's holder, in text and JSON; once the lock is released
+// kured's), its plan names kured's holder, in text and JSON, and mcp serve -fleetlock grants
+// no FleetLock client a slot (with deploy/fleetlock's rights alone); once the lock is released
 // apply updates every node (exit 0), never more than one at once — which it could not if
 // the lapsed lock on worker-1 were counted (the budget would stay full until -budget-wait).
 func TestKubeKuredLockSharesTheBudget(t *testing.T) {
@@ -59,6 +61,26 @@ func TestKubeKuredLockSharesTheBudget(t *testing.T) {
 	js, code := c.mcp(t, "mcp-apply", "plan", "-json")
 	if code != 0 && code != 2 || !strings.Contains(js, "kured (lock on DaemonSet "+c.demo+"/kured") {
 		t.Errorf("plan -json (exit %d) does not name kured's holder:\n%s", code, lastLines(js, 30))
+	}
+
+	// mcp serve -fleetlock, as mcp-fleetlock with deploy/fleetlock's Role for kured's
+	// DaemonSet moved to the test's namespace (as a cluster whose kured runs elsewhere
+	// patches it): no slot over kured's, none on the node kured holds.
+	if err := createObjects(c.env, fleetLockManifests(), func(u *unstructured.Unstructured) bool {
+		if u.GetNamespace() != "kube-system" {
+			return false
+		}
+		u.SetNamespace(c.demo)
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	url := c.startServe(t, "mcp-fleetlock", "-fleetlock")
+	for node, kind := range map[string]string{"worker-1": "failed_lock_semaphore_full", "worker-0": "failed_lock_node_claimed"} {
+		code, got, err := fleetLockClient{url, c.name(node), "default"}.call("pre-reboot")
+		if err != nil || code != 409 || got != kind {
+			t.Errorf("FleetLock pre-reboot for %s while kured holds worker-0: %d %q %v; want 409 %s", node, code, got, err, kind)
+		}
 	}
 
 	run := c.startApply(t, "-budget-wait=90s")
