@@ -157,6 +157,9 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 		"Role mcp-state/mcp-fleetlock": {rule("", "secrets", "get", "list", "watch"),
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"},
 				ResourceNames: []string{protocol.LockLease}, Verbs: []string{"get"}}},
+		// kured's DaemonSet, by name: its annotation is kured's reboot lock.
+		"Role kube-system/mcp-fleetlock": {{APIGroups: []string{"apps"}, Resources: []string{"daemonsets"},
+			ResourceNames: []string{"kured"}, Verbs: []string{"get"}}},
 		"Role mcp-state/mcp-apply": {rule("", "secrets", all...), rule("coordination.k8s.io", "leases", all...)},
 		// In mcp-system the command checks alone, by name; create cannot be narrowed to one.
 		"Role mcp-system/mcp-apply": {{APIGroups: []string{""}, Resources: []string{"secrets"},

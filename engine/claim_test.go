@@ -495,3 +495,28 @@ func TestFingerprintLeavesFleetLockOut(t *testing.T) {
 		t.Error("another apply's claim left the fleet's fingerprint as it was")
 	}
 }
+
+// kured's lock, laid over a node's own claim, leaves the fleet's fingerprint as that claim
+// alone gives it: taken or released between a plan and its apply, it stales no plan.
+func TestFingerprintLeavesKuredOut(t *testing.T) {
+	record := &model.Claim{Apply: "A1", Since: time.Now().UTC(), Released: time.Now().UTC()}
+	fleet := func(c, own *model.Claim) *model.Fleet {
+		return &model.Fleet{Nodes: []model.Node{{Name: "w-0", Ready: true}, {Name: "w-1", Ready: true, Claim: c, OwnClaim: own}}}
+	}
+	lock := &model.Claim{Apply: model.KuredPrefix + "w-1", Host: "DaemonSet kube-system/kured", Since: time.Now().UTC()}
+	if Fingerprint(fleet(lock, record)) != Fingerprint(fleet(record, nil)) {
+		t.Error("kured's lock over a node's record changed the fleet's fingerprint")
+	}
+	if Fingerprint(fleet(lock, nil)) != Fingerprint(fleet(nil, nil)) {
+		t.Error("kured's lock on a node without a claim changed the fleet's fingerprint")
+	}
+	j := newClaimJudge(nil, "", Locking{NoLock: true})
+	if live, why := j.live(*lock); !live || !strings.Contains(why, "kured") {
+		t.Errorf("kured's lock without a TTL: live %v (%s)", live, why)
+	}
+	lapsed := *lock
+	lapsed.Expires = time.Now().Add(-time.Second).UTC()
+	if live, why := j.live(lapsed); live || !strings.Contains(why, "lapsed") {
+		t.Errorf("kured's lock past its TTL: live %v (%s)", live, why)
+	}
+}

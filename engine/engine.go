@@ -193,27 +193,30 @@ func sortFleet(f *model.Fleet) {
 	})
 }
 
-// digest is Fingerprint of a sorted fleet; it only reads it. A FleetLock client's slot on
-// a node is left out: it comes and goes with the OS's own updater, changes nothing the
-// plan derives, and apply waits for it live (docs/decisions.md, "One budget with the OS's
-// own updater").
+// digest is Fingerprint of a sorted fleet; it only reads it. An OS updater's claim on a
+// node (a FleetLock client's slot, kured's lock) is left out — a kured lock laid over a
+// node's own claim gives that one back: it comes and goes with the OS's own updater,
+// changes nothing the plan derives, and apply waits for it live (docs/decisions.md, "One
+// budget with the OS's own updater").
 func digest(f *model.Fleet) string {
 	h := sha256.New()
-	_ = encodeFleet(h, withoutFleetLock(f))
+	_ = encodeFleet(h, withoutUpdaters(f))
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// withoutFleetLock is f with no FleetLock claims (f itself when it has none).
-func withoutFleetLock(f *model.Fleet) *model.Fleet {
-	i := slices.IndexFunc(f.Nodes, func(n model.Node) bool { _, ok := n.Claim.FleetLockID(); return ok })
+// withoutUpdaters is f with no OS updater's claims (f itself when it has none): each such
+// claim is replaced by the node's own (model.Node.OwnClaim; none for a FleetLock slot,
+// which is the node's own claim).
+func withoutUpdaters(f *model.Fleet) *model.Fleet {
+	i := slices.IndexFunc(f.Nodes, func(n model.Node) bool { return n.Claim.ByUpdater() })
 	if i < 0 {
 		return f
 	}
 	out := *f
 	out.Nodes = slices.Clone(f.Nodes)
 	for i := range out.Nodes {
-		if _, ok := out.Nodes[i].Claim.FleetLockID(); ok {
-			out.Nodes[i].Claim = nil
+		if n := &out.Nodes[i]; n.Claim.ByUpdater() {
+			n.Claim, n.OwnClaim = n.OwnClaim, nil
 		}
 	}
 	return &out

@@ -117,10 +117,13 @@ func (j *claimJudge) live(held model.Claim) (bool, string) {
 }
 
 func (j *claimJudge) judge(held model.Claim) (bool, string) {
-	if _, ok := held.FleetLockID(); ok {
+	switch u, _ := held.Updater(); u {
+	case model.UpdaterFleetLock:
 		// A reboot slot mcp serve -fleetlock granted: it lives until its lease ends (or the
 		// client reports steady state), whoever judges it.
 		return j.leasedFor(held, model.MaxFleetLockLease, "a FleetLock reboot slot")
+	case model.UpdaterKured:
+		return held.KuredLive(time.Now())
 	}
 	switch {
 	case held.SamePlace(j.self) && !j.thisProcess(held):

@@ -64,6 +64,11 @@ func (w *Workspace) Unclaim(ctx context.Context, lineage string, nodes []string,
 
 // clear judges held, node's claim, and clears it unless its apply is live (or force).
 func (j *claimJudge) clear(ctx context.Context, p providers.Claimer, node string, held model.Claim, force bool) (Unclaimed, error) {
+	if u, _ := held.Updater(); u == model.UpdaterKured {
+		// Not a claim on the node: kured's lock on its DaemonSet, which kured alone releases.
+		return Unclaimed{}, fmt.Errorf("node %s: not cleared: it is held by %s, which is kured's to release "+
+			"(kured removes it after the reboot; a lock kured will never release is removed from the DaemonSet's annotation by hand)", node, &held)
+	}
 	live, why := j.live(held)
 	if live && !force {
 		return Unclaimed{}, fmt.Errorf("node %s: not cleared: %s may still work on it (%s); "+

@@ -101,27 +101,105 @@ const FleetLockPrefix = "fleetlock:"
 // a judge first saw it is believed (LeaseEnd).
 const MaxFleetLockLease = 24 * time.Hour
 
-// FleetLockID is the FleetLock client id that holds the claim, ok false for an apply's.
-func (c *Claim) FleetLockID() (id string, ok bool) {
-	if c == nil || !strings.HasPrefix(c.Apply, FleetLockPrefix) {
-		return "", false
+// KuredPrefix begins the Apply of a claim read from kured's reboot lock (an annotation of
+// kured's DaemonSet, read by the kubernetes provider): "kured:" and the node's name. It
+// is never written on a node: the provider lays it over the node's own claim while kured
+// holds the node (Node.OwnClaim keeps that one), Host names the DaemonSet, Since is when
+// kured took the lock and Expires when its TTL ends (zero: no TTL, held until kured
+// releases it) (docs/decisions.md, "kured's lock is a claim").
+const KuredPrefix = "kured:"
+
+// Updater is who holds a claim: an mcp apply, or an OS updater mcp shares the pool's
+// budget with. An updater's claim takes a slot of max_unavailable like an apply's, but
+// its node reboots for its own updater, which changes nothing mcp planned: apply waits
+// for it rather than skipping the node, and it is left out of the fleet's fingerprint.
+type Updater string
+
+const (
+	// UpdaterMCP: an mcp apply's claim.
+	UpdaterMCP Updater = ""
+	// UpdaterFleetLock: a reboot slot mcp serve -fleetlock granted a FleetLock client (Zincati).
+	UpdaterFleetLock Updater = "fleetlock"
+	// UpdaterKured: kured's reboot lock on its DaemonSet.
+	UpdaterKured Updater = "kured"
+)
+
+// Updater is who holds the claim, with the holder's id for an OS updater (a FleetLock
+// client's id, the node kured's lock names); UpdaterMCP for an apply's claim or none.
+func (c *Claim) Updater() (Updater, string) {
+	switch {
+	case c == nil:
+		return UpdaterMCP, ""
+	case strings.HasPrefix(c.Apply, FleetLockPrefix):
+		return UpdaterFleetLock, strings.TrimPrefix(c.Apply, FleetLockPrefix)
+	case strings.HasPrefix(c.Apply, KuredPrefix):
+		return UpdaterKured, strings.TrimPrefix(c.Apply, KuredPrefix)
 	}
-	return strings.TrimPrefix(c.Apply, FleetLockPrefix), true
+	return UpdaterMCP, ""
 }
 
-// Holder names who holds the claim, briefly: "apply 3KQ…" or "FleetLock client c988…".
+// ByUpdater reports whether the claim is an OS updater's, not an mcp apply's.
+func (c *Claim) ByUpdater() bool {
+	u, _ := c.Updater()
+	return u != UpdaterMCP
+}
+
+// FleetLockID is the FleetLock client id that holds the claim, ok false for any other's.
+func (c *Claim) FleetLockID() (id string, ok bool) {
+	u, id := c.Updater()
+	return id, u == UpdaterFleetLock
+}
+
+// Holder names who holds the claim, briefly: "apply 3KQ…", "FleetLock client c988…" or
+// "kured (lock on DaemonSet kube-system/kured)".
 func (c *Claim) Holder() string {
-	if id, ok := c.FleetLockID(); ok {
+	switch u, id := c.Updater(); u {
+	case UpdaterFleetLock:
 		return "FleetLock client " + id
+	case UpdaterKured:
+		return "kured (lock on " + c.Host + ")"
 	}
 	return "apply " + c.Apply
 }
 
-// String names the claim's apply for people: "apply 3KQ… (pid 4242 on root@build-1, since 10:58:06)",
-// or "FleetLock client c988… (since 10:58:06)".
-func (c *Claim) String() string {
-	if id, ok := c.FleetLockID(); ok {
-		return fmt.Sprintf("FleetLock client %s (since %s)", id, c.Since.Local().Format("15:04:05"))
+// Until says, for people, what ends an updater's claim ("" for an apply's).
+func (c *Claim) Until() string {
+	switch u, _ := c.Updater(); u {
+	case UpdaterFleetLock:
+		return "until it reports steady state"
+	case UpdaterKured:
+		if c.Expires.IsZero() {
+			return "until kured releases it (the lock has no TTL)"
+		}
+		return "until kured releases it or its TTL ends at " + c.Expires.Local().Format("15:04:05")
 	}
-	return fmt.Sprintf("apply %s (pid %d on %s, since %s)", c.Apply, c.PID, c.Host, c.Since.Local().Format("15:04:05"))
+	return ""
+}
+
+// String names the claim's apply for people: "apply 3KQ… (pid 4242 on root@build-1, since 10:58:06)",
+// "FleetLock client c988… (since 10:58:06)" or "kured (lock on DaemonSet kube-system/kured, since 10:58:06)".
+func (c *Claim) String() string {
+	since := c.Since.Local().Format("15:04:05")
+	switch u, id := c.Updater(); u {
+	case UpdaterFleetLock:
+		return fmt.Sprintf("FleetLock client %s (since %s)", id, since)
+	case UpdaterKured:
+		return fmt.Sprintf("kured (lock on %s, since %s)", c.Host, since)
+	}
+	return fmt.Sprintf("apply %s (pid %d on %s, since %s)", c.Apply, c.PID, c.Host, since)
+}
+
+// KuredLive judges a claim read from kured's lock at now, as kured judges its own lock:
+// live until its TTL ends (Expires), and a lock without a TTL until kured releases it —
+// the lock is read afresh with the nodes, so a released one is simply gone. kured may
+// also end a lock without a TTL by its own --lock-ttl, which mcp cannot see: counting it
+// until it is gone errs on the side of the budget. why says how it was judged, for people.
+func (c *Claim) KuredLive(now time.Time) (live bool, why string) {
+	switch {
+	case c.Expires.IsZero():
+		return true, "kured's lock has no TTL: held until kured releases it"
+	case now.Before(c.Expires):
+		return true, "kured's lock is held until its TTL ends at " + c.Expires.Local().Format(time.RFC3339)
+	}
+	return false, "kured's lock lapsed: its TTL ended at " + c.Expires.Local().Format(time.RFC3339)
 }

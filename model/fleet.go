@@ -69,6 +69,11 @@ type Node struct {
 	// Claim is the apply that works on the node, or the last that did (Claim.Released);
 	// nil when none ever did or the provider keeps no claims (providers.Claimer).
 	Claim *Claim `json:"claim,omitempty"`
+	// OwnClaim is the node's own claim (its record, or nil) where Claim is an OS updater's
+	// lock read from elsewhere and laid over it (kured's: model.KuredPrefix); nil
+	// otherwise. The fleet's fingerprint takes it in Claim's place: a lock that comes and
+	// goes with kured changes nothing mcp planned.
+	OwnClaim *Claim `json:"-"`
 	// Observed is what the node carries against its pool's target, when its current
 	// config is absent or unknown to the state (filled at refresh; nil otherwise, or when
 	// the provider cannot observe nodes: providers.ConfigObserver). Not in the fleet's

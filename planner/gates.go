@@ -195,20 +195,28 @@ func (ClaimGate) Ask(f *Facts) Verdict {
 	}
 	now, seen := c.Now, c.Seen
 	if f.AtPlan {
-		if _, ok := now.Claim.FleetLockID(); ok && now.Claim.Held() && now.Live {
-			return Verdict{Kind: Wait, Reason: fmt.Sprintf("held by %s, taking a slot of the pool's max_unavailable until it reports steady state: %s; apply waits for it",
-				now.Claim, now.Why)}
+		if now.Claim.ByUpdater() && now.Claim.Held() && now.Live {
+			return Verdict{Kind: Wait, Reason: fmt.Sprintf("held by %s, taking a slot of the pool's max_unavailable %s: %s; apply waits for it",
+				now.Claim, now.Claim.Until(), now.Why)}
 		}
 		if now.Claim.Held() && now.Live {
 			return Verdict{Kind: Wait, Reason: fmt.Sprintf("held by %s: %s", now.Claim, now.Why)}
 		}
 		return Verdict{}
 	}
-	if _, ok := now.Claim.FleetLockID(); ok {
-		// A FleetLock client's reboot slot: the node reboots for its own updater, which
-		// changes nothing mcp planned; it is waited for, not skipped.
+	if now.Claim.ByUpdater() {
+		// An OS updater's reboot (a FleetLock slot, kured's lock): the node reboots for its
+		// own updater, which changes nothing mcp planned; it is waited for, not skipped.
 		if now.Claim.Held() && now.Live {
 			return bounded(f, "claim", fmt.Sprintf("node %s is held by %s (%s)", f.Node, now.Claim, now.Why))
+		}
+		return Verdict{}
+	}
+	if u, _ := seen.Claim.Updater(); u == model.UpdaterKured {
+		// The plan saw kured's lock over the node's own claim, and it has gone: only an
+		// apply that holds the node now keeps this one from it.
+		if now.Claim.Held() && now.Live {
+			return Verdict{Kind: Skip, Reason: fmt.Sprintf("%s claimed it since this apply's plan was made; it still runs (%s)", now.Claim, now.Why)}
 		}
 		return Verdict{}
 	}

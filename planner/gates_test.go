@@ -158,3 +158,37 @@ func TestClaimGateWaitsForFleetLock(t *testing.T) {
 		}
 	}
 }
+
+// kured's lock is waited for as a FleetLock slot is: live, apply waits, and the plan names
+// it as taking a slot; released or lapsed, the node starts. A lock the plan saw that has
+// gone leaves the node to this apply, unless another apply claimed it since.
+func TestClaimGateWaitsForKured(t *testing.T) {
+	pool := &PoolPlan{Name: "worker", MaxUnavailable: 1}
+	lock := &model.Claim{Apply: model.KuredPrefix + "w-0", Host: "DaemonSet kube-system/kured", Since: t0}
+	record := &model.Claim{Apply: "A0", Since: t0, Released: t0}
+	other := &model.Claim{Apply: "A9", Since: t0, Expires: t0.Add(time.Hour)}
+	live := JudgedClaim{Claim: lock, Live: true, Why: "kured's lock has no TTL"}
+	for _, tc := range []struct {
+		name      string
+		seen, now JudgedClaim
+		atPlan    bool
+		kind      VerdictKind
+	}{
+		{"at plan, live", JudgedClaim{}, live, true, Wait},
+		{"taken since the plan, live", JudgedClaim{Claim: record}, live, false, Wait},
+		{"held at the plan and still", live, live, false, Wait},
+		{"lapsed", JudgedClaim{Claim: record}, JudgedClaim{Claim: lock, Why: "lapsed"}, false, Pass},
+		{"released since the plan", live, JudgedClaim{Claim: record}, false, Pass},
+		{"released, and another apply claimed it since", live, JudgedClaim{Claim: other, Live: true, Why: "its process runs"}, false, Skip},
+	} {
+		f := &Facts{Node: "w-0", Pool: pool, AtPlan: tc.atPlan, Policy: Policy{BudgetWait: time.Minute, Poll: time.Second}, Waited: map[string]time.Duration{},
+			Claim: &ClaimFacts{Seen: tc.seen, Now: tc.now, Elsewhere: true}}
+		v := (ClaimGate{}).Ask(f)
+		if v.Kind != tc.kind {
+			t.Errorf("%s: %+v; want kind %v", tc.name, v, tc.kind)
+		}
+		if tc.atPlan && (!strings.Contains(v.Reason, "kured (lock on DaemonSet kube-system/kured") || !strings.Contains(v.Reason, "until kured releases it")) {
+			t.Errorf("%s: reason %q does not name kured's lock and what ends it", tc.name, v.Reason)
+		}
+	}
+}

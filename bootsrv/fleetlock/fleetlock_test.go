@@ -37,11 +37,16 @@ func (f *fakeStore) SwapClaim(_ context.Context, node string, old, next *model.C
 	f.mu.Lock()
 	for i := range f.nodes {
 		if f.nodes[i].Name == node {
-			if !f.nodes[i].Claim.Same(old) {
+			// The node's own claim: kured's lock is laid over it by the provider, not on it.
+			own := f.nodes[i].Claim
+			if u, _ := own.Updater(); u == model.UpdaterKured {
+				own = f.nodes[i].OwnClaim
+			}
+			if !own.Same(old) {
 				f.mu.Unlock()
 				return model.ErrClaimChanged
 			}
-			f.nodes[i].Claim = next
+			f.nodes[i].Claim, f.nodes[i].OwnClaim = next, nil
 		}
 	}
 	hook := f.afterSwap
@@ -242,6 +247,20 @@ func TestSlotsCountTheSameBudget(t *testing.T) {
 		{"a lapsed apply claim", func(st *fakeStore) {
 			st.nodes[1].Claim = &model.Claim{Apply: "A1", Since: now.Add(-time.Hour), Expires: now.Add(-time.Minute)}
 		}, nil, ""},
+		// kured's lock (read by the provider from kured's DaemonSet) is a claim like another.
+		{"kured's lock on another node, no TTL", func(st *fakeStore) {
+			st.nodes[1].Claim = &model.Claim{Apply: model.KuredPrefix + "w-1", Host: "DaemonSet kube-system/kured", Since: now.Add(-48 * time.Hour)}
+		}, nil, KindSemaphore},
+		{"kured's lock on the node itself", func(st *fakeStore) {
+			st.nodes[0].Claim = &model.Claim{Apply: model.KuredPrefix + "w-0", Since: now, Expires: now.Add(time.Minute)}
+		}, nil, KindClaimed},
+		{"kured's lock on another node past its TTL", func(st *fakeStore) {
+			st.nodes[1].Claim = &model.Claim{Apply: model.KuredPrefix + "w-1", Since: now.Add(-time.Hour), Expires: now.Add(-time.Minute)}
+		}, nil, ""},
+		{"kured's lapsed lock on the node itself, over a record", func(st *fakeStore) {
+			st.nodes[0].OwnClaim = &model.Claim{Apply: "A0", Since: now.Add(-time.Hour), Released: now.Add(-time.Hour)}
+			st.nodes[0].Claim = &model.Claim{Apply: model.KuredPrefix + "w-0", Since: now.Add(-time.Hour), Expires: now.Add(-time.Minute)}
+		}, nil, ""},
 		{"a plan holding the state lock", func(*fakeStore) {}, &state.LockStatus{Holder: state.LockInfo{ID: "L", Operation: "plan"}, Alive: true}, ""},
 		// An apply leaves its claims under the lock on the nodes as records: they end with
 		// the lock, not their expiry; a claim of another state's apply ends with its expiry.
@@ -268,7 +287,7 @@ func TestSlotsCountTheSameBudget(t *testing.T) {
 			if !ok || e.Kind != tc.kind {
 				t.Fatalf("lock: %v; want %s", err, tc.kind)
 			}
-			if c := st.claim("w-0"); c != nil && c.Apply != "A1" {
+			if c := st.claim("w-0"); c != nil && c.Apply == model.FleetLockPrefix+"mid-w-0" {
 				t.Errorf("w-0 claimed though refused: %+v", c)
 			}
 		})

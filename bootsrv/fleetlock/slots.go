@@ -77,7 +77,7 @@ func (s *Slots) Lock(ctx context.Context, p Params) error {
 	if err := s.room(ctx, nodes, pool, n.Name, mine.Apply, now); err != nil {
 		return err
 	}
-	if err := s.swap(ctx, n.Name, n.Claim, &mine); err != nil {
+	if err := s.swap(ctx, n.Name, ownClaim(n), &mine); err != nil {
 		return err
 	}
 	// Another claimer (an apply without the lock, another server) may have claimed in the
@@ -87,7 +87,7 @@ func (s *Slots) Lock(ctx context.Context, p Params) error {
 		err = s.room(ctx, nodes, pool, n.Name, mine.Apply, now)
 	}
 	if err != nil {
-		if berr := s.Store.SwapClaim(context.WithoutCancel(ctx), n.Name, &mine, n.Claim); berr != nil {
+		if berr := s.Store.SwapClaim(context.WithoutCancel(ctx), n.Name, &mine, ownClaim(n)); berr != nil {
 			return fmt.Errorf("%w; and giving node %s's claim back: %v", err, n.Name, berr)
 		}
 		return err
@@ -171,19 +171,32 @@ func (s *Slots) room(ctx context.Context, nodes []model.Node, pool *model.Pool, 
 
 // live judges a claim as an apply without the state lock does (engine, claimJudge), as
 // far as this server can look: a FleetLock slot until its lease ends (at most
-// MaxFleetLockLease from its start); an apply's claim taken under a lock of this state
+// MaxFleetLockLease from its start); kured's lock until its TTL ends (model.Claim.KuredLive); an apply's claim taken under a lock of this state
 // (lock: the lock now; lineage: the state's) while that lock is held — an apply leaves its claims on the nodes
 // as records when it ends —; any other until its expiry, which its apply renews while it
 // works on the node. An expiry far ahead keeps the slot taken (mcp unclaim clears it): a
 // server in doubt grants nothing.
 func (s *Slots) live(c *model.Claim, now time.Time, lock *state.LockStatus, lineage string) bool {
-	if _, ok := c.FleetLockID(); ok {
+	switch u, _ := c.Updater(); u {
+	case model.UpdaterFleetLock:
 		return now.Before(c.Expires) && now.Before(c.Since.Add(model.MaxFleetLockLease))
+	case model.UpdaterKured:
+		live, _ := c.KuredLive(now)
+		return live
 	}
 	if c.Lock != "" && s.StateLock != nil && (c.State == "" || c.State == lineage) {
 		return lock != nil && lock.Alive && lock.Holder.ID == c.Lock
 	}
 	return now.Before(c.Expires)
+}
+
+// ownClaim is the claim written on n itself, which a slot replaces: kured's lock, laid
+// over it where kured holds the node (model.Node.OwnClaim), is on kured's DaemonSet.
+func ownClaim(n *model.Node) *model.Claim {
+	if u, _ := n.Claim.Updater(); u == model.UpdaterKured {
+		return n.OwnClaim
+	}
+	return n.Claim
 }
 
 // client reads the fleet's nodes now and finds the one of client id (find).

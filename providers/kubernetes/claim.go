@@ -331,7 +331,8 @@ func (p *Provider) SwapClaim(ctx context.Context, node string, old, next *model.
 
 // FleetLockNodes are the fleet's nodes now (Options.FleetSelector), from a LIST (a read
 // as new as any write before it), each with its machine id (status.nodeInfo.machineID)
-// by name: what mcp serve -fleetlock decides slots from.
+// by name, and kured's lock laid over them (kured.go): what mcp serve -fleetlock decides
+// slots from.
 func (p *Provider) FleetLockNodes(ctx context.Context) ([]model.Node, map[string]string, error) {
 	var nodes []model.Node
 	ids := map[string]string{}
@@ -339,5 +340,8 @@ func (p *Provider) FleetLockNodes(ctx context.Context) ([]model.Node, map[string
 		nodes = append(nodes, nodeOf(n))
 		ids[n.Name] = n.Status.NodeInfo.MachineID
 	})
+	if err == nil {
+		err = p.overlayKured(ctx, nodes)
+	}
 	return nodes, ids, err
 }

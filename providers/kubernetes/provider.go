@@ -78,6 +78,20 @@ type Options struct {
 	// no pool can select them and no step touches them. Several configurations can share a
 	// cluster this way, each with its own state namespace and fleet (docs/kubernetes.md).
 	FleetSelector labels.Selector
+	// KuredDaemonSet is kured's DaemonSet, namespace/name, whose lock annotation
+	// (KuredAnnotation) refresh and ObserveNodes read as claims (kured.go). "": none is
+	// read — the zero value's, while the provider block's kured_daemonset defaults to
+	// DefaultKuredDaemonSet. A DaemonSet that does not exist holds no lock.
+	KuredDaemonSet string
+	// KuredAnnotation is the annotation of kured's lock (DefaultKuredAnnotation when empty).
+	KuredAnnotation string
+}
+
+func (o Options) kuredAnnotation() string {
+	if o.KuredAnnotation == "" {
+		return DefaultKuredAnnotation
+	}
+	return o.KuredAnnotation
 }
 
 // DefaultNamespace is Options.Namespace's default, the namespace of deploy/.
@@ -191,7 +205,7 @@ func NewForClients(c kubeclient.Interface, d dynamic.Interface, m meta.RESTMappe
 
 // Spec declares the Kubernetes provider: provider "kubernetes" { kubeconfig, context,
 // delete_emptydir_data, evict_unreplicated, node_timeout, request_timeout, namespace,
-// fleet_selector }. Its cluster is found
+// fleet_selector, kured_daemonset, kured_lock_annotation }. Its cluster is found
 // with client-go's usual rules: the kubeconfig named, else $KUBECONFIG, else
 // ~/.kube/config; its current context unless context names another; and, when none of
 // these exists and mcp runs in a pod, the pod's service account (in-cluster config).
@@ -203,6 +217,8 @@ var Spec = providers.Spec{
 		model.SettingSpec{Name: "request_timeout", Kind: model.SettingDuration, Default: DefaultRequestTimeout, Check: model.PositiveDuration},
 		kubeconfig.NamespaceSetting(DefaultNamespace),
 		model.SettingSpec{Name: "fleet_selector", Kind: model.SettingString, Check: checkFleetSelector},
+		model.SettingSpec{Name: "kured_daemonset", Kind: model.SettingString, Default: DefaultKuredDaemonSet, Check: checkKuredDaemonSet},
+		model.SettingSpec{Name: "kured_lock_annotation", Kind: model.SettingString, Default: DefaultKuredAnnotation, Check: checkKuredAnnotation},
 	)},
 	New: func(s model.Settings) (providers.Provider, error) {
 		cfg, err := kubeconfig.FromSettings(s, "loading kubeconfig")
@@ -215,7 +231,8 @@ var Spec = providers.Spec{
 			return nil, &model.SettingError{Setting: "fleet_selector", Err: err}
 		}
 		p, err := New(cfg, Options{DeleteEmptyDirData: &empty, EvictUnreplicated: &unreplicated, NodeTimeout: s.Duration("node_timeout"),
-			RequestTimeout: s.Duration("request_timeout"), Namespace: s.Str("namespace"), FleetSelector: fleet})
+			RequestTimeout: s.Duration("request_timeout"), Namespace: s.Str("namespace"), FleetSelector: fleet,
+			KuredDaemonSet: s.Str("kured_daemonset"), KuredAnnotation: s.Str("kured_lock_annotation")})
 		if err != nil {
 			return nil, err
 		}

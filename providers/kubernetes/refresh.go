@@ -29,8 +29,8 @@ const ZoneLabel = "topology.kubernetes.io/zone"
 const activePods = "spec.nodeName!=,status.phase!=" + string(corev1.PodSucceeded) +
 	",status.phase!=" + string(corev1.PodFailed)
 
-// Refresh lists nodes, pods and PodDisruptionBudgets, one paged LIST each (run side by
-// side), whatever the number of nodes — the fleet's nodes and the pods bound to them, when
+// Refresh lists nodes, pods and PodDisruptionBudgets, one paged LIST each, and reads
+// kured's lock (kured.go: a GET of its DaemonSet), all side by side, whatever the number of nodes — the fleet's nodes and the pods bound to them, when
 // Options.FleetSelector narrows it; every PDB, as a budget counts pods on any node —, and the machine templates (templates.go: MachineSets
 // and MachineDeployments, one paged LIST each, and a GET per infrastructure template).
 // Nodes are sorted by name, pods by namespace/name, PDBs by namespace/name, templates by ID.
@@ -38,6 +38,11 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 	f := &model.Fleet{Nodes: []model.Node{}}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return p.listNodes(ctx, f) })
+	var kured map[string]model.Claim
+	g.Go(func() (err error) {
+		kured, err = p.kuredClaims(ctx)
+		return err
+	})
 	g.Go(func() error {
 		return p.each(ctx, "pods", metav1.ListOptions{FieldSelector: activePods},
 			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -68,6 +73,7 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	withKured(f.Nodes, kured)
 	if p.o.FleetSelector != nil {
 		f.Pods = fleetPods(f.Pods, f.Nodes)
 	}
@@ -81,7 +87,7 @@ func (p *Provider) Refresh(ctx context.Context) (*model.Fleet, error) {
 }
 
 // RefreshNodes lists the nodes alone (providers.NodesRefresher): what a drift run reads,
-// with a get/list on nodes and nothing else.
+// with a get/list on nodes and nothing else (no kured lock: a drift run takes no budget).
 func (p *Provider) RefreshNodes(ctx context.Context) (*model.Fleet, error) {
 	f := &model.Fleet{Nodes: []model.Node{}}
 	if err := p.listNodes(ctx, f); err != nil {
@@ -235,7 +241,21 @@ func pdbOf(b *policyv1.PodDisruptionBudget) model.PDB {
 // unavailable nodes before it starts each node. During an apply they come from the shared
 // watch of the nodes (ShareWatches), with no request, each node's model made once per
 // version of it; while that watch is failing, or without one, from a paged LIST of the nodes.
+// kured's lock is laid over them (kured.go), from a GET of its DaemonSet each time.
 func (p *Provider) ObserveNodes(ctx context.Context, names []string) ([]model.Node, error) {
+	nodes, err := p.observeNodes(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	// kured's lock is read afresh each time (a GET of its DaemonSet): a lock kured takes
+	// between two nodes' starts counts at once.
+	if err := p.overlayKured(ctx, nodes); err != nil {
+		return nil, err
+	}
+	return nodes, nil
+}
+
+func (p *Provider) observeNodes(ctx context.Context, names []string) ([]model.Node, error) {
 	if h := p.currentHub(ctx); h != nil {
 		return h.observe(names)
 	}
