@@ -20,9 +20,7 @@ func TestBudgetCountsANodeMadeNotReadyDuringApply(t *testing.T) {
 	exclusive(t)
 	dir := t.TempDir()
 	mcp := mcpBinary(t)
-	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=5", "-zones", "a").CombinedOutput(); err != nil {
-		t.Fatalf("fleet init: %v\n%s", err, out)
-	}
+	runMCP(t, mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=5", "-zones", "a")
 	hcl := `provider "local" {
   fleet           = "./fleet"
   reboot_duration = "300ms"

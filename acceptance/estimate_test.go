@@ -25,9 +25,7 @@ func TestEstimateMatchesTheRollout(t *testing.T) {
 	exclusive(t)
 	dir := t.TempDir()
 	mcp := mcpBinary(t)
-	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=6", "-zones", "a").CombinedOutput(); err != nil {
-		t.Fatalf("fleet init: %v\n%s", err, out)
-	}
+	runMCP(t, mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=6", "-zones", "a")
 	hcl := `provider "local" {
   fleet           = "./fleet"
   drain_duration  = "400ms"

@@ -24,9 +24,7 @@ func TestHealthGateFailsItsNode(t *testing.T) {
 	exclusive(t)
 	dir := t.TempDir()
 	mcp := mcpBinary(t)
-	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=4", "-zones", "a").CombinedOutput(); err != nil {
-		t.Fatalf("fleet init: %v\n%s", err, out)
-	}
+	runMCP(t, mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=4", "-zones", "a")
 	var healed atomic.Bool
 	var asked atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -106,9 +104,7 @@ func TestCommandHealthCheckFailsItsNode(t *testing.T) {
 	exclusive(t)
 	dir := t.TempDir()
 	mcp := mcpBinary(t)
-	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=4", "-zones", "a").CombinedOutput(); err != nil {
-		t.Fatalf("fleet init: %v\n%s", err, out)
-	}
+	runMCP(t, mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=4", "-zones", "a")
 	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(fmt.Sprintf(commandCheckHCL, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -198,9 +194,7 @@ func TestCommandCheckLeavesNoProcess(t *testing.T) {
 	exclusive(t)
 	dir := t.TempDir()
 	mcp := mcpBinary(t)
-	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=2", "-zones", "a").CombinedOutput(); err != nil {
-		t.Fatalf("fleet init: %v\n%s", err, out)
-	}
+	runMCP(t, mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=2", "-zones", "a")
 	marker := fmt.Sprintf("mcp-check-leak-%d-%d", os.Getpid(), time.Now().UnixNano())
 	t.Cleanup(func() { proctable.KillMarked(marker) })
 	check := fmt.Sprintf(`  health_check "leaves-a-child" {

@@ -236,9 +236,7 @@ func liveFleet(t *testing.T, nodes, hcl string) (mcp, dir string) {
 	}
 	dir = t.TempDir()
 	mcp = mcpBinary(t)
-	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", nodes, "-zones", "a").CombinedOutput(); err != nil {
-		t.Fatalf("fleet init: %v\n%s", err, out)
-	}
+	runMCP(t, mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", nodes, "-zones", "a")
 	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(hcl), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -19,9 +19,7 @@ func TestOrderListFirstOnTheNodes(t *testing.T) {
 	exclusive(t)
 	dir := t.TempDir()
 	mcp := mcpBinary(t)
-	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=4", "-zones", "a,b").CombinedOutput(); err != nil {
-		t.Fatalf("fleet init: %v\n%s", err, out)
-	}
+	runMCP(t, mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker=4", "-zones", "a,b")
 	hcl := `provider "local" { fleet = "./fleet" }
 
 pool "worker" {

@@ -23,9 +23,7 @@ import (
 func pacedFleet(t *testing.T, n string, pool string, reboot ...string) (dir, mcp string) {
 	t.Helper()
 	dir, mcp = t.TempDir(), mcpBinary(t)
-	if out, err := exec.Command(mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker="+n, "-zones", "a").CombinedOutput(); err != nil {
-		t.Fatalf("fleet init: %v\n%s", err, out)
-	}
+	runMCP(t, mcp, "-chdir="+dir, "fleet", "init", "fleet", "-nodes", "worker="+n, "-zones", "a")
 	provider, policy := `provider "local" { fleet = "./fleet" }`, `on_change = ["drain"]`
 	if len(reboot) > 0 {
 		provider = `provider "local" {
