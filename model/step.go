@@ -10,17 +10,22 @@ import (
 type StepKind uint8
 
 const (
-	StepCordon       StepKind = iota + 1 // mark the node unschedulable (engine)
-	StepDrain                            // evict its pods, honouring PDBs (engine)
-	StepWrite                            // write one file or unit (node executor)
-	StepDaemonReload                     // systemctl daemon-reload (node executor)
-	StepKargs                            // change kernel arguments (node executor)
-	StepPivot                            // switch the OS image (node executor)
-	StepReload                           // reload one unit (node executor)
-	StepRestart                          // restart one unit (node executor)
-	StepReboot                           // reboot (node executor)
-	StepVerify                           // after the reboot, check the disk against the config (node executor)
-	StepUncordon                         // make the node schedulable again (engine)
+	// StepStage: before the node's slot, everything of an OS update that leaves the
+	// running boot and the next one as they are — the OS image pulled, a deployment of it
+	// written whole but not as the default boot entry (plain OSTree hosts), checked. The
+	// switch (kargs, pivot) makes it the default in the slot (node executor).
+	StepStage        StepKind = iota + 1
+	StepCordon                // mark the node unschedulable (engine)
+	StepDrain                 // evict its pods, honouring PDBs (engine)
+	StepWrite                 // write one file or unit (node executor)
+	StepDaemonReload          // systemctl daemon-reload (node executor)
+	StepKargs                 // change kernel arguments (node executor)
+	StepPivot                 // switch the OS image (node executor)
+	StepReload                // reload one unit (node executor)
+	StepRestart               // restart one unit (node executor)
+	StepReboot                // reboot (node executor)
+	StepVerify                // after the reboot, check the disk against the config (node executor)
+	StepUncordon              // make the node schedulable again (engine)
 	// StepAdopt: the node checks it carries the target whole (as verify does) and records
 	// it, changing nothing; a node that differs refuses (node executor's agent). Always
 	// alone in a node's steps.
@@ -28,6 +33,7 @@ const (
 )
 
 var stepNames = [...]string{
+	StepStage:        "stage",
 	StepCordon:       "cordon",
 	StepDrain:        "drain",
 	StepWrite:        "write",

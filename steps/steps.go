@@ -82,6 +82,7 @@ func DeriveOn(old, new *model.Rendered, h Host) []model.Step {
 	if added, removed := model.DiffArgs(old.KernelArgs, new.KernelArgs); len(added)+len(removed) > 0 && !h.hasArgs(new.KernelArgs, removed) {
 		why := "kernel arguments " + describeArgs(added, removed)
 		b.add(model.StepKargs, "", why)
+		b.stage(why)
 		b.policy(model.Policy{Kind: model.PolicyReboot}, why)
 	}
 	if new.OSImage != "" && old.OSImage != new.OSImage && !h.runs(new.OSImage) {
@@ -90,6 +91,7 @@ func DeriveOn(old, new *model.Rendered, h Host) []model.Step {
 			why = fmt.Sprintf("os image %s (booted) → %s", h.OSImage, new.OSImage)
 		}
 		b.add(model.StepPivot, "", why)
+		b.stage(why)
 		b.policy(model.Policy{Kind: model.PolicyReboot}, why)
 	}
 	return b.steps()
@@ -177,6 +179,11 @@ func (b *stepSet) add(k model.StepKind, target, why string) {
 	}
 }
 
+// stage adds the stage step a kargs or pivot step brings: what the switch needs is
+// pulled and deployed (not as the default boot entry) before the node's slot, so that
+// the slot only switches (model.StepStage).
+func (b *stepSet) stage(why string) { b.add(model.StepStage, "", why) }
+
 func (b *stepSet) policies(ps []model.Policy, why string) {
 	if len(ps) == 0 {
 		b.policy(defaultPolicy[0], why+"; no on_change policy: reboot")
@@ -260,6 +267,7 @@ func restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 			// kargs makes every argument of target present, then a reboot applies them.
 			why = fmt.Sprintf("%skernel arguments (expected %q, found %q)", lead, d.Expected, d.Found)
 			b.add(model.StepKargs, "", why)
+			b.stage(why)
 			b.policy(model.Policy{Kind: model.PolicyReboot}, why)
 			continue
 		case model.DriftOSImage:
@@ -268,6 +276,7 @@ func restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 			}
 			why = fmt.Sprintf("%sos image %s → %s", lead, orNone(d.Found), target.OSImage)
 			b.add(model.StepPivot, "", why)
+			b.stage(why)
 			b.policy(model.Policy{Kind: model.PolicyReboot}, why)
 			continue
 		}
