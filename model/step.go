@@ -65,6 +65,42 @@ func ParseStepKind(s string) (StepKind, error) {
 	return 0, fmt.Errorf("unknown step %q", s)
 }
 
+// StageOnly reports whether steps are stage steps alone: a hand-over before the node's
+// slot (StepStage), after which the node still runs the config it ran.
+func StageOnly(steps []Step) bool {
+	for _, s := range steps {
+		if s.Kind != StepStage {
+			return false
+		}
+	}
+	return len(steps) > 0
+}
+
+// StageInSlot moves the stage steps of steps (first in run order: a hand-over of their
+// own before the cordon) to the node steps of the slot, ahead of them: where they run for
+// a node whose config is unknown (the engine's and the views' one rule).
+func StageInSlot(steps []Step) []Step {
+	var stage, rest []Step
+	for _, s := range steps {
+		if s.Kind == StepStage {
+			stage = append(stage, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	i := -1
+	for k, s := range rest {
+		if s.Kind.OnNode() {
+			i = k
+			break
+		}
+	}
+	if len(stage) == 0 || i < 0 {
+		return steps
+	}
+	return append(append(append([]Step(nil), rest[:i]...), stage...), rest[i:]...)
+}
+
 // Valid reports whether k is one of the kinds above (a kind added to the enum is valid
 // as soon as it has a name).
 func (k StepKind) Valid() bool { return int(k) < len(stepNames) && stepNames[k] != "" }

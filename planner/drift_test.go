@@ -53,8 +53,8 @@ func TestDriftOfKernelArgsAndOSImageIsRestored(t *testing.T) {
 	want := map[string][]string{
 		"clean": nil, "unreported": nil,
 		"file":  {"write /etc/a", "restart a.service"},
-		"kargs": {"cordon", "drain", "kargs", "reboot", "verify", "uncordon"},
-		"image": {"cordon", "drain", "pivot", "reboot", "verify", "uncordon"},
+		"kargs": {"stage", "cordon", "drain", "kargs", "reboot", "verify", "uncordon"},
+		"image": {"stage", "cordon", "drain", "pivot", "reboot", "verify", "uncordon"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("steps (-want +got):\n%s", d)

@@ -74,7 +74,9 @@ func Derive(old, new *model.Rendered) []model.Step { return DeriveOn(old, new, H
 // no step (Host).
 func DeriveOn(old, new *model.Rendered, h Host) []model.Step {
 	if old == nil {
-		old = &model.Rendered{}
+		// A node that runs no known config stages in its slot, with the switch: a stage
+		// ahead of it ends on the config the node runs (model.StageInSlot).
+		return model.StageInSlot(DeriveOn(&model.Rendered{}, new, h))
 	}
 	var b stepSet
 	diffTree(&b, old, new)
@@ -242,7 +244,8 @@ func Restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 // FromObserved is Restore for what a node whose config is unknown carries against target
 // (model.Observation): the same steps, their reasons saying the node differs, not drifted.
 func FromObserved(drift []model.Drift, target *model.Rendered, h Host) []model.Step {
-	return restore(nil, drift, target, h, "the node differs from "+target.Name+": ")
+	// Its config unknown, the node stages in its slot (DeriveOn).
+	return model.StageInSlot(restore(nil, drift, target, h, "the node differs from "+target.Name+": "))
 }
 
 // restore is Restore with each reason led by lead.
@@ -320,5 +323,5 @@ func Rewrite(target *model.Rendered, why string) []model.Step {
 		b.add(s.Kind, s.Target, s.Reason)
 	}
 	b.policy(model.Policy{Kind: model.PolicyReboot}, why)
-	return b.steps()
+	return model.StageInSlot(b.steps()) // its config unknown, the node stages in its slot (DeriveOn)
 }

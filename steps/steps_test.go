@@ -75,12 +75,12 @@ func TestSteps(t *testing.T) {
 			cfg([]model.File{file("/etc/x", "1", "restart:x.service")}, []model.Unit{{Name: "x.service", Contents: "[Service]", OnChange: pol("restart:x.service")}}, nil, ""),
 			[]string{"write /etc/x", "write x.service", "daemon-reload", "restart x.service"}},
 		{"kargs", cfg(nil, nil, []string{"a"}, ""), cfg(nil, nil, []string{"a", "nosmt"}, ""),
-			with(reboot, "kargs")},
-		{"pivot", cfg(nil, nil, nil, "img:1"), cfg(nil, nil, nil, "img:2"), with(reboot, "pivot")},
+			append([]string{"stage"}, with(reboot, "kargs")...)},
+		{"pivot", cfg(nil, nil, nil, "img:1"), cfg(nil, nil, nil, "img:2"), append([]string{"stage"}, with(reboot, "pivot")...)},
 		{"no image wanted: no pivot", cfg(nil, nil, nil, "img:1"), cfg(nil, nil, nil, ""), nil},
 		{"everything", cfg([]model.File{file("/etc/a", "1", "none")}, nil, []string{"a"}, "img:1"),
 			cfg([]model.File{file("/etc/a", "2", "restart:a.service")}, nil, []string{"b"}, "img:2"),
-			with(reboot, "write /etc/a", "kargs", "pivot")},
+			append([]string{"stage"}, with(reboot, "write /etc/a", "kargs", "pivot")...)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
