@@ -32,8 +32,11 @@ var OSTreeCommands = Commands{Tool: ToolOSTree, Status: []string{"ostree", "admi
 // ostreeState is what this agent asked of the next boot in its process: a kargs step and
 // a pivot of one update each deploy, and the later must carry the earlier's changes.
 type ostreeState struct {
-	image       string // the image a pivot asked for; "" for the booted one
-	rev         string // the commit of image a staged deployment has; "": resolve image
+	image string // the image a pivot asked for; "" for the booted one
+	rev   string // the commit of image a staged deployment has; "": resolve image
+	// kargs: the staged deployment's kernel arguments, what this update's stage asked;
+	// nil: the next boot's, changed by add and remove
+	kargs       []string
 	add, remove []string
 }
 
@@ -142,6 +145,17 @@ func (i OSTreeImage) commit() bool { return checksumRE.MatchString(i.Rev) }
 // the changes asked.
 func (h *Host) ostreeKargs(ctx context.Context, add, remove []string) error {
 	h.ostree.add, h.ostree.remove = slices.Clone(add), slices.Clone(remove)
+	h.ostree.rev, h.ostree.kargs = "", nil // a staged deployment's, asked by a pivot before
+	// A deployment this update staged for another image with these arguments: the pivot
+	// that follows deploys it with them. Deploying the booted image now would also remove
+	// the staged deployment (ostree keeps the booted and the new one), and the pivot would
+	// have to deploy again from scratch. A stage undeploys every other image's staged
+	// deployment, so one is there only when this update's pivot follows.
+	if d, err := h.ostreeStagedFor(ctx, add, remove); err != nil {
+		return fmt.Errorf("kernel arguments: %w", err)
+	} else if d != nil {
+		return nil
+	}
 	if err := h.ostreeDeploy(ctx); err != nil {
 		return fmt.Errorf("kernel arguments: %w", err)
 	}
@@ -156,7 +170,7 @@ func (h *Host) ostreePivot(ctx context.Context, image string) error {
 	if err != nil {
 		return fmt.Errorf("pivot: %w", err)
 	}
-	h.ostree.image = image
+	h.ostree.image, h.ostree.rev, h.ostree.kargs = image, "", nil
 	staged, err := h.ostreeStaged(ctx, image)
 	if err != nil {
 		h.ostree.image = ""
@@ -164,9 +178,12 @@ func (h *Host) ostreePivot(ctx context.Context, image string) error {
 	}
 	h.ostree.image = ""
 	if staged != nil {
-		h.ostree.image, h.ostree.rev = image, staged.Checksum
+		// Its commit and its kernel arguments, as this update's stage asked them: a kargs
+		// step before, which left the staged deployment to this pivot, may have run in an
+		// agent that has since restarted.
+		h.ostree.image, h.ostree.rev, h.ostree.kargs = image, staged.Checksum, unmark(staged.mark)
 		if err := h.ostreeDeploy(ctx); err != nil {
-			h.ostree.image, h.ostree.rev = "", ""
+			h.ostree.image, h.ostree.rev, h.ostree.kargs = "", "", nil
 			return fmt.Errorf("pivot to %s (staged %s.%d): %w", image, staged.Checksum, staged.Serial, err)
 		}
 		return nil
@@ -223,6 +240,9 @@ func (h *Host) ostreeWrite(ctx context.Context, staging bool) error {
 	// The entry's arguments are read as the kernel reads them; the config's may be quoted:
 	// WithArgs takes the two forms as one argument.
 	want := nodeexec.WithArgs(kargs, h.ostree.add, h.ostree.remove)
+	if h.ostree.kargs != nil && !staging {
+		want = slices.Clone(h.ostree.kargs)
+	}
 	if next := ds[0]; !staging && next.Checksum == rev && (next.Refspec == image || image == "") && slices.Equal(want, kargs) {
 		return nil // the next boot is already as asked: a resumed step deploys nothing
 	}
@@ -354,6 +374,25 @@ func stagedMark(kargs []string) string {
 	return strings.NewReplacer("\\", "\\\\", "\n", "\\n").Replace(nodeexec.FormatCmdline(kargs))
 }
 
+// unmark is the kernel arguments of a staged mark (stagedMark), never nil.
+func unmark(mark string) []string {
+	if mark == "-" {
+		return []string{}
+	}
+	var b strings.Builder
+	for i := 0; i < len(mark); i++ {
+		if mark[i] == '\\' && i+1 < len(mark) {
+			i++
+			if mark[i] == 'n' {
+				b.WriteByte('\n')
+				continue
+			}
+		}
+		b.WriteByte(mark[i])
+	}
+	return append([]string{}, nodeexec.ParseCmdline(b.String())...)
+}
+
 func orRev(image, rev string) string {
 	if image == "" {
 		return rev
@@ -422,13 +461,43 @@ func (h *Host) ostreeStagedDeployments(ctx context.Context, ds []OSTreeDeploymen
 
 // ostreeStaged is the deployment ostreeStage wrote for image, nil when there is none (it
 // was never staged, or it was lost: undeployed by another tool, or its write cut short).
-func (h *Host) ostreeStaged(ctx context.Context, image string) (*OSTreeDeployment, error) {
+func (h *Host) ostreeStaged(ctx context.Context, image string) (*stagedDeployment, error) {
 	ds, _, err := h.ostreeStagedDeployments(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	for _, d := range ds {
 		if d.Refspec == image {
+			return &d, nil
+		}
+	}
+	return nil, nil
+}
+
+// ostreeStagedFor is a deployment ostreeStage wrote for another image than the booted one
+// with the kernel arguments of the next boot changed by add and remove; nil when none is.
+func (h *Host) ostreeStagedFor(ctx context.Context, add, remove []string) (*OSTreeDeployment, error) {
+	ds, err := h.ostreeStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	staged, _, err := h.ostreeStagedDeployments(ctx, ds)
+	if err != nil || len(staged) == 0 {
+		return nil, err
+	}
+	var booted OSTreeDeployment
+	for _, d := range ds {
+		if d.Booted {
+			booted = d
+		}
+	}
+	kargs, err := NextBootKernelArgs(filepath.Join(h.Chroot, "/boot/loader/entries"))
+	if err != nil {
+		return nil, err
+	}
+	mark := stagedMark(nodeexec.WithArgs(kargs, add, remove))
+	for _, d := range staged {
+		if d.Refspec != orRev(booted.Refspec, booted.Checksum) && d.mark == mark {
 			return &d.OSTreeDeployment, nil
 		}
 	}

@@ -254,10 +254,19 @@ func TestOSTreeStageThenSwitch(t *testing.T) {
 		t.Errorf("a stage run again ran %q, want its pull only", f.ran)
 	}
 	f.ran = nil
+	// The slot: kargs, then pivot. The kargs step leaves the staged deployment to the
+	// pivot (a deploy of the booted image would remove it).
+	if err := h.SetKernelArgs(ctx, []string{"nosmt"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.ran) != 0 {
+		t.Errorf("the slot's kargs step ran %q, want nothing: the pivot deploys the staged commit with them", f.ran)
+	}
 	if err := h.Pivot(ctx, "vm:mcp/v2"); err != nil {
 		t.Fatal(err)
 	}
-	want = []string{"ostree", "admin", "deploy", "--os=debian", "--karg-none"}
+	want = []string{"ostree", "admin", "deploy", "--os=debian", "--karg-none", "--karg-append=root=/dev/vda",
+		"--karg-append=rw", "--karg-append=console=ttyS0", "--karg-append=nosmt"}
 	if len(f.ran) != 1 || !slices.Equal(f.ran[0][:len(want)], want) || f.ran[0][len(f.ran[0])-1] != csumV2 {
 		t.Errorf("the switch ran %q, want one deploy of %s as the default (no pull)", f.ran, csumV2)
 	}
