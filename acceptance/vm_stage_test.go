@@ -25,6 +25,11 @@ func TestVMStageBeforeSlot(t *testing.T) {
 	machines(t)
 	f := newVMFleet(t, vmPool("vm:mcp/v1", "", "generation 1\n"), vmnode.Options{}, "vm-0")
 	vm := f.vms["vm-0"]
+	// A config of mcp's first (no reboot): a node whose config is unknown stages in its
+	// slot, a node on a known config ahead of it.
+	if out, code := f.apply(t); code != 0 {
+		t.Fatalf("first apply: exit %d\n%s", code, out)
+	}
 	first := readGuest(t, vm)
 	v2 := f.img.Commits["v2"]
 	if out := sh(t, vm, "ostree rev-parse vm:mcp/v2 2>/dev/null || echo none"); out != "none" {

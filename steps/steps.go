@@ -253,6 +253,10 @@ func restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 	if len(drift) == 0 {
 		return steps
 	}
+	// Steps with their stage in the slot (a node whose config is unknown: DeriveOn) keep
+	// it there.
+	inSlot := len(steps) > 0 && steps[0].Kind != model.StepStage &&
+		slices.ContainsFunc(steps, func(s model.Step) bool { return s.Kind == model.StepStage })
 	var b stepSet
 	for _, s := range steps {
 		b.add(s.Kind, s.Target, s.Reason)
@@ -292,6 +296,9 @@ func restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 			b.add(model.StepDaemonReload, "", why)
 			b.policies(u.OnChange, why)
 		}
+	}
+	if inSlot {
+		return model.StageInSlot(b.steps())
 	}
 	return b.steps()
 }

@@ -117,3 +117,27 @@ func TestStepsReasons(t *testing.T) {
 		t.Errorf("restart reason %q", r)
 	}
 }
+
+// TestStageInSlotWhenTheConfigIsUnknown: a node that runs no known config stages in its
+// slot, after the drain (its stage hand-over could end on no config), and restoring drift
+// on it keeps the stage there; one that runs a known config stages first, before the
+// cordon.
+func TestStageInSlotWhenTheConfigIsUnknown(t *testing.T) {
+	target := cfg([]model.File{file("/etc/a", "1")}, nil, []string{"nosmt"}, "img:2")
+	want := []string{"cordon", "drain", "stage", "write /etc/a", "kargs", "pivot", "reboot", "verify", "uncordon"}
+	got := DeriveOn(nil, target, Host{})
+	if d := cmp.Diff(want, keys(got)); d != "" {
+		t.Errorf("from nothing (-want +got):\n%s", d)
+	}
+	got = Restore(got, []model.Drift{{Path: "/etc/a", Kind: model.DriftContent}}, target, Host{})
+	if d := cmp.Diff(want, keys(got)); d != "" {
+		t.Errorf("from nothing, drift restored (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(want, keys(Rewrite(target, "unknown"))); d != "" {
+		t.Errorf("rewrite (-want +got):\n%s", d)
+	}
+	got = DeriveOn(cfg(nil, nil, nil, "img:1"), target, Host{})
+	if len(got) == 0 || got[0].Kind != model.StepStage {
+		t.Errorf("from a known config: %v, want the stage first", keys(got))
+	}
+}
