@@ -52,6 +52,28 @@ func TestVMStageBeforeSlot(t *testing.T) {
 	var samples []sample
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	// The Node alone, more often: when it was cordoned and uncordoned (what the budget's
+	// slot covers of the node's service), for the log.
+	began := time.Now()
+	var cordoned, uncordoned time.Duration
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			u := f.node(t, "vm-0").Spec.Unschedulable
+			mu.Lock()
+			if u && cordoned == 0 {
+				cordoned = time.Since(began)
+			}
+			if !u && cordoned != 0 && uncordoned == 0 {
+				uncordoned = time.Since(began)
+			}
+			mu.Unlock()
+		}
+	})
 	wg.Go(func() {
 		for {
 			select {
@@ -88,7 +110,8 @@ func TestVMStageBeforeSlot(t *testing.T) {
 		pulledInService = pulledInService || (s.schedulable && s.bootedV1 && s.pulled)
 		deployedInService = deployedInService || (s.schedulable && s.bootedV1 && s.deployed)
 	}
-	t.Logf("%d samples of the machine during the apply", len(samples))
+	t.Logf("%d samples of the machine during the apply; cordoned %v after the apply began (the stage, in service), uncordoned %v later (out of service)",
+		len(samples), cordoned.Round(time.Second), (uncordoned - cordoned).Round(time.Second))
 	if !pulledInService {
 		t.Errorf("no sample shows v2 pulled while the node was schedulable: %+v", samples)
 	}

@@ -46,7 +46,7 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 		r.cordoned = f.Cordoned
 		r.touched = slices.ContainsFunc(f.Done, func(k string) bool {
 			st, err := model.ParseStepKey(k)
-			return err == nil && st.Kind.OnNode()
+			return err == nil && st.Kind.OnNode() && st.Kind != model.StepStage // a stage changes nothing the node runs
 		})
 	}
 	return r.run(ctx)
