@@ -35,8 +35,8 @@ type Host interface {
 	// Pivot makes image the OS the machine boots next (rpm-ostree rebase): it takes
 	// effect at the reboot that follows.
 	Pivot(ctx context.Context, image string) error
-	// Stage does, before the node's slot, what a kargs and pivot step to image (""
-	// for the booted one) with the kernel arguments add and remove will need, without
+	// Stage does, before the node's slot, what a pivot to image (with a kargs step
+	// before it: the kernel arguments add and remove) will need, without
 	// changing what the running boot or the next one runs: a plain OSTree host pulls the
 	// image and deploys it, not as the default boot entry; the switch in the slot then
 	// uses that deployment. It undeploys a deployment staged earlier for anything else.
@@ -104,16 +104,14 @@ func (e *Executor) Run(ctx context.Context, from, target *model.Rendered, step m
 	case model.StepRestart:
 		return e.Host.RestartUnit(ctx, step.Target)
 	case model.StepStage:
-		// What the slot's kargs and pivot steps will ask, asked the same way (below); no
-		// Rollback unstage: what it deploys never boots by default, and the next stage or
-		// switch replaces it. The image is the target's when it changes; a pivot that
-		// restores a drifted image finds nothing staged for it and deploys in the slot.
-		image := ""
-		if from.OSImage != target.OSImage {
-			image = target.OSImage
+		// What the slot's kargs and pivot steps will ask, asked the same way (below): a
+		// stage comes with a pivot (steps). No Rollback unstage: what it deploys never
+		// boots by default, and the next stage or switch replaces it.
+		if target.OSImage == "" {
+			return fmt.Errorf("stage: the target %s names no OS image", target.Name)
 		}
 		_, remove := model.DiffArgs(from.KernelArgs, target.KernelArgs)
-		return e.Host.Stage(ctx, image, target.KernelArgs, remove)
+		return e.Host.Stage(ctx, target.OSImage, target.KernelArgs, remove)
 	case model.StepKargs:
 		// Every argument of target is asked for, not only those from lacks: a kargs step
 		// also restores arguments removed behind mcp's back (drift), and the Host adds only

@@ -53,7 +53,7 @@ func TestDriftOfKernelArgsAndOSImageIsRestored(t *testing.T) {
 	want := map[string][]string{
 		"clean": nil, "unreported": nil,
 		"file":  {"write /etc/a", "restart a.service"},
-		"kargs": {"stage", "cordon", "drain", "kargs", "reboot", "verify", "uncordon"},
+		"kargs": {"cordon", "drain", "kargs", "reboot", "verify", "uncordon"},
 		"image": {"stage", "cordon", "drain", "pivot", "reboot", "verify", "uncordon"},
 	}
 	if d := cmp.Diff(want, got); d != "" {

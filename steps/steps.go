@@ -84,7 +84,6 @@ func DeriveOn(old, new *model.Rendered, h Host) []model.Step {
 	if added, removed := model.DiffArgs(old.KernelArgs, new.KernelArgs); len(added)+len(removed) > 0 && !h.hasArgs(new.KernelArgs, removed) {
 		why := "kernel arguments " + describeArgs(added, removed)
 		b.add(model.StepKargs, "", why)
-		b.stage(why)
 		b.policy(model.Policy{Kind: model.PolicyReboot}, why)
 	}
 	if new.OSImage != "" && old.OSImage != new.OSImage && !h.runs(new.OSImage) {
@@ -181,9 +180,10 @@ func (b *stepSet) add(k model.StepKind, target, why string) {
 	}
 }
 
-// stage adds the stage step a kargs or pivot step brings: what the switch needs is
-// pulled and deployed (not as the default boot entry) before the node's slot, so that
-// the slot only switches (model.StepStage).
+// stage adds the stage step a pivot brings: the image is pulled and deployed (not as the
+// default boot entry), with the update's kernel arguments, before the node's slot, so
+// that the slot only switches (model.StepStage). A kernel-argument change alone has
+// nothing to fetch: it is not staged.
 func (b *stepSet) stage(why string) { b.add(model.StepStage, "", why) }
 
 func (b *stepSet) policies(ps []model.Policy, why string) {
@@ -274,7 +274,6 @@ func restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 			// kargs makes every argument of target present, then a reboot applies them.
 			why = fmt.Sprintf("%skernel arguments (expected %q, found %q)", lead, d.Expected, d.Found)
 			b.add(model.StepKargs, "", why)
-			b.stage(why)
 			b.policy(model.Policy{Kind: model.PolicyReboot}, why)
 			continue
 		case model.DriftOSImage:

@@ -26,9 +26,8 @@ func TestShowPrintsWhatPlanPrinted(t *testing.T) {
 	if diff := cmp.Diff(planned, shown); diff != "" {
 		t.Errorf("show differs from plan (-plan +show):\n%s", diff)
 	}
-	// The quickstart's infra nodes take seven steps for one added kernel argument (their
-	// config unknown, they stage in their slot).
-	if want := "    cordon, drain, stage, kargs, reboot, verify, uncordon: kernel arguments +nosmt +mitigations=auto\n"; strings.Count(shown, want) != 1 {
+	// The quickstart's infra nodes take six steps for one added kernel argument.
+	if want := "    cordon, drain, kargs, reboot, verify, uncordon: kernel arguments +nosmt +mitigations=auto\n"; strings.Count(shown, want) != 1 {
 		t.Errorf("the infra pool's Why does not group the kernel arguments' steps once (%q):\n%s", want, shown)
 	}
 }
