@@ -312,3 +312,14 @@ func TestOSTreeUnstageStaged(t *testing.T) {
 		t.Errorf("ran %q, want %q", f.ran, want)
 	}
 }
+
+// TestStagedMarkRoundTrip: the kernel arguments a staged deployment's mark records read
+// back as the kernel reads them (a quoted value without its quotes: the same argument to
+// --karg-append), an argument with a blank or a backslash included; none is "-".
+func TestStagedMarkRoundTrip(t *testing.T) {
+	for _, kargs := range [][]string{{}, {"root=/dev/vda", "rw"}, {`dyndbg="file x.c +p"`, `a=b\c`}} {
+		if got := unmark(stagedMark(kargs)); nodeexec.FormatCmdline(got) != nodeexec.FormatCmdline(kargs) || len(got) != len(kargs) {
+			t.Errorf("%q: marked %q, read back %q", kargs, stagedMark(kargs), got)
+		}
+	}
+}
