@@ -46,7 +46,7 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 		r.cordoned = f.Cordoned
 		r.touched = slices.ContainsFunc(f.Done, func(k string) bool {
 			st, err := model.ParseStepKey(k)
-			return err == nil && st.Kind.OnNode()
+			return err == nil && st.Kind.OnNode() && st.Kind != model.StepStage // a stage changes nothing the node runs
 		})
 	}
 	return r.run(ctx)
@@ -57,6 +57,12 @@ func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
 func (r *nodeRun) run(ctx context.Context) error {
 	n := r.n
 	recordConfig := !n.Changed() || !hasNodeStep(n.Steps)
+	if r.from == nil {
+		// A node that runs no known config cannot end a hand-over of stage steps alone on
+		// the config it runs: its stage runs in the slot, with the switch (as the steps
+		// derivation has it already, steps.DeriveOn).
+		n.Steps = model.StageInSlot(n.Steps)
+	}
 	for i := 0; i < len(n.Steps); {
 		s := n.Steps[i]
 		if recordConfig && s.Kind == model.StepUncordon {
@@ -149,7 +155,8 @@ func (r *nodeRun) handOver(ctx context.Context, batch []model.Step) (int, error)
 		a.emit(Event{Kind: EventNodeWaiting, Node: n.Name, Pool: n.Pool, Reason: why})
 	})
 	err := a.w.Provider.RunNodeSteps(wctx, n.Name, r.from, r.target, batch, func(done model.Step) {
-		r.touched = true
+		// A stage changes nothing the node runs (model.StepStage): the node is as it was.
+		r.touched = r.touched || done.Kind != model.StepStage
 		r.record(done, false)
 		r.took(done.Kind, time.Since(t0))
 		a.emit(Event{Kind: EventStepDone, Node: n.Name, Pool: n.Pool, Step: done, Elapsed: time.Since(t0)})

@@ -10,17 +10,22 @@ import (
 type StepKind uint8
 
 const (
-	StepCordon       StepKind = iota + 1 // mark the node unschedulable (engine)
-	StepDrain                            // evict its pods, honouring PDBs (engine)
-	StepWrite                            // write one file or unit (node executor)
-	StepDaemonReload                     // systemctl daemon-reload (node executor)
-	StepKargs                            // change kernel arguments (node executor)
-	StepPivot                            // switch the OS image (node executor)
-	StepReload                           // reload one unit (node executor)
-	StepRestart                          // restart one unit (node executor)
-	StepReboot                           // reboot (node executor)
-	StepVerify                           // after the reboot, check the disk against the config (node executor)
-	StepUncordon                         // make the node schedulable again (engine)
+	// StepStage: before the node's slot, everything of an OS image update that leaves the
+	// running boot and the next one as they are — the image pulled, a deployment of it
+	// written whole but not as the default boot entry (plain OSTree hosts), checked. The
+	// pivot makes it the default in the slot (node executor).
+	StepStage        StepKind = iota + 1
+	StepCordon                // mark the node unschedulable (engine)
+	StepDrain                 // evict its pods, honouring PDBs (engine)
+	StepWrite                 // write one file or unit (node executor)
+	StepDaemonReload          // systemctl daemon-reload (node executor)
+	StepKargs                 // change kernel arguments (node executor)
+	StepPivot                 // switch the OS image (node executor)
+	StepReload                // reload one unit (node executor)
+	StepRestart               // restart one unit (node executor)
+	StepReboot                // reboot (node executor)
+	StepVerify                // after the reboot, check the disk against the config (node executor)
+	StepUncordon              // make the node schedulable again (engine)
 	// StepAdopt: the node checks it carries the target whole (as verify does) and records
 	// it, changing nothing; a node that differs refuses (node executor's agent). Always
 	// alone in a node's steps.
@@ -28,6 +33,7 @@ const (
 )
 
 var stepNames = [...]string{
+	StepStage:        "stage",
 	StepCordon:       "cordon",
 	StepDrain:        "drain",
 	StepWrite:        "write",
@@ -57,6 +63,42 @@ func ParseStepKind(s string) (StepKind, error) {
 		}
 	}
 	return 0, fmt.Errorf("unknown step %q", s)
+}
+
+// StageOnly reports whether steps are stage steps alone: a hand-over before the node's
+// slot (StepStage), after which the node still runs the config it ran.
+func StageOnly(steps []Step) bool {
+	for _, s := range steps {
+		if s.Kind != StepStage {
+			return false
+		}
+	}
+	return len(steps) > 0
+}
+
+// StageInSlot moves the stage steps of steps (first in run order: a hand-over of their
+// own before the cordon) to the node steps of the slot, ahead of them: where they run for
+// a node whose config is unknown (the engine's and the views' one rule).
+func StageInSlot(steps []Step) []Step {
+	var stage, rest []Step
+	for _, s := range steps {
+		if s.Kind == StepStage {
+			stage = append(stage, s)
+		} else {
+			rest = append(rest, s)
+		}
+	}
+	i := -1
+	for k, s := range rest {
+		if s.Kind.OnNode() {
+			i = k
+			break
+		}
+	}
+	if len(stage) == 0 || i < 0 {
+		return steps
+	}
+	return append(append(append([]Step(nil), rest[:i]...), stage...), rest[i:]...)
 }
 
 // Valid reports whether k is one of the kinds above (a kind added to the enum is valid

@@ -21,7 +21,7 @@ func TestStepKindsRoundTrip(t *testing.T) {
 	if prev != StepAdopt {
 		t.Errorf("the last valid kind is %s, want adopt", prev)
 	}
-	if k := StepAdopt + 1; k.Valid() || k.String() != "StepKind(13)" {
+	if k := StepAdopt + 1; k.Valid() || k.String() != "StepKind(14)" {
 		t.Errorf("past the enum: valid %v, %q", k.Valid(), k)
 	}
 	if StepKind(0).Valid() {
@@ -106,7 +106,7 @@ func TestStepJSONRoundTrip(t *testing.T) {
 		}
 	}
 	// A kind past the enum has no name to write.
-	if b, err := json.Marshal(Step{Kind: StepAdopt + 1}); err != nil || !strings.Contains(string(b), `"StepKind(13)"`) {
+	if b, err := json.Marshal(Step{Kind: StepAdopt + 1}); err != nil || !strings.Contains(string(b), `"StepKind(14)"`) {
 		t.Errorf("an unknown kind marshals as %s, %v", b, err)
 	}
 }

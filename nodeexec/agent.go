@@ -84,6 +84,9 @@ func (a *Agent) Update(ctx context.Context, from, target *model.Rendered, steps 
 	if adoption(steps) {
 		return a.adopt(ctx, target, steps[0], done)
 	}
+	if model.StageOnly(steps) {
+		return a.stage(ctx, from, target, steps, done)
+	}
 	if err := a.State.Working(target.Name); err != nil {
 		return err
 	}
@@ -168,6 +171,26 @@ func (a *Agent) finish(current string) error {
 		return err
 	}
 	return a.removeFirstBoot()
+}
+
+// stage runs a hand-over of stage steps: nothing the node runs or boots next by default
+// changes, so it ends Done on from, the config the node runs, and leaves the records of
+// a pending reboot as they are. A stage that fails leaves the node on from too: Degraded,
+// with nothing to roll back.
+func (a *Agent) stage(ctx context.Context, from, target *model.Rendered, steps []model.Step, done func(model.Step)) error {
+	if from == nil {
+		return a.Degrade(fmt.Errorf("stage for %s: the node runs no known config (a stage runs only ahead of an update from one)", target.Name))
+	}
+	if err := a.State.Working(target.Name); err != nil {
+		return err
+	}
+	for _, s := range steps {
+		if err := a.Exec.Run(ctx, from, target, s); err != nil {
+			return a.Degrade(fmt.Errorf("%s: %w (nothing the node runs changed: it runs %s)", s, err, from.Name))
+		}
+		done(s)
+	}
+	return a.State.Done(from.Name)
 }
 
 func nameOf(r *model.Rendered) string {

@@ -327,3 +327,31 @@ func TestSweepLeavesManagedFilesOfTheTwinsPattern(t *testing.T) {
 		}
 	}
 }
+
+// A hand-over of the stage step alone (before the node's slot) stages and ends Done on the
+// config the node runs: nothing is written, no reboot, no pending record. The slot's
+// hand-over then updates as usual.
+func TestUpdateStageOnlyEndsOnTheCurrentConfig(t *testing.T) {
+	f := newResumeFixture(t)
+	f.target.OSImage, f.target.KernelArgs = "vm:os/v2", []string{"nosmt"}
+	done, err := f.update([]model.Step{{Kind: model.StepStage}})
+	if err != nil {
+		t.Fatalf("stage: %v (reports %v)", err, f.state.reports)
+	}
+	want := []string{"working rendered-w-new", "done rendered-w-old"}
+	if !slices.Equal(done, []string{"stage"}) || !slices.Equal(f.state.reports, want) {
+		t.Errorf("done %v, reports %v; want [stage], %v", done, f.state.reports, want)
+	}
+	if rec := f.host.Recorded(); !slices.Equal(rec, []string{"stage vm:os/v2 +nosmt -"}) {
+		t.Errorf("host calls %q, want the stage alone", rec)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.root, "etc/a")); string(b) != "old a" || f.pendingLeft(t) {
+		t.Errorf("the stage changed the node: /etc/a %q, pending record %v", b, f.pendingLeft(t))
+	}
+	// Without a config the node runs, there is nothing to end on: refused.
+	g := newResumeFixture(t)
+	err = g.agent.Update(context.Background(), nil, g.target, []model.Step{{Kind: model.StepStage}}, func(model.Step) {})
+	if err == nil || len(g.host.Recorded()) != 0 {
+		t.Errorf("a stage from no known config: %v, host calls %q", err, g.host.Recorded())
+	}
+}

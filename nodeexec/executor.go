@@ -35,6 +35,12 @@ type Host interface {
 	// Pivot makes image the OS the machine boots next (rpm-ostree rebase): it takes
 	// effect at the reboot that follows.
 	Pivot(ctx context.Context, image string) error
+	// Stage does, before the node's slot, what a pivot to image (with a kargs step
+	// before it: the kernel arguments add and remove) will need, without
+	// changing what the running boot or the next one runs: a plain OSTree host pulls the
+	// image and deploys it, not as the default boot entry; the switch in the slot then
+	// uses that deployment. It undeploys a deployment staged earlier for anything else.
+	Stage(ctx context.Context, image string, add, remove []string) error
 	// Unstage discards what kargs and pivot staged for the next boot (rpm-ostree cleanup
 	// -p), so that a rolled-back update does not take effect at the next reboot, whoever
 	// makes it.
@@ -97,6 +103,15 @@ func (e *Executor) Run(ctx context.Context, from, target *model.Rendered, step m
 		return e.Host.ReloadUnit(ctx, step.Target)
 	case model.StepRestart:
 		return e.Host.RestartUnit(ctx, step.Target)
+	case model.StepStage:
+		// What the slot's kargs and pivot steps will ask, asked the same way (below): a
+		// stage comes with a pivot (steps). No Rollback unstage: what it deploys never
+		// boots by default, and the next stage or switch replaces it.
+		if target.OSImage == "" {
+			return fmt.Errorf("stage: the target %s names no OS image", target.Name)
+		}
+		_, remove := model.DiffArgs(from.KernelArgs, target.KernelArgs)
+		return e.Host.Stage(ctx, target.OSImage, target.KernelArgs, remove)
 	case model.StepKargs:
 		// Every argument of target is asked for, not only those from lacks: a kargs step
 		// also restores arguments removed behind mcp's back (drift), and the Host adds only

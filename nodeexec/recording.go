@@ -77,6 +77,12 @@ func (h *RecordingHost) Pivot(_ context.Context, image string) error {
 }
 func (h *RecordingHost) Reboot(context.Context) error { return h.record("reboot") }
 
+// Stage records the call: what a simulated machine boots next is what kargs and pivot
+// stage, and a stage changes nothing of it.
+func (h *RecordingHost) Stage(_ context.Context, image string, add, remove []string) error {
+	return h.record("stage " + image + " +" + strings.Join(add, ",") + " -" + strings.Join(remove, ","))
+}
+
 // Unstage discards the machine's staged deployment, as rpm-ostree cleanup -p does.
 func (h *RecordingHost) Unstage(context.Context) error {
 	if err := h.record("unstage"); err != nil || !h.simulated() {

@@ -54,7 +54,7 @@ func TestDriftOfKernelArgsAndOSImageIsRestored(t *testing.T) {
 		"clean": nil, "unreported": nil,
 		"file":  {"write /etc/a", "restart a.service"},
 		"kargs": {"cordon", "drain", "kargs", "reboot", "verify", "uncordon"},
-		"image": {"cordon", "drain", "pivot", "reboot", "verify", "uncordon"},
+		"image": {"stage", "cordon", "drain", "pivot", "reboot", "verify", "uncordon"},
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("steps (-want +got):\n%s", d)

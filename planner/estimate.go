@@ -51,6 +51,7 @@ const MaxWindows = 8
 // minutes, most of it the drain and the reboot. docs/configuration.md ("Estimates") lists
 // them.
 var DefaultStepTimes = map[model.StepKind]time.Duration{
+	model.StepStage:        time.Minute,
 	model.StepCordon:       time.Second,
 	model.StepDrain:        2 * time.Minute,
 	model.StepWrite:        time.Second,

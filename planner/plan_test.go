@@ -228,7 +228,7 @@ func TestMakePlanNoDisruptionTheNodeDoesNotNeed(t *testing.T) {
 		t.Errorf("a node running the image with the arguments: %v", keys(np.Steps))
 	}
 	n.OSImage = "quay.io/os:1"
-	if np := plan(n); !cmp.Equal([]string{"cordon", "drain", "write /etc/a", "pivot", "reboot", "verify", "uncordon"}, keys(np.Steps)) {
+	if np := plan(n); !cmp.Equal([]string{"stage", "cordon", "drain", "write /etc/a", "pivot", "reboot", "verify", "uncordon"}, keys(np.Steps)) {
 		t.Errorf("another image, the arguments there: %v", keys(np.Steps))
 	}
 	// An argument the update removes, still on the node: kargs.

@@ -74,7 +74,9 @@ func Derive(old, new *model.Rendered) []model.Step { return DeriveOn(old, new, H
 // no step (Host).
 func DeriveOn(old, new *model.Rendered, h Host) []model.Step {
 	if old == nil {
-		old = &model.Rendered{}
+		// A node that runs no known config stages in its slot, with the switch: a stage
+		// ahead of it ends on the config the node runs (model.StageInSlot).
+		return model.StageInSlot(DeriveOn(&model.Rendered{}, new, h))
 	}
 	var b stepSet
 	diffTree(&b, old, new)
@@ -90,6 +92,7 @@ func DeriveOn(old, new *model.Rendered, h Host) []model.Step {
 			why = fmt.Sprintf("os image %s (booted) → %s", h.OSImage, new.OSImage)
 		}
 		b.add(model.StepPivot, "", why)
+		b.stage(why)
 		b.policy(model.Policy{Kind: model.PolicyReboot}, why)
 	}
 	return b.steps()
@@ -177,6 +180,12 @@ func (b *stepSet) add(k model.StepKind, target, why string) {
 	}
 }
 
+// stage adds the stage step a pivot brings: the image is pulled and deployed (not as the
+// default boot entry), with the update's kernel arguments, before the node's slot, so
+// that the slot only switches (model.StepStage). A kernel-argument change alone has
+// nothing to fetch: it is not staged.
+func (b *stepSet) stage(why string) { b.add(model.StepStage, "", why) }
+
 func (b *stepSet) policies(ps []model.Policy, why string) {
 	if len(ps) == 0 {
 		b.policy(defaultPolicy[0], why+"; no on_change policy: reboot")
@@ -235,7 +244,8 @@ func Restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 // FromObserved is Restore for what a node whose config is unknown carries against target
 // (model.Observation): the same steps, their reasons saying the node differs, not drifted.
 func FromObserved(drift []model.Drift, target *model.Rendered, h Host) []model.Step {
-	return restore(nil, drift, target, h, "the node differs from "+target.Name+": ")
+	// Its config unknown, the node stages in its slot (DeriveOn).
+	return model.StageInSlot(restore(nil, drift, target, h, "the node differs from "+target.Name+": "))
 }
 
 // restore is Restore with each reason led by lead.
@@ -243,6 +253,10 @@ func restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 	if len(drift) == 0 {
 		return steps
 	}
+	// Steps with their stage in the slot (a node whose config is unknown: DeriveOn) keep
+	// it there.
+	inSlot := len(steps) > 0 && steps[0].Kind != model.StepStage &&
+		slices.ContainsFunc(steps, func(s model.Step) bool { return s.Kind == model.StepStage })
 	var b stepSet
 	for _, s := range steps {
 		b.add(s.Kind, s.Target, s.Reason)
@@ -268,6 +282,7 @@ func restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 			}
 			why = fmt.Sprintf("%sos image %s → %s", lead, orNone(d.Found), target.OSImage)
 			b.add(model.StepPivot, "", why)
+			b.stage(why)
 			b.policy(model.Policy{Kind: model.PolicyReboot}, why)
 			continue
 		}
@@ -280,6 +295,9 @@ func restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 			b.add(model.StepDaemonReload, "", why)
 			b.policies(u.OnChange, why)
 		}
+	}
+	if inSlot {
+		return model.StageInSlot(b.steps())
 	}
 	return b.steps()
 }
@@ -311,5 +329,5 @@ func Rewrite(target *model.Rendered, why string) []model.Step {
 		b.add(s.Kind, s.Target, s.Reason)
 	}
 	b.policy(model.Policy{Kind: model.PolicyReboot}, why)
-	return b.steps()
+	return model.StageInSlot(b.steps()) // its config unknown, the node stages in its slot (DeriveOn)
 }

@@ -76,11 +76,11 @@ func TestSteps(t *testing.T) {
 			[]string{"write /etc/x", "write x.service", "daemon-reload", "restart x.service"}},
 		{"kargs", cfg(nil, nil, []string{"a"}, ""), cfg(nil, nil, []string{"a", "nosmt"}, ""),
 			with(reboot, "kargs")},
-		{"pivot", cfg(nil, nil, nil, "img:1"), cfg(nil, nil, nil, "img:2"), with(reboot, "pivot")},
+		{"pivot", cfg(nil, nil, nil, "img:1"), cfg(nil, nil, nil, "img:2"), append([]string{"stage"}, with(reboot, "pivot")...)},
 		{"no image wanted: no pivot", cfg(nil, nil, nil, "img:1"), cfg(nil, nil, nil, ""), nil},
 		{"everything", cfg([]model.File{file("/etc/a", "1", "none")}, nil, []string{"a"}, "img:1"),
 			cfg([]model.File{file("/etc/a", "2", "restart:a.service")}, nil, []string{"b"}, "img:2"),
-			with(reboot, "write /etc/a", "kargs", "pivot")},
+			append([]string{"stage"}, with(reboot, "write /etc/a", "kargs", "pivot")...)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,5 +115,29 @@ func TestStepsReasons(t *testing.T) {
 	only := Derive(nil, cfg([]model.File{file("/etc/chrony.conf", "x", "restart:chronyd.service")}, nil, nil, ""))
 	if r := only[1].Reason; r != "/etc/chrony.conf added; on_change restart:chronyd.service" {
 		t.Errorf("restart reason %q", r)
+	}
+}
+
+// TestStageInSlotWhenTheConfigIsUnknown: a node that runs no known config stages in its
+// slot, after the drain (its stage hand-over could end on no config), and restoring drift
+// on it keeps the stage there; one that runs a known config stages first, before the
+// cordon.
+func TestStageInSlotWhenTheConfigIsUnknown(t *testing.T) {
+	target := cfg([]model.File{file("/etc/a", "1")}, nil, []string{"nosmt"}, "img:2")
+	want := []string{"cordon", "drain", "stage", "write /etc/a", "kargs", "pivot", "reboot", "verify", "uncordon"}
+	got := DeriveOn(nil, target, Host{})
+	if d := cmp.Diff(want, keys(got)); d != "" {
+		t.Errorf("from nothing (-want +got):\n%s", d)
+	}
+	got = Restore(got, []model.Drift{{Path: "/etc/a", Kind: model.DriftContent}}, target, Host{})
+	if d := cmp.Diff(want, keys(got)); d != "" {
+		t.Errorf("from nothing, drift restored (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(want, keys(Rewrite(target, "unknown"))); d != "" {
+		t.Errorf("rewrite (-want +got):\n%s", d)
+	}
+	got = DeriveOn(cfg(nil, nil, nil, "img:1"), target, Host{})
+	if len(got) == 0 || got[0].Kind != model.StepStage {
+		t.Errorf("from a known config: %v, want the stage first", keys(got))
 	}
 }

@@ -250,6 +250,20 @@ func (h *Host) Pivot(ctx context.Context, image string) error {
 	return h.run(ctx, argv)
 }
 
+// Stage prepares a kargs and pivot step before the node's slot (nodeexec.Host). A plain
+// OSTree host pulls the image and deploys it not as the default (ostreeStage). rpm-ostree
+// and bootc hosts only check that their tool answers: what they could download ahead
+// without deploying is not used yet, so their pull stays in the slot (docs/agent.md).
+func (h *Host) Stage(ctx context.Context, image string, add, remove []string) error {
+	if h.Commands.Tool == ToolOSTree {
+		return h.ostreeStage(ctx, image, add, remove)
+	}
+	if _, err := h.output(ctx, h.Commands.Status); err != nil {
+		return fmt.Errorf("stage: the OS tool does not answer: %w", err)
+	}
+	return nil
+}
+
 // Unstage discards the deployment a kargs or pivot staged (rpm-ostree cleanup -p).
 func (h *Host) Unstage(ctx context.Context) error {
 	if h.Commands.Tool == ToolOSTree {

@@ -32,7 +32,11 @@ var OSTreeCommands = Commands{Tool: ToolOSTree, Status: []string{"ostree", "admi
 // ostreeState is what this agent asked of the next boot in its process: a kargs step and
 // a pivot of one update each deploy, and the later must carry the earlier's changes.
 type ostreeState struct {
-	image       string // the image a pivot asked for; "" for the booted one
+	image string // the image a pivot asked for; "" for the booted one
+	rev   string // the commit of image a staged deployment has; "": resolve image
+	// kargs: the staged deployment's kernel arguments, what this update's stage asked;
+	// nil: the next boot's, changed by add and remove
+	kargs       []string
 	add, remove []string
 }
 
@@ -141,17 +145,48 @@ func (i OSTreeImage) commit() bool { return checksumRE.MatchString(i.Rev) }
 // the changes asked.
 func (h *Host) ostreeKargs(ctx context.Context, add, remove []string) error {
 	h.ostree.add, h.ostree.remove = slices.Clone(add), slices.Clone(remove)
+	h.ostree.rev, h.ostree.kargs = "", nil // a staged deployment's, asked by a pivot before
+	// A deployment this update staged for another image with these arguments: the pivot
+	// that follows deploys it with them. Deploying the booted image now would also remove
+	// the staged deployment (ostree keeps the booted and the new one), and the pivot would
+	// have to deploy again from scratch. A stage undeploys every other image's staged
+	// deployment, so one is there only when this update's pivot follows.
+	if d, err := h.ostreeStagedFor(ctx, add, remove); err != nil {
+		return fmt.Errorf("kernel arguments: %w", err)
+	} else if d != nil {
+		return nil
+	}
 	if err := h.ostreeDeploy(ctx); err != nil {
 		return fmt.Errorf("kernel arguments: %w", err)
 	}
 	return nil
 }
 
-// ostreePivot pulls the image when it names a remote and deploys it.
+// ostreePivot pulls the image when it names a remote and deploys it. A deployment staged
+// before the slot for this image and these kernel arguments (ostreeStage) spares the
+// pull: its commit is in the repository, and the very commit staged is deployed.
 func (h *Host) ostreePivot(ctx context.Context, image string) error {
 	img, err := ParseOSTreeImage(image)
 	if err != nil {
 		return fmt.Errorf("pivot: %w", err)
+	}
+	h.ostree.image, h.ostree.rev, h.ostree.kargs = image, "", nil
+	staged, err := h.ostreeStaged(ctx, image)
+	if err != nil {
+		h.ostree.image = ""
+		return fmt.Errorf("pivot to %s: %w", image, err)
+	}
+	h.ostree.image = ""
+	if staged != nil {
+		// Its commit and its kernel arguments, as this update's stage asked them: a kargs
+		// step before, which left the staged deployment to this pivot, may have run in an
+		// agent that has since restarted.
+		h.ostree.image, h.ostree.rev, h.ostree.kargs = image, staged.Checksum, unmark(staged.mark)
+		if err := h.ostreeDeploy(ctx); err != nil {
+			h.ostree.image, h.ostree.rev, h.ostree.kargs = "", "", nil
+			return fmt.Errorf("pivot to %s (staged %s.%d): %w", image, staged.Checksum, staged.Serial, err)
+		}
+		return nil
 	}
 	if img.Remote != "" {
 		if err := h.run(ctx, []string{"ostree", "pull", img.Remote, img.Rev}); err != nil {
@@ -168,7 +203,11 @@ func (h *Host) ostreePivot(ctx context.Context, image string) error {
 
 // ostreeDeploy deploys what this agent asked for: the pivot's image (else the booted
 // one) with the kernel arguments of the entry that boots next, changed as asked.
-func (h *Host) ostreeDeploy(ctx context.Context) error {
+func (h *Host) ostreeDeploy(ctx context.Context) error { return h.ostreeWrite(ctx, false) }
+
+// ostreeWrite is ostreeDeploy as the new default deployment, or, staging, appended after
+// the booted one and marked as staged by mcp in its origin (ostreeStage).
+func (h *Host) ostreeWrite(ctx context.Context, staging bool) error {
 	ds, err := h.ostreeStatus(ctx)
 	if err != nil {
 		return err
@@ -183,9 +222,12 @@ func (h *Host) ostreeDeploy(ctx context.Context) error {
 		return errors.New("ostree admin status lists no booted deployment")
 	}
 	image, rev := h.ostree.image, booted.Checksum
-	if image == "" {
+	switch {
+	case image == "":
 		image = booted.Refspec
-	} else {
+	case h.ostree.rev != "":
+		rev = h.ostree.rev
+	default:
 		img, _ := ParseOSTreeImage(image)
 		if rev, err = h.ostreeResolve(ctx, img); err != nil {
 			return err
@@ -198,15 +240,45 @@ func (h *Host) ostreeDeploy(ctx context.Context) error {
 	// The entry's arguments are read as the kernel reads them; the config's may be quoted:
 	// WithArgs takes the two forms as one argument.
 	want := nodeexec.WithArgs(kargs, h.ostree.add, h.ostree.remove)
-	if next := ds[0]; next.Checksum == rev && (next.Refspec == image || image == "") && slices.Equal(want, kargs) {
+	if h.ostree.kargs != nil && !staging {
+		want = slices.Clone(h.ostree.kargs)
+	}
+	if next := ds[0]; !staging && next.Checksum == rev && (next.Refspec == image || image == "") && slices.Equal(want, kargs) {
 		return nil // the next boot is already as asked: a resumed step deploys nothing
 	}
-	argv := []string{"ostree", "admin", "deploy", "--os=" + booted.Stateroot, "--karg-none"}
+	argv := []string{"ostree", "admin", "deploy", "--os=" + booted.Stateroot}
+	if staging {
+		// One staged deployment at most: one as asked is kept (a stage run again), the
+		// others — an update the plan no longer wants — undeployed, the highest index
+		// first so that the others' indexes stay as read.
+		staged, idx, err := h.ostreeStagedDeployments(ctx, ds)
+		if err != nil {
+			return err
+		}
+		found := false
+		for i := len(staged) - 1; i >= 0; i-- {
+			d := staged[i]
+			if !found && d.Checksum == rev && d.Refspec == orRev(image, rev) && d.mark == stagedMark(want) {
+				found = true
+				continue
+			}
+			if err := h.run(ctx, []string{"ostree", "admin", "undeploy", strconv.Itoa(idx[i])}); err != nil {
+				return fmt.Errorf("undeploying the deployment staged for %s: %w", d.Refspec, err)
+			}
+		}
+		if found {
+			return nil
+		}
+		// Not as the default: a power cut or another tool's reboot before the slot boots
+		// the running deployment, never this one. --retain: the deployments there are stay.
+		argv = append(argv, "--not-as-default", "--retain")
+	}
+	argv = append(argv, "--karg-none")
 	for _, k := range want {
 		argv = append(argv, "--karg-append="+nodeexec.FormatCmdline([]string{k})) // a blank in it stays in one argument
 	}
-	if image != "" && image != rev {
-		origin, err := h.originFile(image)
+	if staging || (image != "" && image != rev) {
+		origin, err := h.originFile(orRev(image, rev), staging, want)
 		if err != nil {
 			return err
 		}
@@ -238,12 +310,18 @@ func (h *Host) ostreeResolve(ctx context.Context, img OSTreeImage) (string, erro
 
 // originFile writes the origin of a deployment of image (in the chroot's /tmp): ostree
 // records its refspec, which is how the booted image is read back.
-func (h *Host) originFile(image string) (string, error) {
+func (h *Host) originFile(image string, staged bool, kargs []string) (string, error) {
 	f, err := os.CreateTemp(filepath.Join(h.Chroot, "/tmp"), "mcp-origin-*")
 	if err != nil {
 		return "", fmt.Errorf("writing the deployment's origin: %w", err)
 	}
-	_, err = fmt.Fprintf(f, "[origin]\nrefspec=%s\n", image)
+	text := fmt.Sprintf("[origin]\nrefspec=%s\n", image)
+	if staged {
+		// ostree keeps the origin's other groups: what marks a deployment as mcp's
+		// staged one, and for which kernel arguments (ostreeMark).
+		text += "\n[mcp]\n" + stagedKey + "=" + stagedMark(kargs) + "\n"
+	}
+	_, err = f.WriteString(text)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -264,6 +342,17 @@ func (h *Host) ostreeUnstage(ctx context.Context) error {
 			return fmt.Errorf("unstage: %w", err)
 		}
 		if len(ds) == 0 || ds[0].Booted || !ds[0].Pending {
+			// And what ostreeStage wrote: it never boots by default, but an update rolled
+			// back is one the plan no longer wants as it was.
+			staged, idx, err := h.ostreeStagedDeployments(ctx, ds)
+			if err != nil {
+				return fmt.Errorf("unstage: %w", err)
+			}
+			for i := len(staged) - 1; i >= 0; i-- {
+				if err := h.run(ctx, []string{"ostree", "admin", "undeploy", strconv.Itoa(idx[i])}); err != nil {
+					return fmt.Errorf("unstage: %w", err)
+				}
+			}
 			return nil
 		}
 		if err := h.run(ctx, []string{"ostree", "admin", "undeploy", "0"}); err != nil {
@@ -271,6 +360,177 @@ func (h *Host) ostreeUnstage(ctx context.Context) error {
 		}
 	}
 	return errors.New("unstage: deployments still pending after undeploying four")
+}
+
+// stagedKey is the key of the origin's [mcp] group that marks a deployment ostreeStage
+// wrote; its value is stagedMark of the deployment's kernel arguments.
+const stagedKey = "staged-kargs"
+
+// stagedMark is the mark of a staged deployment with kernel arguments kargs.
+func stagedMark(kargs []string) string {
+	if len(kargs) == 0 {
+		return "-"
+	}
+	return strings.NewReplacer("\\", "\\\\", "\n", "\\n").Replace(nodeexec.FormatCmdline(kargs))
+}
+
+// unmark is the kernel arguments of a staged mark (stagedMark), never nil.
+func unmark(mark string) []string {
+	if mark == "-" {
+		return []string{}
+	}
+	var b strings.Builder
+	for i := 0; i < len(mark); i++ {
+		if mark[i] == '\\' && i+1 < len(mark) {
+			i++
+			if mark[i] == 'n' {
+				b.WriteByte('\n')
+				continue
+			}
+		}
+		b.WriteByte(mark[i])
+	}
+	return append([]string{}, nodeexec.ParseCmdline(b.String())...)
+}
+
+func orRev(image, rev string) string {
+	if image == "" {
+		return rev
+	}
+	return image
+}
+
+// ostreeMark reads the [mcp] staged mark of deployment d's origin ("" for none): the origin
+// file, read through the OS (in the host's root), as ostree keeps it.
+func (h *Host) ostreeMark(ctx context.Context, d OSTreeDeployment) (string, error) {
+	path := fmt.Sprintf("/ostree/deploy/%s/deploy/%s.%d.origin", d.Stateroot, d.Checksum, d.Serial)
+	out, err := h.output(ctx, []string{"cat", path})
+	if err != nil {
+		return "", fmt.Errorf("reading the origin of deployment %s.%d: %w", d.Checksum, d.Serial, err)
+	}
+	group := ""
+	for _, line := range strings.Split(string(out), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]") {
+			group = line
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); ok && group == "[mcp]" && strings.TrimSpace(k) == stagedKey {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", nil
+}
+
+// stagedDeployment is a deployment ostreeStage wrote, with its mark.
+type stagedDeployment struct {
+	OSTreeDeployment
+	mark string
+}
+
+// ostreeStagedDeployments are the deployments of ds (nil: read the status) that
+// ostreeStage wrote (each after the booted one: never the default), with their index.
+func (h *Host) ostreeStagedDeployments(ctx context.Context, ds []OSTreeDeployment) ([]stagedDeployment, []int, error) {
+	if ds == nil {
+		var err error
+		if ds, err = h.ostreeStatus(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	var out []stagedDeployment
+	var idx []int
+	afterBooted := false
+	for i, d := range ds {
+		if d.Booted {
+			afterBooted = true
+			continue
+		}
+		if !afterBooted {
+			continue
+		}
+		m, err := h.ostreeMark(ctx, d)
+		if err != nil {
+			return nil, nil, err
+		}
+		if m != "" {
+			out, idx = append(out, stagedDeployment{d, m}), append(idx, i)
+		}
+	}
+	return out, idx, nil
+}
+
+// ostreeStaged is the deployment ostreeStage wrote for image, nil when there is none (it
+// was never staged, or it was lost: undeployed by another tool, or its write cut short).
+func (h *Host) ostreeStaged(ctx context.Context, image string) (*stagedDeployment, error) {
+	ds, _, err := h.ostreeStagedDeployments(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ds {
+		if d.Refspec == image {
+			return &d, nil
+		}
+	}
+	return nil, nil
+}
+
+// ostreeStagedFor is a deployment ostreeStage wrote for another image than the booted one
+// with the kernel arguments of the next boot changed by add and remove; nil when none is.
+func (h *Host) ostreeStagedFor(ctx context.Context, add, remove []string) (*OSTreeDeployment, error) {
+	ds, err := h.ostreeStatus(ctx)
+	if err != nil {
+		return nil, err
+	}
+	staged, _, err := h.ostreeStagedDeployments(ctx, ds)
+	if err != nil || len(staged) == 0 {
+		return nil, err
+	}
+	var booted OSTreeDeployment
+	for _, d := range ds {
+		if d.Booted {
+			booted = d
+		}
+	}
+	kargs, err := NextBootKernelArgs(filepath.Join(h.Chroot, "/boot/loader/entries"))
+	if err != nil {
+		return nil, err
+	}
+	mark := stagedMark(nodeexec.WithArgs(kargs, add, remove))
+	for _, d := range staged {
+		if d.Refspec != orRev(booted.Refspec, booted.Checksum) && d.mark == mark {
+			return &d.OSTreeDeployment, nil
+		}
+	}
+	return nil, nil
+}
+
+// ostreeStage is Stage on a plain OSTree host: the image pulled when it names a remote,
+// then deployed with the kernel arguments the slot's steps will ask for, appended after
+// the booted deployment (not the default boot entry) and marked in its origin. ostree
+// 2022.7 cannot make an existing deployment the default (it has no set-default), so the
+// switch in the slot deploys the staged commit again as the default — from the local
+// repository, no pull — which also removes the staged one. A deployment staged earlier
+// for anything else is undeployed (ostreeWrite).
+func (h *Host) ostreeStage(ctx context.Context, image string, add, remove []string) error {
+	img := OSTreeImage{}
+	if image != "" {
+		var err error
+		if img, err = ParseOSTreeImage(image); err != nil {
+			return fmt.Errorf("stage: %w", err)
+		}
+	}
+	if img.Remote != "" {
+		if err := h.run(ctx, []string{"ostree", "pull", img.Remote, img.Rev}); err != nil {
+			return fmt.Errorf("stage %s: %w", image, err)
+		}
+	}
+	keep := h.ostree
+	defer func() { h.ostree = keep }() // what the slot's steps asked in this process stays
+	h.ostree = ostreeState{image: image, add: slices.Clone(add), remove: slices.Clone(remove)}
+	if err := h.ostreeWrite(ctx, true); err != nil {
+		return fmt.Errorf("stage %s: %w", orRev(image, "the booted image"), err)
+	}
+	return nil
 }
 
 func (h *Host) ostreeStatus(ctx context.Context) ([]OSTreeDeployment, error) {

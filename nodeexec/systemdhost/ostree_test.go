@@ -18,6 +18,8 @@ type fakeOSTree struct {
 	revs   map[string]string
 	ran    [][]string
 	origin string // the content of the --origin-file given, when one was
+	// origins: the origin files of deployments, by path, as `cat` prints them
+	origins map[string]string
 }
 
 const (
@@ -55,6 +57,9 @@ func (f *fakeOSTree) host() *Host {
 		},
 		Output: func(_ context.Context, argv []string) ([]byte, error) {
 			argv = strip(argv)
+			if argv[0] == "cat" {
+				return []byte(f.origins[argv[1]]), nil
+			}
 			if argv[1] == "rev-parse" {
 				return []byte(f.revs[argv[2]] + "\n"), nil
 			}
@@ -213,5 +218,108 @@ func TestChangeKernelArgs(t *testing.T) {
 	}
 	if got, want := nodeexec.WithArgs(entry, nil, []string{`dyndbg="file x +p"`}), []string{"root=/dev/vda"}; !slices.Equal(got, want) {
 		t.Errorf("removing a quoted argument: got %q, want %q", got, want)
+	}
+}
+
+// TestOSTreeStageThenSwitch: the stage pulls and deploys the image not as the default,
+// marked in its origin; run again it deploys nothing; the pivot in the slot then pulls
+// nothing and deploys the staged commit as the default.
+func TestOSTreeStageThenSwitch(t *testing.T) {
+	f := newFakeOSTree(t, bootedV1, entriesV1)
+	h := f.host()
+	ctx := context.Background()
+	if err := h.Stage(ctx, "vm:mcp/v2", []string{"nosmt"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.ran) != 2 || !slices.Equal(f.ran[0], []string{"ostree", "pull", "vm", "mcp/v2"}) {
+		t.Fatalf("stage ran %q, want a pull then a deploy", f.ran)
+	}
+	want := []string{"ostree", "admin", "deploy", "--os=debian", "--not-as-default", "--retain", "--karg-none",
+		"--karg-append=root=/dev/vda", "--karg-append=rw", "--karg-append=console=ttyS0", "--karg-append=nosmt"}
+	if got := f.ran[1]; !slices.Equal(got[:len(want)], want) || got[len(got)-1] != csumV2 {
+		t.Errorf("stage deployed with %q, want %q … %s", got, want, csumV2)
+	}
+	mark := "[origin]\nrefspec=vm:mcp/v2\n\n[mcp]\nstaged-kargs=root=/dev/vda rw console=ttyS0 nosmt\n"
+	if f.origin != mark {
+		t.Errorf("origin %q, want %q", f.origin, mark)
+	}
+	// As ostree 2022.7 lists it: the staged deployment after the booted one.
+	f.status = bootedV1 + "  debian " + csumV2 + ".0\n    origin refspec: vm:mcp/v2\n"
+	f.origins = map[string]string{"/ostree/deploy/debian/deploy/" + csumV2 + ".0.origin": mark}
+	f.ran = nil
+	if err := h.Stage(ctx, "vm:mcp/v2", []string{"nosmt"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.ran) != 1 || f.ran[0][1] != "pull" {
+		t.Errorf("a stage run again ran %q, want its pull only", f.ran)
+	}
+	f.ran = nil
+	// The slot: kargs, then pivot. The kargs step leaves the staged deployment to the
+	// pivot (a deploy of the booted image would remove it).
+	if err := h.SetKernelArgs(ctx, []string{"nosmt"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.ran) != 0 {
+		t.Errorf("the slot's kargs step ran %q, want nothing: the pivot deploys the staged commit with them", f.ran)
+	}
+	if err := h.Pivot(ctx, "vm:mcp/v2"); err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"ostree", "admin", "deploy", "--os=debian", "--karg-none", "--karg-append=root=/dev/vda",
+		"--karg-append=rw", "--karg-append=console=ttyS0", "--karg-append=nosmt"}
+	if len(f.ran) != 1 || !slices.Equal(f.ran[0][:len(want)], want) || f.ran[0][len(f.ran[0])-1] != csumV2 {
+		t.Errorf("the switch ran %q, want one deploy of %s as the default (no pull)", f.ran, csumV2)
+	}
+	if f.origin != "[origin]\nrefspec=vm:mcp/v2\n" {
+		t.Errorf("the switch's origin %q: want it unmarked", f.origin)
+	}
+}
+
+// TestOSTreeStageReplacesAndLost: a deployment staged for an image the plan no longer
+// wants is undeployed before the new one is staged; a pivot that finds no staged
+// deployment (lost: a power cut, another tool) pulls and deploys as without staging.
+func TestOSTreeStageReplacesAndLost(t *testing.T) {
+	const csumV3 = "3333333333333333333333333333333333333333333333333333333333333333"
+	f := newFakeOSTree(t, bootedV1+"  debian "+csumV2+".0\n    origin refspec: vm:mcp/v2\n", entriesV1)
+	f.revs["vm:mcp/v3"] = csumV3
+	f.origins = map[string]string{"/ostree/deploy/debian/deploy/" + csumV2 + ".0.origin": "[origin]\nrefspec=vm:mcp/v2\n[mcp]\nstaged-kargs=-\n"}
+	h := f.host()
+	if err := h.Stage(context.Background(), "vm:mcp/v3", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.ran) != 3 || !slices.Equal(f.ran[1], []string{"ostree", "admin", "undeploy", "1"}) || f.ran[2][len(f.ran[2])-1] != csumV3 {
+		t.Errorf("ran %q, want a pull, the v2 one undeployed, v3 deployed", f.ran)
+	}
+	f.status, f.ran = bootedV1, nil // the staged deployment is gone
+	if err := h.Pivot(context.Background(), "vm:mcp/v3"); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.ran) != 2 || f.ran[0][1] != "pull" || f.ran[1][len(f.ran[1])-1] != csumV3 || slices.Contains(f.ran[1], "--not-as-default") {
+		t.Errorf("ran %q, want a pull and a deploy of v3 as the default", f.ran)
+	}
+}
+
+// TestOSTreeUnstageStaged: a rollback undeploys what a stage wrote, never the rollback
+// deployment that is not mcp's.
+func TestOSTreeUnstageStaged(t *testing.T) {
+	f := newFakeOSTree(t, bootedV1+"  debian "+csumV2+".0\n    origin refspec: vm:mcp/v2\n"+
+		"  debian "+csumV2+".1 (rollback)\n    origin refspec: vm:mcp/v2\n", entriesV1)
+	f.origins = map[string]string{"/ostree/deploy/debian/deploy/" + csumV2 + ".0.origin": "[mcp]\nstaged-kargs=-\n"}
+	if err := f.host().Unstage(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if want := [][]string{{"ostree", "admin", "undeploy", "1"}}; !slices.EqualFunc(f.ran, want, slices.Equal) {
+		t.Errorf("ran %q, want %q", f.ran, want)
+	}
+}
+
+// TestStagedMarkRoundTrip: the kernel arguments a staged deployment's mark records read
+// back as the kernel reads them (a quoted value without its quotes: the same argument to
+// --karg-append), an argument with a blank or a backslash included; none is "-".
+func TestStagedMarkRoundTrip(t *testing.T) {
+	for _, kargs := range [][]string{{}, {"root=/dev/vda", "rw"}, {`dyndbg="file x.c +p"`, `a=b\c`}} {
+		if got := unmark(stagedMark(kargs)); nodeexec.FormatCmdline(got) != nodeexec.FormatCmdline(kargs) || len(got) != len(kargs) {
+			t.Errorf("%q: marked %q, read back %q", kargs, stagedMark(kargs), got)
+		}
 	}
 }

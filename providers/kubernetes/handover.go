@@ -63,7 +63,11 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 		}
 	}
 	handed := time.Now()
-	w := &waiter{node: node, target: target.Name, id: h.UpdateID, steps: h.Steps, done: onlyOf(steps, done), ctx: ctx}
+	w := &waiter{node: node, target: target.Name, id: h.UpdateID, steps: h.Steps, done: onlyOf(steps, done), ctx: ctx,
+		stageOnly: model.StageOnly(steps)}
+	if from != nil {
+		w.from = from.Name
+	}
 	tctx, cancel := context.WithTimeout(ctx, p.o.NodeTimeout)
 	defer cancel()
 	hub, release := p.nodes(tctx, node)
@@ -221,13 +225,17 @@ func holds(steps []model.Step, s model.Step) bool {
 // waiter follows the agent's reports on one hand-over.
 type waiter struct {
 	node, target, id string
-	steps            []model.Step
-	done             func(model.Step)
-	finished         int             // steps reported to done
-	report           protocol.Report // the latest report for id
-	seen             bool            // report is set
-	err              error           // why the wait failed, when the agent said so
-	ctx              context.Context // carries the wait note
+	// from and stageOnly: a hand-over of stage steps alone ends Done on from, the config
+	// the node still runs (model.StageOnly).
+	from      string
+	stageOnly bool
+	steps     []model.Step
+	done      func(model.Step)
+	finished  int             // steps reported to done
+	report    protocol.Report // the latest report for id
+	seen      bool            // report is set
+	err       error           // why the wait failed, when the agent said so
+	ctx       context.Context // carries the wait note
 	// takenUp is seen, for noteUntakenUp's goroutine; noted: it said the agent had not.
 	noteMu         sync.Mutex
 	takenUp, noted bool
@@ -261,6 +269,10 @@ func (w *waiter) observe(n *corev1.Node) (bool, error) {
 		w.err = fmt.Errorf("node %s: Degraded: %s", w.node, reason)
 		return false, w.err
 	case model.StateDone:
+		if w.stageOnly && w.from != "" && r.Current == w.from && r.Reason == "" {
+			w.advance(len(w.steps))
+			return true, nil
+		}
 		if r.Current != w.target && r.Reason != "" { // refused, nothing changed (a stale adoption)
 			w.err = fmt.Errorf("node %s: %s", w.node, r.Reason)
 			return false, w.err

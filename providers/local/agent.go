@@ -153,6 +153,12 @@ func (h *host) Pivot(_ context.Context, image string) error {
 	return err
 }
 
+// Stage is logged only: a simulated node has nothing to pull, and what it boots next is
+// what kargs and pivot stage (a stage changes nothing of it).
+func (h *host) Stage(_ context.Context, image string, add, remove []string) error {
+	return h.log("stage", image, "+"+strings.Join(add, ","), "-"+strings.Join(remove, ","))
+}
+
 // Unstage discards what kargs and pivot staged: the next boot runs what this one runs.
 func (h *host) Unstage(context.Context) error {
 	if err := h.log("unstage"); err != nil {

@@ -42,6 +42,11 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if model.StageOnly(steps) && from != nil {
+		// A stage changes nothing the node runs: it stays on from.
+		n.DesiredConfig, n.State = from.Name, model.StateDone
+		return nil
+	}
 	n.CurrentConfig, n.State = target.Name, model.StateDone
 	return nil
 }

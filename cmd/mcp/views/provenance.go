@@ -13,6 +13,9 @@ import (
 // file or unit, a kargs step's added arguments. Display only, as the reason.
 type jsonStep struct {
 	model.Step
+	// Phase, on the steps of a node whose update stages: "stage" for the stage, run before
+	// the node's slot and outside its pool's budget, "slot" for the rest.
+	Phase      string        `json:"phase,omitempty"`
 	Provenance []itemWritten `json:"provenance,omitempty"`
 }
 
@@ -26,8 +29,12 @@ type itemWritten struct {
 // config the node moves to (nil: none known).
 func stepsJSON(steps []model.Step, from, to string, known func(string) *model.Rendered, prov *model.Provenance) []jsonStep {
 	out := make([]jsonStep, len(steps))
+	staged := len(steps) > 0 && steps[0].Kind == model.StepStage
 	for i, s := range steps {
 		out[i].Step = s
+		if staged {
+			out[i].Phase = map[bool]string{true: "stage", false: "slot"}[s.Kind == model.StepStage]
+		}
 		if prov == nil {
 			continue
 		}

@@ -278,7 +278,12 @@ func describeSteps(n *planner.NodePlan) string {
 	if n.Action == planner.NodeAdopt {
 		return "adopt: record on " + n.To + " (nothing on the node changes)"
 	}
-	return SummarizeSteps(n.Steps)
+	steps := n.Steps
+	if len(steps) > 0 && steps[0].Kind == model.StepStage {
+		// Its own phase: before the node's slot, outside its pool's budget.
+		return "stage ahead; in its slot: " + SummarizeSteps(steps[1:])
+	}
+	return SummarizeSteps(steps)
 }
 
 // observedLine says, for a node planned from what it carries (its current config absent or
