@@ -254,18 +254,20 @@ func (w *updateWatch) describe(ph map[string]time.Duration) string {
 
 // agentStart says, from inside the machine's running boot (systemd's and the journal's
 // monotonic clock, seconds since the kernel started), when the command channel came up,
-// when the agent's process started, when it logged its first line and, after an
+// when the agent's process started, when it logged its first line (before its
+// kubeconfig and D-Bus) and its "agent" line (after them) and, after an
 // update's reboot, when it had reported Done ("resumed after reboot" is logged once the
 // Done patch is in); and what the agent's unit waited for (systemd-analyze
 // critical-chain).
 func agentStart(t *testing.T, vm *vmnode.VM, resumed bool) string {
 	out := sh(t, vm, `systemctl show -P ActiveEnterTimestampMonotonic vm-agent.service
 systemctl show -P ExecMainStartTimestampMonotonic mcp-agent.service
+journalctl -b -u mcp-agent.service -o short-monotonic --no-pager | grep -m1 '"msg":"starting"' || echo -
 journalctl -b -u mcp-agent.service -o short-monotonic --no-pager | grep -m1 '"msg":"agent"' || echo -
 journalctl -b -u mcp-agent.service -o short-monotonic --no-pager | grep -m1 '"msg":"resumed after reboot"' || echo -
 systemd-analyze critical-chain --no-pager mcp-agent.service 2>&1 | tail -n +3 | head -8 | tr -s ' \n' ' '`)
-	lines := strings.SplitN(out, "\n", 5)
-	for len(lines) < 5 {
+	lines := strings.SplitN(out, "\n", 6)
+	for len(lines) < 6 {
 		lines = append(lines, "")
 	}
 	us := func(s string) float64 { n, _ := strconv.ParseFloat(strings.TrimSpace(s), 64); return n / 1e6 }
@@ -277,12 +279,12 @@ systemd-analyze critical-chain --no-pager mcp-agent.service 2>&1 | tail -n +3 | 
 		}
 		return 0
 	}
-	channel, exec, first, done := us(lines[0]), us(lines[1]), js(lines[2]), js(lines[3])
-	s := fmt.Sprintf("in the guest: command channel up at %.1f s, agent's process %.1f s, its first line %.1f s", channel, exec, first)
+	channel, exec, first, ready, done := us(lines[0]), us(lines[1]), js(lines[2]), js(lines[3]), js(lines[4])
+	s := fmt.Sprintf("in the guest: command channel up at %.1f s, agent's process %.1f s, its first line %.1f s, kubeconfig and D-Bus ready %.1f s", channel, exec, first, ready)
 	if resumed {
 		s += fmt.Sprintf(", its Done sent %.1f s", done)
 	}
-	return s + "; the unit's critical chain: " + strings.TrimSpace(lines[4])
+	return s + "; the unit's critical chain: " + strings.TrimSpace(lines[5])
 }
 
 func loadAverage() string {
