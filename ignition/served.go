@@ -39,7 +39,10 @@ func CheckFirstBootAgent(path string) error {
 // (pivot and reboot when the machine booted another OS image than its pool's), before
 // kubelet — which Requires it, so a node whose first boot failed does not join, as the
 // MCO's machine-config-daemon-firstboot.service. Once the record is gone (Done), its
-// condition skips it, and a skipped unit does not stop kubelet.
+// condition skips it, and a skipped unit does not stop kubelet. It waits for
+// network-online.target, unlike the node agent after a reboot (docs/agent.md, "Up with
+// the machine"): it fetches the rendered config from the boot server and pulls the pool's
+// OS image, which need the network up, and kubelet waits for it anyway.
 func firstBootUnit(agent string) string {
 	return "[Unit]\n" +
 		"Description=mcp first boot: the pool's OS image and config before the node joins\n" +

@@ -55,7 +55,10 @@ rootfs() { # mirror... : the root filesystem tarball $W/base.tar
     --customize-hook="copy-in $files/vm-agent $files/vm-ignition $files/vm-agent.service $files/ignition-firstboot.service $files/mcp-agent.service $files/run-mcp.mount $files/run-updates.mount /etc/systemd/system/" \
     --customize-hook='mv "$1/etc/systemd/system/vm-agent" "$1/etc/systemd/system/vm-ignition" "$1/usr/bin/"' \
     --customize-hook="copy-in $files/10-vm.network /etc/systemd/network/" \
-    --customize-hook='chroot "$1" systemctl enable vm-agent.service ignition-firstboot.service mcp-agent.service run-mcp.mount run-updates.mount systemd-networkd.service serial-getty@ttyS0.service' \
+    --customize-hook='mkdir -p "$1/etc/systemd/system-generators"' \
+    --customize-hook="copy-in $files/ignition-firstboot-generator /etc/systemd/system-generators/" \
+    --customize-hook='chmod 755 "$1/etc/systemd/system-generators/ignition-firstboot-generator"' \
+    --customize-hook='chroot "$1" systemctl enable vm-agent.service mcp-agent.service run-mcp.mount run-updates.mount systemd-networkd.service serial-getty@ttyS0.service' \
     --customize-hook='chroot "$1" systemctl mask e2scrub_reap.service e2scrub_all.timer fstrim.timer dpkg-db-backup.timer getty@tty1.service' \
     --customize-hook="copy-in $files/ostree-layout.conf /usr/lib/tmpfiles.d/" \
     bookworm "$W/base.tar" "$@"

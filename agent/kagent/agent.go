@@ -97,6 +97,12 @@ func (a *Agent) Run(ctx context.Context) error {
 	} else if err != nil {
 		a.Log.Error("first boot", "err", err.Error())
 	}
+	// The informer's first list is made once the API server answers: started before (the
+	// agent starts with its machine, not after the network is online), its reflector's
+	// backoff would grow while the link comes up and hold the first pass back.
+	if _, err := a.State.GetNode(ctx); err != nil && ctx.Err() == nil {
+		a.Log.Error("start", "err", err.Error())
+	}
 	sel := fields.OneTermEqualSelector("metadata.name", a.Node).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -212,9 +218,9 @@ func (a *Agent) firstBootCurrent(ctx context.Context) (string, error) {
 	if err != nil || rec == nil {
 		return "", err
 	}
-	node, err := a.Nodes.Get(ctx, a.Node, metav1.GetOptions{})
+	node, err := a.State.GetNode(ctx)
 	if err != nil {
-		return "", fmt.Errorf("first boot: reading node %s: %w", a.Node, err)
+		return "", fmt.Errorf("first boot: %w", err)
 	}
 	current := node.Annotations[protocol.CurrentConfig]
 	if current == "" && node.Annotations[protocol.DesiredConfig] == "" {
@@ -302,7 +308,7 @@ func (a *Agent) update(ctx context.Context, h protocol.Handover, herr error, cur
 // plan for its first config reads the image it boots.
 func (a *Agent) CheckDrift(ctx context.Context, node *corev1.Node) {
 	if node == nil {
-		n, err := a.Nodes.Get(ctx, a.Node, metav1.GetOptions{})
+		n, err := a.State.GetNode(ctx)
 		if err != nil {
 			a.Log.Error("drift check", "err", err.Error())
 			return

@@ -1,14 +1,18 @@
 package kagent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,6 +42,14 @@ type NodeState struct {
 	Host nodeexec.Host
 	// PatchTimeout bounds each patch with its retries (default 1 minute).
 	PatchTimeout time.Duration
+	// StartRetry is the time between tries of a patch while the API server has never
+	// answered this process (default 250 ms), and StartTimeout bounds such a patch
+	// (default 5 minutes): an agent started with its machine, before its link is up,
+	// reports its Done as soon as the server can be reached — not a doubling backoff
+	// later — and does not give it up while the network comes up. Once the server has
+	// answered (any status: a busy server is not asked faster), the backoff doubles from
+	// 200 ms to 5 s within PatchTimeout.
+	StartRetry, StartTimeout time.Duration
 	// WorkingAfter is how long an update runs before Working is reported (default
 	// protocol.WorkingAfter).
 	WorkingAfter time.Duration
@@ -62,6 +74,8 @@ type NodeState struct {
 	// firstBoot is the config of a first boot whose Done also reports it as the desired
 	// config (the engine has set none): SetFirstBoot.
 	firstBoot string
+	// answered: the API server has answered one of this process's requests.
+	answered atomic.Bool
 }
 
 var _ nodeexec.NodeState = (*NodeState)(nil)
@@ -359,15 +373,18 @@ func (s *NodeState) patch(ann map[string]any) error {
 	if err != nil {
 		return err
 	}
-	timeout := s.PatchTimeout
-	if timeout == 0 {
-		timeout = time.Minute
+	timeout, delay := cmp.Or(s.PatchTimeout, time.Minute), 200*time.Millisecond
+	starting := !s.answered.Load()
+	if starting {
+		timeout, delay = cmp.Or(s.StartTimeout, 5*time.Minute), cmp.Or(s.StartRetry, 250*time.Millisecond)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	delay := 200 * time.Millisecond
 	for {
-		_, err = s.Nodes.Patch(ctx, s.Node, types.MergePatchType, body, metav1.PatchOptions{})
+		err = s.try(ctx, starting, func(ctx context.Context) error {
+			_, err := s.Nodes.Patch(ctx, s.Node, types.MergePatchType, body, metav1.PatchOptions{})
+			return err
+		})
 		if err == nil || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsInvalid(err) ||
 			apierrors.IsBadRequest(err) {
 			break
@@ -377,10 +394,66 @@ func (s *NodeState) patch(ann map[string]any) error {
 			return fmt.Errorf("patching node %s annotations: %w (gave up after %s)", s.Node, err, timeout)
 		case <-time.After(delay):
 		}
-		delay = min(2*delay, 5*time.Second)
+		switch {
+		case !starting:
+			delay = min(2*delay, 5*time.Second)
+		case s.answered.Load(): // the server answers now: its backoff from the start
+			starting, delay = false, 200*time.Millisecond
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("patching node %s annotations: %w", s.Node, err)
 	}
 	return nil
+}
+
+// startTry bounds one try while the API server has never answered: a connection whose
+// packets go nowhere yet (a link still coming up) is given up and tried again, rather
+// than waiting out the client's dial timeout.
+const startTry = 10 * time.Second
+
+// try makes one request, noting when the API server answered it (a status is an answer).
+func (s *NodeState) try(ctx context.Context, starting bool, req func(context.Context) error) error {
+	if starting {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, startTry)
+		defer cancel()
+	}
+	err := req(ctx)
+	var status apierrors.APIStatus
+	if err == nil || errors.As(err, &status) {
+		s.answered.Store(true)
+	}
+	return err
+}
+
+// GetNode reads the agent's Node. While the API server has never answered this process
+// (the agent started with its machine, its link maybe not up yet) a failure to reach it
+// is tried again every StartRetry, within StartTimeout and ctx; afterwards it is one
+// request, as the agent's other reads are.
+func (s *NodeState) GetNode(ctx context.Context) (*corev1.Node, error) {
+	var node *corev1.Node
+	get := func(ctx context.Context) error {
+		var err error
+		if node, err = s.Nodes.Get(ctx, s.Node, metav1.GetOptions{}); err != nil {
+			return fmt.Errorf("reading node %s: %w", s.Node, err)
+		}
+		return nil
+	}
+	if s.answered.Load() {
+		return node, get(ctx)
+	}
+	ctx, cancel := context.WithTimeout(ctx, cmp.Or(s.StartTimeout, 5*time.Minute))
+	defer cancel()
+	for {
+		err := s.try(ctx, true, get)
+		if err == nil || s.answered.Load() {
+			return node, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (the API server never answered)", err)
+		case <-time.After(cmp.Or(s.StartRetry, 250*time.Millisecond)):
+		}
+	}
 }

@@ -198,6 +198,9 @@ type hostFlags struct {
 
 // kubeAgent is `mcp agent -node NAME`: the agent of a Kubernetes node (docs/kubernetes.md).
 func (c *cli) kubeAgent(f kubeAgentFlags, log *slog.Logger) int {
+	// Its first line: when the process began, before the kubeconfig and D-Bus (the time
+	// from here to "agent" is theirs; docs/benchmarks.md reads both from the journal).
+	log.Info("starting", "node", f.node)
 	cfg, err := kubeconfig.Find(f.kubeconfig, f.inCluster)
 	if err != nil {
 		return c.errorf("%v", err)
