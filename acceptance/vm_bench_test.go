@@ -144,7 +144,8 @@ func (f *vmFleet) watchUpdate(t *testing.T, vm *vmnode.VM, oldDesired string) *u
 		if !w.cordon.IsZero() && w.uncordon.IsZero() && !n.Spec.Unschedulable {
 			w.uncordon = now
 		}
-		if w.handover.IsZero() && a[protocol.DesiredConfig] != oldDesired {
+		// The slot's hand-over: after the cordon (a stage's, ahead of it, is not the drain's end).
+		if w.handover.IsZero() && !w.cordon.IsZero() && a[protocol.DesiredConfig] != oldDesired {
 			w.handover = now
 		}
 		if !w.handover.IsZero() && w.doneAt.IsZero() && a[protocol.CurrentConfig] == a[protocol.DesiredConfig] && a[protocol.State] == "Done" {
