@@ -92,7 +92,7 @@ func TestVMPowerLoss(t *testing.T) {
 		again := func() {
 			select {
 			case r := <-applied:
-				if r.code == 2 && strings.Contains(r.out, "no node was started; run mcp apply again") {
+				if startedNothing(r.out, r.code) {
 					t.Logf("round %d: the apply started nothing; applying again, as it says", round)
 					start()
 					return
