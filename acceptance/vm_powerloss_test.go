@@ -46,12 +46,14 @@ config "20-many" {
 // TestVMPowerLoss kills a real machine (SIGKILL of QEMU: its disk keeps what the guest had
 // handed to it) at seeded random moments of updates that rewrite plFiles files: while the
 // files are written (an update of files alone, which must not reboot), after the new
-// deployment of an update that also pivots is on disk, while that update reboots. Each
-// time it boots again; no file is torn (each holds one generation whole), the update
-// converges (the apply that was running, or the next), the pool's deployment is booted,
-// and the update rebooted the machine at most once (never, for files alone).
-// MCP_VM_POWERLOSS=N makes N kills (default 3, one in each phase: where QEMU emulates, a
-// round takes minutes; make chaos-vm makes 30); MCP_VM_SEED picks other moments.
+// deployment of an update that also pivots is on disk, while that update reboots, and
+// (a fourth round) once an update's deployment is staged ahead of its slot, behind the
+// finalization lock. Each time it boots again; no file is torn (each holds one generation
+// whole), the update converges (the apply that was running, or the next), the pool's
+// deployment is booted, and the update rebooted the machine at most once (never, for
+// files alone). MCP_VM_POWERLOSS=N makes N kills (default 3, the first three phases:
+// where QEMU emulates, a round takes minutes; make chaos-vm makes 30); MCP_VM_SEED picks
+// other moments.
 func TestVMPowerLoss(t *testing.T) {
 	longestMachine(t)
 	kills, seed := 3, uint64(1)
@@ -65,7 +67,7 @@ func TestVMPowerLoss(t *testing.T) {
 	images := []string{"vm:mcp/v2", "vm:mcp/v3"}
 	f := newVMFleet(t, plPool("vm:mcp/v1", 0), vmnode.Options{}, "vm-0")
 	vm := f.vms["vm-0"]
-	phases := []string{"writes", "deployed", "reboot"}
+	phases := []string{"writes", "deployed", "reboot", "staged"}
 	image := "vm:mcp/v1"
 	for round := 1; round <= kills; round++ {
 		phase := phases[(round-1)%len(phases)]
@@ -171,6 +173,9 @@ func (f *vmFleet) powerLoss(t *testing.T, vm *vmnode.VM, phase string, gen int, 
 	switch phase {
 	case "writes": // the first file of the new generation is there
 		seen = poll(fmt.Sprintf("grep -qs 'gen %09d' /etc/mcp-pl/f*", gen))
+		delay = time.Duration(rng.IntN(2000)) * time.Millisecond
+	case "staged": // the deployment is staged ahead of the slot (no boot entry yet)
+		seen = poll("ostree admin status | grep -q '(staged)'")
 		delay = time.Duration(rng.IntN(2000)) * time.Millisecond
 	case "deployed": // the new deployment's boot entry is on disk
 		seen = poll("ostree admin status | grep -q '(pending)'")

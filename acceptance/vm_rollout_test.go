@@ -1,9 +1,12 @@
 package acceptance
 
 import (
+	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpfleet/mcp/acceptance/vmnode"
 	"github.com/mcpfleet/mcp/kubeapi/protocol"
@@ -15,8 +18,12 @@ import (
 // from inside it:
 //   - a file and unit change with a restart: the unit runs the new file, no reboot (same
 //     boot id);
-//   - a kernel argument and a new OS commit: exactly one reboot, the new deployment booted
-//     with the argument on /proc/cmdline, the old one kept as the rollback;
+//   - a kernel argument and a new OS commit: staged ahead — samples of the machine taken
+//     during the apply, each between two reads of the Node, show the commit pulled and its
+//     deployment checked out while the Node was schedulable (the plan shows the stage as
+//     its own phase) — then exactly one reboot, the new deployment booted with the
+//     argument on /proc/cmdline (the staged one itself, serial 0: not checked out again in
+//     the slot), nothing left staged or locked, the old one kept as the rollback;
 //   - a commit that does not boot: the boot loader (with boot counting) falls back to the
 //     previous deployment, and mcp reports the node Degraded with what it expected and
 //     what it found, its config not current; a fixed commit applied next heals it.
@@ -42,9 +49,24 @@ func TestVMRollout(t *testing.T) {
 	})
 
 	t.Run("kernel argument and OS commit", func(t *testing.T) {
+		v2 := f.img.Commits["v2"]
+		if out := sh(t, vm, "ostree rev-parse vm:mcp/v2 2>/dev/null || echo none"); out != "none" {
+			t.Fatalf("the machine has vm:mcp/v2 before the update: %q", out)
+		}
 		f.setHCL(t, vmPool("vm:mcp/v2", `"mcp.test=b"`, "generation 2\n"))
-		if out, code := f.apply(t); code != 0 {
+		plan, _ := f.mcp(t, "mcp-apply", "plan", "-no-color")
+		if !strings.Contains(plan, "stage ahead; in its slot: cordon, drain") {
+			t.Errorf("the plan does not show staging as its own phase:\n%s", lastLines(plan, 20))
+		}
+		seen := watchStaging(t, f, vm, first.bootID, v2)
+		out, code := f.apply(t)
+		seen.stop()
+		if code != 0 {
 			t.Fatalf("apply: exit %d\n%s", code, out)
+		}
+		seen.check(t)
+		if got := sh(t, vm, "ostree admin status | grep -c '(staged)' || true; ls /run/ostree/staged-deployment-locked 2>/dev/null || true"); got != "0" {
+			t.Errorf("after the update the machine has (staged deployments, the finalization lock): %q, want none", got)
 		}
 		now := readGuest(t, vm)
 		if now.bootID == first.bootID {
@@ -56,8 +78,8 @@ func TestVMRollout(t *testing.T) {
 		if !slices.Contains(strings.Fields(now.cmdline), "mcp.test=b") {
 			t.Errorf("/proc/cmdline %q lacks mcp.test=b", now.cmdline)
 		}
-		if b := now.booted(); b.Checksum != f.img.Commits["v2"] || b.Refspec != "vm:mcp/v2" {
-			t.Errorf("booted deployment %+v, want commit v2 %s from vm:mcp/v2", b, f.img.Commits["v2"])
+		if b := now.booted(); b.Checksum != v2 || b.Refspec != "vm:mcp/v2" || b.Serial != 0 {
+			t.Errorf("booted deployment %+v, want commit v2 %s from vm:mcp/v2, serial 0 (the staged deployment, not a second checkout)", b, v2)
 		}
 		if rb := rollback(now); rb.Checksum != f.img.Commits["v1"] {
 			t.Errorf("rollback deployment %+v, want v1 %s kept: %+v", rb, f.img.Commits["v1"], now.deploys)
@@ -107,6 +129,93 @@ func TestVMRollout(t *testing.T) {
 			t.Errorf("node is %s (%s) after the fixed commit, want Done", n.Annotations[protocol.State], n.Annotations[protocol.Reason])
 		}
 	})
+}
+
+// staging is what watchStaging saw of a machine during an apply.
+type staging struct {
+	stop  func()
+	check func(t *testing.T)
+}
+
+// watchStaging samples the machine and its Node until stop: whether the commit v2 was
+// pulled and its deployment checked out while the node was in service (schedulable before
+// and after the machine was read, still on the boot bootID), and when the Node was
+// cordoned and uncordoned (logged: what the budget's slot covers of the node's service).
+func watchStaging(t *testing.T, f *vmFleet, vm *vmnode.VM, bootID, v2 string) staging {
+	type sample struct {
+		schedulable, bootedBefore, pulled, deployed bool
+	}
+	var mu sync.Mutex
+	var samples []sample
+	var cordoned, uncordoned time.Duration
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	began := time.Now()
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(200 * time.Millisecond):
+			}
+			u := f.node(t, "vm-0").Spec.Unschedulable
+			mu.Lock()
+			if u && cordoned == 0 {
+				cordoned = time.Since(began)
+			}
+			if !u && cordoned != 0 && uncordoned == 0 {
+				uncordoned = time.Since(began)
+			}
+			mu.Unlock()
+		}
+	})
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			u1 := f.node(t, "vm-0").Spec.Unschedulable
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			out, err := vm.Run(ctx, "cat /proc/sys/kernel/random/boot_id; ostree rev-parse vm:mcp/v2 2>/dev/null || echo none; ls /ostree/deploy/debian/deploy/")
+			cancel()
+			u2 := f.node(t, "vm-0").Spec.Unschedulable
+			if err != nil {
+				continue // rebooting
+			}
+			lines := strings.Split(strings.TrimSpace(out), "\n")
+			s := sample{schedulable: !u1 && !u2, bootedBefore: len(lines) > 0 && lines[0] == bootID}
+			s.pulled = len(lines) > 1 && lines[1] == v2
+			s.deployed = slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, v2+".") && !strings.HasSuffix(l, ".origin") })
+			mu.Lock()
+			samples = append(samples, s)
+			mu.Unlock()
+		}
+	})
+	var ended time.Duration
+	return staging{
+		stop: func() { ended = time.Since(began); close(done); wg.Wait() },
+		check: func(t *testing.T) {
+			t.Helper()
+			if uncordoned == 0 { // uncordoned between the last look and the apply's end: at most then
+				uncordoned = ended
+			}
+			var pulled, deployed bool
+			for _, s := range samples {
+				pulled = pulled || (s.schedulable && s.bootedBefore && s.pulled)
+				deployed = deployed || (s.schedulable && s.bootedBefore && s.deployed)
+			}
+			t.Logf("%d samples of the machine during the apply; cordoned %v after the apply began (the stage, in service), uncordoned at most %v later (out of service)",
+				len(samples), cordoned.Round(time.Second), (uncordoned - cordoned).Round(time.Second))
+			if !pulled {
+				t.Errorf("no sample shows v2 pulled while the node was schedulable: %+v", samples)
+			}
+			if !deployed {
+				t.Errorf("no sample shows v2's deployment checked out while the node was schedulable: %+v", samples)
+			}
+		},
+	}
 }
 
 func countEnded(boots []vmnode.Boot, reason string) int {

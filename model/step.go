@@ -12,8 +12,8 @@ type StepKind uint8
 const (
 	// StepStage: before the node's slot, everything of an OS image update that leaves the
 	// running boot and the next one as they are — the image pulled, a deployment of it
-	// written whole but not as the default boot entry (plain OSTree hosts), checked. The
-	// pivot makes it the default in the slot (node executor).
+	// checked out and staged behind a finalization lock, no boot entry yet (plain OSTree
+	// hosts), checked. The pivot finalizes it in the slot (node executor).
 	StepStage        StepKind = iota + 1
 	StepCordon                // mark the node unschedulable (engine)
 	StepDrain                 // evict its pods, honouring PDBs (engine)

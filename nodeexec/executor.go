@@ -38,8 +38,9 @@ type Host interface {
 	// Stage does, before the node's slot, what a pivot to image (with a kargs step
 	// before it: the kernel arguments add and remove) will need, without
 	// changing what the running boot or the next one runs: a plain OSTree host pulls the
-	// image and deploys it, not as the default boot entry; the switch in the slot then
-	// uses that deployment. It undeploys a deployment staged earlier for anything else.
+	// image and stages its deployment behind a finalization lock (no boot entry yet); the
+	// switch in the slot then finalizes it. It replaces a deployment staged earlier for
+	// anything else.
 	Stage(ctx context.Context, image string, add, remove []string) error
 	// Unstage discards what kargs and pivot staged for the next boot (rpm-ostree cleanup
 	// -p), so that a rolled-back update does not take effect at the next reboot, whoever

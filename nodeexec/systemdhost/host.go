@@ -251,7 +251,7 @@ func (h *Host) Pivot(ctx context.Context, image string) error {
 }
 
 // Stage prepares a kargs and pivot step before the node's slot (nodeexec.Host). A plain
-// OSTree host pulls the image and deploys it not as the default (ostreeStage). rpm-ostree
+// OSTree host pulls the image and stages its deployment, locked (ostreeStage). rpm-ostree
 // and bootc hosts only check that their tool answers: what they could download ahead
 // without deploying is not used yet, so their pull stays in the slot (docs/agent.md).
 func (h *Host) Stage(ctx context.Context, image string, add, remove []string) error {

@@ -178,14 +178,13 @@ func (h *Host) ostreePivot(ctx context.Context, image string) error {
 	}
 	h.ostree.image = ""
 	if staged != nil {
-		// Its commit and its kernel arguments, as this update's stage asked them: a kargs
-		// step before, which left the staged deployment to this pivot, may have run in an
-		// agent that has since restarted.
-		h.ostree.image, h.ostree.rev, h.ostree.kargs = image, staged.Checksum, unmark(staged.mark)
-		if err := h.ostreeDeploy(ctx); err != nil {
-			h.ostree.image, h.ostree.rev, h.ostree.kargs = "", "", nil
+		if err := h.ostreeFinalize(ctx, staged); err != nil {
 			return fmt.Errorf("pivot to %s (staged %s.%d): %w", image, staged.Checksum, staged.Serial, err)
 		}
+		// Its commit and its kernel arguments, as this update's stage asked them: a kargs
+		// step before, which left the staged deployment to this pivot, may have run in an
+		// agent that has since restarted. A later deploy of this process keeps them.
+		h.ostree.image, h.ostree.rev, h.ostree.kargs = image, staged.Checksum, unmark(staged.mark)
 		return nil
 	}
 	if img.Remote != "" {
@@ -243,35 +242,32 @@ func (h *Host) ostreeWrite(ctx context.Context, staging bool) error {
 	if h.ostree.kargs != nil && !staging {
 		want = slices.Clone(h.ostree.kargs)
 	}
-	if next := ds[0]; !staging && next.Checksum == rev && (next.Refspec == image || image == "") && slices.Equal(want, kargs) {
+	// A staged deployment is not the next boot's (its boot entry is written when it is
+	// finalized): a pivot that did not take it deploys anew, which drops it.
+	if next := ds[0]; !next.Staged && next.Checksum == rev && (next.Refspec == image || image == "") && slices.Equal(want, kargs) {
 		return nil // the next boot is already as asked: a resumed step deploys nothing
 	}
 	argv := []string{"ostree", "admin", "deploy", "--os=" + booted.Stateroot}
 	if staging {
-		// One staged deployment at most: one as asked is kept (a stage run again), the
-		// others — an update the plan no longer wants — undeployed, the highest index
-		// first so that the others' indexes stay as read.
-		staged, idx, err := h.ostreeStagedDeployments(ctx, ds)
+		// ostree keeps one staged deployment: one as asked is kept (a stage run again);
+		// any other — an update the plan no longer wants, another tool's — is replaced.
+		// The finalization lock first, kept (a staged deployment whose lock is gone would
+		// be finalized by any shutdown): a reboot before the slot, by a power cut or
+		// another tool, boots the running deployment, never the staged one, which is lost
+		// with /run.
+		if err := h.lockFinalization(); err != nil {
+			return err
+		}
+		staged, _, err := h.ostreeStagedDeployments(ctx, ds)
 		if err != nil {
 			return err
 		}
-		found := false
-		for i := len(staged) - 1; i >= 0; i-- {
-			d := staged[i]
-			if !found && d.Checksum == rev && d.Refspec == orRev(image, rev) && d.mark == stagedMark(want) {
-				found = true
-				continue
-			}
-			if err := h.run(ctx, []string{"ostree", "admin", "undeploy", strconv.Itoa(idx[i])}); err != nil {
-				return fmt.Errorf("undeploying the deployment staged for %s: %w", d.Refspec, err)
+		for _, d := range staged {
+			if d.Checksum == rev && d.Refspec == orRev(image, rev) && d.mark == stagedMark(want) {
+				return nil
 			}
 		}
-		if found {
-			return nil
-		}
-		// Not as the default: a power cut or another tool's reboot before the slot boots
-		// the running deployment, never this one. --retain: the deployments there are stay.
-		argv = append(argv, "--not-as-default", "--retain")
+		argv = append(argv, "--stage")
 	}
 	argv = append(argv, "--karg-none")
 	for _, k := range want {
@@ -341,18 +337,10 @@ func (h *Host) ostreeUnstage(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("unstage: %w", err)
 		}
+		// A staged deployment (ostreeStage's) is listed first and pending too: undeployed
+		// like one a kargs or pivot step wrote. A deployment after the booted one is a
+		// rollback, even when its origin still carries a stage's mark.
 		if len(ds) == 0 || ds[0].Booted || !ds[0].Pending {
-			// And what ostreeStage wrote: it never boots by default, but an update rolled
-			// back is one the plan no longer wants as it was.
-			staged, idx, err := h.ostreeStagedDeployments(ctx, ds)
-			if err != nil {
-				return fmt.Errorf("unstage: %w", err)
-			}
-			for i := len(staged) - 1; i >= 0; i-- {
-				if err := h.run(ctx, []string{"ostree", "admin", "undeploy", strconv.Itoa(idx[i])}); err != nil {
-					return fmt.Errorf("unstage: %w", err)
-				}
-			}
 			return nil
 		}
 		if err := h.run(ctx, []string{"ostree", "admin", "undeploy", "0"}); err != nil {
@@ -429,7 +417,9 @@ type stagedDeployment struct {
 }
 
 // ostreeStagedDeployments are the deployments of ds (nil: read the status) that
-// ostreeStage wrote (each after the booted one: never the default), with their index.
+// ostreeStage wrote and are still staged (not finalized), with their index. The mark
+// stays in the origin of the deployment once finalized and booted: only the staged one
+// counts.
 func (h *Host) ostreeStagedDeployments(ctx context.Context, ds []OSTreeDeployment) ([]stagedDeployment, []int, error) {
 	if ds == nil {
 		var err error
@@ -439,13 +429,8 @@ func (h *Host) ostreeStagedDeployments(ctx context.Context, ds []OSTreeDeploymen
 	}
 	var out []stagedDeployment
 	var idx []int
-	afterBooted := false
 	for i, d := range ds {
-		if d.Booted {
-			afterBooted = true
-			continue
-		}
-		if !afterBooted {
+		if !d.Staged {
 			continue
 		}
 		m, err := h.ostreeMark(ctx, d)
@@ -505,12 +490,12 @@ func (h *Host) ostreeStagedFor(ctx context.Context, add, remove []string) (*OSTr
 }
 
 // ostreeStage is Stage on a plain OSTree host: the image pulled when it names a remote,
-// then deployed with the kernel arguments the slot's steps will ask for, appended after
-// the booted deployment (not the default boot entry) and marked in its origin. ostree
-// 2022.7 cannot make an existing deployment the default (it has no set-default), so the
-// switch in the slot deploys the staged commit again as the default — from the local
-// repository, no pull — which also removes the staged one. A deployment staged earlier
-// for anything else is undeployed (ostreeWrite).
+// then deployed staged (`ostree admin deploy --stage`: checked out now, its boot entry
+// written when it is finalized) with the kernel arguments the slot's steps will ask for,
+// marked in its origin, behind libostree's finalization lock so that no shutdown before
+// the slot finalizes it. The switch in the slot finalizes it (ostreeFinalize): seconds,
+// where a deploy checks the tree out again. A deployment staged earlier for anything
+// else is replaced (ostreeWrite).
 func (h *Host) ostreeStage(ctx context.Context, image string, add, remove []string) error {
 	img := OSTreeImage{}
 	if image != "" {
@@ -529,6 +514,45 @@ func (h *Host) ostreeStage(ctx context.Context, image string, add, remove []stri
 	h.ostree = ostreeState{image: image, add: slices.Clone(add), remove: slices.Clone(remove)}
 	if err := h.ostreeWrite(ctx, true); err != nil {
 		return fmt.Errorf("stage %s: %w", orRev(image, "the booted image"), err)
+	}
+	return nil
+}
+
+// finalizationLock is libostree's lock on a staged deployment (ostree 2022.7 and later
+// honour it: "Not finalizing; found /run/ostree/staged-deployment-locked"): while it
+// exists, a shutdown does not finalize the staged deployment, which is lost with /run.
+const finalizationLock = "/run/ostree/staged-deployment-locked"
+
+// lockFinalization creates the finalization lock in the host's root.
+func (h *Host) lockFinalization() error {
+	p := filepath.Join(h.Chroot, finalizationLock)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("locking the staged deployment's finalization: %w", err)
+	}
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		return fmt.Errorf("locking the staged deployment's finalization: %w", err)
+	}
+	return nil
+}
+
+// ostreeFinalize makes the staged deployment d the next boot's: the finalization lock
+// removed, then finalized now (`ostree admin finalize-staged`, what libostree's unit runs
+// at shutdown: /etc merged, the boot entry written) rather than at the reboot's
+// shutdown, so that, as after a deploy, the boot entry is on disk when the step returns
+// and a power cut before the reboot still boots the update.
+func (h *Host) ostreeFinalize(ctx context.Context, d *stagedDeployment) error {
+	if err := os.Remove(filepath.Join(h.Chroot, finalizationLock)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("unlocking the staged deployment's finalization: %w", err)
+	}
+	if err := h.run(ctx, []string{"ostree", "admin", "finalize-staged"}); err != nil {
+		return err
+	}
+	ds, err := h.ostreeStatus(ctx)
+	if err != nil {
+		return err
+	}
+	if len(ds) == 0 || ds[0].Booted || ds[0].Staged || ds[0].Checksum != d.Checksum {
+		return fmt.Errorf("ostree admin finalize-staged left %+v first, want %s pending", ds, d.Checksum)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 // fakeOSTree is a host root with boot entries and a status to print; it records what ran.
 type fakeOSTree struct {
+	t      *testing.T
 	root   string
 	status string
 	revs   map[string]string
@@ -29,7 +30,7 @@ const (
 
 func newFakeOSTree(t *testing.T, status string, entries map[string]string) *fakeOSTree {
 	t.Helper()
-	f := &fakeOSTree{root: t.TempDir(), status: status, revs: map[string]string{"vm:mcp/v2": csumV2}}
+	f := &fakeOSTree{t: t, root: t.TempDir(), status: status, revs: map[string]string{"vm:mcp/v2": csumV2}}
 	dir := filepath.Join(f.root, "boot/loader/entries")
 	os.MkdirAll(dir, 0o755)
 	os.MkdirAll(filepath.Join(f.root, "tmp"), 0o755)
@@ -46,6 +47,7 @@ func (f *fakeOSTree) host() *Host {
 	return &Host{Commands: OSTreeCommands, Chroot: f.root,
 		Run: func(_ context.Context, argv []string) error {
 			argv = strip(argv)
+			t := f.t
 			for _, a := range argv {
 				if p, ok := strings.CutPrefix(a, "--origin-file="); ok {
 					b, _ := os.ReadFile(filepath.Join(f.root, p))
@@ -53,6 +55,14 @@ func (f *fakeOSTree) host() *Host {
 				}
 			}
 			f.ran = append(f.ran, argv)
+			if slices.Equal(argv, []string{"ostree", "admin", "finalize-staged"}) {
+				// As libostree: nothing while the lock is there.
+				if _, err := os.Stat(filepath.Join(f.root, finalizationLock)); err == nil {
+					return nil
+				}
+				f.status = strings.Replace(f.status, "(staged)", "(pending)", 1)
+				f.finalized(t)
+			}
 			return nil
 		},
 		Output: func(_ context.Context, argv []string) ([]byte, error) {
@@ -65,6 +75,20 @@ func (f *fakeOSTree) host() *Host {
 			}
 			return []byte(f.status), nil
 		}}
+}
+
+// finalized writes the boot entry a finalization writes: the staged deployment's, with
+// the kernel arguments its mark records.
+func (f *fakeOSTree) finalized(t *testing.T) {
+	for p, origin := range f.origins {
+		if _, v, ok := strings.Cut(origin, stagedKey+"="); ok && strings.Contains(f.status, filepath.Base(strings.TrimSuffix(p, ".origin"))+" (pending)") {
+			entry := "title Debian staged (ostree:0)\nversion 2\noptions " + nodeexec.FormatCmdline(unmark(strings.TrimSpace(v))) +
+				" ostree=/ostree/boot.0/debian/def/0\nlinux /ostree/debian-def/vmlinuz\n"
+			if err := os.WriteFile(filepath.Join(f.root, "boot/loader/entries/ostree-2-debian.conf"), []byte(entry), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 // TestOSTreeStatusOfOstree2022 reads `ostree admin status` as captured on the acceptance
@@ -93,6 +117,23 @@ func TestOSTreeStatusOfOstree2022(t *testing.T) {
 		if err != nil || !slices.Equal(ds, want) {
 			t.Errorf("%s: %+v, %v\nwant %+v", name, ds, err, want)
 		}
+	}
+}
+
+// TestOSTreeStatusStaged reads a deployment staged behind the finalization lock, as
+// captured on a VM node (ostree 2022.7): listed first, staged and pending.
+func TestOSTreeStatusStaged(t *testing.T) {
+	b, err := os.ReadFile("testdata/ostree-admin-status-staged.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := ParseOSTreeStatus(b)
+	want := []OSTreeDeployment{
+		{Stateroot: "debian", Checksum: "563cc9fcc41887e9c98f6a8d5cbe7dcd61b1508079520656937af96dca3327c6", Staged: true, Pending: true, Version: "v2", Refspec: "vm:mcp/v2"},
+		{Stateroot: "debian", Checksum: "5751af0f762590326783381fe21c70218735d7722716728afabc87a6c952b486", Booted: true, Version: "v1", Refspec: "vm:mcp/v1"},
+	}
+	if err != nil || !slices.Equal(ds, want) {
+		t.Errorf("%+v, %v\nwant %+v", ds, err, want)
 	}
 }
 
@@ -221,20 +262,35 @@ func TestChangeKernelArgs(t *testing.T) {
 	}
 }
 
-// TestOSTreeStageThenSwitch: the stage pulls and deploys the image not as the default,
-// marked in its origin; run again it deploys nothing; the pivot in the slot then pulls
-// nothing and deploys the staged commit as the default.
+// stagedV2 is how ostree 2022.7 lists a deployment staged (--stage) for vm:mcp/v2:
+// first, before the booted one.
+const stagedV2 = "  debian " + csumV2 + ".0 (staged)\n    origin refspec: vm:mcp/v2\n"
+
+// TestOSTreeStageThenSwitch: the stage pulls and deploys the image staged, behind the
+// finalization lock, marked in its origin; run again it deploys nothing; the pivot in the
+// slot then pulls and checks out nothing: it unlocks and finalizes the staged deployment.
 func TestOSTreeStageThenSwitch(t *testing.T) {
 	f := newFakeOSTree(t, bootedV1, entriesV1)
 	h := f.host()
 	ctx := context.Background()
+	lock := filepath.Join(f.root, finalizationLock)
+	h.Run = func(run func(context.Context, []string) error) func(context.Context, []string) error {
+		return func(ctx context.Context, argv []string) error {
+			if argv[2] == "ostree" && argv[4] == "deploy" {
+				if _, err := os.Stat(lock); err != nil {
+					t.Errorf("%q ran without the finalization lock", argv[2:])
+				}
+			}
+			return run(ctx, argv)
+		}
+	}(h.Run)
 	if err := h.Stage(ctx, "vm:mcp/v2", []string{"nosmt"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.ran) != 2 || !slices.Equal(f.ran[0], []string{"ostree", "pull", "vm", "mcp/v2"}) {
 		t.Fatalf("stage ran %q, want a pull then a deploy", f.ran)
 	}
-	want := []string{"ostree", "admin", "deploy", "--os=debian", "--not-as-default", "--retain", "--karg-none",
+	want := []string{"ostree", "admin", "deploy", "--os=debian", "--stage", "--karg-none",
 		"--karg-append=root=/dev/vda", "--karg-append=rw", "--karg-append=console=ttyS0", "--karg-append=nosmt"}
 	if got := f.ran[1]; !slices.Equal(got[:len(want)], want) || got[len(got)-1] != csumV2 {
 		t.Errorf("stage deployed with %q, want %q … %s", got, want, csumV2)
@@ -243,8 +299,7 @@ func TestOSTreeStageThenSwitch(t *testing.T) {
 	if f.origin != mark {
 		t.Errorf("origin %q, want %q", f.origin, mark)
 	}
-	// As ostree 2022.7 lists it: the staged deployment after the booted one.
-	f.status = bootedV1 + "  debian " + csumV2 + ".0\n    origin refspec: vm:mcp/v2\n"
+	f.status = stagedV2 + bootedV1
 	f.origins = map[string]string{"/ostree/deploy/debian/deploy/" + csumV2 + ".0.origin": mark}
 	f.ran = nil
 	if err := h.Stage(ctx, "vm:mcp/v2", []string{"nosmt"}, nil); err != nil {
@@ -260,55 +315,89 @@ func TestOSTreeStageThenSwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(f.ran) != 0 {
-		t.Errorf("the slot's kargs step ran %q, want nothing: the pivot deploys the staged commit with them", f.ran)
+		t.Errorf("the slot's kargs step ran %q, want nothing: the pivot finalizes the staged deployment with them", f.ran)
 	}
 	if err := h.Pivot(ctx, "vm:mcp/v2"); err != nil {
 		t.Fatal(err)
 	}
-	want = []string{"ostree", "admin", "deploy", "--os=debian", "--karg-none", "--karg-append=root=/dev/vda",
-		"--karg-append=rw", "--karg-append=console=ttyS0", "--karg-append=nosmt"}
-	if len(f.ran) != 1 || !slices.Equal(f.ran[0][:len(want)], want) || f.ran[0][len(f.ran[0])-1] != csumV2 {
-		t.Errorf("the switch ran %q, want one deploy of %s as the default (no pull)", f.ran, csumV2)
+	if want := [][]string{{"ostree", "admin", "finalize-staged"}}; !slices.EqualFunc(f.ran, want, slices.Equal) {
+		t.Errorf("the switch ran %q, want %q (no pull, no deploy)", f.ran, want)
 	}
-	if f.origin != "[origin]\nrefspec=vm:mcp/v2\n" {
-		t.Errorf("the switch's origin %q: want it unmarked", f.origin)
+	if _, err := os.Stat(lock); err == nil {
+		t.Error("the finalization lock is left after the switch")
+	}
+	// The pivot resumed (an agent restarted after it): the next boot is as asked already.
+	f.ran = nil
+	if err := h.Pivot(ctx, "vm:mcp/v2"); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.ran) > 1 || len(f.ran) == 1 && f.ran[0][1] != "pull" {
+		t.Errorf("a resumed switch ran %q, want at most a pull", f.ran)
+	}
+}
+
+// TestOSTreeSwitchRefusesAnUnfinalized: a finalization that leaves the staged deployment
+// staged (the lock came back, libostree refused) fails the switch instead of rebooting
+// into the running deployment.
+func TestOSTreeSwitchRefusesAnUnfinalized(t *testing.T) {
+	f := newFakeOSTree(t, stagedV2+bootedV1, entriesV1)
+	f.origins = map[string]string{"/ostree/deploy/debian/deploy/" + csumV2 + ".0.origin": "[origin]\nrefspec=vm:mcp/v2\n[mcp]\nstaged-kargs=-\n"}
+	h := f.host()
+	run := h.Run
+	h.Run = func(ctx context.Context, argv []string) error {
+		if err := run(ctx, argv); err != nil {
+			return err
+		}
+		f.status = stagedV2 + bootedV1
+		return nil
+	}
+	if err := h.Pivot(context.Background(), "vm:mcp/v2"); err == nil || !strings.Contains(err.Error(), "finalize-staged") {
+		t.Errorf("pivot: %v, want the finalization's failure", err)
 	}
 }
 
 // TestOSTreeStageReplacesAndLost: a deployment staged for an image the plan no longer
-// wants is undeployed before the new one is staged; a pivot that finds no staged
+// wants is replaced by the new stage (ostree keeps one); a pivot that finds no staged
 // deployment (lost: a power cut, another tool) pulls and deploys as without staging.
 func TestOSTreeStageReplacesAndLost(t *testing.T) {
 	const csumV3 = "3333333333333333333333333333333333333333333333333333333333333333"
-	f := newFakeOSTree(t, bootedV1+"  debian "+csumV2+".0\n    origin refspec: vm:mcp/v2\n", entriesV1)
+	f := newFakeOSTree(t, stagedV2+bootedV1, entriesV1)
 	f.revs["vm:mcp/v3"] = csumV3
 	f.origins = map[string]string{"/ostree/deploy/debian/deploy/" + csumV2 + ".0.origin": "[origin]\nrefspec=vm:mcp/v2\n[mcp]\nstaged-kargs=-\n"}
 	h := f.host()
 	if err := h.Stage(context.Background(), "vm:mcp/v3", nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.ran) != 3 || !slices.Equal(f.ran[1], []string{"ostree", "admin", "undeploy", "1"}) || f.ran[2][len(f.ran[2])-1] != csumV3 {
-		t.Errorf("ran %q, want a pull, the v2 one undeployed, v3 deployed", f.ran)
+	if len(f.ran) != 2 || !slices.Contains(f.ran[1], "--stage") || f.ran[1][len(f.ran[1])-1] != csumV3 {
+		t.Errorf("ran %q, want a pull and v3 staged", f.ran)
 	}
 	f.status, f.ran = bootedV1, nil // the staged deployment is gone
 	if err := h.Pivot(context.Background(), "vm:mcp/v3"); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.ran) != 2 || f.ran[0][1] != "pull" || f.ran[1][len(f.ran[1])-1] != csumV3 || slices.Contains(f.ran[1], "--not-as-default") {
+	if len(f.ran) != 2 || f.ran[0][1] != "pull" || f.ran[1][len(f.ran[1])-1] != csumV3 || slices.Contains(f.ran[1], "--stage") {
 		t.Errorf("ran %q, want a pull and a deploy of v3 as the default", f.ran)
 	}
 }
 
-// TestOSTreeUnstageStaged: a rollback undeploys what a stage wrote, never the rollback
-// deployment that is not mcp's.
+// TestOSTreeUnstageStaged: a rollback undeploys a staged deployment, never the rollback
+// deployment after the booted one, though its origin carries a stage's mark (the mark
+// stays in the origin of a deployment once finalized).
 func TestOSTreeUnstageStaged(t *testing.T) {
-	f := newFakeOSTree(t, bootedV1+"  debian "+csumV2+".0\n    origin refspec: vm:mcp/v2\n"+
-		"  debian "+csumV2+".1 (rollback)\n    origin refspec: vm:mcp/v2\n", entriesV1)
-	f.origins = map[string]string{"/ostree/deploy/debian/deploy/" + csumV2 + ".0.origin": "[mcp]\nstaged-kargs=-\n"}
-	if err := f.host().Unstage(context.Background()); err != nil {
+	marked := "[origin]\nrefspec=vm:mcp/v2\n[mcp]\nstaged-kargs=-\n"
+	f := newFakeOSTree(t, stagedV2+bootedV1+"  debian "+csumV2+".1 (rollback)\n    origin refspec: vm:mcp/v2\n", entriesV1)
+	f.origins = map[string]string{"/ostree/deploy/debian/deploy/" + csumV2 + ".0.origin": marked,
+		"/ostree/deploy/debian/deploy/" + csumV2 + ".1.origin": marked}
+	h := f.host()
+	run := h.Run
+	h.Run = func(ctx context.Context, argv []string) error {
+		f.status = bootedV1 + "  debian " + csumV2 + ".1 (rollback)\n    origin refspec: vm:mcp/v2\n"
+		return run(ctx, argv)
+	}
+	if err := h.Unstage(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if want := [][]string{{"ostree", "admin", "undeploy", "1"}}; !slices.EqualFunc(f.ran, want, slices.Equal) {
+	if want := [][]string{{"ostree", "admin", "undeploy", "0"}}; !slices.EqualFunc(f.ran, want, slices.Equal) {
 		t.Errorf("ran %q, want %q", f.ran, want)
 	}
 }
