@@ -54,9 +54,11 @@ func didMore(more string) error {
 // moreThanShown names the first thing in which derived, the plan derived again from a
 // fresh refresh before the first node, would do more than shown, the plan this apply showed
 // ("" when it does no more). Every node derived starts must start in shown too, with the
-// same pool, action, configs (from, to, interim target), steps (kind and target, in order:
-// a reason is for people) and readiness (a NotReady node's built-in health gates are
-// skipped); nodes may drop out (at their target now, held, deferred, claimed). Pools must
+// same pool, action, target (and interim target) and readiness (a NotReady node's
+// built-in health gates are skipped); its steps (kind and target: a reason is for people)
+// must be steps shown for it, in the order shown — some may be done since —, and the
+// config it runs the one shown, or its target now (an earlier update to it finished).
+// Nodes may drop out (at their target now, held, deferred, claimed). Pools must
 // act alike (their pointers, pause, gates and pacing; not their counts of the fleet: apply
 // re-counts budgets live), boot images alike but for the nodes they name, and every
 // rendered config derived must be one shown.
@@ -103,8 +105,41 @@ func moreThanShown(shown, derived *planner.Rollout) string {
 		if d := fieldDiff(nodeActs(s), nodeActs(n)); d != "" {
 			return "node." + n.Name + ": " + d
 		}
+		if was, now := stepKeys(s), stepKeys(n); !inOrderWithin(now, was) {
+			type steps struct {
+				Steps []string `json:"steps"`
+			}
+			return "node." + n.Name + ": " + fieldDiff(steps{was}, steps{now})
+		}
+		if n.From != s.From && n.From != n.To {
+			return fmt.Sprintf("node.%s: it runs %s now, %s when the plan was shown", n.Name, configWord(n.From), configWord(s.From))
+		}
 	}
 	return ""
+}
+
+// inOrderWithin reports whether every step of now is one of was, in was's order: what is
+// left of the steps shown when some are done already (an earlier update to the same
+// target finished since: its uncordon left).
+func inOrderWithin(now, was []string) bool {
+	i := 0
+	for _, k := range now {
+		for i < len(was) && was[i] != k {
+			i++
+		}
+		if i == len(was) {
+			return false
+		}
+		i++
+	}
+	return true
+}
+
+func configWord(name string) string {
+	if name == "" {
+		return "no config of mcp's"
+	}
+	return name
 }
 
 // starts reports whether apply starts n (it may still not: a claim, the budget, a hold
@@ -135,26 +170,31 @@ func poolActs(pp planner.PoolPlan) planner.PoolPlan {
 	return pp
 }
 
-// acts is what apply does with a node it starts.
+// acts is what must be alike in a node apply starts, beside its steps and the config it
+// runs (moreThanShown).
 type acts struct {
 	Pool     string             `json:"pool"`
 	Action   planner.NodeAction `json:"action"`
-	From     string             `json:"from"`
 	To       string             `json:"to"`
 	Interim  string             `json:"interim_target,omitempty"`
-	Steps    []string           `json:"steps"`
 	NotReady bool               `json:"not_ready"`
 }
 
 func nodeActs(n *planner.NodePlan) acts {
-	a := acts{Pool: n.Pool, Action: n.Action, From: n.From, To: n.To, NotReady: n.NotReady}
+	a := acts{Pool: n.Pool, Action: n.Action, To: n.To, NotReady: n.NotReady}
 	if n.Interim != nil {
 		a.Interim = n.Interim.Target
 	}
-	for _, s := range n.Steps {
-		a.Steps = append(a.Steps, s.Key())
-	}
 	return a
+}
+
+// stepKeys are n's steps by kind and target, in order (a step's reason is for people).
+func stepKeys(n *planner.NodePlan) []string {
+	var out []string
+	for _, s := range n.Steps {
+		out = append(out, s.Key())
+	}
+	return out
 }
 
 // droppedSincePlan tells the observer of each node the plan shown starts that derived,

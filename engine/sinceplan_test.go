@@ -135,15 +135,17 @@ func TestFreshPlanIsRefusedWhenANodeWouldBeAdded(t *testing.T) {
 }
 
 // moreThanShown: a plan derived again does no more than the plan shown when nodes only
-// drop out; a node added, a node's steps grown, shrunk or reordered, its target or its
-// readiness changed, a node the plan deferred now started, or a pool that now moves its
-// pointer is more, and named.
+// drop out, or only some of a node's steps are done since (what is left is the rest of
+// those shown, in order; the node runs its target or the config shown); a node added, a
+// node's steps grown, changed or reordered, its target, the config it runs or its
+// readiness changed, a node the plan deferred now started, or a pool's pause changed is
+// more, and named.
 func TestMoreThanShown(t *testing.T) {
 	step := func(k model.StepKind, target string) model.Step {
 		return model.Step{Kind: k, Target: target, Reason: "why"}
 	}
 	write, restart := step(model.StepWrite, "/etc/chrony.conf"), step(model.StepRestart, "chronyd.service")
-	reboot := step(model.StepReboot, "")
+	cordon, reboot := step(model.StepCordon, ""), step(model.StepReboot, "")
 	node := func(name string, steps ...model.Step) planner.NodePlan {
 		return planner.NodePlan{Name: name, Pool: "worker", Action: planner.NodeUpdate, From: "rendered-worker-a", To: "rendered-worker-b", Steps: steps}
 	}
@@ -170,7 +172,14 @@ func TestMoreThanShown(t *testing.T) {
 		{"a node deferred now", func(r *planner.Rollout) { r.Nodes[2].Deferred = true }, ""},
 		{"a node added", func(r *planner.Rollout) { r.Nodes = append(r.Nodes, node("w3", write, restart)) }, "node.w3 would now be started"},
 		{"steps grown", func(r *planner.Rollout) { r.Nodes[0].Steps = []model.Step{write, restart, reboot} }, "node.w0: steps"},
-		{"steps shrunk", func(r *planner.Rollout) { r.Nodes[0].Steps = []model.Step{write} }, "node.w0: steps"},
+		{"steps done since", func(r *planner.Rollout) { r.Nodes[0].Steps = []model.Step{restart} }, ""},
+		{"an earlier update to the target finished since, its last step left", func(r *planner.Rollout) {
+			r.Nodes[1].Steps, r.Nodes[1].From = []model.Step{restart}, "rendered-worker-b"
+		}, ""},
+		{"a step added amid those shown", func(r *planner.Rollout) { r.Nodes[0].Steps = []model.Step{cordon, write, restart} }, "node.w0: steps"},
+		{"a step twice", func(r *planner.Rollout) { r.Nodes[0].Steps = []model.Step{write, write} }, "node.w0: steps"},
+		{"a step changed", func(r *planner.Rollout) { r.Nodes[0].Steps = []model.Step{step(model.StepWrite, "/etc/motd"), restart} }, "node.w0: steps"},
+		{"runs another config now", func(r *planner.Rollout) { r.Nodes[2].From = "rendered-worker-z" }, "node.w2: it runs rendered-worker-z now, rendered-worker-a when"},
 		{"steps reordered", func(r *planner.Rollout) { r.Nodes[0].Steps = []model.Step{restart, write} }, "node.w0: steps"},
 		{"another target", func(r *planner.Rollout) { r.Nodes[2].To = "rendered-worker-c" }, "node.w2: to"},
 		{"another action", func(r *planner.Rollout) { r.Nodes[2].Action = planner.NodeResume }, "node.w2: action"},
