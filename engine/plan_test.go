@@ -98,7 +98,6 @@ func TestOlderOfTwoPlansIsRefusedUnderTheLock(t *testing.T) {
 	if Outcome(res, err) != Incomplete || !errors.Is(err, errChangedSincePlan) || len(res.Updated) != 0 {
 		t.Fatalf("older plan: updated %v, err %v; want it refused, nothing started", res, err)
 	}
-	t.Logf("refused: %v", err)
 	if msg := err.Error(); !strings.Contains(msg, "node.worker-0: ") || !strings.Contains(msg, "does more than the plan shown") ||
 		!strings.Contains(msg, "no node was started; run mcp apply again") {
 		t.Errorf("the refusal does not say what moved: %v", err)
