@@ -230,9 +230,9 @@ func (w *Workspace) Apply(ctx context.Context, st *state.State, p *Plan, opts Ap
 		}
 	}
 	if p.Fresh() && opts.Lock.NoLock && p.Observed.Lock.NoLock {
-		// Made from st, as it was then: a state written since (this process's last apply)
-		// may have done some of its steps already.
-		// Not derived again: without the lock, each node is checked as it starts.
+		// Not derived again (each node is checked as it starts), but made from st as it
+		// was then: a state written since (this process's last apply) may have done some
+		// of its steps already.
 		if err := stateMovedSincePlan(p.File, st); err != nil {
 			res, err := startedNothing(p, err)
 			return nil, res, err
