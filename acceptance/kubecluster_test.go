@@ -349,26 +349,9 @@ func copyQuickstart(t *testing.T, dir string) {
 }
 
 // mcp runs the mcp command in the configuration's directory as the service account sa.
+// An apply runs once: agents' reports landing between its plan and its first node no
+// longer make it start nothing (docs/decisions.md, "An apply's own plan, derived again").
 func (c *kubeCluster) mcp(t *testing.T, sa string, args ...string) (string, int) {
-	t.Helper()
-	out, code := c.mcpOnce(t, sa, args...)
-	// An apply that started nothing because the fleet moved on between its plan and its
-	// first node (an agent's report landing late on a loaded machine) changed nothing and
-	// says to run it again: run it again, once, as a user would (as the VM tests do).
-	if len(args) > 0 && args[0] == "apply" && startedNothing(out, code) {
-		t.Logf("mcp %v started nothing; applying again, as it says", args)
-		return c.mcpOnce(t, sa, args...)
-	}
-	return out, code
-}
-
-// startedNothing says whether an apply exited as one that started no node because the
-// fleet moved on between its plan and its first node, and said to run it again.
-func startedNothing(out string, code int) bool {
-	return code == 2 && strings.Contains(out, "no node was started; run mcp apply again")
-}
-
-func (c *kubeCluster) mcpOnce(t *testing.T, sa string, args ...string) (string, int) {
 	t.Helper()
 	cmd := exec.Command(c.bin, args...)
 	cmd.Dir = c.dir

@@ -67,6 +67,10 @@ const (
 	// EventClaimed: a node another apply works on, or worked on since the plan was made,
 	// is not started (Reason names that apply).
 	EventClaimed EventKind = "claimed"
+	// EventSincePlan: a node the plan shown changes has nothing left to do in the plan
+	// apply derived again before its first node, and is not started (Reason says why: it
+	// reports it runs its target, or was put on hold, since the plan was shown).
+	EventSincePlan EventKind = "since-plan"
 	// EventChecking: a node's steps are done and its health gates run.
 	EventChecking EventKind = "checking"
 	// EventNodeWaiting: a node's executor keeps apply waiting (Reason says on what: an
@@ -194,9 +198,11 @@ func onlyNotStarted(err error) bool {
 // unless opts.Lock says it holds none), and returns the state that follows: st itself is
 // not changed. The plan is derived again from a fresh refresh of the fleet, the state and
 // the configuration, and carried out with that refresh's observation; a saved plan that is
-// not exactly that is refused before anything changes (rederive), and a fresh one starts
-// no node (startedNothing). Per-node failures are returned together; a failed node stops
-// new starts in its pool while other pools go on.
+// not exactly that is refused before anything changes (rederive). A fresh plan's is carried
+// out when it does no more than the plan shown — nodes may have dropped out, at their
+// target now (EventSincePlan) —, else it starts no node and says what moved
+// (startedNothing). Per-node failures are returned together; a failed node stops new
+// starts in its pool while other pools go on.
 //
 // Without the state lock, a fresh plan made without it too is carried out as it was made,
 // with the observation of its own refresh, without a second one: another apply may be
@@ -224,10 +230,11 @@ func (w *Workspace) Apply(ctx context.Context, st *state.State, p *Plan, opts Ap
 		}
 	}
 	if p.Fresh() && opts.Lock.NoLock && p.Observed.Lock.NoLock {
-		// Made from st, as it was then: a state written since (this process's last apply)
-		// may have done some of its steps already.
-		if err := p.File.CheckFresh(st, p.File.FleetFingerprint); err != nil {
-			res, err := startedNothing(p)
+		// Not derived again (each node is checked as it starts), but made from st as it
+		// was then: a state written since (this process's last apply) may have done some
+		// of its steps already.
+		if err := stateMovedSincePlan(p.File, st); err != nil {
+			res, err := startedNothing(p, err)
 			return nil, res, err
 		}
 		return w.carryOut(ctx, st, p, opts)
@@ -236,13 +243,23 @@ func (w *Workspace) Apply(ctx context.Context, st *state.State, p *Plan, opts Ap
 	if err != nil {
 		return nil, nil, err
 	}
-	derived, err := w.rederive(st, fleet, obs, p.File, p.approved)
+	rule := asSaved
+	switch {
+	case p.approved:
+		rule = sameSteps
+	case p.Fresh():
+		rule = noMore
+	}
+	derived, err := w.rederive(st, fleet, obs, p.File, rule)
 	if err != nil {
-		if p.Fresh() && errors.Is(err, planfile.ErrStale) {
-			res, err := startedNothing(p)
+		if p.Fresh() && errors.Is(err, errChangedSincePlan) {
+			res, err := startedNothing(p, err)
 			return nil, res, err
 		}
 		return nil, nil, err
+	}
+	if p.Fresh() {
+		droppedSincePlan(p.File.Rollout, derived.File.Rollout, opts.Observer)
 	}
 	return w.carryOut(ctx, st, derived, opts)
 }

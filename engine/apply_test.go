@@ -354,25 +354,25 @@ func TestResumedNodeRecordsItsConfigBeforeItsUncordon(t *testing.T) {
 }
 
 // The plan apply itself made and showed (no plan file), gone stale before its first node
-// — an apply without the lock changed the fleet meanwhile —: nothing acts, and the apply
-// is incomplete (run again, exit 2), not failed, and speaks of no saved plan.
+// so that it would do more than shown — a node went NotReady meanwhile (another apply took
+// it out), and apply would skip its built-in health gates —: nothing acts, and the apply
+// is incomplete (run again, exit 2), not failed, names the node and speaks of no saved plan.
 func TestApplyOwnPlanGoneStaleStartsNothing(t *testing.T) {
-	f := newFake(map[string]int{"worker": 2})
-	w, st := newTestWorkspace(t, f)
-	p := planFor(f, map[string]int{"worker": 1}, rebootSteps())
-	fresh := &Plan{File: saved(t, w, st, p), Observed: &Observed{}} // as Plan makes it
-	// Another apply took the node out meanwhile.
-	f.fleet.Nodes[1].Ready = false
-	_, res, err := w.Apply(context.Background(), st, fresh, ApplyOptions{})
+	dir := quickstart(t)
+	w := load(t, dir)
+	st, fresh := planned(t, w, PlanOptions{})
+	editNode(t, dir, "worker-1", func(m map[string]any) { m["ready"] = false })
+	_, res, err := w.Apply(context.Background(), st, fresh, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
 	if Outcome(res, err) != Incomplete || err == nil || strings.Contains(err.Error(), "saved plan") ||
+		!strings.Contains(err.Error(), "node.worker-1: not_ready is false in the plan, true here") ||
 		!strings.Contains(err.Error(), "no node was started; run mcp apply again") {
-		t.Fatalf("outcome %v, error %v: want incomplete, nothing started", Outcome(res, err), err)
+		t.Fatalf("outcome %v, error %v: want incomplete, nothing started, worker-1 named", Outcome(res, err), err)
 	}
-	if d := cmp.Diff([]string{"worker-0", "worker-1"}, res.Skipped); d != "" {
-		t.Errorf("not started (-want +got):\n%s", d)
+	if len(res.Skipped) != 6 {
+		t.Errorf("not started: %v, want the plan's 6 nodes", res.Skipped)
 	}
-	if len(f.trace) != 0 {
-		t.Errorf("a stale plan acted: %v", f.trace)
+	if got := worked(t, dir); len(got) != 0 {
+		t.Errorf("a stale plan acted on %v", got)
 	}
 }
 

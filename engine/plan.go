@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/mcpfleet/mcp/engine/planfile"
@@ -134,16 +133,12 @@ func (w *Workspace) Plan(ctx context.Context, st *state.State, opts PlanOptions)
 	return &Plan{File: pf, Observed: obs}, nil
 }
 
-// errChangedSincePlan: a fresh plan went stale before its first node.
-var errChangedSincePlan = errors.New("the fleet or the state changed between this apply's plan and its first node (an apply without the lock, or a node): no node was started; run mcp apply again")
-
-// startedNothing is the result of a fresh plan gone stale before its first node: the plan
-// this apply just made and showed no longer holds — an apply without the lock (or a node)
-// changed the fleet or the state meanwhile. Doing it anyway would not be what was shown;
-// nothing started, so nothing failed either: run again (exit 2), as for a node another
-// apply holds.
-func startedNothing(p *Plan) (*ApplyResult, error) {
+// startedNothing is the result of a fresh plan refused before its first node (why, a
+// sincePlanError, says what moved): the plan this apply just made and showed no longer
+// holds, and what it would do now is more than was shown. Nothing started, so nothing
+// failed either: run again (exit 2), as for a node another apply holds.
+func startedNothing(p *Plan, why error) (*ApplyResult, error) {
 	res := &ApplyResult{Skipped: changedNodes(p.File.Rollout)}
-	res.notStarted(NotStarted{Why: errChangedSincePlan.Error()}, res.Skipped...)
-	return res, notStarted(errChangedSincePlan)
+	res.notStarted(NotStarted{Why: why.Error()}, res.Skipped...)
+	return res, notStarted(why)
 }

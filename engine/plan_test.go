@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,16 +50,43 @@ func worked(t *testing.T, dir string) []string {
 	return out
 }
 
-// Two plans of one workspace, the fleet changed between them; the older is applied. Under
-// the state lock it is derived again from a refresh of its own and refused as stale:
-// nothing acts, and the apply is incomplete (run again). The newer plan is then applied
-// whole: the older one's refusal left nothing behind in the workspace.
+// editNode changes node's node.json in the local fleet of dir with f.
+func editNode(t *testing.T, dir, node string, f func(map[string]any)) {
+	t.Helper()
+	path := filepath.Join(dir, "fleet", "nodes", node, "node.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	f(m)
+	if b, err = json.Marshal(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two plans of one workspace, the fleet changed between them so that the older one's
+// derived again would do more than it showed (worker-0 moved to pool infra: another
+// target, other steps); the older is applied. Under the state lock it is derived again
+// from a refresh of its own and refused, naming the node: nothing acts, and the apply is
+// incomplete (run again). The newer plan is then applied whole: the older one's refusal
+// left nothing behind in the workspace.
 func TestOlderOfTwoPlansIsRefusedUnderTheLock(t *testing.T) {
 	dir := quickstart(t)
 	w := load(t, dir)
 	ctx := context.Background()
 	st, older := planned(t, w, PlanOptions{})
-	workedOnElsewhere(t, w, "infra-1")
+	editNode(t, dir, "worker-0", func(m map[string]any) {
+		labels := m["labels"].(map[string]any)
+		delete(labels, "node-role.kubernetes.io/worker")
+		labels["node-role.kubernetes.io/infra"] = ""
+	})
 	newer, err := w.Plan(ctx, st, PlanOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +97,10 @@ func TestOlderOfTwoPlansIsRefusedUnderTheLock(t *testing.T) {
 	_, res, err := w.Apply(ctx, st, older, ApplyOptions{BudgetPoll: 20 * time.Millisecond})
 	if Outcome(res, err) != Incomplete || !errors.Is(err, errChangedSincePlan) || len(res.Updated) != 0 {
 		t.Fatalf("older plan: updated %v, err %v; want it refused, nothing started", res, err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "node.worker-0: ") || !strings.Contains(msg, "does more than the plan shown") ||
+		!strings.Contains(msg, "no node was started; run mcp apply again") {
+		t.Errorf("the refusal does not say what moved: %v", err)
 	}
 	if got := worked(t, dir); len(got) != 0 {
 		t.Fatalf("the refused plan worked on %v", got)
@@ -113,6 +145,9 @@ func TestOlderOfTwoPlansIsAppliedAsPlannedWithoutTheLock(t *testing.T) {
 	if !errors.Is(err, errChangedSincePlan) || len(res.Updated) != 0 {
 		t.Fatalf("newer plan, after the state moved on: updated %v, err %v; want nothing started", res.Updated, err)
 	}
+	if want := fmt.Sprintf("the state changed between this apply's plan and its first node (serial %d then, %d now", newer.File.Serial, next.Serial); !strings.Contains(err.Error(), want) {
+		t.Errorf("the refusal does not say what moved: %v; want %q", err, want)
+	}
 	if d := cmp.Diff(want, worked(t, dir)); d != "" {
 		t.Errorf("nodes worked on after the newer plan (-want +got):\n%s", d)
 	}
@@ -153,25 +188,7 @@ func TestApprovedPlanTakesTheSameSteps(t *testing.T) {
 	ctx := context.Background()
 	unlocked := Locking{NoLock: true}
 	st, p := planned(t, w, PlanOptions{Lock: unlocked})
-	edit := func(node string, f func(map[string]any)) {
-		t.Helper()
-		path := filepath.Join(dir, "fleet", "nodes", node, "node.json")
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := map[string]any{}
-		if err := json.Unmarshal(b, &m); err != nil {
-			t.Fatal(err)
-		}
-		f(m)
-		if b, err = json.Marshal(m); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	edit := func(node string, f func(map[string]any)) { t.Helper(); editNode(t, dir, node, f) }
 	edit("worker-0", func(m map[string]any) { m["labels"].(map[string]any)["example.com/unrelated"] = "moved" })
 	if _, _, err := w.Apply(ctx, st, Saved(p.File), ApplyOptions{Lock: unlocked}); err == nil || !strings.Contains(err.Error(), "fleet changed") {
 		t.Fatalf("saved plan on a moved fleet: %v; want it refused as stale", err)

@@ -20,9 +20,9 @@ import (
 // this configuration, the state and the fleet just refreshed, and the saved plan is refused
 // unless it is exactly that — stale (the state or the fleet moved on), made for another
 // configuration directory or by another mcp, or edited by hand.
-// The plan returned carries obs, the observation the fleet came with. sameSteps (an
-// Approved plan) asks the same state and the same steps, not the same fleet.
-func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *Observed, pf *planfile.File, sameSteps bool) (*Plan, error) {
+// The plan returned carries obs, the observation the fleet came with. rule says what else
+// than exactly that an Approved or a fresh plan may be.
+func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *Observed, pf *planfile.File, rule rederiveRule) (*Plan, error) {
 	if pf.MCPVersion != Version {
 		return nil, fmt.Errorf("saved plan was made by mcp %s; this is mcp %s: run mcp plan again", pf.MCPVersion, Version)
 	}
@@ -38,9 +38,14 @@ func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *Observed,
 		return nil, fmt.Errorf("saved plan is not what this configuration, state and fleet give (edited, or made from other inputs): %s; run mcp plan again", d)
 	}
 	fp := Fingerprint(fleet)
-	check := pf.CheckFresh(st, fp)
-	if sameSteps {
+	var check error
+	switch rule {
+	case asSaved:
+		check = pf.CheckFresh(st, fp)
+	case sameSteps:
 		check = pf.CheckState(st) // the fleet may have moved on: the steps are compared below
+	case noMore:
+		check = stateMovedSincePlan(pf, st) // and the plans below
 	}
 	if check != nil {
 		return nil, check
@@ -51,14 +56,35 @@ func (w *Workspace) rederive(st *state.State, fleet *model.Fleet, obs *Observed,
 	if err != nil {
 		return nil, err
 	}
-	if d := planDiff(pf.Rollout, fresh.Rollout); d != "" && sameSteps {
+	switch d := planDiff(pf.Rollout, fresh.Rollout); {
+	case d == "":
+	case rule == sameSteps:
 		return nil, fmt.Errorf("the fleet moved on since the plan was shown, and it now gives another plan: %s; run mcp plan again (%w)", d, planfile.ErrStale)
-	} else if d != "" {
+	case rule == noMore:
+		if more := moreThanShown(pf.Rollout, fresh.Rollout); more != "" {
+			return nil, didMore(more)
+		}
+	default:
 		// Stale when a node moved on (what it carries, asked again), or edited by hand.
 		return nil, staleOrEdited(d)
 	}
 	return &Plan{File: fresh, Observed: obs}, nil
 }
+
+// rederiveRule is what a plan derived again (rederive) must be, beside what it was made
+// for (mcp, configuration, rollback, rendered configs).
+type rederiveRule int
+
+const (
+	// asSaved, a saved plan: made from the same state and fleet, exactly the plan derived.
+	asSaved rederiveRule = iota
+	// sameSteps, an Approved plan: made from the same state, the same plan derived; the
+	// fleet may have moved on in what gives no other plan.
+	sameSteps
+	// noMore, a fresh plan: made from the same state; the plan derived is carried out when
+	// it does no more than the plan shown (moreThanShown), else refused (sincePlanError).
+	noMore
+)
 
 // rollbackWords says which pools a rollback moves where ("no pool": none).
 func rollbackWords(to map[string]string) string {

@@ -105,7 +105,9 @@ and -out hold every cluster's plan (docs/plan-json.md).
 		Text: `Carries out a plan. With PLANFILE (from mcp plan -out) it derives the plan again from the
 configuration, the state and a fresh refresh, refuses the saved one unless it is exactly
 that, and does it. Without one it plans, shows the plan and asks for "yes" (-auto-approve
-does not ask). Each pool's nodes are updated within its max_unavailable; each node is
+does not ask); before its first node it derives the plan again, and does that when it does
+no more than the plan shown (nodes at their target since drop out, named), else starts
+nothing, naming what moved (exit 2). Each pool's nodes are updated within its max_unavailable; each node is
 claimed, cordoned and drained when its steps need it, updated by its agent, checked by its
 health gates, and uncordoned. A pool's alert_gate holds its next node while Prometheus
 reports alerts it counts firing, and stops the pool when one fires after a node. A pool

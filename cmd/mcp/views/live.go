@@ -215,7 +215,7 @@ func (l *LiveProgress) Event(e engine.Event) {
 	case engine.EventReverting:
 		msg := fmt.Sprintf("pool.%s: %s: %s\n", e.Pool, l.c.red("reverting"), e.Reason)
 		after = append(after, func() { l.above(msg) })
-	case engine.EventClaimed:
+	case engine.EventClaimed, engine.EventSincePlan:
 		msg := fmt.Sprintf("node.%s: %s\n", e.Node, l.c.yellow(e.Reason))
 		after = append(after, func() { l.above(msg) })
 	case engine.EventPoolStopped:

@@ -112,7 +112,7 @@ func (h *humanProgress) Event(raw engine.Event) {
 			break
 		}
 		fmt.Fprintf(h.w, "pool.%s: %s: no more nodes of this pool start\n", e.Pool, h.c.red("stopped"))
-	case engine.EventHeld, engine.EventClaimed, engine.EventNodeWaiting:
+	case engine.EventHeld, engine.EventClaimed, engine.EventNodeWaiting, engine.EventSincePlan:
 		fmt.Fprintf(h.w, "%s: %s\n", addr, h.c.yellow(e.Reason))
 	case engine.EventWaiting:
 		fmt.Fprintf(h.w, "pool.%s: %s before node.%s: %s\n", e.Pool, h.c.yellow("waiting"), e.Node, e.Reason)

@@ -224,7 +224,7 @@ func progress(p Progress, pf *planfile.File) {
 	n := pf.Rollout.Nodes[0]
 	err := errors.Join(errors.New("node "+n.Name+": "+hostile), fmt.Errorf("saving state: %w", errors.New(hostile)))
 	for _, k := range []engine.EventKind{engine.EventStepStart, engine.EventNodeWaiting, engine.EventStepDone, engine.EventStepFailed,
-		engine.EventWaiting, engine.EventHeld, engine.EventClaimed, engine.EventAlertsFiring, engine.EventTemplate,
+		engine.EventWaiting, engine.EventHeld, engine.EventClaimed, engine.EventSincePlan, engine.EventAlertsFiring, engine.EventTemplate,
 		engine.EventUnconfirmed, engine.EventNodeFailed, engine.EventPoolStopped} {
 		e := hostileOf(engine.Event{Kind: k, Node: n.Name, Pool: n.Pool, Step: model.Step{Kind: model.StepWrite}})
 		e.Node, e.Pool, e.Err = n.Name, n.Pool, err
