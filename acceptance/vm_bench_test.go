@@ -54,6 +54,9 @@ func TestVMBenchUpdateVsReboot(t *testing.T) {
 	}
 	f := newVMFleet(t, vmPool("vm:mcp/v1", "", "generation 1\n"), vmnode.Options{}, "vm-0")
 	vm := f.vms["vm-0"]
+	// A persistent journal (/var stays across deployments): the slot's steps, logged by the
+	// agent before the update's reboot, are read back after it (slotSteps).
+	sh(t, vm, "mkdir -p /var/log/journal && journalctl --flush")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
 	images := []string{"vm:mcp/v2", "vm:mcp/v3"}
@@ -96,6 +99,7 @@ func TestVMBenchUpdateVsReboot(t *testing.T) {
 		t.Logf("run %d: out of service %v against bare reboot + drain %v (%.2f×; target ≤ %.2f×: %s); update %v: %s; %s", i+1,
 			out.Round(100*time.Millisecond), (reboot + drain).Round(100*time.Millisecond), float64(out)/float64(reboot+drain),
 			outOfServiceTarget, verdict, end.Sub(began).Round(100*time.Millisecond), w.describe(ph), agentStart(t, vm, true))
+		t.Logf("run %d: %s", i+1, slotSteps(t, vm))
 	}
 	med := map[string]time.Duration{}
 	for k, ds := range phases {
@@ -286,6 +290,43 @@ systemd-analyze critical-chain --no-pager mcp-agent.service 2>&1 | tail -n +3 | 
 		s += fmt.Sprintf(", its Done sent %.1f s", done)
 	}
 	return s + "; the unit's critical chain: " + strings.TrimSpace(lines[5])
+}
+
+// slotSteps says, from the agent's journal of the boot before the update's reboot, when
+// the slot's hand-over came and each of its steps was done, in seconds after the
+// hand-over, with the commands each ran and their time, and when the machine reached its
+// shutdown target.
+func slotSteps(t *testing.T, vm *vmnode.VM) string {
+	out := sh(t, vm, `journalctl -b -1 -o short-monotonic --no-pager -u mcp-agent.service | grep -E '"msg":"(hand-over|step done|ran)"' || true
+journalctl -b -1 -o short-monotonic --no-pager | grep -m1 -E 'Reached target.*(Reboot|System Shutdown)' || true`)
+	stamp := regexp.MustCompile(`^\[\s*([0-9.]+)\]`)
+	step := regexp.MustCompile(`"step":"([^"]*)"`)
+	ran := regexp.MustCompile(`"command":"((?:\S+ ){0,2}\S+)[^"]*","took":"([^"]*)"`)
+	var parts []string
+	var t0 float64
+	for _, line := range strings.Split(out, "\n") {
+		m := stamp.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		at, _ := strconv.ParseFloat(m[1], 64)
+		switch {
+		case strings.Contains(line, `"msg":"hand-over"`):
+			t0 = at
+			parts = append(parts[:0], fmt.Sprintf("hand-over at %.1f s", at))
+		case ran.MatchString(line):
+			m := ran.FindStringSubmatch(line)
+			parts = append(parts, fmt.Sprintf("(%s: %s)", m[1], m[2]))
+		case step.MatchString(line):
+			parts = append(parts, fmt.Sprintf("%s +%.1f", step.FindStringSubmatch(line)[1], at-t0))
+		case at >= t0:
+			parts = append(parts, fmt.Sprintf("shutdown target reached +%.1f", at-t0))
+		}
+	}
+	if len(parts) == 0 {
+		return "the slot's steps: not in the journal"
+	}
+	return "the slot's steps (s after the last hand-over): " + strings.Join(parts, ", ")
 }
 
 func loadAverage() string {

@@ -336,6 +336,19 @@ func TestOSTreeStageThenSwitch(t *testing.T) {
 	}
 }
 
+// TestOSTreeStageDropsTheRollbackFirst: what the finalization would delete in the slot —
+// the rollback deployment — is undeployed before the stage, in service; the booted one
+// stays.
+func TestOSTreeStageDropsTheRollbackFirst(t *testing.T) {
+	f := newFakeOSTree(t, bootedV1+"  debian "+csumV2+".3 (rollback)\n    origin refspec: vm:mcp/v2\n", entriesV1)
+	if err := f.host().Stage(context.Background(), "vm:mcp/v2", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.ran) != 3 || !slices.Equal(f.ran[1], []string{"ostree", "admin", "undeploy", "1"}) || !slices.Contains(f.ran[2], "--stage") {
+		t.Errorf("ran %q, want a pull, the rollback undeployed, then the stage", f.ran)
+	}
+}
+
 // TestOSTreeSwitchRefusesAnUnfinalized: a finalization that leaves the staged deployment
 // staged (the lock came back, libostree refused) fails the switch instead of rebooting
 // into the running deployment.

@@ -262,6 +262,19 @@ func newHost(ctx context.Context, f hostFlags, log *slog.Logger, reboot func()) 
 			return nil, nil, err
 		}
 		h.Chroot, h.Commands, h.Cmdline = f.osChroot, cmds, f.cmdline
+		// Each command that changes the host (the OS tool's pull, deploy, finalize…) is
+		// logged with its time: what the node's slot spent where (docs/benchmarks.md).
+		run := h.Run
+		h.Run = func(ctx context.Context, argv []string) error {
+			t0 := time.Now()
+			err := run(ctx, argv)
+			attrs := []any{"command", strings.Join(argv, " "), "took", time.Since(t0).Round(time.Millisecond).String()}
+			if err != nil {
+				attrs = append(attrs, "err", err.Error())
+			}
+			log.Info("ran", attrs...)
+			return err
+		}
 		return h, h.Close, nil
 	case "record":
 		return &nodeexec.RecordingHost{Root: f.root, Booted: f.booted, Machine: filepath.Join(f.root, nodeexec.MachineDir),
