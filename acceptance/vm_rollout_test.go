@@ -150,48 +150,47 @@ func watchStaging(t *testing.T, f *vmFleet, vm *vmnode.VM, bootID, v2 string) st
 	var cordoned, uncordoned time.Duration
 	done := make(chan struct{})
 	var wg sync.WaitGroup
+	// every runs f each d until stop.
+	every := func(d time.Duration, f func()) {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				case <-time.After(d):
+				}
+				f()
+			}
+		})
+	}
 	began := time.Now()
-	wg.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(200 * time.Millisecond):
-			}
-			u := f.node(t, "vm-0").Spec.Unschedulable
-			mu.Lock()
-			if u && cordoned == 0 {
-				cordoned = time.Since(began)
-			}
-			if !u && cordoned != 0 && uncordoned == 0 {
-				uncordoned = time.Since(began)
-			}
-			mu.Unlock()
+	every(200*time.Millisecond, func() {
+		u := f.node(t, "vm-0").Spec.Unschedulable
+		mu.Lock()
+		if u && cordoned == 0 {
+			cordoned = time.Since(began)
 		}
+		if !u && cordoned != 0 && uncordoned == 0 {
+			uncordoned = time.Since(began)
+		}
+		mu.Unlock()
 	})
-	wg.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(500 * time.Millisecond):
-			}
-			u1 := f.node(t, "vm-0").Spec.Unschedulable
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			out, err := vm.Run(ctx, "cat /proc/sys/kernel/random/boot_id; ostree rev-parse vm:mcp/v2 2>/dev/null || echo none; ls /ostree/deploy/debian/deploy/")
-			cancel()
-			u2 := f.node(t, "vm-0").Spec.Unschedulable
-			if err != nil {
-				continue // rebooting
-			}
-			lines := strings.Split(strings.TrimSpace(out), "\n")
-			s := sample{schedulable: !u1 && !u2, bootedBefore: len(lines) > 0 && lines[0] == bootID}
-			s.pulled = len(lines) > 1 && lines[1] == v2
-			s.deployed = slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, v2+".") && !strings.HasSuffix(l, ".origin") })
-			mu.Lock()
-			samples = append(samples, s)
-			mu.Unlock()
+	every(500*time.Millisecond, func() {
+		u1 := f.node(t, "vm-0").Spec.Unschedulable
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		out, err := vm.Run(ctx, "cat /proc/sys/kernel/random/boot_id; ostree rev-parse vm:mcp/v2 2>/dev/null || echo none; ls /ostree/deploy/debian/deploy/")
+		cancel()
+		u2 := f.node(t, "vm-0").Spec.Unschedulable
+		if err != nil {
+			return // rebooting
 		}
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		s := sample{schedulable: !u1 && !u2, bootedBefore: len(lines) > 0 && lines[0] == bootID}
+		s.pulled = len(lines) > 1 && lines[1] == v2
+		s.deployed = slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, v2+".") && !strings.HasSuffix(l, ".origin") })
+		mu.Lock()
+		samples = append(samples, s)
+		mu.Unlock()
 	})
 	var ended time.Duration
 	return staging{

@@ -258,7 +258,7 @@ func (h *Host) ostreeWrite(ctx context.Context, staging bool) error {
 		if err := h.lockFinalization(); err != nil {
 			return err
 		}
-		staged, _, err := h.ostreeStagedDeployments(ctx, ds)
+		staged, err := h.ostreeStagedDeployments(ctx, ds)
 		if err != nil {
 			return err
 		}
@@ -430,37 +430,35 @@ type stagedDeployment struct {
 }
 
 // ostreeStagedDeployments are the deployments of ds (nil: read the status) that
-// ostreeStage wrote and are still staged (not finalized), with their index. The mark
-// stays in the origin of the deployment once finalized and booted: only the staged one
-// counts.
-func (h *Host) ostreeStagedDeployments(ctx context.Context, ds []OSTreeDeployment) ([]stagedDeployment, []int, error) {
+// ostreeStage wrote and are still staged (not finalized). The mark stays in the origin
+// of the deployment once finalized and booted: only the staged one counts.
+func (h *Host) ostreeStagedDeployments(ctx context.Context, ds []OSTreeDeployment) ([]stagedDeployment, error) {
 	if ds == nil {
 		var err error
 		if ds, err = h.ostreeStatus(ctx); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	var out []stagedDeployment
-	var idx []int
-	for i, d := range ds {
+	for _, d := range ds {
 		if !d.Staged {
 			continue
 		}
 		m, err := h.ostreeMark(ctx, d)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		if m != "" {
-			out, idx = append(out, stagedDeployment{d, m}), append(idx, i)
+			out = append(out, stagedDeployment{d, m})
 		}
 	}
-	return out, idx, nil
+	return out, nil
 }
 
 // ostreeStaged is the deployment ostreeStage wrote for image, nil when there is none (it
 // was never staged, or it was lost: undeployed by another tool, or its write cut short).
 func (h *Host) ostreeStaged(ctx context.Context, image string) (*stagedDeployment, error) {
-	ds, _, err := h.ostreeStagedDeployments(ctx, nil)
+	ds, err := h.ostreeStagedDeployments(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -479,7 +477,7 @@ func (h *Host) ostreeStagedFor(ctx context.Context, add, remove []string) (*OSTr
 	if err != nil {
 		return nil, err
 	}
-	staged, _, err := h.ostreeStagedDeployments(ctx, ds)
+	staged, err := h.ostreeStagedDeployments(ctx, ds)
 	if err != nil || len(staged) == 0 {
 		return nil, err
 	}
