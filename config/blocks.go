@@ -25,7 +25,8 @@ var unitSuffixes = []string{".service", ".socket", ".timer", ".target", ".mount"
 var poolSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "node_selector"}, {Name: "max_unavailable"}, {Name: "paused"},
 		{Name: "os_image"}, {Name: "kernel_args"}, {Name: "drain_timeout"},
-		{Name: "max_failures"}, {Name: "soak"}, {Name: "on_drift"}, {Name: "order"}, {Name: "on_failure"}},
+		{Name: "max_failures"}, {Name: "soak"}, {Name: "on_drift"}, {Name: "order"}, {Name: "on_failure"},
+		{Name: "max_staging"}},
 	Blocks: []hcl.BlockHeaderSchema{{Type: "boot_image"}, {Type: "health_check", LabelNames: []string{"name"}},
 		{Type: "canary"}, {Type: "window"}, {Type: "alert_gate"}},
 }
@@ -72,6 +73,10 @@ func (l *loader) pools(blocks hcl.Blocks) hcl.Diagnostics {
 				p.Pacing.MaxFailures, d = l.atLeastOne(a)
 			case "soak":
 				p.Pacing.Soak, d = l.duration(a)
+			case "max_staging":
+				var n int
+				n, d = l.wholeFrom(a, 0)
+				p.Pacing.MaxStaging = &n
 			case "on_drift":
 				p.OnDrift, d = enumOr(l, a, model.OnDriftRestore, "Invalid on_drift",
 					"on_drift %q: use \"restore\" (plan the steps that put drift back) or \"report\" (show it, plan nothing).",

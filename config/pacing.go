@@ -36,15 +36,18 @@ func (l *loader) canary(b *hcl.Block, p *model.Pacing) hcl.Diagnostics {
 }
 
 // atLeastOne reads a whole number >= 1 (canary count, max_failures).
-func (l *loader) atLeastOne(a *hcl.Attribute) (int, hcl.Diagnostics) {
+func (l *loader) atLeastOne(a *hcl.Attribute) (int, hcl.Diagnostics) { return l.wholeFrom(a, 1) }
+
+// wholeFrom reads a whole number >= least (and at most 2^20); least when it is not one.
+func (l *loader) wholeFrom(a *hcl.Attribute, least int64) (int, hcl.Diagnostics) {
 	v, diags := l.value(a, cty.Number, "a whole number")
 	if v == cty.NilVal {
-		return 1, diags
+		return int(least), diags
 	}
 	n, acc := v.AsBigFloat().Int64()
-	if !v.AsBigFloat().IsInt() || acc != 0 || n < 1 || n > 1<<20 {
-		return 1, append(diags, errAt(a.Expr.Range(), "Invalid "+a.Name,
-			fmt.Sprintf("%s must be a whole number, at least 1; got %s.", a.Name, v.AsBigFloat().Text('g', -1))))
+	if !v.AsBigFloat().IsInt() || acc != 0 || n < least || n > 1<<20 {
+		return int(least), append(diags, errAt(a.Expr.Range(), "Invalid "+a.Name,
+			fmt.Sprintf("%s must be a whole number, at least %d; got %s.", a.Name, least, v.AsBigFloat().Text('g', -1))))
 	}
 	return int(n), diags
 }

@@ -15,6 +15,7 @@ func TestPacingAndWindows(t *testing.T) {
 pool "worker" {
   max_failures = 2
   soak         = "5m"
+  max_staging  = 0
   canary {
     count = 2
     soak  = "10m"
@@ -39,7 +40,8 @@ pool "infra" {
 		t.Fatal(diags)
 	}
 	infra, worker := res.Desired.Pools[0], res.Desired.Pools[1]
-	if d := cmp.Diff(model.Pacing{Canary: 2, CanarySoak: 10 * time.Minute, MaxFailures: 2, Soak: 5 * time.Minute}, worker.Pacing); d != "" {
+	zero := 0
+	if d := cmp.Diff(model.Pacing{Canary: 2, CanarySoak: 10 * time.Minute, MaxFailures: 2, Soak: 5 * time.Minute, MaxStaging: &zero}, worker.Pacing); d != "" {
 		t.Errorf("worker pacing (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff(model.Pacing{Canary: 1, MaxFailures: 1}, infra.Pacing); d != "" {
@@ -80,6 +82,9 @@ func TestPacingErrorsHavePlaces(t *testing.T) {
 		{"two canaries", "pool \"p\" {\n  canary {}\n  canary {}\n}", "Duplicate canary block", 3, 3},
 		{"max_failures 0", "pool \"p\" { max_failures = 0 }", "Invalid max_failures", 1, 27},
 		{"max_failures string", "pool \"p\" { max_failures = \"two\" }", "Invalid max_failures", 1, 27},
+		{"max_staging negative", "pool \"p\" { max_staging = -1 }", "Invalid max_staging", 1, 26},
+		{"max_staging fraction", "pool \"p\" { max_staging = 0.5 }", "Invalid max_staging", 1, 26},
+		{"max_staging percentage", "pool \"p\" { max_staging = \"10%\" }", "Invalid max_staging", 1, 26},
 		{"soak zero", "pool \"p\" { soak = \"0s\" }", "Invalid soak", 1, 19},
 		{"bad day", "pool \"p\" {\n  window {\n    days     = [\"sat\", \"sunday\"]\n    start    = \"02:00\"\n    duration = \"1h\"\n  }\n}", "Invalid day", 3, 24},
 		{"no days", "pool \"p\" {\n  window {\n    days     = []\n    start    = \"02:00\"\n    duration = \"1h\"\n  }\n}", "No days", 3, 16},

@@ -101,6 +101,10 @@ type Event struct {
 	// Alerts are the firing alerts that hold a node (EventWaiting) or stopped its pool
 	// (EventAlertsFiring), as the pool's alert gate counts them.
 	Alerts []model.Alert
+	// Ahead: Step (a stage) runs ahead of the node's slot, outside the pool's budget (the
+	// staging lane, stage.go); the node is not in its slot. A stage that failed ahead is
+	// run again in the slot: the node has not failed.
+	Ahead bool
 }
 
 // ApplyResult sums up an apply. Each node the plan changes is in exactly one list.

@@ -31,14 +31,20 @@ type nodeRun struct {
 	times model.NodeTimes
 }
 
-// runNode carries out node n's steps (nodeRun).
-func (a *applier) runNode(ctx context.Context, n planner.NodePlan) error {
+// runNode carries out node n's steps (nodeRun); its stage, when lane ran it ahead of the
+// slot, is journaled done and not run again.
+func (a *applier) runNode(ctx context.Context, n planner.NodePlan, lane *stageLane) error {
 	r := &nodeRun{a: a, n: n, from: a.rendered(n.From), target: a.plan.Rendered[n.To]}
 	if r.target == nil {
 		return fmt.Errorf("node %s: the plan lacks rendered config %s", n.Name, n.To)
 	}
 	if err := r.begin(); err != nil {
 		return err
+	}
+	if s := lane.take(ctx, n.Name); s != nil {
+		r.record(s.step, false)
+		r.took(model.StepStage, s.took)
+		r.n.Steps = r.n.Steps[1:]
 	}
 	// What an interrupted apply left: cordoned by it (this apply uncordons it when it
 	// gives up before changing anything), changed part-way by it (it stays cordoned).

@@ -87,6 +87,7 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 			r.members = append(r.members, n.Name)
 		}
 	}
+	lane := r.stageAhead(nodes)
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		v := r.admit(n, len(nodes)-i)
@@ -110,7 +111,7 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 			// A node that started finishes its steps even when apply is interrupted:
 			// stopping between a drain and an uncordon would leave it out of service.
 			nctx := context.WithoutCancel(ctx)
-			err := a.claims.hold(nctx, n.Name, func() error { return a.runNode(nctx, n) })
+			err := a.claims.hold(nctx, n.Name, func() error { return a.runNode(nctx, n, lane) })
 			if err == nil {
 				r.alertsAfter(n.Name) // before its slot frees: no node starts before the look
 			}
@@ -118,6 +119,7 @@ func (a *applier) runPool(ctx context.Context, pp planner.PoolPlan, nodes []plan
 		})
 	}
 	wg.Wait()
+	lane.stop()
 	if r.stopped || r.canaryFailed {
 		r.pr.stoppedBy = r.pr.firstFailure
 		if r.pr.stoppedBy == "" && r.alertStop != nil {

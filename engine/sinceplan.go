@@ -165,6 +165,7 @@ func notStartedBy(s *planner.NodePlan) string {
 // act on: what is left is what apply does with the pool.
 func poolActs(pp planner.PoolPlan) planner.PoolPlan {
 	pp.Size, pp.MaxUnavailable, pp.Unavailable, pp.Slots, pp.Updates, pp.Waves = 0, 0, 0, 0, 0, 0
+	pp.MaxStaging = 0 // by default max_unavailable's, which a percentage resolves by the pool's size
 	pp.Held, pp.Untargeted = 0, 0
 	pp.Blockers, pp.Pause, pp.Variants, pp.Changes, pp.Warnings, pp.Estimate = nil, nil, nil, nil, nil, nil
 	return pp

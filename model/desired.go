@@ -146,6 +146,10 @@ type Pacing struct {
 	MaxFailures int
 	// Soak keeps a finished node's budget slot taken this long before it frees.
 	Soak time.Duration
+	// MaxStaging bounds how many of the pool's nodes stage an update ahead of their slots
+	// at once, outside max_unavailable (0: each stages in its own slot). Nil: as many as
+	// max_unavailable lets update at once.
+	MaxStaging *int
 }
 
 // Window is one maintenance window: it opens on each of Days at Start (wall-clock time in

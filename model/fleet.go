@@ -32,6 +32,10 @@ type Node struct {
 	// move to (equal when the node is settled).
 	CurrentConfig string `json:"current_config,omitempty"`
 	DesiredConfig string `json:"desired_config,omitempty"`
+	// Staging: the node's latest hand-over is a stage alone (StageOnly), ahead of its
+	// slot: whether its executor works on it or is done with it, the node runs
+	// CurrentConfig and is in service; DesiredConfig names the config it stages for.
+	Staging bool `json:"staging,omitempty"`
 	// CurrentConfigFrom says where CurrentConfig was read when not from mcp's own record
 	// (the MCO's currentConfig annotation on a node mcp never updated). For people reading
 	// the plan only: nothing decides anything on it.
@@ -297,4 +301,11 @@ const (
 // changed), so a plan says so before.
 func (d Drift) Special() bool {
 	return d.Kind == DriftType && (d.Found == SpecialPipe || d.Found == SpecialSocket || d.Found == SpecialDevice)
+}
+
+// Updating reports whether the node's executor works on an update or was handed one it
+// has not finished: it is out of service for it (planner.Condition). A stage alone
+// (Staging) is not such an update.
+func (n *Node) Updating() bool {
+	return !n.Staging && (n.State == StateWorking || n.DesiredConfig != "" && n.DesiredConfig != n.CurrentConfig)
 }

@@ -24,7 +24,7 @@ func Condition(n *model.Node) string {
 	switch {
 	case n.State == model.StateDegraded:
 		why = append(why, "Degraded: "+n.Reason)
-	case n.State == model.StateWorking || n.DesiredConfig != "" && n.DesiredConfig != n.CurrentConfig:
+	case n.Updating():
 		why = append(why, "updating")
 	}
 	return strings.Join(why, ", ")

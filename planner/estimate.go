@@ -96,7 +96,9 @@ func estimate(pp *PoolPlan, nodes []NodePlan, times *model.StepTimes, windows []
 		e.ObservedNodes = times.Nodes
 	}
 	defaulted := map[string]bool{}
-	waveTime := map[int]time.Duration{}
+	// Per wave: its slowest node's time in its slot, and its slowest stage ahead of the
+	// slot and how many nodes stage (the pool's max_staging at once).
+	waveTime, waveStage, waveStaging := map[int]time.Duration{}, map[int]time.Duration{}, map[int]int{}
 	lastCanary := 0
 	for i := range nodes {
 		n := &nodes[i]
@@ -104,8 +106,14 @@ func estimate(pp *PoolPlan, nodes []NodePlan, times *model.StepTimes, windows []
 			continue
 		}
 		t := nodeTime(n.Steps, times, defaulted)
-		waveTime[n.Wave] = max(waveTime[n.Wave], t)
 		e.Node = max(e.Node, t)
+		if pp.MaxStaging > 0 && len(n.Steps) > 0 && n.Steps[0].Kind == model.StepStage {
+			stage := nodeTime(n.Steps[:1], times, defaulted) - nodeTime(nil, times, defaulted)
+			t -= stage
+			waveStage[n.Wave] = max(waveStage[n.Wave], stage)
+			waveStaging[n.Wave]++
+		}
+		waveTime[n.Wave] = max(waveTime[n.Wave], t)
 		e.Waves = max(e.Waves, n.Wave)
 		if n.Canary {
 			lastCanary = max(lastCanary, n.Wave)
@@ -115,7 +123,13 @@ func estimate(pp *PoolPlan, nodes []NodePlan, times *model.StepTimes, windows []
 		return nil
 	}
 	for w := 1; w <= e.Waves; w++ {
-		e.Duration += waveTime[w]
+		// A wave's stages run ahead, max_staging at once: those of the first before it,
+		// the others' while the wave before is in its slots.
+		stage := waveStage[w] * time.Duration((waveStaging[w]+max(pp.MaxStaging, 1)-1)/max(pp.MaxStaging, 1))
+		if w > 1 {
+			stage = max(0, stage-waveTime[w-1])
+		}
+		e.Duration += stage + waveTime[w]
 		if w == e.Waves {
 			break
 		}

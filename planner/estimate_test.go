@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -212,5 +213,44 @@ func TestEstimateLeft(t *testing.T) {
 	}
 	if got := e.Left(2, 0, 0, []time.Duration{20 * time.Minute}, nil); got != 0 {
 		t.Errorf("a node past its estimate: %v, want 0", got)
+	}
+}
+
+// Stages ahead of the slots (max_staging above 0): the first wave's stage before it, max_staging
+// at once; a later wave's behind the wave before, but for what outlasts it. With max_staging
+// 0 each node's stage is in its slot.
+func TestEstimateStagesAhead(t *testing.T) {
+	steps := []model.Step{{Kind: model.StepStage}, {Kind: model.StepCordon}, {Kind: model.StepReboot}, {Kind: model.StepUncordon}}
+	times := &model.StepTimes{Nodes: 1, Health: []time.Duration{0}, Steps: map[model.StepKind][]time.Duration{
+		model.StepStage: {4 * time.Minute}, model.StepCordon: {0}, model.StepReboot: {time.Minute}, model.StepUncordon: {0}}}
+	nodes := make([]NodePlan, 4)
+	for i := range nodes {
+		nodes[i] = NodePlan{Name: fmt.Sprint("w-", i), Action: NodeUpdate, To: "x", Steps: steps, Wave: i/2 + 1}
+	}
+	for _, tc := range []struct {
+		staging int
+		want    time.Duration
+	}{
+		{0, 2 * 5 * time.Minute}, // 2 waves of stage + reboot
+		{2, 4*time.Minute + time.Minute + 3*time.Minute + time.Minute},
+		{1, 2*4*time.Minute + time.Minute + 7*time.Minute + time.Minute}, // one at a time
+	} {
+		e := estimate(&PoolPlan{MaxStaging: tc.staging}, nodes, times, nil, time.Time{})
+		if e.Duration != tc.want {
+			t.Errorf("max_staging %d: %v, want %v", tc.staging, e.Duration, tc.want)
+		}
+	}
+}
+
+// max_staging defaults to the pool's max_unavailable count; 0 is kept.
+func TestMaxStagingDefault(t *testing.T) {
+	pool := model.Pool{Name: "worker", MaxUnavailable: model.IntOrPercent{Value: 40, Percent: true}}
+	if pp := estimatePlan(t, pool, nil, time.Time{}); pp.MaxStaging != 2 {
+		t.Errorf("max_staging %d, want max_unavailable 40%% of 5 nodes: 2", pp.MaxStaging)
+	}
+	zero := 0
+	pool.Pacing.MaxStaging = &zero
+	if pp := estimatePlan(t, pool, nil, time.Time{}); pp.MaxStaging != 0 {
+		t.Errorf("max_staging %d, want the 0 configured", pp.MaxStaging)
 	}
 }

@@ -133,6 +133,10 @@ func planPool(in Input, sc scope, pool *model.Pool, target *model.Rendered, node
 	pp.MaxUnavailable = pool.MaxUnavailable.Resolve(len(nodes))
 	pp.Canary, pp.CanarySoak = pool.Pacing.Canary, pool.Pacing.CanarySoak
 	pp.MaxFailures, pp.Soak = max(pool.Pacing.MaxFailures, 1), pool.Pacing.Soak
+	pp.MaxStaging = pp.MaxUnavailable
+	if m := pool.Pacing.MaxStaging; m != nil {
+		pp.MaxStaging = *m
+	}
 	pp.Window = windowStatus(pool.Windows, in.Now)
 	plans := make([]NodePlan, len(nodes))
 	var out []string // nodes out of service now, changing or not
@@ -313,7 +317,7 @@ func underWay(n *model.Node, f *model.InFlight) string {
 	if f != nil && f.Started() && f.Target != n.CurrentConfig {
 		return f.Target
 	}
-	if n.DesiredConfig != "" && n.DesiredConfig != n.CurrentConfig {
+	if n.Updating() && n.DesiredConfig != n.CurrentConfig {
 		return n.DesiredConfig
 	}
 	return ""

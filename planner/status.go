@@ -120,7 +120,7 @@ func MakeStatus(d *model.Desired, pointers map[string]string, variants map[strin
 			ns := nodeStatus(n, pool.Name)
 			ps.Machines++
 			cond := ns.Condition
-			updating := n.State == model.StateWorking || n.DesiredConfig != "" && n.DesiredConfig != n.CurrentConfig
+			updating := n.Updating()
 			want := ps.Config
 			if want != "" && len(variants[pool.Name]) > 0 {
 				want = model.VariantFor(variants[pool.Name], Chosen(d, pool.Name, n.Name, n.Labels), want)

@@ -157,6 +157,10 @@ type PoolPlan struct {
 	CanarySoak  time.Duration `json:"canary_soak,omitempty"`
 	MaxFailures int           `json:"max_failures,omitempty"`
 	Soak        time.Duration `json:"soak,omitempty"`
+	// MaxStaging is how many of the pool's nodes stage their update ahead of their slots
+	// at once, outside MaxUnavailable (the pool's max_staging; by default MaxUnavailable).
+	// 0: each node stages in its own slot.
+	MaxStaging int `json:"max_staging,omitempty"`
 	// Window is the pool's maintenance windows as they stand at the plan's time; nil: the
 	// pool has none (always open).
 	Window *WindowStatus `json:"window,omitempty"`

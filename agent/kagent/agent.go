@@ -288,6 +288,8 @@ func (a *Agent) update(ctx context.Context, h protocol.Handover, herr error, cur
 	err = a.Agent.Update(ctx, from, target, h.Steps, a.stepDone)
 	var stale *nodeexec.StaleError
 	switch {
+	case err == nil && model.StageOnly(h.Steps):
+		a.Log.Info("done", "update", h.UpdateID, "current", current, "staged", target.Name)
 	case err == nil:
 		a.Log.Info("done", "update", h.UpdateID, "current", target.Name)
 	case errors.As(err, &stale):

@@ -167,6 +167,9 @@ func nodeOf(n *corev1.Node) model.Node {
 		// one, a name mcp did not make, and the plan observes the node against its target.
 		m.CurrentConfig, m.CurrentConfigFrom = a[MCOCurrentConfig], "the MCO's annotation "+MCOCurrentConfig
 	}
+	if h, ok, err := protocol.ReadHandover(a); ok && err == nil && h.Desired == m.DesiredConfig {
+		m.Staging = model.StageOnly(h.Steps)
+	}
 	m.Claim, _, _ = protocol.ReadClaim(a)
 	// The annotation carries a reason in free text, which a label value cannot; a label of
 	// the key holds too (model.Node.HoldReason).

@@ -27,7 +27,9 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 		}
 		return fmt.Errorf("node %s: %s: the agent cannot start: %w", node, first, err)
 	}
-	if err := p.agent(node).Update(ctx, from, target, steps, done); err != nil {
+	a := p.agent(node)
+	a.State = nodeState{p: p, node: node, staging: model.StageOnly(steps)}
+	if err := a.Update(ctx, from, target, steps, done); err != nil {
 		return fmt.Errorf("node %s: %w", node, err)
 	}
 	return nil
@@ -48,11 +50,15 @@ func (p *Provider) agent(node string) *nodeexec.Agent {
 type nodeState struct {
 	p    *Provider
 	node string
+	// staging: the hand-over is a stage alone (model.Node.Staging).
+	staging bool
 }
 
 // Working is the hand-over's first write: it carries the apply's intent (Provider.act).
 func (s nodeState) Working(desired string) error {
-	return s.p.act(s.node, func(r *record) { r.DesiredConfig, r.State, r.Reason = desired, model.StateWorking, "" })
+	return s.p.act(s.node, func(r *record) {
+		r.DesiredConfig, r.State, r.Reason, r.Staging = desired, model.StateWorking, "", s.staging
+	})
 }
 
 // Done records, with the config, what the machine runs at that moment (model.Node.RolledOut):
@@ -62,7 +68,7 @@ func (s nodeState) Working(desired string) error {
 // config), and the node would count as updating.
 func (s nodeState) Done(current string) error {
 	return s.p.update(s.node, func(r *record) {
-		r.CurrentConfig, r.DesiredConfig, r.State, r.Reason = current, current, model.StateDone, ""
+		r.CurrentConfig, r.DesiredConfig, r.State, r.Reason, r.Staging = current, current, model.StateDone, "", false
 		r.RolledOut = &model.HostRecord{KernelArgs: append([]string{}, r.KernelArgs...), OSImage: r.OSImage}
 	})
 }

@@ -22,7 +22,7 @@ func (p *Provider) RunNodeSteps(ctx context.Context, node string, from, target *
 	p.record("run-node-steps", node, "%s: %s", target.Name, strings.Join(names, ", "))
 	n, err := p.node(node)
 	if err == nil {
-		n.DesiredConfig, n.State, n.Reason = target.Name, model.StateWorking, ""
+		n.DesiredConfig, n.State, n.Reason, n.Staging = target.Name, model.StateWorking, "", model.StageOnly(steps)
 	}
 	p.mu.Unlock()
 	if err != nil {

@@ -44,8 +44,11 @@ type livePool struct {
 	waitFor          string // the node it waits to start
 	waitSince        time.Time
 	started          map[string]bool // nodes that started: a wait for one of them is over
-	stopped          bool
-	bar              *mpb.Bar
+	// staging: nodes staging ahead of their slots (engine.Event.Ahead), outside the
+	// budget; staged: those that staged ahead and wait for their slots.
+	staging, staged map[string]bool
+	stopped         bool
+	bar             *mpb.Bar
 	// below is the text of the lines under the bar's (what did not fit beside it, and the
 	// wait), set with each frame's bar line; lines is it wrapped, set by the first line.
 	below string
@@ -110,7 +113,8 @@ func NewLiveProgress(w io.Writer, color bool, plan *planner.Rollout) *LiveProgre
 		width = max(width, len("pool."+name))
 	}
 	for _, name := range names {
-		lp := &livePool{name: name, total: total[name], started: map[string]bool{}, begun: map[string]time.Time{}}
+		lp := &livePool{name: name, total: total[name], started: map[string]bool{}, begun: map[string]time.Time{},
+			staging: map[string]bool{}, staged: map[string]bool{}}
 		for _, pp := range plan.Pools {
 			if pp.Name == name {
 				lp.est, lp.slots, lp.soak = pp.Estimate, pp.Slots, pp.Soak
@@ -142,6 +146,29 @@ func (l *LiveProgress) Event(e engine.Event) {
 	if l.done || lp == nil { // lp nil: a pool the plan changes nothing in
 		l.mu.Unlock()
 		return
+	}
+	switch {
+	case e.Ahead:
+		// A stage ahead of the node's slot: counted on the pool's line, the node not in
+		// its slot (no line of its own).
+		delete(lp.staging, e.Node)
+		switch e.Kind {
+		case engine.EventStepStart:
+			lp.staging[e.Node] = true
+		case engine.EventStepDone:
+			lp.staged[e.Node] = true
+		case engine.EventStepFailed:
+			msg := fmt.Sprintf("node.%s: %s: %s; its slot stages it again\n", e.Node, l.c.yellow("stage ahead failed"),
+				strings.TrimPrefix(errorText(e.Err), "node "+e.Node+": "))
+			after = append(after, func() { l.above(msg) })
+		}
+		l.mu.Unlock()
+		for _, f := range after {
+			f()
+		}
+		return
+	case e.Kind == engine.EventStepStart || e.Kind == engine.EventChecking:
+		delete(lp.staged, e.Node)
 	}
 	switch e.Kind {
 	case engine.EventStepStart, engine.EventChecking:
@@ -248,6 +275,12 @@ func (l *LiveProgress) poolParts(lp *livePool, c painter) (counts []string, wait
 	parts := []string{fmt.Sprintf("%d/%d done", lp.finished-lp.failed-lp.unconfirmed, lp.total)}
 	if lp.updating > 0 {
 		parts = append(parts, fmt.Sprintf("%d updating", lp.updating))
+	}
+	if len(lp.staging) > 0 {
+		parts = append(parts, fmt.Sprintf("%d staging ahead", len(lp.staging)))
+	}
+	if len(lp.staged) > 0 {
+		parts = append(parts, fmt.Sprintf("%d staged", len(lp.staged)))
 	}
 	if lp.failed > 0 {
 		parts = append(parts, c.red(fmt.Sprintf("%d failed", lp.failed)))

@@ -155,7 +155,7 @@ func mdRendered(pp planner.PoolPlan) string {
 // mdPool writes a pool's section: its changing nodes grouped by kind and steps, then its
 // notes. A pool with nothing to show has no section (its table row says it all).
 func mdPool(w *bufio.Writer, pp planner.PoolPlan, nodes []*planner.NodePlan, budget *mdBudget, now time.Time) {
-	groups := groupNodes(nodes)
+	groups := groupNodes(nodes, pp.MaxStaging > 0)
 	notes := poolNotes(pp, nodes, now)
 	if len(groups) == 0 && len(notes) == 0 && !hasItems(pp) && !hasDriftDiffs(nodes) {
 		return
@@ -214,7 +214,7 @@ type mdGroup struct {
 	nodes             []string
 }
 
-func groupNodes(nodes []*planner.NodePlan) []mdGroup {
+func groupNodes(nodes []*planner.NodePlan, ahead bool) []mdGroup {
 	var groups []mdGroup
 	at := map[string]int{}
 	// Reboots first, then drains, then in place: the order of what a reviewer weighs.
@@ -227,7 +227,7 @@ func groupNodes(nodes []*planner.NodePlan) []mdGroup {
 			if n.Deferred {
 				label += " (deferred: not in this apply)"
 			}
-			steps := describeSteps(n)
+			steps := describeSteps(n, ahead)
 			key := label + "\x00" + steps
 			i, ok := at[key]
 			if !ok {
@@ -305,6 +305,9 @@ func poolNotes(pp planner.PoolPlan, nodes []*planner.NodePlan, now time.Time) []
 	var notes []mdNote
 	if pp.Pause != nil {
 		notes = append(notes, mdNote{"pause", []string{mdEscape(PauseWords(pp.Pause, now))}})
+	}
+	if line := stagingLine(pp, nodes); line != "" {
+		notes = append(notes, mdNote{"staging", []string{mdEscape(line)}})
 	}
 	if pp.Updates > 0 && pp.Order != "oldest" && pp.Order != "" {
 		notes = append(notes, mdNote{"order", []string{mdEscape(planner.OrderWords(&pp))}})

@@ -93,6 +93,17 @@ func (h *humanProgress) Event(raw engine.Event) {
 	e := Shown(raw)
 	h.reboots.see(e)
 	addr := "node." + e.Node
+	switch {
+	case e.Ahead && e.Kind == engine.EventStepStart:
+		fmt.Fprintf(h.w, "%s: %s… (ahead of its slot, outside the budget)\n", addr, e.Step)
+		return
+	case e.Ahead && e.Kind == engine.EventStepDone:
+		fmt.Fprintf(h.w, "%s: %s, ahead of its slot\n", addr, doneLine(e))
+		return
+	case e.Ahead && e.Kind == engine.EventStepFailed:
+		fmt.Fprintf(h.w, "%s: %s ahead of its slot %s: %s; its slot stages it again\n", addr, e.Step, h.c.yellow("failed"), stepError(raw))
+		return
+	}
 	switch e.Kind {
 	case engine.EventStepStart:
 		fmt.Fprintf(h.w, "%s: %s…\n", addr, e.Step)
@@ -222,7 +233,10 @@ type jsonEvent struct {
 	Error     string           `json:"error,omitempty"`
 	Reason    string           `json:"reason,omitempty"`
 	// Alerts are the firing alerts that hold a node or stop its pool (its alert gate).
-	Alerts  []model.Alert `json:"alerts,omitempty"`
+	Alerts []model.Alert `json:"alerts,omitempty"`
+	// Ahead: a stage step run ahead of the node's slot, outside the pool's budget (its
+	// failure is no failure of the node: the slot stages it again).
+	Ahead   bool          `json:"ahead,omitempty"`
 	Summary *ApplySummary `json:"summary,omitempty"`
 }
 
@@ -233,9 +247,12 @@ func (j *jsonProgress) Event(e engine.Event) {
 	level, msg := "info", ""
 	if e.Err != nil {
 		level, msg = "error", e.Err.Error()
+		if e.Ahead {
+			level = "warn" // the slot stages it again
+		}
 	}
 	je := jsonEvent{Level: level, Timestamp: e.Time.UTC().Format(time.RFC3339Nano), Type: "apply_progress",
-		Node: e.Node, Pool: e.Pool, Event: e.Kind, ElapsedMS: e.Elapsed.Milliseconds(), Error: msg, Reason: e.Reason, Alerts: e.Alerts}
+		Node: e.Node, Pool: e.Pool, Event: e.Kind, ElapsedMS: e.Elapsed.Milliseconds(), Error: msg, Reason: e.Reason, Alerts: e.Alerts, Ahead: e.Ahead}
 	if e.Step.Kind != 0 {
 		s := e.Step
 		je.Step = &s

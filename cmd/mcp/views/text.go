@@ -163,6 +163,9 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 	if pp.Pause != nil {
 		fmt.Fprintf(w, "  %s %s\n", c.yellow("pause:"), PauseWords(pp.Pause, now))
 	}
+	if line := stagingLine(pp, nodes); line != "" {
+		fmt.Fprintf(w, "  %s %s\n", c.green("staging:"), line)
+	}
 	if pp.Updates > 0 && pp.Order != model.OrderOldest && pp.Order != "" {
 		fmt.Fprintf(w, "  %s %s\n", c.green("order:"), planner.OrderWords(&pp))
 	}
@@ -204,7 +207,7 @@ func writePool(w io.Writer, c painter, pp planner.PoolPlan, nodes []*planner.Nod
 		if n.Canary {
 			wave += " (canary)"
 		}
-		t.add(c.symbol(n), "node."+n.Name, n.Zone, wave, describeSteps(n))
+		t.add(c.symbol(n), "node."+n.Name, n.Zone, wave, describeSteps(n, pp.MaxStaging > 0))
 		if n.FromSource != "" {
 			t.add("", "", "", "", c.yellow("from: ")+n.From+", read from "+n.FromSource)
 		}
@@ -270,8 +273,9 @@ func writeHeld(w io.Writer, c painter, n *planner.NodePlan) {
 	fmt.Fprintln(w)
 }
 
-// describeSteps summarises a changing node's steps.
-func describeSteps(n *planner.NodePlan) string {
+// describeSteps summarises a changing node's steps; ahead: its pool stages ahead of the
+// slots (max_staging above 0).
+func describeSteps(n *planner.NodePlan, ahead bool) string {
 	if n.Action == planner.NodeResume && len(n.Steps) == 0 {
 		return "check its health gates again (the interrupted update's steps are done)"
 	}
@@ -279,7 +283,7 @@ func describeSteps(n *planner.NodePlan) string {
 		return "adopt: record on " + n.To + " (nothing on the node changes)"
 	}
 	steps := n.Steps
-	if len(steps) > 0 && steps[0].Kind == model.StepStage {
+	if ahead && len(steps) > 0 && steps[0].Kind == model.StepStage {
 		// Its own phase: before the node's slot, outside its pool's budget.
 		return "stage ahead; in its slot: " + SummarizeSteps(steps[1:])
 	}
@@ -525,4 +529,23 @@ func revertLine(pp planner.PoolPlan) string {
 		return "stop (on_failure = \"revert\", but the pool has no other config to go back to: its boot config does not change)"
 	}
 	return "revert the nodes this apply updates to " + pp.Previous + " (on_failure = \"revert\"; within max_unavailable), then fail"
+}
+
+// stagingLine says how the pool's nodes whose update stages (model.StepStage first) stage:
+// ahead of their slots, how many at once, or in their slots; "" when none does.
+func stagingLine(pp planner.PoolPlan, nodes []*planner.NodePlan) string {
+	staging := 0
+	for _, n := range nodes {
+		if n.Changed() && !n.Deferred && len(n.Steps) > 0 && n.Steps[0].Kind == model.StepStage {
+			staging++
+		}
+	}
+	switch {
+	case staging == 0:
+		return ""
+	case pp.MaxStaging > 0:
+		return fmt.Sprintf("%s the update ahead of their slots, outside max_unavailable, at most %d at once (max_staging): pulled and checked out, the boot entry written in the slot",
+			plural(staging, "%d node stages", "%d nodes stage"), pp.MaxStaging)
+	}
+	return fmt.Sprintf("%s the update in their slots, before the cordon (max_staging = 0)", plural(staging, "%d node stages", "%d nodes stage"))
 }
