@@ -361,7 +361,7 @@ subjects:
 				ID, Pool, Status, Reason string
 			} `json:"templates"`
 		}
-		if err := json.Unmarshal(out, &st); err != nil || st.FormatVersion != "1.4" {
+		if err := json.Unmarshal(out, &st); err != nil || st.FormatVersion != "1.5" {
 			t.Fatalf("mcp status -json: %v\n%s", err, out)
 		}
 		got := map[string]string{}

@@ -98,6 +98,9 @@ type NodeStatus struct {
 	// record), "" when it did not: a drain refused, a step, a health gate.
 	LastFailure string
 	Created     time.Time
+	// Staged: the node staged an update for Desired ahead of its slot (model.Node.Staging)
+	// and runs Current, in service.
+	Staged bool
 }
 
 // MakeStatus computes the status of the pools of d over fleet (refreshed with each node's
@@ -170,6 +173,7 @@ func nodeStatus(n *model.Node, pool string) NodeStatus {
 	if ns.Desired == "" {
 		ns.Desired = ns.Current
 	}
+	ns.Staged = n.Staging && n.State == model.StateDone && ns.Desired != ns.Current
 	ns.HoldReason, ns.Held = n.HoldReason() // the plan's rule: annotation, else label
 	return ns
 }

@@ -32,6 +32,9 @@ func TestMakeStatusCounts(t *testing.T) {
 			n.CurrentConfig, n.State = "old", model.StateDone
 			n.Labels["mcpfleet.io/hold"] = "db migration"
 		}),
+		with(node("w-staged", "worker", "a", 0), func(n *model.Node) {
+			n.CurrentConfig, n.DesiredConfig, n.State, n.Staging = "old", "new", model.StateDone, true
+		}),
 		with(node("i-0", "infra", "a", 0), func(n *model.Node) { n.Ready = false }),
 		node("stray", "none", "a", 0),
 	}}
@@ -41,7 +44,7 @@ func TestMakeStatusCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []PoolStatus{
-		{Name: "worker", Config: "new", Machines: 6, Updated: 2, Updating: 2, Degraded: 1, Held: 1, Ready: 1, Created: t0},
+		{Name: "worker", Config: "new", Machines: 7, Updated: 2, Updating: 2, Degraded: 1, Held: 1, Ready: 1, Created: t0},
 		{Name: "infra", Machines: 1, Paused: true, Created: t0},
 	}
 	if diff := cmp.Diff(want, s.Pools); diff != "" {
@@ -52,7 +55,7 @@ func TestMakeStatusCounts(t *testing.T) {
 		names = append(names, n.Pool+"/"+n.Name)
 	}
 	wantNames := []string{"worker/w-cordoned", "worker/w-degraded", "worker/w-done", "worker/w-old-held",
-		"worker/w-told", "worker/w-working", "infra/i-0", "/stray"}
+		"worker/w-staged", "worker/w-told", "worker/w-working", "infra/i-0", "/stray"}
 	if diff := cmp.Diff(wantNames, names); diff != "" {
 		t.Errorf("node order (-want +got):\n%s", diff)
 	}
@@ -68,6 +71,10 @@ func TestMakeStatusCounts(t *testing.T) {
 	}
 	if n := byName["w-degraded"]; n.State != model.StateDegraded || n.Reason != "disk full" {
 		t.Errorf("w-degraded: %+v", n)
+	}
+	// Staged ahead for new, it runs old in service: not updating, not out of service.
+	if n := byName["w-staged"]; !n.Staged || n.Condition != "" || n.Desired != "new" {
+		t.Errorf("w-staged: %+v", n)
 	}
 }
 

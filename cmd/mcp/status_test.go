@@ -38,7 +38,7 @@ func TestStatusTablesAndWatch(t *testing.T) {
 			Machines, Updated, Ready, Updating int
 		}
 	}
-	if err := json.Unmarshal([]byte(out), &s); code != 0 || err != nil || s.FormatVersion != "1.4" || len(s.Pools) != 2 {
+	if err := json.Unmarshal([]byte(out), &s); code != 0 || err != nil || s.FormatVersion != "1.5" || len(s.Pools) != 2 {
 		t.Fatalf("status -json: %d %v %s\n%s", code, err, errOut, out)
 	}
 	for _, p := range s.Pools {
@@ -78,14 +78,14 @@ func TestStatusTablesAndWatch(t *testing.T) {
 	n := 0
 	for ; docs.More(); n++ {
 		var doc map[string]any
-		if err := docs.Decode(&doc); err != nil || doc["format_version"] != "1.4" {
+		if err := docs.Decode(&doc); err != nil || doc["format_version"] != "1.5" {
 			t.Fatalf("status -watch -json: document %d: %v %v", n, err, doc)
 		}
 	}
 	if n != 3 {
 		t.Errorf("status -watch -json printed %d documents, want one per refresh", n)
 	}
-	if out := watch("\n    \"format_version\": \"1.4\",\n", "-o", "json"); strings.Count(out, "\n    \"pools\": [\n") != 3 {
+	if out := watch("\n    \"format_version\": \"1.5\",\n", "-o", "json"); strings.Count(out, "\n    \"pools\": [\n") != 3 {
 		t.Errorf("status -watch -o json is not indented as kubectl's -o json:\n%s", out)
 	}
 	if code, _, errOut := mcp(t, dir, "status", "extra"); code != 1 || !strings.Contains(errOut, "Too many command line arguments") {

@@ -290,3 +290,52 @@ func TestLiveTimeLeft(t *testing.T) {
 	}
 	l.Stop()
 }
+
+// Stages ahead of the slots are counted on the pool's line — staging, then staged until
+// the node's slot starts — and give the node no line of its own: it is not updating. A
+// stage that failed ahead is no failure of the node.
+func TestLiveStagingAhead(t *testing.T) {
+	plan := &planner.Rollout{Nodes: []planner.NodePlan{
+		{Name: "w-0", Pool: "worker", Action: planner.NodeUpdate},
+		{Name: "w-1", Pool: "worker", Action: planner.NodeUpdate},
+		{Name: "w-2", Pool: "worker", Action: planner.NodeUpdate},
+	}}
+	var out bytes.Buffer
+	l := NewLiveProgress(&out, false, plan)
+	at := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	lp := l.pool["worker"]
+	stage := model.Step{Kind: model.StepStage}
+	l.Event(engine.Event{Kind: engine.EventStepStart, Node: "w-0", Pool: "worker", Step: stage, Ahead: true, Time: at})
+	l.Event(engine.Event{Kind: engine.EventStepStart, Node: "w-1", Pool: "worker", Step: stage, Ahead: true, Time: at})
+	if got := l.poolStatus(lp, 300); got != "0/3 done, 2 staging ahead" || len(l.node) != 0 {
+		t.Errorf("two staging: %q, %d node lines", got, len(l.node))
+	}
+	l.Event(engine.Event{Kind: engine.EventStepDone, Node: "w-0", Pool: "worker", Step: stage, Ahead: true, Time: at})
+	l.Event(engine.Event{Kind: engine.EventStepFailed, Node: "w-1", Pool: "worker", Step: stage, Ahead: true, Time: at,
+		Err: errors.New("node w-1: stage: pulling: connection reset")})
+	if got := l.poolStatus(lp, 300); got != "0/3 done, 1 staged" {
+		t.Errorf("one staged, one failed: %q", got)
+	}
+	l.Event(engine.Event{Kind: engine.EventStepStart, Node: "w-0", Pool: "worker", Step: model.Step{Kind: model.StepCordon}, Time: at})
+	if got := l.poolStatus(lp, 300); got != "0/3 done, 1 updating" {
+		t.Errorf("the staged node in its slot: %q", got)
+	}
+	l.Stop()
+	// The line view: a stage ahead of its slot, and one that failed ahead, said so.
+	var lines bytes.Buffer
+	h := NewHumanProgress(&lines, false)
+	h.Event(engine.Event{Kind: engine.EventStepStart, Node: "w-1", Pool: "worker", Step: stage, Ahead: true, Time: at})
+	h.Event(engine.Event{Kind: engine.EventStepFailed, Node: "w-1", Pool: "worker", Step: stage, Ahead: true, Time: at,
+		Err: errors.New("node w-1: stage: pulling: connection reset")})
+	want := "node.w-1: stage… (ahead of its slot, outside the budget)\n" +
+		"node.w-1: stage ahead of its slot failed: pulling: connection reset; its slot stages it again\n"
+	if lines.String() != want {
+		t.Errorf("line view:\n%s\nwant:\n%s", lines.String(), want)
+	}
+	var js bytes.Buffer
+	NewJSONProgress(&js).Event(engine.Event{Kind: engine.EventStepFailed, Node: "w-1", Pool: "worker", Step: stage, Ahead: true, Time: at,
+		Err: errors.New("node w-1: stage: pulling: connection reset")})
+	if got := js.String(); !strings.Contains(got, `"@level":"warn"`) || !strings.Contains(got, `"ahead":true`) {
+		t.Errorf("JSON event of a stage that failed ahead: %s", got)
+	}
+}

@@ -17,7 +17,7 @@ import (
 
 // StatusFormatVersion is the version of `mcp status -o json` (docs/status.md). A new field
 // is a minor change; a changed or removed one a major change.
-const StatusFormatVersion = "1.4"
+const StatusFormatVersion = "1.5"
 
 // Status is what mcp status shows, once or at each refresh of -watch.
 type Status interface {
@@ -273,6 +273,9 @@ func nodeReason(n planner.NodeStatus) string {
 			d = "drift: " + n.Drift[0].String()
 		}
 		why = append(why, d)
+	}
+	if n.Staged {
+		why = append(why, "staged ahead: "+n.Desired+", not yet switched to")
 	}
 	if n.LastFailure != "" && n.State != "Degraded" {
 		why = append(why, "last apply failed: "+n.LastFailure)

@@ -96,6 +96,8 @@ type jsonNodeStatus struct {
 	// LastFailure and Created came in 1.3.
 	LastFailure string     `json:"last_failure"`
 	Created     *time.Time `json:"created"`
+	// Staged came in 1.5: an update staged ahead of the node's slot, for desired_config.
+	Staged bool `json:"staged,omitempty"`
 }
 
 func (v *statusJSON) Status(s *planner.Status, at time.Time) error {
@@ -140,7 +142,7 @@ func statusDocument(s *planner.Status, at time.Time) jsonStatus {
 		js.Nodes = append(js.Nodes, jsonNodeStatus{Name: n.Name, Pool: n.Pool, CurrentConfig: n.Current,
 			DesiredConfig: n.Desired, TargetConfig: n.Target, State: n.State, Reason: n.Reason, Held: n.Held, HoldReason: n.HoldReason,
 			Condition: n.Condition, Drift: append([]model.Drift{}, n.Drift...), DriftUnlisted: n.DriftUnlisted,
-			LastFailure: n.LastFailure, Created: timeOrNil(n.Created)})
+			LastFailure: n.LastFailure, Created: timeOrNil(n.Created), Staged: n.Staged})
 	}
 	for _, ts := range s.Templates {
 		t := ts.Template
