@@ -37,6 +37,50 @@ pool "worker" {
 // node was unschedulable.
 func TestKubeStagesAheadOutsideTheBudget(t *testing.T) {
 	waiting(t)
+	c, run, budget := startHeldStaging(t)
+	c.releaseHeldDrain(t)
+	out, code := run.wait(t, 4*time.Minute)
+	if code != 0 {
+		t.Fatalf("apply: exit %d\n%s", code, out)
+	}
+	if got, when := budget(); got != 1 {
+		t.Errorf("at most %d nodes unschedulable at once (%s), want max_unavailable's 1\n%s", got, when, out)
+	}
+	c.checkStagedOnce(t, 1)
+}
+
+// TestKubeStagesAheadThenApplyKilled: the same rollout, apply SIGKILLed once the two
+// nodes after the first have staged ahead (the first cordoned, its drain held). The next
+// plan counts only the first node out of service — the staged ones run what they ran —
+// and stages them ahead again; re-runs converge, each node booting the image once, never
+// two nodes unschedulable at once.
+func TestKubeStagesAheadThenApplyKilled(t *testing.T) {
+	waiting(t)
+	c, run, budget := startHeldStaging(t)
+	run.kill(t)
+	out, code := c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode", lockWait)
+	if code != 2 || !strings.Contains(out, "[3 nodes, max_unavailable 1, 1 unavailable,") {
+		t.Errorf("plan after the kill: exit %d; want 2, worker-0 alone out of service\n%s", code, out)
+	}
+	for _, w := range []string{"worker-1", "worker-2"} {
+		if row := c.planRow(out, w); !strings.Contains(row, "stage ahead; in its slot: cordon") {
+			t.Errorf("plan after the kill, %s: %q; want its stage ahead again, then its slot", w, row)
+		}
+	}
+	c.releaseHeldDrain(t)
+	c.converge(t)
+	if got, when := budget(); got != 1 {
+		t.Errorf("at most %d nodes unschedulable at once (%s), want max_unavailable's 1", got, when)
+	}
+	c.checkStagedOnce(t, 2)
+}
+
+// startHeldStaging sets up a pool of three booted from fcos41 and recorded on it, holds
+// worker-0's drain with a PodDisruptionBudget, and starts an apply of fcos42Release with
+// max_staging 1; it returns once worker-0 is cordoned and the two others have staged
+// ahead, with a watch of how many nodes were unschedulable at once.
+func startHeldStaging(t *testing.T) (*kubeCluster, *applyRun, func() (int, string)) {
+	t.Helper()
 	c := newKubeCluster(t, fmt.Sprintf(stagePools, fcos41), map[string]int{"worker": 3})
 	c.bootedFrom(t, fcos41)
 	if out, code := c.mcp(t, "mcp-apply", "apply", "-auto-approve", "-no-color"); code != 0 {
@@ -57,7 +101,6 @@ func TestKubeStagesAheadOutsideTheBudget(t *testing.T) {
 			t.Errorf("plan's steps for %s: %q, want the stage ahead of the slot", name, row)
 		}
 	}
-
 	budget := c.watchUnschedulable(t)
 	run := c.startApply(t, "-drain-retry-delay=500ms")
 	first := c.waitNode(t, 2*time.Minute, "a node cordoned", func(n *corev1.Node) bool { return n.Spec.Unschedulable })
@@ -75,25 +118,38 @@ func TestKubeStagesAheadOutsideTheBudget(t *testing.T) {
 			t.Fatalf("worker-0 uncordoned before %s staged: the test shows nothing (its drain was to be held)", w)
 		}
 	}
+	return c, run, budget
+}
+
+// releaseHeldDrain deletes the pod whose budget holds worker-0's drain.
+func (c *kubeCluster) releaseHeldDrain(t *testing.T) {
+	t.Helper()
 	if err := c.env.Client.CoreV1().Pods(c.demo).Delete(context.Background(), "pinned-0", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	out, code = run.wait(t, 4*time.Minute)
-	if code != 0 {
-		t.Fatalf("apply: exit %d\n%s", code, out)
-	}
-	if got, when := budget(); got != 1 {
-		t.Errorf("at most %d nodes unschedulable at once (%s), want max_unavailable's 1\n%s", got, when, out)
-	}
+}
+
+// checkStagedOnce judges each node from itself: it runs fcos42Release, Done after one
+// reboot, its agent ran stages stages (one per apply that staged it), none after its
+// pivot.
+func (c *kubeCluster) checkStagedOnce(t *testing.T, stages int) {
+	t.Helper()
 	for name, a := range c.agents {
 		n := c.waitAnnotations(t, name, fcos42Release, "rw", "root=UUID=34bfd606", "console=ttyS0,115200n8")
-		if n.Annotations[protocol.State] != model.StateDone || a.boots.Load() != 2 {
-			t.Errorf("node %s: %s after %d boots; want Done after one reboot", name, n.Annotations[protocol.State], a.boots.Load())
+		if n.Annotations[protocol.State] != model.StateDone || a.boots.Load() != 2 || n.Spec.Unschedulable {
+			t.Errorf("node %s: %s after %d boots, unschedulable %v; want Done after one reboot, in service", name,
+				n.Annotations[protocol.State], a.boots.Load(), n.Spec.Unschedulable)
 		}
 		calls := hostCalls(t, a)
-		stage, pivot := slices.Index(calls, "stage"), slices.Index(calls, "pivot")
-		if stage < 0 || pivot < stage || slices.Index(calls[stage+1:], "stage") >= 0 {
-			t.Errorf("node %s: host calls %v; want one stage, before the pivot", name, calls)
+		pivot := slices.Index(calls, "pivot")
+		k := 0
+		for _, call := range calls {
+			if call == "stage" {
+				k++
+			}
+		}
+		if pivot < 0 || slices.Index(calls[pivot:], "stage") >= 0 || k < 1 || k > stages {
+			t.Errorf("node %s: host calls %v; want 1 to %d stages, all before the one pivot", name, calls, stages)
 		}
 	}
 }
