@@ -56,6 +56,15 @@ type Host interface {
 	KernelArgs(ctx context.Context) ([]string, error)
 }
 
+// KargsBeforePivot is a Host told, with a kargs step, the image the update's pivot moves
+// to next ("" when no pivot follows): a plain OSTree host leaves a deployment staged
+// ahead for that image to the pivot, which finalizes it with these arguments, and
+// replaces any other — one a stopped apply staged for an image the plan no longer wants
+// must not stand in for this update's kernel arguments.
+type KargsBeforePivot interface {
+	SetKernelArgsBefore(ctx context.Context, add, remove []string, pivot string) error
+}
+
 // DefaultAllowed are the path prefixes mcp manages (model.ManagedPrefixes): configuration,
 // state and local software, never the OS.
 var DefaultAllowed = slices.Clone(model.ManagedPrefixes)
@@ -119,6 +128,9 @@ func (e *Executor) Run(ctx context.Context, from, target *model.Rendered, step m
 		// what is missing, so a step run twice (a resumed apply) changes nothing more.
 		_, remove := model.DiffArgs(from.KernelArgs, target.KernelArgs)
 		e.staged = true // asked for, even if it fails: Rollback discards what it left
+		if h, ok := e.Host.(KargsBeforePivot); ok {
+			return h.SetKernelArgsBefore(ctx, target.KernelArgs, remove, e.pivotNext(ctx, target))
+		}
 		return e.Host.SetKernelArgs(ctx, target.KernelArgs, remove)
 	case model.StepPivot:
 		e.staged = true
@@ -288,4 +300,18 @@ func linkOut(r *os.Root, a string, allowed []string) error {
 	}
 	return fmt.Errorf("the node's %s is a link to %s, outside the managed prefixes %s: refusing to write through it",
 		a, target, strings.Join(allowed, ", "))
+}
+
+// pivotNext is the image a pivot of this update moves to after its kargs step: target's,
+// when the host boots another (as the steps derive a pivot); "" when none follows or the
+// host cannot say (then nothing staged is left to a pivot: the safe side).
+func (e *Executor) pivotNext(ctx context.Context, target *model.Rendered) string {
+	if target.OSImage == "" {
+		return ""
+	}
+	booted, err := e.Host.BootedImage(ctx)
+	if err != nil || booted == target.OSImage {
+		return ""
+	}
+	return target.OSImage
 }

@@ -337,3 +337,35 @@ func TestVerifyReportsOwnerDrift(t *testing.T) {
 		t.Errorf("unresolvable owner: %+v, %v", drift, err)
 	}
 }
+
+// pivotHost is a RecordingHost told, with each kargs step, the pivot that follows.
+type pivotHost struct {
+	RecordingHost
+	pivots []string
+}
+
+func (h *pivotHost) SetKernelArgsBefore(ctx context.Context, add, remove []string, pivot string) error {
+	h.pivots = append(h.pivots, pivot)
+	return h.SetKernelArgs(ctx, add, remove)
+}
+
+// A kargs step tells a KargsBeforePivot host the image the update pivots to next: the
+// target's when the host boots another, none when it boots the target's or the target
+// names none (a kargs-only update: nothing staged may stand in for it).
+func TestKargsStepSaysThePivotThatFollows(t *testing.T) {
+	for _, tc := range []struct{ booted, target, want string }{
+		{"quay.io/os:1", "quay.io/os:2", "quay.io/os:2"},
+		{"quay.io/os:2", "quay.io/os:2", ""},
+		{"quay.io/os:1", "", ""},
+	} {
+		h := &pivotHost{RecordingHost: RecordingHost{Booted: tc.booted}}
+		e := &Executor{Root: t.TempDir(), Host: h}
+		target := &model.Rendered{Name: "t", OSImage: tc.target, KernelArgs: []string{"nosmt"}}
+		if err := e.Run(context.Background(), &model.Rendered{}, target, model.Step{Kind: model.StepKargs}); err != nil {
+			t.Fatal(err)
+		}
+		if len(h.pivots) != 1 || h.pivots[0] != tc.want {
+			t.Errorf("booted %q, target %q: told %q, want %q", tc.booted, tc.target, h.pivots, tc.want)
+		}
+	}
+}

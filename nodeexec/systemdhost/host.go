@@ -218,11 +218,18 @@ func (h *Host) EnableUnit(ctx context.Context, unit string, enable bool) error {
 }
 
 func (h *Host) SetKernelArgs(ctx context.Context, add, remove []string) error {
+	return h.SetKernelArgsBefore(ctx, add, remove, "")
+}
+
+// SetKernelArgsBefore is SetKernelArgs told the image a pivot of this update moves to
+// next (nodeexec.KargsBeforePivot): on a plain OSTree host a deployment staged ahead for
+// it is left to the pivot.
+func (h *Host) SetKernelArgsBefore(ctx context.Context, add, remove []string, pivot string) error {
 	if len(add) == 0 && len(remove) == 0 {
 		return nil
 	}
 	if h.Commands.Tool == ToolOSTree {
-		return h.ostreeKargs(ctx, add, remove)
+		return h.ostreeKargs(ctx, add, remove, pivot)
 	}
 	argv := append([]string(nil), h.Commands.Kargs...)
 	// The -if-missing/-if-present forms make the call idempotent (nodeexec.Host's

@@ -143,15 +143,16 @@ func (i OSTreeImage) commit() bool { return checksumRE.MatchString(i.Rev) }
 
 // ostreeKargs is SetKernelArgs on an OSTree host: the booted image deployed again, with
 // the changes asked.
-func (h *Host) ostreeKargs(ctx context.Context, add, remove []string) error {
+func (h *Host) ostreeKargs(ctx context.Context, add, remove []string, pivot string) error {
 	h.ostree.add, h.ostree.remove = slices.Clone(add), slices.Clone(remove)
 	h.ostree.rev, h.ostree.kargs = "", nil // a staged deployment's, asked by a pivot before
-	// A deployment this update staged for another image with these arguments: the pivot
-	// that follows deploys it with them. Deploying the booted image now would also remove
-	// the staged deployment (ostree keeps the booted and the new one), and the pivot would
-	// have to deploy again from scratch. A stage undeploys every other image's staged
-	// deployment, so one is there only when this update's pivot follows.
-	if d, err := h.ostreeStagedFor(ctx, add, remove); err != nil {
+	// A deployment this update staged for the image its pivot moves to next, with these
+	// arguments: the pivot deploys it with them. Deploying the booted image now would also
+	// remove the staged deployment (ostree keeps the booted and the new one), and the pivot
+	// would have to deploy again from scratch. Any other staged deployment (one a stopped
+	// apply left for an image the plan no longer wants, with no pivot following) is
+	// replaced by the deploy: it must not keep these arguments from the next boot.
+	if d, err := h.ostreeStagedFor(ctx, add, remove, pivot); err != nil {
 		return fmt.Errorf("kernel arguments: %w", err)
 	} else if d != nil {
 		return nil
@@ -470,9 +471,13 @@ func (h *Host) ostreeStaged(ctx context.Context, image string) (*stagedDeploymen
 	return nil, nil
 }
 
-// ostreeStagedFor is a deployment ostreeStage wrote for another image than the booted one
-// with the kernel arguments of the next boot changed by add and remove; nil when none is.
-func (h *Host) ostreeStagedFor(ctx context.Context, add, remove []string) (*OSTreeDeployment, error) {
+// ostreeStagedFor is a deployment ostreeStage wrote for pivot, the image this update's
+// pivot moves to, with the kernel arguments of the next boot changed by add and remove;
+// nil when none is (or no pivot follows: pivot "").
+func (h *Host) ostreeStagedFor(ctx context.Context, add, remove []string, pivot string) (*OSTreeDeployment, error) {
+	if pivot == "" {
+		return nil, nil
+	}
 	ds, err := h.ostreeStatus(ctx)
 	if err != nil {
 		return nil, err
@@ -481,19 +486,13 @@ func (h *Host) ostreeStagedFor(ctx context.Context, add, remove []string) (*OSTr
 	if err != nil || len(staged) == 0 {
 		return nil, err
 	}
-	var booted OSTreeDeployment
-	for _, d := range ds {
-		if d.Booted {
-			booted = d
-		}
-	}
 	kargs, err := NextBootKernelArgs(filepath.Join(h.Chroot, "/boot/loader/entries"))
 	if err != nil {
 		return nil, err
 	}
 	mark := stagedMark(nodeexec.WithArgs(kargs, add, remove))
 	for _, d := range staged {
-		if d.Refspec != orRev(booted.Refspec, booted.Checksum) && d.mark == mark {
+		if d.Refspec == pivot && d.mark == mark {
 			return &d.OSTreeDeployment, nil
 		}
 	}

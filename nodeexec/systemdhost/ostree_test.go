@@ -311,7 +311,7 @@ func TestOSTreeStageThenSwitch(t *testing.T) {
 	f.ran = nil
 	// The slot: kargs, then pivot. The kargs step leaves the staged deployment to the
 	// pivot (a deploy of the booted image would remove it).
-	if err := h.SetKernelArgs(ctx, []string{"nosmt"}, nil); err != nil {
+	if err := h.SetKernelArgsBefore(ctx, []string{"nosmt"}, nil, "vm:mcp/v2"); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.ran) != 0 {
@@ -333,6 +333,31 @@ func TestOSTreeStageThenSwitch(t *testing.T) {
 	}
 	if len(f.ran) > 1 || len(f.ran) == 1 && f.ran[0][1] != "pull" {
 		t.Errorf("a resumed switch ran %q, want at most a pull", f.ran)
+	}
+}
+
+// TestOSTreeKargsAloneReplacesAStaleStage: a deployment a stopped apply staged for an
+// image the plan no longer wants, with the very arguments a later kargs-only update asks:
+// the kargs step deploys the booted image with them (which drops the staged deployment
+// and its lock), since no pivot follows to finalize it — left alone, the reboot would
+// boot without the arguments. Told the pivot that follows, it is left to it.
+func TestOSTreeKargsAloneReplacesAStaleStage(t *testing.T) {
+	mark := "[origin]\nrefspec=vm:mcp/v2\n\n[mcp]\nstaged-kargs=root=/dev/vda rw console=ttyS0 nosmt\n"
+	for _, tc := range []struct {
+		pivot  string
+		deploy bool
+	}{{"", true}, {"vm:mcp/v3", true}, {"vm:mcp/v2", false}} {
+		f := newFakeOSTree(t, stagedV2+bootedV1, entriesV1)
+		f.origins = map[string]string{"/ostree/deploy/debian/deploy/" + csumV2 + ".0.origin": mark}
+		if err := f.host().SetKernelArgsBefore(context.Background(), []string{"nosmt"}, nil, tc.pivot); err != nil {
+			t.Fatal(err)
+		}
+		deployed := slices.ContainsFunc(f.ran, func(argv []string) bool {
+			return len(argv) > 2 && argv[2] == "deploy" && !slices.Contains(argv, "--stage") && argv[len(argv)-1] == csumV1
+		})
+		if deployed != tc.deploy {
+			t.Errorf("pivot %q: ran %q; want the booted commit deployed with the arguments: %v", tc.pivot, f.ran, tc.deploy)
+		}
 	}
 }
 
