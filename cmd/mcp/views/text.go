@@ -544,7 +544,7 @@ func stagingLine(pp planner.PoolPlan, nodes []*planner.NodePlan) string {
 	case staging == 0:
 		return ""
 	case pp.MaxStaging > 0:
-		return fmt.Sprintf("%s the update ahead of their slots, outside max_unavailable, at most %d at once (max_staging): pulled and checked out, the boot entry written in the slot",
+		return fmt.Sprintf("%s the update ahead of their slots, outside max_unavailable, at most %d at once (max_staging)",
 			plural(staging, "%d node stages", "%d nodes stage"), pp.MaxStaging)
 	}
 	return fmt.Sprintf("%s the update in their slots, before the cordon (max_staging = 0)", plural(staging, "%d node stages", "%d nodes stage"))
