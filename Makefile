@@ -7,7 +7,7 @@ MCP     := $(BIN)/mcp
 VERSION ?= 0.1.0-dev
 LDFLAGS := -X github.com/mcpfleet/mcp/engine.Version=$(VERSION)
 
-.PHONY: all build test vet chaos chaos-vm fuzz fuzz-short bin/ignition bin/k8s bin/kubectl bin/vm graphviz demo demo-fleet bench bench-plan bench-apply bench-rollout bench-estimate bench-agent bench-serve bench-kube bench-size bench-fleet clean
+.PHONY: all build test vet chaos chaos-vm fuzz fuzz-short bin/ignition bin/k8s bin/kubectl bin/vm graphviz demo demo-fleet bench bench-plan bench-apply bench-rollout bench-staging bench-estimate bench-agent bench-serve bench-kube bench-size bench-fleet clean
 
 all: build
 
@@ -164,7 +164,7 @@ demo-fleet: build
 	MCP=$(MCP) bash scripts/demo-fleet.sh
 
 # Benchmarks; results go to docs/benchmarks.md with the machine described.
-bench: bench-size bench-plan bench-apply bench-rollout bench-estimate bench-agent bench-serve bench-kube bench-fleet
+bench: bench-size bench-plan bench-apply bench-rollout bench-staging bench-estimate bench-agent bench-serve bench-kube bench-fleet
 
 # A plan across 50 clusters of 200 local nodes each (clusters/bench_test.go); creating the
 # fleets takes minutes: MCP_BENCH_FLEET=DIR keeps them for the next run. Its section of
@@ -188,6 +188,11 @@ bench-apply: build
 
 bench-rollout: build
 	MCP=$(MCP) $(GO) run ./scripts/benchrollout -out docs/benchmarks.md
+
+# An OS image rollout of 20 local nodes staged in the slot and ahead of it (max_staging
+# 0 and k): scripts/benchstaging. ~2.5 minutes.
+bench-staging: build
+	MCP=$(MCP) $(GO) run ./scripts/benchstaging -out docs/benchmarks.md
 
 # The plan's estimate against what apply then takes, on 300 local nodes that drain and
 # reboot, 3 rollouts (the first from defaults): scripts/benchestimate. ~2.5 minutes.

@@ -161,8 +161,16 @@ func (h *host) Pivot(_ context.Context, image string) error {
 
 // Stage is logged only: a simulated node has nothing to pull, and what it boots next is
 // what kargs and pivot stage (a stage changes nothing of it).
-func (h *host) Stage(_ context.Context, image string, add, remove []string) error {
-	return h.log("stage", image, "+"+strings.Join(add, ","), "-"+strings.Join(remove, ","))
+func (h *host) Stage(ctx context.Context, image string, add, remove []string) error {
+	if err := h.log("stage", image, "+"+strings.Join(add, ","), "-"+strings.Join(remove, ",")); err != nil {
+		return err
+	}
+	select { // the pull and the deployment, in service (stage_duration)
+	case <-time.After(h.p.o.StageDuration):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Unstage discards what kargs and pivot staged: the next boot runs what this one runs.

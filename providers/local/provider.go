@@ -24,6 +24,7 @@ type Options struct {
 	Dir            string
 	DrainDuration  time.Duration // simulated time a drain takes
 	RebootDuration time.Duration // simulated time a reboot takes
+	StageDuration  time.Duration // simulated time a stage (the pull and deployment ahead of the slot) takes
 	// NodeTimeout bounds waiting for a node to come back from a reboot (DefaultNodeTimeout
 	// when zero).
 	NodeTimeout time.Duration
@@ -67,17 +68,19 @@ func New(o Options) (*Provider, error) {
 }
 
 // Spec declares the local provider: provider "local" { fleet, drain_duration,
-// reboot_duration, node_timeout }.
+// reboot_duration, stage_duration, node_timeout }.
 var Spec = providers.Spec{
 	BlockSpec: model.BlockSpec{Name: "local", Example: `fleet = "./fleet"`, Settings: []model.SettingSpec{
 		{Name: "fleet", Kind: model.SettingPath, Required: true, Check: model.NonEmpty},
 		{Name: "drain_duration", Kind: model.SettingDuration, Default: time.Duration(0)},
 		{Name: "reboot_duration", Kind: model.SettingDuration, Default: time.Duration(0)},
+		{Name: "stage_duration", Kind: model.SettingDuration, Default: time.Duration(0)},
 		{Name: "node_timeout", Kind: model.SettingDuration, Default: DefaultNodeTimeout, Check: model.PositiveDuration},
 	}},
 	New: func(s model.Settings) (providers.Provider, error) {
 		p, err := New(Options{Dir: s.Str("fleet"), DrainDuration: s.Duration("drain_duration"),
-			RebootDuration: s.Duration("reboot_duration"), NodeTimeout: s.Duration("node_timeout")})
+			RebootDuration: s.Duration("reboot_duration"), StageDuration: s.Duration("stage_duration"),
+			NodeTimeout: s.Duration("node_timeout")})
 		if err != nil {
 			return nil, &model.SettingError{Setting: "fleet", Err: err}
 		}
