@@ -117,6 +117,61 @@ config "50-x" {
 	}
 }
 
+// An OS image update staged ahead of the slots, as a person sees it on a terminal: the
+// pool's line counts the nodes staging beside the one in its slot — staging outside the
+// budget — and the plan says the phase.
+func TestLiveStagingOnATerminal(t *testing.T) {
+	exclusive(t)
+	const pools = `provider "local" {
+  fleet           = "./fleet"
+  stage_duration  = "1500ms"
+  reboot_duration = "1s"
+}
+
+pool "worker" {
+  max_unavailable = 1
+  max_staging     = 1
+  %s
+}
+`
+	mcp, dir := liveFleet(t, "worker=4", fmt.Sprintf(pools, ""))
+	runMCP(t, mcp, "-chdir="+dir, "apply", "-auto-approve") // on a config mcp knows: they stage ahead
+	image := `os_image = "quay.io/example/os@sha256:` + strings.Repeat("4", 64) + `"`
+	if err := os.WriteFile(filepath.Join(dir, "main.hcl"), []byte(fmt.Sprintf(pools, image)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := exec.Command(mcp, "-chdir="+dir, "plan", "-no-color", "-out=p.plan").CombinedOutput()
+	if err != nil || !strings.Contains(string(plan), "staging: 4 nodes stage the update ahead of their slots, outside max_unavailable, at most 1 at once") {
+		t.Fatalf("plan: %v, want the staging phase\n%s", err, plan)
+	}
+	tmux := tmuxServer(t, dir, "mcp-stage")
+	script := fmt.Sprintf("%s -chdir=%s apply p.plan; echo EXIT=$?; sleep 600", mcp, dir)
+	tmux("new-session", "-d", "-s", "apply", "-x", "120", "-y", "30", "sh", "-c", script)
+	var screens []string
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		s := tmux("capture-pane", "-p", "-t", "apply")
+		screens = append(screens, s)
+		if strings.Contains(s, "EXIT=") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("apply did not end within 60s; the screen:\n%s", s)
+		}
+	}
+	beside := regexp.MustCompile(`(?m)^pool\.worker .*\d/4 done, 1 updating, 1 staging ahead`)
+	saw := false
+	for _, s := range screens {
+		saw = saw || beside.MatchString(s)
+	}
+	if !saw {
+		t.Errorf("no screen showed a node staging ahead beside the one in its slot; the screens:\n%s",
+			strings.Join(screens, "\n----\n"))
+	}
+	if final := screens[len(screens)-1]; !strings.Contains(final, "Apply complete! Nodes: 4 updated, 0 failed, 0 not started.") {
+		t.Errorf("the final screen:\n%s", final)
+	}
+}
+
 // The live view fits the terminal it is drawn on, as a person sees it in tmux at 160 and
 // then 80 columns (resized mid-apply): each pool's bar keeps its width however long its
 // wait message (which goes on the lines below, wrapped at spaces), no line wraps, none is
