@@ -50,15 +50,22 @@ func TestKubeStagesAheadOutsideTheBudget(t *testing.T) {
 }
 
 // TestKubeStagesAheadThenApplyKilled: the same rollout, apply SIGKILLed once the two
-// nodes after the first have staged ahead (the first cordoned, its drain held). The next
-// plan counts only the first node out of service — the staged ones run what they ran —
-// and stages them ahead again; re-runs converge, each node booting the image once, never
+// nodes after the first have staged ahead (the first cordoned, its drain held). status
+// says they staged and are in service; the next plan counts only the first node out of
+// service — the staged ones run what they ran — and stages them ahead again; re-runs converge, each node booting the image once, never
 // two nodes unschedulable at once.
 func TestKubeStagesAheadThenApplyKilled(t *testing.T) {
 	waiting(t)
 	c, run, budget := startHeldStaging(t)
 	run.kill(t)
-	out, code := c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode", lockWait)
+	// status, from the Nodes: the staged ones say so and are in service.
+	out, code := c.mcp(t, "mcp-apply", "status", "-nodes", "-no-color")
+	for _, w := range []string{"worker-1", "worker-2"} {
+		if row := lineWith(out, c.name(w)); code != 0 || !strings.Contains(row, "staged ahead: ") || strings.Contains(row, "updating") {
+			t.Errorf("status -nodes after the kill: exit %d; %s's row %q, want it staged ahead and in service\n%s", code, w, row, out)
+		}
+	}
+	out, code = c.mcp(t, "mcp-apply", "plan", "-no-color", "-detailed-exitcode", lockWait)
 	if code != 2 || !strings.Contains(out, "[3 nodes, max_unavailable 1, 1 unavailable,") {
 		t.Errorf("plan after the kill: exit %d; want 2, worker-0 alone out of service\n%s", code, out)
 	}
