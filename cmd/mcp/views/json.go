@@ -191,6 +191,10 @@ func JSONPlan(p *planner.Rollout, meta Meta) ([]byte, error) {
 			Type: "mcp_pool", Name: pp.Name, Change: change{Actions: []string{act}, Before: before,
 				After: poolValue{RenderedConfig: pp.Rendered, MaxUnavailable: pp.MaxUnavailable, Paused: pp.Paused}}})
 	}
+	stagesAhead := map[string]bool{}
+	for _, pp := range p.Pools {
+		stagesAhead[pp.Name] = pp.MaxStaging > 0
+	}
 	for _, n := range p.Nodes {
 		act, imp := "no-op", (*importing)(nil)
 		switch {
@@ -204,6 +208,11 @@ func JSONPlan(p *planner.Rollout, meta Meta) ([]byte, error) {
 			before = nodeValue{RenderedConfig: n.From}
 		}
 		steps := stepsJSON(n.Steps, n.From, n.To, func(name string) *model.Rendered { return p.Rendered[name] }, p.Provenance[n.To])
+		if !stagesAhead[n.Pool] {
+			for i := range steps {
+				steps[i].Phase = "" // max_staging 0: the stage is in the slot
+			}
+		}
 		out.ResourceChanges = append(out.ResourceChanges, resourceChange{Address: "node." + n.Name, Mode: "managed",
 			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{act}, Before: before, After: nodeValue{RenderedConfig: n.To}, Importing: imp},
 			MCP: &nodeMeta{Pool: n.Pool, Zone: n.Zone, Action: string(n.Action), Steps: steps, Reboot: n.Reboot, Wave: n.Wave,

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpfleet/mcp/model"
 )
 
 // The fields mcp's plan JSON shares with Terraform's beyond resource_changes: when the plan
@@ -64,6 +66,56 @@ func TestJSONPlanComplete(t *testing.T) {
 		var got struct{ Complete *bool }
 		if err := json.Unmarshal(b, &got); err != nil || got.Complete == nil || *got.Complete != c.want {
 			t.Errorf("%s: complete %v, want %v (%v)", name, got.Complete, c.want, err)
+		}
+	}
+}
+
+// A node whose update stages ahead has each step's phase, stage or slot; none when its
+// pool's max_staging is 0 (the stage is in the slot).
+func TestJSONPlanStagePhase(t *testing.T) {
+	for _, maxStaging := range []int{1, 0} {
+		p := samplePlan()
+		p.Pools[0].MaxStaging = maxStaging
+		for i := range p.Nodes {
+			if p.Nodes[i].Pool == p.Pools[0].Name {
+				p.Nodes[i].Steps = []model.Step{{Kind: model.StepStage}, {Kind: model.StepCordon}, {Kind: model.StepPivot}}
+			}
+		}
+		b, err := JSONPlan(p, Meta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			ResourceChanges []struct {
+				MCP *struct {
+					Pool  string
+					Steps []struct{ Phase string }
+				} `json:"mcp"`
+			} `json:"resource_changes"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, rc := range got.ResourceChanges {
+			if rc.MCP == nil || rc.MCP.Pool != p.Pools[0].Name || len(rc.MCP.Steps) != 3 {
+				continue
+			}
+			n++
+			var phases []string
+			for _, s := range rc.MCP.Steps {
+				phases = append(phases, s.Phase)
+			}
+			want := []string{"stage", "slot", "slot"}
+			if maxStaging == 0 {
+				want = []string{"", "", ""}
+			}
+			if d := cmp.Diff(want, phases); d != "" {
+				t.Errorf("max_staging %d: phases (-want +got):\n%s", maxStaging, d)
+			}
+		}
+		if n == 0 {
+			t.Fatalf("max_staging %d: no node of pool %s with its 3 steps in the JSON", maxStaging, p.Pools[0].Name)
 		}
 	}
 }

@@ -13,8 +13,9 @@ import (
 // file or unit, a kargs step's added arguments. Display only, as the reason.
 type jsonStep struct {
 	model.Step
-	// Phase, on the steps of a node whose update stages: "stage" for the stage, run before
-	// the node's slot and outside its pool's budget, "slot" for the rest.
+	// Phase, on the steps of a node whose update stages ahead (its pool's max_staging
+	// above 0): "stage" for the stage, run before the node's slot and outside its pool's
+	// budget, "slot" for the rest.
 	Phase      string        `json:"phase,omitempty"`
 	Provenance []itemWritten `json:"provenance,omitempty"`
 }
