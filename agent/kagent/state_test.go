@@ -237,15 +237,26 @@ func TestLongUpdateReportsWorkingAfterAWhile(t *testing.T) {
 	if r[2][protocol.State] != model.StateDone {
 		t.Errorf("last report %v, want Done", r[2])
 	}
-	// Ended before its timer fires: nothing more.
+	// Ended before its timer fires: nothing more. The timer is as good as never due (a
+	// short one may fire first on a loaded machine), and is then fired by hand, late, as
+	// a timer that lost the race with Done would.
+	s.WorkingAfter = time.Hour
 	s.Begin("u2", 0)
 	if err := s.Working("rendered-b"); err != nil {
 		t.Fatal(err)
 	}
+	s.mu.Lock()
+	gen := s.gen
+	s.mu.Unlock()
 	if err := s.Done("rendered-b"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond)
+	if s.timer != nil {
+		t.Error("the Working timer still runs after Done")
+	}
+	if err := s.reportWorking(gen); err != nil {
+		t.Fatal(err)
+	}
 	if r := reportsOf(p, "u2"); len(r) != 1 || r[0][protocol.State] != model.StateDone {
 		t.Errorf("u2's reports %v, want its Done alone", r)
 	}
