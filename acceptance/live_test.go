@@ -39,22 +39,7 @@ config "50-x" {
 	}
 
 	tmux := tmuxServer(t, dir, "mcp-live")
-	script := fmt.Sprintf("%s -chdir=%s apply p.plan; echo EXIT=$?; sleep 600", mcp, dir)
-	tmux("new-session", "-d", "-s", "apply", "-x", "120", "-y", "30", "sh", "-c", script)
-
-	var screens []string
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		s := tmux("capture-pane", "-p", "-t", "apply")
-		screens = append(screens, s)
-		if strings.Contains(s, "EXIT=") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("apply did not end within 60s; the screen:\n%s", s)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	screens := applyScreens(t, tmux, mcp, dir)
 	final := screens[len(screens)-1]
 	history := tmux("capture-pane", "-p", "-S", "-", "-E", "-", "-t", "apply")
 
@@ -144,20 +129,7 @@ pool "worker" {
 	if err != nil || !strings.Contains(string(plan), "staging: 4 nodes stage the update ahead of their slots, outside max_unavailable, at most 1 at once") {
 		t.Fatalf("plan: %v, want the staging phase\n%s", err, plan)
 	}
-	tmux := tmuxServer(t, dir, "mcp-stage")
-	script := fmt.Sprintf("%s -chdir=%s apply p.plan; echo EXIT=$?; sleep 600", mcp, dir)
-	tmux("new-session", "-d", "-s", "apply", "-x", "120", "-y", "30", "sh", "-c", script)
-	var screens []string
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		s := tmux("capture-pane", "-p", "-t", "apply")
-		screens = append(screens, s)
-		if strings.Contains(s, "EXIT=") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("apply did not end within 60s; the screen:\n%s", s)
-		}
-	}
+	screens := applyScreens(t, tmuxServer(t, dir, "mcp-stage"), mcp, dir)
 	beside := regexp.MustCompile(`(?m)^pool\.worker .*\d/4 done, 1 updating, 1 staging ahead`)
 	saw := false
 	for _, s := range screens {
@@ -169,6 +141,26 @@ pool "worker" {
 	}
 	if final := screens[len(screens)-1]; !strings.Contains(final, "Apply complete! Nodes: 4 updated, 0 failed, 0 not started.") {
 		t.Errorf("the final screen:\n%s", final)
+	}
+}
+
+// applyScreens runs `mcp apply p.plan` in dir in a tmux session "apply" of 120×30 and
+// returns the screen read every 100 ms until apply has exited (the last one says EXIT=);
+// it fails the test after 60 s.
+func applyScreens(t *testing.T, tmux func(args ...string) string, mcp, dir string) []string {
+	t.Helper()
+	script := fmt.Sprintf("%s -chdir=%s apply p.plan; echo EXIT=$?; sleep 600", mcp, dir)
+	tmux("new-session", "-d", "-s", "apply", "-x", "120", "-y", "30", "sh", "-c", script)
+	var screens []string
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		s := tmux("capture-pane", "-p", "-t", "apply")
+		screens = append(screens, s)
+		if strings.Contains(s, "EXIT=") {
+			return screens
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("apply did not end within 60s; the screen:\n%s", s)
+		}
 	}
 }
 
