@@ -63,7 +63,7 @@ var errLaneClosed = errors.New("not staged ahead: the staging lane closed")
 // config is unknown stages in its slot, steps.DeriveOn), and no interrupted update of it
 // is resumed (its stage, if any is left, runs in its slot as the journal has it).
 func (a *applier) stagesAhead(n planner.NodePlan) bool {
-	return len(n.Steps) > 0 && n.Steps[0].Kind == model.StepStage && a.rendered(n.From) != nil &&
+	return model.StagesFirst(n.Steps) && a.rendered(n.From) != nil &&
 		a.inFlightOf(n.Name) == nil
 }
 

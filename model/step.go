@@ -76,6 +76,10 @@ func StageOnly(steps []Step) bool {
 	return len(steps) > 0
 }
 
+// StagesFirst reports whether steps begin with a stage: a stage to run before the node's
+// slot (the derivation puts it first, StageInSlot moves it into the slot).
+func StagesFirst(steps []Step) bool { return len(steps) > 0 && steps[0].Kind == StepStage }
+
 // StageInSlot moves the stage steps of steps (first in run order: a hand-over of their
 // own before the cordon) to the node steps of the slot, ahead of them: where they run for
 // a node whose config is unknown (the engine's and the views' one rule).

@@ -107,8 +107,8 @@ func estimate(pp *PoolPlan, nodes []NodePlan, times *model.StepTimes, windows []
 		}
 		t := nodeTime(n.Steps, times, defaulted)
 		e.Node = max(e.Node, t)
-		if pp.MaxStaging > 0 && len(n.Steps) > 0 && n.Steps[0].Kind == model.StepStage {
-			stage := nodeTime(n.Steps[:1], times, defaulted) - nodeTime(nil, times, defaulted)
+		if pp.MaxStaging > 0 && model.StagesFirst(n.Steps) {
+			stage := stepTime(model.StepStage, times, defaulted)
 			t -= stage
 			waveStage[n.Wave] = max(waveStage[n.Wave], stage)
 			waveStaging[n.Wave]++
@@ -153,11 +153,7 @@ func estimate(pp *PoolPlan, nodes []NodePlan, times *model.StepTimes, windows []
 func nodeTime(steps []model.Step, times *model.StepTimes, defaulted map[string]bool) time.Duration {
 	var t time.Duration
 	for _, s := range steps {
-		d, ok := times.Median(s.Kind)
-		if !ok {
-			d, defaulted[s.Kind.String()] = DefaultStepTimes[s.Kind], true
-		}
-		t += d
+		t += stepTime(s.Kind, times, defaulted)
 	}
 	var health []time.Duration
 	if times != nil {
@@ -168,6 +164,16 @@ func nodeTime(steps []model.Step, times *model.StepTimes, defaulted map[string]b
 		h, defaulted["health"] = DefaultHealthTime, true
 	}
 	return t + h
+}
+
+// stepTime is a step kind's expected time: its median, or its default (noted in
+// defaulted).
+func stepTime(k model.StepKind, times *model.StepTimes, defaulted map[string]bool) time.Duration {
+	d, ok := times.Median(k)
+	if !ok {
+		d, defaulted[k.String()] = DefaultStepTimes[k], true
+	}
+	return d
 }
 
 // windowFit fits a rollout of d starting at now to windows: how many openings it needs,

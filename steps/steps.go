@@ -255,7 +255,7 @@ func restore(steps []model.Step, drift []model.Drift, target *model.Rendered, h 
 	}
 	// Steps with their stage in the slot (a node whose config is unknown: DeriveOn) keep
 	// it there.
-	inSlot := len(steps) > 0 && steps[0].Kind != model.StepStage &&
+	inSlot := !model.StagesFirst(steps) &&
 		slices.ContainsFunc(steps, func(s model.Step) bool { return s.Kind == model.StepStage })
 	var b stepSet
 	for _, s := range steps {

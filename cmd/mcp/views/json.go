@@ -207,12 +207,7 @@ func JSONPlan(p *planner.Rollout, meta Meta) ([]byte, error) {
 		if n.From != "" {
 			before = nodeValue{RenderedConfig: n.From}
 		}
-		steps := stepsJSON(n.Steps, n.From, n.To, func(name string) *model.Rendered { return p.Rendered[name] }, p.Provenance[n.To])
-		if !stagesAhead[n.Pool] {
-			for i := range steps {
-				steps[i].Phase = "" // max_staging 0: the stage is in the slot
-			}
-		}
+		steps := stepsJSON(n.Steps, stagesAhead[n.Pool], n.From, n.To, func(name string) *model.Rendered { return p.Rendered[name] }, p.Provenance[n.To])
 		out.ResourceChanges = append(out.ResourceChanges, resourceChange{Address: "node." + n.Name, Mode: "managed",
 			Type: "mcp_node", Name: n.Name, Change: change{Actions: []string{act}, Before: before, After: nodeValue{RenderedConfig: n.To}, Importing: imp},
 			MCP: &nodeMeta{Pool: n.Pool, Zone: n.Zone, Action: string(n.Action), Steps: steps, Reboot: n.Reboot, Wave: n.Wave,
@@ -302,6 +297,6 @@ func interimJSON(p *planner.Rollout, n *planner.NodePlan) *jsonInterim {
 	if n.Interim == nil {
 		return nil
 	}
-	return &jsonInterim{Target: n.Interim.Target, Waiting: stepsJSON(n.Interim.Waiting, n.To, n.Interim.Target,
+	return &jsonInterim{Target: n.Interim.Target, Waiting: stepsJSON(n.Interim.Waiting, true, n.To, n.Interim.Target,
 		func(name string) *model.Rendered { return p.Rendered[name] }, p.Provenance[n.Interim.Target])}
 }

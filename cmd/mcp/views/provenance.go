@@ -27,10 +27,11 @@ type itemWritten struct {
 }
 
 // stepsJSON gives steps with their provenance from prov, the provenance of the rendered
-// config the node moves to (nil: none known).
-func stepsJSON(steps []model.Step, from, to string, known func(string) *model.Rendered, prov *model.Provenance) []jsonStep {
+// config the node moves to (nil: none known); ahead: the node's pool stages ahead of the
+// slots, so steps that begin with a stage have their phases.
+func stepsJSON(steps []model.Step, ahead bool, from, to string, known func(string) *model.Rendered, prov *model.Provenance) []jsonStep {
 	out := make([]jsonStep, len(steps))
-	staged := len(steps) > 0 && steps[0].Kind == model.StepStage
+	staged := ahead && model.StagesFirst(steps)
 	for i, s := range steps {
 		out[i].Step = s
 		if staged {

@@ -283,7 +283,7 @@ func describeSteps(n *planner.NodePlan, ahead bool) string {
 		return "adopt: record on " + n.To + " (nothing on the node changes)"
 	}
 	steps := n.Steps
-	if ahead && len(steps) > 0 && steps[0].Kind == model.StepStage {
+	if ahead && model.StagesFirst(steps) {
 		// Its own phase: before the node's slot, outside its pool's budget.
 		return "stage ahead; in its slot: " + SummarizeSteps(steps[1:])
 	}
@@ -536,7 +536,7 @@ func revertLine(pp planner.PoolPlan) string {
 func stagingLine(pp planner.PoolPlan, nodes []*planner.NodePlan) string {
 	staging := 0
 	for _, n := range nodes {
-		if n.Changed() && !n.Deferred && len(n.Steps) > 0 && n.Steps[0].Kind == model.StepStage {
+		if n.Changed() && !n.Deferred && model.StagesFirst(n.Steps) {
 			staging++
 		}
 	}
